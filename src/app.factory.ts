@@ -1,0 +1,59 @@
+import { ModuleMetadata } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { Logger } from 'nestjs-pino';
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { AppModule } from './app.module';
+import { createValidationPipe } from './common/validation';
+import { AppConfig } from './config/app-config';
+
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export interface CreateAppOptions {
+  config: AppConfig;
+  database: { url: string; poolSize: number };
+  imports?: ModuleMetadata['imports'];
+  /** Tests keep the output quiet; the server logs JSON lines. */
+  logger?: boolean;
+}
+
+/** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
+export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
+  const adapter = new FastifyAdapter({
+    bodyLimit: BODY_LIMIT_BYTES,
+    // A caller's request id is kept when it is sane, so logs join across services.
+    genReqId: (req: IncomingMessage) => {
+      const given = req.headers['x-request-id'];
+      const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      (req as IncomingMessage & { requestId?: string }).requestId = id;
+      return id;
+    },
+  });
+  const app = await NestFactory.create<NestFastifyApplication>(
+    AppModule.forRoot({ config: options.config, database: options.database, imports: options.imports }),
+    adapter,
+    { bufferLogs: true, logger: options.logger === false ? false : undefined },
+  );
+  if (options.logger !== false) app.useLogger(app.get(Logger));
+  app.useGlobalPipes(createValidationPipe());
+
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.addHook('onSend', async (request, reply) => {
+    reply.header('x-request-id', String(request.id));
+  });
+
+  const document = SwaggerModule.createDocument(
+    app,
+    new DocumentBuilder()
+      .setTitle('Capability platform API')
+      .setDescription('Assemble AI agents from capabilities, publish immutable versions, and run their tools behind scope, budget and approval guards. Errors are RFC 9457 problem documents with a stable `code`.')
+      .setVersion('1')
+      .addBearerAuth()
+      .build(),
+  );
+  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', yamlDocumentUrl: 'api/docs-yaml' });
+  return app;
+}

@@ -1,0 +1,54 @@
+import { DynamicModule, Module, ModuleMetadata } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { TypeOrmModule } from '@nestjs/typeorm';
+import { LoggerModule } from 'nestjs-pino';
+import type { IncomingMessage } from 'node:http';
+import { AuditModule } from './audit/audit.module';
+import { AuthGuard } from './auth/auth.guard';
+import { ProblemFilter } from './common/problem.filter';
+import { APP_CONFIG, AppConfig } from './config/app-config';
+import { dataSourceOptions } from './database/data-source-options';
+import { HealthModule } from './health/health.module';
+import { OrgsModule } from './orgs/orgs.module';
+
+export interface AppModuleOptions {
+  config: AppConfig;
+  database: { url: string; poolSize: number };
+  /** Extra modules, e.g. fixture capabilities that only tests register. */
+  imports?: ModuleMetadata['imports'];
+}
+
+@Module({})
+export class AppModule {
+  static forRoot(options: AppModuleOptions): DynamicModule {
+    const { config, database } = options;
+    return {
+      module: AppModule,
+      global: true,
+      imports: [
+        LoggerModule.forRoot({
+          pinoHttp: {
+            level: config.logLevel,
+            genReqId: (req: IncomingMessage) => (req as IncomingMessage & { requestId?: string }).requestId ?? 'unknown',
+            redact: ['req.headers.authorization', 'req.headers.cookie'],
+            customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+            serializers: {
+              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+            },
+          },
+        }),
+        TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
+        AuditModule,
+        HealthModule,
+        OrgsModule,
+        ...(options.imports ?? []),
+      ],
+      providers: [
+        { provide: APP_CONFIG, useValue: config },
+        { provide: APP_GUARD, useClass: AuthGuard },
+        { provide: APP_FILTER, useClass: ProblemFilter },
+      ],
+      exports: [APP_CONFIG],
+    };
+  }
+}

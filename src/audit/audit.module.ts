@@ -1,0 +1,7 @@
+import { Global, Module } from '@nestjs/common';
+import { AuditController } from './audit.controller';
+import { AuditService } from './audit.service';
+
+@Global()
+@Module({ controllers: [AuditController], providers: [AuditService], exports: [AuditService] })
+export class AuditModule {}

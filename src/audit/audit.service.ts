@@ -1,0 +1,113 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+
+export const AUDIT_EVENT_TYPES = [
+  'org.created',
+  'org.scopes_updated',
+  'api_key.created',
+  'api_key.revoked',
+  'agent.created',
+  'agent.published',
+  'tool_call.requested',
+  'tool_call.denied',
+  'tool_call.succeeded',
+  'tool_call.failed',
+  'approval.requested',
+  'approval.approved',
+  'approval.rejected',
+  'approval.expired',
+] as const;
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
+
+export interface AuditEventInput {
+  type: AuditEventType;
+  orgId: string | null;
+  actor: { type: string; id: string };
+  target: { type: string; id: string };
+  data?: Record<string, unknown>;
+}
+
+export interface AuditEvent {
+  id: string;
+  at: string;
+  type: AuditEventType;
+  actor: { type: string; id: string };
+  orgId: string | null;
+  target: { type: string; id: string };
+  data: Record<string, unknown>;
+}
+
+interface AuditRow {
+  seq: string;
+  id: string;
+  org_id: string | null;
+  at: Date;
+  type: AuditEventType;
+  actor_type: string;
+  actor_id: string;
+  target_type: string;
+  target_id: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * The append-only log. `record` takes the caller's transaction manager: an event is written with
+ * the change it describes or not at all.
+ */
+@Injectable()
+export class AuditService {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async record(manager: EntityManager, ...events: AuditEventInput[]): Promise<void> {
+    if (events.length === 0) return;
+    const values: unknown[] = [];
+    const rows = events.map((e, i) => {
+      values.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
+      const b = i * 8;
+      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}::jsonb)`;
+    });
+    await manager.query(
+      `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data) VALUES ${rows.join(', ')}`,
+      values,
+    );
+  }
+
+  async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 1);
+    const where = ['org_id = $1'];
+    const params: unknown[] = [orgId];
+    if (query.type) {
+      params.push(query.type);
+      where.push(`type = $${params.length}`);
+    }
+    if (query.since) {
+      params.push(query.since);
+      where.push(`at >= $${params.length}`);
+    }
+    if (after) {
+      params.push(String(after[0]));
+      where.push(`seq < $${params.length}`);
+    }
+    params.push(limit + 1);
+    const rows: AuditRow[] = await this.dataSource.query(
+      `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`,
+      params,
+    );
+    return pageOf(rows, limit, (r) => [r.seq], toAuditEvent);
+  }
+}
+
+function toAuditEvent(r: AuditRow): AuditEvent {
+  return {
+    id: r.id,
+    at: new Date(r.at).toISOString(),
+    type: r.type,
+    actor: { type: r.actor_type, id: r.actor_id },
+    orgId: r.org_id,
+    target: { type: r.target_type, id: r.target_id },
+    data: r.data,
+  };
+}

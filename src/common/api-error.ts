@@ -1,0 +1,88 @@
+/**
+ * Domain errors carry a stable `code` that clients branch on. The exception filter is the only
+ * place that turns them (and everything else) into RFC 9457 problem documents.
+ */
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'method_not_allowed'
+  | 'rate_limited'
+  | 'internal_error'
+  | 'service_unavailable'
+  | 'spec_invalid'
+  | 'resource_in_use'
+  | 'unknown_tool'
+  | 'not_published'
+  | 'tool_definition_changed'
+  | 'invalid_arguments'
+  | 'scope_not_granted'
+  | 'budget_exceeded'
+  | 'idempotency_key_reused'
+  | 'idempotency_in_progress'
+  | 'approval_already_decided'
+  | 'approval_expired'
+  | 'self_approval_forbidden'
+  | 'result_not_available';
+
+export interface FieldError {
+  path: string;
+  code?: string;
+  message: string;
+}
+
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Content',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export function titleFor(status: number): string {
+  return TITLES[status] ?? 'Error';
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCode,
+    readonly detail: string,
+    readonly errors?: FieldError[],
+    /** Extra members of the problem document (RFC 9457 extensions), e.g. the approval id. */
+    readonly extensions?: Record<string, unknown>,
+    /** Response headers that belong to the refusal, e.g. Retry-After. */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(detail);
+    this.name = 'ApiError';
+  }
+
+  static invalidRequest(errors: FieldError[], detail = 'The request is invalid.'): ApiError {
+    return new ApiError(400, 'invalid_request', detail, errors);
+  }
+  static unauthorized(detail = 'A valid bearer token is required.'): ApiError {
+    return new ApiError(401, 'unauthorized', detail);
+  }
+  static forbidden(detail = 'Your role does not allow this action.'): ApiError {
+    return new ApiError(403, 'forbidden', detail);
+  }
+  /** Missing and "belongs to another organization" are deliberately the same answer. */
+  static notFound(what = 'resource'): ApiError {
+    return new ApiError(404, 'not_found', `No such ${what}.`);
+  }
+  static conflict(detail: string, code: ErrorCode = 'conflict'): ApiError {
+    return new ApiError(409, code, detail);
+  }
+}

@@ -1,0 +1,7 @@
+/** Postgres SQLSTATE for unique_violation: the database, not a prior read, decides who won. */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; driverError?: { code?: string; constraint?: string }; constraint?: string };
+  const code = e?.code ?? e?.driverError?.code;
+  if (code !== '23505') return false;
+  return constraint === undefined || (e.constraint ?? e.driverError?.constraint) === constraint;
+}

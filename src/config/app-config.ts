@@ -1,0 +1,85 @@
+import { plainToInstance, Transform } from 'class-transformer';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, validateSync } from 'class-validator';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const toInt = ({ value }: { value: unknown }) =>
+  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
+
+/**
+ * The environment as the process receives it. Every variable the product reads is declared here,
+ * so a typo in a value stops the start instead of surfacing as a strange failure later.
+ */
+export class EnvironmentVariables {
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  PORT: number = 3000;
+
+  @IsOptional() @IsString() @MinLength(1)
+  HOST: string = '127.0.0.1';
+
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// URL' })
+  DATABASE_URL?: string;
+
+  @IsOptional() @IsString() @MinLength(1)
+  DATA_DIR: string = './.data';
+
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512)
+  PLATFORM_ADMIN_TOKEN?: string;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 86400)
+  APPROVAL_TTL_SECONDS: number = 86400;
+
+  @IsOptional() @IsIn(LOG_LEVELS)
+  LOG_LEVEL: LogLevel = 'info';
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
+  TOOL_TIMEOUT_MS: number = 30000;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(3600)
+  MCP_APPROVAL_WAIT_SECONDS: number = 60;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  DATABASE_POOL_SIZE: number = 10;
+}
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** Unset: the embedded database in `dataDir`. */
+  databaseUrl?: string;
+  dataDir: string;
+  /** Resolved before the app module is built (generated for the embedded database when unset). */
+  platformAdminToken: string;
+  approvalTtlSeconds: number;
+  logLevel: LogLevel;
+  toolTimeoutMs: number;
+  mcpApprovalWaitSeconds: number;
+  databasePoolSize: number;
+}
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Parses the environment; throws a ConfigError that names every bad variable. */
+export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
+  const known = Object.keys(new EnvironmentVariables());
+  const raw: Record<string, unknown> = {};
+  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN']) {
+    if (env[key] !== undefined) raw[key] = env[key];
+  }
+  const parsed = plainToInstance(EnvironmentVariables, raw);
+  const errors = validateSync(parsed, { whitelist: false });
+  if (errors.length > 0) {
+    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (got ${JSON.stringify(e.value)})`);
+    throw new ConfigError(`Invalid environment:\n  ${lines.join('\n  ')}`);
+  }
+  return parsed;
+}
+
+export const APP_CONFIG = Symbol('APP_CONFIG');

@@ -1,0 +1,48 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { AppConfig, ConfigError, parseEnvironment } from './app-config';
+
+/**
+ * Turns the environment into the one typed config object. The platform admin token is the only
+ * secret the product can invent: with the embedded database a newcomer gets one on first start;
+ * with a real database, an operator must choose it.
+ */
+export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => void = () => {}): AppConfig {
+  const e = parseEnvironment(env);
+  let token = e.PLATFORM_ADMIN_TOKEN;
+  if (!token) {
+    if (e.DATABASE_URL) {
+      throw new ConfigError('PLATFORM_ADMIN_TOKEN must be set when DATABASE_URL is set: the server will not invent the admin secret of a shared database.');
+    }
+    token = loadOrCreateAdminToken(e.DATA_DIR, log);
+  }
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    platformAdminToken: token,
+    approvalTtlSeconds: e.APPROVAL_TTL_SECONDS,
+    logLevel: e.LOG_LEVEL,
+    toolTimeoutMs: e.TOOL_TIMEOUT_MS,
+    mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
+  };
+}
+
+export function loadOrCreateAdminToken(dataDir: string, log: (message: string) => void): string {
+  const path = resolve(join(dataDir, 'admin-token'));
+  if (existsSync(path)) {
+    const token = readFileSync(path, 'utf8').trim();
+    if (token.length < 16) throw new ConfigError(`${path} holds no usable admin token; delete it to have a new one generated.`);
+    log(`platform admin token: read from ${path}`);
+    return token;
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const token = 'cpa_' + randomBytes(32).toString('base64url');
+  writeFileSync(path, token + '\n', { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  log(`platform admin token: generated and written to ${path} (mode 0600)`);
+  return token;
+}

@@ -1,0 +1,78 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
+import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { Access } from '../auth/access.decorator';
+import { Ctx } from '../auth/ctx.decorator';
+import { RequestContext } from '../auth/principal';
+import { ProblemResponse } from '../common/openapi';
+import { PageQuery } from '../common/pagination';
+import { UuidParam } from '../common/uuid-param.pipe';
+import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView, UpdateScopesDto } from './orgs.dto';
+import { OrgsService } from './orgs.service';
+
+@ApiTags('organizations')
+@Controller('api/v1/orgs')
+export class OrgsController {
+  constructor(private readonly orgs: OrgsService) {}
+
+  @Post()
+  @Access('platform')
+  @ApiOperation({ summary: 'Create an organization' })
+  @ApiCreatedResponse({ type: OrgView })
+  @ApiConflictResponse(ProblemResponse('The slug is taken (`conflict`).'))
+  create(@Ctx() ctx: RequestContext, @Body() dto: CreateOrgDto): Promise<OrgView> {
+    return this.orgs.create(ctx, dto);
+  }
+
+  @Get()
+  @Access('platform')
+  @ApiOperation({ summary: 'List organizations, by slug' })
+  @ApiOkResponse({ description: '`{ items: Org[], nextCursor }`' })
+  list(@Query() query: PageQuery) {
+    return this.orgs.list(query);
+  }
+
+  @Get(':orgId')
+  @Access('platform', 'authenticated')
+  @ApiOperation({ summary: 'Read an organization (platform admin, or any key of that organization)' })
+  @ApiOkResponse({ type: OrgView })
+  @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  get(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string): Promise<OrgView> {
+    return this.orgs.get(ctx, orgId);
+  }
+
+  @Put(':orgId/scopes')
+  @Access('platform')
+  @ApiOperation({ summary: 'Replace the scopes granted to an organization' })
+  @ApiOkResponse({ type: OrgView })
+  @ApiNotFoundResponse(ProblemResponse('No such organization (`not_found`).'))
+  updateScopes(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Body() dto: UpdateScopesDto): Promise<OrgView> {
+    return this.orgs.updateScopes(ctx, orgId, dto.scopes);
+  }
+
+  @Post(':orgId/api-keys')
+  @Access('platform', 'admin')
+  @ApiOperation({ summary: 'Create an API key; the answer is the only time its token is shown' })
+  @ApiCreatedResponse({ type: CreatedApiKeyView })
+  @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  createKey(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+    return this.orgs.createKey(ctx, orgId, dto);
+  }
+
+  @Get(':orgId/api-keys')
+  @Access('platform', 'admin')
+  @ApiOperation({ summary: 'List the organization\'s API keys (never their tokens)' })
+  @ApiOkResponse({ description: '`{ items: ApiKey[], nextCursor }`', type: ApiKeyView, isArray: true })
+  listKeys(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Query() query: PageQuery) {
+    return this.orgs.listKeys(ctx, orgId, query);
+  }
+
+  @Delete(':orgId/api-keys/:keyId')
+  @HttpCode(204)
+  @Access('platform', 'admin')
+  @ApiOperation({ summary: 'Revoke an API key; it is refused from its next request on' })
+  @ApiNoContentResponse({ description: 'Revoked.' })
+  @ApiNotFoundResponse(ProblemResponse('No such key in this organization (`not_found`).'))
+  async revokeKey(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Param('keyId', UuidParam) keyId: string): Promise<void> {
+    await this.orgs.revokeKey(ctx, orgId, keyId);
+  }
+}

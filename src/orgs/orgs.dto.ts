@@ -1,0 +1,61 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { Role, ROLES } from '../auth/principal';
+
+export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
+export const SCOPE_PATTERN = /^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$/;
+
+export class CreateOrgDto {
+  @ApiProperty({ pattern: SLUG_PATTERN.source, example: 'acme' })
+  @IsString() @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
+  slug: string;
+
+  @ApiProperty({ example: 'Acme Corp' })
+  @IsString() @MinLength(1) @MaxLength(200)
+  name: string;
+
+  @ApiPropertyOptional({ type: [String], example: ['knowledge:read'] })
+  @IsOptional() @IsArray() @ArrayMaxSize(200) @ArrayUnique()
+  @IsString({ each: true }) @MaxLength(200, { each: true })
+  @Matches(SCOPE_PATTERN, { each: true, message: 'each scope must match ^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$' })
+  scopes?: string[];
+}
+
+export class UpdateScopesDto {
+  @ApiProperty({ type: [String] })
+  @IsArray() @ArrayMaxSize(200) @ArrayUnique()
+  @IsString({ each: true }) @MaxLength(200, { each: true })
+  @Matches(SCOPE_PATTERN, { each: true, message: 'each scope must match ^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$' })
+  scopes: string[];
+}
+
+export class CreateApiKeyDto {
+  @ApiProperty({ example: 'support-bot runtime' })
+  @IsString() @MinLength(1) @MaxLength(200)
+  name: string;
+
+  @ApiProperty({ enum: ROLES, isArray: true })
+  @IsArray() @ArrayMinSize(1) @ArrayUnique() @IsIn(ROLES, { each: true })
+  roles: Role[];
+}
+
+export class OrgView {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() slug: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ type: [String] }) scopes: string[];
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+}
+
+export class ApiKeyView {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ enum: ROLES, isArray: true }) roles: Role[];
+  @ApiProperty({ description: 'The first characters of the token, to recognize it.' }) tokenPrefix: string;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiPropertyOptional({ format: 'date-time', nullable: true }) revokedAt: string | null;
+}
+
+export class CreatedApiKeyView extends ApiKeyView {
+  @ApiProperty({ description: 'Shown only in this answer; store it now.' }) token: string;
+}

@@ -1,0 +1,182 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { actorOf, RequestContext, Role } from '../auth/principal';
+import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
+import { ApiError } from '../common/api-error';
+import { isUniqueViolation } from '../common/db-errors';
+import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView } from './orgs.dto';
+
+interface OrgRow {
+  id: string;
+  slug: string;
+  name: string;
+  scopes: string[];
+  created_at: Date;
+}
+
+interface KeyRow {
+  id: string;
+  name: string;
+  roles: Role[];
+  token_prefix: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+@Injectable()
+export class OrgsService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
+  ) {}
+
+  async create(ctx: RequestContext, dto: CreateOrgDto): Promise<OrgView> {
+    const id = randomUUID();
+    const scopes = [...new Set(dto.scopes ?? [])].sort();
+    try {
+      return await this.dataSource.transaction(async (m) => {
+        const [row]: OrgRow[] = await m.query(
+          `INSERT INTO org (id, slug, name, scopes) VALUES ($1, $2, $3, $4) RETURNING *`,
+          [id, dto.slug, dto.name, scopes],
+        );
+        await this.audit.record(m, {
+          type: 'org.created',
+          orgId: id,
+          actor: actorOf(ctx.principal),
+          target: { type: 'org', id },
+          data: { slug: dto.slug, scopes },
+        });
+        return toOrg(row);
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw ApiError.conflict(`The slug "${dto.slug}" is taken.`);
+      throw err;
+    }
+  }
+
+  async list(query: PageQuery): Promise<Page<OrgView>> {
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 1);
+    const rows: OrgRow[] = after
+      ? await this.dataSource.query(`SELECT * FROM org WHERE slug > $1 ORDER BY slug LIMIT $2`, [after[0], limit + 1])
+      : await this.dataSource.query(`SELECT * FROM org ORDER BY slug LIMIT $1`, [limit + 1]);
+    return pageOf(rows, limit, (r) => [r.slug], toOrg);
+  }
+
+  /** Platform admin, or a key of that very organization; any other caller learns nothing. */
+  async get(ctx: RequestContext, orgId: string): Promise<OrgView> {
+    this.assertReach(ctx, orgId);
+    const [row]: OrgRow[] = await this.dataSource.query(`SELECT * FROM org WHERE id = $1`, [orgId]);
+    if (!row) throw ApiError.notFound('organization');
+    return toOrg(row);
+  }
+
+  async updateScopes(ctx: RequestContext, orgId: string, scopes: string[]): Promise<OrgView> {
+    const sorted = [...new Set(scopes)].sort();
+    return this.dataSource.transaction(async (m) => {
+      const before: { scopes: string[] }[] = await m.query(`SELECT scopes FROM org WHERE id = $1 FOR UPDATE`, [orgId]);
+      if (before.length === 0) throw ApiError.notFound('organization');
+      const [rows]: [OrgRow[], number] = await m.query(`UPDATE org SET scopes = $2 WHERE id = $1 RETURNING *`, [orgId, sorted]);
+      await this.audit.record(m, {
+        type: 'org.scopes_updated',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'org', id: orgId },
+        data: {
+          scopes: sorted,
+          added: sorted.filter((s) => !before[0].scopes.includes(s)),
+          removed: before[0].scopes.filter((s) => !sorted.includes(s)),
+        },
+      });
+      return toOrg(rows[0]);
+    });
+  }
+
+  async createKey(ctx: RequestContext, orgId: string, dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
+    this.assertReach(ctx, orgId);
+    const id = randomUUID();
+    const token = generateApiKeyToken();
+    const roles = [...new Set(dto.roles)];
+    return this.dataSource.transaction(async (m) => {
+      const exists: unknown[] = await m.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
+      if (exists.length === 0) throw ApiError.notFound('organization');
+      const [row]: KeyRow[] = await m.query(
+        `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash) VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING id, name, roles, token_prefix, created_at, revoked_at`,
+        [id, orgId, dto.name, roles, displayPrefix(token), hashToken(token)],
+      );
+      await this.audit.record(m, {
+        type: 'api_key.created',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'api_key', id },
+        data: { name: dto.name, roles },
+      });
+      return { ...toKey(row), token };
+    });
+  }
+
+  async listKeys(ctx: RequestContext, orgId: string, query: PageQuery): Promise<Page<ApiKeyView>> {
+    this.assertReach(ctx, orgId);
+    const exists: unknown[] = await this.dataSource.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
+    if (exists.length === 0) throw ApiError.notFound('organization');
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 2);
+    const params: unknown[] = [orgId, limit + 1];
+    let cond = '';
+    if (after) {
+      params.push(after[0], after[1]);
+      cond = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
+    }
+    const rows: KeyRow[] = await this.dataSource.query(
+      `SELECT id, name, roles, token_prefix, created_at, revoked_at FROM api_key
+        WHERE org_id = $1 ${cond} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      params,
+    );
+    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toKey);
+  }
+
+  async revokeKey(ctx: RequestContext, orgId: string, keyId: string): Promise<void> {
+    this.assertReach(ctx, orgId);
+    await this.dataSource.transaction(async (m) => {
+      const [rows]: [{ id: string }[], number] = await m.query(
+        `UPDATE api_key SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING id`,
+        [keyId, orgId],
+      );
+      if (rows.length === 0) {
+        const known: unknown[] = await m.query(`SELECT 1 FROM api_key WHERE id = $1 AND org_id = $2`, [keyId, orgId]);
+        // Revoking twice is a no-op that still answers 204: the client's intent holds.
+        if (known.length === 0) throw ApiError.notFound('API key');
+        return;
+      }
+      await this.audit.record(m, {
+        type: 'api_key.revoked',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'api_key', id: keyId },
+      });
+    });
+  }
+
+  private assertReach(ctx: RequestContext, orgId: string): void {
+    if (ctx.principal.type === 'api_key' && ctx.principal.orgId !== orgId) throw ApiError.notFound('organization');
+  }
+}
+
+function toOrg(r: OrgRow): OrgView {
+  return { id: r.id, slug: r.slug, name: r.name, scopes: r.scopes, createdAt: new Date(r.created_at).toISOString() };
+}
+
+function toKey(r: KeyRow): ApiKeyView {
+  return {
+    id: r.id,
+    name: r.name,
+    roles: r.roles,
+    tokenPrefix: r.token_prefix,
+    createdAt: new Date(r.created_at).toISOString(),
+    revokedAt: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
+  };
+}

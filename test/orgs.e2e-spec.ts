@@ -1,0 +1,107 @@
+import { bearer, createOrg, createTestApp, TestApp } from './support/test-app';
+
+describe('organizations, API keys and /me (e2e)', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await createTestApp();
+  });
+  afterAll(() => t.close());
+
+  const admin = () => bearer(t.adminToken);
+
+  it('creates an organization and records org.created', async () => {
+    const res = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'acme', name: 'Acme', scopes: ['knowledge:read'] }).expect(201);
+    expect(res.body).toEqual({ id: expect.any(String), slug: 'acme', name: 'Acme', scopes: ['knowledge:read'], createdAt: expect.any(String) });
+    const again = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'acme', name: 'Other' }).expect(409);
+    expect(again.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(again.body).toMatchObject({ status: 409, code: 'conflict', title: 'Conflict' });
+  });
+
+  it('refuses bad bodies naming each field, and writes nothing', async () => {
+    const res = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'A', name: 5, scopes: ['Bad Scope'], orgId: 'x' }).expect(400);
+    expect(res.body.code).toBe('invalid_request');
+    const paths = res.body.errors.map((e: { path: string }) => e.path).sort();
+    expect(paths).toEqual(expect.arrayContaining(['name', 'orgId', 'scopes', 'slug']));
+    const list = await t.http.get('/api/v1/orgs').set(...admin()).expect(200);
+    expect(list.body.items.map((o: { slug: string }) => o.slug)).not.toContain('A');
+  });
+
+  it('answers 401 without, with an unknown, and with a malformed token', async () => {
+    await t.http.get('/api/v1/me').expect(401);
+    const res = await t.http.get('/api/v1/me').set('Authorization', 'Bearer cpk_nope').expect(401);
+    expect(res.body.code).toBe('unauthorized');
+    await t.http.get('/api/v1/me').set('Authorization', 'Basic abc').expect(401);
+  });
+
+  it('issues keys shown once, identifies them with /me, and refuses them once revoked', async () => {
+    const org = await createOrg(t);
+    const me = await t.http.get('/api/v1/me').set(...bearer(org.keys.viewer)).expect(200);
+    expect(me.body).toEqual({ type: 'api_key', id: org.keyIds.viewer, orgId: org.id, roles: ['viewer'] });
+    const list = await t.http.get(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys.admin)).expect(200);
+    expect(list.body.items).toHaveLength(5);
+    expect(JSON.stringify(list.body)).not.toContain(org.keys.viewer);
+    await t.http.delete(`/api/v1/orgs/${org.id}/api-keys/${org.keyIds.viewer}`).set(...bearer(org.keys.admin)).expect(204);
+    await t.http.get('/api/v1/me').set(...bearer(org.keys.viewer)).expect(401);
+    const platformMe = await t.http.get('/api/v1/me').set(...admin()).expect(200);
+    expect(platformMe.body).toEqual({ type: 'platform', id: 'platform' });
+  });
+
+  it('hides another organization behind 404', async () => {
+    const a = await createOrg(t);
+    const b = await createOrg(t);
+    await t.http.get(`/api/v1/orgs/${a.id}`).set(...bearer(a.keys.viewer)).expect(200);
+    const res = await t.http.get(`/api/v1/orgs/${a.id}`).set(...bearer(b.keys.admin)).expect(404);
+    expect(res.body.code).toBe('not_found');
+    await t.http.get(`/api/v1/orgs/${a.id}/api-keys`).set(...bearer(b.keys.admin)).expect(404);
+    await t.http.post(`/api/v1/orgs/${a.id}/api-keys`).set(...bearer(b.keys.admin)).send({ name: 'x', roles: ['viewer'] }).expect(404);
+    await t.http.delete(`/api/v1/orgs/${a.id}/api-keys/${a.keyIds.viewer}`).set(...bearer(b.keys.admin)).expect(404);
+    await t.http.delete(`/api/v1/orgs/${b.id}/api-keys/${a.keyIds.viewer}`).set(...bearer(b.keys.admin)).expect(404);
+    await t.http.get('/api/v1/me').set(...bearer(a.keys.viewer)).expect(200);
+  });
+
+  it('refuses roles where API.md says so', async () => {
+    const org = await createOrg(t);
+    await t.http.post('/api/v1/orgs').set(...bearer(org.keys.admin)).send({ slug: 'zzz', name: 'z' }).expect(403);
+    await t.http.get('/api/v1/orgs').set(...bearer(org.keys.admin)).expect(403);
+    await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...bearer(org.keys.admin)).send({ scopes: [] }).expect(403);
+    for (const role of ['viewer', 'builder', 'agent', 'approver'] as const) {
+      await t.http.get(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys[role])).expect(403);
+      await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys[role])).send({ name: 'x', roles: ['admin'] }).expect(403);
+      await t.http.get('/api/v1/audit-events').set(...bearer(org.keys[role])).expect(403);
+    }
+    await t.http.get('/api/v1/audit-events').set(...admin()).expect(403);
+  });
+
+  it('keeps the audit trail of an organization, newest first, with cursor pages', async () => {
+    const org = await createOrg(t);
+    await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...admin()).send({ scopes: ['memory:read', 'knowledge:read'] }).expect(200);
+    const first = await t.http.get('/api/v1/audit-events?limit=3').set(...bearer(org.keys.admin)).expect(200);
+    expect(first.body.items.map((e: { type: string }) => e.type)).toEqual(['org.scopes_updated', 'api_key.created', 'api_key.created']);
+    expect(first.body.items[0]).toMatchObject({ orgId: org.id, actor: { type: 'platform', id: 'platform' }, target: { type: 'org', id: org.id }, data: { added: ['knowledge:read', 'memory:read'] } });
+    const second = await t.http.get(`/api/v1/audit-events?limit=50&cursor=${first.body.nextCursor}`).set(...bearer(org.keys.admin)).expect(200);
+    expect(second.body.items.map((e: { type: string }) => e.type)).toEqual(['api_key.created', 'api_key.created', 'api_key.created', 'org.created']);
+    expect(second.body.nextCursor).toBeNull();
+    const filtered = await t.http.get('/api/v1/audit-events?type=org.created').set(...bearer(org.keys.admin)).expect(200);
+    expect(filtered.body.items).toHaveLength(1);
+  });
+
+  it('answers 413 for bodies over 1 MiB and 400 for broken JSON, as problem documents', async () => {
+    const big = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'big', name: 'x'.repeat(1024 * 1024 + 10) }).expect(413);
+    expect(big.body.code).toBe('payload_too_large');
+    expect(big.headers['content-type']).toMatch(/problem\+json/);
+    const broken = await t.http.post('/api/v1/orgs').set(...admin()).set('Content-Type', 'application/json').send('{"slug":').expect(400);
+    expect(broken.body.code).toBe('invalid_request');
+  });
+
+  it('answers unknown routes with a 404 problem', async () => {
+    const res = await t.http.get('/api/v1/nothing-here').set(...admin()).expect(404);
+    expect(res.body.code).toBe('not_found');
+  });
+
+  it('serves health, readiness and the OpenAPI document without a token', async () => {
+    await t.http.get('/health').expect(200, { status: 'ok' });
+    await t.http.get('/health/ready').expect(200);
+    const doc = await t.http.get('/api/docs-json').expect(200);
+    expect(doc.body.paths['/api/v1/orgs']).toBeDefined();
+  });
+});

@@ -1,0 +1,69 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { runMigrations } from '../../src/database/database';
+import { fork } from 'node:child_process';
+import { join } from 'node:path';
+
+export interface TestDatabase {
+  url: string;
+  poolSize: number;
+  /** True when the tests run against a real PostgreSQL server (DATABASE_URL set). */
+  real: boolean;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, migrated database for one test file: a new database on the server named by
+ * DATABASE_URL, or a new in-memory PGlite. Nothing is shared between files.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    const embedded = await startEmbeddedChild();
+    await runMigrations(embedded.url);
+    return { url: embedded.url, poolSize: 1, real: false, drop: embedded.stop };
+  }
+  const name = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const admin = new Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  await runMigrations(url.toString());
+  return {
+    url: url.toString(),
+    poolSize: 10,
+    real: true,
+    async drop() {
+      const c = new Client({ connectionString: serverUrl });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
+
+/** The embedded database exactly as `npm start` runs it (PGlite behind pglite-socket, pool of one), in memory. */
+async function startEmbeddedChild(): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = fork(join(__dirname, 'pglite-child.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (m: { port: number }) => resolve(m.port));
+    child.once('exit', (code) => reject(new Error(`embedded database exited with ${code}`)));
+  });
+  return {
+    url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
