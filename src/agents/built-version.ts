@@ -1,0 +1,49 @@
+import type { ToolDeclaration, ToolRisk } from '../capabilities/capability.types';
+
+/** The agent spec as stored in a draft and, normalized, in a version (API.md, AgentSpec). */
+export interface AgentSpec {
+  instructions: string;
+  capabilities: { id: string; config?: Record<string, unknown> }[];
+  resources?: { knowledgeCollections?: string[]; skills?: string[] };
+  toolApproval?: Record<string, 'required'>;
+  toolOverrides?: Record<string, { name?: string; description?: string }>;
+}
+
+/** What the model is offered (API.md, OfferedTool). */
+export interface OfferedTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  capabilityId: string;
+  toolId: string;
+  risk: ToolRisk;
+  requiresApproval: boolean;
+}
+
+/** An offered tool with everything the executor needs to run it. */
+export interface RunnableTool extends OfferedTool {
+  declaration: ToolDeclaration;
+  /** Scopes the tool's capability needs, checked again at every dispatch. */
+  scopes: readonly string[];
+  /** Why approval is required, in the order API.md names them; null when it is not. */
+  approvalReason: 'side_effecting' | 'interrupt_before' | 'spec_required' | null;
+  /** The digest of the definition as the code has it now, and as it was pinned at publish. */
+  digest: string;
+  pinnedDigest: string | undefined;
+  execute(args: unknown, ctx: import('../capabilities/capability.types').ToolContext): unknown | Promise<unknown>;
+}
+
+/** A published version built for one organization: what runtimes read and what the executor runs. */
+export interface BuiltVersion {
+  orgId: string;
+  agentId: string;
+  agentName: string;
+  version: number;
+  specHash: string;
+  spec: AgentSpec;
+  systemPrompt: string;
+  settings: Record<string, unknown>;
+  /** The strictest of the limits contributed by capabilities. */
+  limits: { maxToolCallsPerRun?: number };
+  tools: RunnableTool[];
+}

@@ -1,0 +1,125 @@
+import type { Type } from '@nestjs/common';
+
+/**
+ * The shapes every part of the product agrees on: what a capability declares (static, reviewed in
+ * code), what it contributes when built for one agent, and what a tool receives when it runs.
+ */
+
+export const TOOL_RISKS = ['read_only', 'mutating', 'destructive'] as const;
+export type ToolRisk = (typeof TOOL_RISKS)[number];
+
+/** A model accepts tool names of this shape (OpenAI, Anthropic and MCP alike). */
+export const TOOL_NAME_PATTERN = /^[a-zA-Z][a-zA-Z0-9_-]{0,63}$/;
+
+export interface ToolDeclaration {
+  id: string;
+  /** Prompt: says when to reach for the tool. The same text the person choosing approvals reads. */
+  description: string;
+  /** No default on purpose: forgetting it must not make a tool read-only. */
+  risk: ToolRisk;
+  /** A class-validator class: its JSON Schema is what the model is offered, and it validates the arguments. */
+  input: Type<object>;
+  interruptBefore?: boolean;
+  /** 0 = no limit. */
+  maxOutputTokens?: number;
+  offloadLargeResults?: boolean;
+}
+
+export interface CapabilityDefinition {
+  id: string;
+  name: string;
+  category: string;
+  description: string;
+  /** Required; `[]` for a capability without tools. */
+  tools: readonly ToolDeclaration[];
+  /** A class-validator class whose optional fields all have initializers (defaults). */
+  configSchema?: Type<object>;
+  scopes?: readonly string[];
+  tags?: readonly string[];
+  profiles?: readonly string[];
+  workerTypes?: readonly string[];
+  promptGuidance?: string;
+}
+
+export interface ResolvedKnowledgeCollection {
+  id: string;
+  name: string;
+  description: string | null;
+  documentCount: number;
+}
+
+export interface ResolvedSkill {
+  id: string;
+  name: string;
+  description: string;
+  instructions: string;
+}
+
+/** Resources resolved from the database for the organization before a capability is built. */
+export interface ResolvedResources {
+  knowledgeCollections: ResolvedKnowledgeCollection[];
+  skills: ResolvedSkill[];
+}
+
+export interface BuildContext<C = unknown> {
+  org: { id: string; scopes: readonly string[] };
+  agent: { id: string; slug: string; name: string; version: number | null };
+  /** Validated, defaults applied. */
+  config: C;
+  resources: ResolvedResources;
+}
+
+/** Everything a running tool may know about the call it serves. */
+export interface ToolContext {
+  orgId: string;
+  agentId: string;
+  version: number;
+  callId: string;
+  runId: string | null;
+  /** Aborted on timeout; a tool that does I/O should pass it on. */
+  signal: AbortSignal;
+}
+
+/**
+ * A tool's own failure: a result the model can act on, not an HTTP error. `code` and `message`
+ * are shown to the model and the client, so they must not leak internals.
+ */
+export class ToolError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+export interface BuiltTool {
+  /** Must equal a declared tool id. */
+  id: string;
+  /** `args` are validated instances of the declared input class. The result must be JSON-serializable. */
+  execute(args: any, ctx: ToolContext): unknown | Promise<unknown>;
+}
+
+/** What a capability adds to one agent. */
+export interface CapabilityContribution {
+  tools?: BuiltTool[];
+  /** Prompt text for this agent; when absent, the declaration's static `promptGuidance` is used. */
+  prompt?: string;
+  /** Shown in the manifest's `settings[capabilityId]`. */
+  settings?: Record<string, unknown>;
+  /** Limits the executor enforces per run. */
+  limits?: { maxToolCallsPerRun?: number };
+}
+
+/** A contribution stamped by the registry with the capability it came from. */
+export interface StampedContribution extends CapabilityContribution {
+  capabilityId: string;
+  tools: BuiltTool[];
+}
+
+/** The provider that carries the `@Capability()` decorator implements this. */
+export interface CapabilityProvider<C = unknown> {
+  /** `null`: contributes nothing to this agent (a tool that never helps is worse than none). */
+  build(ctx: BuildContext<C>): CapabilityContribution | null | Promise<CapabilityContribution | null>;
+}
