@@ -9,7 +9,9 @@ import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
 import { HealthModule } from './health/health.module';
+import { KnowledgeModule } from './knowledge/knowledge.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { SkillsModule } from './skills/skills.module';
 
 export interface AppModuleOptions {
   config: AppConfig;
@@ -41,6 +43,8 @@ export class AppModule {
         AuditModule,
         HealthModule,
         OrgsModule,
+        KnowledgeModule,
+        SkillsModule,
         ...(options.imports ?? []),
       ],
       providers: [

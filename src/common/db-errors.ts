@@ -5,3 +5,9 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
   if (code !== '23505') return false;
   return constraint === undefined || (e.constraint ?? e.driverError?.constraint) === constraint;
 }
+
+/** Postgres SQLSTATE for foreign_key_violation: e.g. deleting a row that something still binds. */
+export function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as { code?: string; driverError?: { code?: string } };
+  return (e?.code ?? e?.driverError?.code) === '23503';
+}

@@ -1,0 +1,217 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../common/api-error';
+import { isForeignKeyViolation } from '../common/db-errors';
+import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
+import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
+
+interface CollectionRow {
+  id: string;
+  name: string;
+  description: string | null;
+  document_count: string | number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+interface DocumentRow {
+  id: string;
+  collection_id: string;
+  title: string;
+  metadata: Record<string, unknown>;
+  content_length: string | number;
+  content?: string;
+  created_at: Date;
+}
+
+const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated_at,
+  (SELECT count(*) FROM knowledge_document d WHERE d.org_id = c.org_id AND d.collection_id = c.id) AS document_count`;
+
+/** Knowledge collections and their documents, always within one organization. */
+@Injectable()
+export class KnowledgeService {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async createCollection(orgId: string, dto: CreateCollectionDto): Promise<CollectionView> {
+    const id = randomUUID();
+    await this.dataSource.query(`INSERT INTO knowledge_collection (id, org_id, name, description) VALUES ($1, $2, $3, $4)`, [
+      id,
+      orgId,
+      dto.name,
+      dto.description ?? null,
+    ]);
+    return this.getCollection(orgId, id);
+  }
+
+  async listCollections(orgId: string, query: PageQuery): Promise<Page<CollectionView>> {
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 2);
+    const params: unknown[] = [orgId, limit + 1];
+    let cond = '';
+    if (after) {
+      params.push(after[0], after[1]);
+      cond = `AND (c.created_at, c.id) < ($3::timestamptz, $4::uuid)`;
+    }
+    const rows: CollectionRow[] = await this.dataSource.query(
+      `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c
+        WHERE c.org_id = $1 ${cond} ORDER BY c.created_at DESC, c.id DESC LIMIT $2`,
+      params,
+    );
+    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toCollection);
+  }
+
+  async getCollection(orgId: string, id: string): Promise<CollectionView> {
+    const [row]: CollectionRow[] = await this.dataSource.query(
+      `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = $2`,
+      [orgId, id],
+    );
+    if (!row) throw ApiError.notFound('knowledge collection');
+    return toCollection(row);
+  }
+
+  /** Refused while a published version binds the collection: that version must keep working. */
+  async deleteCollection(orgId: string, id: string): Promise<void> {
+    try {
+      await this.dataSource.transaction(async (m) => {
+        // Row lock first: a publish that binds the collection either committed before (and is
+        // seen below) or waits and then finds the collection gone.
+        const found: unknown[] = await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
+        if (found.length === 0) throw ApiError.notFound('knowledge collection');
+        const bound: { agent_id: string; version: number }[] = await m.query(
+          `SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND collection_id = $2
+            ORDER BY agent_id, version LIMIT 20`,
+          [orgId, id],
+        );
+        if (bound.length > 0) throw resourceInUse('knowledge collection', bound);
+        // Its documents go with it (ON DELETE CASCADE).
+        await m.query(`DELETE FROM knowledge_collection WHERE org_id = $1 AND id = $2`, [orgId, id]);
+      });
+    } catch (err) {
+      // The foreign key is the last word if anything slipped past the check above.
+      if (isForeignKeyViolation(err)) throw resourceInUse('knowledge collection', []);
+      throw err;
+    }
+  }
+
+  async createDocument(orgId: string, collectionId: string, dto: CreateDocumentDto): Promise<DocumentView> {
+    const id = randomUUID();
+    return this.dataSource.transaction(async (m) => {
+      // FOR KEY SHARE: the collection cannot be deleted while the document goes in.
+      const found: unknown[] = await m.query(
+        `SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR KEY SHARE`,
+        [orgId, collectionId],
+      );
+      if (found.length === 0) throw ApiError.notFound('knowledge collection');
+      const [row]: DocumentRow[] = await m.query(
+        `INSERT INTO knowledge_document (id, org_id, collection_id, title, content, metadata) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+         RETURNING id, collection_id, title, metadata, content, length(content) AS content_length, created_at`,
+        [id, orgId, collectionId, dto.title, dto.content, JSON.stringify(dto.metadata ?? {})],
+      );
+      await touch(m, orgId, collectionId);
+      return toDocument(row);
+    });
+  }
+
+  async listDocuments(orgId: string, collectionId: string, query: PageQuery): Promise<Page<DocumentSummaryView>> {
+    await this.assertCollection(orgId, collectionId);
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 2);
+    const params: unknown[] = [orgId, collectionId, limit + 1];
+    let cond = '';
+    if (after) {
+      params.push(after[0], after[1]);
+      cond = `AND (created_at, id) < ($4::timestamptz, $5::uuid)`;
+    }
+    const rows: DocumentRow[] = await this.dataSource.query(
+      `SELECT id, collection_id, title, metadata, length(content) AS content_length, created_at FROM knowledge_document
+        WHERE org_id = $1 AND collection_id = $2 ${cond} ORDER BY created_at DESC, id DESC LIMIT $3`,
+      params,
+    );
+    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toDocumentSummary);
+  }
+
+  async getDocument(orgId: string, collectionId: string, id: string): Promise<DocumentView> {
+    const [row]: DocumentRow[] = await this.dataSource.query(
+      `SELECT id, collection_id, title, metadata, content, length(content) AS content_length, created_at FROM knowledge_document
+        WHERE org_id = $1 AND collection_id = $2 AND id = $3`,
+      [orgId, collectionId, id],
+    );
+    if (!row) throw ApiError.notFound('document');
+    return toDocument(row);
+  }
+
+  async deleteDocument(orgId: string, collectionId: string, id: string): Promise<void> {
+    await this.dataSource.transaction(async (m) => {
+      const [rows]: [unknown[], number] = await m.query(
+        `DELETE FROM knowledge_document WHERE org_id = $1 AND collection_id = $2 AND id = $3 RETURNING id`,
+        [orgId, collectionId, id],
+      );
+      if (rows.length === 0) throw ApiError.notFound('document');
+      await touch(m, orgId, collectionId);
+    });
+  }
+
+  /**
+   * The collections among `ids` that exist in the organization, in the order asked, with what a
+   * capability needs to know about them. Missing (or foreign) ids are simply absent.
+   */
+  async resolve(manager: EntityManager | DataSource, orgId: string, ids: readonly string[]): Promise<ResolvedKnowledgeCollection[]> {
+    if (ids.length === 0) return [];
+    const rows: CollectionRow[] = await manager.query(
+      `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = ANY($2::uuid[])`,
+      [orgId, ids],
+    );
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => {
+      const r = byId.get(id);
+      return r ? [{ id: r.id, name: r.name, description: r.description, documentCount: Number(r.document_count) }] : [];
+    });
+  }
+
+  private async assertCollection(orgId: string, id: string): Promise<void> {
+    const found: unknown[] = await this.dataSource.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2`, [orgId, id]);
+    if (found.length === 0) throw ApiError.notFound('knowledge collection');
+  }
+}
+
+export function resourceInUse(what: string, bound: { agent_id: string; version: number }[]): ApiError {
+  return new ApiError(
+    409,
+    'resource_in_use',
+    `The ${what} is bound by a published agent version and cannot be deleted.`,
+    undefined,
+    bound.length > 0 ? { boundBy: bound.map((b) => ({ agentId: b.agent_id, version: b.version })) } : undefined,
+  );
+}
+
+async function touch(m: EntityManager, orgId: string, collectionId: string): Promise<void> {
+  await m.query(`UPDATE knowledge_collection SET updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, collectionId]);
+}
+
+function toCollection(r: CollectionRow): CollectionView {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    documentCount: Number(r.document_count),
+    createdAt: new Date(r.created_at).toISOString(),
+    updatedAt: new Date(r.updated_at).toISOString(),
+  };
+}
+
+function toDocumentSummary(r: DocumentRow): DocumentSummaryView {
+  return {
+    id: r.id,
+    collectionId: r.collection_id,
+    title: r.title,
+    metadata: r.metadata,
+    contentLength: Number(r.content_length),
+    createdAt: new Date(r.created_at).toISOString(),
+  };
+}
+
+function toDocument(r: DocumentRow): DocumentView {
+  return { ...toDocumentSummary(r), content: r.content ?? '' };
+}

@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import type { ResolvedSkill } from '../capabilities/capability.types';
+import { ApiError } from '../common/api-error';
+import { isForeignKeyViolation } from '../common/db-errors';
+import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { resourceInUse } from '../knowledge/knowledge.service';
+import { CreateSkillDto, SkillView } from './skills.dto';
+
+interface SkillRow {
+  id: string;
+  name: string;
+  description: string;
+  instructions: string;
+  created_at: Date;
+}
+
+/** Skills (named instructions an agent can bind), always within one organization. */
+@Injectable()
+export class SkillsService {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async create(orgId: string, dto: CreateSkillDto): Promise<SkillView> {
+    const [row]: SkillRow[] = await this.dataSource.query(
+      `INSERT INTO skill (id, org_id, name, description, instructions) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
+      [randomUUID(), orgId, dto.name, dto.description, dto.instructions],
+    );
+    return toSkill(row);
+  }
+
+  async list(orgId: string, query: PageQuery): Promise<Page<SkillView>> {
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 2);
+    const params: unknown[] = [orgId, limit + 1];
+    let cond = '';
+    if (after) {
+      params.push(after[0], after[1]);
+      cond = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
+    }
+    const rows: SkillRow[] = await this.dataSource.query(
+      `SELECT * FROM skill WHERE org_id = $1 ${cond} ORDER BY created_at DESC, id DESC LIMIT $2`,
+      params,
+    );
+    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toSkill);
+  }
+
+  async get(orgId: string, id: string): Promise<SkillView> {
+    const [row]: SkillRow[] = await this.dataSource.query(`SELECT * FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]);
+    if (!row) throw ApiError.notFound('skill');
+    return toSkill(row);
+  }
+
+  /** Refused while a published version binds the skill, like a knowledge collection. */
+  async delete(orgId: string, id: string): Promise<void> {
+    try {
+      await this.dataSource.transaction(async (m) => {
+        const found: unknown[] = await m.query(`SELECT 1 FROM skill WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
+        if (found.length === 0) throw ApiError.notFound('skill');
+        const bound: { agent_id: string; version: number }[] = await m.query(
+          `SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND skill_id = $2 ORDER BY agent_id, version LIMIT 20`,
+          [orgId, id],
+        );
+        if (bound.length > 0) throw resourceInUse('skill', bound);
+        await m.query(`DELETE FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]);
+      });
+    } catch (err) {
+      if (isForeignKeyViolation(err)) throw resourceInUse('skill', []);
+      throw err;
+    }
+  }
+
+  /** The skills among `ids` that exist in the organization, in the order asked. */
+  async resolve(manager: EntityManager | DataSource, orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
+    if (ids.length === 0) return [];
+    const rows: SkillRow[] = await manager.query(`SELECT * FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, ids]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => {
+      const r = byId.get(id);
+      return r ? [{ id: r.id, name: r.name, description: r.description, instructions: r.instructions }] : [];
+    });
+  }
+}
+
+function toSkill(r: SkillRow): SkillView {
+  return { id: r.id, name: r.name, description: r.description, instructions: r.instructions, createdAt: new Date(r.created_at).toISOString() };
+}
