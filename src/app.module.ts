@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { LoggerModule } from 'nestjs-pino';
 import type { IncomingMessage } from 'node:http';
+import { AgentsModule } from './agents/agents.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthGuard } from './auth/auth.guard';
 import { ProblemFilter } from './common/problem.filter';
@@ -45,6 +46,7 @@ export class AppModule {
         OrgsModule,
         KnowledgeModule,
         SkillsModule,
+        AgentsModule,
         ...(options.imports ?? []),
       ],
       providers: [

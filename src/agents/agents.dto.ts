@@ -1,0 +1,202 @@
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
+import { Type } from 'class-transformer';
+import {
+  ArrayMaxSize,
+  ArrayUnique,
+  IsArray,
+  IsObject,
+  IsOptional,
+  IsString,
+  IsUUID,
+  MaxLength,
+  MinLength,
+  Matches,
+  registerDecorator,
+  ValidateNested,
+  ValidationArguments,
+  ValidationOptions,
+} from 'class-validator';
+import { SLUG_PATTERN } from '../orgs/orgs.dto';
+import type { AgentSpec } from './built-version';
+
+export const MAX_INSTRUCTIONS_CHARS = 100_000;
+const MAX_CAPABILITIES = 100;
+const MAX_RESOURCES = 200;
+const MAX_TOOL_KEYS = 500;
+
+/** A JSON object that arrived as a plain object and was turned into a Map (see `toolOverrides`). */
+function IsDictionary(options?: ValidationOptions): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'isDictionary',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: { message: `${String(propertyName)} must be an object keyed by tool id`, ...options },
+      validator: {
+        validate: (value: unknown) => value instanceof Map && value.size <= MAX_TOOL_KEYS,
+      },
+    });
+}
+
+/** `{ [toolId]: "required" }`: approval can only be made stricter, so "required" is the one value. */
+function IsApprovalMap(options?: ValidationOptions): PropertyDecorator {
+  return (target, propertyName) =>
+    registerDecorator({
+      name: 'isApprovalMap',
+      target: target.constructor,
+      propertyName: propertyName as string,
+      options: {
+        message: (args: ValidationArguments) => {
+          const v = args.value as unknown;
+          if (!isPlainObject(v)) return `${args.property} must be an object keyed by tool id`;
+          const bad = Object.entries(v).filter(([, x]) => x !== 'required').map(([k]) => k);
+          if (bad.length === 0) return `${args.property} has more than ${MAX_TOOL_KEYS} entries`;
+          return `${bad.map((k) => `${args.property}.${k}`).join(', ')} must be "required" (approval can only be made stricter)`;
+        },
+        ...options,
+      },
+      validator: {
+        validate: (value: unknown) =>
+          isPlainObject(value) && Object.keys(value).length <= MAX_TOOL_KEYS && Object.values(value).every((x) => x === 'required'),
+      },
+    });
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export class CreateAgentDto {
+  @ApiProperty({ pattern: SLUG_PATTERN.source, example: 'support-bot', description: 'Unique within the organization.' })
+  @IsString() @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
+  slug: string;
+
+  @ApiProperty({ example: 'Support bot', maxLength: 200 })
+  @IsString() @MinLength(1) @MaxLength(200)
+  name: string;
+
+  @ApiPropertyOptional({ maxLength: 2000 })
+  @IsOptional() @IsString() @MaxLength(2000)
+  description?: string;
+}
+
+export class CapabilityRefDto {
+  @ApiProperty({ example: 'clock', description: 'A capability id from the catalog.' })
+  @IsString() @MinLength(1) @MaxLength(200)
+  id: string;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'The capability\'s config (its `configSchema` in the catalog); checked at validate and publish.',
+  })
+  @IsOptional() @IsObject()
+  config?: Record<string, unknown>;
+}
+
+export class AgentResourcesDto {
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization.' })
+  @IsOptional() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
+  knowledgeCollections?: string[];
+
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization.' })
+  @IsOptional() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
+  skills?: string[];
+}
+
+export class ToolOverrideDto {
+  @ApiPropertyOptional({ description: 'The name the model sees instead of the tool id; `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$` is checked at publish.', maxLength: 200 })
+  @IsOptional() @IsString() @MaxLength(200)
+  name?: string;
+
+  @ApiPropertyOptional({ description: 'The description the model sees instead of the declared one.', maxLength: 10_000 })
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(10_000)
+  description?: string;
+}
+
+/**
+ * The shape of an agent spec. Only the shape: a draft with an unknown capability or a config that
+ * breaks its schema is still saved; `validate` and `publish` judge it against the registry.
+ */
+export class AgentSpecDto {
+  @ApiProperty({ description: 'Markdown; the start of the system prompt.', maxLength: MAX_INSTRUCTIONS_CHARS })
+  @IsString() @MaxLength(MAX_INSTRUCTIONS_CHARS)
+  instructions: string;
+
+  @ApiProperty({ type: [CapabilityRefDto], description: 'Each id at most once (checked at publish); order is kept.' })
+  @IsArray() @ArrayMaxSize(MAX_CAPABILITIES) @ValidateNested({ each: true }) @Type(() => CapabilityRefDto)
+  capabilities: CapabilityRefDto[];
+
+  @ApiPropertyOptional({ type: AgentResourcesDto })
+  @IsOptional() @IsObject() @ValidateNested() @Type(() => AgentResourcesDto)
+  resources?: AgentResourcesDto;
+
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { type: 'string', enum: ['required'] },
+    description: 'Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.',
+    example: { search_documents: 'required' },
+  })
+  @IsOptional() @IsApprovalMap()
+  toolApproval?: Record<string, 'required'>;
+
+  // Arrives as a JSON object; class-transformer turns it into a Map so each entry is validated as
+  // a ToolOverrideDto and errors carry their key (`toolOverrides.<toolId>.name`).
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) },
+    description: 'Per tool id: the name and description the model sees.',
+  })
+  @IsOptional() @IsDictionary() @ValidateNested({ each: true }) @Type(() => ToolOverrideDto)
+  toolOverrides?: Map<string, ToolOverrideDto>;
+}
+
+/** The draft as stored: exactly the fields that were sent, as plain JSON. */
+export function toAgentSpec(dto: AgentSpecDto): AgentSpec {
+  const spec: AgentSpec = {
+    instructions: dto.instructions,
+    capabilities: dto.capabilities.map((c) => (c.config === undefined ? { id: c.id } : { id: c.id, config: c.config })),
+  };
+  if (dto.resources) {
+    spec.resources = {};
+    if (dto.resources.knowledgeCollections) spec.resources.knowledgeCollections = dto.resources.knowledgeCollections.map((id) => id.toLowerCase());
+    if (dto.resources.skills) spec.resources.skills = dto.resources.skills.map((id) => id.toLowerCase());
+  }
+  if (dto.toolApproval) spec.toolApproval = { ...dto.toolApproval };
+  if (dto.toolOverrides) {
+    spec.toolOverrides = {};
+    for (const [key, o] of dto.toolOverrides) {
+      const entry: { name?: string; description?: string } = {};
+      if (o.name !== undefined) entry.name = o.name;
+      if (o.description !== undefined) entry.description = o.description;
+      spec.toolOverrides[key] = entry;
+    }
+  }
+  return spec;
+}
+
+export class AgentSpecView {
+  @ApiProperty() instructions: string;
+  @ApiProperty({ type: [CapabilityRefDto] }) capabilities: CapabilityRefDto[];
+  @ApiPropertyOptional({ type: AgentResourcesDto }) resources?: AgentResourcesDto;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string', enum: ['required'] } }) toolApproval?: Record<string, 'required'>;
+  @ApiPropertyOptional({ type: 'object', additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) } })
+  toolOverrides?: Record<string, { name?: string; description?: string }>;
+}
+
+export class AgentView {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() slug: string;
+  @ApiProperty() name: string;
+  @ApiProperty({ nullable: true, type: String }) description: string | null;
+  @ApiProperty({ type: AgentSpecView }) draft: AgentSpec;
+  @ApiProperty({ nullable: true, type: Number, description: 'The newest published version; null before the first publish.' })
+  latestVersion: number | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time' }) updatedAt: string;
+}
+
+export class AgentPage {
+  @ApiProperty({ type: [AgentView] }) items: AgentView[];
+  @ApiProperty({ nullable: true, type: String }) nextCursor: string | null;
+}
