@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import { AgentsModule } from './agents/agents.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthGuard } from './auth/auth.guard';
+import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
@@ -47,6 +48,7 @@ export class AppModule {
         KnowledgeModule,
         SkillsModule,
         AgentsModule,
+        CapabilitiesModule,
         ...(options.imports ?? []),
       ],
       providers: [

@@ -1,0 +1,40 @@
+import { Injectable } from '@nestjs/common';
+import { Capability } from '../../capability.decorator';
+import type { BuildContext, CapabilityContribution, CapabilityProvider } from '../../capability.types';
+import { ClockConfig } from './clock.config';
+
+@Capability({
+  id: 'clock',
+  name: 'Clock',
+  category: 'context',
+  description: 'Tells the agent the current date and time in the time zone you choose, so it never has to guess what "today" is.',
+  tools: [],
+  configSchema: ClockConfig,
+  tags: ['time', 'context'],
+  promptGuidance: 'The current date and time, in the configured time zone, are stated at the top of the prompt when the agent is built.',
+})
+@Injectable()
+export class ClockCapability implements CapabilityProvider<ClockConfig> {
+  build(ctx: BuildContext<ClockConfig>): CapabilityContribution {
+    return { prompt: currentDateTime(new Date(), ctx.config.timezone) };
+  }
+}
+
+/** `Current date and time: Monday 2026-11-30 06:08 in Europe/Paris (UTC+01:00).` */
+export function currentDateTime(now: Date, timeZone: string): string {
+  const format = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    weekday: 'long',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'longOffset',
+  });
+  const part = Object.fromEntries(format.formatToParts(now).map((p) => [p.type, p.value]));
+  const offset = part.timeZoneName.replace('GMT', '') || '+00:00';
+  const zone = format.resolvedOptions().timeZone;
+  return `Current date and time: ${part.weekday} ${part.year}-${part.month}-${part.day} ${part.hour}:${part.minute} in ${zone} (UTC${offset}).`;
+}

@@ -1,0 +1,52 @@
+import { Controller, Get, Query, Req, Res } from '@nestjs/common';
+import { ApiBadRequestResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
+import { Access } from '../auth/access.decorator';
+import { Ctx } from '../auth/ctx.decorator';
+import { RequestContext } from '../auth/principal';
+import { ProblemResponse } from '../common/openapi';
+import { catalogView } from './capability-catalog';
+import { CapabilityRegistry } from './capability-registry.service';
+import { CapabilityListView, CapabilityQuery } from './capabilities.dto';
+
+@ApiTags('capabilities')
+@Controller('api/v1/agents/capabilities')
+export class CapabilitiesController {
+  constructor(private readonly registry: CapabilityRegistry) {}
+
+  @Get()
+  @Access('authenticated')
+  @ApiOperation({
+    summary: 'The capability catalog, sorted by id',
+    description: 'Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.',
+  })
+  @ApiHeader({ name: 'If-None-Match', required: false, description: 'An ETag from an earlier answer.' })
+  @ApiOkResponse({ type: CapabilityListView, headers: { ETag: { description: 'Identifies this answer (it differs per organization because of `available`).', schema: { type: 'string' } } } })
+  @ApiResponse({ status: 304, description: 'Not modified: the answer would equal the one named by `If-None-Match`.' })
+  @ApiBadRequestResponse(ProblemResponse('An unknown filter, or a bad filter value (`invalid_request`).'))
+  list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
+    const grantedScopes = ctx.principal.type === 'api_key' ? ctx.principal.orgScopes : undefined;
+    const body = JSON.stringify({ items: catalogView(this.registry.catalog(), query, grantedScopes) });
+    const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+    void reply
+      .header('ETag', etag)
+      // The answer depends on the caller's organization (`available`): shared caches must keep them apart.
+      .header('Cache-Control', 'private, no-cache')
+      .header('Vary', 'Authorization');
+    if (etagMatches(request.headers['if-none-match'], etag)) {
+      void reply.status(304).send();
+      return;
+    }
+    void reply.status(200).type('application/json; charset=utf-8').send(body);
+  }
+}
+
+/** RFC 9110 13.1.2: weak comparison, a list of tags, or `*`. */
+function etagMatches(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  return header.split(',').some((tag) => {
+    const t = tag.trim();
+    return t === '*' || t.replace(/^W\//, '') === etag;
+  });
+}
