@@ -24,6 +24,8 @@ export interface CreateAppOptions {
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // While stopping, requests already on an open connection are served, not answered 503.
+    return503OnClosing: false,
     // A caller's request id is kept when it is sane, so logs join across services.
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];

@@ -5,6 +5,8 @@ import { resolveConfig } from './config/resolve-config';
 import { openDatabase, runMigrations } from './database/database';
 import { DataDirLockedError } from './database/embedded-database';
 
+const SHUTDOWN_GRACE_MS = 10_000;
+
 async function main(): Promise<void> {
   const say = (message: string) => process.stdout.write(JSON.stringify({ level: 30, time: Date.now(), msg: message }) + '\n');
   const config = resolveConfig(process.env, say);
@@ -13,7 +15,9 @@ async function main(): Promise<void> {
   await runMigrations(database.url);
   const app = await createApp({ config, database });
   await app.listen(config.port, config.host);
-  say(`listening on http://${config.host}:${config.port} (docs at /api/docs)`);
+  const address = app.getHttpServer().address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  say(`listening on http://${config.host}:${port} (docs at /api/docs)`);
 
   // Graceful stop, in order: stop accepting and let in-flight requests finish, then close the
   // pool, then the embedded database under it.
@@ -22,7 +26,15 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     say(`${signal}: finishing in-flight requests`);
-    await app.getHttpAdapter().getInstance().close();
+    const server = app.getHttpServer() as import('node:http').Server;
+    const closed = app.getHttpAdapter().getInstance().close();
+    // Keep-alive connections that are idle (or become idle once their request is answered) are
+    // closed as they appear; whatever is still open after the grace period is cut.
+    const reaper = setInterval(() => server.closeIdleConnections(), 50);
+    const deadline = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
+    await closed;
+    clearInterval(reaper);
+    clearTimeout(deadline);
     await app.close();
     await database.embedded?.stop();
     say('stopped');

@@ -16,6 +16,14 @@ export interface EmbeddedDatabase {
 
 export class DataDirLockedError extends Error {}
 
+/**
+ * The app uses one connection, but a client that reconnects (migrations, then the app's pool)
+ * arrives before the socket server has processed the previous close; with a limit of one it would
+ * be turned away. The server's multiplexer keeps an open transaction exclusive to its connection,
+ * so a few connections do not weaken isolation.
+ */
+export const SOCKET_MAX_CONNECTIONS = 8;
+
 /** One server per data directory: two PGlite processes writing one directory corrupt it. */
 function acquireLock(dir: string): () => void {
   const path = join(dir, 'server.lock');
@@ -75,10 +83,9 @@ export async function startEmbeddedDatabase(dataDir?: string): Promise<EmbeddedD
   } else {
     db = await PGlite.create();
   }
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0 });
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: SOCKET_MAX_CONNECTIONS });
   await server.start();
-  const address = (server as unknown as { server?: { address(): { port: number } } }).server?.address();
-  const port = address?.port ?? Number(String((server as unknown as { getServerConn(): string }).getServerConn()).split(':').pop());
+  const port = Number(server.getServerConn().split(':').pop());
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     async stop() {

@@ -6,7 +6,7 @@ const { PGLiteSocketServer } = require('@electric-sql/pglite-socket');
 
 (async () => {
   const db = await PGlite.create();
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0 });
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
   await server.start();
   const port = Number(String(server.getServerConn()).split(':').pop());
   process.send({ port });

@@ -1,0 +1,48 @@
+import { BadRequestException, HttpException, NotFoundException } from '@nestjs/common';
+import { ThrottlerException } from '@nestjs/throttler';
+import { ApiError } from './api-error';
+import { toProblem } from './problem.filter';
+
+describe('problem documents', () => {
+  it('renders an ApiError with its code, field errors and extensions', () => {
+    const { problem, headers, internal } = toProblem(
+      new ApiError(409, 'approval_expired', 'Too late.', [{ path: 'x', message: 'm' }], { approvalId: 'a' }, { 'Retry-After': '3' }),
+    );
+    expect(problem).toEqual({
+      type: 'urn:capability-platform:problem:approval_expired',
+      title: 'Conflict',
+      status: 409,
+      detail: 'Too late.',
+      code: 'approval_expired',
+      errors: [{ path: 'x', message: 'm' }],
+      approvalId: 'a',
+    });
+    expect(headers).toEqual({ 'Retry-After': '3' });
+    expect(internal).toBe(false);
+  });
+
+  it('maps framework exceptions to stable codes', () => {
+    expect(toProblem(new NotFoundException('Cannot GET /x')).problem).toMatchObject({ status: 404, code: 'not_found', detail: 'No such resource.' });
+    expect(toProblem(new BadRequestException('nope')).problem).toMatchObject({ status: 400, code: 'invalid_request', detail: 'nope' });
+    expect(toProblem(new BadRequestException(['a', 'b'])).problem).toMatchObject({ detail: 'a; b' });
+    expect(toProblem(new ThrottlerException()).problem).toMatchObject({ status: 429, code: 'rate_limited' });
+  });
+
+  it('maps errors raised by the HTTP server itself', () => {
+    expect(toProblem(Object.assign(new Error('big'), { statusCode: 413 })).problem).toMatchObject({ status: 413, code: 'payload_too_large' });
+    expect(toProblem(Object.assign(new Error('json'), { statusCode: 400 })).problem).toMatchObject({ status: 400, code: 'invalid_request' });
+    expect(toProblem(Object.assign(new Error('Unsupported Media Type: text/plain'), { statusCode: 415 })).problem).toMatchObject({
+      status: 415,
+      code: 'unsupported_media_type',
+    });
+  });
+
+  it('hides everything about an unexpected error', () => {
+    const secret = new Error('password=hunter2 at db.ts:12');
+    const { problem, internal } = toProblem(secret);
+    expect(internal).toBe(true);
+    expect(problem).toMatchObject({ status: 500, code: 'internal_error' });
+    expect(JSON.stringify(problem)).not.toContain('hunter2');
+    expect(toProblem(new HttpException('boom', 502)).internal).toBe(true);
+  });
+});

@@ -1,0 +1,65 @@
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, parseEnvironment } from './app-config';
+import { resolveConfig } from './resolve-config';
+
+describe('environment', () => {
+  it('applies the documented defaults', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const config = resolveConfig({ DATA_DIR: dir });
+    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', dataDir: dir, approvalTtlSeconds: 86400, logLevel: 'info', toolTimeoutMs: 30000, mcpApprovalWaitSeconds: 60 });
+    expect(config.databaseUrl).toBeUndefined();
+  });
+
+  it('parses numbers and keeps given values', () => {
+    const env = parseEnvironment({ PORT: '8080', APPROVAL_TTL_SECONDS: '60', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db', PLATFORM_ADMIN_TOKEN: 'x'.repeat(20) });
+    expect(env).toMatchObject({ PORT: 8080, APPROVAL_TTL_SECONDS: 60, LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db' });
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['APPROVAL_TTL_SECONDS', '0'],
+    ['LOG_LEVEL', 'loud'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['PLATFORM_ADMIN_TOKEN', 'short'],
+    ['TOOL_TIMEOUT_MS', '1.5'],
+  ])('refuses %s=%s, naming the variable', (name, value) => {
+    expect(() => parseEnvironment({ [name]: value })).toThrow(ConfigError);
+    expect(() => parseEnvironment({ [name]: value })).toThrow(new RegExp(`${name}:`));
+  });
+
+  it('names every bad variable at once', () => {
+    try {
+      parseEnvironment({ PORT: 'x', LOG_LEVEL: 'y' });
+      throw new Error('expected a ConfigError');
+    } catch (err) {
+      expect((err as Error).message).toMatch(/PORT:/);
+      expect((err as Error).message).toMatch(/LOG_LEVEL:/);
+    }
+  });
+
+  it('refuses a real database without an admin token', () => {
+    expect(() => resolveConfig({ DATABASE_URL: 'postgres://u@h/db' })).toThrow(/PLATFORM_ADMIN_TOKEN must be set/);
+  });
+
+  it('generates the embedded admin token once, mode 0600, and reads it back', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const logs: string[] = [];
+    const first = resolveConfig({ DATA_DIR: dir }, (m) => logs.push(m)).platformAdminToken;
+    const path = join(dir, 'admin-token');
+    expect(readFileSync(path, 'utf8').trim()).toBe(first);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(first.length).toBeGreaterThanOrEqual(40);
+    expect(resolveConfig({ DATA_DIR: dir }).platformAdminToken).toBe(first);
+    expect(logs[0]).toContain(path);
+  });
+
+  it('prefers PLATFORM_ADMIN_TOKEN and refuses an unusable token file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir, PLATFORM_ADMIN_TOKEN: 'y'.repeat(32) }).platformAdminToken).toBe('y'.repeat(32));
+    writeFileSync(join(dir, 'admin-token'), 'tiny');
+    expect(() => resolveConfig({ DATA_DIR: dir })).toThrow(/no usable admin token/);
+  });
+});

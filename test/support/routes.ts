@@ -1,0 +1,36 @@
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
+import { AccessMetadata, PUBLIC_ROUTE } from '../../src/auth/access.decorator';
+import type { TestApp } from './test-app';
+
+export interface Route {
+  method: string;
+  path: string;
+  access: string[] | 'public' | undefined;
+}
+
+/** Every route the application serves, read from Nest's own metadata (not from a list we keep). */
+export function walkRoutes(t: TestApp): Route[] {
+  const scanner = new MetadataScanner();
+  const reflector = new Reflector();
+  const routes: Route[] = [];
+  const wrappers = [...t.app.get(ModulesContainer).values()].flatMap((m) => [...m.controllers.values()]);
+  for (const wrapper of wrappers) {
+    const instance = wrapper.instance as object | undefined;
+    if (!instance || !wrapper.metatype) continue;
+    const base = [Reflect.getMetadata(PATH_METADATA, wrapper.metatype) as string | string[]].flat()[0] ?? '';
+    for (const name of scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
+      const handler = (instance as Record<string, unknown>)[name] as (...args: unknown[]) => unknown;
+      const path = Reflect.getMetadata(PATH_METADATA, handler) as string | string[] | undefined;
+      if (path === undefined) continue;
+      const method = RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number];
+      const full = ('/' + [base, [path].flat()[0]].filter((p) => p && p !== '/').join('/')).replace(/\/+/g, '/');
+      const isPublic = reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [handler, wrapper.metatype]);
+      const access = reflector.getAllAndOverride(AccessMetadata, [handler, wrapper.metatype]);
+      routes.push({ method, path: full, access: isPublic ? 'public' : access });
+    }
+  }
+  return routes.sort((a, b) => `${a.path} ${a.method}`.localeCompare(`${b.path} ${b.method}`));
+}
+
