@@ -1,13 +1,22 @@
 import { Module } from '@nestjs/common';
+import { CapabilitiesModule } from '../capabilities/capabilities.module';
 import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { SkillsModule } from '../skills/skills.module';
 import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
+import { SpecValidator } from './spec-validator.service';
+import { VersionBuilder } from './version-builder.service';
+import { VersionsController } from './versions.controller';
+import { VersionsService } from './versions.service';
 
+/**
+ * Agents, their drafts and published versions. Exports VersionBuilder: every path that runs a
+ * tool (the executor) builds the version through it.
+ */
 @Module({
-  imports: [KnowledgeModule, SkillsModule],
-  controllers: [AgentsController],
-  providers: [AgentsService],
-  exports: [AgentsService],
+  imports: [CapabilitiesModule, KnowledgeModule, SkillsModule],
+  controllers: [AgentsController, VersionsController],
+  providers: [AgentsService, SpecValidator, VersionBuilder, VersionsService],
+  exports: [AgentsService, VersionBuilder],
 })
 export class AgentsModule {}

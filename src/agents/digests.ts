@@ -1,0 +1,32 @@
+import { canonicalize } from 'json-canonicalize';
+import { createHash } from 'node:crypto';
+import type { ToolRisk } from '../capabilities/capability.types';
+
+/** SHA-256 hex of the RFC 8785 canonical JSON: equal meaning, equal hash, whatever the key order. */
+export function canonicalHash(value: unknown): string {
+  return createHash('sha256').update(canonicalize(value), 'utf8').digest('hex');
+}
+
+/** What a published version pins of each tool it offers: exactly what the model and the approver saw. */
+export interface ToolDefinitionFacts {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  risk: ToolRisk;
+  requiresApproval: boolean;
+}
+
+export function toolDigest(tool: ToolDefinitionFacts): string {
+  return canonicalHash({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    risk: tool.risk,
+    requiresApproval: tool.requiresApproval,
+  });
+}
+
+/** What makes two publishes the same version: the normalized spec and every pinned tool digest. */
+export function contentHash(specHash: string, toolDigests: Record<string, string>): string {
+  return canonicalHash({ specHash, toolDigests });
+}

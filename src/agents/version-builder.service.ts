@@ -1,0 +1,231 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { CapabilityRegistry } from '../capabilities/capability-registry.service';
+import type { ResolvedResources, ToolContext } from '../capabilities/capability.types';
+import { ApiError } from '../common/api-error';
+import { KnowledgeService } from '../knowledge/knowledge.service';
+import { SkillsService } from '../skills/skills.service';
+import type { AgentSpec, BuiltVersion, RunnableTool } from './built-version';
+import { toolDigest } from './digests';
+
+/** A pinned tool the code now offers differently (`changed`), no longer offers (`removed`), or offers unpinned (`added`). */
+export interface DriftEntry {
+  tool: string;
+  reason: 'changed' | 'removed' | 'added';
+}
+
+/** Who contributed to an agent (a `null` build contributes nothing) and the scopes it needs. */
+export interface Contributor {
+  capabilityId: string;
+  scopes: readonly string[];
+}
+
+/** A spec composed with the code as it is now: what the model is offered and what runs. */
+export interface Composition {
+  systemPrompt: string;
+  settings: Record<string, unknown>;
+  limits: { maxToolCallsPerRun?: number };
+  tools: RunnableTool[];
+  contributors: Contributor[];
+}
+
+export interface VersionRow {
+  org_id: string;
+  agent_id: string;
+  version: number;
+  spec: AgentSpec;
+  spec_hash: string;
+  tool_digests: Record<string, string>;
+  content_hash: string;
+  published_at: Date;
+  published_by: string;
+}
+
+export interface AgentIdentity {
+  id: string;
+  slug: string;
+  name: string;
+  latest_version: number | null;
+}
+
+/** A built version with what the routes (not the executor) also need: who contributed, and drift. */
+export interface DetailedBuild {
+  built: BuiltVersion;
+  row: VersionRow;
+  contributors: Contributor[];
+  drift: DriftEntry[];
+}
+
+/**
+ * Turns a published version into what runs: resources resolved for the organization, each
+ * capability built with its config and resources, overrides and approval rules applied, and
+ * every offered tool compared with the digest pinned at publish. It never refuses for a missing
+ * scope: the executor checks scopes per tool, in its own guard order; the read routes refuse.
+ */
+@Injectable()
+export class VersionBuilder {
+  private readonly logger = new Logger(VersionBuilder.name);
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly registry: CapabilityRegistry,
+    private readonly knowledge: KnowledgeService,
+    private readonly skills: SkillsService,
+  ) {}
+
+  /** Throws ApiError 404 not_found (no such agent in this org / no such version), 409 not_published (no version yet). */
+  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<BuiltVersion> {
+    return (await this.buildDetailed(orgId, orgScopes, agentId, version)).built;
+  }
+
+  async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
+    const { agent, row } = await this.load(orgId, agentId, version);
+    return this.buildRow(orgId, orgScopes, agent, row);
+  }
+
+  async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow): Promise<DetailedBuild> {
+    const resources = await this.resolveResources(orgId, row.spec);
+    const composition = await this.compose(
+      { id: orgId, scopes: orgScopes },
+      { id: agent.id, slug: agent.slug, name: agent.name, version: row.version },
+      row.spec,
+      resources,
+      row.tool_digests,
+    );
+    const built: BuiltVersion = {
+      orgId,
+      agentId: agent.id,
+      agentName: agent.name,
+      version: row.version,
+      specHash: row.spec_hash,
+      spec: row.spec,
+      systemPrompt: composition.systemPrompt,
+      settings: composition.settings,
+      limits: composition.limits,
+      tools: composition.tools,
+    };
+    return { built, row, contributors: composition.contributors, drift: driftOf(row.tool_digests, composition.tools) };
+  }
+
+  /** The agent (in this organization) and one of its versions; `latest` follows the agent's pointer. */
+  async load(orgId: string, agentId: string, version: number | 'latest'): Promise<{ agent: AgentIdentity; row: VersionRow }> {
+    const [agent]: AgentIdentity[] = await this.dataSource.query(
+      `SELECT id, slug, name, latest_version FROM agent WHERE org_id = $1 AND id = $2`,
+      [orgId, agentId],
+    );
+    if (!agent) throw ApiError.notFound('agent');
+    if (agent.latest_version === null) throw ApiError.conflict('The agent has no published version yet; publish it first.', 'not_published');
+    const number = version === 'latest' ? agent.latest_version : version;
+    const [row]: VersionRow[] = await this.dataSource.query(
+      `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`,
+      [orgId, agentId, number],
+    );
+    if (!row) throw ApiError.notFound('agent version');
+    return { agent, row };
+  }
+
+  /** DESIGN.md idea 6: a capability never looks up its own resources; they are resolved for the organization here. */
+  async resolveResources(orgId: string, spec: AgentSpec): Promise<ResolvedResources> {
+    const knowledgeCollections = await this.knowledge.resolve(this.dataSource, orgId, spec.resources?.knowledgeCollections ?? []);
+    const skills = await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []);
+    return { knowledgeCollections, skills };
+  }
+
+  /**
+   * Builds every capability of a normalized spec, in spec order. Publish calls it with no pins to
+   * learn what a version would offer; reads and the executor call it with the version's pins.
+   */
+  async compose(
+    org: { id: string; scopes: readonly string[] },
+    agent: { id: string; slug: string; name: string; version: number | null },
+    spec: AgentSpec,
+    resources: ResolvedResources,
+    pinned: Record<string, string>,
+  ): Promise<Composition> {
+    const prompts: string[] = [];
+    const settings: Record<string, unknown> = {};
+    const limits: { maxToolCallsPerRun?: number } = {};
+    const tools: RunnableTool[] = [];
+    const contributors: Contributor[] = [];
+
+    for (const ref of spec.capabilities) {
+      const registered = this.registry.get(ref.id);
+      if (!registered) {
+        // Removed from the code since publish: it contributes nothing, and its pinned tools show as drift.
+        this.logger.warn(`agent ${agent.id} v${agent.version}: capability "${ref.id}" is no longer registered`);
+        continue;
+      }
+      const config = this.registry.validateConfig(ref.id, ref.config);
+      if (config.errors.length > 0) {
+        this.logger.warn(`agent ${agent.id} v${agent.version}: the config of "${ref.id}" no longer validates; it contributes nothing`);
+        continue;
+      }
+      const contribution = await this.registry.build(ref.id, { org, agent, config: config.value, resources });
+      if (contribution === null) continue;
+
+      const definition = registered.definition;
+      const scopes = definition.scopes ?? [];
+      contributors.push({ capabilityId: definition.id, scopes });
+      const prompt = contribution.prompt ?? definition.promptGuidance;
+      if (prompt && prompt.trim() !== '') prompts.push(prompt);
+      if (contribution.settings !== undefined || contribution.limits !== undefined) {
+        settings[definition.id] = { ...(contribution.settings ?? {}), ...(contribution.limits ? { limits: contribution.limits } : {}) };
+      }
+      const max = contribution.limits?.maxToolCallsPerRun;
+      if (max !== undefined) limits.maxToolCallsPerRun = Math.min(max, limits.maxToolCallsPerRun ?? max);
+
+      const builtById = new Map(contribution.tools.map((t) => [t.id, t]));
+      // Declaration order, not build order: what is offered does not depend on how build() was written.
+      for (const registeredTool of registered.tools) {
+        const builtTool = builtById.get(registeredTool.declaration.id);
+        if (!builtTool) continue;
+        const declaration = registeredTool.declaration;
+        const override = spec.toolOverrides?.[declaration.id] ?? {};
+        const specRequired = spec.toolApproval?.[declaration.id] === 'required';
+        const approvalReason: RunnableTool['approvalReason'] =
+          declaration.risk !== 'read_only' ? 'side_effecting' : declaration.interruptBefore ? 'interrupt_before' : specRequired ? 'spec_required' : null;
+        const facts = {
+          name: override.name ?? declaration.id,
+          description: override.description ?? declaration.description,
+          inputSchema: registeredTool.inputSchema,
+          risk: declaration.risk,
+          requiresApproval: registeredTool.requiresApproval || specRequired,
+        };
+        tools.push({
+          ...facts,
+          capabilityId: definition.id,
+          toolId: declaration.id,
+          declaration,
+          scopes,
+          approvalReason,
+          digest: toolDigest(facts),
+          pinnedDigest: Object.prototype.hasOwnProperty.call(pinned, facts.name) ? pinned[facts.name] : undefined,
+          execute: (args: unknown, ctx: ToolContext) => builtTool.execute(args, ctx),
+        });
+      }
+    }
+
+    return {
+      systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),
+      settings,
+      limits,
+      tools,
+      contributors,
+    };
+  }
+}
+
+/** Compares what the code offers now with what was pinned at publish. */
+export function driftOf(pinned: Record<string, string>, tools: readonly { name: string; digest: string }[]): DriftEntry[] {
+  const drift: DriftEntry[] = [];
+  const current = new Map(tools.map((t) => [t.name, t.digest]));
+  for (const [name, digest] of Object.entries(pinned)) {
+    const now = current.get(name);
+    if (now === undefined) drift.push({ tool: name, reason: 'removed' });
+    else if (now !== digest) drift.push({ tool: name, reason: 'changed' });
+  }
+  for (const name of current.keys()) {
+    if (!Object.prototype.hasOwnProperty.call(pinned, name)) drift.push({ tool: name, reason: 'added' });
+  }
+  return drift.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
+}

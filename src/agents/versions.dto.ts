@@ -1,0 +1,87 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { IsIn, IsOptional } from 'class-validator';
+import { TOOL_RISKS, ToolRisk } from '../capabilities/capability.types';
+import { PageQuery } from '../common/pagination';
+import { AgentSpecView } from './agents.dto';
+import type { AgentSpec, OfferedTool } from './built-version';
+import type { DriftEntry } from './version-builder.service';
+
+export class DriftView {
+  @ApiProperty({ description: 'The offered tool name.' }) tool: string;
+  @ApiProperty({
+    enum: ['changed', 'removed', 'added'],
+    description: '`changed`: its definition differs from the pinned digest; `removed`: the code no longer offers it; `added`: offered now but never pinned. Calls to it are refused with `409 tool_definition_changed` until the agent is published again.',
+  })
+  reason: DriftEntry['reason'];
+}
+
+export class AgentVersionView {
+  @ApiProperty({ format: 'uuid' }) agentId: string;
+  @ApiProperty({ minimum: 1 }) version: number;
+  @ApiProperty({ type: AgentSpecView, description: 'The normalized spec: every capability\'s config with its defaults filled in.' })
+  spec: AgentSpec;
+  @ApiProperty({ description: 'SHA-256 hex of the RFC 8785 canonical JSON of `spec`.' }) specHash: string;
+  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'Per offered tool name: the SHA-256 of its definition (name, description, input schema, risk, approval) at publish.' })
+  toolDigests: Record<string, string>;
+  @ApiProperty({ type: [DriftView] }) drift: DriftEntry[];
+  @ApiProperty({ format: 'date-time' }) publishedAt: string;
+  @ApiProperty({ description: 'The id of the API key that published it.' }) publishedBy: string;
+}
+
+export class AgentVersionPage {
+  @ApiProperty({ type: [AgentVersionView] }) items: AgentVersionView[];
+  @ApiProperty({ nullable: true, type: String }) nextCursor: string | null;
+}
+
+export class SpecErrorView {
+  @ApiProperty({ example: 'capabilities[0].config.units' }) path: string;
+  @ApiProperty({
+    enum: ['unknown_capability', 'duplicate_capability', 'invalid_config', 'scope_not_granted', 'unknown_tool', 'invalid_tool_name', 'duplicate_tool_name', 'unknown_resource'],
+  })
+  code: string;
+  @ApiProperty() message: string;
+}
+
+export class ValidationResultView {
+  @ApiProperty({ description: 'True when the draft can be published.' }) valid: boolean;
+  @ApiProperty({ type: [SpecErrorView] }) errors: SpecErrorView[];
+}
+
+export class OfferedToolView implements OfferedTool {
+  @ApiProperty({ description: 'The name the model calls; an override\'s name when one is set.' }) name: string;
+  @ApiProperty() description: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments.' }) inputSchema: Record<string, unknown>;
+  @ApiProperty() capabilityId: string;
+  @ApiProperty() toolId: string;
+  @ApiProperty({ enum: TOOL_RISKS }) risk: ToolRisk;
+  @ApiProperty({ description: 'risk is not read_only, interruptBefore, or the spec\'s toolApproval says required.' }) requiresApproval: boolean;
+}
+
+export class OfferedToolPage {
+  @ApiProperty({
+    type: 'array',
+    items: { type: 'object' },
+    description: 'OfferedTool[] by default; with `format=openai` `{ type: "function", function: { name, description, parameters } }[]`; with `format=anthropic` `{ name, description, input_schema }[]`.',
+  })
+  items: unknown[];
+}
+
+export class ManifestView {
+  @ApiProperty({ format: 'uuid' }) agentId: string;
+  @ApiProperty() version: number;
+  @ApiProperty({ description: 'The instructions, then the prompt guidance of each contributing capability, in spec order.' }) systemPrompt: string;
+  @ApiProperty({ type: [OfferedToolView] }) tools: OfferedTool[];
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'What capabilities contribute besides tools (settings, limits), keyed by capability id.' })
+  settings: Record<string, unknown>;
+}
+
+export const TOOL_FORMATS = ['openai', 'anthropic'] as const;
+export type ToolFormat = (typeof TOOL_FORMATS)[number];
+
+export class ToolsQuery {
+  @ApiPropertyOptional({ enum: TOOL_FORMATS, description: 'Render the tools in a provider\'s function-calling shape, to paste in unchanged.' })
+  @IsOptional() @IsIn(TOOL_FORMATS)
+  format?: ToolFormat;
+}
+
+export class VersionsQuery extends PageQuery {}

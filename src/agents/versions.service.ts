@@ -1,0 +1,238 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { isUniqueViolation } from '../common/db-errors';
+import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { AgentsService } from './agents.service';
+import type { AgentSpec, OfferedTool } from './built-version';
+import { canonicalHash, contentHash } from './digests';
+import { SpecError, SpecValidator } from './spec-validator.service';
+import { renderTool, toOfferedTool } from './tool-formats';
+import { AgentIdentity, DetailedBuild, DriftEntry, VersionBuilder, VersionRow } from './version-builder.service';
+import { AgentVersionView, ManifestView, ToolFormat, ValidationResultView } from './versions.dto';
+
+/** Attempts at a publish that lost a race on a unique key; with the agent row locked, one is the norm. */
+const PUBLISH_ATTEMPTS = 3;
+
+/**
+ * Publishing drafts as immutable versions, and reading versions as runtimes and reviewers see
+ * them: the spec, the pinned tool digests, the drift of the code since, the offered tools and the
+ * manifest.
+ */
+@Injectable()
+export class VersionsService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly agents: AgentsService,
+    private readonly validator: SpecValidator,
+    private readonly builder: VersionBuilder,
+    private readonly audit: AuditService,
+  ) {}
+
+  async validateDraft(ctx: RequestContext, agentId: string): Promise<ValidationResultView> {
+    const principal = keyOf(ctx);
+    const agent = await this.agents.findRow(this.dataSource, principal.orgId, agentId);
+    const { errors } = await this.validator.validate(principal.orgId, principal.orgScopes, agent.draft);
+    return { valid: errors.length === 0, errors };
+  }
+
+  /** 201 with a new version, or 200 with the latest one when nothing changed (spec and every tool digest). */
+  async publish(ctx: RequestContext, agentId: string): Promise<{ created: boolean; version: AgentVersionView }> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    const agent = await this.agents.findRow(this.dataSource, orgId, agentId);
+    const checked = await this.validator.validate(orgId, principal.orgScopes, agent.draft);
+    if (checked.errors.length > 0) throw specInvalid(checked.errors);
+
+    const spec = checked.normalized;
+    const specHash = canonicalHash(spec);
+    // What this version offers is what the code builds for it now; those definitions are pinned.
+    const composition = await this.builder.compose(
+      { id: orgId, scopes: principal.orgScopes },
+      { id: agent.id, slug: agent.slug, name: agent.name, version: null },
+      spec,
+      checked.resources,
+      {},
+    );
+    const toolDigests = Object.fromEntries(composition.tools.map((t) => [t.name, t.digest]));
+    const content = contentHash(specHash, toolDigests);
+
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { created, row } = await this.dataSource.transaction((m) => this.insertVersion(m, ctx, agentId, spec, specHash, toolDigests, content));
+        // Pinned from this very composition: nothing has drifted yet.
+        return { created, version: toVersionView(row, []) };
+      } catch (err) {
+        // Only reachable if something inserts without the agent lock; the next attempt sees its result.
+        if (attempt < PUBLISH_ATTEMPTS && isUniqueViolation(err)) continue;
+        throw err;
+      }
+    }
+  }
+
+  private async insertVersion(
+    m: EntityManager,
+    ctx: RequestContext,
+    agentId: string,
+    spec: AgentSpec,
+    specHash: string,
+    toolDigests: Record<string, string>,
+    content: string,
+  ): Promise<{ created: boolean; row: VersionRow }> {
+    const orgId = keyOf(ctx).orgId;
+    // The agent row lock serializes publishes of one agent: version numbers stay gapless.
+    const agent = await this.agents.findRow(m, orgId, agentId, true);
+    const [same]: VersionRow[] = await m.query(`SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND content_hash = $3`, [
+      orgId,
+      agentId,
+      content,
+    ]);
+    if (same) {
+      if (same.version === agent.latest_version) return { created: false, row: same };
+      throw new ApiError(
+        409,
+        'conflict',
+        `Version ${same.version} already holds exactly this spec and these tool definitions; a version is never published twice. Use version ${same.version}, or change the draft.`,
+        undefined,
+        { version: same.version },
+      );
+    }
+
+    // The resources must still exist when they are bound; the locks keep them until commit.
+    const collections = spec.resources?.knowledgeCollections ?? [];
+    const skills = spec.resources?.skills ?? [];
+    const gone: SpecError[] = [];
+    const heldCollections = await lockExisting(m, 'knowledge_collection', orgId, collections);
+    collections.forEach((id, i) => {
+      if (!heldCollections.has(id)) gone.push({ path: `resources.knowledgeCollections[${i}]`, code: 'unknown_resource', message: `no knowledge collection "${id}" in this organization` });
+    });
+    const heldSkills = await lockExisting(m, 'skill', orgId, skills);
+    skills.forEach((id, i) => {
+      if (!heldSkills.has(id)) gone.push({ path: `resources.skills[${i}]`, code: 'unknown_resource', message: `no skill "${id}" in this organization` });
+    });
+    if (gone.length > 0) throw specInvalid(gone);
+
+    const version = (agent.latest_version ?? 0) + 1;
+    const publishedBy = ctx.principal.id;
+    const [row]: VersionRow[] = await m.query(
+      `INSERT INTO agent_version (org_id, agent_id, version, spec, spec_hash, tool_digests, content_hash, published_by)
+       VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8) RETURNING *`,
+      [orgId, agentId, version, JSON.stringify(spec), specHash, JSON.stringify(toolDigests), content, publishedBy],
+    );
+    for (const id of collections) {
+      await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, collection_id) VALUES ($1, $2, $3, $4)`, [orgId, agentId, version, id]);
+    }
+    for (const id of skills) {
+      await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, skill_id) VALUES ($1, $2, $3, $4)`, [orgId, agentId, version, id]);
+    }
+    await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
+    await this.audit.record(m, {
+      type: 'agent.published',
+      orgId,
+      actor: actorOf(ctx.principal),
+      target: { type: 'agent', id: agentId },
+      data: { version, specHash, toolDigests },
+    });
+    return { created: true, row };
+  }
+
+  /** Newest first. Each version's drift is computed against the code as it runs now. */
+  async list(ctx: RequestContext, agentId: string, query: PageQuery): Promise<Page<AgentVersionView>> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    const agent = await this.identity(orgId, agentId);
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, 1);
+    const params: unknown[] = [orgId, agentId, limit + 1];
+    if (after) params.push(Number(after[0]));
+    const rows: VersionRow[] = await this.dataSource.query(
+      `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 ${after ? 'AND version < $4' : ''} ORDER BY version DESC LIMIT $3`,
+      params,
+    );
+    const page = pageOf(rows, limit, (r) => [r.version], (r) => r);
+    const items: AgentVersionView[] = [];
+    for (const row of page.items) {
+      const detailed = await this.builder.buildRow(orgId, principal.orgScopes, agent, row);
+      items.push(toVersionView(row, detailed.drift));
+    }
+    return { items, nextCursor: page.nextCursor };
+  }
+
+  async get(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<AgentVersionView> {
+    const principal = keyOf(ctx);
+    const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
+    return toVersionView(detailed.row, detailed.drift);
+  }
+
+  async tools(ctx: RequestContext, agentId: string, version: number | 'latest', format?: ToolFormat): Promise<{ items: unknown[] }> {
+    const detailed = await this.buildGranted(ctx, agentId, version);
+    const offered = detailed.built.tools.map(toOfferedTool);
+    return { items: format ? offered.map((t) => renderTool(t, format)) : offered };
+  }
+
+  async manifest(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<ManifestView> {
+    const { built } = await this.buildGranted(ctx, agentId, version);
+    return {
+      agentId: built.agentId,
+      version: built.version,
+      systemPrompt: built.systemPrompt,
+      tools: built.tools.map(toOfferedTool) as OfferedTool[],
+      settings: built.settings,
+    };
+  }
+
+  /** What a runtime reads must be runnable: a scope revoked since publish refuses the read. */
+  private async buildGranted(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
+    const principal = keyOf(ctx);
+    const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
+    const granted = new Set(principal.orgScopes);
+    const refused = detailed.contributors
+      .map((c) => ({ capabilityId: c.capabilityId, missing: c.scopes.filter((s) => !granted.has(s)) }))
+      .filter((c) => c.missing.length > 0);
+    if (refused.length > 0) {
+      throw new ApiError(
+        403,
+        'scope_not_granted',
+        `The organization no longer holds scopes this version needs: ${refused.map((r) => `"${r.capabilityId}" needs ${r.missing.join(', ')}`).join('; ')}.`,
+        undefined,
+        { missingScopes: refused },
+      );
+    }
+    return detailed;
+  }
+
+  private async identity(orgId: string, agentId: string): Promise<AgentIdentity> {
+    const row = await this.agents.findRow(this.dataSource, orgId, agentId);
+    return { id: row.id, slug: row.slug, name: row.name, latest_version: row.latest_version };
+  }
+}
+
+function keyOf(ctx: RequestContext): ApiKeyPrincipal {
+  if (ctx.principal.type !== 'api_key') throw new Error('agent routes are for organization keys only');
+  return ctx.principal;
+}
+
+function specInvalid(errors: SpecError[]): ApiError {
+  return new ApiError(422, 'spec_invalid', `The draft cannot be published (${errors.length} problem${errors.length === 1 ? '' : 's'}).`, errors);
+}
+
+async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill', orgId: string, ids: string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const rows: { id: string }[] = await m.query(`SELECT id FROM ${table} WHERE org_id = $1 AND id = ANY($2::uuid[]) FOR KEY SHARE`, [orgId, ids]);
+  return new Set(rows.map((r) => r.id));
+}
+
+export function toVersionView(row: VersionRow, drift: DriftEntry[]): AgentVersionView {
+  return {
+    agentId: row.agent_id,
+    version: row.version,
+    spec: row.spec,
+    specHash: row.spec_hash,
+    toolDigests: row.tool_digests,
+    drift,
+    publishedAt: new Date(row.published_at).toISOString(),
+    publishedBy: row.published_by,
+  };
+}
