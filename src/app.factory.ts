@@ -5,7 +5,7 @@ import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
 import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import { AppModule } from './app.module';
+import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 
@@ -16,6 +16,7 @@ export interface CreateAppOptions {
   config: AppConfig;
   database: { url: string; poolSize: number };
   imports?: ModuleMetadata['imports'];
+  rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
 }
@@ -35,7 +36,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     },
   });
   const app = await NestFactory.create<NestFastifyApplication>(
-    AppModule.forRoot({ config: options.config, database: options.database, imports: options.imports }),
+    AppModule.forRoot({ config: options.config, database: options.database, imports: options.imports, rateLimitStore: options.rateLimitStore }),
     adapter,
     { bufferLogs: true, logger: options.logger === false ? false : undefined },
   );

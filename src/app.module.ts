@@ -1,7 +1,9 @@
 import { DynamicModule, Module, ModuleMetadata } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { ThrottlerStorage } from '@nestjs/throttler';
 import { LoggerModule } from 'nestjs-pino';
+import { RateLimitModule } from './rate-limit/rate-limit.module';
 import type { IncomingMessage } from 'node:http';
 import { AgentsModule } from './agents/agents.module';
 import { AuditModule } from './audit/audit.module';
@@ -18,6 +20,8 @@ import { SkillsModule } from './skills/skills.module';
 export interface AppModuleOptions {
   config: AppConfig;
   database: { url: string; poolSize: number };
+  /** A shared store for rate limits when several API nodes run; default: per process. */
+  rateLimitStore?: ThrottlerStorage;
   /** Extra modules, e.g. fixture capabilities that only tests register. */
   imports?: ModuleMetadata['imports'];
 }
@@ -42,6 +46,7 @@ export class AppModule {
           },
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
+        RateLimitModule.forRoot(options.rateLimitStore),
         AuditModule,
         HealthModule,
         OrgsModule,

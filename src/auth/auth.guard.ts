@@ -7,6 +7,7 @@ import { ApiError } from '../common/api-error';
 import { AccessMetadata, Allowed, PUBLIC_ROUTE } from './access.decorator';
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { effectiveRoles, Principal, Role } from './principal';
+import { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { API_KEY_PREFIX, hashToken } from './tokens';
 
 interface KeyRow {
@@ -28,6 +29,7 @@ export class AuthGuard implements CanActivate {
   constructor(
     private readonly reflector: Reflector,
     private readonly dataSource: DataSource,
+    private readonly limiter: RateLimiter,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.platformTokenHash = Buffer.from(hashToken(config.platformAdminToken), 'hex');
@@ -38,7 +40,15 @@ export class AuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const allowed = this.reflector.getAllAndOverride(AccessMetadata, targets);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    const principal = await this.authenticate(request.headers.authorization);
+    this.limiter.checkAddress(request.ip);
+    let principal: Principal;
+    try {
+      principal = await this.authenticate(request.headers.authorization);
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 401) await this.limiter.recordAuthFailure(request.ip);
+      throw err;
+    }
+    await this.limiter.hit(principal);
     request.principal = principal;
     if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
     if (!permits(allowed, principal)) throw ApiError.forbidden();

@@ -42,6 +42,21 @@ export class EnvironmentVariables {
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
   DATABASE_POOL_SIZE: number = 10;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(86400)
+  RATE_LIMIT_WINDOW_SECONDS: number = 60;
+
+  /** Requests one API key (or the platform token) may make per window; 0 turns the limit off. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  RATE_LIMIT_PER_KEY: number = 1200;
+
+  /** Requests all keys of one organization may make together per window; 0 turns it off. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  RATE_LIMIT_PER_ORG: number = 6000;
+
+  /** Failed authentications one client address may make per window; 0 turns it off. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  RATE_LIMIT_AUTH_FAILURES: number = 30;
 }
 
 export interface AppConfig {
@@ -57,6 +72,15 @@ export interface AppConfig {
   toolTimeoutMs: number;
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
+  rateLimit: RateLimitConfig;
+}
+
+export interface RateLimitConfig {
+  windowSeconds: number;
+  /** 0 = off. */
+  perKey: number;
+  perOrg: number;
+  authFailures: number;
 }
 
 export class ConfigError extends Error {

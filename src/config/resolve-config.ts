@@ -28,6 +28,12 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     toolTimeoutMs: e.TOOL_TIMEOUT_MS,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    rateLimit: {
+      windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
+      perKey: e.RATE_LIMIT_PER_KEY,
+      perOrg: e.RATE_LIMIT_PER_ORG,
+      authFailures: e.RATE_LIMIT_AUTH_FAILURES,
+    },
   };
 }
 

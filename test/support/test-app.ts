@@ -3,7 +3,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import TestAgent from 'supertest/lib/agent';
-import { createApp } from '../../src/app.factory';
+import { createApp, CreateAppOptions } from '../../src/app.factory';
 import { AppConfig } from '../../src/config/app-config';
 import type { Role } from '../../src/auth/principal';
 import { createTestDatabase, TestDatabase } from './test-database';
@@ -28,15 +28,19 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     toolTimeoutMs: 30000,
     mcpApprovalWaitSeconds: 60,
     databasePoolSize: 10,
+    // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.
+    rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0 },
     ...overrides,
   };
 }
 
 /** The real application on a fresh database of its own. Call `close()` in afterAll. */
-export async function createTestApp(options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig> } = {}): Promise<TestApp> {
+export async function createTestApp(
+  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore'] } = {},
+): Promise<TestApp> {
   const db = await createTestDatabase();
   const config = testConfig({ ...options.config, databaseUrl: db.real ? db.url : undefined });
-  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, logger: false });
+  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return {
