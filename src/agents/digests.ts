@@ -30,3 +30,8 @@ export function toolDigest(tool: ToolDefinitionFacts): string {
 export function contentHash(specHash: string, toolDigests: Record<string, string>): string {
   return canonicalHash({ specHash, toolDigests });
 }
+
+/** A record's own entry: a tool id such as `constructor` must not find Object.prototype's. */
+export function ownEntry<T>(record: Record<string, T> | undefined, key: string): T | undefined {
+  return record !== undefined && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
+}

@@ -3,6 +3,7 @@ import { CapabilityRegistry } from '../capabilities/capability-registry.service'
 import { ResolvedResources, TOOL_NAME_PATTERN } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
 import type { AgentSpec } from './built-version';
+import { ownEntry } from './digests';
 import { VersionBuilder } from './version-builder.service';
 
 export type SpecErrorCode =
@@ -76,7 +77,7 @@ export class SpecValidator {
     // The name each tool is offered under, to find collisions; invalid names are reported once, as invalid.
     const offeredBy = new Map<string, string[]>();
     for (const toolId of tools.keys()) {
-      const name = overrides[toolId]?.name;
+      const name = ownEntry(overrides, toolId)?.name;
       const offered = name !== undefined && TOOL_NAME_PATTERN.test(name) ? name : toolId;
       offeredBy.set(offered, [...(offeredBy.get(offered) ?? []), toolId]);
     }

@@ -6,7 +6,7 @@ import { ApiError } from '../common/api-error';
 import { KnowledgeService } from '../knowledge/knowledge.service';
 import { SkillsService } from '../skills/skills.service';
 import type { AgentSpec, BuiltVersion, RunnableTool } from './built-version';
-import { toolDigest } from './digests';
+import { ownEntry, toolDigest } from './digests';
 
 /** A pinned tool the code now offers differently (`changed`), no longer offers (`removed`), or offers unpinned (`added`). */
 export interface DriftEntry {
@@ -180,8 +180,8 @@ export class VersionBuilder {
         const builtTool = builtById.get(registeredTool.declaration.id);
         if (!builtTool) continue;
         const declaration = registeredTool.declaration;
-        const override = spec.toolOverrides?.[declaration.id] ?? {};
-        const specRequired = spec.toolApproval?.[declaration.id] === 'required';
+        const override = ownEntry(spec.toolOverrides, declaration.id) ?? {};
+        const specRequired = ownEntry(spec.toolApproval, declaration.id) === 'required';
         const approvalReason: RunnableTool['approvalReason'] =
           declaration.risk !== 'read_only' ? 'side_effecting' : declaration.interruptBefore ? 'interrupt_before' : specRequired ? 'spec_required' : null;
         const facts = {
@@ -199,7 +199,7 @@ export class VersionBuilder {
           scopes,
           approvalReason,
           digest: toolDigest(facts),
-          pinnedDigest: Object.prototype.hasOwnProperty.call(pinned, facts.name) ? pinned[facts.name] : undefined,
+          pinnedDigest: ownEntry(pinned, facts.name),
           execute: (args: unknown, ctx: ToolContext) => builtTool.execute(args, ctx),
         });
       }
