@@ -8,6 +8,8 @@ import type { IncomingMessage } from 'node:http';
 import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
+import { titleFor } from './common/api-error';
+import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -27,6 +29,16 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     bodyLimit: BODY_LIMIT_BYTES,
     // While stopping, requests already on an open connection are served, not answered 503.
     return503OnClosing: false,
+    // Requests the HTTP parser refuses (URL or headers too large, malformed) never reach Nest;
+    // they still get a problem document.
+    clientErrorHandler: (err: NodeJS.ErrnoException, socket: import('node:net').Socket) => {
+      if (!socket.writable) return socket.destroy();
+      const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+      const body = JSON.stringify(toProblem(Object.assign(new Error(err.message), { statusCode: status })).problem);
+      socket.end(
+        `HTTP/1.1 ${status} ${titleFor(status)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
+    },
     // A caller's request id is kept when it is sane, so logs join across services.
     genReqId: (req: IncomingMessage) => {
       const given = req.headers['x-request-id'];

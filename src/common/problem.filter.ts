@@ -24,8 +24,10 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   405: 'method_not_allowed',
   409: 'conflict',
   413: 'payload_too_large',
+  408: 'request_timeout',
   415: 'unsupported_media_type',
   429: 'rate_limited',
+  431: 'headers_too_large',
   503: 'service_unavailable',
 };
 
@@ -64,8 +66,10 @@ export function toProblem(error: unknown): { problem: ProblemDocument; headers: 
     const detail =
       fastifyStatus === 413
         ? 'The request body is larger than 1 MiB.'
-        : fastifyStatus === 400
-          ? 'The request body is not valid JSON.'
+        : fastifyStatus === 431
+          ? 'The request line or headers are too large.'
+          : fastifyStatus === 400
+          ? 'The request is malformed.'
           : String((error as Error).message ?? titleFor(fastifyStatus));
     return { problem: simple(fastifyStatus, code, detail), headers: {}, internal: false };
   }

@@ -1,5 +1,5 @@
 import { RequestMethod } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { METHOD_METADATA, PATH_METADATA, ROUTE_ARGS_METADATA } from '@nestjs/common/constants';
 import { MetadataScanner, ModulesContainer, Reflector } from '@nestjs/core';
 import { AccessMetadata, PUBLIC_ROUTE } from '../../src/auth/access.decorator';
 import type { TestApp } from './test-app';
@@ -8,7 +8,11 @@ export interface Route {
   method: string;
   path: string;
   access: string[] | 'public' | undefined;
+  /** The class of the @Body() parameter, when the handler reads a body. */
+  body?: Function;
 }
+
+const BODY_PARAMTYPE = 3; // RouteParamtypes.BODY
 
 /** Every route the application serves, read from Nest's own metadata (not from a list we keep). */
 export function walkRoutes(t: TestApp): Route[] {
@@ -28,7 +32,10 @@ export function walkRoutes(t: TestApp): Route[] {
       const full = ('/' + [base, [path].flat()[0]].filter((p) => p && p !== '/').join('/')).replace(/\/+/g, '/');
       const isPublic = reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, [handler, wrapper.metatype]);
       const access = reflector.getAllAndOverride(AccessMetadata, [handler, wrapper.metatype]);
-      routes.push({ method, path: full, access: isPublic ? 'public' : access });
+      const args = (Reflect.getMetadata(ROUTE_ARGS_METADATA, wrapper.metatype, name) ?? {}) as Record<string, { index: number }>;
+      const bodyArg = Object.entries(args).find(([k]) => Number(k.split(':')[0]) === BODY_PARAMTYPE)?.[1];
+      const paramTypes = (Reflect.getMetadata('design:paramtypes', Object.getPrototypeOf(instance), name) ?? []) as Function[];
+      routes.push({ method, path: full, access: isPublic ? 'public' : access, ...(bodyArg ? { body: paramTypes[bodyArg.index] } : {}) });
     }
   }
   return routes.sort((a, b) => `${a.path} ${a.method}`.localeCompare(`${b.path} ${b.method}`));

@@ -1,0 +1,114 @@
+import fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
+import { Route, walkRoutes } from './support/routes';
+import { bearer, createTestApp, TestApp } from './support/test-app';
+import { createWorld, fillPath, tableCounts, World } from './support/world';
+
+/**
+ * Hostile input against every route that takes any: random and malicious bodies, query strings
+ * and headers. The product must answer each with a problem document, never a 5xx, and write
+ * nothing. The routes come from the router itself, so a new route is attacked the day it lands.
+ */
+const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
+
+const hostileString = fc.oneof(
+  fc.string({ maxLength: 40 }),
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.constantFrom('', ' ', '\u0000', '\uFEFF', '\u202E', 'e\u0301', '\uD800', '👩‍👩‍👧', "'; DROP TABLE org; --", '../../etc/passwd', '{{7*7}}', '<script>', 'null', 'NaN', '-1', '1e309'),
+  fc.integer({ min: 1000, max: 200_000 }).map((n) => 'x'.repeat(n)),
+);
+
+/** Nesting deep enough to hurt a naive recursive validator. */
+const deep = fc.integer({ min: 50, max: 2000 }).map((depth) => {
+  let v: unknown = 'bottom';
+  for (let i = 0; i < depth; i++) v = { a: v };
+  return v;
+});
+
+/** Fields an attacker would love the server to accept. */
+const smuggled = fc.constantFrom('orgId', 'org_id', 'status', 'version', 'decidedBy', 'id', 'createdAt', 'requestedBy', '__proto__', 'constructor', 'publishedBy', 'roles', 'scopes');
+
+const hostileValue = fc.oneof(fc.anything({ maxDepth: 4 }), hostileString, deep, fc.constantFrom(null, true, 0, -1, 1e308, [], {}));
+
+/** Always invalid: either not an object, or an object carrying one property no DTO declares. */
+const hostileBody = fc.oneof(
+  fc.oneof(hostileString, fc.array(fc.anything({ maxDepth: 2 }), { maxLength: 5 }), fc.constantFrom(null, 0, true, 'x')),
+  fc.tuple(fc.dictionary(fc.string({ maxLength: 12 }), hostileValue, { maxKeys: 6 }), smuggled, hostileValue).map(([obj, key, value]) => {
+    const body = { ...obj };
+    Object.defineProperty(body, key, { value, enumerable: true, configurable: true, writable: true });
+    return body;
+  }),
+);
+
+const hostileQuery = fc.dictionary(fc.constantFrom('limit', 'cursor', 'status', 'type', 'since', 'agentId', 'runId', 'version', 'format', 'category', 'tag', 'risk', 'x'), hostileString, { maxKeys: 4 });
+
+function isProblem(res: { status: number; headers: Record<string, string>; body: { code?: unknown; status?: unknown } }): boolean {
+  return res.headers['content-type']?.startsWith('application/problem+json') && typeof res.body.code === 'string' && res.body.status === res.status;
+}
+
+describe('hostile input on every route', () => {
+  let t: TestApp;
+  let world: World;
+  let routes: Route[];
+  beforeAll(async () => {
+    t = await createTestApp();
+    world = await createWorld(t);
+    routes = walkRoutes(t).filter((r) => r.access !== 'public');
+  });
+  afterAll(() => t.close());
+
+  const tokenFor = (r: Route) => (Array.isArray(r.access) && r.access.includes('platform') && !r.access.some((a) => a !== 'platform') ? t.adminToken : world.org.keys.admin);
+
+  it('refuses every hostile body with a 4xx problem document and writes nothing', async () => {
+    const withBody = routes.filter((r) => r.body);
+    expect(withBody.length).toBeGreaterThan(3);
+    const before = await tableCounts(t);
+    for (const route of withBody) {
+      await fc.assert(
+        fc.asyncProperty(hostileBody, async (body) => {
+          const url = fillPath(route.path, world.ids, randomUUID);
+          const res = await t.http[route.method.toLowerCase() as 'post'](url)
+            .set(...bearer(tokenFor(route)))
+            .set('Content-Type', 'application/json')
+            .send(JSON.stringify(body));
+          if (res.status < 400 || res.status >= 500 || !isProblem(res)) {
+            throw new Error(`${route.method} ${route.path} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+          }
+        }),
+        { numRuns: RUNS },
+      );
+    }
+    expect(await tableCounts(t)).toEqual(before);
+  });
+
+  it('never answers a hostile query string or header with a 5xx', async () => {
+    for (const route of routes) {
+      await fc.assert(
+        fc.asyncProperty(hostileQuery, hostileString, async (query, header) => {
+          const url = fillPath(route.path, world.ids, randomUUID);
+          const req = t.http[route.method.toLowerCase() as 'get'](url)
+            .query(query)
+            .set(...bearer(tokenFor(route)))
+            .set('X-Request-Id', header.slice(0, 200).replace(/[^\x20-\x7e]/g, ''))
+            .set('Idempotency-Key', header.slice(0, 300).replace(/[^\x20-\x7e]/g, '') || 'k');
+          const res = route.method === 'GET' || route.method === 'DELETE' ? await req : await req.send({});
+          if (res.status >= 500) throw new Error(`${route.method} ${route.path}?${new URLSearchParams(query)} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+          if (res.status >= 400 && !isProblem(res)) throw new Error(`${route.method} ${route.path} answered ${res.status} without a problem document`);
+        }),
+        { numRuns: Math.ceil(RUNS / 2) },
+      );
+    }
+  });
+
+  it('answers hostile bearer tokens with 401, never a 5xx', async () => {
+    await fc.assert(
+      fc.asyncProperty(hostileString, async (token) => {
+        const clean = token.replace(/[^\x21-\x7e]/g, '').slice(0, 8000);
+        const res = await t.http.get('/api/v1/me').set('Authorization', `Bearer ${clean}`);
+        expect(res.status).toBe(401);
+        expect(isProblem(res)).toBe(true);
+      }),
+      { numRuns: RUNS * 2 },
+    );
+  });
+});

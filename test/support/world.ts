@@ -1,0 +1,56 @@
+import type { TestApp, TestOrg } from './test-app';
+import { bearer, createOrg } from './test-app';
+
+/**
+ * A small world of real objects in one organization, so that attack suites can call every route
+ * with ids that exist. Grows as the product grows: add the objects new routes take.
+ */
+export interface World {
+  org: TestOrg;
+  ids: Record<string, string>;
+}
+
+export async function createWorld(t: TestApp, scopes: string[] = []): Promise<World> {
+  const org = await createOrg(t, scopes);
+  const as = bearer(org.keys.admin);
+  const ids: Record<string, string> = { orgId: org.id, keyId: org.keyIds.viewer, version: 'latest' };
+  const agent = await t.http.post('/api/v1/agents').set(...as).send({ slug: `w-${org.slug}`.slice(0, 60), name: 'World agent' });
+  if (agent.status === 201) ids.agentId = agent.body.id;
+  const collection = await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: 'World docs' });
+  if (collection.status === 201) {
+    ids.collectionId = collection.body.id;
+    const doc = await t.http
+      .post(`/api/v1/knowledge/collections/${collection.body.id}/documents`)
+      .set(...as)
+      .send({ title: 'Refunds', content: 'Refunds are issued within 14 days.' });
+    if (doc.status === 201) ids.docId = doc.body.id;
+  }
+  const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: 'world-skill', description: 'A skill', instructions: 'Do things well.' });
+  if (skill.status === 201) ids.skillId = skill.body.id;
+  return { org, ids };
+}
+
+/** Fills a route's path parameters from the world; an id it does not know becomes a random UUID. */
+export function fillPath(path: string, ids: Record<string, string>, fallback: () => string): string {
+  return path.replace(/:(\w+)/g, (_m, name: string) => {
+    if (ids[name]) return ids[name];
+    if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
+    if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
+    return fallback();
+  });
+}
+
+/** Row counts of every table of the product: "nothing written" means these do not move. */
+export async function tableCounts(t: TestApp): Promise<Record<string, number>> {
+  const { DataSource } = await import('typeorm');
+  const ds = t.app.get(DataSource);
+  const tables: { table_name: string }[] = await ds.query(
+    `SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' ORDER BY table_name`,
+  );
+  const counts: Record<string, number> = {};
+  for (const { table_name } of tables) {
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM "${table_name}"`);
+    counts[table_name] = n;
+  }
+  return counts;
+}
