@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DiscoveryService } from '@nestjs/core';
+import type { DiscoverableDecorator } from '@nestjs/core/discovery/discovery-service';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { Capability } from './capability.decorator';
 import type { CapabilityDefinition } from './capability.types';
@@ -14,7 +15,8 @@ export class CapabilityMetadataAccessor {
     return this.discovery.getProviders({ metadataKey: Capability.KEY });
   }
 
+  /** What the decorator was given; the registry checks it, since nothing at runtime enforces the type. */
   definitionOf(wrapper: InstanceWrapper): CapabilityDefinition {
-    return this.discovery.getMetadataByDecorator(Capability, wrapper) as CapabilityDefinition;
+    return this.discovery.getMetadataByDecorator(Capability as DiscoverableDecorator<CapabilityDefinition>, wrapper) as CapabilityDefinition;
   }
 }

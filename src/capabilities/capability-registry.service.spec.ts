@@ -1,22 +1,22 @@
-import { Test, TestingModule } from '@nestjs/testing';
+import { TestingModule } from '@nestjs/testing';
 import { FixtureCapabilitiesModule, NotesLimits, SearchNotesInput } from '../../test/fixtures/fixture-capabilities';
-import { CapabilitiesModule } from './capabilities.module';
+import { strictAjv } from '../../test/support/json-schema';
+import { bootRegistry } from '../../test/support/capability-registry';
+import { ClockModule } from './builtin/clock/clock.module';
 import { CapabilityRegistry } from './capability-registry.service';
 import { buildContext } from '../../test/fixtures/build-context';
 describe('CapabilityRegistry', () => {
   let moduleRef: TestingModule;
   let registry: CapabilityRegistry;
   beforeAll(async () => {
-    moduleRef = await Test.createTestingModule({ imports: [CapabilitiesModule, FixtureCapabilitiesModule] }).compile();
-    await moduleRef.init();
-    registry = moduleRef.get(CapabilityRegistry);
+    ({ registry, moduleRef } = await bootRegistry([ClockModule, FixtureCapabilitiesModule]));
   });
   afterAll(() => moduleRef.close());
 
   it('lists capabilities sorted by id and finds them by id', () => {
     const ids = registry.all().map((c) => c.definition.id);
     expect(ids).toEqual([...ids].sort());
-    expect(ids).toEqual(expect.arrayContaining(['clock', 'fixture-echo', 'fixture-notes']));
+    expect(ids).toEqual(['clock', 'fixture-echo', 'fixture-notes']);
     expect(registry.get('fixture-notes')?.tools.map((t) => [t.declaration.id, t.requiresApproval])).toEqual([
       ['search_notes', false],
       ['write_note', true],
@@ -94,6 +94,18 @@ describe('CapabilityRegistry', () => {
       const clock = await registry.build('clock', buildContext({ timezone: 'UTC' }));
       expect(clock).toEqual({ capabilityId: 'clock', tools: [], prompt: expect.stringMatching(/^Current date and time: .* in UTC \(UTC\+00:00\)\.$/) });
     });
+  });
+
+  it('serves schemas that compile in ajv strict mode, for every registered capability', () => {
+    const ajv = strictAjv();
+    for (const descriptor of registry.catalog()) {
+      const config = ajv.compile(descriptor.configSchema);
+      expect(config(registry.validateConfig(descriptor.id, {}).value)).toBe(true);
+      descriptor.tools.forEach((tool) => ajv.compile(tool.inputSchema));
+    }
+    const search = ajv.compile(registry.get('fixture-notes')!.tools[0].inputSchema);
+    expect(search(registry.validateToolInput('fixture-notes', 'search_notes', { query: 'x' }).plain)).toBe(true);
+    expect(search({ query: 'x', sql: 'drop' })).toBe(false);
   });
 
   it('keeps NotesLimits defaults in the schema', () => {

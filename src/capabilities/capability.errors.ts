@@ -18,7 +18,7 @@ export class CapabilityDriftError extends Error {
     /** Declared but not built. */
     readonly missing: string[],
     /** Built more than once, or without an execute function. */
-    readonly malformed: string[] = [],
+    readonly malformed: string[],
   ) {
     const parts = [
       undeclared.length ? `undeclared tools [${undeclared.join(', ')}]` : '',

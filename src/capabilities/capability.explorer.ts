@@ -15,8 +15,9 @@ export interface ExploreResult {
 }
 
 /**
- * Walks the decorated providers once, at boot. Aliases (`useExisting`) are skipped: they point at
- * a provider that is found on its own. A provider that is not a static singleton is refused: the
+ * Walks the decorated providers once, at boot. Nest indexes them by class while it scans the
+ * modules, so only class providers are found: aliases (`useExisting`) and factory-made instances
+ * never show up (a test pins this). A provider that is not a static singleton is refused: the
  * registry holds one instance for the life of the process and would silently bypass its scope.
  */
 @Injectable()
@@ -27,7 +28,6 @@ export class CapabilityExplorer {
     const found: DiscoveredCapability[] = [];
     const problems: string[] = [];
     for (const wrapper of this.accessor.decoratedProviders()) {
-      if (wrapper.isAlias) continue;
       const className = String(wrapper.name);
       if (!wrapper.isDependencyTreeStatic() || wrapper.isTransient) {
         problems.push(`${className}: a capability provider must be a static singleton (it is request-scoped or transient, or depends on such a provider)`);

@@ -34,7 +34,7 @@ export function currentDateTime(now: Date, timeZone: string): string {
     timeZoneName: 'longOffset',
   });
   const part = Object.fromEntries(format.formatToParts(now).map((p) => [p.type, p.value]));
-  const offset = part.timeZoneName.replace('GMT', '') || '+00:00';
-  const zone = format.resolvedOptions().timeZone;
-  return `Current date and time: ${part.weekday} ${part.year}-${part.month}-${part.day} ${part.hour}:${part.minute} in ${zone} (UTC${offset}).`;
+  // ICU writes zero offsets as "GMT" or "GMT+00:00" depending on its version.
+  const offset = part.timeZoneName.replace(/^GMT$/, 'GMT+00:00').replace('GMT', '');
+  return `Current date and time: ${part.weekday} ${part.year}-${part.month}-${part.day} ${part.hour}:${part.minute} in ${timeZone} (UTC${offset}).`;
 }
