@@ -62,16 +62,8 @@ export class AuditService {
 
   async record(manager: EntityManager, ...events: AuditEventInput[]): Promise<void> {
     if (events.length === 0) return;
-    const values: unknown[] = [];
-    const rows = events.map((e, i) => {
-      values.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
-      const b = i * 8;
-      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}, $${b + 8}::jsonb)`;
-    });
-    await manager.query(
-      `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data) VALUES ${rows.join(', ')}`,
-      values,
-    );
+    const { sql, params } = auditInsert(events, 1);
+    await manager.query(sql, params);
   }
 
   async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
@@ -98,6 +90,24 @@ export class AuditService {
     );
     return pageOf(rows, limit, (r) => [r.seq], toAuditEvent);
   }
+}
+
+/**
+ * The INSERT of `events` with its parameters numbered from `firstParam`. For a hot path that writes
+ * its change and its audit events in ONE statement (a data-modifying CTE), which is still "with the
+ * change it records": a statement is atomic.
+ */
+export function auditInsert(events: AuditEventInput[], firstParam: number): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const rows = events.map((e, i) => {
+    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
+    const b = firstParam + i * 8;
+    return `($${b}, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}::jsonb)`;
+  });
+  return {
+    sql: `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data) VALUES ${rows.join(', ')}`,
+    params,
+  };
 }
 
 function toAuditEvent(r: AuditRow): AuditEvent {

@@ -29,6 +29,7 @@ export type ErrorCode =
   | 'approval_already_decided'
   | 'approval_expired'
   | 'self_approval_forbidden'
+  | 'approval_arguments_changed'
   | 'result_not_available';
 
 export interface FieldError {

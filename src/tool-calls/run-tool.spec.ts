@@ -1,0 +1,66 @@
+import { ToolContext, ToolError } from '../capabilities/capability.types';
+import { runTool } from './run-tool';
+
+const context = { orgId: 'o', agentId: 'a', version: 1, callId: 'c', runId: null };
+
+function tool(execute: (args: unknown, ctx: ToolContext) => unknown, maxOutputTokens = 0) {
+  return { declaration: { maxOutputTokens }, execute };
+}
+
+describe('runTool', () => {
+  it('hands the tool its arguments and context, and returns its result', async () => {
+    let seen: ToolContext | undefined;
+    const out = await runTool(tool((args, ctx) => ((seen = ctx), { echo: args })), { q: 1 }, context, 1000, fail);
+    expect(out).toEqual({ status: 'succeeded', result: { echo: { q: 1 } }, truncated: false });
+    expect(seen).toMatchObject(context);
+    expect(seen!.signal.aborted).toBe(false);
+  });
+
+  it('turns a ToolError into a failure the model can read', async () => {
+    const out = await runTool(tool(() => Promise.reject(new ToolError('not_found', 'No such order.'))), {}, context, 1000, fail);
+    expect(out).toEqual({ status: 'failed', error: { code: 'not_found', message: 'No such order.' } });
+  });
+
+  it('refuses a ToolError code that is not a safe identifier', async () => {
+    const out = await runTool(tool(() => { throw new ToolError('Bad Code!', ''); }), {}, context, 1000, fail);
+    expect(out).toEqual({ status: 'failed', error: { code: 'tool_error', message: 'The tool failed.' } });
+  });
+
+  it('hides the message of any other exception and reports it', async () => {
+    const seen: unknown[] = [];
+    const out = await runTool(tool(() => { throw new Error('password=hunter2 at db.ts:12'); }), {}, context, 1000, (e) => seen.push(e));
+    expect(out).toEqual({ status: 'failed', error: { code: 'tool_error', message: 'The tool failed unexpectedly.' } });
+    expect(JSON.stringify(out)).not.toContain('hunter2');
+    expect(seen).toHaveLength(1);
+  });
+
+  it('aborts the signal at the timeout and fails with code timeout', async () => {
+    let signal: AbortSignal | undefined;
+    const slow = tool((_args, ctx) => {
+      signal = ctx.signal;
+      return new Promise((_resolve, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason)));
+    });
+    const out = await runTool(slow, {}, context, 20, fail);
+    expect(out).toEqual({ status: 'failed', error: { code: 'timeout', message: 'The tool did not finish within 20 ms.' } });
+    expect(signal!.aborted).toBe(true);
+  });
+
+  it('discards the late result of a tool that ignores the signal', async () => {
+    let finish: (v: unknown) => void = () => undefined;
+    const stubborn = tool(() => new Promise((resolve) => (finish = resolve)));
+    const out = await runTool(stubborn, {}, context, 10, fail);
+    finish('too late');
+    expect(out).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+  });
+
+  it('applies the output budget and fails a result that is not JSON', async () => {
+    const out = await runTool(tool(() => 'word '.repeat(100), 5), {}, context, 1000, fail);
+    expect(out).toMatchObject({ status: 'succeeded', truncated: true });
+    const bad = await runTool(tool(() => ({ n: 1n })), {}, context, 1000, fail);
+    expect(bad).toEqual({ status: 'failed', error: { code: 'invalid_result', message: 'The tool returned a result that is not JSON.' } });
+  });
+});
+
+function fail(err: unknown): never {
+  throw err;
+}
