@@ -16,6 +16,7 @@ import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
+import { ToolCallsModule } from './tool-calls/tool-calls.module';
 
 export interface AppModuleOptions {
   config: AppConfig;
@@ -54,6 +55,7 @@ export class AppModule {
         SkillsModule,
         AgentsModule,
         CapabilitiesModule,
+        ToolCallsModule,
         ...(options.imports ?? []),
       ],
       providers: [

@@ -6,7 +6,6 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
-  ApiTooManyRequestsResponse,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
@@ -67,7 +66,6 @@ export class ApprovalsController {
   @ApiConflictResponse(DECISION_REFUSALS.conflict)
   @ApiForbiddenResponse(DECISION_REFUSALS.forbidden)
   @ApiUnprocessableEntityResponse(ProblemResponse('Edited arguments break the tool\'s input schema (`invalid_arguments`).'))
-  @ApiTooManyRequestsResponse(ProblemResponse('Not used here: the run\'s budget was counted when the call was requested.'))
   approve(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: ApproveDto): Promise<ApprovalDecision> {
     return this.executor.approve(ctx, id, dto);
   }

@@ -14,7 +14,7 @@ import { ToolContext, ToolError, ToolRisk } from '../capabilities/capability.typ
 import { ApiError, FieldError } from '../common/api-error';
 import { APP_CONFIG } from '../config/app-config';
 import { dataSourceOptions } from '../database/data-source-options';
-import { canonicalHash } from './arguments-hash';
+import { canonicalHash } from '../agents/digests';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { IdempotencyService } from './idempotency.service';
 import { ToolCallSweeper } from './tool-call-sweeper.service';

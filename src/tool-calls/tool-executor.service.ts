@@ -7,7 +7,7 @@ import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { ApiError, FieldError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { canonicalHash } from './arguments-hash';
+import { canonicalHash } from '../agents/digests';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { IdempotencyClaim, IdempotencyService } from './idempotency.service';
 import { runTool, ToolOutcome } from './run-tool';
