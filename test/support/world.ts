@@ -8,26 +8,30 @@ import { bearer, createOrg } from './test-app';
 export interface World {
   org: TestOrg;
   ids: Record<string, string>;
+  /** A string written into every object of this world: it must never reach another tenant. */
+  marker: string;
 }
 
-export async function createWorld(t: TestApp, scopes: string[] = []): Promise<World> {
+export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'world'): Promise<World> {
   const org = await createOrg(t, scopes);
   const as = bearer(org.keys.admin);
-  const ids: Record<string, string> = { orgId: org.id, keyId: org.keyIds.viewer, version: 'latest' };
-  const agent = await t.http.post('/api/v1/agents').set(...as).send({ slug: `w-${org.slug}`.slice(0, 60), name: 'World agent' });
+  // A key of its own for routes that revoke keys, so the role keys stay usable.
+  const spare = await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...as).send({ name: `${marker} spare`, roles: ['viewer'] });
+  const ids: Record<string, string> = { orgId: org.id, keyId: spare.body.id, version: 'latest' };
+  const agent = await t.http.post('/api/v1/agents').set(...as).send({ slug: `w-${org.slug}`.slice(0, 60), name: `${marker} agent`, description: marker });
   if (agent.status === 201) ids.agentId = agent.body.id;
-  const collection = await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: 'World docs' });
+  const collection = await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: `${marker} docs`, description: marker });
   if (collection.status === 201) {
     ids.collectionId = collection.body.id;
     const doc = await t.http
       .post(`/api/v1/knowledge/collections/${collection.body.id}/documents`)
       .set(...as)
-      .send({ title: 'Refunds', content: 'Refunds are issued within 14 days.' });
+      .send({ title: `${marker} refunds`, content: `${marker}: refunds are issued within 14 days.` });
     if (doc.status === 201) ids.docId = doc.body.id;
   }
-  const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: 'world-skill', description: 'A skill', instructions: 'Do things well.' });
+  const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
   if (skill.status === 201) ids.skillId = skill.body.id;
-  return { org, ids };
+  return { org, ids, marker };
 }
 
 /** Fills a route's path parameters from the world; an id it does not know becomes a random UUID. */
