@@ -19,6 +19,8 @@ describe('tool calls and approvals (e2e)', () => {
   beforeAll(async () => {
     t = await createTestApp({ imports: [ExecFixturesModule], config: { toolTimeoutMs: TIMEOUT_MS } });
     ds = t.app.get(DataSource);
+    // Sweeps happen when a test asks for one, never in the middle of a test's arrangement.
+    await t.app.get(ToolCallSweeper).stop();
     org = await createOrg(t, [FX_EXEC_SCOPE]);
     agentId = await publishedAgent(org, {
       instructions: 'Use the fixtures.',
@@ -160,7 +162,11 @@ describe('tool calls and approvals (e2e)', () => {
       const res = await callTool({ tool: 'fx-exec-crm-lookup', arguments: { query: 'acme' } }, o, agent).expect(403);
       expect(res.body).toMatchObject({ code: 'scope_not_granted', missingScopes: [FX_EXEC_SCOPE] });
       await callTool({ tool: 'fx-exec-read', arguments: { query: 'acme' } }, o, agent).expect(200);
-      expect((await eventsOf(o, 'tool_call.denied'))[0].data).toMatchObject({ code: 'scope_not_granted', tool: 'fx-exec-crm-lookup' });
+      expect((await eventsOf(o, 'tool_call.denied'))[0]).toMatchObject({
+        actor: { id: o.keyIds.agent },
+        target: { id: agent },
+        data: { code: 'scope_not_granted', tool: 'fx-exec-crm-lookup', entryPoint: 'rest', argumentsHash: canonicalHash({ query: 'acme', limit: 5 }) },
+      });
     });
 
     it('429 budget_exceeded once a run reaches the limit a capability contributes', async () => {

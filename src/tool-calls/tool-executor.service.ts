@@ -151,18 +151,20 @@ export class ToolExecutor {
     const denial = {
       principal,
       target: { type: 'agent', id: built.agentId } as DenialTarget,
-      data: { agentId: built.agentId, version: built.version, tool: req.tool, runId, entryPoint: req.entryPoint },
+      data: { agentId: built.agentId, version: built.version, tool: req.tool, runId, entryPoint: req.entryPoint } as Record<string, unknown>,
     };
 
     const tool = built.tools.find((t) => t.name === req.tool);
     if (!tool) {
       return this.deny(denial, new ApiError(404, 'unknown_tool', `Version ${built.version} of this agent offers no tool named "${req.tool}".`));
     }
-    await this.guardDefinitionAndScopes(built, tool, principal, denial);
-
+    // Validated ahead of the guards that come before it only so that their denials can name the
+    // arguments' hash; a refusal still follows the guard order.
     const validation = this.registry.validateToolInput(tool.capabilityId, tool.toolId, req.arguments);
     const valid = validation.errors.length === 0;
     const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
+    if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
+    await this.guardDefinitionAndScopes(built, tool, principal, denial);
     const reason = approvalReasonOf(tool);
 
     if (valid && reason && req.resumePending) {
@@ -254,7 +256,7 @@ export class ToolExecutor {
     const denial = {
       principal,
       target: { type: 'tool_call', id: row.tool_call_id } as DenialTarget,
-      data: { agentId: row.agent_id, version: row.version, tool: row.tool, approvalId: row.id },
+      data: { agentId: row.agent_id, version: row.version, tool: row.tool, approvalId: row.id, argumentsHash: row.arguments_hash } as Record<string, unknown>,
     };
 
     const built = await this.versions.build(orgId, principal.orgScopes, row.agent_id, row.version);
