@@ -1,28 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { Route, walkRoutes } from './support/routes';
 import { bearer, createTestApp, TestApp } from './support/test-app';
-import { createWorld, fillPath, tableCounts, World } from './support/world';
+import { createWorld, fillPath, tableCounts, VALID_BODIES, World } from './support/world';
 
 /**
  * Two organizations with the same kinds of objects. Every route that takes an id is called by one
  * organization's admin with the other's real ids, and with random ids: always 404, never a byte
  * of the other tenant's data, nothing changed. Lists never show the other tenant's objects.
- *
- * A route that writes needs a body that would succeed on the caller's own objects, so that the
- * refusal is about ownership and not about validation: add one here for every new write route.
  */
-const VALID_BODIES: Record<string, unknown> = {
-  'PUT /api/v1/agents/:agentId/draft': { instructions: 'x', capabilities: [] },
-  'POST /api/v1/agents/:agentId/draft/validate': undefined,
-  'POST /api/v1/agents/:agentId/publish': undefined,
-  'POST /api/v1/knowledge/collections/:id/documents': { title: 't', content: 'c' },
-  'POST /api/v1/orgs/:orgId/api-keys': { name: 'k', roles: ['viewer'] },
-  'PUT /api/v1/orgs/:orgId/scopes': { scopes: [] },
-  'POST /api/v1/agents/:agentId/tool-calls': { tool: 'search_knowledge', arguments: { query: 'refunds' } },
-  'POST /api/v1/approvals/:id/approve': {},
-  'POST /api/v1/approvals/:id/reject': { reason: 'no' },
-  'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
-};
 
 /** Routes that are the platform admin's: they act on every organization by design. */
 const platformOnly = (r: Route) => Array.isArray(r.access) && r.access.every((a) => a === 'platform');

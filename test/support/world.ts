@@ -58,3 +58,25 @@ export async function tableCounts(t: TestApp): Promise<Record<string, number>> {
   }
   return counts;
 }
+
+/**
+ * A body for every route that reads one, valid enough that a refusal is about who is asking and
+ * not about validation. Suites fail on a write route missing here: add one with every new route.
+ */
+export const VALID_BODIES: Record<string, unknown> = {
+  'PUT /api/v1/agents/:agentId/draft': { instructions: 'x', capabilities: [] },
+  'POST /api/v1/agents/:agentId/draft/validate': undefined,
+  'POST /api/v1/agents/:agentId/publish': undefined,
+  'POST /api/v1/knowledge/collections/:id/documents': { title: 't', content: 'c' },
+  'POST /api/v1/orgs/:orgId/api-keys': { name: 'k', roles: ['viewer'] },
+  'PUT /api/v1/orgs/:orgId/scopes': { scopes: [] },
+  'POST /api/v1/agents/:agentId/tool-calls': { tool: 'search_knowledge', arguments: { query: 'refunds' } },
+  'POST /api/v1/approvals/:id/approve': {},
+  'POST /api/v1/approvals/:id/reject': { reason: 'no' },
+  'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+};
+
+export function validBody(method: string, path: string): { known: boolean; body: unknown } {
+  const key = `${method} ${path}`;
+  return { known: key in VALID_BODIES, body: VALID_BODIES[key] };
+}
