@@ -1,60 +1,13 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { runServer as run, ServerProcess as Server, startServerProcess as start, stopServerProcess as stop } from './support/server-process';
 
 /**
  * The server as `npm start` runs it: its own process, the embedded database in DATA_DIR. These
  * tests own their DATA_DIR and ignore DATABASE_URL on purpose: they prove the embedded default.
  */
-const root = join(__dirname, '..');
-
-interface Server {
-  child: ChildProcess;
-  url: string;
-  output: () => string;
-}
-
-function environment(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', LOG_LEVEL: 'warn', ...extra };
-  return env;
-}
-
-function run(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { cwd: root, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => out, exited };
-}
-
-async function start(env: Record<string, string>): Promise<Server> {
-  const { child, output, exited } = run(env);
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setInterval(() => {
-      const m = /listening on (http:\/\/[\d.]+:\d+)/.exec(output());
-      if (m) {
-        clearInterval(timer);
-        resolve(m[1]);
-      }
-    }, 50);
-    void exited.then((code) => {
-      clearInterval(timer);
-      reject(new Error(`server exited with ${code}: ${output()}`));
-    });
-  });
-  return { child, url, output };
-}
-
-async function stop(server: Server, signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
-  if (server.child.exitCode !== null) return server.child.exitCode;
-  const exited = new Promise<number | null>((resolve) => server.child.once('exit', (code) => resolve(code)));
-  server.child.kill(signal);
-  return exited;
-}
-
 describe('the server process on the embedded database', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'cp-data-'));
   let server: Server | undefined;

@@ -5,7 +5,7 @@ import { canonicalHash } from '../src/agents/digests';
 import { IdempotencyService } from '../src/tool-calls/idempotency.service';
 import { ToolCallSweeper } from '../src/tool-calls/tool-call-sweeper.service';
 import { ToolCallsRepository } from '../src/tool-calls/tool-calls.repository';
-import { DRIFTING_TOOL, ExecFixturesModule, FX_EXEC_SCOPE, fixtureRuns, HUGE_ROWS, runsTagged } from './fixtures/exec-fixtures.module';
+import { DRIFTING_TOOL, ExecFixturesModule, FX_EXEC_SCOPE, fixtureRuns, holdSlowCall, HUGE_ROWS, runsTagged } from './fixtures/exec-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /** API.md "Tool calls" and "Approvals": every answer of both tables, on either database. */
@@ -241,10 +241,12 @@ describe('tool calls and approvals (e2e)', () => {
     it('409 idempotency_in_progress while the first request runs', async () => {
       const key = randomUUID();
       const tag = randomUUID();
+      const release = holdSlowCall(tag);
       const slow = withKey(key, { tool: 'fx-exec-slow', arguments: { tag, ms: 250 } }).then((r) => r);
       while (runsTagged(tag).length === 0) await new Promise((r) => setTimeout(r, 5));
       const busy = await withKey(key, { tool: 'fx-exec-slow', arguments: { tag, ms: 250 } }).expect(409);
       expect(busy.body.code).toBe('idempotency_in_progress');
+      release();
       expect((await slow).status).toBe(200);
       await withKey(key, { tool: 'fx-exec-slow', arguments: { tag, ms: 250 } }).expect(200);
       expect(runsTagged(tag)).toHaveLength(1);

@@ -37,6 +37,13 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
   TOOL_TIMEOUT_MS: number = 30000;
 
+  /** How long past its timeout a running call is presumed to belong to a process that died. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(86400)
+  TOOL_LEASE_GRACE_SECONDS: number = 60;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
+  SWEEP_INTERVAL_SECONDS: number = 15;
+
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(3600)
   MCP_APPROVAL_WAIT_SECONDS: number = 60;
 
@@ -70,6 +77,9 @@ export interface AppConfig {
   approvalTtlSeconds: number;
   logLevel: LogLevel;
   toolTimeoutMs: number;
+  /** A running call's lease is toolTimeoutMs + this; past it, the sweeper marks it interrupted. */
+  toolLeaseGraceMs: number;
+  sweepIntervalMs: number;
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;

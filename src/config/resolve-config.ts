@@ -26,6 +26,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     approvalTtlSeconds: e.APPROVAL_TTL_SECONDS,
     logLevel: e.LOG_LEVEL,
     toolTimeoutMs: e.TOOL_TIMEOUT_MS,
+    toolLeaseGraceMs: e.TOOL_LEASE_GRACE_SECONDS * 1000,
+    sweepIntervalMs: e.SWEEP_INTERVAL_SECONDS * 1000,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     rateLimit: {

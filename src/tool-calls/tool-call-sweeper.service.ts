@@ -1,8 +1,7 @@
-import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { ToolCallsRepository } from './tool-calls.repository';
-
-export const SWEEP_INTERVAL_MS = 15_000;
 
 export interface SweepReport {
   interrupted: number;
@@ -25,6 +24,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   constructor(
     private readonly store: ToolCallsRepository,
     private readonly settled: CallSettledNotifier,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -36,7 +36,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
     await this.stop();
   }
 
-  start(intervalMs = SWEEP_INTERVAL_MS): void {
+  start(intervalMs = this.config.sweepIntervalMs): void {
     if (this.timer) return;
     this.timer = setInterval(() => {
       this.sweepOnce().catch((err) => this.logger.error({ err }, 'sweep failed'));

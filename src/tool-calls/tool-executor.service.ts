@@ -74,7 +74,6 @@ export interface WaitOptions {
 export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded', 'failed', 'rejected', 'expired']);
 
 /** The grace past the tool timeout before a running call is presumed abandoned. */
-const LEASE_GRACE_MS = 60_000;
 
 type DenialTarget = { type: 'agent' | 'tool_call'; id: string };
 
@@ -106,7 +105,7 @@ export class ToolExecutor {
     private readonly settled: CallSettledNotifier,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
-    this.leaseMs = config.toolTimeoutMs + LEASE_GRACE_MS;
+    this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
   }
 
   /**

@@ -26,6 +26,8 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     approvalTtlSeconds: 86400,
     logLevel: 'silent',
     toolTimeoutMs: 30000,
+    toolLeaseGraceMs: 60000,
+    sweepIntervalMs: 15000,
     mcpApprovalWaitSeconds: 60,
     databasePoolSize: 10,
     // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.
