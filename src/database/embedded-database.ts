@@ -17,10 +17,11 @@ export interface EmbeddedDatabase {
 export class DataDirLockedError extends Error {}
 
 /**
- * The app uses one connection, but a client that reconnects (migrations, then the app's pool)
- * arrives before the socket server has processed the previous close; with a limit of one it would
- * be turned away. The server's multiplexer keeps an open transaction exclusive to its connection,
- * so a few connections do not weaken isolation.
+ * The app uses one connection (pool of one), and must: PGlite is a single session, and its socket
+ * server interleaves the protocol messages of concurrent connections outside a transaction. The
+ * extra slots only absorb reconnects: a client that reconnects (migrations, then the app's pool)
+ * arrives before the socket server has processed the previous close, and with a limit of one it
+ * would be turned away. So the embedded database serves exactly one API node.
  */
 export const SOCKET_MAX_CONNECTIONS = 8;
 
