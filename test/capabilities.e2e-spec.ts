@@ -68,7 +68,7 @@ describe('capability catalog (e2e)', () => {
     expect(await get('profile=sales')).not.toContain('fixture-notes');
     expect(await get('workerType=voice')).not.toContain('fixture-notes');
     expect(await get('workerType=chat')).toContain('fixture-notes');
-    expect(await get('risk=destructive')).toEqual(['fixture-notes']);
+    expect(await get('risk=destructive')).toEqual(['fixture-notes', 'memory-write']);
     expect(await get('risk=read_only')).not.toContain('fixture-notes');
     expect(await get('tag=notes&category=fixture-utility')).toEqual([]);
     expect(await get('tag=notes&risk=destructive&profile=support&workerType=chat&category=fixture-memory')).toEqual(['fixture-notes']);

@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { BudgetCapability } from './budget.capability';
+
+@Module({
+  providers: [BudgetCapability],
+})
+export class BudgetModule {}

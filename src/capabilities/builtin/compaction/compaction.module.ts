@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { CompactionCapability } from './compaction.capability';
+
+@Module({
+  providers: [CompactionCapability],
+})
+export class CompactionModule {}

@@ -1,0 +1,109 @@
+import { Injectable } from '@nestjs/common';
+import { IsString, MaxLength, MinLength } from 'class-validator';
+import { JSONSchema } from 'class-validator-jsonschema';
+import { DataSource } from 'typeorm';
+import { ResolvedSkill, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
+import { count, fitList } from '../../tool-output';
+
+export const LIST_SKILLS_MAX_TOKENS = 4000;
+
+/** list_skills takes no arguments; `{}` is the only valid input. */
+export class ListSkillsInput {}
+
+export class LoadSkillInput {
+  @IsString() @MinLength(1) @MaxLength(200)
+  @JSONSchema({ description: 'The name of the skill, as listed in your instructions or by list_skills (or its id, when two skills share a name).' })
+  name: string;
+}
+
+export const SKILLS_TOOLS: readonly ToolDeclaration[] = [
+  {
+    id: 'list_skills',
+    description:
+      'Use this when you are unsure whether a skill fits the task at hand: it lists every skill available to you, each with a description of when it applies. Then load the one that fits with load_skill.',
+    risk: 'read_only',
+    input: ListSkillsInput,
+    maxOutputTokens: LIST_SKILLS_MAX_TOKENS,
+  },
+  {
+    id: 'load_skill',
+    description:
+      'Use this before starting a task that matches the description of one of your skills: it returns the skill\'s full instructions, which you then follow. Load only the skills the current task needs.',
+    risk: 'read_only',
+    input: LoadSkillInput,
+    // No budget: cutting instructions would leave the model following half a procedure. Skills
+    // are written by the organization and bounded in size (100,000 characters) when created.
+    maxOutputTokens: 0,
+  },
+];
+
+export interface SkillSummary {
+  id: string;
+  name: string;
+  description: string;
+}
+
+export interface ListSkillsResult {
+  skills: SkillSummary[];
+  /** Skills left out to stay within the output budget. */
+  omitted?: number;
+  message?: string;
+}
+
+export interface LoadSkillResult {
+  id: string;
+  name: string;
+  description: string;
+  instructions: string;
+}
+
+interface SkillRow {
+  id: string;
+  name: string;
+  description: string;
+  instructions: string;
+}
+
+/**
+ * The tools' implementations. They read the skills from the database, filtered on the calling
+ * organization and on the skills the agent binds, so a tool never shows more than it was given.
+ */
+@Injectable()
+export class SkillsTools {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async list(ctx: ToolContext, bound: readonly ResolvedSkill[]): Promise<ListSkillsResult> {
+    const rows = await this.rows(ctx, bound, false);
+    const skills = rows.map((r) => ({ id: r.id, name: r.name, description: r.description }));
+    return fitList(skills, LIST_SKILLS_MAX_TOKENS, (kept, omitted) =>
+      omitted === 0 ? { skills: kept } : { skills: kept, omitted, message: `Left out to keep this list short: ${count(omitted, 'more skill')}. Their names are in your instructions.` },
+    );
+  }
+
+  async load(ctx: ToolContext, bound: readonly ResolvedSkill[], input: LoadSkillInput): Promise<LoadSkillResult> {
+    const rows = await this.rows(ctx, bound, true);
+    const wanted = input.name.trim();
+    const exact = rows.filter((r) => r.name === wanted || r.id === wanted);
+    const matches = exact.length > 0 ? exact : rows.filter((r) => r.name.trim().toLowerCase() === wanted.toLowerCase());
+    if (matches.length === 1) {
+      const [s] = matches;
+      return { id: s.id, name: s.name, description: s.description, instructions: s.instructions };
+    }
+    if (matches.length > 1) {
+      const which = matches.map((s) => `${s.id} (${s.description})`).join('; ');
+      throw new ToolError('ambiguous_skill', `Several of your skills are named "${wanted}". Load one by its id instead: ${which}.`);
+    }
+    const names = rows.map((r) => `"${r.name}"`).join(', ');
+    throw new ToolError('skill_not_found', `You have no skill named "${wanted}". Your skills are: ${names}. Use one of these names exactly, or carry on without a skill.`);
+  }
+
+  /** The bound skills, in the order the agent binds them. */
+  private async rows(ctx: ToolContext, bound: readonly ResolvedSkill[], withInstructions: boolean): Promise<SkillRow[]> {
+    const ids = bound.map((s) => s.id);
+    const rows: SkillRow[] = await this.dataSource.query(
+      `SELECT id, name, description, ${withInstructions ? 'instructions' : `'' AS instructions`} FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`,
+      [ctx.orgId, ids],
+    );
+    return rows.sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
+  }
+}

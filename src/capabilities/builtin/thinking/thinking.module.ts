@@ -1,0 +1,7 @@
+import { Module } from '@nestjs/common';
+import { ThinkingCapability } from './thinking.capability';
+
+@Module({
+  providers: [ThinkingCapability],
+})
+export class ThinkingModule {}

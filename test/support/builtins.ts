@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { CapabilityRegistry } from '../../src/capabilities/capability-registry.service';
+import type { BuildContext, ResolvedResources, StampedContribution, ToolContext } from '../../src/capabilities/capability.types';
+import { ToolError } from '../../src/capabilities/capability.types';
+import { KnowledgeService } from '../../src/knowledge/knowledge.service';
+import { SkillsService } from '../../src/skills/skills.service';
+import { bearer, TestApp, TestOrg } from './test-app';
+
+/**
+ * Helpers for the builtin capability tests: build a capability through the registry with the
+ * resources resolved from the database as the product resolves them, and run its tools directly
+ * with arguments validated by the declared input class, the way the executor does.
+ */
+
+export interface TestAgent {
+  id: string;
+  slug: string;
+  name: string;
+}
+
+export async function createAgent(t: TestApp, org: TestOrg, slug = `agent-${randomUUID().slice(0, 8)}`): Promise<TestAgent> {
+  const res = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug, name: `Agent ${slug}` }).expect(201);
+  return { id: res.body.id, slug, name: res.body.name };
+}
+
+export async function createCollection(t: TestApp, org: TestOrg, name: string, description?: string): Promise<string> {
+  const res = await t.http.post('/api/v1/knowledge/collections').set(...bearer(org.keys.builder)).send({ name, description }).expect(201);
+  return res.body.id;
+}
+
+export async function addDocument(t: TestApp, org: TestOrg, collectionId: string, title: string, content: string): Promise<string> {
+  const res = await t.http.post(`/api/v1/knowledge/collections/${collectionId}/documents`).set(...bearer(org.keys.builder)).send({ title, content }).expect(201);
+  return res.body.id;
+}
+
+export async function createSkill(t: TestApp, org: TestOrg, name: string, description: string, instructions: string): Promise<string> {
+  const res = await t.http.post('/api/v1/skills').set(...bearer(org.keys.builder)).send({ name, description, instructions }).expect(201);
+  return res.body.id;
+}
+
+/** Resolves the ids as the version builder does: for the organization, in the order given. */
+export async function resolveResources(t: TestApp, orgId: string, ids: { knowledgeCollections?: string[]; skills?: string[] } = {}): Promise<ResolvedResources> {
+  const ds = t.app.get(DataSource);
+  return {
+    knowledgeCollections: await t.app.get(KnowledgeService).resolve(ds, orgId, ids.knowledgeCollections ?? []),
+    skills: await t.app.get(SkillsService).resolve(ds, orgId, ids.skills ?? []),
+  };
+}
+
+export function contextFor(org: { id: string; scopes?: string[] }, agent: TestAgent, config: unknown, resources: ResolvedResources = { knowledgeCollections: [], skills: [] }): BuildContext {
+  return { org: { id: org.id, scopes: org.scopes ?? [] }, agent: { ...agent, version: 1 }, config, resources };
+}
+
+export function toolContext(orgId: string, agentId: string, overrides: Partial<ToolContext> = {}): ToolContext {
+  return { orgId, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal, ...overrides };
+}
+
+/** Validates the config as publish does (defaults filled in) and builds the capability with it. */
+export async function buildWith(registry: CapabilityRegistry, capabilityId: string, ctx: BuildContext): Promise<StampedContribution | null> {
+  const { value, errors } = registry.validateConfig(capabilityId, ctx.config);
+  if (errors.length > 0) throw new Error(`invalid config for ${capabilityId}: ${JSON.stringify(errors)}`);
+  return registry.build(capabilityId, { ...ctx, config: value });
+}
+
+/** Runs one built tool with arguments validated against its declared input class; they must be valid. */
+export async function callTool(registry: CapabilityRegistry, built: StampedContribution | null, toolId: string, args: unknown, ctx: ToolContext): Promise<any> {
+  if (!built) throw new Error('the capability contributed nothing');
+  const tool = built.tools.find((x) => x.id === toolId);
+  if (!tool) throw new Error(`no built tool ${toolId}`);
+  const { value, errors } = registry.validateToolInput(built.capabilityId, toolId, args);
+  if (errors.length > 0) throw new Error(`invalid arguments for ${toolId}: ${JSON.stringify(errors)}`);
+  return tool.execute(value, ctx);
+}
+
+/** The ToolError a call fails with (and fails the test when it succeeds or throws anything else). */
+export async function toolError(call: Promise<unknown>): Promise<{ code: string; message: string }> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof ToolError) return { code: err.code, message: err.message };
+    throw err;
+  }
+  throw new Error('the tool succeeded; a ToolError was expected');
+}
+
+/** The error paths of a tool input, as the executor reports them in `422 invalid_arguments`. */
+export function inputErrors(registry: CapabilityRegistry, capabilityId: string, toolId: string, args: unknown): string[] {
+  return [...new Set(registry.validateToolInput(capabilityId, toolId, args).errors.map((e) => e.path))].sort();
+}
+
+/** The error paths of a config, as publish reports them under `capabilities[i].config`. */
+export function configErrors(registry: CapabilityRegistry, capabilityId: string, config: unknown): string[] {
+  return [...new Set(registry.validateConfig(capabilityId, config).errors.map((e) => e.path))].sort();
+}
