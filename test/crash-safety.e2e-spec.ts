@@ -100,4 +100,26 @@ describe('crash safety', () => {
 
     expect(lines().sort()).toEqual(['done done-before', 'done pending-a', 'start cut-short', 'start done-before', 'start pending-a'].sort());
   });
+
+  it('lets a running call finish when SIGTERM arrives, answering it and no 5xx', async () => {
+    const api = () => request(server!.url);
+    const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
+    const org = (await api().post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'graceful', name: 'Graceful' }).expect(201)).body;
+    const key = async (role: string) =>
+      (await api().post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: role, roles: [role] }).expect(201)).body.token as string;
+    const [builder, agentKey, approver] = [await key('builder'), await key('agent'), await key('approver')];
+    const agent = (await api().post('/api/v1/agents').set(...as(builder)).send({ slug: 'graceful', name: 'G' }).expect(201)).body;
+    await api().put(`/api/v1/agents/${agent.id}/draft`).set(...as(builder)).send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] }).expect(200);
+    await api().post(`/api/v1/agents/${agent.id}/publish`).set(...as(builder)).expect(201);
+    const call = (await api().post(`/api/v1/agents/${agent.id}/tool-calls`).set(...as(agentKey)).send({ tool: 'fx_crash_effect', arguments: { tag: 'graceful', ms: 1000 } }).expect(202)).body;
+
+    const approving = api().post(`/api/v1/approvals/${call.approvalId}/approve`).set(...as(approver)).send({}).then((r) => r);
+    while (!lines().includes('start graceful')) await new Promise((r) => setTimeout(r, 20));
+    const exited = stopServerProcess(server!, 'SIGTERM');
+    const answer = await approving;
+    expect(answer.status).toBe(200);
+    expect(answer.body.toolCall.status).toBe('succeeded');
+    expect(await exited).toBe(0);
+    expect(lines()).toContain('done graceful');
+  });
 });
