@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 
@@ -50,12 +51,24 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   const app = await NestFactory.create<NestFastifyApplication>(
     AppModule.forRoot({ config: options.config, database: options.database, imports: options.imports, rateLimitStore: options.rateLimitStore }),
     adapter,
-    { bufferLogs: true, logger: options.logger === false ? false : undefined },
+    // Fastify parses JSON itself; Nest's parser is off so ours (below) is the only one.
+    { bufferLogs: true, bodyParser: false, logger: options.logger === false ? false : undefined },
   );
   if (options.logger !== false) app.useLogger(app.get(Logger));
   app.useGlobalPipes(createValidationPipe());
 
   const fastify = app.getHttpAdapter().getInstance();
+  // Fastify's own JSON parser (prototype-poisoning safe), behind a bound on nesting depth.
+  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = String(body);
+    if (jsonDepthExceeds(text)) {
+      done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
+      return;
+    }
+    parseJson(request, text, done);
+  });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { Route, walkRoutes } from './support/routes';
-import { bearer, createTestApp, TestApp } from './support/test-app';
+import { ExecFixturesModule, fixtureRuns, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
+import { bearer, createOrg, createTestApp, TestApp } from './support/test-app';
 import { createWorld, fillPath, tableCounts, World } from './support/world';
 
 /**
@@ -100,6 +101,19 @@ describe('hostile input on every route', () => {
     }
   });
 
+  it('refuses bodies nested deeper than 64 levels before anything recurses into them', async () => {
+    // Found by this suite: 2,000 levels of brackets in a tool's arguments overflowed the stack (500).
+    const deepJson = '{"a":'.repeat(3000) + '1' + '}'.repeat(3000);
+    for (const route of routes.filter((r) => r.body)) {
+      const res = await t.http[route.method.toLowerCase() as 'post'](fillPath(route.path, world.ids, randomUUID))
+        .set(...bearer(tokenFor(route)))
+        .set('Content-Type', 'application/json')
+        .send(deepJson);
+      expect([route.path, res.status, res.body.code]).toEqual([route.path, 400, 'invalid_request']);
+      expect(res.body.detail).toMatch(/deeper than 64/);
+    }
+  });
+
   it('answers hostile bearer tokens with 401, never a 5xx', async () => {
     await fc.assert(
       fc.asyncProperty(hostileString, async (token) => {
@@ -110,5 +124,52 @@ describe('hostile input on every route', () => {
       }),
       { numRuns: RUNS * 2 },
     );
+  });
+});
+
+describe("a model's arguments are untrusted input", () => {
+  let t: TestApp;
+  let agentId: string;
+  let agentKey: string;
+  beforeAll(async () => {
+    t = await createTestApp({ imports: [ExecFixturesModule] });
+    const org = await createOrg(t, [FX_EXEC_SCOPE]);
+    agentKey = org.keys.agent;
+    const agent = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: 'fuzzed', name: 'Fuzzed' }).expect(201);
+    agentId = agent.body.id;
+    await t.http.put(`/api/v1/agents/${agentId}/draft`).set(...bearer(org.keys.builder)).send({ instructions: '', capabilities: [{ id: 'fx-exec-tools' }] }).expect(200);
+    await t.http.post(`/api/v1/agents/${agentId}/publish`).set(...bearer(org.keys.builder)).expect(201);
+  });
+  afterAll(() => t.close());
+
+  const hostileArguments = fc.oneof(
+    hostileValue,
+    fc.dictionary(fc.constantFrom('query', 'limit', 'tag', 'count', 'ms', '__proto__', 'constructor', 'orgId'), hostileValue, { maxKeys: 4 }),
+    fc.record({ query: hostileString, limit: fc.oneof(fc.integer(), fc.double(), hostileString) }),
+    fc.record({ tag: hostileString, count: fc.oneof(fc.integer(), fc.constant(1e308), hostileString) }),
+  );
+
+  it('validates them before anything runs: a 4xx naming the argument, never a 5xx, and no side effect without approval', async () => {
+    const sideEffectsBefore = fixtureRuns.filter((r) => r.tool === 'fx-exec-write' || r.tool === 'fx-exec-delete').length;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('fx-exec-read', 'fx-exec-write', 'fx-exec-delete', 'fx-exec-huge'), hostileArguments, async (tool, args) => {
+        const res = await t.http
+          .post(`/api/v1/agents/${agentId}/tool-calls`)
+          .set(...bearer(agentKey))
+          .set('Content-Type', 'application/json')
+          .send(JSON.stringify({ tool, arguments: args }));
+        if (res.status >= 500) throw new Error(`${tool} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+        if (res.status >= 400) {
+          expect(isProblem(res)).toBe(true);
+          if (res.status === 422) {
+            expect(res.body.code).toBe('invalid_arguments');
+            for (const e of res.body.errors) expect(e.path).toMatch(/^arguments/);
+          }
+        }
+        if (tool !== 'fx-exec-read' && tool !== 'fx-exec-huge') expect(res.status).not.toBe(200);
+      }),
+      { numRuns: RUNS * 4 },
+    );
+    expect(fixtureRuns.filter((r) => r.tool === 'fx-exec-write' || r.tool === 'fx-exec-delete').length).toBe(sideEffectsBefore);
   });
 });

@@ -69,7 +69,7 @@ export function toProblem(error: unknown): { problem: ProblemDocument; headers: 
         : fastifyStatus === 431
           ? 'The request line or headers are too large.'
           : fastifyStatus === 400
-          ? 'The request is malformed.'
+          ? /nests deeper/.test(String((error as Error).message)) ? String((error as Error).message) : 'The request is malformed.'
           : String((error as Error).message ?? titleFor(fastifyStatus));
     return { problem: simple(fastifyStatus, code, detail), headers: {}, internal: false };
   }
