@@ -100,7 +100,7 @@ describe('builtin capability: skills (e2e)', () => {
       });
     }
     // Called in another organization's context, the bound ids match nothing there.
-    expect((await toolError(load('Refunds', toolContext(other.id, agent.id)))).code).toBe('skill_not_found');
+    expect(await toolError(load('Refunds', toolContext(other.id, agent.id)))).toEqual({ code: 'skill_not_found', message: 'You have no skill named "Refunds". No skill is available to you: carry on without one.' });
     expect(inputErrors(registry, 'skills', 'load_skill', {})).toEqual(['name']);
     expect(inputErrors(registry, 'skills', 'load_skill', { name: 'x'.repeat(201) })).toEqual(['name']);
   });

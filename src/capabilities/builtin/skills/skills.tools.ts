@@ -94,7 +94,8 @@ export class SkillsTools {
       throw new ToolError('ambiguous_skill', `Several of your skills are named "${wanted}". Load one by its id instead: ${which}.`);
     }
     const names = rows.map((r) => `"${r.name}"`).join(', ');
-    throw new ToolError('skill_not_found', `You have no skill named "${wanted}". Your skills are: ${names}. Use one of these names exactly, or carry on without a skill.`);
+    const available = rows.length > 0 ? `Your skills are: ${names}. Use one of these names exactly, or carry on without a skill.` : 'No skill is available to you: carry on without one.';
+    throw new ToolError('skill_not_found', `You have no skill named "${wanted}". ${available}`);
   }
 
   /** The bound skills, in the order the agent binds them. */
