@@ -14,6 +14,7 @@ import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
+import { McpModule } from './mcp/mcp.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
 import { ToolCallsModule } from './tool-calls/tool-calls.module';
@@ -56,6 +57,7 @@ export class AppModule {
         AgentsModule,
         CapabilitiesModule,
         ToolCallsModule,
+        McpModule,
         ...(options.imports ?? []),
       ],
       providers: [

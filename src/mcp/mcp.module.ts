@@ -1,0 +1,13 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
+import { ToolCallsModule } from '../tool-calls/tool-calls.module';
+import { McpController } from './mcp.controller';
+import { McpService } from './mcp.service';
+
+/** Every published agent as an MCP server (Streamable HTTP), its tools run by the one executor. */
+@Module({
+  imports: [AgentsModule, ToolCallsModule],
+  controllers: [McpController],
+  providers: [McpService],
+})
+export class McpModule {}
