@@ -1,8 +1,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CallToolResult, ErrorCode, LATEST_PROTOCOL_VERSION, Progress } from '@modelcontextprotocol/sdk/types.js';
+import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
+import request from 'supertest';
+import { createApp } from '../src/app.factory';
 import { CALL_META, RUN_ID_META } from '../src/mcp/mcp-shapes';
 import { FX_MCP_CRM_SCOPE, FX_MCP_DRIFTING, McpFixturesModule, mcpFixtureRuns, mcpRunsTagged, NOTES_GUIDANCE } from './fixtures/mcp-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -393,6 +396,51 @@ describe('MCP endpoint (e2e)', () => {
         const theirs = metaOf(await (await connect(second.body.token)).callTool({ name: 'fx-mcp-write', arguments: args }));
         expect(theirs.approvalId).not.toBe(mine.approvalId);
       });
+    });
+  });
+
+  describe('stateless across API nodes', () => {
+    // A second node on the same database: an app of its own (its own executor, its own in-process
+    // wake-ups), so a decision made there reaches a call waiting here only through the database.
+    // The embedded database allows one client, so there "node B" is this same app, and the test
+    // shows only that the flow holds; the real server (DATABASE_URL) shows it across nodes.
+    let nodeB: NestFastifyApplication | undefined;
+    let baseB: string;
+    beforeAll(async () => {
+      if (!t.db.real) {
+        baseB = base;
+        return;
+      }
+      nodeB = await createApp({ config: t.config, database: { url: t.db.url, poolSize: t.db.poolSize }, imports: [McpFixturesModule], logger: false });
+      await nodeB.listen(0, '127.0.0.1');
+      baseB = await nodeB.getUrl();
+    });
+    afterAll(() => nodeB?.close());
+
+    it('a call waiting on one node gets the decision made on another; the same call asked on the other node resumes it', async () => {
+      const client = await connect(org.keys.agent);
+      const tag = randomUUID();
+      const args = { tag, text: 'Across nodes.' };
+      const call = waitingCall(client, 'fx-mcp-write', args);
+      await call.waiting;
+      const [approval] = await approvalsTagged(tag);
+      await request(baseB).post(`/api/v1/approvals/${approval.id}/approve`).set(...bearer(org.keys.approver)).send({}).expect(200);
+      const result = await call.result;
+      expect(result.structuredContent).toEqual({ written: tag, text: 'Across nodes.' });
+
+      t.config.mcpApprovalWaitSeconds = 0;
+      try {
+        const other = randomUUID();
+        const onA = metaOf(await client.callTool({ name: 'fx-mcp-write', arguments: { tag: other, text: 'x' } }));
+        const clientB = new Client({ name: 'mcp-e2e-b', version: '1.0.0' });
+        await clientB.connect(new StreamableHTTPClientTransport(new URL(`${baseB}/api/v1/agents/${agentId}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${org.keys.agent}` } } }));
+        clients.push(clientB);
+        const onB = metaOf(await clientB.callTool({ name: 'fx-mcp-write', arguments: { tag: other, text: 'x' } }));
+        expect(onB).toEqual(onA);
+        expect(await approvalsTagged(other)).toHaveLength(1);
+      } finally {
+        t.config.mcpApprovalWaitSeconds = WAIT_SECONDS;
+      }
     });
   });
 
