@@ -43,3 +43,35 @@ export function pageOf<R, T>(rows: R[], limit: number, keyOf: (row: R) => unknow
   const kept = more ? rows.slice(0, limit) : rows;
   return { items: kept.map(map), nextCursor: more ? encodeCursor(keyOf(kept[kept.length - 1])) : null };
 }
+
+export interface Queryable {
+  query(sql: string, params?: unknown[]): Promise<any>;
+}
+
+/**
+ * One page of rows newest first, keyed by (created_at, id) so rows created in the same instant
+ * still page stably. `where` is the tenant filter with its own parameters ($1..$n); the limit and
+ * the cursor take the next ones. `alias` prefixes the key columns when the query joins.
+ */
+export async function newestFirstPage<R extends { created_at: Date | string; id: string }, T>(
+  db: Queryable,
+  sql: { select: string; where: string; params: unknown[]; alias?: string },
+  query: PageQuery,
+  map: (row: R) => T,
+): Promise<Page<T>> {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  const after = decodeCursor(query.cursor, 2);
+  const col = (name: string) => (sql.alias ? `${sql.alias}.${name}` : name);
+  const params = [...sql.params, limit + 1];
+  const limitParam = `$${params.length}`;
+  let cursor = '';
+  if (after) {
+    params.push(after[0], after[1]);
+    cursor = ` AND (${col('created_at')}, ${col('id')}) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`;
+  }
+  const rows: R[] = await db.query(
+    `${sql.select} WHERE ${sql.where}${cursor} ORDER BY ${col('created_at')} DESC, ${col('id')} DESC LIMIT ${limitParam}`,
+    params,
+  );
+  return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], map);
+}

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { isForeignKeyViolation } from '../common/db-errors';
-import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { newestFirstPage, Page, PageQuery } from '../common/pagination';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
 
@@ -46,20 +46,12 @@ export class KnowledgeService {
   }
 
   async listCollections(orgId: string, query: PageQuery): Promise<Page<CollectionView>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 2);
-    const params: unknown[] = [orgId, limit + 1];
-    let cond = '';
-    if (after) {
-      params.push(after[0], after[1]);
-      cond = `AND (c.created_at, c.id) < ($3::timestamptz, $4::uuid)`;
-    }
-    const rows: CollectionRow[] = await this.dataSource.query(
-      `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c
-        WHERE c.org_id = $1 ${cond} ORDER BY c.created_at DESC, c.id DESC LIMIT $2`,
-      params,
+    return newestFirstPage(
+      this.dataSource,
+      { select: `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c`, where: 'c.org_id = $1', params: [orgId], alias: 'c' },
+      query,
+      toCollection,
     );
-    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toCollection);
   }
 
   async getCollection(orgId: string, id: string): Promise<CollectionView> {
@@ -116,20 +108,16 @@ export class KnowledgeService {
 
   async listDocuments(orgId: string, collectionId: string, query: PageQuery): Promise<Page<DocumentSummaryView>> {
     await this.assertCollection(orgId, collectionId);
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 2);
-    const params: unknown[] = [orgId, collectionId, limit + 1];
-    let cond = '';
-    if (after) {
-      params.push(after[0], after[1]);
-      cond = `AND (created_at, id) < ($4::timestamptz, $5::uuid)`;
-    }
-    const rows: DocumentRow[] = await this.dataSource.query(
-      `SELECT id, collection_id, title, metadata, length(content) AS content_length, created_at FROM knowledge_document
-        WHERE org_id = $1 AND collection_id = $2 ${cond} ORDER BY created_at DESC, id DESC LIMIT $3`,
-      params,
+    return newestFirstPage(
+      this.dataSource,
+      {
+        select: 'SELECT id, collection_id, title, metadata, length(content) AS content_length, created_at FROM knowledge_document',
+        where: 'org_id = $1 AND collection_id = $2',
+        params: [orgId, collectionId],
+      },
+      query,
+      toDocumentSummary,
     );
-    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toDocumentSummary);
   }
 
   async getDocument(orgId: string, collectionId: string, id: string): Promise<DocumentView> {

@@ -6,7 +6,7 @@ import { actorOf, RequestContext, Role } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
-import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { decodeCursor, DEFAULT_LIMIT, newestFirstPage, Page, PageQuery, pageOf } from '../common/pagination';
 import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView } from './orgs.dto';
 
 interface OrgRow {
@@ -123,20 +123,12 @@ export class OrgsService {
     this.assertReach(ctx, orgId);
     const exists: unknown[] = await this.dataSource.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
     if (exists.length === 0) throw ApiError.notFound('organization');
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 2);
-    const params: unknown[] = [orgId, limit + 1];
-    let cond = '';
-    if (after) {
-      params.push(after[0], after[1]);
-      cond = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
-    }
-    const rows: KeyRow[] = await this.dataSource.query(
-      `SELECT id, name, roles, token_prefix, created_at, revoked_at FROM api_key
-        WHERE org_id = $1 ${cond} ORDER BY created_at DESC, id DESC LIMIT $2`,
-      params,
+    return newestFirstPage(
+      this.dataSource,
+      { select: 'SELECT id, name, roles, token_prefix, created_at, revoked_at FROM api_key', where: 'org_id = $1', params: [orgId] },
+      query,
+      toKey,
     );
-    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toKey);
   }
 
   async revokeKey(ctx: RequestContext, orgId: string, keyId: string): Promise<void> {

@@ -4,7 +4,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
 import { isForeignKeyViolation } from '../common/db-errors';
-import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { newestFirstPage, Page, PageQuery } from '../common/pagination';
 import { resourceInUse } from '../knowledge/knowledge.service';
 import { CreateSkillDto, SkillView } from './skills.dto';
 
@@ -30,19 +30,7 @@ export class SkillsService {
   }
 
   async list(orgId: string, query: PageQuery): Promise<Page<SkillView>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 2);
-    const params: unknown[] = [orgId, limit + 1];
-    let cond = '';
-    if (after) {
-      params.push(after[0], after[1]);
-      cond = `AND (created_at, id) < ($3::timestamptz, $4::uuid)`;
-    }
-    const rows: SkillRow[] = await this.dataSource.query(
-      `SELECT * FROM skill WHERE org_id = $1 ${cond} ORDER BY created_at DESC, id DESC LIMIT $2`,
-      params,
-    );
-    return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], toSkill);
+    return newestFirstPage(this.dataSource, { select: 'SELECT * FROM skill', where: 'org_id = $1', params: [orgId] }, query, toSkill);
   }
 
   async get(orgId: string, id: string): Promise<SkillView> {
