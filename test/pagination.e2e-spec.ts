@@ -20,13 +20,13 @@ describe('cursor pagination of lists', () => {
     const ids: string[] = [];
     let cursor: string | null = null;
     do {
-      const res = await t.http
+      const res: { body: { items: { id: string }[]; nextCursor: string | null } } = await t.http
         .get(path)
         .query({ limit, ...(cursor ? { cursor } : {}) })
         .set(...bearer(org.keys.admin))
         .expect(200);
       expect(res.body.items.length).toBeLessThanOrEqual(limit);
-      ids.push(...res.body.items.map((i: { id: string }) => i.id));
+      ids.push(...res.body.items.map((i) => i.id));
       cursor = res.body.nextCursor;
     } while (cursor);
     return ids;
