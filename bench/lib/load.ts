@@ -1,0 +1,160 @@
+import autocannon from 'autocannon';
+import { loadavg } from 'node:os';
+
+/** One HTTP exchange of a scenario, as autocannon sends it. */
+export type LoadRequest = autocannon.Request;
+
+export interface LoadSpec {
+  url: string;
+  /** One request repeated, or a sequence each connection loops through (a cycle). */
+  requests: LoadRequest[];
+  connections: number;
+  /** How many requests make one unit the row counts (an approval cycle is 3 requests). Default 1. */
+  requestsPerUnit?: number;
+  /**
+   * Per-unit latency, when a unit is several requests: the scenario calls `mark(context)` when a
+   * unit starts and `done(context)` when it ends, and the row's percentiles are of whole units.
+   */
+  unitTimer?: UnitTimer;
+}
+
+/** What one measurement gives. Latencies in milliseconds. */
+export interface Measurement {
+  /** Units (requests, or cycles) per second. */
+  rps: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  /** Units completed. */
+  units: number;
+  requests: number;
+  /** Connection errors, timeouts and answers that were not 2xx. */
+  errors: number;
+  statusCodes: Record<string, number>;
+  durationS: number;
+  /** 1-minute load average of the machine when the measurement ended. */
+  load1: number;
+}
+
+/** Measures a unit made of several requests end to end (autocannon only times single requests). */
+export class UnitTimer {
+  private samples: number[] = [];
+
+  mark(context: Record<string, unknown>): void {
+    context.unitStart = process.hrtime.bigint();
+  }
+
+  done(context: Record<string, unknown>): void {
+    const start = context.unitStart as bigint | undefined;
+    if (start !== undefined) this.samples.push(Number(process.hrtime.bigint() - start) / 1e6);
+    context.unitStart = undefined;
+  }
+
+  take(): number[] {
+    const out = this.samples;
+    this.samples = [];
+    return out;
+  }
+}
+
+export async function runLoad(spec: LoadSpec, durationS: number): Promise<Measurement> {
+  spec.unitTimer?.take();
+  const instance = autocannon({
+    url: spec.url,
+    connections: spec.connections,
+    duration: durationS,
+    requests: spec.requests,
+    timeout: 10,
+  });
+  // autocannon's own histogram keeps whole milliseconds; the response event has the exact time.
+  const latencies = new Samples();
+  instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
+  const result = await instance;
+  const perUnit = spec.requestsPerUnit ?? 1;
+  const requests = result.requests.total;
+  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
+  const errors = result.errors + result.non2xx;
+  const base = { requests, errors, statusCodes, durationS: result.duration, load1: loadavg()[0] };
+  const unitSamples = spec.unitTimer?.take();
+  if (unitSamples) {
+    const sorted = unitSamples.sort((a, b) => a - b);
+    return {
+      ...base,
+      units: sorted.length,
+      rps: sorted.length / result.duration,
+      p50: percentile(sorted, 50),
+      p90: percentile(sorted, 90),
+      p99: percentile(sorted, 99),
+      max: sorted[sorted.length - 1] ?? 0,
+    };
+  }
+  const sorted = latencies.sorted();
+  return {
+    ...base,
+    units: Math.floor(requests / perUnit),
+    rps: requests / perUnit / result.duration,
+    p50: percentile(sorted, 50),
+    p90: percentile(sorted, 90),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1] ?? 0,
+  };
+}
+
+/** A growable array of doubles: hundreds of thousands of samples without boxing each one. */
+class Samples {
+  private data = new Float64Array(1 << 16);
+  private length = 0;
+
+  push(value: number): void {
+    if (this.length === this.data.length) {
+      const bigger = new Float64Array(this.data.length * 2);
+      bigger.set(this.data);
+      this.data = bigger;
+    }
+    this.data[this.length++] = value;
+  }
+
+  sorted(): Float64Array {
+    return this.data.slice(0, this.length).sort();
+  }
+}
+
+/** Nearest-rank percentile of sorted samples. */
+export function percentile(sorted: ArrayLike<number>, p: number): number {
+  if (sorted.length === 0) return 0;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+/** Several rounds of one scenario, folded into one row: total units over total time; the median round's percentiles. */
+export function combine(rounds: readonly Measurement[]): Measurement {
+  const durationS = sum(rounds.map((r) => r.durationS));
+  const units = sum(rounds.map((r) => r.units));
+  const statusCodes: Record<string, number> = {};
+  for (const r of rounds) for (const [code, n] of Object.entries(r.statusCodes)) statusCodes[code] = (statusCodes[code] ?? 0) + n;
+  return {
+    rps: units / durationS,
+    p50: median(rounds.map((r) => r.p50)),
+    p90: median(rounds.map((r) => r.p90)),
+    p99: median(rounds.map((r) => r.p99)),
+    max: Math.max(...rounds.map((r) => r.max)),
+    units,
+    requests: sum(rounds.map((r) => r.requests)),
+    errors: sum(rounds.map((r) => r.errors)),
+    statusCodes,
+    durationS,
+    load1: median(rounds.map((r) => r.load1)),
+  };
+}
+
+function sum(values: readonly number[]): number {
+  return values.reduce((a, b) => a + b, 0);
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return 0;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}

@@ -1,0 +1,75 @@
+import { combine, LoadSpec, Measurement, runLoad } from './load';
+import { printTable, ThroughputRow, throughputTable } from './report';
+import type { BenchSession } from './session';
+
+/** A scenario the product cannot serve (yet): it is listed as skipped, with the reason, not measured. */
+export class Unavailable extends Error {}
+
+export interface ThroughputScenario {
+  id: string;
+  /** The row's label in the table. */
+  name: string;
+  /** What it measures, for the results file and docs. */
+  description: string;
+  /**
+   * Starts what the scenario needs (lazily, through the session), checks that one request answers
+   * as the scenario claims, and returns the load to apply.
+   */
+  prepare(session: BenchSession): Promise<LoadSpec>;
+}
+
+export interface ThroughputResult {
+  rows: ThroughputRow[];
+  skipped: { id: string; name: string; reason: string }[];
+}
+
+function log(message: string): void {
+  process.stderr.write(`[bench] ${message}\n`);
+}
+
+/**
+ * Measures scenarios side by side: every target is prepared first, then each scenario is warmed
+ * up, then measured in rounds that interleave the scenarios (A B C, A B C, ...), so a burst of
+ * load from elsewhere on the machine lands on every row, not on one.
+ */
+export async function runThroughput(session: BenchSession, scenarios: readonly ThroughputScenario[]): Promise<ThroughputResult> {
+  const { duration, rounds, warmup } = session.options;
+  const ready: { scenario: ThroughputScenario; spec: LoadSpec }[] = [];
+  const skipped: ThroughputResult['skipped'] = [];
+  for (const scenario of scenarios) {
+    log(`preparing ${scenario.id}`);
+    try {
+      ready.push({ scenario, spec: await scenario.prepare(session) });
+    } catch (err) {
+      if (!(err instanceof Unavailable)) throw err;
+      log(`skipping ${scenario.id}: ${err.message}`);
+      skipped.push({ id: scenario.id, name: scenario.name, reason: err.message });
+    }
+  }
+  for (const { scenario, spec } of ready) {
+    log(`warming up ${scenario.id} (${warmup}s)`);
+    await runLoad(spec, warmup);
+  }
+  const measured = new Map<string, Measurement[]>(ready.map((r) => [r.scenario.id, []]));
+  for (let round = 1; round <= rounds; round++) {
+    for (const { scenario, spec } of ready) {
+      log(`round ${round}/${rounds}: ${scenario.id} (${duration}s)`);
+      measured.get(scenario.id)!.push(await runLoad(spec, duration));
+    }
+  }
+  const rows = ready.map(({ scenario }) => {
+    const all = measured.get(scenario.id)!;
+    return { id: scenario.id, name: scenario.name, measurement: combine(all), rounds: all };
+  });
+  return { rows, skipped };
+}
+
+export function printThroughput(title: string, result: ThroughputResult, notes: string[] = []): void {
+  const table = throughputTable(title, result.rows);
+  table.notes = [
+    ...result.skipped.map((s) => `skipped: ${s.name}: ${s.reason}`),
+    ...result.rows.filter((r) => r.measurement.errors > 0).map((r) => `${r.name}: errors by status ${JSON.stringify(r.measurement.statusCodes)}`),
+    ...notes,
+  ];
+  printTable(table);
+}
