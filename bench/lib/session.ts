@@ -1,8 +1,19 @@
 import { randomBytes } from 'node:crypto';
+import { startEmbeddedDatabase } from '../../src/database/embedded-database';
 import { BenchDatabase, createBenchDatabase, serverVersion } from './database';
 import { Api, expectStatus } from './http';
 import { BenchOptions } from './options';
 import { ServerProcess, startServer } from './server-process';
+import { Unavailable } from './throughput';
+
+/** A published agent with a read-only tool and a mutating one: what the product scenarios call. */
+export interface BenchAgent {
+  id: string;
+  /** Read-only, cheap: the governed hot path with as little tool work as the builtins allow. */
+  readOnlyTool: { name: string; arguments: Record<string, unknown> };
+  /** Mutating: every call waits for an approval. */
+  mutatingTool: { name: string; arguments: (n: number) => Record<string, unknown> };
+}
 
 export interface FloorTarget {
   server: ServerProcess;
@@ -17,9 +28,13 @@ export interface ProductTarget {
   adminToken: string;
   /** As the platform admin. */
   api: Api;
-  org: { id: string; scopes: string[]; keys: Record<KeyRole, string> };
-  /** Restarts the server on the same database (the embedded database cannot be opened while it runs). */
-  restart(): Promise<void>;
+  org: { id: string; scopes: string[]; keys: Record<KeyRole, string>; keyIds: Record<KeyRole, string> };
+  /**
+   * Runs `work` on the product's database with a connection of the benchmark's own. On the
+   * embedded database the server holds the data directory, so it is stopped for the work and
+   * started again; on a server the work runs beside it.
+   */
+  withDatabase<T>(work: (url: string) => Promise<T>): Promise<T>;
 }
 
 /**
@@ -31,6 +46,7 @@ export class BenchSession {
   private barePromise?: Promise<ServerProcess>;
   private floorPromise?: Promise<FloorTarget>;
   private productPromise?: Promise<ProductTarget>;
+  private agentPromise?: Promise<BenchAgent>;
   readonly notes: string[] = [];
   readonly servers: Record<string, { bootMs: number; rssBytes?: number }> = {};
 
@@ -78,7 +94,14 @@ export class BenchSession {
       const db = await createBenchDatabase('product', this.options.databaseUrl);
       this.defer(() => db.drop());
       const adminToken = 'cpa_bench_' + randomBytes(24).toString('base64url');
-      const env = { ...db.env, PLATFORM_ADMIN_TOKEN: adminToken, LOG_LEVEL: this.options.serverLogLevel };
+      const env = {
+        ...db.env,
+        PLATFORM_ADMIN_TOKEN: adminToken,
+        LOG_LEVEL: this.options.serverLogLevel,
+        // The limiter still counts every request (its cost is in every figure); it never refuses one.
+        RATE_LIMIT_PER_KEY: '10000000',
+        RATE_LIMIT_PER_ORG: '10000000',
+      };
       const start = async () => {
         const started = await startServer({ name: 'product', script: 'src/main.ts', env });
         this.servers.product ??= { bootMs: started.bootMs };
@@ -95,15 +118,27 @@ export class BenchSession {
         adminToken,
         api: new Api(server.url, adminToken),
         org: await bootstrapOrg(new Api(server.url, adminToken)),
-        restart: async () => {
+        withDatabase: async (work) => {
+          if (db.url) return work(db.url);
           await server.stop();
-          server = await start();
-          target.server = server;
-          target.api = new Api(server.url, adminToken);
+          const embedded = await startEmbeddedDatabase(db.env.DATA_DIR);
+          try {
+            return await work(embedded.url);
+          } finally {
+            await embedded.stop();
+            server = await start();
+            target.server = server;
+            target.api = new Api(server.url, adminToken);
+          }
         },
       };
       return target;
     })());
+  }
+
+  /** Publishes the agent the product scenarios use (once per session). Throws Unavailable while the product lacks what it needs. */
+  agent(): Promise<BenchAgent> {
+    return (this.agentPromise ??= (async () => publishBenchAgent(await this.product()))());
   }
 
   /** Records a server's boot time and stops it when the session closes. */
@@ -124,9 +159,52 @@ async function bootstrapOrg(admin: Api): Promise<ProductTarget['org']> {
   const scopes = [...new Set(catalog.body.items.flatMap((c) => c.scopes))].sort();
   const org = expectStatus(await admin.post<{ id: string }>('/api/v1/orgs', { slug: `bench-${randomBytes(3).toString('hex')}`, name: 'Benchmark', scopes }), 201, 'create org');
   const keys = {} as Record<KeyRole, string>;
+  const keyIds = {} as Record<KeyRole, string>;
   for (const role of ['viewer', 'builder', 'agent', 'approver', 'admin'] as KeyRole[]) {
-    const key = expectStatus(await admin.post<{ token: string }>(`/api/v1/orgs/${org.body.id}/api-keys`, { name: role, roles: [role] }), 201, `create ${role} key`);
+    const key = expectStatus(await admin.post<{ id: string; token: string }>(`/api/v1/orgs/${org.body.id}/api-keys`, { name: role, roles: [role] }), 201, `create ${role} key`);
     keys[role] = key.body.token;
+    keyIds[role] = key.body.id;
   }
-  return { id: org.body.id, scopes, keys };
+  return { id: org.body.id, scopes, keys, keyIds };
+}
+
+/**
+ * The agent: `skills` with one bound skill (`list_skills`, read-only) and `memory-write`
+ * (`remember`, mutating, so approved). Built through the product's own API, as a builder would.
+ */
+async function publishBenchAgent(product: ProductTarget): Promise<BenchAgent> {
+  const needed = ['skills', 'memory-write'];
+  const catalog = expectStatus(await product.api.get<{ items: { id: string }[] }>('/api/v1/agents/capabilities'), 200, 'catalog');
+  const missing = needed.filter((id) => !catalog.body.items.some((c) => c.id === id));
+  if (missing.length) throw new Unavailable(`the builtin capabilities ${missing.join(', ')} are not on this branch yet`);
+
+  const builder = product.api.as(product.org.keys.builder);
+  const skill = expectStatus(
+    await builder.post<{ id: string }>('/api/v1/skills', {
+      name: 'weekly-report',
+      description: 'Use when asked for the weekly status report.',
+      instructions: 'Collect the week\'s merged changes, group them by team, and write three short paragraphs.',
+    }),
+    201,
+    'create skill',
+  );
+  const agent = expectStatus(await builder.post<{ id: string }>('/api/v1/agents', { slug: 'bench-agent', name: 'Benchmark agent' }), 201, 'create agent');
+  const path = `/api/v1/agents/${agent.body.id}`;
+  expectStatus(
+    await builder.put(`${path}/draft`, {
+      instructions: 'You are the benchmark agent.',
+      capabilities: [{ id: 'skills' }, { id: 'memory-write', config: { maxMemories: 100000 } }],
+      resources: { skills: [skill.body.id] },
+    }),
+    200,
+    'put draft',
+  );
+  const published = await builder.post(`${path}/publish`);
+  if (published.status === 404 || published.status === 405) throw new Unavailable('publishing is not on this branch yet');
+  expectStatus(published, 201, 'publish');
+  return {
+    id: agent.body.id,
+    readOnlyTool: { name: 'list_skills', arguments: {} },
+    mutatingTool: { name: 'remember', arguments: (n) => ({ content: `Benchmark fact number ${n}.`, tags: ['benchmark'] }) },
+  };
 }

@@ -1,0 +1,78 @@
+import { performance } from 'node:perf_hooks';
+import { measurePublishValidation, publishTable, PublishSize } from './growth/publish-validation';
+import { measureRegistryGrowth, registryTable, RegistrySize } from './growth/registry-boot';
+import { measureToolCallGrowth, RowLevel, rowsTable } from './growth/tool-call-rows';
+import { benchOptions, publicOptions } from './lib/options';
+import { machine, printTable, saveResults } from './lib/report';
+import { BenchSession } from './lib/session';
+import { printThroughput, runThroughput, ThroughputResult, ThroughputScenario } from './lib/throughput';
+import { approvalCycle } from './scenarios/approval-cycle';
+import { bareFastify } from './scenarios/bare-fastify';
+import { catalog } from './scenarios/catalog';
+import { governedFloor } from './scenarios/governed-floor';
+import { health } from './scenarios/health';
+import { offeredTools } from './scenarios/offered-tools';
+import { toolCall } from './scenarios/tool-call';
+import { Unavailable } from './lib/throughput';
+
+/** In the order of the table: the first row is what every ratio is measured against. */
+export const SCENARIOS: ThroughputScenario[] = [bareFastify, health, governedFloor, catalog, offeredTools, toolCall, approvalCycle];
+
+/**
+ * `npm run bench`: every throughput scenario side by side in one run, then the growth benchmarks.
+ * `npm run bench -- --only=health,catalog` runs some scenarios; `--no-growth` skips growth;
+ * `--growth-only` runs only growth. Settings: see bench/lib/options.ts and docs/benchmarks.md.
+ */
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  const growth = !args.includes('--no-growth');
+  const throughput = !args.includes('--growth-only');
+  const options = benchOptions();
+  const started = performance.now();
+  const session = new BenchSession(options);
+  const database = await session.databaseVersion();
+  const report: Record<string, unknown> = { date: new Date().toISOString(), machine: machine(), database, options: publicOptions(options) };
+  let failed = false;
+  try {
+    if (throughput) {
+      const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.id)) : SCENARIOS;
+      const result: ThroughputResult = await runThroughput(session, scenarios);
+      printThroughput(`Throughput — ${database}, ${options.connections} connections, ${options.rounds} interleaved rounds of ${options.duration}s`, result, [
+        `load average (1 min) during the rounds: ${result.rows.map((r) => r.measurement.load1.toFixed(1)).join(', ')} on ${machine().cpus} cores`,
+      ]);
+      report.throughput = { ...result, descriptions: Object.fromEntries(scenarios.map((s) => [s.id, s.description])) };
+    }
+    await session.close();
+    report.servers = session.servers;
+    if (growth) {
+      try {
+        const rows: RowLevel[] = await measureToolCallGrowth(options);
+        printTable(rowsTable(rows));
+        report.toolCallRows = rows;
+      } catch (err) {
+        if (!(err instanceof Unavailable)) throw err;
+        process.stdout.write(`\nskipped: tool calls with rows already present: ${err.message}\n`);
+        report.toolCallRows = { skipped: err.message };
+      }
+      const registry: RegistrySize[] = await measureRegistryGrowth();
+      printTable(registryTable(registry));
+      report.registry = registry;
+      const publish: PublishSize[] = await measurePublishValidation();
+      printTable(publishTable(publish));
+      report.publish = publish;
+    }
+  } catch (err) {
+    failed = true;
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  } finally {
+    await session.close();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  report.totalSeconds = Math.round(seconds);
+  process.stdout.write(`\nfinished in ${seconds.toFixed(0)} s${failed ? ' (with an error: see above)' : ''}\n`);
+  if (options.save && !failed) process.stdout.write(`results: ${saveResults(report, session.mode)}\n`);
+  process.exit(failed ? 1 : 0);
+}
+
+if (require.main === module) void main();
