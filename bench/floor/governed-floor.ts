@@ -9,8 +9,8 @@ import { startEmbeddedDatabase, EmbeddedDatabase } from '../../src/database/embe
  *   1. the key looked up by the SHA-256 of its token, joined with its organization's scopes;
  *   2. role and scope checked in memory;
  *   3. ONE statement (one commit) inserting the call, already succeeded, and its two audit events.
- * Its tables mirror the product's tool_call and audit_event (columns, indexes, foreign keys) but
- * are its own, created here in a database of its own: the floor never depends on, or touches, the
+ * Its tables mirror the product's tool_call and audit_event (columns, checks, indexes, foreign
+ * keys, as of migrations/1764481000000-tool-calls.ts; keep them in step) but are its own, created here in a database of its own: the floor never depends on, or touches, the
  * product's migrations.
  *
  * Environment: FLOOR_TOKEN (the one key's token), and DATABASE_URL (a fresh database) or DATA_DIR
@@ -53,14 +53,23 @@ const SCHEMA = `
     capability_id text NOT NULL,
     tool_id text NOT NULL,
     run_id text,
-    entry_point text NOT NULL,
+    entry_point text NOT NULL CHECK (entry_point IN ('rest', 'mcp', 'run')),
     arguments jsonb NOT NULL,
     arguments_hash text NOT NULL,
-    status text NOT NULL,
+    executed_arguments jsonb,
+    executed_arguments_hash text,
+    status text NOT NULL CHECK (status IN ('pending_approval', 'running', 'succeeded', 'failed', 'rejected', 'expired')),
     result jsonb,
     result_truncated boolean NOT NULL DEFAULT false,
     result_tokens integer,
+    result_offloaded boolean NOT NULL DEFAULT false,
+    error_code text,
+    error_message text,
+    approval_id uuid,
+    approval_expires_at timestamptz,
     requested_by uuid NOT NULL,
+    awaiting_requester boolean NOT NULL DEFAULT false,
+    lease_expires_at timestamptz,
     created_at timestamptz NOT NULL DEFAULT date_trunc('milliseconds', now()),
     started_at timestamptz,
     completed_at timestamptz,
@@ -71,6 +80,8 @@ const SCHEMA = `
   CREATE INDEX IF NOT EXISTS floor_tool_call_org_agent_idx ON floor_tool_call (org_id, agent_id, created_at DESC, id DESC);
   CREATE INDEX IF NOT EXISTS floor_tool_call_org_status_idx ON floor_tool_call (org_id, status, created_at DESC, id DESC);
   CREATE INDEX IF NOT EXISTS floor_tool_call_org_run_idx ON floor_tool_call (org_id, run_id, created_at DESC, id DESC) WHERE run_id IS NOT NULL;
+  CREATE INDEX IF NOT EXISTS floor_tool_call_lease_idx ON floor_tool_call (lease_expires_at) WHERE status = 'running';
+  CREATE INDEX IF NOT EXISTS floor_tool_call_awaiting_idx ON floor_tool_call (org_id, agent_id, requested_by, arguments_hash) WHERE awaiting_requester;
   CREATE TABLE IF NOT EXISTS floor_audit_event (
     seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     id uuid NOT NULL UNIQUE,
