@@ -42,8 +42,10 @@ function guardExit(): void {
 
 export interface StartOptions {
   name: string;
-  /** Relative to the repository root. */
+  /** Relative to `root`. */
   script: string;
+  /** The checkout to run, default this one (bench/compare.ts runs another). */
+  root?: string;
   env: Record<string, string>;
   /** A line of the server's output that says it listens, with the URL in group 1. */
   ready?: RegExp;
@@ -58,8 +60,11 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   // load generator needs, and a request log is written to a file in production too.
   const fd = openSync(logFile, 'a');
   const started = Date.now();
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', '-r', './bench/lib/orphan-guard.js', options.script], {
-    cwd: ROOT,
+  // BENCH_PROFILE=<dir>: every server writes a V8 CPU profile of its whole life to <dir>/<name>/ when
+  // it stops (open it in Chrome DevTools, or summarize it with bench/profile-summary.js).
+  const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_PROFILE, options.name)}`] : [];
+  const child = spawn(process.execPath, [...profile, '-r', '@swc-node/register', '-r', join(ROOT, 'bench', 'lib', 'orphan-guard.js'), options.script], {
+    cwd: options.root ?? ROOT,
     env: { PATH: process.env.PATH, HOME: process.env.HOME, HOST: '127.0.0.1', PORT: '0', ...options.env },
     stdio: ['ignore', fd, fd],
   });

@@ -50,7 +50,11 @@ export class BenchSession {
   readonly notes: string[] = [];
   readonly servers: Record<string, { bootMs: number; rssBytes?: number }> = {};
 
-  constructor(readonly options: BenchOptions) {}
+  constructor(
+    readonly options: BenchOptions,
+    /** Which product to run: another checkout (bench/compare.ts), other environment variables. */
+    readonly target: { root?: string; label?: string; env?: Record<string, string> } = {},
+  ) {}
 
   get mode(): 'embedded' | 'postgres' {
     return this.options.databaseUrl ? 'postgres' : 'embedded';
@@ -101,15 +105,16 @@ export class BenchSession {
         // The limiter still counts every request (its cost is in every figure); it never refuses one.
         RATE_LIMIT_PER_KEY: '10000000',
         RATE_LIMIT_PER_ORG: '10000000',
+        ...this.target.env,
       };
       const start = async () => {
-        const started = await startServer({ name: 'product', script: 'src/main.ts', env });
-        this.servers.product ??= { bootMs: started.bootMs };
+        const started = await startServer({ name: this.target.label ?? 'product', script: 'src/main.ts', root: this.target.root, env });
+        this.servers[started.name] ??= { bootMs: started.bootMs };
         return started;
       };
       let server = await start();
       this.defer(async () => {
-        this.servers.product.rssBytes = server.rss();
+        this.servers[server.name].rssBytes = server.rss();
         await server.stop();
       });
       const target: ProductTarget = {

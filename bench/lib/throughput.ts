@@ -33,13 +33,27 @@ function log(message: string): void {
  * load from elsewhere on the machine lands on every row, not on one.
  */
 export async function runThroughput(session: BenchSession, scenarios: readonly ThroughputScenario[]): Promise<ThroughputResult> {
-  const { duration, rounds, warmup } = session.options;
-  const ready: { scenario: ThroughputScenario; spec: LoadSpec }[] = [];
+  return runItems(scenarios.map((scenario) => ({ scenario, session })), session.options);
+}
+
+/** One row: a scenario against the targets of one session (bench/compare.ts measures a scenario against two). */
+export interface ThroughputItem {
+  scenario: ThroughputScenario;
+  session: BenchSession;
+  /** Row id and label, when a scenario appears more than once. */
+  id?: string;
+  name?: string;
+}
+
+export async function runItems(items: readonly ThroughputItem[], options: BenchSession['options']): Promise<ThroughputResult> {
+  const { duration, rounds, warmup } = options;
+  const ready: { scenario: { id: string; name: string }; spec: LoadSpec }[] = [];
   const skipped: ThroughputResult['skipped'] = [];
-  for (const scenario of scenarios) {
+  for (const item of items) {
+    const scenario = { id: item.id ?? item.scenario.id, name: item.name ?? item.scenario.name };
     log(`preparing ${scenario.id}`);
     try {
-      ready.push({ scenario, spec: await scenario.prepare(session) });
+      ready.push({ scenario, spec: await item.scenario.prepare(item.session) });
     } catch (err) {
       if (!(err instanceof Unavailable)) throw err;
       log(`skipping ${scenario.id}: ${err.message}`);
