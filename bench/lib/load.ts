@@ -1,4 +1,6 @@
 import autocannon from 'autocannon';
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 
 /** One HTTP exchange of a scenario, as autocannon sends it. */
@@ -16,6 +18,8 @@ export interface LoadSpec {
    * unit starts and `done(context)` when it ends, and the row's percentiles are of whole units.
    */
   unitTimer?: UnitTimer;
+  /** The server process: its CPU time over the measurement is divided by the requests it answered. */
+  serverPid?: number;
 }
 
 /** What one measurement gives. Latencies in milliseconds. */
@@ -35,6 +39,12 @@ export interface Measurement {
   durationS: number;
   /** 1-minute load average of the machine when the measurement ended. */
   load1: number;
+  /**
+   * CPU time the server process used per unit (request or cycle; user + system, from /proc; Linux only). Unlike
+   * throughput it hardly depends on what else runs on the machine, so it is the figure to compare
+   * across runs. With the embedded database it includes the database; with PostgreSQL it does not.
+   */
+  serverCpuMsPerUnit?: number;
 }
 
 /** Measures a unit made of several requests end to end (autocannon only times single requests). */
@@ -67,6 +77,7 @@ export async function runLoad(spec: LoadSpec, durationS: number): Promise<Measur
     requests: spec.requests,
     timeout: 10,
   });
+  const cpuBefore = cpuMs(spec.serverPid);
   // autocannon's own histogram keeps whole milliseconds; the response event has the exact time.
   const latencies = new Samples();
   instance.on('response', (_client: unknown, _status: number, _bytes: number, responseTime: number) => latencies.push(responseTime));
@@ -75,12 +86,16 @@ export async function runLoad(spec: LoadSpec, durationS: number): Promise<Measur
   const requests = result.requests.total;
   const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
   const errors = result.errors + result.non2xx;
+  const cpuAfter = cpuMs(spec.serverPid);
+  const cpuUsed = cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined;
   const base = { requests, errors, statusCodes, durationS: result.duration, load1: loadavg()[0] };
+  const perUnitCpu = (units: number) => (cpuUsed !== undefined && units > 0 ? { serverCpuMsPerUnit: cpuUsed / units } : {});
   const unitSamples = spec.unitTimer?.take();
   if (unitSamples) {
     const sorted = unitSamples.sort((a, b) => a - b);
     return {
       ...base,
+      ...perUnitCpu(sorted.length),
       units: sorted.length,
       rps: sorted.length / result.duration,
       p50: percentile(sorted, 50),
@@ -92,6 +107,7 @@ export async function runLoad(spec: LoadSpec, durationS: number): Promise<Measur
   const sorted = latencies.sorted();
   return {
     ...base,
+    ...perUnitCpu(Math.floor(requests / perUnit)),
     units: Math.floor(requests / perUnit),
     rps: requests / perUnit / result.duration,
     p50: percentile(sorted, 50),
@@ -120,6 +136,22 @@ class Samples {
   }
 }
 
+let ticksPerSecond: number | undefined;
+
+/** utime + stime of a process, in milliseconds; undefined where /proc is not there. */
+export function cpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis do not.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    ticksPerSecond ??= Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Nearest-rank percentile of sorted samples. */
 export function percentile(sorted: ArrayLike<number>, p: number): number {
   if (sorted.length === 0) return 0;
@@ -145,6 +177,9 @@ export function combine(rounds: readonly Measurement[]): Measurement {
     statusCodes,
     durationS,
     load1: median(rounds.map((r) => r.load1)),
+    serverCpuMsPerUnit: rounds.every((r) => r.serverCpuMsPerUnit !== undefined)
+      ? sum(rounds.map((r) => r.serverCpuMsPerUnit! * r.units)) / sum(rounds.map((r) => r.units))
+      : undefined,
   };
 }
 

@@ -43,7 +43,7 @@ export function throughputTable(title: string, rows: readonly ThroughputRow[]): 
   const first = rows[0]?.measurement.rps ?? 0;
   return {
     title,
-    columns: ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'ratio'],
+    columns: ['scenario', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'ratio', 'server CPU ms'],
     rows: rows.map((r) => [
       r.name,
       Math.round(r.measurement.rps),
@@ -51,6 +51,7 @@ export function throughputTable(title: string, rows: readonly ThroughputRow[]): 
       fixed(r.measurement.p99, 1),
       r.measurement.errors,
       first > 0 ? fixed(r.measurement.rps / first, 3) : '-',
+      r.measurement.serverCpuMsPerUnit === undefined ? '-' : fixed(r.measurement.serverCpuMsPerUnit, 3),
     ]),
   };
 }

@@ -28,7 +28,7 @@ export const approvalCycle: ThroughputScenario = {
     const timer = new UnitTimer();
     const json = { 'content-type': 'application/json' };
     return {
-      url: product.server.url,
+      url: product.server.url, serverPid: product.server.pid,
       connections: session.options.connections,
       requestsPerUnit: 3,
       unitTimer: timer,

@@ -7,7 +7,7 @@ export const bareFastify: ThroughputScenario = {
   description: 'Fastify answering `{}` with no logging, hooks or database: the floor of this machine and runtime.',
   async prepare(session) {
     const server = await session.bare();
-    return { url: server.url, connections: session.options.connections, requests: [{ method: 'GET', path: '/' }] };
+    return { url: server.url, serverPid: server.pid, connections: session.options.connections, requests: [{ method: 'GET', path: '/' }] };
   },
 };
 

@@ -11,7 +11,7 @@ export const catalog: ThroughputScenario = {
     const token = product.org.keys.builder;
     expectStatus(await product.api.as(token).get('/api/v1/agents/capabilities'), 200, 'GET /api/v1/agents/capabilities');
     return {
-      url: product.server.url,
+      url: product.server.url, serverPid: product.server.pid,
       connections: session.options.connections,
       requests: [{ method: 'GET', path: '/api/v1/agents/capabilities', headers: { authorization: `Bearer ${token}` } }],
     };

@@ -13,7 +13,7 @@ export const governedFloor: ThroughputScenario = {
     const check = await new Api(floor.server.url, floor.token).post('/floor/tool-calls', body);
     expectStatus(check, 200, 'governed floor call');
     return {
-      url: floor.server.url,
+      url: floor.server.url, serverPid: floor.server.pid,
       connections: session.options.connections,
       requests: [{ method: 'POST', path: '/floor/tool-calls', headers: { authorization: `Bearer ${floor.token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }],
     };

@@ -9,7 +9,7 @@ export const health: ThroughputScenario = {
   async prepare(session) {
     const product = await session.product();
     expectStatus(await product.api.get('/health'), 200, 'GET /health');
-    return { url: product.server.url, connections: session.options.connections, requests: [{ method: 'GET', path: '/health' }] };
+    return { url: product.server.url, serverPid: product.server.pid, connections: session.options.connections, requests: [{ method: 'GET', path: '/health' }] };
   },
 };
 

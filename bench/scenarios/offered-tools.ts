@@ -13,7 +13,7 @@ export const offeredTools: ThroughputScenario = {
     const path = `/api/v1/agents/${agent.id}/versions/latest/tools`;
     const check = expectStatus(await product.api.as(token).get<{ items: { name: string }[] }>(path), 200, `GET ${path}`);
     if (!check.body.items.some((t) => t.name === agent.readOnlyTool.name)) throw new Error(`${path} does not offer ${agent.readOnlyTool.name}`);
-    return { url: product.server.url, connections: session.options.connections, requests: [{ method: 'GET', path, headers: { authorization: `Bearer ${token}` } }] };
+    return { url: product.server.url, serverPid: product.server.pid, connections: session.options.connections, requests: [{ method: 'GET', path, headers: { authorization: `Bearer ${token}` } }] };
   },
 };
 

@@ -18,7 +18,7 @@ export const toolCall: ThroughputScenario = {
     expectStatus(check, 200, `POST ${path}`);
     if (check.body.status !== 'succeeded') throw new Error(`the read-only call did not succeed: ${JSON.stringify(check.body).slice(0, 300)}`);
     return {
-      url: product.server.url,
+      url: product.server.url, serverPid: product.server.pid,
       connections: session.options.connections,
       requests: [{ method: 'POST', path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }],
     };

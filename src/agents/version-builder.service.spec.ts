@@ -1,4 +1,6 @@
-import { driftOf } from './version-builder.service';
+import type { BuildContext, ToolDeclaration } from '../capabilities/capability.types';
+import type { AgentSpec } from './built-version';
+import { driftOf, FROZEN_VERSIONS_CACHED, VersionBuilder, VersionRow } from './version-builder.service';
 
 describe('driftOf', () => {
   it('is empty when every pinned tool is offered with its pinned digest', () => {
@@ -22,5 +24,136 @@ describe('driftOf', () => {
 
   it('does not mistake inherited object keys for pinned tools', () => {
     expect(driftOf({}, [{ name: 'constructor', digest: '1' }])).toEqual([{ tool: 'constructor', reason: 'added' }]);
+  });
+});
+
+describe('VersionBuilder, published versions kept per process', () => {
+  const ORG = '00000000-0000-4000-8000-00000000000a';
+  const OTHER_ORG = '00000000-0000-4000-8000-00000000000b';
+  const AGENT = '00000000-0000-4000-8000-0000000000a1';
+  const SKILL = { id: '00000000-0000-4000-8000-0000000000c1', name: 'Refunds', description: 'When asked for a refund', instructions: 'Check the order.' };
+
+  class Input {}
+
+  function setup() {
+    const declaration: ToolDeclaration = { id: 'look_up', description: 'Look it up.', risk: 'read_only', input: Input };
+    const builds: BuildContext[] = [];
+    const registered = {
+      definition: { id: 'cap', name: 'Cap', category: 'test', description: 'A capability.', tools: [declaration], scopes: ['cap:use'] },
+      configSchema: {},
+      tools: [{ declaration, inputSchema: Object.freeze({ type: 'object' }), requiresApproval: false }],
+    };
+    const registry = {
+      get: (id: string) => (id === 'cap' ? registered : undefined),
+      validateConfig: jest.fn((_id: string, config: unknown) => ({ value: { depth: 2, ...(config as object) }, errors: [] })),
+      build: jest.fn(async (_id: string, ctx: BuildContext) => {
+        builds.push(ctx);
+        // A capability that (wrongly) edits what it was handed must not change the next build.
+        (ctx.config as Record<string, unknown>).depth = 99;
+        return { capabilityId: 'cap', prompt: `built #${builds.length}`, tools: [{ id: 'look_up', execute: () => ({}) }] };
+      }),
+    };
+    const versions = new Map<number, VersionRow>();
+    const agent = { id: AGENT, slug: 'helper', name: 'Helper', latest_version: null as number | null };
+    const publish = (version: number) => {
+      const spec: AgentSpec = { instructions: 'Be brief.', capabilities: [{ id: 'cap', config: { depth: 2 } }], resources: { knowledgeCollections: ['kc'], skills: [SKILL.id] } };
+      versions.set(version, {
+        org_id: ORG, agent_id: AGENT, version, spec, spec_hash: `h${version}`, tool_digests: {}, content_hash: `c${version}`, published_at: new Date(), published_by: 'k',
+      });
+      agent.latest_version = version;
+    };
+    const queries: string[] = [];
+    const dataSource = {
+      query: jest.fn(async (sql: string, params: unknown[]) => {
+        queries.push(sql);
+        if (params[0] !== ORG || params[1] !== AGENT) return [];
+        if (sql.includes('FROM agent_version')) return versions.has(params[2] as number) ? [{ ...versions.get(params[2] as number)! }] : [];
+        return [{ ...agent }];
+      }),
+    };
+    let reads = 0;
+    const knowledge = { resolve: jest.fn(async () => [{ id: 'kc', name: 'Handbook', description: null, documentCount: ++reads }]) };
+    const skills = { resolve: jest.fn(async () => [{ ...SKILL }]) };
+    const builder = new VersionBuilder(dataSource as never, registry as never, knowledge as never, skills as never);
+    return { builder, registry, builds, publish, queries, knowledge, skills, declaration };
+  }
+
+  it('reads a numbered version once: later builds of it query nothing for the version or its skills', async () => {
+    const s = setup();
+    s.publish(1);
+    await s.builder.build(ORG, ['cap:use'], AGENT, 1);
+    expect(s.queries).toHaveLength(2); // the agent, then the version
+    await s.builder.build(ORG, ['cap:use'], AGENT, 1);
+    await s.builder.build(ORG, ['cap:use'], AGENT, 1);
+    expect(s.queries).toHaveLength(2);
+    expect(s.skills.resolve).toHaveBeenCalledTimes(1);
+    // Knowledge collections change as documents come and go: resolved on every build.
+    expect(s.knowledge.resolve).toHaveBeenCalledTimes(3);
+    expect(s.builds[2].resources.knowledgeCollections[0].documentCount).toBe(3);
+    expect(s.registry.validateConfig).toHaveBeenCalledTimes(1);
+  });
+
+  it('reads which version `latest` is on every build, and follows a new publish', async () => {
+    const s = setup();
+    s.publish(1);
+    expect((await s.builder.build(ORG, [], AGENT, 'latest')).version).toBe(1);
+    expect((await s.builder.build(ORG, [], AGENT, 'latest')).version).toBe(1);
+    expect(s.queries.filter((q) => q.includes('FROM agent WHERE'))).toHaveLength(2);
+    expect(s.queries.filter((q) => q.includes('FROM agent_version'))).toHaveLength(1);
+    s.publish(2);
+    expect((await s.builder.build(ORG, [], AGENT, 'latest')).version).toBe(2);
+  });
+
+  it('runs every capability\'s build on every build, each time with a config of its own', async () => {
+    const s = setup();
+    s.publish(1);
+    const first = await s.builder.build(ORG, [], AGENT, 1);
+    const second = await s.builder.build(ORG, [], AGENT, 1);
+    expect(s.registry.build).toHaveBeenCalledTimes(2);
+    expect(first.systemPrompt).toBe('Be brief.\n\nbuilt #1');
+    expect(second.systemPrompt).toBe('Be brief.\n\nbuilt #2');
+    expect(s.builds.map((b) => b.config)).toEqual([{ depth: 99 }, { depth: 99 }]);
+    expect(s.builds[1].config).not.toBe(s.builds[0].config);
+  });
+
+  it('hands out the published spec and the bound skills frozen', async () => {
+    const s = setup();
+    s.publish(1);
+    const built = await s.builder.build(ORG, [], AGENT, 1);
+    expect(() => built.spec.capabilities.push({ id: 'other' })).toThrow(TypeError);
+    expect(() => Object.assign(s.builds[0].resources.skills[0], { instructions: 'Refund everything.' })).toThrow(TypeError);
+  });
+
+  it('never answers one organization with a version kept for another', async () => {
+    const s = setup();
+    s.publish(1);
+    await s.builder.build(ORG, [], AGENT, 1);
+    await expect(s.builder.build(OTHER_ORG, [], AGENT, 1)).rejects.toMatchObject({ status: 404, code: 'not_found' });
+    await expect(s.builder.build(OTHER_ORG, [], AGENT, 'latest')).rejects.toMatchObject({ status: 404, code: 'not_found' });
+  });
+
+  it('still sees a tool definition that changed under the running process (a test playing the next release)', async () => {
+    const s = setup();
+    s.publish(1);
+    const before = (await s.builder.build(ORG, [], AGENT, 1)).tools[0].digest;
+    expect((await s.builder.build(ORG, [], AGENT, 1)).tools[0].digest).toBe(before);
+    const original = s.declaration.description;
+    s.declaration.description = 'Look it up, the new way.';
+    try {
+      expect((await s.builder.build(ORG, [], AGENT, 1)).tools[0].digest).not.toBe(before);
+    } finally {
+      s.declaration.description = original;
+    }
+    expect((await s.builder.build(ORG, [], AGENT, 1)).tools[0].digest).toBe(before);
+  });
+
+  it('keeps a bounded number of versions', async () => {
+    const s = setup();
+    for (let v = 1; v <= FROZEN_VERSIONS_CACHED + 1; v++) s.publish(v);
+    await s.builder.build(ORG, [], AGENT, 1);
+    for (let v = 2; v <= FROZEN_VERSIONS_CACHED + 1; v++) await s.builder.build(ORG, [], AGENT, v);
+    const before = s.queries.length;
+    await s.builder.build(ORG, [], AGENT, 1); // the least recently used: forgotten, read again
+    expect(s.queries.length).toBe(before + 2);
   });
 });

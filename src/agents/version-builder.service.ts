@@ -1,12 +1,14 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
-import type { ResolvedResources, ToolContext } from '../capabilities/capability.types';
+import type { ResolvedResources, ResolvedSkill, ToolContext } from '../capabilities/capability.types';
+import type { FieldError } from '../common/api-error';
 import { ApiError } from '../common/api-error';
+import { LruCache } from '../common/lru-cache';
 import { KnowledgeService } from '../knowledge/knowledge.service';
 import { SkillsService } from '../skills/skills.service';
 import type { AgentSpec, BuiltVersion, RunnableTool } from './built-version';
-import { ownEntry, toolDigest } from './digests';
+import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
 
 /** A pinned tool the code now offers differently (`changed`), no longer offers (`removed`), or offers unpinned (`added`). */
 export interface DriftEntry {
@@ -57,6 +59,33 @@ export interface DetailedBuild {
 }
 
 /**
+ * What never changes about a published version, kept per process so that the hot paths (every
+ * tool call, every read of the offered tools) neither query nor recompute it: the version row (the
+ * database refuses to change it), its agent's identity (agents are never renamed nor deleted), the
+ * skills it binds (a skill cannot be edited, nor deleted while a version binds it), and what the
+ * code derives from the spec alone: each capability's validated config and each tool's digest.
+ * What can change is NOT here and is read on every build: which version `latest` is, the
+ * organization's scopes, the knowledge collections' contents, and whatever a capability's build()
+ * computes (it runs on every build, so a clock stays a clock).
+ */
+interface FrozenVersion {
+  agent: { id: string; slug: string; name: string };
+  row: VersionRow;
+  skills?: readonly ResolvedSkill[];
+  configs: Map<string, { value: Record<string, unknown>; errors: FieldError[] }>;
+  digests: Map<string, { facts: ToolDefinitionFacts; digest: string }>;
+}
+
+/** Published versions kept per process; a miss costs one or two primary-key reads. */
+export const FROZEN_VERSIONS_CACHED = 1000;
+
+/** Memo of the pure parts of `compose` for one frozen version. */
+interface ComposeMemo {
+  configs: FrozenVersion['configs'];
+  digests: FrozenVersion['digests'];
+}
+
+/**
  * Turns a published version into what runs: resources resolved for the organization, each
  * capability built with its config and resources, overrides and approval rules applied, and
  * every offered tool compared with the digest pinned at publish. It never refuses for a missing
@@ -65,6 +94,7 @@ export interface DetailedBuild {
 @Injectable()
 export class VersionBuilder {
   private readonly logger = new Logger(VersionBuilder.name);
+  private readonly frozen = new LruCache<string, FrozenVersion>(FROZEN_VERSIONS_CACHED);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -79,18 +109,23 @@ export class VersionBuilder {
   }
 
   async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
-    const { agent, row } = await this.load(orgId, agentId, version);
-    return this.buildRow(orgId, orgScopes, agent, row);
+    return this.buildFrozen(orgId, orgScopes, await this.loadFrozen(orgId, agentId, version));
   }
 
   async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow): Promise<DetailedBuild> {
-    const resources = await this.resolveResources(orgId, row.spec);
+    return this.buildFrozen(orgId, orgScopes, this.cached(orgId, agent.id, row.version) ?? this.freeze(orgId, agent, row));
+  }
+
+  private async buildFrozen(orgId: string, orgScopes: readonly string[], frozen: FrozenVersion): Promise<DetailedBuild> {
+    const { agent, row } = frozen;
+    const resources = await this.resourcesOf(orgId, frozen);
     const composition = await this.compose(
       { id: orgId, scopes: orgScopes },
       { id: agent.id, slug: agent.slug, name: agent.name, version: row.version },
       row.spec,
       resources,
       row.tool_digests,
+      frozen,
     );
     const built: BuiltVersion = {
       orgId,
@@ -107,8 +142,17 @@ export class VersionBuilder {
     return { built, row, contributors: composition.contributors, drift: driftOf(row.tool_digests, composition.tools) };
   }
 
-  /** The agent (in this organization) and one of its versions; `latest` follows the agent's pointer. */
-  async load(orgId: string, agentId: string, version: number | 'latest'): Promise<{ agent: AgentIdentity; row: VersionRow }> {
+  /**
+   * The agent (in this organization) and one of its versions; `latest` follows the agent's pointer.
+   * A numbered version already seen costs no query: it exists for good (nothing deletes agents or
+   * versions) and cannot change. `latest` always reads the agent's pointer, one primary-key read,
+   * so a publish on any node is seen by the next call on every node.
+   */
+  private async loadFrozen(orgId: string, agentId: string, version: number | 'latest'): Promise<FrozenVersion> {
+    if (version !== 'latest') {
+      const hit = this.cached(orgId, agentId, version);
+      if (hit) return hit;
+    }
     const [agent]: AgentIdentity[] = await this.dataSource.query(
       `SELECT id, slug, name, latest_version FROM agent WHERE org_id = $1 AND id = $2`,
       [orgId, agentId],
@@ -116,12 +160,38 @@ export class VersionBuilder {
     if (!agent) throw ApiError.notFound('agent');
     if (agent.latest_version === null) throw ApiError.conflict('The agent has no published version yet; publish it first.', 'not_published');
     const number = version === 'latest' ? agent.latest_version : version;
+    const hit = this.cached(orgId, agentId, number);
+    if (hit) return hit;
     const [row]: VersionRow[] = await this.dataSource.query(
       `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`,
       [orgId, agentId, number],
     );
     if (!row) throw ApiError.notFound('agent version');
-    return { agent, row };
+    return this.freeze(orgId, agent, row);
+  }
+
+  private cached(orgId: string, agentId: string, version: number): FrozenVersion | undefined {
+    return this.frozen.get(`${orgId}/${agentId}/${version}`);
+  }
+
+  /** Frozen for real: whatever a caller (or a capability) does with them, the next build sees what was published. */
+  private freeze(orgId: string, agent: AgentIdentity, row: VersionRow): FrozenVersion {
+    const frozen: FrozenVersion = {
+      agent: Object.freeze({ id: agent.id, slug: agent.slug, name: agent.name }),
+      row: deepFreeze({ ...row }),
+      configs: new Map(),
+      digests: new Map(),
+    };
+    this.frozen.set(`${orgId}/${agent.id}/${row.version}`, frozen);
+    return frozen;
+  }
+
+  /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */
+  private async resourcesOf(orgId: string, frozen: FrozenVersion): Promise<ResolvedResources> {
+    const spec = frozen.row.spec;
+    const knowledgeCollections = await this.knowledge.resolve(this.dataSource, orgId, spec.resources?.knowledgeCollections ?? []);
+    frozen.skills ??= deepFreeze(await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []));
+    return { knowledgeCollections, skills: [...frozen.skills] };
   }
 
   /** DESIGN.md idea 6: a capability never looks up its own resources; they are resolved for the organization here. */
@@ -141,6 +211,7 @@ export class VersionBuilder {
     spec: AgentSpec,
     resources: ResolvedResources,
     pinned: Record<string, string>,
+    memo?: ComposeMemo,
   ): Promise<Composition> {
     const prompts: string[] = [];
     const settings: Record<string, unknown> = {};
@@ -155,12 +226,17 @@ export class VersionBuilder {
         this.logger.warn(`agent ${agent.id} v${agent.version}: capability "${ref.id}" is no longer registered`);
         continue;
       }
-      const config = this.registry.validateConfig(ref.id, ref.config);
+      let config = memo?.configs.get(ref.id);
+      if (!config) {
+        config = this.registry.validateConfig(ref.id, ref.config);
+        memo?.configs.set(ref.id, config);
+      }
       if (config.errors.length > 0) {
         this.logger.warn(`agent ${agent.id} v${agent.version}: the config of "${ref.id}" no longer validates; it contributes nothing`);
         continue;
       }
-      const contribution = await this.registry.build(ref.id, { org, agent, config: config.value, resources });
+      // A copy per build: a capability that changes its config must not change the next build's.
+      const contribution = await this.registry.build(ref.id, { org, agent, config: memo ? structuredClone(config.value) : config.value, resources });
       if (contribution === null) continue;
 
       const definition = registered.definition;
@@ -198,7 +274,7 @@ export class VersionBuilder {
           declaration,
           scopes,
           approvalReason,
-          digest: toolDigest(facts),
+          digest: memo ? memoizedDigest(memo.digests, `${definition.id}/${declaration.id}`, facts) : toolDigest(facts),
           pinnedDigest: ownEntry(pinned, facts.name),
           execute: (args: unknown, ctx: ToolContext) => builtTool.execute(args, ctx),
         });
@@ -213,6 +289,36 @@ export class VersionBuilder {
       contributors,
     };
   }
+}
+
+/**
+ * The digest is recomputed whenever a fact differs from the memoized one (the schema compared by
+ * identity: the registry makes it once and freezes it), so a definition that changes under a
+ * running process is still seen as drift; in production that takes a new release, hence a new process.
+ */
+function memoizedDigest(memo: ComposeMemo['digests'], key: string, facts: ToolDefinitionFacts): string {
+  const known = memo.get(key);
+  if (
+    known &&
+    known.facts.name === facts.name &&
+    known.facts.description === facts.description &&
+    known.facts.inputSchema === facts.inputSchema &&
+    known.facts.risk === facts.risk &&
+    known.facts.requiresApproval === facts.requiresApproval
+  ) {
+    return known.digest;
+  }
+  const digest = toolDigest(facts);
+  memo.set(key, { facts, digest });
+  return digest;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }
 
 /** Compares what the code offers now with what was pinned at publish. */
