@@ -11,7 +11,8 @@ import type { Principal } from '../auth/principal';
  * exactly the ones a credential-stuffing client sends.
  *
  * Counting goes through @nestjs/throttler's `ThrottlerStorage`, so several API nodes share limits
- * by providing a shared store (see docs/security.md); the default store is per process.
+ * by providing a shared store (see docs/security.md); the default store (FixedWindowThrottlerStorage)
+ * is per process and costs O(1) per request.
  */
 @Injectable()
 export class RateLimiter {
