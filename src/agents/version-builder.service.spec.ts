@@ -104,6 +104,23 @@ describe('VersionBuilder, published versions kept per process', () => {
     expect((await s.builder.build(ORG, [], AGENT, 'latest')).version).toBe(2);
   });
 
+  it('load reads the agent (with its current pointer) every time, and the version row once', async () => {
+    const s = setup();
+    s.publish(1);
+    s.publish(2);
+    const first = await s.builder.load(ORG, AGENT, 1);
+    expect(first.agent.latest_version).toBe(2);
+    expect(first.row.version).toBe(1);
+    s.publish(3);
+    expect((await s.builder.load(ORG, AGENT, 1)).agent.latest_version).toBe(3);
+    expect((await s.builder.load(ORG, AGENT, 'latest')).row.version).toBe(3);
+    expect(s.queries.filter((q) => q.includes('FROM agent WHERE'))).toHaveLength(3);
+    expect(s.queries.filter((q) => q.includes('FROM agent_version'))).toHaveLength(2);
+    // What load read, buildRow (MCP's path) builds without reading again.
+    await s.builder.buildRow(ORG, [], first.agent, first.row);
+    expect(s.queries.filter((q) => q.includes('FROM agent_version'))).toHaveLength(2);
+  });
+
   it('runs every capability\'s build on every build, each time with a config of its own', async () => {
     const s = setup();
     s.publish(1);

@@ -143,28 +143,46 @@ export class VersionBuilder {
   }
 
   /**
-   * The agent (in this organization) and one of its versions; `latest` follows the agent's pointer.
-   * A numbered version already seen costs no query: it exists for good (nothing deletes agents or
-   * versions) and cannot change. `latest` always reads the agent's pointer, one primary-key read,
-   * so a publish on any node is seen by the next call on every node.
+   * The agent (in this organization, with its current pointer) and one of its versions; `latest`
+   * follows the pointer. Always reads the agent; the version row comes from the cache when it can.
+   */
+  async load(orgId: string, agentId: string, version: number | 'latest'): Promise<{ agent: AgentIdentity; row: VersionRow }> {
+    const agent = await this.agentRow(orgId, agentId);
+    const frozen = await this.versionOf(orgId, agent, version === 'latest' ? agent.latest_version! : version);
+    return { agent, row: frozen.row };
+  }
+
+  /**
+   * Like `load`, for building: a numbered version already seen costs no query at all (nothing
+   * deletes agents or versions, and a version cannot change). `latest` always reads the agent's
+   * pointer, one primary-key read, so a publish on any node is seen by the next call on every node.
    */
   private async loadFrozen(orgId: string, agentId: string, version: number | 'latest'): Promise<FrozenVersion> {
     if (version !== 'latest') {
       const hit = this.cached(orgId, agentId, version);
       if (hit) return hit;
     }
+    const agent = await this.agentRow(orgId, agentId);
+    return this.versionOf(orgId, agent, version === 'latest' ? agent.latest_version! : version);
+  }
+
+  /** 404 not_found (no such agent in this organization), 409 not_published (no version yet). */
+  private async agentRow(orgId: string, agentId: string): Promise<AgentIdentity> {
     const [agent]: AgentIdentity[] = await this.dataSource.query(
       `SELECT id, slug, name, latest_version FROM agent WHERE org_id = $1 AND id = $2`,
       [orgId, agentId],
     );
     if (!agent) throw ApiError.notFound('agent');
     if (agent.latest_version === null) throw ApiError.conflict('The agent has no published version yet; publish it first.', 'not_published');
-    const number = version === 'latest' ? agent.latest_version : version;
-    const hit = this.cached(orgId, agentId, number);
+    return agent;
+  }
+
+  private async versionOf(orgId: string, agent: AgentIdentity, version: number): Promise<FrozenVersion> {
+    const hit = this.cached(orgId, agent.id, version);
     if (hit) return hit;
     const [row]: VersionRow[] = await this.dataSource.query(
       `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`,
-      [orgId, agentId, number],
+      [orgId, agent.id, version],
     );
     if (!row) throw ApiError.notFound('agent version');
     return this.freeze(orgId, agent, row);
