@@ -40,7 +40,6 @@ export class AuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const allowed = this.reflector.getAllAndOverride(AccessMetadata, targets);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    this.limiter.checkAddress(request.ip);
     let principal: Principal;
     try {
       principal = await this.authenticate(request.headers.authorization);

@@ -16,9 +16,6 @@ import type { Principal } from '../auth/principal';
  */
 @Injectable()
 export class RateLimiter {
-  /** A local short-cut only: addresses the shared store said are blocked skip the key lookup. */
-  private readonly blockedAddresses = new Map<string, number>();
-
   constructor(
     @Inject(ThrottlerStorage) private readonly storage: ThrottlerStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -28,24 +25,17 @@ export class RateLimiter {
     return this.config.rateLimit.windowSeconds * 1000;
   }
 
-  /** Before authenticating: refuse an address that failed too often, without touching the database. */
-  checkAddress(address: string): void {
-    const until = this.blockedAddresses.get(address);
-    if (until === undefined) return;
-    const left = until - Date.now();
-    if (left > 0) throw tooMany(left, 'Too many failed authentications from this address.');
-    this.blockedAddresses.delete(address);
-  }
-
+  /**
+   * After a failed authentication. Past the limit the failure is answered 429 instead of 401, so a
+   * client guessing tokens learns nothing more for the rest of the window. A valid key from the
+   * same address is still served: many clients share one address behind a NAT, and one of them
+   * failing must not lock the others out.
+   */
   async recordAuthFailure(address: string): Promise<void> {
     const limit = this.config.rateLimit.authFailures;
     if (limit === 0) return;
     const r = await this.storage.increment(`auth-fail:${address}`, this.windowMs, limit, this.windowMs, 'auth-failures');
-    if (r.isBlocked) {
-      const ms = r.timeToBlockExpire * 1000;
-      this.blockedAddresses.set(address, Date.now() + ms);
-      throw tooMany(ms, 'Too many failed authentications from this address.');
-    }
+    if (r.isBlocked) throw tooMany(r.timeToBlockExpire * 1000, 'Too many failed authentications from this address.');
   }
 
   async hit(principal: Principal): Promise<void> {
