@@ -84,7 +84,7 @@ async function main(): Promise<void> {
     {
       name: 'search_knowledge',
       weight: 30,
-      run: async () => ({ ...(await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, { tool: 'search_knowledge', arguments: { query: `refunds ${n++ % 20}` }, runId: `run-${n % 50}` })), ok: [200] }),
+      run: async () => ({ ...(await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, { tool: 'search_knowledge', arguments: { query: `refunds ${n++ % 20}` }, runId: `run-${Math.floor(n / 20)}` })), ok: [200] }),
     },
     {
       name: 'remember + approve',
