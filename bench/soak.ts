@@ -9,6 +9,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client } from 'pg';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 180);
 const CONCURRENCY = Number(process.env.SOAK_CONCURRENCY ?? 8);
@@ -19,7 +20,29 @@ function rssMiB(pid: number): number {
   return m ? Math.round(Number(m[1]) / 1024) : NaN;
 }
 
-async function startServer(): Promise<{ child: ChildProcess; url: string }> {
+/** With DATABASE_URL, the soak gets a fresh database of its own on that server, dropped after. */
+async function freshDatabase(): Promise<{ url?: string; drop(): Promise<void> }> {
+  const server = process.env.DATABASE_URL;
+  if (!server) return { drop: async () => {} };
+  const name = `soak_${Date.now().toString(36)}`;
+  const admin = new Client({ connectionString: server });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new Client({ connectionString: server });
+      await c.connect();
+      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await c.end();
+    },
+  };
+}
+
+async function startServer(databaseUrl?: string): Promise<{ child: ChildProcess; url: string }> {
   const env = {
     PATH: process.env.PATH,
     HOME: process.env.HOME,
@@ -29,7 +52,7 @@ async function startServer(): Promise<{ child: ChildProcess; url: string }> {
     DATA_DIR: mkdtempSync(join(tmpdir(), 'soak-')),
     RATE_LIMIT_PER_KEY: '0',
     RATE_LIMIT_PER_ORG: '0',
-    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
   };
   const child = spawn(process.execPath, ['-r', '@swc-node/register', 'src/main.ts'], { env, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
@@ -43,7 +66,8 @@ async function startServer(): Promise<{ child: ChildProcess; url: string }> {
 }
 
 async function main(): Promise<void> {
-  const { child, url } = await startServer();
+  const database = await freshDatabase();
+  const { child, url } = await startServer(database.url);
   const api = async (method: string, path: string, token: string, body?: unknown): Promise<{ status: number; json: any }> => {
     const res = await fetch(url + path, {
       method,
@@ -138,6 +162,8 @@ async function main(): Promise<void> {
   clearInterval(sampler);
   memory.push({ t: SECONDS, rss: rssMiB(child.pid!) });
   child.kill('SIGTERM');
+  await new Promise((r) => child.once('exit', r));
+  await database.drop();
 
   const total = [...counts.values()].reduce((s, c) => s + c.done, 0);
   const unexpected = [...counts.values()].reduce((s, c) => s + c.unexpected, 0);
