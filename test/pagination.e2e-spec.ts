@@ -1,3 +1,5 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /** Walking a list page by page yields every item once, newest first, whatever the page size. */
@@ -39,5 +41,100 @@ describe('cursor pagination of lists', () => {
     expect(new Set(all).size).toBe(all.length);
     expect(await walk(path, 1)).toEqual(all);
     expect(await walk(path, 2)).toEqual(all);
+  });
+
+  /** Every list API.md names, with the token that may read it. */
+  function lists(agentId: string, collectionId: string): [string, string][] {
+    return [
+      ['/api/v1/orgs', t.adminToken],
+      [`/api/v1/orgs/${org.id}/api-keys`, org.keys.admin],
+      ['/api/v1/agents', org.keys.viewer],
+      [`/api/v1/agents/${agentId}/versions`, org.keys.viewer],
+      ['/api/v1/tool-calls', org.keys.viewer],
+      ['/api/v1/approvals', org.keys.viewer],
+      ['/api/v1/audit-events', org.keys.admin],
+      ['/api/v1/knowledge/collections', org.keys.viewer],
+      [`/api/v1/knowledge/collections/${collectionId}/documents`, org.keys.viewer],
+      ['/api/v1/skills', org.keys.viewer],
+    ];
+  }
+
+  it('answers every list with { items, nextCursor }, takes limit 1..200, and refuses any cursor it did not issue with 400', async () => {
+    const agent = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: 'paged', name: 'Paged' }).expect(201);
+    await t.http.post(`/api/v1/agents/${agent.body.id}/publish`).set(...bearer(org.keys.builder)).expect(201);
+    const collection = await t.http.post('/api/v1/knowledge/collections').set(...bearer(org.keys.builder)).send({ name: 'docs' }).expect(201);
+    const cursor = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
+    // Well-formed cursors of every kind but each list's own: found by this test, most of them reached
+    // the database and answered 500. A list answers each with 400, or with a page when it is a key
+    // of its own kind (a slug is any text).
+    const forged = [
+      cursor(['x', 'y']),
+      cursor(['x']),
+      cursor([1]),
+      cursor([1.5]),
+      cursor(['1e400']),
+      cursor(['99999999999999999999999']),
+      cursor(['2026-01-01T00:00:00Z', 'nope']),
+      cursor(['2026-02-30T00:00:00Z', randomUUID()]),
+      cursor(['nope', randomUUID()]),
+      cursor(['a\u0000b']),
+    ];
+    const neverIssued = ['garbage!!', cursor([]), cursor([null]), cursor([{ x: 1 }]), cursor({ at: 1 })];
+    for (const [path, token] of lists(agent.body.id, collection.body.id)) {
+      for (const limit of [1, 200]) {
+        const res = await t.http.get(path).query({ limit }).set(...bearer(token)).expect(200);
+        expect(Object.keys(res.body).sort()).toEqual(['items', 'nextCursor']);
+        expect(res.body.items.length).toBeLessThanOrEqual(limit);
+        const next = res.body.nextCursor;
+        if (next !== null) await t.http.get(path).query({ limit, cursor: next }).set(...bearer(token)).expect(200);
+      }
+      for (const limit of ['0', '201', 'abc', '1.5', '']) {
+        const res = await t.http.get(path).query({ limit }).set(...bearer(token));
+        expect([res.status, res.body.code, res.body.errors?.[0]?.path]).toEqual([400, 'invalid_request', 'limit']);
+      }
+      for (const bad of forged) {
+        const res = await t.http.get(path).query({ cursor: bad }).set(...bearer(token));
+        if (res.status !== 400 && res.status !== 200) throw new Error(`${path} with cursor ${Buffer.from(bad, 'base64url').toString()} answered ${res.status}`);
+        if (res.status === 400) expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'cursor', code: 'invalid_cursor' }] });
+      }
+      for (const bad of neverIssued) {
+        const res = await t.http.get(path).query({ cursor: bad }).set(...bearer(token)).expect(400);
+        expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'cursor', code: 'invalid_cursor' }] });
+      }
+    }
+  });
+
+  it('pages rows created within one millisecond without losing any, and gives 50 items by default', async () => {
+    // PostgreSQL keeps microseconds; a cursor cut to the millisecond skipped the rows after it in that millisecond.
+    const ds = t.app.get(DataSource);
+    const o = await createOrg(t);
+    const collectionId = randomUUID();
+    await ds.query(`INSERT INTO knowledge_collection (id, org_id, name) VALUES ($1, $2, 'same ms')`, [collectionId, o.id]);
+    const at = (i: number) => `2026-03-01T10:00:00.123${String(100 + i).padStart(3, '0')}Z`;
+    for (let i = 0; i < 55; i++) {
+      await ds.query(`INSERT INTO skill (id, org_id, name, description, instructions, created_at) VALUES ($1, $2, $3, 'd', 'i', $4)`, [randomUUID(), o.id, `s${i}`, at(i)]);
+      await ds.query(`INSERT INTO knowledge_document (id, org_id, collection_id, title, content, created_at) VALUES ($1, $2, $3, $4, 'c', $5)`, [
+        randomUUID(), o.id, collectionId, `d${i}`, at(i),
+      ]);
+    }
+    for (const path of ['/api/v1/skills', `/api/v1/knowledge/collections/${collectionId}/documents`]) {
+      const first = await t.http.get(path).set(...bearer(o.keys.viewer)).expect(200);
+      expect(first.body.items).toHaveLength(50);
+      expect(first.body.nextCursor).toEqual(expect.any(String));
+      const ids: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: { body: { items: { id: string; createdAt: string }[]; nextCursor: string | null } } = await t.http
+          .get(path)
+          .query({ limit: 2, ...(cursor ? { cursor } : {}) })
+          .set(...bearer(o.keys.viewer))
+          .expect(200);
+        ids.push(...res.body.items.map((i) => i.id));
+        cursor = res.body.nextCursor;
+      } while (cursor);
+      expect(ids).toHaveLength(55);
+      expect(new Set(ids).size).toBe(55);
+      expect(ids).toEqual([...first.body.items.map((i: { id: string }) => i.id), ...ids.slice(50)]);
+    }
   });
 });

@@ -57,7 +57,7 @@ export class AgentsService {
 
   async list(orgId: string, query: PageQuery): Promise<Page<AgentView>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 1);
+    const after = decodeCursor(query.cursor, ['text']);
     const rows: AgentRow[] = after
       ? await this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 AND slug > $2 ORDER BY slug LIMIT $3`, [orgId, after[0], limit + 1])
       : await this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 ORDER BY slug LIMIT $2`, [orgId, limit + 1]);

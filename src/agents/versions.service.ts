@@ -144,7 +144,7 @@ export class VersionsService {
     const orgId = principal.orgId;
     const agent = await this.identity(orgId, agentId);
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 1);
+    const after = decodeCursor(query.cursor, ['int']);
     const params: unknown[] = [orgId, agentId, limit + 1];
     if (after) params.push(Number(after[0]));
     const rows: VersionRow[] = await this.dataSource.query(

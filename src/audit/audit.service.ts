@@ -68,7 +68,7 @@ export class AuditService {
 
   async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 1);
+    const after = decodeCursor(query.cursor, ['bigint']);
     const where = ['org_id = $1'];
     const params: unknown[] = [orgId];
     if (query.type) {

@@ -3,18 +3,39 @@ import { decodeCursor, encodeCursor, pageOf } from './pagination';
 
 describe('cursor pagination', () => {
   it('round-trips a sort key through an opaque cursor', () => {
-    const cursor = encodeCursor(['2026-01-01T00:00:00.000Z', 'id-1']);
+    const id = '0b6f3f5e-8f1c-4d7e-9a63-1f0c2f6c9d41';
+    const cursor = encodeCursor(['2026-01-01T00:00:00.123456Z', id]);
     expect(cursor).not.toContain('2026');
-    expect(decodeCursor(cursor, 2)).toEqual(['2026-01-01T00:00:00.000Z', 'id-1']);
-    expect(decodeCursor(undefined, 2)).toBeUndefined();
+    expect(decodeCursor(cursor, ['timestamp', 'uuid'])).toEqual(['2026-01-01T00:00:00.123456Z', id]);
+    expect(decodeCursor(encodeCursor(['acme']), ['text'])).toEqual(['acme']);
+    expect(decodeCursor(encodeCursor([7]), ['int'])).toEqual([7]);
+    expect(decodeCursor(encodeCursor(['9223372036854775807']), ['bigint'])).toEqual(['9223372036854775807']);
+    expect(decodeCursor(undefined, ['timestamp', 'uuid'])).toBeUndefined();
   });
 
-  it.each(['%%%', Buffer.from('{"a":1}').toString('base64url'), encodeCursor(['a']), encodeCursor([{ x: 1 }, 'b'])])('refuses a cursor it did not issue: %s', (bad) => {
-    expect(() => decodeCursor(bad, 2)).toThrow(ApiError);
+  const twoParts = ['timestamp', 'uuid'] as const;
+  it.each([
+    ['not base64 JSON', '%%%', twoParts],
+    ['an object', Buffer.from('{"a":1}').toString('base64url'), twoParts],
+    ['too short', encodeCursor(['a']), twoParts],
+    ['an object inside', encodeCursor([{ x: 1 }, 'b']), twoParts],
+    ['not a timestamp', encodeCursor(['yesterday', '0b6f3f5e-8f1c-4d7e-9a63-1f0c2f6c9d41']), twoParts],
+    ['not a uuid', encodeCursor(['2026-01-01T00:00:00Z', 'nope']), twoParts],
+    ['an impossible date', encodeCursor(['2026-13-45T00:00:00Z', '0b6f3f5e-8f1c-4d7e-9a63-1f0c2f6c9d41']), twoParts],
+    ['a day February does not have', encodeCursor(['2026-02-30T00:00:00Z', '0b6f3f5e-8f1c-4d7e-9a63-1f0c2f6c9d41']), twoParts],
+    ['a fraction for an int', encodeCursor([1.5]), ['int'] as const],
+    ['a huge int', encodeCursor([1e300]), ['int'] as const],
+    ['a string for an int', encodeCursor(['1']), ['int'] as const],
+    ['a bigint out of range', encodeCursor(['99999999999999999999']), ['bigint'] as const],
+    ['a bigint that is not digits', encodeCursor(['1e400']), ['bigint'] as const],
+    ['a number for text', encodeCursor([1]), ['text'] as const],
+    ['a NUL in text', encodeCursor(['a\u0000b']), ['text'] as const],
+  ])('refuses a cursor it did not issue: %s', (_what, bad, parts) => {
+    expect(() => decodeCursor(bad, parts)).toThrow(ApiError);
     try {
-      decodeCursor(bad, 2);
+      decodeCursor(bad, parts);
     } catch (err) {
-      expect((err as ApiError).errors?.[0].path).toBe('cursor');
+      expect((err as ApiError).errors?.[0]).toMatchObject({ path: 'cursor', code: 'invalid_cursor' });
     }
   });
 

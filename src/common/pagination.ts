@@ -26,11 +26,38 @@ export function encodeCursor(key: unknown[]): string {
   return Buffer.from(JSON.stringify(key), 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string | undefined, arity: number): unknown[] | undefined {
+/**
+ * What each position of a sort key must be. A cursor is opaque to clients but not trusted: one
+ * that was edited, or issued by another list, is a 400, never a query that fails in the database.
+ */
+export type CursorPart = 'text' | 'int' | 'bigint' | 'timestamp' | 'uuid';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+// What PostgreSQL prints for a timestamptz in UTC, to the microsecond (see newestFirstPage).
+const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+const BIGINT_MAX = 9223372036854775807n;
+
+function partOk(part: CursorPart, v: unknown): boolean {
+  switch (part) {
+    case 'text':
+      return typeof v === 'string' && v.length <= 512 && !v.includes('\u0000');
+    case 'int':
+      return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2147483647;
+    case 'bigint':
+      return typeof v === 'string' && /^\d{1,19}$/.test(v) && BigInt(v) <= BIGINT_MAX;
+    case 'timestamp':
+      // Round-tripped to the second: JavaScript reads 2026-02-30 as March 2, PostgreSQL refuses it.
+      return typeof v === 'string' && TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString().slice(0, 19) === v.slice(0, 19);
+    case 'uuid':
+      return typeof v === 'string' && UUID.test(v);
+  }
+}
+
+export function decodeCursor(cursor: string | undefined, parts: readonly CursorPart[]): unknown[] | undefined {
   if (cursor === undefined) return undefined;
   try {
     const key: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(key) && key.length === arity && key.every((v) => typeof v === 'string' || typeof v === 'number')) return key;
+    if (Array.isArray(key) && key.length === parts.length && key.every((v, i) => partOk(parts[i], v))) return key;
   } catch {
     // fall through
   }
@@ -52,6 +79,10 @@ export interface Queryable {
  * One page of rows newest first, keyed by (created_at, id) so rows created in the same instant
  * still page stably. `where` is the tenant filter with its own parameters ($1..$n); the limit and
  * the cursor take the next ones. `alias` prefixes the key columns when the query joins.
+ *
+ * The cursor carries created_at to the microsecond, as PostgreSQL prints it: a JavaScript Date
+ * keeps milliseconds only, and a key cut to the millisecond would skip the rows created later in
+ * that same millisecond.
  */
 export async function newestFirstPage<R extends { created_at: Date | string; id: string }, T>(
   db: Queryable,
@@ -60,7 +91,7 @@ export async function newestFirstPage<R extends { created_at: Date | string; id:
   map: (row: R) => T,
 ): Promise<Page<T>> {
   const limit = query.limit ?? DEFAULT_LIMIT;
-  const after = decodeCursor(query.cursor, 2);
+  const after = decodeCursor(query.cursor, ['timestamp', 'uuid']);
   const col = (name: string) => (sql.alias ? `${sql.alias}.${name}` : name);
   const params = [...sql.params, limit + 1];
   const limitParam = `$${params.length}`;
@@ -69,9 +100,11 @@ export async function newestFirstPage<R extends { created_at: Date | string; id:
     params.push(after[0], after[1]);
     cursor = ` AND (${col('created_at')}, ${col('id')}) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`;
   }
-  const rows: R[] = await db.query(
-    `${sql.select} WHERE ${sql.where}${cursor} ORDER BY ${col('created_at')} DESC, ${col('id')} DESC LIMIT ${limitParam}`,
+  const rows: (R & { cursor_at: string })[] = await db.query(
+    `SELECT p.*, to_char(p.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS cursor_at
+       FROM (${sql.select} WHERE ${sql.where}${cursor} ORDER BY ${col('created_at')} DESC, ${col('id')} DESC LIMIT ${limitParam}) p
+      ORDER BY p.created_at DESC, p.id DESC`,
     params,
   );
-  return pageOf(rows, limit, (r) => [new Date(r.created_at).toISOString(), r.id], map);
+  return pageOf(rows, limit, (r) => [r.cursor_at, r.id], map);
 }

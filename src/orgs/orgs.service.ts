@@ -59,7 +59,7 @@ export class OrgsService {
 
   async list(query: PageQuery): Promise<Page<OrgView>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, 1);
+    const after = decodeCursor(query.cursor, ['text']);
     const rows: OrgRow[] = after
       ? await this.dataSource.query(`SELECT * FROM org WHERE slug > $1 ORDER BY slug LIMIT $2`, [after[0], limit + 1])
       : await this.dataSource.query(`SELECT * FROM org ORDER BY slug LIMIT $1`, [limit + 1]);

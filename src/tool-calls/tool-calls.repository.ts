@@ -372,7 +372,7 @@ export class ToolCallsRepository {
     } else if (q.status) {
       add((p) => `c.status = ${p}`, q.status);
     }
-    const after = decodeCursor(q.cursor, 2);
+    const after = decodeCursor(q.cursor, ['timestamp', 'uuid']);
     if (after) {
       params.push(after[0], after[1]);
       where.push(`(c.created_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
@@ -401,7 +401,7 @@ export class ToolCallsRepository {
       params.push(q.status);
       where.push(`a.status = $${params.length}`);
     }
-    const after = decodeCursor(q.cursor, 2);
+    const after = decodeCursor(q.cursor, ['timestamp', 'uuid']);
     if (after) {
       params.push(after[0], after[1]);
       where.push(`(a.created_at, a.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
