@@ -46,13 +46,12 @@ export class VersionsController {
   @ApiOperation({
     summary: 'Publish the draft as a new immutable version',
     description:
-      'The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version\'s, nothing is created and the answer is `200` with that version.',
+      'The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version\'s, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).',
   })
   @ApiCreatedResponse({ type: AgentVersionView, description: 'A new version.' })
   @ApiOkResponse({ type: AgentVersionView, description: 'Nothing changed: the latest version.' })
   @ApiNotFoundResponse(AGENT_NOT_FOUND)
   @ApiUnprocessableEntityResponse(ProblemResponse('The draft cannot be published (`spec_invalid`); `errors[]` lists every problem with its `code` and `path`.'))
-  @ApiConflictResponse(ProblemResponse('An older version already holds exactly this content (`conflict`, with `version`): a version is never published twice.'))
   async publish(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<AgentVersionView> {
     const { created, version } = await this.versions.publish(ctx, agentId);
     void reply.status(created ? 201 : 200);

@@ -82,22 +82,17 @@ export class VersionsService {
     content: string,
   ): Promise<{ created: boolean; row: VersionRow }> {
     const orgId = keyOf(ctx).orgId;
-    // The agent row lock serializes publishes of one agent: version numbers stay gapless.
+    // The agent row lock serializes publishes of one agent: version numbers stay gapless, and
+    // "nothing changed" is judged against the latest version as it is at commit.
     const agent = await this.agents.findRow(m, orgId, agentId, true);
-    const [same]: VersionRow[] = await m.query(`SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND content_hash = $3`, [
-      orgId,
-      agentId,
-      content,
-    ]);
-    if (same) {
-      if (same.version === agent.latest_version) return { created: false, row: same };
-      throw new ApiError(
-        409,
-        'conflict',
-        `Version ${same.version} already holds exactly this spec and these tool definitions; a version is never published twice. Use version ${same.version}, or change the draft.`,
-        undefined,
-        { version: same.version },
-      );
+    if (agent.latest_version !== null) {
+      const [latest]: VersionRow[] = await m.query(`SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`, [
+        orgId,
+        agentId,
+        agent.latest_version,
+      ]);
+      // Only the latest: an older version's content published again is a new version (a rollback).
+      if (latest?.content_hash === content) return { created: false, row: latest };
     }
 
     // The resources must still exist when they are bound; the locks keep them until commit.
