@@ -47,6 +47,11 @@ describe('drift of published tool definitions across releases (e2e)', () => {
       .expect(200);
     const v1 = await one.http.post(`/api/v1/agents/${agentId}/publish`).set(...builder).expect(201);
     expect(v1.body.drift).toEqual([]);
+    const pending = await one.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'jot', arguments: { text: 'before the deploy' } })
+      .expect(202);
 
     const two = await boot([AgentsFixturesReleaseTwoModule]);
     const version = await two.http.get(`/api/v1/agents/${agentId}/versions/1`).set(...bearer(org.keys.agent)).expect(200);
@@ -57,6 +62,22 @@ describe('drift of published tool definitions across releases (e2e)', () => {
     ]);
     const listed = await two.http.get(`/api/v1/agents/${agentId}/versions`).set(...bearer(org.keys.viewer)).expect(200);
     expect(listed.body.items[0].drift).toEqual(version.body.drift);
+
+    // Calls to a drifted tool are refused, a removed one included (it answered 404 unknown_tool);
+    // a name the version never offered is still unknown.
+    const callTool = (tool: string, args: object) =>
+      two.http.post(`/api/v1/agents/${agentId}/tool-calls`).set(...bearer(org.keys.agent)).send({ tool, arguments: args });
+    for (const [tool, args] of [['jot', { text: 'x' }], ['fx_agents_search', { query: 'x' }]] as const) {
+      const refused = await callTool(tool, args).expect(409);
+      expect(refused.body.code).toBe('tool_definition_changed');
+    }
+    expect((await callTool('fx_agents_write', { text: 'x' }).expect(404)).body.code).toBe('unknown_tool');
+    await callTool('fx_agents_echo', { text: 'still fine' }).expect(200);
+    // Approving a call of a tool the code removed since: refused the same way, and it stays pending.
+    const approve = await two.http.post(`/api/v1/approvals/${pending.body.approvalId}/approve`).set(...bearer(org.keys.approver)).send({}).expect(409);
+    expect(approve.body.code).toBe('tool_definition_changed');
+    const approval = await two.http.get(`/api/v1/approvals/${pending.body.approvalId}`).set(...bearer(org.keys.approver)).expect(200);
+    expect(approval.body.status).toBe('pending');
 
     // What the executor reads: the current digest beside the pinned one.
     const built = await two.app.get(VersionBuilder).build(org.id, [FX_NOTES_SCOPE], agentId, 1);

@@ -46,4 +46,6 @@ export interface BuiltVersion {
   /** The strictest of the limits contributed by capabilities. */
   limits: { maxToolCallsPerRun?: number };
   tools: RunnableTool[];
+  /** The version's `toolDigests`: every tool name it offered at publish, even one the code no longer builds. */
+  pinnedTools: Readonly<Record<string, string>>;
 }

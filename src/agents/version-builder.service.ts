@@ -138,6 +138,7 @@ export class VersionBuilder {
       settings: composition.settings,
       limits: composition.limits,
       tools: composition.tools,
+      pinnedTools: row.tool_digests,
     };
     return { built, row, contributors: composition.contributors, drift: driftOf(row.tool_digests, composition.tools) };
   }

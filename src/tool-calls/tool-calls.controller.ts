@@ -39,7 +39,7 @@ export class ToolCallsController {
     summary: 'Call a tool of a published version, through every guard',
     description: [
       'Guards, in this order: the version offers the tool (`404 unknown_tool`); its definition is the one pinned at publish',
-      '(`409 tool_definition_changed`); the organization holds every scope its capability needs (`403 scope_not_granted`);',
+      '(`409 tool_definition_changed`, also for a tool the version was published with that the code no longer has); the organization holds every scope its capability needs (`403 scope_not_granted`);',
       'the limits capabilities contribute per `runId` (`429 budget_exceeded`; without `runId` no per-run limit applies;',
       'a call that passes the guards counts, whatever it then does); the arguments against the tool\'s input schema',
       '(`422 invalid_arguments`, paths like `arguments.query`); then the approval gate. Every refusal is audited as',

@@ -155,6 +155,7 @@ describe('ToolExecutor', () => {
       systemPrompt: '',
       settings: {},
       limits: {},
+      pinnedTools: {},
       tools: [
         runnable({ name: 'read' }),
         runnable({ name: 'write', risk: 'mutating' }),

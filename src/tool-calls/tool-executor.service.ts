@@ -154,9 +154,7 @@ export class ToolExecutor {
     };
 
     const tool = built.tools.find((t) => t.name === req.tool);
-    if (!tool) {
-      return this.deny(denial, new ApiError(404, 'unknown_tool', `Version ${built.version} of this agent offers no tool named "${req.tool}".`));
-    }
+    if (!tool) return this.deny(denial, missingTool(built, req.tool));
     // Validated ahead of the guards that come before it only so that their denials can name the
     // arguments' hash; a refusal still follows the guard order.
     const validation = this.registry.validateToolInput(tool.capabilityId, tool.toolId, req.arguments);
@@ -260,9 +258,7 @@ export class ToolExecutor {
 
     const built = await this.versions.build(orgId, principal.orgScopes, row.agent_id, row.version);
     const tool = built.tools.find((t) => t.capabilityId === row.capability_id && t.toolId === row.tool_id);
-    if (!tool) {
-      return this.deny(denial, new ApiError(404, 'unknown_tool', `Version ${row.version} of this agent no longer offers the tool "${row.tool}".`));
-    }
+    if (!tool) return this.deny(denial, missingTool(built, row.tool));
     await this.guardDefinitionAndScopes(built, tool, principal, denial);
 
     let args: object;
@@ -491,6 +487,17 @@ export function approvalReasonOf(tool: Pick<RunnableTool, 'risk' | 'declaration'
 function keyOf(ctx: RequestContext): ApiKeyPrincipal {
   if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key can run tools.');
   return ctx.principal;
+}
+
+/**
+ * A name the version pinned at publish but the code no longer builds is drift (`removed`), refused
+ * like a changed definition (API.md); a name it never offered is unknown.
+ */
+function missingTool(built: BuiltVersion, name: string): ApiError {
+  if (Object.prototype.hasOwnProperty.call(built.pinnedTools, name)) {
+    return new ApiError(409, 'tool_definition_changed', `The code no longer offers "${name}", which version ${built.version} was published with; publish the agent again. Nothing ran.`);
+  }
+  return new ApiError(404, 'unknown_tool', `Version ${built.version} of this agent offers no tool named "${name}".`);
 }
 
 function invalidArguments(errors: FieldError[]): ApiError {
