@@ -11,6 +11,7 @@ import { AppConfig } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
+import { addCommonProblems } from './common/openapi';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -73,7 +74,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     reply.header('x-request-id', String(request.id));
   });
 
-  const document = SwaggerModule.createDocument(
+  const document = addCommonProblems(SwaggerModule.createDocument(
     app,
     new DocumentBuilder()
       .setTitle('Capability platform API')
@@ -81,7 +82,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .setVersion('1')
       .addBearerAuth()
       .build(),
-  );
+  ));
   SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', yamlDocumentUrl: 'api/docs-yaml' });
   return app;
 }

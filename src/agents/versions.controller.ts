@@ -2,6 +2,7 @@ import { Controller, Get, HttpCode, Param, Post, Query, Res } from '@nestjs/comm
 import {
   ApiConflictResponse,
   ApiCreatedResponse,
+  ApiExtraModels,
   ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
@@ -18,7 +19,18 @@ import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { AGENT_NOT_FOUND } from './agents.controller';
 import { VersionParam } from './version-param.pipe';
-import { AgentVersionPage, AgentVersionView, ManifestView, OfferedToolPage, ToolsQuery, ValidationResultView, VersionsQuery } from './versions.dto';
+import {
+  AgentVersionPage,
+  AgentVersionView,
+  AnthropicToolView,
+  ManifestView,
+  OfferedToolPage,
+  OfferedToolView,
+  OpenAiToolView,
+  ToolsQuery,
+  ValidationResultView,
+  VersionsQuery,
+} from './versions.dto';
 import { VersionsService } from './versions.service';
 
 const VERSION_NOT_FOUND = ProblemResponse('No such agent in your organization, or no such version (`not_found`).');
@@ -27,6 +39,7 @@ const SCOPE_LOST = ProblemResponse('The role does not allow it (`forbidden`), or
 const VERSION_PARAM = ApiParam({ name: 'version', description: 'A version number, or `latest`.', schema: { oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', enum: ['latest'] }] } });
 
 @ApiTags('agents')
+@ApiExtraModels(OfferedToolView, OpenAiToolView, AnthropicToolView)
 @Controller('api/v1/agents/:agentId')
 export class VersionsController {
   constructor(private readonly versions: VersionsService) {}

@@ -1,4 +1,4 @@
-import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { IsIn, IsOptional } from 'class-validator';
 import { TOOL_RISKS, ToolRisk } from '../capabilities/capability.types';
 import { PageQuery } from '../common/pagination';
@@ -57,13 +57,32 @@ export class OfferedToolView implements OfferedTool {
   @ApiProperty({ description: 'risk is not read_only, interruptBefore, or the spec\'s toolApproval says required.' }) requiresApproval: boolean;
 }
 
+export class OpenAiFunctionView {
+  @ApiProperty() name: string;
+  @ApiProperty() description: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments, without `$schema`.' }) parameters: Record<string, unknown>;
+}
+
+/** An offered tool with `format=openai`: OpenAI's function-calling shape. */
+export class OpenAiToolView {
+  @ApiProperty({ enum: ['function'] }) type: 'function';
+  @ApiProperty({ type: OpenAiFunctionView }) function: OpenAiFunctionView;
+}
+
+/** An offered tool with `format=anthropic`: Anthropic's tool shape. */
+export class AnthropicToolView {
+  @ApiProperty() name: string;
+  @ApiProperty() description: string;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments, without `$schema`.' }) input_schema: Record<string, unknown>;
+}
+
 export class OfferedToolPage {
   @ApiProperty({
     type: 'array',
-    items: { type: 'object' },
-    description: 'OfferedTool[] by default; with `format=openai` `{ type: "function", function: { name, description, parameters } }[]`; with `format=anthropic` `{ name, description, input_schema }[]`.',
+    items: { oneOf: [{ $ref: getSchemaPath(OfferedToolView) }, { $ref: getSchemaPath(OpenAiToolView) }, { $ref: getSchemaPath(AnthropicToolView) }] },
+    description: '`OfferedTool[]` by default; `OpenAiTool[]` with `format=openai`; `AnthropicTool[]` with `format=anthropic`.',
   })
-  items: unknown[];
+  items: (OfferedToolView | OpenAiToolView | AnthropicToolView)[];
 }
 
 export class ManifestView {

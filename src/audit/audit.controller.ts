@@ -1,11 +1,11 @@
 import { Controller, Get, Query } from '@nestjs/common';
-import { ApiOkResponse, ApiOperation, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsDateString, IsIn, IsOptional } from 'class-validator';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { PageQuery } from '../common/pagination';
-import { AUDIT_EVENT_TYPES, AuditEventType, AuditService } from './audit.service';
+import { AuditEvent, AUDIT_EVENT_TYPES, AuditEventType, AuditService } from './audit.service';
 
 export class AuditQuery extends PageQuery {
   @ApiPropertyOptional({ enum: AUDIT_EVENT_TYPES })
@@ -17,6 +17,27 @@ export class AuditQuery extends PageQuery {
   since?: string;
 }
 
+export class AuditPartyView {
+  @ApiProperty({ example: 'api_key', description: '`platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`).' })
+  type: string;
+  @ApiProperty() id: string;
+}
+
+export class AuditEventView implements AuditEvent {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'date-time' }) at: string;
+  @ApiProperty({ enum: AUDIT_EVENT_TYPES }) type: AuditEventType;
+  @ApiProperty({ type: AuditPartyView, description: 'Who acted.' }) actor: { type: string; id: string };
+  @ApiProperty({ format: 'uuid', nullable: true, type: String }) orgId: string | null;
+  @ApiProperty({ type: AuditPartyView, description: 'What the event is about.' }) target: { type: string; id: string };
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'Facts of the event; their names depend on `type`.' }) data: Record<string, unknown>;
+}
+
+export class AuditEventPage {
+  @ApiProperty({ type: [AuditEventView] }) items: AuditEventView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
+}
+
 @ApiTags('audit')
 @Controller('api/v1/audit-events')
 export class AuditController {
@@ -25,8 +46,8 @@ export class AuditController {
   @Get()
   @Access('admin')
   @ApiOperation({ summary: 'The organization\'s audit log, newest first' })
-  @ApiOkResponse({ description: '`{ items: AuditEvent[], nextCursor }`' })
-  list(@Ctx() ctx: RequestContext, @Query() query: AuditQuery) {
+  @ApiOkResponse({ type: AuditEventPage })
+  list(@Ctx() ctx: RequestContext, @Query() query: AuditQuery): Promise<AuditEventPage> {
     return this.audit.list(orgIdOf(ctx), query);
   }
 }

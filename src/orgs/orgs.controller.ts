@@ -6,7 +6,7 @@ import { RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
-import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView, UpdateScopesDto } from './orgs.dto';
+import { ApiKeyPage, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgPage, OrgView, UpdateScopesDto } from './orgs.dto';
 import { OrgsService } from './orgs.service';
 
 @ApiTags('organizations')
@@ -26,8 +26,8 @@ export class OrgsController {
   @Get()
   @Access('platform')
   @ApiOperation({ summary: 'List organizations, by slug' })
-  @ApiOkResponse({ description: '`{ items: Org[], nextCursor }`' })
-  list(@Query() query: PageQuery) {
+  @ApiOkResponse({ type: OrgPage })
+  list(@Query() query: PageQuery): Promise<OrgPage> {
     return this.orgs.list(query);
   }
 
@@ -61,8 +61,9 @@ export class OrgsController {
   @Get(':orgId/api-keys')
   @Access('platform', 'admin')
   @ApiOperation({ summary: 'List the organization\'s API keys (never their tokens)' })
-  @ApiOkResponse({ description: '`{ items: ApiKey[], nextCursor }`', type: ApiKeyView, isArray: true })
-  listKeys(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Query() query: PageQuery) {
+  @ApiOkResponse({ type: ApiKeyPage })
+  @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  listKeys(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Query() query: PageQuery): Promise<ApiKeyPage> {
     return this.orgs.listKeys(ctx, orgId, query);
   }
 

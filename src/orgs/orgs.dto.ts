@@ -59,3 +59,21 @@ export class ApiKeyView {
 export class CreatedApiKeyView extends ApiKeyView {
   @ApiProperty({ description: 'Shown only in this answer; store it now.' }) token: string;
 }
+
+export class OrgPage {
+  @ApiProperty({ type: [OrgView] }) items: OrgView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
+}
+
+export class ApiKeyPage {
+  @ApiProperty({ type: [ApiKeyView] }) items: ApiKeyView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
+}
+
+/** `GET /me`: who the token belongs to. */
+export class MeView {
+  @ApiProperty({ enum: ['platform', 'api_key'] }) type: 'platform' | 'api_key';
+  @ApiProperty({ description: '`platform` for the platform admin; the API key\'s id otherwise.' }) id: string;
+  @ApiPropertyOptional({ format: 'uuid', description: 'The key\'s organization; absent for the platform admin.' }) orgId?: string;
+  @ApiPropertyOptional({ enum: ROLES, isArray: true, description: 'The key\'s roles; absent for the platform admin.' }) roles?: Role[];
+}

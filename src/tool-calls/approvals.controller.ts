@@ -13,7 +13,7 @@ import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
-import { ApprovalDecisionView, ApprovalView, ApproveDto, ListApprovalsQuery, RejectDto } from './tool-calls.dto';
+import { ApprovalDecisionView, ApprovalPage, ApprovalView, ApproveDto, ListApprovalsQuery, RejectDto } from './tool-calls.dto';
 import { ApprovalDecision, ToolExecutor } from './tool-executor.service';
 import { ToolCallsService } from './tool-calls.service';
 
@@ -38,8 +38,8 @@ export class ApprovalsController {
   @Get()
   @Access('viewer', 'approver')
   @ApiOperation({ summary: 'List approvals, newest first', description: 'A pending approval past `expiresAt` reads (and filters) as `expired`.' })
-  @ApiOkResponse({ description: '`{ items: Approval[], nextCursor }`', type: ApprovalView, isArray: true })
-  list(@Ctx() ctx: RequestContext, @Query() query: ListApprovalsQuery) {
+  @ApiOkResponse({ type: ApprovalPage })
+  list(@Ctx() ctx: RequestContext, @Query() query: ListApprovalsQuery): Promise<ApprovalPage> {
     return this.calls.listApprovals(orgIdOf(ctx), query);
   }
 

@@ -19,7 +19,7 @@ import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
-import { CreateToolCallDto, ListToolCallsQuery, ToolCallResultView, ToolCallView } from './tool-calls.dto';
+import { CreateToolCallDto, ListToolCallsQuery, ToolCallPage, ToolCallResultView, ToolCallView } from './tool-calls.dto';
 import { ToolCallsService } from './tool-calls.service';
 import { ToolExecutor } from './tool-executor.service';
 
@@ -98,8 +98,8 @@ export class ToolCallsController {
     summary: 'List the organization\'s tool calls, newest first',
     description: 'Filters combine with AND. A pending call whose approval has expired reads (and filters) as `expired`.',
   })
-  @ApiOkResponse({ description: '`{ items: ToolCall[], nextCursor }`', type: ToolCallView, isArray: true })
-  list(@Ctx() ctx: RequestContext, @Query() query: ListToolCallsQuery) {
+  @ApiOkResponse({ type: ToolCallPage })
+  list(@Ctx() ctx: RequestContext, @Query() query: ListToolCallsQuery): Promise<ToolCallPage> {
     return this.calls.list(orgIdOf(ctx), query);
   }
 

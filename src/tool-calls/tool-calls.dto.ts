@@ -121,6 +121,11 @@ export class ToolCallView {
   @ApiProperty({ format: 'date-time', nullable: true, type: String }) completedAt: string | null;
 }
 
+export class ToolCallPage {
+  @ApiProperty({ type: [ToolCallView] }) items: ToolCallView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
+}
+
 export class ToolCallResultView {
   @ApiProperty({ format: 'uuid' }) toolCallId: string;
   @ApiProperty({ description: 'The whole result, never cut.' }) result: unknown;
@@ -146,6 +151,11 @@ export class ApprovalView {
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) approvedArguments?: Record<string, unknown>;
   @ApiPropertyOptional() approvedArgumentsHash?: string;
+}
+
+export class ApprovalPage {
+  @ApiProperty({ type: [ApprovalView] }) items: ApprovalView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
 }
 
 export class ApprovalDecisionView {

@@ -1,0 +1,97 @@
+import { ExecFixturesModule } from './fixtures/exec-fixtures.module';
+import { walkRoutes } from './support/routes';
+import { createTestApp, TestApp } from './support/test-app';
+
+type Schema = { $ref?: string; type?: string; properties?: Record<string, Schema>; items?: Schema; oneOf?: Schema[]; allOf?: Schema[]; additionalProperties?: unknown };
+type Operation = { responses: Record<string, { description: string; content?: Record<string, { schema?: Schema }> }>; requestBody?: unknown; security?: unknown[] };
+
+/**
+ * API.md "Operations": `/api/docs-json` is the OpenAPI document of everything, good enough for a
+ * client to generate its types from: every success answer has a schema (not only a description),
+ * every list says `{ items, nextCursor }`, every refusal is a problem document.
+ */
+describe('the OpenAPI document (e2e)', () => {
+  let t: TestApp;
+  let doc: { paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, Schema> } };
+  const operations = () =>
+    Object.entries(doc.paths).flatMap(([path, item]) => Object.entries(item).map(([method, op]) => ({ route: `${method.toUpperCase()} ${path}`, op })));
+  const resolve = (s: Schema): Schema => (s.$ref ? resolve(doc.components.schemas[s.$ref.replace('#/components/schemas/', '')]) : s);
+
+  beforeAll(async () => {
+    t = await createTestApp({ imports: [ExecFixturesModule] });
+    doc = (await t.http.get('/api/docs-json').expect(200)).body;
+  });
+  afterAll(() => t.close());
+
+  it('gives every success answer a schema that names its fields', () => {
+    // Found by this test: /me, the lists of organizations, API keys, tool calls, approvals and
+    // audit events had a description only (or claimed to be a bare array).
+    const missing: string[] = [];
+    for (const { route, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (Number(status) >= 300 || status === '204') continue;
+        // MCP answers notifications with an empty 202, by its own specification.
+        if (route === 'POST /api/v1/agents/{agentId}/mcp' && status === '202') continue;
+        const schema = Object.values(response.content ?? {})[0]?.schema;
+        if (!schema) {
+          missing.push(`${route} ${status}`);
+          continue;
+        }
+        const resolved = resolve(schema);
+        if (resolved.type === 'object' || resolved.properties) {
+          if (!resolved.properties || Object.keys(resolved.properties).length === 0) missing.push(`${route} ${status}: an object without properties`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it('describes every list as { items, nextCursor } with typed items', () => {
+    const lists = [
+      'GET /api/v1/orgs',
+      'GET /api/v1/orgs/{orgId}/api-keys',
+      'GET /api/v1/agents',
+      'GET /api/v1/agents/{agentId}/versions',
+      'GET /api/v1/tool-calls',
+      'GET /api/v1/approvals',
+      'GET /api/v1/audit-events',
+      'GET /api/v1/knowledge/collections',
+      'GET /api/v1/knowledge/collections/{id}/documents',
+      'GET /api/v1/skills',
+    ];
+    for (const route of lists) {
+      const [method, path] = route.split(' ');
+      const schema = resolve(doc.paths[path][method.toLowerCase()].responses['200'].content!['application/json'].schema!);
+      expect([route, Object.keys(schema.properties ?? {}).sort()]).toEqual([route, ['items', 'nextCursor']]);
+      const items = schema.properties!.items.items!;
+      expect([route, Object.keys(resolve(items).properties ?? {}).length > 2]).toEqual([route, true]);
+    }
+    const tools = resolve(doc.paths['/api/v1/agents/{agentId}/versions/{version}/tools'].get.responses['200'].content!['application/json'].schema!);
+    expect(tools.properties!.items.items!.oneOf!.map((s) => s.$ref)).toEqual([
+      '#/components/schemas/OfferedToolView',
+      '#/components/schemas/OpenAiToolView',
+      '#/components/schemas/AnthropicToolView',
+    ]);
+  });
+
+  it('documents every refusal as a problem document, with the ones every route of a kind can give', () => {
+    const wrong: string[] = [];
+    const routes = walkRoutes(t);
+    for (const { route, op } of operations()) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (Number(status) < 400) continue;
+        if (!response.content?.['application/problem+json']?.schema) wrong.push(`${route} ${status}: not a problem document`);
+      }
+      const walked = routes.find((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}` === route);
+      const needs = [...(op.requestBody ? ['400', '413'] : []), ...(walked?.access !== 'public' ? ['401', '403', '429'] : [])];
+      for (const status of needs) if (!op.responses[status]) wrong.push(`${route}: no ${status}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('resolves every $ref', () => {
+    const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
+    const dangling = refs.map((r) => r.slice(8, -1)).filter((r) => !doc.components.schemas[r.replace('#/components/schemas/', '')]);
+    expect(dangling).toEqual([]);
+  });
+});
