@@ -13,10 +13,11 @@ import { governedFloor } from './scenarios/governed-floor';
 import { health } from './scenarios/health';
 import { offeredTools } from './scenarios/offered-tools';
 import { toolCall } from './scenarios/tool-call';
+import { toolCallPinned } from './scenarios/tool-call-pinned';
 import { Unavailable } from './lib/throughput';
 
 /** In the order of the table: the first row is what every ratio is measured against. */
-export const SCENARIOS: ThroughputScenario[] = [bareFastify, health, governedFloor, catalog, offeredTools, toolCall, approvalCycle];
+export const SCENARIOS: ThroughputScenario[] = [bareFastify, health, governedFloor, catalog, offeredTools, toolCall, toolCallPinned, approvalCycle];
 
 /**
  * `npm run bench`: every throughput scenario side by side in one run, then the growth benchmarks.
@@ -37,6 +38,8 @@ async function main(): Promise<void> {
   try {
     if (throughput) {
       const scenarios = only ? SCENARIOS.filter((s) => only.includes(s.id)) : SCENARIOS;
+      // The servers start side by side (each is lazy; starting them one by one costs half a minute).
+      await Promise.all([session.bare(), session.floor(), session.product()]);
       const result: ThroughputResult = await runThroughput(session, scenarios);
       printThroughput(`Throughput — ${database}, ${options.connections} connections, ${options.rounds} interleaved rounds of ${options.duration}s`, result, [
         `load average (1 min) during the rounds: ${result.rows.map((r) => r.measurement.load1.toFixed(1)).join(', ')} on ${machine().cpus} cores`,
