@@ -1,18 +1,20 @@
 import { Controller, Get, Query, Req, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createHash } from 'node:crypto';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
-import { catalogView } from './capability-catalog';
+import { CatalogAnswers } from './catalog-answers';
 import { CapabilityRegistry } from './capability-registry.service';
 import { CapabilityListView, CapabilityQuery } from './capabilities.dto';
 
 @ApiTags('capabilities')
 @Controller('api/v1/agents/capabilities')
 export class CapabilitiesController {
+  /** Made at the first request: the registry is complete only once every module is initialized. */
+  private answers?: CatalogAnswers;
+
   constructor(private readonly registry: CapabilityRegistry) {}
 
   @Get()
@@ -27,8 +29,7 @@ export class CapabilitiesController {
   @ApiBadRequestResponse(ProblemResponse('An unknown filter, or a bad filter value (`invalid_request`).'))
   list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
     const grantedScopes = ctx.principal.type === 'api_key' ? ctx.principal.orgScopes : undefined;
-    const body = JSON.stringify({ items: catalogView(this.registry.catalog(), query, grantedScopes) });
-    const etag = `"${createHash('sha256').update(body).digest('base64url')}"`;
+    const { body, etag } = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(query, grantedScopes);
     void reply
       .header('ETag', etag)
       // The answer depends on the caller's organization (`available`): shared caches must keep them apart.

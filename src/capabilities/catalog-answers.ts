@@ -1,0 +1,46 @@
+import { createHash } from 'node:crypto';
+import { LruCache } from '../common/lru-cache';
+import { CapabilityDescriptor, catalogView, CatalogFilter } from './capability-catalog';
+
+export interface CatalogAnswer {
+  /** The JSON of `{ items }`. */
+  body: string;
+  /** A strong ETag of the body. */
+  etag: string;
+}
+
+/** Memory the kept answers may take, whatever the size of the catalog. */
+export const CATALOG_ANSWERS_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The catalog route's answers, serialized once per filter and set of granted scopes. The catalog
+ * never changes in a running process, so an answer depends on nothing else; making it (the view
+ * with `available`, its JSON, its hash) cost more than the rest of the request together (see
+ * docs/benchmarks.md).
+ */
+export class CatalogAnswers {
+  private readonly answers: LruCache<string, CatalogAnswer>;
+
+  constructor(private readonly catalog: readonly CapabilityDescriptor[]) {
+    const full = Buffer.byteLength(JSON.stringify({ items: catalog }));
+    this.answers = new LruCache(Math.min(256, Math.max(8, Math.floor(CATALOG_ANSWERS_BYTES / full))));
+  }
+
+  /** How many answers are kept at most (for tests). */
+  get capacity(): number {
+    return this.answers.capacity;
+  }
+
+  /** `grantedScopes` only for an organization's key (API.md: `available`). */
+  answer(filter: CatalogFilter, grantedScopes?: readonly string[]): CatalogAnswer {
+    const scopes = grantedScopes ? [...new Set(grantedScopes)].sort() : null;
+    const key = JSON.stringify([filter.category ?? null, filter.tag ?? null, filter.profile ?? null, filter.workerType ?? null, filter.risk ?? null, scopes]);
+    let answer = this.answers.get(key);
+    if (!answer) {
+      const body = JSON.stringify({ items: catalogView(this.catalog, filter, scopes ?? undefined) });
+      answer = { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
+      this.answers.set(key, answer);
+    }
+    return answer;
+  }
+}
