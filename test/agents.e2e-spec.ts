@@ -105,6 +105,26 @@ describe('agents and drafts (e2e)', () => {
     expect(read.body.draft).toEqual({ instructions: '', capabilities: [] });
   });
 
+  it('refuses null for an optional field of the spec (a wrong type), and keeps the old draft', async () => {
+    // These were saved: `config: null` reached the stored draft, `resources: null` and the maps vanished.
+    const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'nulls', name: 'Nulls' }).expect(201);
+    const res = await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'builder'))
+      .send({ instructions: '', capabilities: [{ id: 'clock', config: null }], resources: null, toolApproval: null, toolOverrides: null })
+      .expect(400);
+    expect(res.body.code).toBe('invalid_request');
+    expect(pathsOf(res.body)).toEqual(['capabilities[0].config', 'resources', 'toolApproval', 'toolOverrides']);
+    const nested = await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'builder'))
+      .send({ instructions: '', capabilities: [], resources: { knowledgeCollections: null, skills: null }, toolOverrides: { clock_now: { name: null, description: null } } })
+      .expect(400);
+    expect(pathsOf(nested.body)).toEqual(['resources.knowledgeCollections', 'resources.skills', 'toolOverrides.clock_now.description', 'toolOverrides.clock_now.name']);
+    const read = await t.http.get(`/api/v1/agents/${a.body.id}`).set(...as(org, 'viewer')).expect(200);
+    expect(read.body.draft).toEqual({ instructions: '', capabilities: [] });
+  });
+
   it('accepts instructions of exactly 100,000 characters', async () => {
     const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'long', name: 'Long' }).expect(201);
     await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'builder')).send({ instructions: 'x'.repeat(100_000), capabilities: [] }).expect(200);

@@ -6,6 +6,7 @@ import {
   IsArray,
   IsObject,
   IsOptional,
+  ValidateIf,
   IsString,
   IsUUID,
   MaxLength,
@@ -62,6 +63,15 @@ function IsApprovalMap(options?: ValidationOptions): PropertyDecorator {
     });
 }
 
+/**
+ * Optional, but not nullable: `null` is a value of the wrong type for every optional field of an
+ * agent spec (API.md types them as objects, arrays and strings), so it is validated, and refused,
+ * like any other. `@IsOptional()` would let it through into the stored draft.
+ */
+function OptionalNotNull(): PropertyDecorator {
+  return ValidateIf((_object, value) => value !== undefined);
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -90,27 +100,27 @@ export class CapabilityRefDto {
     additionalProperties: true,
     description: 'The capability\'s config (its `configSchema` in the catalog); checked at validate and publish.',
   })
-  @IsOptional() @IsObject()
+  @OptionalNotNull() @IsObject()
   config?: Record<string, unknown>;
 }
 
 export class AgentResourcesDto {
   @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization.' })
-  @IsOptional() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
+  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
   knowledgeCollections?: string[];
 
   @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization.' })
-  @IsOptional() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
+  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
   skills?: string[];
 }
 
 export class ToolOverrideDto {
   @ApiPropertyOptional({ description: 'The name the model sees instead of the tool id; `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$` is checked at publish.', maxLength: 200 })
-  @IsOptional() @IsString() @MaxLength(200)
+  @OptionalNotNull() @IsString() @MaxLength(200)
   name?: string;
 
   @ApiPropertyOptional({ description: 'The description the model sees instead of the declared one.', maxLength: 10_000 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(10_000)
+  @OptionalNotNull() @IsString() @MinLength(1) @MaxLength(10_000)
   description?: string;
 }
 
@@ -128,7 +138,7 @@ export class AgentSpecDto {
   capabilities: CapabilityRefDto[];
 
   @ApiPropertyOptional({ type: AgentResourcesDto })
-  @IsOptional() @IsObject() @ValidateNested() @Type(() => AgentResourcesDto)
+  @OptionalNotNull() @IsObject() @ValidateNested() @Type(() => AgentResourcesDto)
   resources?: AgentResourcesDto;
 
   @ApiPropertyOptional({
@@ -137,7 +147,7 @@ export class AgentSpecDto {
     description: 'Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.',
     example: { search_documents: 'required' },
   })
-  @IsOptional() @IsApprovalMap()
+  @OptionalNotNull() @IsApprovalMap()
   toolApproval?: Record<string, 'required'>;
 
   // Arrives as a JSON object; class-transformer turns it into a Map so each entry is validated as
@@ -147,7 +157,7 @@ export class AgentSpecDto {
     additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) },
     description: 'Per tool id: the name and description the model sees.',
   })
-  @IsOptional() @IsDictionary() @ValidateNested({ each: true }) @Type(() => ToolOverrideDto)
+  @OptionalNotNull() @IsDictionary() @ValidateNested({ each: true }) @Type(() => ToolOverrideDto)
   toolOverrides?: Map<string, ToolOverrideDto>;
 }
 
