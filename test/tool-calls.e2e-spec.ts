@@ -252,6 +252,17 @@ describe('tool calls and approvals (e2e)', () => {
       expect(runsTagged(tag)).toHaveLength(1);
     });
 
+    it('takes any key of 1..255 printable characters, spaces inside included', async () => {
+      // A key with a space was refused 400; API.md allows 1..255 characters.
+      for (const key of [`order 42 / ${randomUUID()}`, randomUUID() + 'k'.repeat(219)]) {
+        const first = await withKey(key, { tool: 'search_records', arguments: { query: 'spaced' } }).expect(200);
+        const again = await withKey(key, { tool: 'search_records', arguments: { query: 'spaced' } }).expect(200);
+        expect(again.body.id).toBe(first.body.id);
+      }
+      const tooLong = await withKey('k'.repeat(256), { tool: 'search_records', arguments: { query: 'x' } }).expect(400);
+      expect(tooLong.body.errors[0]).toMatchObject({ path: 'Idempotency-Key' });
+    });
+
     it('is scoped to the organization', async () => {
       const other = await createOrg(t);
       const otherAgent = await publishedAgent(other, { instructions: '', capabilities: [{ id: 'fx-exec-tools' }] });

@@ -23,7 +23,9 @@ import { CreateToolCallDto, ListToolCallsQuery, ToolCallPage, ToolCallResultView
 import { ToolCallsService } from './tool-calls.service';
 import { ToolExecutor } from './tool-executor.service';
 
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+// API.md: 1..255 characters. Printable ASCII, spaces included (HTTP trims them at either end);
+// other bytes in a header value have no agreed meaning.
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 @ApiTags('tool calls')
 @Controller('api/v1')
@@ -53,13 +55,13 @@ export class ToolCallsController {
       'text) is cut to that many tokens, as text, with `resultTruncated: true`; with `offloadLargeResults` the whole',
       'result is kept and `resultRef` names it.',
       '',
-      '`Idempotency-Key` (1..255 visible ASCII characters, kept 24 hours per organization): the same key with the same',
+      '`Idempotency-Key` (1..255 printable ASCII characters, kept 24 hours per organization): the same key with the same',
       'body answers the first answer again (same status and body, header `Idempotent-Replayed: true`) and runs nothing;',
       'another body `422 idempotency_key_reused`; the first request still in progress `409 idempotency_in_progress`.',
       'A request refused before anything was recorded (any 4xx above) does not keep its key.',
     ].join('\n'),
   })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1..255 visible ASCII characters.' })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: '1..255 printable ASCII characters.' })
   @ApiOkResponse({ type: ToolCallView, description: 'It ran: `succeeded`, or `failed` with `error`.' })
   @ApiAcceptedResponse({ type: ToolCallView, description: 'It waits for approval: `pending_approval` with `approvalId`; nothing ran.' })
   @ApiBadRequestResponse(ProblemResponse('The body or the Idempotency-Key header is malformed (`invalid_request`).'))
@@ -76,7 +78,7 @@ export class ToolCallsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<ToolCallView> {
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw ApiError.invalidRequest([{ path: 'Idempotency-Key', code: 'invalid_header', message: 'Idempotency-Key must be 1..255 visible ASCII characters' }]);
+      throw ApiError.invalidRequest([{ path: 'Idempotency-Key', code: 'invalid_header', message: 'Idempotency-Key must be 1..255 printable ASCII characters' }]);
     }
     const outcome = await this.executor.request(ctx, {
       agentId,
