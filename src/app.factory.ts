@@ -62,8 +62,17 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   // Fastify's own JSON parser (prototype-poisoning safe), behind a bound on nesting depth.
   const parseJson = fastify.getDefaultJsonParser('error', 'error');
   fastify.removeContentTypeParser('application/json');
+  // JSON in (API.md): a text/plain body is 415 unsupported_media_type, not a string that fails
+  // validation field by field.
+  fastify.removeContentTypeParser('text/plain');
   fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     const text = String(body);
+    // Many clients send `Content-Type: application/json` on every POST; a route without a body
+    // (publish, validate) must not refuse them for an empty one.
+    if (text.trim() === '') {
+      done(null, undefined);
+      return;
+    }
     if (jsonDepthExceeds(text)) {
       done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
       return;
