@@ -27,10 +27,11 @@ describe('organizations, API keys and /me (e2e)', () => {
   });
 
   it('answers 401 without, with an unknown, and with a malformed token', async () => {
-    await t.http.get('/api/v1/me').expect(401);
-    const res = await t.http.get('/api/v1/me').set('Authorization', 'Bearer cpk_nope').expect(401);
+    // Each names the scheme that would work (RFC 9110); it was missing.
+    await t.http.get('/api/v1/me').expect(401).expect('WWW-Authenticate', 'Bearer');
+    const res = await t.http.get('/api/v1/me').set('Authorization', 'Bearer cpk_nope').expect(401).expect('WWW-Authenticate', 'Bearer');
     expect(res.body.code).toBe('unauthorized');
-    await t.http.get('/api/v1/me').set('Authorization', 'Basic abc').expect(401);
+    await t.http.get('/api/v1/me').set('Authorization', 'Basic abc').expect(401).expect('WWW-Authenticate', 'Bearer');
   });
 
   it('issues keys shown once, identifies them with /me, and refuses them once revoked', async () => {

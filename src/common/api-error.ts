@@ -77,8 +77,9 @@ export class ApiError extends Error {
   static invalidRequest(errors: FieldError[], detail = 'The request is invalid.'): ApiError {
     return new ApiError(400, 'invalid_request', detail, errors);
   }
+  /** RFC 9110 15.5.2: a 401 names the scheme that would work. */
   static unauthorized(detail = 'A valid bearer token is required.'): ApiError {
-    return new ApiError(401, 'unauthorized', detail);
+    return new ApiError(401, 'unauthorized', detail, undefined, undefined, { 'WWW-Authenticate': 'Bearer' });
   }
   static forbidden(detail = 'Your role does not allow this action.'): ApiError {
     return new ApiError(403, 'forbidden', detail);
