@@ -58,6 +58,7 @@ describe('the OpenAPI document (e2e)', () => {
       'GET /api/v1/knowledge/collections',
       'GET /api/v1/knowledge/collections/{id}/documents',
       'GET /api/v1/skills',
+      'GET /api/v1/agents/capabilities',
     ];
     for (const route of lists) {
       const [method, path] = route.split(' ');
@@ -67,6 +68,7 @@ describe('the OpenAPI document (e2e)', () => {
       expect([route, Object.keys(resolve(items).properties ?? {}).length > 2]).toEqual([route, true]);
     }
     const tools = resolve(doc.paths['/api/v1/agents/{agentId}/versions/{version}/tools'].get.responses['200'].content!['application/json'].schema!);
+    expect(Object.keys(tools.properties!).sort()).toEqual(['items', 'nextCursor']);
     expect(tools.properties!.items.items!.oneOf!.map((s) => s.$ref)).toEqual([
       '#/components/schemas/OfferedToolView',
       '#/components/schemas/OpenAiToolView',

@@ -56,6 +56,8 @@ describe('cursor pagination of lists', () => {
       ['/api/v1/knowledge/collections', org.keys.viewer],
       [`/api/v1/knowledge/collections/${collectionId}/documents`, org.keys.viewer],
       ['/api/v1/skills', org.keys.viewer],
+      ['/api/v1/agents/capabilities', org.keys.viewer],
+      [`/api/v1/agents/${agentId}/versions/latest/tools`, org.keys.agent],
     ];
   }
 
@@ -101,6 +103,40 @@ describe('cursor pagination of lists', () => {
         const res = await t.http.get(path).query({ cursor: bad }).set(...bearer(token)).expect(400);
         expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'cursor', code: 'invalid_cursor' }] });
       }
+    }
+  });
+
+  it('pages the catalog and the offered tools like every other list, in their own order', async () => {
+    // Both answered { items } only, and refused `limit` and `cursor` as unknown parameters (400).
+    const o = await createOrg(t, ['memory:read', 'memory:write']);
+    const a = await t.http.post('/api/v1/agents').set(...bearer(o.keys.builder)).send({ slug: 'tools-paged', name: 'Tools' }).expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...bearer(o.keys.builder))
+      .send({ instructions: '', capabilities: [{ id: 'memory' }, { id: 'memory-write' }] })
+      .expect(200);
+    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...bearer(o.keys.builder)).expect(201);
+    for (const [path, key] of [
+      ['/api/v1/agents/capabilities', (i: { id: string }) => i.id],
+      [`/api/v1/agents/${a.body.id}/versions/latest/tools`, (i: { name: string }) => i.name],
+      [`/api/v1/agents/${a.body.id}/versions/latest/tools?format=anthropic`, (i: { name: string }) => i.name],
+    ] as const) {
+      const all = await t.http.get(path).query({ limit: 200 }).set(...bearer(o.keys.agent)).expect(200);
+      expect(all.body.nextCursor).toBeNull();
+      expect(all.body.items.length).toBeGreaterThanOrEqual(3);
+      const walked: unknown[] = [];
+      let cursor: string | null = null;
+      do {
+        const res: { body: { items: unknown[]; nextCursor: string | null } } = await t.http
+          .get(path)
+          .query({ limit: 1, ...(cursor ? { cursor } : {}) })
+          .set(...bearer(o.keys.agent))
+          .expect(200);
+        expect(res.body.items).toHaveLength(1);
+        walked.push(...res.body.items);
+        cursor = res.body.nextCursor;
+      } while (cursor);
+      expect(walked.map(key as (i: unknown) => string)).toEqual(all.body.items.map(key as (i: unknown) => string));
     }
   });
 

@@ -94,13 +94,16 @@ export class VersionsController {
   @Get('versions/:version/tools')
   @Access('viewer', 'agent')
   @VERSION_PARAM
-  @ApiOperation({ summary: 'The tools the model is offered', description: 'Overrides applied; `requiresApproval` includes the spec\'s `toolApproval`. `format` renders them for a provider.' })
+  @ApiOperation({
+    summary: 'The tools the model is offered',
+    description: 'Overrides applied; `requiresApproval` includes the spec\'s `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.',
+  })
   @ApiOkResponse({ type: OfferedToolPage })
   @ApiNotFoundResponse(VERSION_NOT_FOUND)
   @ApiConflictResponse(NOT_PUBLISHED)
   @ApiForbiddenResponse(SCOPE_LOST)
   tools(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Param('version', VersionParam) version: number | 'latest', @Query() query: ToolsQuery) {
-    return this.versions.tools(ctx, agentId, version, query.format);
+    return this.versions.tools(ctx, agentId, version, query);
   }
 
   @Get('versions/:version/manifest')

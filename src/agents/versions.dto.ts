@@ -83,6 +83,7 @@ export class OfferedToolPage {
     description: '`OfferedTool[]` by default; `OpenAiTool[]` with `format=openai`; `AnthropicTool[]` with `format=anthropic`.',
   })
   items: (OfferedToolView | OpenAiToolView | AnthropicToolView)[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one. The manifest holds every tool at once.' }) nextCursor: string | null;
 }
 
 export class ManifestView {
@@ -97,7 +98,7 @@ export class ManifestView {
 export const TOOL_FORMATS = ['openai', 'anthropic'] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
 
-export class ToolsQuery {
+export class ToolsQuery extends PageQuery {
   @ApiPropertyOptional({ enum: TOOL_FORMATS, description: 'Render the tools in a provider\'s function-calling shape, to paste in unchanged.' })
   @IsOptional() @IsIn(TOOL_FORMATS)
   format?: ToolFormat;

@@ -4,14 +4,14 @@ import { AuditService } from '../audit/audit.service';
 import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
-import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
+import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
 import { AgentsService } from './agents.service';
 import type { AgentSpec, OfferedTool } from './built-version';
 import { canonicalHash, contentHash } from './digests';
 import { SpecError, SpecValidator } from './spec-validator.service';
 import { renderTool, toOfferedTool } from './tool-formats';
 import { AgentIdentity, DetailedBuild, DriftEntry, VersionBuilder, VersionRow } from './version-builder.service';
-import { AgentVersionView, ManifestView, ToolFormat, ValidationResultView } from './versions.dto';
+import { AgentVersionView, ManifestView, ToolsQuery, ValidationResultView } from './versions.dto';
 
 /** Attempts at a publish that lost a race on a unique key; with the agent row locked, one is the norm. */
 const PUBLISH_ATTEMPTS = 3;
@@ -161,10 +161,11 @@ export class VersionsService {
     return toVersionView(detailed.row, detailed.drift);
   }
 
-  async tools(ctx: RequestContext, agentId: string, version: number | 'latest', format?: ToolFormat): Promise<{ items: unknown[] }> {
+  async tools(ctx: RequestContext, agentId: string, version: number | 'latest', query: ToolsQuery): Promise<Page<unknown>> {
     const detailed = await this.buildGranted(ctx, agentId, version);
     const offered = detailed.built.tools.map(toOfferedTool);
-    return { items: format ? offered.map((t) => renderTool(t, format)) : offered };
+    const format = query.format;
+    return pageByPosition<unknown>(format ? offered.map((t) => renderTool(t, format)) : offered, query);
   }
 
   async manifest(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<ManifestView> {

@@ -20,7 +20,7 @@ export class CapabilitiesController {
   @Get()
   @Access('authenticated')
   @ApiOperation({
-    summary: 'The capability catalog, sorted by id',
+    summary: 'The capability catalog, sorted by id, a page at a time like every list',
     description: 'Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.',
   })
   @ApiHeader({ name: 'If-None-Match', required: false, description: 'An ETag from an earlier answer.' })
@@ -29,7 +29,8 @@ export class CapabilitiesController {
   @ApiBadRequestResponse(ProblemResponse('An unknown filter, or a bad filter value (`invalid_request`).'))
   list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
     const grantedScopes = ctx.principal.type === 'api_key' ? ctx.principal.orgScopes : undefined;
-    const { body, etag } = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(query, grantedScopes);
+    const { limit, cursor, ...filter } = query;
+    const { body, etag } = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(filter, grantedScopes, { limit, cursor });
     void reply
       .header('ETag', etag)
       // The answer depends on the caller's organization (`available`): shared caches must keep them apart.

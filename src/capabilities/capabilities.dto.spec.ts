@@ -9,7 +9,7 @@ describe('catalog OpenAPI views', () => {
     const descriptor = registry.catalog().find((d) => d.id === 'fixture-notes')!;
     expect(Object.keys(new CapabilityDescriptorView()).sort()).toEqual([...Object.keys(descriptor), 'available'].sort());
     expect(Object.keys(new ToolDescriptorView()).sort()).toEqual(Object.keys(descriptor.tools[0]).sort());
-    expect(Object.keys(new CapabilityListView())).toEqual(['items']);
+    expect(Object.keys(new CapabilityListView())).toEqual(['items', 'nextCursor']);
     await moduleRef.close();
   });
 });

@@ -1,9 +1,10 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsOptional, IsString, MaxLength } from 'class-validator';
+import { PageQuery } from '../common/pagination';
 import { TOOL_RISKS, ToolRisk } from './capability.types';
 
-/** Catalog filters; each optional, combined with AND. Anything else in the query is refused. */
-export class CapabilityQuery {
+/** Catalog filters; each optional, combined with AND; and the page (`limit`, `cursor`) like every list. Anything else is refused. */
+export class CapabilityQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'Only capabilities of this category.' })
   @IsOptional() @IsString() @MaxLength(200)
   category?: string;
@@ -61,4 +62,5 @@ export class CapabilityDescriptorView {
 
 export class CapabilityListView {
   @ApiProperty({ type: [CapabilityDescriptorView] }) items: CapabilityDescriptorView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
 }

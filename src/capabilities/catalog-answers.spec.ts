@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { CapabilityDescriptor, catalogView } from './capability-catalog';
+import { ApiError } from '../common/api-error';
+import { encodeCursor } from '../common/pagination';
 import { CATALOG_ANSWERS_BYTES, CatalogAnswers } from './catalog-answers';
 
 function descriptor(id: string, scopes: string[], extra: Partial<CapabilityDescriptor> = {}): CapabilityDescriptor {
@@ -16,7 +18,7 @@ describe('CatalogAnswers', () => {
     const answers = new CatalogAnswers(catalog);
     for (const [filter, scopes] of [[{}, undefined], [{}, ['b:use']], [{ category: 'other' }, []]] as const) {
       const { body, etag } = answers.answer(filter, scopes);
-      expect(body).toBe(JSON.stringify({ items: catalogView(catalog, filter, scopes) }));
+      expect(body).toBe(JSON.stringify({ items: catalogView(catalog, filter, scopes), nextCursor: null }));
       expect(etag).toBe(`"${createHash('sha256').update(body).digest('base64url')}"`);
     }
   });
@@ -27,6 +29,17 @@ describe('CatalogAnswers', () => {
     expect(answers.answer({ tag: 'x' }, ['b:use', 'z', 'z'])).toBe(first);
     expect(answers.answer({ tag: 'y' }, ['b:use', 'z'])).not.toBe(first);
     expect(answers.answer({ tag: 'x' }, ['b:use'])).not.toBe(first);
+  });
+
+  it('answers a page at a time, each page kept apart, and refuses a cursor it did not issue', () => {
+    const answers = new CatalogAnswers(catalog);
+    const first = JSON.parse(answers.answer({}, undefined, { limit: 1 }).body);
+    expect(first).toEqual({ items: [expect.objectContaining({ id: 'a' })], nextCursor: encodeCursor(['a']) });
+    const second = JSON.parse(answers.answer({}, undefined, { limit: 1, cursor: first.nextCursor }).body);
+    expect(second).toEqual({ items: [expect.objectContaining({ id: 'b' })], nextCursor: null });
+    expect(answers.answer({}, undefined, { limit: 1 })).toBe(answers.answer({}, undefined, { limit: 1 }));
+    expect(answers.answer({}, undefined, { limit: 1 })).not.toBe(answers.answer({}, undefined, { limit: 2 }));
+    expect(() => answers.answer({}, undefined, { cursor: 'nope!' })).toThrow(ApiError);
   });
 
   it('tells an organization with no scopes apart from the platform admin (no `available`)', () => {

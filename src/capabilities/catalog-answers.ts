@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
 import { LruCache } from '../common/lru-cache';
+import { DEFAULT_LIMIT, pageByKey, PageQuery } from '../common/pagination';
 import { CapabilityDescriptor, catalogView, CatalogFilter } from './capability-catalog';
 
 export interface CatalogAnswer {
-  /** The JSON of `{ items }`. */
+  /** The JSON of `{ items, nextCursor }`. */
   body: string;
   /** A strong ETag of the body. */
   etag: string;
@@ -31,13 +32,20 @@ export class CatalogAnswers {
     return this.answers.capacity;
   }
 
-  /** `grantedScopes` only for an organization's key (API.md: `available`). */
-  answer(filter: CatalogFilter, grantedScopes?: readonly string[]): CatalogAnswer {
+  /**
+   * One page of the filtered catalog (API.md: lists take `limit` and `cursor`). `grantedScopes`
+   * only for an organization's key (API.md: `available`). A cursor this API did not issue is a
+   * 400 before anything is kept.
+   */
+  answer(filter: CatalogFilter, grantedScopes?: readonly string[], page: PageQuery = {}): CatalogAnswer {
     const scopes = grantedScopes ? [...new Set(grantedScopes)].sort() : null;
-    const key = JSON.stringify([filter.category ?? null, filter.tag ?? null, filter.profile ?? null, filter.workerType ?? null, filter.risk ?? null, scopes]);
+    const key = JSON.stringify([
+      filter.category ?? null, filter.tag ?? null, filter.profile ?? null, filter.workerType ?? null, filter.risk ?? null, scopes,
+      page.limit ?? DEFAULT_LIMIT, page.cursor ?? null,
+    ]);
     let answer = this.answers.get(key);
     if (!answer) {
-      const body = JSON.stringify({ items: catalogView(this.catalog, filter, scopes ?? undefined) });
+      const body = JSON.stringify(pageByKey(catalogView(this.catalog, filter, scopes ?? undefined), page, (d) => d.id));
       answer = { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
       this.answers.set(key, answer);
     }

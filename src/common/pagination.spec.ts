@@ -1,5 +1,5 @@
 import { ApiError } from './api-error';
-import { decodeCursor, encodeCursor, pageOf } from './pagination';
+import { decodeCursor, encodeCursor, pageByKey, pageByPosition, pageOf } from './pagination';
 
 describe('cursor pagination', () => {
   it('round-trips a sort key through an opaque cursor', () => {
@@ -43,5 +43,25 @@ describe('cursor pagination', () => {
     const rows = [1, 2, 3].map((n) => ({ n }));
     expect(pageOf(rows, 2, (r) => [r.n], (r) => r.n)).toEqual({ items: [1, 2], nextCursor: encodeCursor([2]) });
     expect(pageOf(rows, 3, (r) => [r.n], (r) => r.n)).toEqual({ items: [1, 2, 3], nextCursor: null });
+  });
+
+  it('pages an in-memory list sorted by key from the key of the last item', () => {
+    const items = ['a', 'b', 'c', 'd', 'e'].map((id) => ({ id }));
+    const first = pageByKey(items, { limit: 2 }, (i) => i.id);
+    expect(first).toEqual({ items: [{ id: 'a' }, { id: 'b' }], nextCursor: encodeCursor(['b']) });
+    // An item removed at the boundary does not shift the next page.
+    const next = pageByKey(items.filter((i) => i.id !== 'b'), { limit: 2, cursor: first.nextCursor! }, (i) => i.id);
+    expect(next).toEqual({ items: [{ id: 'c' }, { id: 'd' }], nextCursor: encodeCursor(['d']) });
+    expect(pageByKey(items, { limit: 2, cursor: encodeCursor(['d']) }, (i) => i.id)).toEqual({ items: [{ id: 'e' }], nextCursor: null });
+    expect(pageByKey(items, {}, (i) => i.id)).toEqual({ items, nextCursor: null });
+  });
+
+  it('pages an in-memory list by position', () => {
+    const items = [5, 4, 3, 2, 1];
+    const first = pageByPosition(items, { limit: 2 });
+    expect(first).toEqual({ items: [5, 4], nextCursor: encodeCursor([2]) });
+    expect(pageByPosition(items, { limit: 2, cursor: encodeCursor([4]) })).toEqual({ items: [1], nextCursor: null });
+    expect(pageByPosition(items, { limit: 2, cursor: encodeCursor([9]) })).toEqual({ items: [], nextCursor: null });
+    expect(pageByPosition(items, {})).toEqual({ items, nextCursor: null });
   });
 });

@@ -71,6 +71,28 @@ export function pageOf<R, T>(rows: R[], limit: number, keyOf: (row: R) => unknow
   return { items: kept.map(map), nextCursor: more ? encodeCursor(keyOf(kept[kept.length - 1])) : null };
 }
 
+/**
+ * A page of a list computed in memory and sorted by a unique text key (the capability catalog):
+ * the cursor is the key of the last item returned, so a page boundary survives items coming and
+ * going between requests.
+ */
+export function pageByKey<T>(items: readonly T[], query: PageQuery, keyOf: (item: T) => string): Page<T> {
+  const after = decodeCursor(query.cursor, ['text'])?.[0] as string | undefined;
+  const rest = after === undefined ? items : items.filter((item) => keyOf(item) > after);
+  return pageOf([...rest.slice(0, (query.limit ?? DEFAULT_LIMIT) + 1)], query.limit ?? DEFAULT_LIMIT, (item) => [keyOf(item)], (item) => item);
+}
+
+/**
+ * A page of a short list computed in memory whose order is meaningful but not sorted by a key
+ * (the tools a version offers, in spec order): the cursor is the position of the next item.
+ */
+export function pageByPosition<T>(items: readonly T[], query: PageQuery): Page<T> {
+  const limit = query.limit ?? DEFAULT_LIMIT;
+  const start = Number(decodeCursor(query.cursor, ['int'])?.[0] ?? 0);
+  const end = start + limit;
+  return { items: items.slice(start, end), nextCursor: end < items.length ? encodeCursor([end]) : null };
+}
+
 export interface Queryable {
   query(sql: string, params?: unknown[]): Promise<any>;
 }
