@@ -1,6 +1,7 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import { IsDateString, IsIn, IsOptional } from 'class-validator';
+import { IsIn, IsOptional, ValidateBy } from 'class-validator';
+import { normalizeInstant } from '../common/instant';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
@@ -12,8 +13,12 @@ export class AuditQuery extends PageQuery {
   @IsOptional() @IsIn(AUDIT_EVENT_TYPES)
   type?: AuditEventType;
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'Only events at or after this instant.' })
-  @IsOptional() @IsDateString({ strict: true })
+  @ApiPropertyOptional({ format: 'date-time', description: 'Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one).' })
+  @IsOptional()
+  @ValidateBy({
+    name: 'isInstant',
+    validator: { validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined, defaultMessage: () => 'since must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)' },
+  })
   since?: string;
 }
 

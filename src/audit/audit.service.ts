@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
+import { normalizeInstant } from '../common/instant';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 
 export const AUDIT_EVENT_TYPES = [
@@ -76,8 +77,8 @@ export class AuditService {
       where.push(`type = $${params.length}`);
     }
     if (query.since) {
-      params.push(query.since);
-      where.push(`at >= $${params.length}`);
+      params.push(normalizeInstant(query.since));
+      where.push(`at >= $${params.length}::timestamptz`);
     }
     if (after) {
       params.push(String(after[0]));
