@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { Route, walkRoutes } from './support/routes';
 import { ExecFixturesModule, fixtureRuns, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp } from './support/test-app';
-import { createWorld, fillPath, tableCounts, World } from './support/world';
+import { createWorld, fillPath, tableCounts, VALID_BODIES, World } from './support/world';
 
 /**
  * Hostile input against every route that takes any: random and malicious bodies, query strings
@@ -99,6 +99,40 @@ describe('hostile input on every route', () => {
         { numRuns: Math.ceil(RUNS / 2) },
       );
     }
+  });
+
+  it('refuses U+0000 in any string of a valid body or query with 400 naming where, and writes nothing', async () => {
+    // PostgreSQL stores no U+0000 in text or jsonb: every write route answered 500 for one.
+    const before = await tableCounts(t);
+    const withNul = (value: unknown, at: string[]): unknown =>
+      at.length === 0 ? `${value}\u0000` : Array.isArray(value) ? value.map((v, i) => (String(i) === at[0] ? withNul(v, at.slice(1)) : v)) : { ...(value as object), [at[0]]: withNul((value as Record<string, unknown>)[at[0]], at.slice(1)) };
+    const stringPaths = (value: unknown, at: string[] = []): string[][] =>
+      typeof value === 'string' ? [at] : value && typeof value === 'object' ? Object.entries(value).flatMap(([k, v]) => stringPaths(v, [...at, k])) : [];
+    let tried = 0;
+    for (const route of routes) {
+      const body = VALID_BODIES[`${route.method} ${route.path}`];
+      for (const at of stringPaths(body)) {
+        const res = await t.http[route.method.toLowerCase() as 'post'](fillPath(route.path, world.ids, randomUUID))
+          .set(...bearer(tokenFor(route)))
+          .set('Content-Type', 'application/json')
+          .send(JSON.stringify(withNul(body, at)));
+        expect([route.path, res.status, res.body.code, res.body.errors?.[0]]).toEqual([
+          route.path,
+          400,
+          'invalid_request',
+          { path: at.reduce((p, k) => (/^\d+$/.test(k) ? `${p}[${k}]` : p ? `${p}.${k}` : k), ''), code: 'nul_character', message: expect.any(String) },
+        ]);
+        tried++;
+      }
+    }
+    expect(tried).toBeGreaterThanOrEqual(10);
+    const key = await t.http.post(`/api/v1/orgs/${world.org.id}/api-keys`).set(...bearer(world.org.keys.admin)).send({ name: 'a\u0000b', roles: ['viewer'] }).expect(400);
+    expect(key.body.errors[0]).toMatchObject({ path: 'name', code: 'nul_character' });
+    const query = await t.http.get('/api/v1/tool-calls').query({ runId: 'run\u0000' }).set(...bearer(world.org.keys.viewer)).expect(400);
+    expect(query.body.errors[0]).toMatchObject({ path: 'runId', code: 'nul_character' });
+    const inKey = await t.http.post('/api/v1/skills').set(...bearer(world.org.keys.builder)).send({ name: 's', description: 'd', instructions: 'i', 'x\u0000': 1 }).expect(400);
+    expect(inKey.body.errors[0]).toMatchObject({ path: 'x\\u0000', code: 'nul_character' });
+    expect(await tableCounts(t)).toEqual(before);
   });
 
   it('refuses bodies nested deeper than 64 levels before anything recurses into them', async () => {

@@ -1,11 +1,9 @@
-import { ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
+import { findNulCharacter } from './nul-character';
 import { ApiError, FieldError } from './api-error';
+import { joinPath } from './field-path';
 
-/** Joins a property path the way clients read it: `capabilities[0].config.units`. */
-export function joinPath(parent: string, property: string): string {
-  if (/^\d+$/.test(property)) return `${parent}[${property}]`;
-  return parent ? `${parent}.${property}` : property;
-}
+export { joinPath };
 
 /** Flattens class-validator's tree into one entry per problem, each naming its field. */
 export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldError[] {
@@ -25,9 +23,25 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   return out;
 }
 
+/**
+ * Refuses a body or query that holds U+0000 anywhere (see nul-character.ts) with the path of it,
+ * whatever the route, before the route's own validation.
+ */
+class RequestValidationPipe extends ValidationPipe {
+  override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    if (metadata.type === 'body' || metadata.type === 'query') {
+      const path = findNulCharacter(value);
+      if (path !== undefined) {
+        throw ApiError.invalidRequest([{ path, code: 'nul_character', message: `${path || 'the body'} holds the character U+0000, which cannot be stored` }]);
+      }
+    }
+    return super.transform(value, metadata);
+  }
+}
+
 /** Strict everywhere: unknown properties are refused, types are checked, nothing is coerced silently. */
 export function createValidationPipe(): ValidationPipe {
-  return new ValidationPipe({
+  return new RequestValidationPipe({
     whitelist: true,
     forbidNonWhitelisted: true,
     forbidUnknownValues: true,

@@ -38,6 +38,17 @@ describe('applyOutputBudget', () => {
     expect(out.offloaded).toEqual({ result: rows, tokens: countTokens(JSON.stringify(rows)) });
   });
 
+  it('replaces U+0000, which cannot be stored, in strings and keys, kept or offloaded', () => {
+    expect(applyOutputBudget({ 'k\u0000': ['a\u0000b'] }, {})).toEqual({ result: { 'k\uFFFD': ['a\uFFFDb'] }, truncated: false });
+    const cut = applyOutputBudget({ rows: 'row\u0000 '.repeat(200) }, { maxOutputTokens: 40, offloadLargeResults: true });
+    expect(cut.truncated).toBe(true);
+    expect(cut.result).toContain('row\uFFFD');
+    expect(cut.result).not.toContain('\\u0000');
+    expect(cut.offloaded?.result).toEqual({ rows: 'row\uFFFD '.repeat(200) });
+    // The text `\u0000` (a backslash, then u0000) is not the character: it is kept.
+    expect(applyOutputBudget('C:\\u0000', {})).toEqual({ result: 'C:\\u0000', truncated: false });
+  });
+
   it('turns undefined into null and refuses what is not JSON or too large', () => {
     expect(applyOutputBudget(undefined, {})).toEqual({ result: null, truncated: false });
     const circular: Record<string, unknown> = {};

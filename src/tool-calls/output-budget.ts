@@ -1,5 +1,6 @@
 import { countTokens, decode, encodeGenerator, isWithinTokenLimit } from 'gpt-tokenizer';
 import type { ToolDeclaration } from '../capabilities/capability.types';
+import { withoutNulCharacters } from '../common/nul-character';
 
 /** Past this, a result is refused rather than stored: it would not reach a model anyway. */
 export const MAX_RESULT_CHARS = 16 * 1024 * 1024;
@@ -39,7 +40,12 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
     throw new UnusableResultError('result_too_large', `The tool returned more than ${MAX_RESULT_CHARS} characters.`);
   }
   // What clients read back is the JSON form; measuring anything else would measure a different thing.
-  const result: unknown = JSON.parse(json);
+  let result: unknown = JSON.parse(json);
+  if (json.includes('\\u0000')) {
+    // U+0000 cannot be stored (see nul-character.ts); a tool's text keeps everything else.
+    result = withoutNulCharacters(result);
+    json = JSON.stringify(result);
+  }
   const max = declaration.maxOutputTokens ?? 0;
   const text = typeof result === 'string' ? result : json;
   // A token is at least one character, so a text no longer than the limit is within it.

@@ -21,6 +21,11 @@ describe('runTool', () => {
     expect(out).toEqual({ status: 'failed', error: { code: 'not_found', message: 'No such order.' } });
   });
 
+  it('replaces U+0000 in a ToolError message: it cannot be stored', async () => {
+    const out = await runTool(tool(() => Promise.reject(new ToolError('bad_input', 'No order a\u0000b.'))), {}, context, 1000, fail);
+    expect(out).toEqual({ status: 'failed', error: { code: 'bad_input', message: 'No order a\uFFFDb.' } });
+  });
+
   it('refuses a ToolError code that is not a safe identifier', async () => {
     const out = await runTool(tool(() => { throw new ToolError('Bad Code!', ''); }), {}, context, 1000, fail);
     expect(out).toEqual({ status: 'failed', error: { code: 'tool_error', message: 'The tool failed.' } });

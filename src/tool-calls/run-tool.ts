@@ -1,4 +1,5 @@
 import { ToolContext, ToolDeclaration, ToolError } from '../capabilities/capability.types';
+import { withoutNulCharacters } from '../common/nul-character';
 import { applyOutputBudget, BudgetedResult, UnusableResultError } from './output-budget';
 
 export type ToolOutcome =
@@ -49,7 +50,7 @@ export async function runTool(
     if (err instanceof UnusableResultError) return { status: 'failed', error: { code: err.code, message: err.message } };
     if (err instanceof ToolError) {
       const code = typeof err.code === 'string' && SAFE_CODE.test(err.code) ? err.code : 'tool_error';
-      const message = typeof err.message === 'string' && err.message ? err.message.slice(0, MAX_MESSAGE) : 'The tool failed.';
+      const message = typeof err.message === 'string' && err.message ? withoutNulCharacters(err.message.slice(0, MAX_MESSAGE)) : 'The tool failed.';
       return { status: 'failed', error: { code, message } };
     }
     // Anything else is a bug in the tool: its message may hold internals, so it goes to the log only.
