@@ -14,10 +14,11 @@ import { SCENARIOS } from './run';
  * figures from two separate runs cannot be compared; these can.
  *
  *   npm run bench:compare -- --ref=main                    # main (before) vs the working tree (after)
+ *   npm run bench:compare -- --ref=abc123 --ref-b=def456   # two commits
  *   npm run bench:compare -- --a-env=LOG_LEVEL=warn        # the working tree twice, A with other env
  *   ... --only=tool-call,offered-tools                      # which product scenarios (default: all)
  *
- * --ref is extracted with `git archive` into a temporary directory (no worktree, no checkout) that
+ * A ref is extracted with `git archive` into a temporary directory (no worktree, no checkout) that
  * uses this checkout's node_modules. The governed floor runs once, as the reference row.
  */
 async function main(): Promise<void> {
@@ -28,22 +29,25 @@ async function main(): Promise<void> {
   const only = flag('only')?.split(',');
   const options = benchOptions();
 
-  let checkout: string | undefined;
-  let labelA = 'A: working tree';
-  if (ref) {
-    const sha = execFileSync('git', ['rev-parse', '--short', ref], { cwd: ROOT }).toString().trim();
-    checkout = mkdtempSync(join(tmpdir(), `bench-ref-${sha}-`));
-    execSync(`git archive --format=tar ${sha} | tar -x -C ${checkout}`, { cwd: ROOT });
-    symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'));
-    labelA = `A: ${ref} (${sha})`;
-  }
+  const checkouts: string[] = [];
+  const extract = (r: string): { root: string; label: string } => {
+    const sha = execFileSync('git', ['rev-parse', '--short', r], { cwd: ROOT }).toString().trim();
+    const root = mkdtempSync(join(tmpdir(), `bench-ref-${sha}-`));
+    checkouts.push(root);
+    execSync(`git archive --format=tar ${sha} | tar -x -C ${root}`, { cwd: ROOT });
+    symlinkSync(join(ROOT, 'node_modules'), join(root, 'node_modules'));
+    return { root, label: `${r} (${sha})` };
+  };
+  const refB = flag('ref-b');
+  const treeA = ref ? extract(ref) : { root: undefined, label: 'working tree' };
+  const treeB = refB ? extract(refB) : { root: undefined, label: 'working tree' };
   const envA = envOf(flag('a-env'));
   const envB = envOf(flag('b-env'));
-  if (Object.keys(envA).length) labelA += ` ${JSON.stringify(envA)}`;
-  const labelB = `B: working tree${Object.keys(envB).length ? ` ${JSON.stringify(envB)}` : ''}`;
+  const labelA = `A: ${treeA.label}${Object.keys(envA).length ? ` ${JSON.stringify(envA)}` : ''}`;
+  const labelB = `B: ${treeB.label}${Object.keys(envB).length ? ` ${JSON.stringify(envB)}` : ''}`;
 
-  const a = new BenchSession(options, { root: checkout, label: 'product-a', env: envA });
-  const b = new BenchSession(options, { label: 'product-b', env: envB });
+  const a = new BenchSession(options, { root: treeA.root, label: 'product-a', env: envA });
+  const b = new BenchSession(options, { root: treeB.root, label: 'product-b', env: envB });
   const product = SCENARIOS.filter((s) => !['bare-fastify', 'governed-floor'].includes(s.id) && (!only || only.includes(s.id)));
   const floor = SCENARIOS.find((s) => s.id === 'governed-floor')!;
   const items: ThroughputItem[] = [{ scenario: floor, session: b }];
@@ -79,7 +83,7 @@ async function main(): Promise<void> {
   } finally {
     await a.close();
     await b.close();
-    if (checkout) rmSync(checkout, { recursive: true, force: true });
+    for (const root of checkouts) rmSync(root, { recursive: true, force: true });
   }
   process.exit(failed ? 1 : 0);
 }
