@@ -67,10 +67,10 @@ export async function measureToolCallGrowth(options = benchOptions()): Promise<R
     );
     // Two rounds: this table asks whether the rows change anything, not how fast a call is.
     const result = await runItems(
-      levels.map((target, i) => ({ scenario: toolCall, session: sessions[i], id: `rows-${target}`, name: `${target} rows` })),
+      levels.map((target, i) => ({ scenario: toolCall, session: sessions[i], id: `rows-${i}`, name: `${target} rows` })),
       { ...options, rounds: Math.min(options.rounds, 2) },
     );
-    return counted.map((c) => ({ ...c, measurement: result.rows.find((r) => r.id === `rows-${c.target}`)!.measurement }));
+    return counted.map((c, i) => ({ ...c, measurement: result.rows.find((r) => r.id === `rows-${i}`)!.measurement }));
   } finally {
     for (const session of sessions) await session.close();
   }

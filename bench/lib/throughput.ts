@@ -29,7 +29,7 @@ function log(message: string): void {
 
 /**
  * Measures scenarios side by side: every target is prepared first, then each scenario is warmed
- * up, then measured in rounds that interleave the scenarios (A B C, A B C, ...), so a burst of
+ * up, then measured in rounds that interleave the scenarios (A B C, B C A, ...), so a burst of
  * load from elsewhere on the machine lands on every row, not on one.
  */
 export async function runThroughput(session: BenchSession, scenarios: readonly ThroughputScenario[]): Promise<ThroughputResult> {
@@ -66,7 +66,10 @@ export async function runItems(items: readonly ThroughputItem[], options: BenchS
   }
   const measured = new Map<string, Measurement[]>(ready.map((r) => [r.scenario.id, []]));
   for (let round = 1; round <= rounds; round++) {
-    for (const { scenario, spec } of ready) {
+    // Each round starts one scenario later (A B C, B C A, C A B): whatever being first or last in
+    // a round does (the first ran right after the others' warm-up, say) falls on every row alike.
+    const shift = (round - 1) % ready.length;
+    for (const { scenario, spec } of [...ready.slice(shift), ...ready.slice(0, shift)]) {
       log(`round ${round}/${rounds}: ${scenario.id} (${duration}s)`);
       measured.get(scenario.id)!.push(await runLoad(spec, duration));
     }
