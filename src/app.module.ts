@@ -16,6 +16,7 @@ import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { RunsModule } from './runs/runs.module';
 import { SkillsModule } from './skills/skills.module';
 import { SecretsModule } from './secrets/secrets.module';
 import { EgressModule } from './egress/egress.module';
@@ -62,6 +63,7 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        RunsModule,
         ...(options.imports ?? []),
       ],
       providers: [

@@ -16,6 +16,26 @@ export interface DriftEntry {
   reason: 'changed' | 'removed' | 'added';
 }
 
+/**
+ * Which worker of the agent asks (seed 1's `profiles` and `workerTypes`): only the capabilities
+ * that apply contribute. A capability with an empty list applies to every profile (worker type),
+ * and an unset field asks for no narrowing, as in the catalog's filters.
+ */
+export interface Applicability {
+  profile?: string;
+  workerType?: string;
+}
+
+export function applies(definition: { profiles?: readonly string[]; workerTypes?: readonly string[] }, a: Applicability | undefined): boolean {
+  if (!a) return true;
+  const profiles = definition.profiles ?? [];
+  const workerTypes = definition.workerTypes ?? [];
+  return (
+    (a.profile === undefined || profiles.length === 0 || profiles.includes(a.profile)) &&
+    (a.workerType === undefined || workerTypes.length === 0 || workerTypes.includes(a.workerType))
+  );
+}
+
 /** Who contributed to an agent (a `null` build contributes nothing) and the scopes it needs. */
 export interface Contributor {
   capabilityId: string;
@@ -29,6 +49,8 @@ export interface Composition {
   limits: { maxToolCallsPerRun?: number };
   tools: RunnableTool[];
   contributors: Contributor[];
+  /** Offered names of the tools of capabilities that do not apply to the worker asking (see Applicability). */
+  withheld: string[];
 }
 
 export interface VersionRow {
@@ -104,19 +126,19 @@ export class VersionBuilder {
   ) {}
 
   /** Throws ApiError 404 not_found (no such agent in this org / no such version), 409 not_published (no version yet). */
-  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<BuiltVersion> {
-    return (await this.buildDetailed(orgId, orgScopes, agentId, version)).built;
+  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<BuiltVersion> {
+    return (await this.buildDetailed(orgId, orgScopes, agentId, version, applicability)).built;
   }
 
-  async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
-    return this.buildFrozen(orgId, orgScopes, await this.loadFrozen(orgId, agentId, version));
+  async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<DetailedBuild> {
+    return this.buildFrozen(orgId, orgScopes, await this.loadFrozen(orgId, agentId, version), applicability);
   }
 
   async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow): Promise<DetailedBuild> {
     return this.buildFrozen(orgId, orgScopes, this.cached(orgId, agent.id, row.version) ?? this.freeze(orgId, agent, row));
   }
 
-  private async buildFrozen(orgId: string, orgScopes: readonly string[], frozen: FrozenVersion): Promise<DetailedBuild> {
+  private async buildFrozen(orgId: string, orgScopes: readonly string[], frozen: FrozenVersion, applicability?: Applicability): Promise<DetailedBuild> {
     const { agent, row } = frozen;
     const resources = await this.resourcesOf(orgId, frozen);
     const composition = await this.compose(
@@ -126,7 +148,10 @@ export class VersionBuilder {
       resources,
       row.tool_digests,
       frozen,
+      applicability,
     );
+    // A tool withheld from this worker is not drift: to it, the version never offered it (404 unknown_tool).
+    const pinned = composition.withheld.length ? omit(row.tool_digests, composition.withheld) : row.tool_digests;
     const built: BuiltVersion = {
       orgId,
       agentId: agent.id,
@@ -138,9 +163,9 @@ export class VersionBuilder {
       settings: composition.settings,
       limits: composition.limits,
       tools: composition.tools,
-      pinnedTools: row.tool_digests,
+      pinnedTools: pinned,
     };
-    return { built, row, contributors: composition.contributors, drift: driftOf(row.tool_digests, composition.tools) };
+    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools) };
   }
 
   /**
@@ -231,18 +256,24 @@ export class VersionBuilder {
     resources: ResolvedResources,
     pinned: Record<string, string>,
     memo?: ComposeMemo,
+    applicability?: Applicability,
   ): Promise<Composition> {
     const prompts: string[] = [];
     const settings: Record<string, unknown> = {};
     const limits: { maxToolCallsPerRun?: number } = {};
     const tools: RunnableTool[] = [];
     const contributors: Contributor[] = [];
+    const withheld: string[] = [];
 
     for (const ref of spec.capabilities) {
       const registered = this.registry.get(ref.id);
       if (!registered) {
         // Removed from the code since publish: it contributes nothing, and its pinned tools show as drift.
         this.logger.warn(`agent ${agent.id} v${agent.version}: capability "${ref.id}" is no longer registered`);
+        continue;
+      }
+      if (!applies(registered.definition, applicability)) {
+        for (const t of registered.tools) withheld.push(ownEntry(spec.toolOverrides, t.declaration.id)?.name ?? t.declaration.id);
         continue;
       }
       let config = memo?.configs.get(ref.id);
@@ -306,6 +337,7 @@ export class VersionBuilder {
       limits,
       tools,
       contributors,
+      withheld,
     };
   }
 }
@@ -330,6 +362,11 @@ function memoizedDigest(memo: ComposeMemo['digests'], key: string, facts: ToolDe
   const digest = toolDigest(facts);
   memo.set(key, { facts, digest });
   return digest;
+}
+
+function omit(digests: Readonly<Record<string, string>>, names: readonly string[]): Record<string, string> {
+  const drop = new Set(names);
+  return Object.fromEntries(Object.entries(digests).filter(([name]) => !drop.has(name)));
 }
 
 function deepFreeze<T>(value: T): T {

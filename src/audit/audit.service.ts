@@ -19,6 +19,12 @@ export const AUDIT_EVENT_TYPES = [
   'approval.approved',
   'approval.rejected',
   'approval.expired',
+  'run.started',
+  'run.succeeded',
+  'run.failed',
+  'run.cancelled',
+  'model_provider.created',
+  'model_provider.deleted',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

@@ -32,7 +32,8 @@ export type ErrorCode =
   | 'approval_arguments_changed'
   | 'result_not_available'
   | 'egress_refused'
-  | 'mcp_connect_failed';
+  | 'mcp_connect_failed'
+  | 'model_not_configured';
 
 export interface FieldError {
   path: string;

@@ -18,6 +18,6 @@ import { ToolExecutor } from './tool-executor.service';
   imports: [AgentsModule, CapabilitiesModule],
   controllers: [ToolCallsController, ApprovalsController],
   providers: [ToolExecutor, ToolCallsRepository, ToolCallsService, IdempotencyService, CallSettledNotifier, ToolCallSweeper],
-  exports: [ToolExecutor, ToolCallsService],
+  exports: [ToolExecutor, ToolCallsService, CallSettledNotifier],
 })
 export class ToolCallsModule {}

@@ -33,6 +33,9 @@ export interface ToolCallRequest {
   /** Default `latest`. */
   version?: number | 'latest';
   runId?: string | null;
+  /** The worker asking (a run's profile and worker type): only the capabilities that apply to it offer tools. */
+  profile?: string;
+  workerType?: string;
   /** Recorded on the call and in its audit events. */
   entryPoint: EntryPoint;
   idempotencyKey?: string;
@@ -145,7 +148,7 @@ export class ToolExecutor {
   private async requestClaimed(principal: ApiKeyPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined): Promise<ToolCallOutcome> {
     const orgId = principal.orgId;
     const createdAt = new Date();
-    const built = await this.versions.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest');
+    const built = await this.versions.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest', { profile: req.profile, workerType: req.workerType });
     const runId = req.runId ?? null;
     const denial = {
       principal,

@@ -31,6 +31,8 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   }
   const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
   if (skill.status === 201) ids.skillId = skill.body.id;
+  const provider = await t.http.post('/api/v1/model-providers').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-model`, kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', apiKey: `sk-${marker}` });
+  if (provider.status === 201) ids.modelProviderId = provider.body.id;
   return { org, ids, marker };
 }
 
@@ -40,6 +42,7 @@ export function fillPath(path: string, ids: Record<string, string>, fallback: ()
     if (ids[name]) return ids[name];
     if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
+    if (name === 'id' && path.startsWith('/api/v1/model-providers')) return ids.modelProviderId ?? fallback();
     return fallback();
   });
 }
@@ -74,6 +77,10 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/approvals/:id/approve': {},
   'POST /api/v1/approvals/:id/reject': { reason: 'no' },
   'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  // Tests allow loopback egress; nothing listens on port 9 and nothing is called when saving.
+  'POST /api/v1/model-providers': { name: 'world-model', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1' },
+  'POST /api/v1/agents/:agentId/runs': { input: 'hello' },
+  'POST /api/v1/runs/:id/cancel': undefined,
 };
 
 export function validBody(method: string, path: string): { known: boolean; body: unknown } {
