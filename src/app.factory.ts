@@ -12,6 +12,7 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -23,6 +24,8 @@ export interface CreateAppOptions {
   rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
+  /** The built console to serve at /console; default `console/dist` (tests build one of their own). */
+  consoleDir?: string;
 }
 
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
@@ -82,6 +85,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
+  await registerConsole(fastify, options.consoleDir);
 
   const document = addCommonProblems(SwaggerModule.createDocument(
     app,
