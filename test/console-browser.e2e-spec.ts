@@ -28,6 +28,9 @@ async function accessibilityProblems(page: Page): Promise<string[]> {
     .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
+// A page at a time on a loaded 2-core machine: each test gets minutes, not Jest's default minute.
+jest.setTimeout(180_000);
+
 describe('the Builder console in a browser (e2e)', () => {
   let t: TestApp;
   let build: ReturnType<typeof buildConsole>;
@@ -144,6 +147,12 @@ describe('the Builder console in a browser (e2e)', () => {
     const message = await Promise.all(describedBy.map((id) => page.locator(`[id="${id}"]`).innerText()));
     expect(message.join(' ')).toMatch(/20/);
     expect(await summary.innerText()).toContain('capabilities[0].config.maxResults');
+    if (SCREENSHOTS) {
+      await page.setViewportSize({ width: 1280, height: 1500 });
+      await page.evaluate('window.scrollTo(0, 0)');
+      await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-editor.png') });
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
 
     await results.fill('8');
     await page.getByRole('combobox', { name: 'Reasoning effort' }).selectOption({ label: 'Deliberates at length before answering: multi-step reasoning, planning, tricky analysis. Slower, and costs the most tokens.' });
@@ -152,7 +161,6 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByRole('checkbox', { name: 'Support handbook' }).check();
     // The multiline string is edited in the Markdown editor, default drawn as its value.
     expect(await page.getByRole('textbox', { name: 'Summary prompt' }).inputValue()).toContain('Summarize the conversation');
-    if (SCREENSHOTS) await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-editor.png'), fullPage: false });
     await page.getByRole('button', { name: 'Publish' }).click();
     await page.getByText('Version 1 published').waitFor();
     expect(await page.getByRole('alert').filter({ hasText: 'problem' }).count()).toBe(0);
