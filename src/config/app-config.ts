@@ -1,5 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy, validateSync } from 'class-validator';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -64,6 +64,41 @@ export class EnvironmentVariables {
   /** Failed authentications one client address may make per window; 0 turns it off. */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
+
+  /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
+  @IsOptional() @IsString() @ValidateBy({
+    name: 'isOriginList',
+    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+  })
+  CORS_ORIGINS: string = '';
+
+  /** How long one webhook request may take, connection included. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(120_000)
+  WEBHOOK_TIMEOUT_MS: number = 10_000;
+
+  /** The wait before the second attempt; each later wait is three times the one before (at most an hour), with jitter. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS: number = 5_000;
+
+  /** How long a delivery is retried before it is `failed`. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 86400)
+  WEBHOOK_RETRY_WINDOW_SECONDS: number = 86_400;
+}
+
+/** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
+export function parseOrigins(value: string): string[] | undefined {
+  const origins: string[] = [];
+  for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    let url: URL;
+    try {
+      url = new URL(part);
+    } catch {
+      return undefined;
+    }
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== part.replace(/\/$/, '') || url.username || url.password) return undefined;
+    origins.push(url.origin);
+  }
+  return origins;
 }
 
 export interface AppConfig {
@@ -83,6 +118,19 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
+  corsOrigins: string[];
+  events: EventsConfig;
+}
+
+export interface EventsConfig {
+  /** A comment on every open event stream this often (API.md: 15 s). */
+  heartbeatMs: number;
+  /** How often a stream and the webhook dispatcher look for events nobody woke them for. */
+  pollMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryWindowMs: number;
 }
 
 export interface RateLimitConfig {

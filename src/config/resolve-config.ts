@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, parseEnvironment } from './app-config';
+import { AppConfig, ConfigError, parseEnvironment, parseOrigins } from './app-config';
 
 /**
  * Turns the environment into the one typed config object. The platform admin token is the only
@@ -35,6 +35,14 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       perKey: e.RATE_LIMIT_PER_KEY,
       perOrg: e.RATE_LIMIT_PER_ORG,
       authFailures: e.RATE_LIMIT_AUTH_FAILURES,
+    },
+    corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
+    events: {
+      heartbeatMs: 15_000,
+      pollMs: 5_000,
+      webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      webhookRetryWindowMs: e.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
     },
   };
 }
