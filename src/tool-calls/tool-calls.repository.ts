@@ -51,6 +51,7 @@ export class ToolCallsRepository {
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
+    this.audit.committed(events);
   }
 
   /** A call that waits for approval, with its approval and audit events, in one statement. */
@@ -83,6 +84,7 @@ export class ToolCallsRepository {
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
+    this.audit.committed(events);
   }
 
   private completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {
