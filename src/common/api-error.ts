@@ -67,6 +67,8 @@ export const ERROR_STATUS = {
   self_approval_forbidden: 403,
   approval_arguments_changed: 409,
   result_not_available: 404,
+  egress_refused: 422,
+  mcp_connect_failed: 422,
 } as const satisfies Record<ErrorCode, number>;
 
 
