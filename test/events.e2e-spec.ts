@@ -92,7 +92,7 @@ describe('GET /events (e2e)', () => {
     await createAgent(org);
     await resumed.waitFor((x) => x.events.length >= 4);
     await new Promise((r) => setTimeout(r, 300));
-    expect(resumed.events.slice(0, 3).map((e) => e.event.target.valueOf())).toEqual(missed.map((id) => ({ type: 'agent', id })));
+    expect(resumed.events.slice(0, 3).map((e) => e.event.target)).toEqual(missed.map((id) => ({ type: 'agent', id })));
     expect(resumed.events).toHaveLength(4);
     expect(resumed.events.map((e) => e.event.id)).not.toContain(seen.event.id);
   });
