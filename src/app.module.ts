@@ -18,6 +18,8 @@ import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
+import { SecretsModule } from './secrets/secrets.module';
+import { EgressModule } from './egress/egress.module';
 import { ToolCallsModule } from './tool-calls/tool-calls.module';
 
 export interface AppModuleOptions {
@@ -50,6 +52,8 @@ export class AppModule {
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
         RateLimitModule.forRoot(options.rateLimitStore),
+        SecretsModule,
+        EgressModule,
         AuditModule,
         HealthModule,
         OrgsModule,

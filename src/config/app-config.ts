@@ -6,6 +6,8 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+// 32 bytes are 43 base64 characters and one `=` (or 44 characters with url-safe alphabet variants).
+const BASE64_32_BYTES = /^[A-Za-z0-9+/_-]{43}=?$/;
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
 
 /**
@@ -65,6 +67,31 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
 
+  /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  SECRETS_KEY?: string;
+
+  /** The key before the last rotation: what it sealed still opens. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  SECRETS_KEY_PREVIOUS?: string;
+
+  /**
+   * Comma-separated hosts, IP addresses or CIDR ranges that outbound connections may reach although
+   * private or loopback (each item is parsed, and a bad one named, by resolveConfig).
+   */
+  @IsOptional() @IsString() @MaxLength(10_000)
+  EGRESS_ALLOWED_HOSTS: string = '';
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(600_000)
+  EGRESS_CONNECT_TIMEOUT_MS: number = 10_000;
+
+  /** How long an outbound request may wait for the response headers (a caller may ask for less). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
+  EGRESS_TIMEOUT_MS: number = 30_000;
+
+  /** An MCP connection's tool list older than this is listed again before a call uses it. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(86400 * 30)
+  MCP_TOOLS_TTL_SECONDS: number = 300;
   /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
   @IsOptional() @IsString() @ValidateBy({
     name: 'isOriginList',
@@ -118,9 +145,27 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  secrets: SecretsConfig;
+  egress: EgressConfig;
+  /** An MCP connection's tools older than this are listed again before a call. */
+  mcpToolsTtlSeconds: number;
   /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
   corsOrigins: string[];
   events: EventsConfig;
+}
+
+export interface SecretsConfig {
+  /** 32 bytes: what seals new secrets. */
+  key: Buffer;
+  /** 32 bytes: opens what was sealed before a rotation. */
+  previousKey?: Buffer;
+}
+
+export interface EgressConfig {
+  /** Host names (lower case), IP addresses and CIDR ranges exempt from the private-address rule. */
+  allowedHosts: string[];
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
 }
 
 export interface EventsConfig {
@@ -152,7 +197,7 @@ export class ConfigError extends Error {
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const raw: Record<string, unknown> = {};
-  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN']) {
+  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS']) {
     if (env[key] !== undefined) raw[key] = env[key];
   }
   const parsed = plainToInstance(EnvironmentVariables, raw);
