@@ -54,7 +54,7 @@ describe('serving the console', () => {
     expect(res.json()).toMatchObject({ code: 'not_found', detail: expect.stringContaining('npm run build') });
   });
 
-  it('finds console/dist at the package root', () => {
-    expect(defaultConsoleDir()).toBe(join(__dirname, '..', '..', 'console', 'dist'));
+  it('finds dist/console at the package root', () => {
+    expect(defaultConsoleDir()).toBe(join(__dirname, '..', '..', 'dist', 'console'));
   });
 });

@@ -32,17 +32,18 @@ const SECURITY_HEADERS: Record<string, string> = {
 };
 
 /**
- * Where `npm run build` puts the console: `console/dist` at the package root. Found by walking
- * up, because this file runs from `src/console` under ts tooling and from `dist/src/console`
- * once compiled.
+ * Where `npm run build` puts the console: `dist/console` at the package root, beside the compiled
+ * server, so a production image that ships `dist/` ships the console. Found by walking up to the
+ * package.json, because this file runs from `src/console` under ts tooling and from
+ * `dist/src/console` once compiled.
  */
 export function defaultConsoleDir(): string {
   let dir = __dirname;
-  for (let i = 0; i < 5; i++) {
-    if (existsSync(join(dir, 'console', 'package.json'))) return join(dir, 'console', 'dist');
+  for (let i = 0; i < 6; i++) {
+    if (existsSync(join(dir, 'package.json'))) return join(dir, 'dist', 'console');
     dir = resolve(dir, '..');
   }
-  return resolve(process.cwd(), 'console', 'dist');
+  return resolve(process.cwd(), 'dist', 'console');
 }
 
 function notFound(reply: FastifyReply, detail: string): FastifyReply {
