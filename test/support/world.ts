@@ -31,6 +31,9 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   }
   const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
   if (skill.status === 201) ids.skillId = skill.body.id;
+  // Subscribed to a type the suites never cause for a live endpoint: no delivery writes rows behind their backs.
+  const webhook = await t.http.post('/api/v1/webhooks').set(...as).send({ url: 'http://127.0.0.1:9/hook', types: ['webhook.deleted'], description: marker });
+  if (webhook.status === 201) ids.webhookId = webhook.body.id;
   return { org, ids, marker };
 }
 
@@ -40,6 +43,7 @@ export function fillPath(path: string, ids: Record<string, string>, fallback: ()
     if (ids[name]) return ids[name];
     if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
+    if (name === 'id' && path.startsWith('/api/v1/webhooks')) return ids.webhookId ?? fallback();
     return fallback();
   });
 }
@@ -74,6 +78,7 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/approvals/:id/approve': {},
   'POST /api/v1/approvals/:id/reject': { reason: 'no' },
   'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  'POST /api/v1/webhooks': { url: 'http://127.0.0.1:9/hook', types: ['agent.created'] },
 };
 
 export function validBody(method: string, path: string): { known: boolean; body: unknown } {
