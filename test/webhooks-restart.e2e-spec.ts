@@ -71,5 +71,5 @@ describe('webhook deliveries across a restart', () => {
     expect(receiver.received.every((r) => r.valid)).toBe(true);
     expect(receiver.accepted()).toHaveLength(3);
     expect([...receiver.countsById().values()]).toEqual([2, 2, 2]);
-  }, 240_000);
+  }, 600_000);
 });
