@@ -15,6 +15,7 @@ import { dataSourceOptions } from './database/data-source-options';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
+import { McpCatalogModule } from './mcp-catalog/mcp-catalog.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
 import { SecretsModule } from './secrets/secrets.module';
@@ -62,6 +63,7 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        McpCatalogModule,
         ...(options.imports ?? []),
       ],
       providers: [
