@@ -12,6 +12,7 @@ import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
+import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
@@ -64,6 +65,7 @@ export class AppModule {
         ToolCallsModule,
         McpModule,
         McpCatalogModule,
+        EventsModule,
         ...(options.imports ?? []),
       ],
       providers: [

@@ -1,5 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy, validateSync } from 'class-validator';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -92,6 +92,40 @@ export class EnvironmentVariables {
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(86400 * 30)
   MCP_TOOLS_TTL_SECONDS: number = 300;
+  /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
+  @IsOptional() @IsString() @ValidateBy({
+    name: 'isOriginList',
+    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+  })
+  CORS_ORIGINS: string = '';
+
+  /** How long one webhook request may take, connection included. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(120_000)
+  WEBHOOK_TIMEOUT_MS: number = 10_000;
+
+  /** The wait before the second attempt; each later wait is three times the one before (at most an hour), with jitter. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS: number = 5_000;
+
+  /** How long a delivery is retried before it is `failed`. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 86400)
+  WEBHOOK_RETRY_WINDOW_SECONDS: number = 86_400;
+}
+
+/** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
+export function parseOrigins(value: string): string[] | undefined {
+  const origins: string[] = [];
+  for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    let url: URL;
+    try {
+      url = new URL(part);
+    } catch {
+      return undefined;
+    }
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== part.replace(/\/$/, '') || url.username || url.password) return undefined;
+    origins.push(url.origin);
+  }
+  return origins;
 }
 
 export interface AppConfig {
@@ -115,6 +149,9 @@ export interface AppConfig {
   egress: EgressConfig;
   /** An MCP connection's tools older than this are listed again before a call. */
   mcpToolsTtlSeconds: number;
+  /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
+  corsOrigins: string[];
+  events: EventsConfig;
 }
 
 export interface SecretsConfig {
@@ -129,6 +166,16 @@ export interface EgressConfig {
   allowedHosts: string[];
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+}
+
+export interface EventsConfig {
+  /** A comment on every open event stream this often (API.md: 15 s). */
+  heartbeatMs: number;
+  /** How often a stream and the webhook dispatcher look for events nobody woke them for. */
+  pollMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryWindowMs: number;
 }
 
 export interface RateLimitConfig {

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment } from './app-config';
+import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment, parseOrigins } from './app-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 
 /**
@@ -50,6 +50,14 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     },
     egress: { allowedHosts, connectTimeoutMs: e.EGRESS_CONNECT_TIMEOUT_MS, requestTimeoutMs: e.EGRESS_TIMEOUT_MS },
     mcpToolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
+    corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
+    events: {
+      heartbeatMs: 15_000,
+      pollMs: 5_000,
+      webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      webhookRetryWindowMs: e.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
+    },
   };
 }
 

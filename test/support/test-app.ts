@@ -36,6 +36,8 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     // Tests run their fixture servers on loopback ports.
     egress: { allowedHosts: ['127.0.0.1', 'localhost'], connectTimeoutMs: 5000, requestTimeoutMs: 30000 },
     mcpToolsTtlSeconds: 300,
+    corsOrigins: [],
+    events: { heartbeatMs: 15_000, pollMs: 5_000, webhookTimeoutMs: 10_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 86_400_000 },
     ...overrides,
   };
 }

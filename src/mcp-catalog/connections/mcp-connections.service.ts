@@ -78,7 +78,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     if (errors.length > 0) throw ApiError.invalidRequest(errors);
     const missing = entry.definition.scopes.filter((s) => ctx.principal.type === 'api_key' && !ctx.principal.orgScopes.includes(s));
     if (missing.length > 0) {
-      throw new ApiError(403, 'scope_not_granted', `The organization lacks scopes the "${entry.definition.id}" server needs: ${missing.join(', ')}.`, undefined, { missingScopes: missing });
+      throw new ApiError('scope_not_granted', `The organization lacks scopes the "${entry.definition.id}" server needs: ${missing.join(', ')}.`, undefined, { missingScopes: missing });
     }
     if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
@@ -92,9 +92,9 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       await this.pool.release(id);
       const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
       if (failure.code === 'egress_refused') {
-        throw new ApiError(422, 'egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
+        throw new ApiError('egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
       }
-      throw new ApiError(422, 'mcp_connect_failed', `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. Nothing was stored.`, undefined, { reason: failure.code });
+      throw new ApiError('mcp_connect_failed', `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. Nothing was stored.`, undefined, { reason: failure.code });
     }
     const names = Object.keys(credentials).sort();
     try {

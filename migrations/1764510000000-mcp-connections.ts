@@ -5,8 +5,8 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * choose, its sealed credentials, the tools the server last listed, the admins' risk decisions),
  * and which published versions bind which connection (immutable, like the version itself).
  */
-export class McpConnections1764500000000 implements MigrationInterface {
-  name = 'McpConnections1764500000000';
+export class McpConnections1764510000000 implements MigrationInterface {
+  name = 'McpConnections1764510000000';
 
   async up(q: QueryRunner): Promise<void> {
     await q.query(`
