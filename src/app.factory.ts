@@ -14,6 +14,7 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -53,6 +54,8 @@ export interface CreateAppOptions {
   rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
+  /** The built console to serve at /console; default `dist/console` (tests build one of their own). */
+  consoleDir?: string;
 }
 
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
@@ -114,6 +117,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     reply.header('x-request-id', String(request.id));
   });
   installCors(fastify, options.config.corsOrigins);
+  await registerConsole(fastify, options.consoleDir);
 
   const document = addCommonProblems(SwaggerModule.createDocument(
     app,
