@@ -1,7 +1,9 @@
 import { ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { setupApiDocs } from './common/api-docs';
 import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -12,8 +14,37 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id';
+export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id';
+const CORS_METHODS = 'GET, POST, PUT, DELETE';
+
+/**
+ * CORS for the origins in `CORS_ORIGINS`, and for no other: a request from elsewhere gets no CORS
+ * header, so the browser keeps the answer from the page. Preflights are answered here, before
+ * routing and authentication: a browser sends them without the Authorization header.
+ */
+function installCors(fastify: FastifyInstance, origins: string[]): void {
+  if (origins.length === 0) return;
+  const allowed = new Set(origins);
+  fastify.addHook('onRequest', async (request, reply) => {
+    // The answer depends on Origin, so a shared cache must not hand one origin's answer to another.
+    reply.header('Vary', 'Origin');
+    const origin = request.headers.origin;
+    if (typeof origin !== 'string' || !allowed.has(origin)) return;
+    reply.header('Access-Control-Allow-Origin', origin);
+    reply.header('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+    if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
+      reply.header('Access-Control-Allow-Methods', CORS_METHODS);
+      reply.header('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
+      reply.header('Access-Control-Max-Age', '600');
+      return reply.code(204).send();
+    }
+  });
+}
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface CreateAppOptions {
@@ -23,6 +54,8 @@ export interface CreateAppOptions {
   rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
+  /** The built console to serve at /console; default `dist/console` (tests build one of their own). */
+  consoleDir?: string;
 }
 
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
@@ -77,11 +110,14 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
       return;
     }
-    parseJson(request, text, done);
+    // Fastify's parser answers through `done`; its return value is nothing to wait for.
+    void parseJson(request, text, done);
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
+  installCors(fastify, options.config.corsOrigins);
+  await registerConsole(fastify, options.consoleDir);
 
   const document = addCommonProblems(SwaggerModule.createDocument(
     app,
@@ -92,6 +128,6 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .addBearerAuth()
       .build(),
   ));
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', yamlDocumentUrl: 'api/docs-yaml' });
+  setupApiDocs(app, document);
   return app;
 }

@@ -12,9 +12,11 @@ import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
+import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
+import { McpCatalogModule } from './mcp-catalog/mcp-catalog.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { RunsModule } from './runs/runs.module';
 import { SkillsModule } from './skills/skills.module';
@@ -64,6 +66,8 @@ export class AppModule {
         ToolCallsModule,
         McpModule,
         RunsModule,
+        McpCatalogModule,
+        EventsModule,
         ...(options.imports ?? []),
       ],
       providers: [

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment } from './app-config';
+import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment, parseOrigins } from './app-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 
 /**
@@ -58,6 +58,14 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       modelRetries: e.RUN_MODEL_RETRIES,
       modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,
+    },
+    corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
+    events: {
+      heartbeatMs: 15_000,
+      pollMs: 5_000,
+      webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      webhookRetryWindowMs: e.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
     },
   };
 }

@@ -84,7 +84,7 @@ export class ModelProvidersService {
         [orgId, id],
       );
       if (bound.length > 0) {
-        throw new ApiError(409, 'resource_in_use', `Version ${bound[0].version} of agent ${bound[0].agent_id} runs on this provider; it cannot be deleted.`);
+        throw new ApiError('resource_in_use', `Version ${bound[0].version} of agent ${bound[0].agent_id} runs on this provider; it cannot be deleted.`);
       }
       await m.query(`DELETE FROM model_provider WHERE org_id = $1 AND id = $2`, [orgId, id]);
       await this.audit.record(m, {

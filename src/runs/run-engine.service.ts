@@ -8,7 +8,9 @@ import type { ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { SETTLED_STATUSES, ToolExecutor } from '../tool-calls/tool-executor.service';
+import { SETTLED_STATUSES, ToolExecutor } from '../runtime/tool-executor.service';
+import { toToolCallView } from '../tool-calls/tool-call-rows';
+import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import {
   ChatMessage,
@@ -54,6 +56,7 @@ export class RunEngine {
   constructor(
     private readonly repo: RunsRepository,
     private readonly executor: ToolExecutor,
+    private readonly calls: ToolCallsRepository,
     private readonly versions: VersionBuilder,
     private readonly providers: ModelProvidersService,
     private readonly signals: RunSignals,
@@ -89,7 +92,7 @@ export class RunEngine {
     const ctx: RequestContext = { principal, requestId: `run:${row.id}` };
     let built: BuiltVersion;
     try {
-      built = await this.versions.build(row.org_id, principal.orgScopes, row.agent_id, row.version, applicabilityOf(row));
+      built = await this.versions.build(row.org_id, principal.orgScopes, row.agent_id, row.version, undefined, applicabilityOf(row));
     } catch (err) {
       if (err instanceof ApiError) {
         await this.finish(row, owner, 'failed', { error: { code: err.code, message: err.detail } });
@@ -204,8 +207,10 @@ export class RunEngine {
       row.pending.map(async (p): Promise<PendingCall> => {
         if (p.result) return p;
         if (p.toolCallId) {
-          const call = await this.executor.getCall(row.org_id, p.toolCallId);
-          return this.fromCall(p, call, events);
+          const stored = await this.calls.findCall(row.org_id, p.toolCallId);
+          // Recorded for this run by the executor, so it exists; not finding it is the database's problem.
+          if (!stored) throw new Error(`tool call ${p.toolCallId} of run ${row.id} is missing`);
+          return this.fromCall(p, toToolCallView(stored), events);
         }
         const outcome = await this.request(ctx, row, p, built);
         if (outcome === 'retry') {

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { CallSettledNotifier } from '../tool-calls/call-settled.notifier';
+import { CallSettledNotifier } from '../runtime/call-settled.notifier';
 import { RunEngine } from './run-engine.service';
 import { RunsRepository } from './runs.repository';
 

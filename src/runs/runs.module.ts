@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
-import { ToolCallsModule } from '../tool-calls/tool-calls.module';
+import { RuntimeModule } from '../runtime/runtime.module';
 import { ModelProvidersController } from './model-providers.controller';
 import { ModelProvidersService } from './model-providers.service';
 import { RunEngine } from './run-engine.service';
@@ -12,7 +12,7 @@ import { RunsService } from './runs.service';
 
 /** Model providers and agent runs: the model loop, every tool call through the executor. */
 @Module({
-  imports: [AgentsModule, ToolCallsModule],
+  imports: [AgentsModule, RuntimeModule],
   controllers: [ModelProvidersController, RunsController],
   providers: [ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
   exports: [RunWorker],

@@ -38,17 +38,19 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     mcpToolsTtlSeconds: 300,
     // Runs retry a failing model quickly in tests; the suites that measure it set their own.
     runs: { ...DEFAULT_RUNS_CONFIG, modelRetryBaseMs: 20, pollIntervalMs: 200 },
+    corsOrigins: [],
+    events: { heartbeatMs: 15_000, pollMs: 5_000, webhookTimeoutMs: 10_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 86_400_000 },
     ...overrides,
   };
 }
 
 /** The real application on a fresh database of its own. Call `close()` in afterAll. */
 export async function createTestApp(
-  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore'] } = {},
+  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore']; consoleDir?: string } = {},
 ): Promise<TestApp> {
   const db = await createTestDatabase();
   const config = testConfig({ ...options.config, databaseUrl: db.real ? db.url : undefined });
-  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false });
+  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false, consoleDir: options.consoleDir });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return {

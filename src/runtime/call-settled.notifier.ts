@@ -18,6 +18,7 @@ export class CallSettledNotifier {
     return () => this.watchers.delete(listener);
   }
 
+
   /** Returns the function that stops listening. */
   listen(callId: string, wake: () => void): () => void {
     let set = this.waiters.get(callId);
