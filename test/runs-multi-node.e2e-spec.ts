@@ -46,7 +46,8 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
       RUN_MODEL_RETRY_BASE_MS: '10',
     };
     nodes = await Promise.all([startServerProcess(env, ENTRY), startServerProcess(env, ENTRY)]);
-  });
+    // Two server processes starting at once take a while on a busy machine.
+  }, 240_000);
   afterAll(async () => {
     await Promise.all([...nodes, ...extra].map((n) => stopServerProcess(n)));
     await model.close();
@@ -74,7 +75,7 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
       .send({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: { provider: provider.id, name: 'scripted-1' } })
       .expect(200);
     await node(1).post(`/api/v1/agents/${agentId}/publish`).set(...as(keys.builder)).expect(201);
-  });
+  }, 120_000);
 
   async function until(runId: string, statuses: string[], ms = 20_000) {
     const deadline = Date.now() + ms;
@@ -95,7 +96,7 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
     expect(done).toMatchObject({ status: 'succeeded', output: 'Sent from a node.' });
     expect(executed('send_message').filter((l) => l.includes('two nodes'))).toHaveLength(1);
     expect(model.authorizations.slice(from).every((a) => a === 'Bearer sk-nodes')).toBe(true);
-  });
+  }, 120_000);
 
   it('a node killed mid-run is taken over after its lease, and no tool call runs twice', async () => {
     const doomed = await startServerProcess(env, ENTRY);
@@ -116,5 +117,5 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
     const retried = model.requests.slice(from + 2);
     expect(retried).toHaveLength(1);
     expect(retried[0].messages.filter((m) => m.role === 'tool')).toHaveLength(1);
-  });
+  }, 240_000);
 });
