@@ -49,7 +49,7 @@ describe('the Builder console in a browser (e2e)', () => {
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     org = await createOrg(t, ['knowledge:read', 'memory:read', 'memory:write']);
     browser = await launchBrowser();
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     await browser?.close();
     await t?.close();
