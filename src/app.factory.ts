@@ -12,6 +12,7 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { Metrics } from './telemetry/metrics';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -81,6 +82,12 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
+  });
+  // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
+  const metrics = app.get(Metrics);
+  fastify.addHook('onResponse', (request, reply, done) => {
+    metrics.httpRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    done();
   });
 
   const document = addCommonProblems(SwaggerModule.createDocument(

@@ -17,6 +17,8 @@ import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
+import { TelemetryModule } from './telemetry/telemetry.module';
+import { traceFieldsOf } from './telemetry/trace-context';
 import { ToolCallsModule } from './tool-calls/tool-calls.module';
 
 export interface AppModuleOptions {
@@ -40,6 +42,8 @@ export class AppModule {
           pinoHttp: {
             level: config.logLevel,
             genReqId: (req: IncomingMessage) => (req as IncomingMessage & { requestId?: string }).requestId ?? 'unknown',
+            // trace_id (and span_id) on every line logged for a request, so logs and traces join.
+            customProps: (req: IncomingMessage) => traceFieldsOf(req),
             redact: ['req.headers.authorization', 'req.headers.cookie'],
             customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
             serializers: {
@@ -48,6 +52,7 @@ export class AppModule {
           },
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
+        TelemetryModule,
         RateLimitModule.forRoot(options.rateLimitStore),
         AuditModule,
         HealthModule,

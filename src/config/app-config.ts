@@ -64,6 +64,18 @@ export class EnvironmentVariables {
   /** Failed authentications one client address may make per window; 0 turns it off. */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
+
+  /** Set: every node counts rate limits in this Redis, so limits hold across nodes. Unset: per process. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(2048) @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
+  RATE_LIMIT_REDIS_URL?: string;
+
+  /** Prefix of every rate-limit key in Redis, so several deployments (or test runs) can share one Redis. */
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9:._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 : . _ -' })
+  RATE_LIMIT_REDIS_PREFIX: string = 'cp:rl:';
+
+  /** Set: GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512) @Matches(/^\S+$/, { message: 'must not contain spaces' })
+  METRICS_TOKEN?: string;
 }
 
 export interface AppConfig {
@@ -83,6 +95,8 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  /** Unset: /metrics is open (bind it to a private network, or set it). */
+  metricsToken?: string;
 }
 
 export interface RateLimitConfig {
@@ -91,6 +105,9 @@ export interface RateLimitConfig {
   perKey: number;
   perOrg: number;
   authFailures: number;
+  /** Unset: counted per process. */
+  redisUrl?: string;
+  redisPrefix: string;
 }
 
 export class ConfigError extends Error {
@@ -104,7 +121,7 @@ export class ConfigError extends Error {
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const raw: Record<string, unknown> = {};
-  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN']) {
+  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN']) {
     if (env[key] !== undefined) raw[key] = env[key];
   }
   const parsed = plainToInstance(EnvironmentVariables, raw);
