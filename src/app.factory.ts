@@ -1,7 +1,9 @@
 import { ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { setupApiDocs } from './common/api-docs';
 import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -15,6 +17,34 @@ import { addCommonProblems } from './common/openapi';
 import { Metrics } from './telemetry/metrics';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id';
+export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id';
+const CORS_METHODS = 'GET, POST, PUT, DELETE';
+
+/**
+ * CORS for the origins in `CORS_ORIGINS`, and for no other: a request from elsewhere gets no CORS
+ * header, so the browser keeps the answer from the page. Preflights are answered here, before
+ * routing and authentication: a browser sends them without the Authorization header.
+ */
+function installCors(fastify: FastifyInstance, origins: string[]): void {
+  if (origins.length === 0) return;
+  const allowed = new Set(origins);
+  fastify.addHook('onRequest', async (request, reply) => {
+    // The answer depends on Origin, so a shared cache must not hand one origin's answer to another.
+    reply.header('Vary', 'Origin');
+    const origin = request.headers.origin;
+    if (typeof origin !== 'string' || !allowed.has(origin)) return;
+    reply.header('Access-Control-Allow-Origin', origin);
+    reply.header('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+    if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
+      reply.header('Access-Control-Allow-Methods', CORS_METHODS);
+      reply.header('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
+      reply.header('Access-Control-Max-Age', '600');
+      return reply.code(204).send();
+    }
+  });
+}
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 export interface CreateAppOptions {
@@ -83,6 +113,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
+  installCors(fastify, options.config.corsOrigins);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);
   fastify.addHook('onResponse', (request, reply, done) => {
@@ -99,6 +130,6 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .addBearerAuth()
       .build(),
   ));
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', yamlDocumentUrl: 'api/docs-yaml' });
+  setupApiDocs(app, document);
   return app;
 }

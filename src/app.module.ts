@@ -12,6 +12,7 @@ import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
+import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
@@ -19,6 +20,8 @@ import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
 import { TelemetryModule } from './telemetry/telemetry.module';
 import { traceFieldsOf } from './telemetry/trace-context';
+import { SecretsModule } from './secrets/secrets.module';
+import { EgressModule } from './egress/egress.module';
 import { ToolCallsModule } from './tool-calls/tool-calls.module';
 
 export interface AppModuleOptions {
@@ -54,6 +57,8 @@ export class AppModule {
         TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
         TelemetryModule,
         RateLimitModule.forRoot(options.rateLimitStore),
+        SecretsModule,
+        EgressModule,
         AuditModule,
         HealthModule,
         OrgsModule,
@@ -63,6 +68,7 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        EventsModule,
         ...(options.imports ?? []),
       ],
       providers: [

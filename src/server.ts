@@ -22,7 +22,7 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
   const config = resolveConfig(env, say);
   const database = await openDatabase(config);
   if (database.embedded) say(`embedded database in ${config.dataDir} (set DATABASE_URL to use a PostgreSQL server)`);
-  await runMigrations(database.url);
+  await runMigrations(database.url, say);
   const app = await createApp({ config, database, imports });
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();

@@ -30,7 +30,9 @@ export type ErrorCode =
   | 'approval_expired'
   | 'self_approval_forbidden'
   | 'approval_arguments_changed'
-  | 'result_not_available';
+  | 'result_not_available'
+  | 'egress_refused'
+  | 'mcp_connect_failed';
 
 export interface FieldError {
   path: string;

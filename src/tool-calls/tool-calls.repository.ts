@@ -258,6 +258,7 @@ export class ToolCallsRepository {
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
+    this.audit.committed(events);
   }
 
   /** A call that waits for approval, with its approval and audit events, in one statement. */
@@ -290,6 +291,7 @@ export class ToolCallsRepository {
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
+    this.audit.committed(events);
   }
 
   private completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {

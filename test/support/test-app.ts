@@ -32,6 +32,12 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     databasePoolSize: 10,
     // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.
     rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0, redisPrefix: 'cp:rl:' },
+    secrets: { key: randomBytes(32) },
+    // Tests run their fixture servers on loopback ports.
+    egress: { allowedHosts: ['127.0.0.1', 'localhost'], connectTimeoutMs: 5000, requestTimeoutMs: 30000 },
+    mcpToolsTtlSeconds: 300,
+    corsOrigins: [],
+    events: { heartbeatMs: 15_000, pollMs: 5_000, webhookTimeoutMs: 10_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 86_400_000 },
     ...overrides,
   };
 }
