@@ -6,6 +6,8 @@ import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
 import { SpecValidator } from './spec-validator.service';
 import { VersionBuilder } from './version-builder.service';
+import { VersionComposer } from './version-composer.service';
+import { VersionStore } from './version-store.service';
 import { VersionsController } from './versions.controller';
 import { VersionsService } from './versions.service';
 
@@ -16,7 +18,7 @@ import { VersionsService } from './versions.service';
 @Module({
   imports: [CapabilitiesModule, KnowledgeModule, SkillsModule],
   controllers: [AgentsController, VersionsController],
-  providers: [AgentsService, SpecValidator, VersionBuilder, VersionsService],
+  providers: [AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
   exports: [AgentsService, VersionBuilder],
 })
 export class AgentsModule {}

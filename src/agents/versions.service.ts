@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
+import { missingScopes } from '../runtime/tool-policy';
 import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
@@ -185,12 +186,10 @@ export class VersionsService {
     const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
     const granted = new Set(principal.orgScopes);
     const refused = detailed.contributors
-      .map((c) => ({ capabilityId: c.capabilityId, missing: c.scopes.filter((s) => !granted.has(s)) }))
+      .map((c) => ({ capabilityId: c.capabilityId, missing: missingScopes(c.scopes, granted) }))
       .filter((c) => c.missing.length > 0);
     if (refused.length > 0) {
-      throw new ApiError(
-        403,
-        'scope_not_granted',
+      throw new ApiError('scope_not_granted',
         `The organization no longer holds scopes this version needs: ${refused.map((r) => `"${r.capabilityId}" needs ${r.missing.join(', ')}`).join('; ')}.`,
         undefined,
         { missingScopes: refused },
@@ -211,7 +210,7 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
 }
 
 function specInvalid(errors: SpecError[]): ApiError {
-  return new ApiError(422, 'spec_invalid', `The draft cannot be published (${errors.length} problem${errors.length === 1 ? '' : 's'}).`, errors);
+  return new ApiError('spec_invalid', `The draft cannot be published (${errors.length} problem${errors.length === 1 ? '' : 's'}).`, errors);
 }
 
 async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill', orgId: string, ids: string[]): Promise<Set<string>> {

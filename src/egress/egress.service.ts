@@ -59,7 +59,7 @@ export class EgressService implements OnModuleDestroy {
       checkResolved(this.allow, parsed.hostname, addresses.map((a) => a.address));
     } catch (err) {
       if (err instanceof EgressRefusedError) {
-        throw new ApiError(422, 'egress_refused', `${field}: ${err.message}`, [{ path: field, code: 'egress_refused', message: err.message }]);
+        throw new ApiError('egress_refused', `${field}: ${err.message}`, [{ path: field, code: 'egress_refused', message: err.message }]);
       }
       // A host that does not resolve now may later; refusing it is the connect step's job.
       if ((err as NodeJS.ErrnoException).code === 'ENOTFOUND' || (err as NodeJS.ErrnoException).code === 'EAI_AGAIN') return;

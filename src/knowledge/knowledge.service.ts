@@ -165,9 +165,7 @@ export class KnowledgeService {
 }
 
 export function resourceInUse(what: string, bound: { agent_id: string; version: number }[]): ApiError {
-  return new ApiError(
-    409,
-    'resource_in_use',
+  return new ApiError('resource_in_use',
     `The ${what} is bound by a published agent version and cannot be deleted.`,
     undefined,
     bound.length > 0 ? { boundBy: bound.map((b) => ({ agentId: b.agent_id, version: b.version })) } : undefined,

@@ -1,12 +1,13 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
+import { RuntimeModule } from '../runtime/runtime.module';
 import { ToolCallsModule } from '../tool-calls/tool-calls.module';
 import { McpController } from './mcp.controller';
 import { McpService } from './mcp.service';
 
 /** Every published agent as an MCP server (Streamable HTTP), its tools run by the one executor. */
 @Module({
-  imports: [AgentsModule, ToolCallsModule],
+  imports: [AgentsModule, RuntimeModule, ToolCallsModule],
   controllers: [McpController],
   providers: [McpService],
 })

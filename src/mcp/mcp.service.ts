@@ -23,8 +23,10 @@ import { PROBLEM_CONTENT_TYPE, toProblem } from '../common/problem.filter';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import { ToolCallsService } from '../tool-calls/tool-calls.service';
-import { ToolExecutor } from '../tool-calls/tool-executor.service';
-import { PendingFacts, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
+import { DecisionWaiter } from '../runtime/decision-waiter.service';
+import { ToolExecutor } from '../runtime/tool-executor.service';
+import { canRunNow } from '../runtime/tool-policy';
+import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
 /** The agent and the version one MCP request talks to, resolved before MCP starts. */
 export interface McpTarget {
@@ -56,6 +58,7 @@ export class McpService implements OnModuleInit {
   constructor(
     private readonly versions: VersionBuilder,
     private readonly executor: ToolExecutor,
+    private readonly waiter: DecisionWaiter,
     private readonly calls: ToolCallsService,
     private readonly adapterHost: HttpAdapterHost,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -129,7 +132,7 @@ export class McpService implements OnModuleInit {
    */
   private async listTools(principal: ApiKeyPrincipal, built: () => Promise<BuiltVersion>): Promise<ListToolsResult> {
     const granted = new Set(principal.orgScopes);
-    const tools = (await built()).tools.filter((t) => t.pinnedDigest !== undefined && t.digest === t.pinnedDigest && t.scopes.every((s) => granted.has(s)));
+    const tools = (await built()).tools.filter((t) => canRunNow(t, granted));
     return { tools: tools.map(toMcpTool) };
   }
 
@@ -156,8 +159,8 @@ export class McpService implements OnModuleInit {
       waits = outcome.status === 202;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      // MCP makes an unknown tool a protocol error; every other refusal is for the model to read.
-      if (err.code === 'unknown_tool') throw new McpError(ErrorCode.InvalidParams, err.detail);
+      const protocolError = protocolErrorOfCall(err.code);
+      if (protocolError !== undefined) throw new McpError(protocolError, err.detail);
       return refusalResult(err);
     }
     if (waits) call = await this.awaitDecision(orgId, call, extra);
@@ -183,7 +186,7 @@ export class McpService implements OnModuleInit {
     };
     progress(0, waitingMessage(call, waitSeconds));
     if (waitSeconds === 0) return call;
-    return this.executor.waitForDecision(orgId, call.id, {
+    return this.waiter.waitForDecision(orgId, call.id, {
       timeoutMs: waitSeconds * 1000,
       signal: AbortSignal.any([extra.signal, this.closing.signal]),
       onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),
@@ -202,7 +205,7 @@ export class McpService implements OnModuleInit {
       return await run();
     } catch (err) {
       if (err instanceof McpError) throw err;
-      if (err instanceof ApiError) throw new McpError(ErrorCode.InvalidRequest, `${err.detail} (${err.code})`);
+      if (err instanceof ApiError) throw new McpError(protocolErrorOf(err.code), `${err.detail} (${err.code})`);
       this.logger.error({ err, requestId: ctx.requestId, method }, 'MCP request failed');
       throw new McpError(ErrorCode.InternalError, 'Internal error');
     }

@@ -93,7 +93,7 @@ export function rateLimitHeaders(s: RateLimitStatus): Record<string, string> {
 
 function tooMany(ms: number, detail: string, limit?: number): ApiError {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
-  return new ApiError(429, 'rate_limited', `${detail} Retry after ${seconds} s.`, undefined, undefined, {
+  return new ApiError('rate_limited', `${detail} Retry after ${seconds} s.`, undefined, undefined, {
     'Retry-After': String(seconds),
     ...(limit !== undefined ? rateLimitHeaders({ limit, remaining: 0, resetSeconds: seconds }) : {}),
   });
