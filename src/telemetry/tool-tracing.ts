@@ -39,6 +39,17 @@ export function inSpan<T>(name: string, fn: (span: Span) => Promise<T>, attribut
   return tracer().startActiveSpan(name, { kind: SpanKind.INTERNAL, attributes }, (span) => ended(span, fn));
 }
 
+/** A child span around synchronous work (validating arguments). */
+export function inSpanSync<T>(name: string, fn: () => T): T {
+  return tracer().startActiveSpan(name, (span) => {
+    try {
+      return fn();
+    } finally {
+      span.end();
+    }
+  });
+}
+
 async function ended<T>(span: Span, fn: (span: Span) => Promise<T>): Promise<T> {
   try {
     return await fn(span);
