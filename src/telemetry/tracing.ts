@@ -27,9 +27,10 @@ function isOperatorProbe(url: string | undefined): boolean {
 
 /**
  * Starts the SDK when the environment asks for it; answers whether it did. `spanProcessors`
- * replaces the exporter the environment names (tests pass an in-memory one).
+ * replaces the exporter the environment names (tests pass an in-memory one); `instrumentModules:
+ * false` leaves http, Fastify and pg unpatched (a test process that other suites share).
  */
-export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { spanProcessors?: SpanProcessor[] } = {}): boolean {
+export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { spanProcessors?: SpanProcessor[]; instrumentModules?: boolean } = {}): boolean {
   if (sdk) return true;
   if (!options.spanProcessors && !tracingRequested(env)) return false;
   // Loaded only when tracing is on: a node without it pays nothing for the SDK.
@@ -42,7 +43,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
-    instrumentations: [
+    instrumentations: options.instrumentModules === false ? [] : [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req: IncomingMessage) => isOperatorProbe(req.url),
       }),
