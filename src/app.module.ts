@@ -45,12 +45,18 @@ export class AppModule {
           pinoHttp: {
             level: config.logLevel,
             genReqId: (req: IncomingMessage) => (req as IncomingMessage & { requestId?: string }).requestId ?? 'unknown',
-            // trace_id (and span_id) on every line logged for a request, so logs and traces join.
-            customProps: (req: IncomingMessage) => traceFieldsOf(req),
             redact: ['req.headers.authorization', 'req.headers.cookie'],
             customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
             serializers: {
-              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+              // With the trace the request belongs to, so logs and traces join. Serialized once, when
+              // the request's logger is made (inside the request's span), and carried by every line
+              // logged for the request.
+              req: (req: { id: string; method: string; url: string; raw?: IncomingMessage }) => ({
+                id: req.id,
+                method: req.method,
+                url: req.url,
+                ...(req.raw ? traceFieldsOf(req.raw) : {}),
+              }),
             },
           },
         }),

@@ -114,5 +114,7 @@ describe('traces exported over OTLP by the server process', () => {
 
     const logged = server.output().split('\n').filter((l) => l.includes(`"trace_id":"${traceId}"`));
     expect(logged.length).toBeGreaterThan(0);
+    // Once per line: the trace is the request's, bound when its logger is made.
+    for (const line of logged) expect(line.split('"trace_id"').length).toBe(2);
   });
 });

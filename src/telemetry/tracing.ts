@@ -33,6 +33,11 @@ function isOperatorProbe(url: string | undefined): boolean {
 export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { spanProcessors?: SpanProcessor[]; instrumentModules?: boolean } = {}): boolean {
   if (sdk) return true;
   if (!options.spanProcessors && !tracingRequested(env)) return false;
+  // Traces only: metrics are Prometheus's (/metrics), logs are JSON lines. The SDK would otherwise
+  // export both over OTLP as well (its default), which cost a tenth of the tracing's CPU when
+  // measured; an operator who wants them sets these variables.
+  process.env.OTEL_METRICS_EXPORTER ??= 'none';
+  process.env.OTEL_LOGS_EXPORTER ??= 'none';
   // Loaded only when tracing is on: a node without it pays nothing for the SDK.
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
@@ -46,14 +51,19 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
     instrumentations: options.instrumentModules === false ? [] : [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (req: IncomingMessage) => isOperatorProbe(req.url),
+        // The product's outbound calls go through fetch (undici), not node:http; what remains on
+        // node:http is the exporter's own traffic, which must not be traced anyway.
+        disableOutgoingRequestInstrumentation: true,
       }),
       // Fastify 5 is instrumented by Fastify's own plugin; @opentelemetry/instrumentation-fastify
-      // stops at Fastify 4. Hook spans off: they would be one span per hook per request, ours
-      // (request id, metrics) and Nest's, and say nothing a handler span does not.
-      new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false, ignorePaths: (r) => isOperatorProbe(r.url) }),
-      // Only queries made inside a traced operation: the pool's own connects and the sweepers'
-      // idle polling are not worth a trace each.
-      new PgInstrumentation({ requireParentSpan: true }),
+      // stops at Fastify 4. One `request` span per route: hook and handler spans off, because with
+      // Nest every request passes the same hooks and one handler, so they would double the spans
+      // (and the cost, measured in docs/benchmarks.md) without telling anything the request span
+      // and ours under it do not.
+      new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false, instrumentHandler: false, ignorePaths: (r) => isOperatorProbe(r.url) }),
+      // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
+      // trace each), and no span per pool checkout: a query's span already includes any wait.
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
     ],
   });
   sdk.start();
