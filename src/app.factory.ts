@@ -15,6 +15,7 @@ import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
 import { Metrics } from './telemetry/metrics';
+import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -54,6 +55,8 @@ export interface CreateAppOptions {
   rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
+  /** The built console to serve at /console; default `dist/console` (tests build one of their own). */
+  consoleDir?: string;
 }
 
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
@@ -114,6 +117,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     reply.header('x-request-id', String(request.id));
   });
   installCors(fastify, options.config.corsOrigins);
+  await registerConsole(fastify, options.consoleDir);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);
   fastify.addHook('onResponse', (request, reply, done) => {

@@ -16,6 +16,7 @@ import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
+import { McpCatalogModule } from './mcp-catalog/mcp-catalog.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
 import { TelemetryModule } from './telemetry/telemetry.module';
@@ -74,6 +75,7 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        McpCatalogModule,
         EventsModule,
         ...(options.imports ?? []),
       ],

@@ -46,8 +46,13 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
   SWEEP_INTERVAL_SECONDS: number = 15;
 
+  /**
+   * How long an MCP tool call that needs approval is held open. Below 60 s, the request timeout
+   * most MCP clients use by default, so the client gets the "still pending" answer rather than
+   * a timeout error (docs/mcp.md).
+   */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(3600)
-  MCP_APPROVAL_WAIT_SECONDS: number = 60;
+  MCP_APPROVAL_WAIT_SECONDS: number = 45;
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
   DATABASE_POOL_SIZE: number = 10;
@@ -210,17 +215,22 @@ export class ConfigError extends Error {
   }
 }
 
+/** The variables without a default (so not keys of a fresh instance) whose values are secrets. */
+const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN'] as const;
+
 /** Parses the environment; throws a ConfigError that names every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const raw: Record<string, unknown> = {};
-  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN']) {
+  for (const key of [...known, ...SECRET_VARIABLES]) {
     if (env[key] !== undefined) raw[key] = env[key];
   }
   const parsed = plainToInstance(EnvironmentVariables, raw);
   const errors = validateSync(parsed, { whitelist: false });
   if (errors.length > 0) {
-    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (got ${JSON.stringify(e.value)})`);
+    // A secret's value never reaches the log line that refuses it (a database URL holds a password).
+    const got = (e: { property: string; value?: unknown }) => ((SECRET_VARIABLES as readonly string[]).includes(e.property) ? 'value not shown' : `got ${JSON.stringify(e.value)}`);
+    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (${got(e)})`);
     throw new ConfigError(`Invalid environment:\n  ${lines.join('\n  ')}`);
   }
   return parsed;

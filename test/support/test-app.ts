@@ -44,11 +44,11 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
 
 /** The real application on a fresh database of its own. Call `close()` in afterAll. */
 export async function createTestApp(
-  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore'] } = {},
+  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore']; consoleDir?: string } = {},
 ): Promise<TestApp> {
   const db = await createTestDatabase();
   const config = testConfig({ ...options.config, databaseUrl: db.real ? db.url : undefined });
-  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false });
+  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false, consoleDir: options.consoleDir });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return {
