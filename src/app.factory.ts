@@ -111,7 +111,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
       return;
     }
-    parseJson(request, text, done);
+    // Fastify's parser answers through `done`; its return value is nothing to wait for.
+    void parseJson(request, text, done);
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
