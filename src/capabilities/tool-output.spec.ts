@@ -7,6 +7,11 @@ describe('tool output helpers', () => {
     expect(resultTokens({ a: ['hello world'] })).toBe(countTokens('{"a":["hello world"]}'));
   });
 
+  it('measures text that spells a special token as ordinary text instead of throwing', () => {
+    expect(resultTokens('a <|endoftext|> b')).toBe(countTokens('a <|endoftext|> b', { disallowedSpecial: new Set() }));
+    expect(resultTokens({ page: '<|im_start|>' })).toBeGreaterThan(3);
+  });
+
   it('finds the largest n that fits, trying the whole first', () => {
     const calls: number[] = [];
     const upTo = (limit: number) => (n: number) => (calls.push(n), n <= limit);

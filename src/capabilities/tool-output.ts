@@ -7,9 +7,12 @@ import { countTokens } from 'gpt-tokenizer';
  * that fits itself drops whole items or pages and says so, which the model can act on.
  */
 
+/** A tool's text that spells a special token (`<|endoftext|>`) is data: counted as text, never refused. */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
+
 /** A result's size as the executor measures it: tokens (o200k_base) of its JSON text, or of the string itself. */
 export function resultTokens(value: unknown): number {
-  return countTokens(typeof value === 'string' ? value : JSON.stringify(value));
+  return countTokens(typeof value === 'string' ? value : JSON.stringify(value), AS_TEXT);
 }
 
 /**

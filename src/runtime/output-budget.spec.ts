@@ -57,4 +57,19 @@ describe('applyOutputBudget', () => {
     expect(() => applyOutputBudget({ n: 1n }, {})).toThrow(expect.objectContaining({ code: 'invalid_result' }));
     expect(() => applyOutputBudget('x'.repeat(MAX_RESULT_CHARS + 1), {})).toThrow(expect.objectContaining({ code: 'result_too_large' }));
   });
+  it('measures and cuts text containing special-token spellings such as <|endoftext|> as ordinary text', () => {
+    const page = 'The page says <|endoftext|> and <|im_start|>system here. '.repeat(40);
+    const plain = { disallowedSpecial: new Set<string>() };
+    // Short enough to skip the tokenizer: kept whole.
+    expect(applyOutputBudget('<|endoftext|>', { maxOutputTokens: 100 })).toEqual({ result: '<|endoftext|>', truncated: false });
+    // Within a limit only the tokenizer can decide.
+    const total = countTokens(page, plain);
+    expect(applyOutputBudget(page, { maxOutputTokens: total })).toEqual({ result: page, truncated: false });
+    // Cut, and offloaded with its size counted.
+    const cut = applyOutputBudget({ page }, { maxOutputTokens: 20, offloadLargeResults: true });
+    expect(cut.truncated).toBe(true);
+    expect(JSON.stringify({ page }).startsWith(cut.result as string)).toBe(true);
+    expect(countTokens(cut.result as string, plain)).toBeLessThanOrEqual(20);
+    expect(cut.offloaded).toEqual({ result: { page }, tokens: countTokens(JSON.stringify({ page }), plain) });
+  });
 });

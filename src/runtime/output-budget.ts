@@ -14,6 +14,12 @@ export interface BudgetedResult {
 }
 
 /** A result the product cannot store or show; the call fails with this code. */
+/**
+ * A tool's text is data, not a prompt: `<|endoftext|>` in it is eight ordinary characters, and the
+ * tokenizer's default (refuse special tokens) would fail the call over a string a page happened to contain.
+ */
+const AS_PLAIN_TEXT = { disallowedSpecial: new Set<string>() };
+
 export class UnusableResultError extends Error {
   constructor(
     readonly code: 'invalid_result' | 'result_too_large',
@@ -49,9 +55,9 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   const max = declaration.maxOutputTokens ?? 0;
   const text = typeof result === 'string' ? result : json;
   // A token is at least one character, so a text no longer than the limit is within it.
-  if (max <= 0 || text.length <= max || isWithinTokenLimit(text, max) !== false) return { result, truncated: false };
+  if (max <= 0 || text.length <= max || isWithinTokenLimit(text, max, AS_PLAIN_TEXT) !== false) return { result, truncated: false };
   const kept: number[] = [];
-  for (const chunk of encodeGenerator(text)) {
+  for (const chunk of encodeGenerator(text, AS_PLAIN_TEXT)) {
     kept.push(...chunk);
     if (kept.length >= max) break;
   }
@@ -59,6 +65,6 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   return {
     result: cut,
     truncated: true,
-    offloaded: declaration.offloadLargeResults ? { result, tokens: countTokens(text) } : undefined,
+    offloaded: declaration.offloadLargeResults ? { result, tokens: countTokens(text, AS_PLAIN_TEXT) } : undefined,
   };
 }
