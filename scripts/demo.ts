@@ -10,14 +10,18 @@
  * It creates an organization and its keys, a knowledge collection with a few documents, a skill,
  * and an agent with the seven builtin capabilities; publishes it; shows its tools and system
  * prompt; searches the knowledge; asks to remember something (pending), approves it as the
- * approver key, shows the result and the audit trail. Everything it creates is new: running it
- * twice against one server is fine.
+ * approver key, shows the result. Then it runs an agent against a scripted OpenAI-compatible model
+ * it starts on a loopback port (scripts/scripted-model.ts): the run pauses on a tool call that needs
+ * approval and resumes by itself once approved. Last, the audit trail. Everything it creates is
+ * new: running it twice against one server is fine. Against a running server (DEMO_URL), that
+ * server must be on this machine with 127.0.0.1 in EGRESS_ALLOWED_HOSTS to reach the scripted model.
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sequence, startScriptedModel } from './scripted-model';
 
 export interface DemoOptions {
   /** The server's base URL, without `/api/v1`. */
@@ -33,8 +37,8 @@ export class DemoError extends Error {}
 
 class Api {
   constructor(
-    private readonly base: string,
-    private readonly print: (line: string) => void,
+    readonly base: string,
+    readonly print: (line: string) => void,
   ) {}
 
   async send(method: string, path: string, token: string, body: unknown, expected: number[]): Promise<{ status: number; body: Json }> {
@@ -149,6 +153,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const recall = (await api.post(`/agents/${agent.id}/tool-calls`, agentKey, { tool: 'recall_memories', arguments: { query: 'language' }, runId: 'demo-run' }, [200])).body;
   show(recall.result.memories.map((m: Json) => `- ${m.content} [${m.tags.join(', ')}]`).join('\n'));
 
+  await runAgainstScriptedModel(api, keys, section, show);
+
   section('The audit trail, newest first (admin key)');
   const events = (await api.get('/audit-events?limit=30', keys.admin.token)).items;
   const actors = new Map(Object.entries(keys).map(([role, k]) => [k.id, `${role} key`]));
@@ -160,6 +166,86 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   print('\nDone. Everything above went through the HTTP API; open /api/docs on the server to try more.');
 }
 
+/**
+ * A run: the platform calls the model, the model calls a tool that needs approval, the run waits,
+ * a person approves, the run resumes by itself. The model is a script on a loopback port speaking
+ * the real Chat Completions wire format, so the demo needs no model account and is the same on
+ * every run.
+ */
+async function runAgainstScriptedModel(
+  api: Api,
+  keys: Record<string, { id: string; token: string }>,
+  section: (title: string) => void,
+  show: (text: string) => void,
+): Promise<void> {
+  const model = await startScriptedModel(
+    sequence(
+      { toolCalls: [{ id: 'call_1', name: 'remember', arguments: JSON.stringify({ content: 'Order A-1042 was refunded on request', tags: ['refund'] }) }] },
+      { text: 'Your refund for order A-1042 is on its way: the money reaches your card within five working days.' },
+    ),
+  );
+  try {
+    section('The admin registers a model provider: an OpenAI-compatible server (here a scripted one on a loopback port)');
+    const provider = (await api.post('/model-providers', keys.admin.token, { name: `scripted-${randomBytes(3).toString('hex')}`, kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-demo-not-secret' })).body;
+    show(`provider ${provider.name} at ${provider.baseUrl}, API key stored sealed (hasApiKey: ${provider.hasApiKey})`);
+
+    section('The builder gives an agent that model and publishes it');
+    const builder = keys.builder.token;
+    const agent = (await api.post('/agents', builder, { slug: 'refund-desk', name: 'Refund desk' })).body;
+    await api.put(`/agents/${agent.id}/draft`, builder, {
+      instructions: 'You handle refund requests for Acme. Note each refund you promise.',
+      capabilities: [{ id: 'memory-write', config: { maxMemories: 100 } }],
+      model: { provider: provider.id, name: 'scripted-1', temperature: 0 },
+    });
+    const version = (await api.post(`/agents/${agent.id}/publish`, builder, undefined)).body;
+    show(`version ${version.version} published with model scripted-1`);
+
+    section('The agent key starts a run; the model calls remember, which needs approval, so the run waits');
+    const agentKey = keys.agent.token;
+    const started = (await api.send('POST', `/agents/${agent.id}/runs`, agentKey, { input: 'Please refund order A-1042.' }, [201])).body;
+    const waiting = await untilRun(api, started.id, agentKey, ['waiting_for_approval', 'succeeded', 'failed']);
+    if (waiting.status !== 'waiting_for_approval') throw new DemoError(`the run ended ${waiting.status} instead of waiting for approval: ${JSON.stringify(waiting.error ?? null)}`);
+    show(`run ${waiting.id}: status ${waiting.status}, pending approvals ${waiting.pendingApprovalIds.join(', ')}`);
+    show(`transcript so far:\n${transcript(waiting.messages)}`);
+
+    section('The approver approves; the run resumes by itself, the model sees the result and answers');
+    for (const id of waiting.pendingApprovalIds) await api.post(`/approvals/${id}/approve`, keys.approver.token, { note: 'Refund confirmed.' }, [200]);
+    const done = await untilRun(api, started.id, agentKey, ['succeeded', 'failed', 'cancelled']);
+    if (done.status !== 'succeeded') throw new DemoError(`the run ended ${done.status}: ${JSON.stringify(done.error ?? null)}`);
+    show(`run ${done.id}: status ${done.status}, ${done.usage.modelCalls} model calls, ${done.usage.toolCalls} tool call`);
+    show(`transcript:\n${transcript(done.messages)}`);
+    show(`output: ${done.output}`);
+  } finally {
+    await model.close();
+  }
+}
+
+/** Polls the run until it reaches one of `statuses` (a run resumes on the server, not in this process). */
+async function untilRun(api: Api, runId: string, token: string, statuses: string[], ms = 60_000): Promise<Json> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const res = await fetch(`${api.base}/api/v1/runs/${runId}`, { headers: { authorization: `Bearer ${token}` } });
+    if (res.status !== 200) throw new DemoError(`GET /runs/${runId} answered ${res.status}: ${await res.text()}`);
+    const run: Json = await res.json();
+    if (statuses.includes(run.status)) {
+      api.print(`  GET /api/v1/runs/${runId}  ->  200 (${run.status})`);
+      return run;
+    }
+    if (Date.now() > deadline) throw new DemoError(`run ${runId} still ${run.status} after ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+function transcript(messages: Json[]): string {
+  return messages
+    .map((m: Json) => {
+      if (m.role === 'tool') return `  tool (${m.name}): ${m.content}`;
+      const calls = (m.toolCalls ?? []).map((c: Json) => `calls ${c.name} ${c.arguments}`).join('; ');
+      return `  ${m.role}: ${[m.content, calls].filter(Boolean).join(' ')}`;
+    })
+    .join('\n');
+}
+
 function indent(text: string): string {
   return text.replace(/^/gm, '  | ');
 }
@@ -169,7 +255,8 @@ async function startOwnServer(): Promise<{ url: string; adminToken: string; stop
   const dataDir = mkdtempSync(join(tmpdir(), 'capability-demo-'));
   const adminToken = `demo_${randomBytes(24).toString('base64url')}`;
   const root = join(__dirname, '..');
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', PLATFORM_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn' };
+  // 127.0.0.1 is allowed out so that the server reaches the demo's scripted model on a loopback port.
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', PLATFORM_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', EGRESS_ALLOWED_HOSTS: '127.0.0.1' };
   // The embedded database, whatever the caller's environment points at.
   delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['-r', '@swc-node/register', join(root, 'src', 'main.ts')], {

@@ -13,7 +13,7 @@ describe('npm run demo (e2e)', () => {
   });
   afterAll(() => t.close());
 
-  it('walks from a new organization to an approved memory and its audit trail', async () => {
+  it('walks from a new organization to an approved memory, a run that pauses and resumes, and its audit trail', async () => {
     const lines: string[] = [];
     await runDemo({ url, adminToken: t.adminToken, print: (line) => lines.push(line) });
     const out = lines.join('\n');
@@ -28,6 +28,16 @@ describe('npm run demo (e2e)', () => {
       'status pending_approval, approval ',
       'tool call succeeded',
       '- The customer prefers answers in French [language]',
+      // The run against the scripted model: the pause, the approval, the resume by itself.
+      /provider scripted-[0-9a-f]{6} at http:\/\/127\.0\.0\.1:\d+\/v1, API key stored sealed \(hasApiKey: true\)/,
+      'version 1 published with model scripted-1',
+      /status waiting_for_approval, pending approvals [0-9a-f-]{36}/,
+      'user: Please refund order A-1042.',
+      'assistant: calls remember {"content":"Order A-1042 was refunded on request","tags":["refund"]}',
+      /status succeeded, 2 model calls, 1 tool call/,
+      /tool \(remember\): .*Order A-1042 was refunded on request/,
+      'output: Your refund for order A-1042 is on its way',
+      /run\.succeeded/,
       /approval\.approved +by approver key/,
       'Done.',
     ]) {
@@ -35,6 +45,11 @@ describe('npm run demo (e2e)', () => {
     }
     // Every request was answered as the walkthrough expected; runDemo throws otherwise.
     expect(lines.filter((l) => / -> {2}\d+$/.test(l)).length).toBeGreaterThan(20);
+    // The pause is shown before the approval, and the resume after it.
+    const waitingAt = lines.findIndex((l) => l.includes('status waiting_for_approval'));
+    const resumedAt = lines.findIndex((l) => /run [0-9a-f-]{36}: status succeeded/.test(l));
+    expect(waitingAt).toBeGreaterThan(0);
+    expect(resumedAt).toBeGreaterThan(lines.findIndex((l, i) => i > waitingAt && /POST \/api\/v1\/approvals\/.+\/approve {2}-> {2}200/.test(l)));
   });
 
   it('stops at the first unexpected answer, naming the request', async () => {
