@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import type { ResolvedResources } from '../capabilities/capability.types';
 import { KnowledgeService } from '../knowledge/knowledge.service';
 import { SkillsService } from '../skills/skills.service';
+import { BoundConnection, McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
 import type { AgentSpec, BuiltVersion } from './built-version';
 import { Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
 import { AgentIdentity, deepFreeze, FrozenVersion, VersionRow, VersionStore } from './version-store.service';
@@ -35,14 +36,23 @@ export class VersionBuilder {
     private readonly composer: VersionComposer,
     private readonly knowledge: KnowledgeService,
     private readonly skills: SkillsService,
+    private readonly mcp: McpConnectionsService,
   ) {}
 
   /**
    * Throws ApiError 404 not_found (no such agent in this org / no such version), 409 not_published
    * (no version yet). `contributions` is for the executor only (see ContributionSink).
    */
-  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', contributions?: ContributionSink): Promise<BuiltVersion> {
-    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions)).built;
+  async build(
+    orgId: string,
+    orgScopes: readonly string[],
+    agentId: string,
+    version: number | 'latest',
+    contributions?: ContributionSink,
+    /** Before a call: MCP tool lists older than MCP_TOOLS_TTL_SECONDS are listed again first. */
+    options: { refreshMcpTools?: boolean } = {},
+  ): Promise<BuiltVersion> {
+    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions, options.refreshMcpTools ?? false)).built;
   }
 
   async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
@@ -75,13 +85,22 @@ export class VersionBuilder {
     spec: AgentSpec,
     resources: ResolvedResources,
     pinned: Record<string, string>,
+    mcpConnections: readonly BoundConnection[] = [],
   ): Promise<Composition> {
-    return this.composer.compose(org, agent, spec, resources, pinned);
+    return this.composer.compose(org, agent, spec, resources, pinned, undefined, undefined, mcpConnections);
   }
 
-  private async buildFrozen(orgId: string, orgScopes: readonly string[], frozen: FrozenVersion, contributions?: ContributionSink): Promise<DetailedBuild> {
+  /** The spec's bound MCP connections with their current tools (DESIGN.md idea 6, like resources). */
+  mcpConnectionsOf(orgId: string, spec: AgentSpec, refreshStale: boolean): Promise<BoundConnection[]> {
+    const ids = (spec.mcpServers ?? []).map((b) => b.connection);
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.mcp.bound(orgId, ids, { refreshStale });
+  }
+
+  private async buildFrozen(orgId: string, orgScopes: readonly string[], frozen: FrozenVersion, contributions?: ContributionSink, refreshMcpTools = false): Promise<DetailedBuild> {
     const { agent, row } = frozen;
     const resources = await this.resourcesOf(orgId, frozen);
+    const mcpConnections = await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
     const composition = await this.composer.compose(
       { id: orgId, scopes: orgScopes },
       { id: agent.id, slug: agent.slug, name: agent.name, version: row.version },
@@ -90,6 +109,7 @@ export class VersionBuilder {
       row.tool_digests,
       frozen,
       contributions,
+      mcpConnections,
     );
     const built: BuiltVersion = {
       orgId,
