@@ -199,7 +199,8 @@ export class SpecValidator {
         errors.push({ path: at, code: 'invalid_tool_name', message: `the server's tool "${name}" has a name a model does not accept (${TOOL_NAME_PATTERN.source}); rename it in toolOverrides["${key}"].name or leave it out of tools` });
         continue;
       }
-      const sharing = (offeredBy.get(name) ?? []).filter((k) => k !== key);
+      // A collision made by an override is reported at that override; here only the ones no override made.
+      const sharing = (offeredBy.get(name) ?? []).filter((k) => k !== key && ownEntry(overrides, k)?.name === undefined);
       if (sharing.length > 0) {
         errors.push({ path: at, code: 'duplicate_tool_name', message: `"${name}" (${key}) would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}; rename one in toolOverrides` });
       }

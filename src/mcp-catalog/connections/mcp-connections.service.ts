@@ -87,7 +87,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     const target: McpTarget = { orgId, connectionId: id, entry, url: dto.url ?? null, credentials };
     let tools: ListedMcpTool[];
     try {
-      tools = await this.pool.listTools(target, { timeoutMs: this.config.toolTimeoutMs });
+      tools = await this.pool.listTools(target, { timeoutMs: this.listTimeoutMs('sync') });
     } catch (err) {
       await this.pool.release(id);
       const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
@@ -264,7 +264,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     let tools: ListedMcpTool[] | undefined;
     let failure: McpUpstreamError | undefined;
     try {
-      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.config.toolTimeoutMs });
+      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why) });
     } catch (err) {
       failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
     }
@@ -285,6 +285,14 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       }
       return row;
     });
+  }
+
+  /**
+   * A person connecting or syncing may wait as long as any outbound request (a stdio server's
+   * first start included); a refresh before a call waits no longer than the call itself would.
+   */
+  private listTimeoutMs(why: 'sync' | 'ttl' | 'list_changed'): number {
+    return why === 'ttl' ? this.config.toolTimeoutMs : Math.max(this.config.toolTimeoutMs, this.config.egress.requestTimeoutMs);
   }
 
   private async row(orgId: string, id: string): Promise<McpConnectionRow> {
