@@ -12,28 +12,16 @@ import { EgressService } from '../../egress/egress.service';
 import { resourceInUse } from '../../knowledge/knowledge.service';
 import { SecretsService } from '../../secrets/secrets.service';
 import type { McpConnectionView } from '../mcp-catalog.dto';
-import { McpServerRegistry, RegisteredMcpServer } from '../mcp-server-registry.service';
+import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
-import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
 import { parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 
-/** A connection's tool as the executor and the composer see it: listed definition and effective risk. */
-export interface ConnectionTool extends ListedMcpTool {
-  risk: ToolRisk;
-}
-
-/** What the composer needs of a bound connection. */
-export interface BoundConnection {
-  id: string;
-  name: string;
-  server: string;
-  entry: RegisteredMcpServer | undefined;
-  tools: ConnectionTool[];
-}
+export type { BoundConnection, ConnectionTool } from './mcp-tools';
 
 /**
  * An organization's MCP connections: connect and list on creation, sync, risk decisions,
