@@ -2,7 +2,7 @@
 # Proves the production build runs from dist/ with production dependencies only: builds, copies
 # what the Dockerfile's final stage holds (dist/, package.json, package-lock.json) into an empty
 # directory, installs there with `npm ci --omit=dev`, runs the compiled migrate command, starts
-# the server from dist/, asks for readiness and the docs page's init script, and stops it with SIGTERM.
+# the server from dist/, asks for readiness, the docs page's init script and the console, and stops it with SIGTERM.
 #
 #   scripts/production-smoke.sh                       # on the embedded database
 #   DATABASE_URL=postgres://… scripts/production-smoke.sh   # on a fresh database of that server
@@ -55,7 +55,7 @@ done
 [ -n "$url" ] || { cat server.log >&2; echo "the server did not start" >&2; exit 1; }
 node -e "
 (async () => {
-  for (const path of ['/health/ready', '/api/docs', '/api/docs/swagger-ui-init.js', '/api/docs-json']) {
+  for (const path of ['/health/ready', '/api/docs', '/api/docs/swagger-ui-init.js', '/api/docs-json', '/console']) {
     const r = await fetch(process.argv[1] + path);
     if (r.status !== 200) throw new Error(path + ' answered ' + r.status);
     if (path.endsWith('.js')) new (require('vm').Script)(await r.text());

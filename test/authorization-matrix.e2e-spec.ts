@@ -72,6 +72,11 @@ const MATRIX: Record<string, string> = {
   'GET /api/v1/tool-calls':                                  '401  ok     ok      ok    ok       ok    ok      403',
   'GET /api/v1/tool-calls/:id':                              '401  ok     ok      ok    ok       ok    404     403',
   'GET /api/v1/tool-calls/:id/result':                       '401  ok     ok      ok    ok       ok    404     403',
+  'POST /api/v1/webhooks':                                   '401  403    403     403   403      ok    ok      403',
+  'GET /api/v1/webhooks':                                    '401  403    403     403   403      ok    ok      403',
+  'GET /api/v1/webhooks/:id':                                '401  403    403     403   403      ok    404     403',
+  'DELETE /api/v1/webhooks/:id':                             '401  403    403     403   403      ok    404     403',
+  'GET /api/v1/webhooks/:id/deliveries':                     '401  403    403     403   403      ok    404     403',
   'GET /health':                                             'ok   ok     ok      ok    ok       ok    ok      ok',
   'GET /health/ready':                                       'ok   ok     ok      ok    ok       ok    ok      ok',
 };

@@ -30,6 +30,7 @@ import { ToolExecutor, ToolCallRequest } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
 import { McpToolResolver } from './mcp-tool.resolver';
 import { approvalReasonOf, ApprovalReason } from './tool-policy';
+import { Metrics } from '../telemetry/metrics';
 import { ToolRunner } from './tool-runner.service';
 
 /**
@@ -145,6 +146,7 @@ describe('ToolExecutor', () => {
         IdempotencyService,
         CallSettledNotifier,
         ToolCallSweeper,
+        Metrics,
         { provide: APP_CONFIG, useValue: config },
         {
           provide: VersionBuilder,
