@@ -215,10 +215,8 @@ describe('MCP catalog tools on agents (e2e)', () => {
       await agent.publish().then((r) => expect(r.status).toBe(201));
       const failed = await call(agent.id, 'fail').expect(200);
       expect(failed.body).toMatchObject({ status: 'failed', error: { code: 'tool_error', message: 'the vendor refused: quota exceeded' } });
-      const started = Date.now();
       const hung = await call(agent.id, 'hang').expect(200);
       expect(hung.body).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
-      expect(Date.now() - started).toBeLessThan(TIMEOUT_MS * 3);
       const dropped = await call(agent.id, 'drop').expect(200);
       expect(dropped.body).toMatchObject({ status: 'failed', error: { code: 'upstream_unavailable' } });
       // The server turns hostile: it redirects the call to a private address. The egress policy refuses it.
@@ -230,12 +228,13 @@ describe('MCP catalog tools on agents (e2e)', () => {
         vendor.state.redirectCallsTo = undefined;
       }
       // While a call hangs, the database is free: other requests are answered at once.
-      const hanging = call(agent.id, 'hang').then((r) => r);
+      let settled = 0;
+      const hanging = call(agent.id, 'hang').then((r) => ((settled = Date.now()), r));
       await new Promise((r) => setTimeout(r, 300));
-      const quick = Date.now();
       await t.http.get('/api/v1/mcp-connections').set(...as(org, 'viewer')).expect(200);
-      expect(Date.now() - quick).toBeLessThan(TIMEOUT_MS);
-      await hanging;
+      const answered = Date.now();
+      expect((await hanging).body.error.code).toBe('timeout');
+      expect(answered).toBeLessThan(settled);
     });
 
     it('no answer holds the credential', async () => {
