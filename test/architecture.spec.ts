@@ -27,10 +27,19 @@ describe('the architecture', () => {
 
   it('seals execution: only src/runtime/ reaches what runs a tool', () => {
     // What turns an offered tool into code that runs, and the runner itself.
-    const sealed = /(^|\/)(tool-implementations|capability-tool\.resolver|tool-runner\.service|run-tool)$/;
+    const sealed = /(^|\/)(tool-implementations|capability-tool\.resolver|mcp-tool\.resolver|tool-runner\.service|run-tool)$/;
     const offenders = files
       .filter((f) => !f.path.startsWith('runtime/'))
       .flatMap((f) => importsOf(f.text).filter((i) => sealed.test(i)).map((i) => `${f.path} imports ${i}`));
+    expect(offenders).toEqual([]);
+  });
+
+  it('lets only the runtime call a vendor MCP server for an agent', () => {
+    // The pool is what talks to servers: the connections' own management (connect, sync) and the
+    // executor's MCP resolver use it; nothing else may, or it would call a tool past the guards.
+    const offenders = files
+      .filter((f) => !f.path.startsWith('runtime/') && !f.path.startsWith('mcp-catalog/'))
+      .flatMap((f) => importsOf(f.text).filter((i) => /mcp-client-pool\.service$/.test(i)).map((i) => `${f.path} imports ${i}`));
     expect(offenders).toEqual([]);
   });
 

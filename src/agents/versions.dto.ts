@@ -47,6 +47,11 @@ export class ValidationResultView {
   @ApiProperty({ type: [SpecErrorView] }) errors: SpecErrorView[];
 }
 
+export class OfferedToolSourceView {
+  @ApiProperty({ format: 'uuid' }) connectionId: string;
+  @ApiProperty({ description: 'The MCP catalog entry id.' }) server: string;
+}
+
 export class OfferedToolView implements OfferedTool {
   @ApiProperty({ description: 'The name the model calls; an override\'s name when one is set.' }) name: string;
   @ApiProperty() description: string;
@@ -55,6 +60,7 @@ export class OfferedToolView implements OfferedTool {
   @ApiProperty() toolId: string;
   @ApiProperty({ enum: TOOL_RISKS }) risk: ToolRisk;
   @ApiProperty({ description: 'risk is not read_only, interruptBefore, or the spec\'s toolApproval says required.' }) requiresApproval: boolean;
+  @ApiPropertyOptional({ type: OfferedToolSourceView, description: 'MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves the tool.' }) source?: OfferedToolSourceView;
 }
 
 export class OpenAiFunctionView {

@@ -56,6 +56,7 @@ export class VersionsService {
       spec,
       checked.resources,
       {},
+      checked.mcpConnections,
     );
     const toolDigests = Object.fromEntries(composition.tools.map((t) => [t.name, t.digest]));
     const content = contentHash(specHash, toolDigests);
@@ -111,6 +112,11 @@ export class VersionsService {
     if (spec.model && !(await modelProviderExists(m, orgId, spec.model.provider, true))) {
       gone.push({ path: 'model.provider', code: 'unknown_resource', message: `no model provider "${spec.model.provider}" in this organization` });
     }
+    const connections = (spec.mcpServers ?? []).map((b) => b.connection);
+    const heldConnections = await lockExisting(m, 'mcp_connection', orgId, connections);
+    connections.forEach((id, i) => {
+      if (!heldConnections.has(id)) gone.push({ path: `mcpServers[${i}].connection`, code: 'unknown_resource', message: `no MCP connection "${id}" in this organization` });
+    });
     if (gone.length > 0) throw specInvalid(gone);
 
     const version = (agent.latest_version ?? 0) + 1;
@@ -125,6 +131,13 @@ export class VersionsService {
     }
     for (const id of skills) {
       await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, skill_id) VALUES ($1, $2, $3, $4)`, [orgId, agentId, version, id]);
+    }
+    // Which connections the version binds: a bound connection cannot be deleted (409 resource_in_use).
+    if (connections.length > 0) {
+      await m.query(
+        `INSERT INTO agent_version_mcp_connection (org_id, agent_id, version, connection_id) SELECT $1, $2, $3, unnest($4::uuid[])`,
+        [orgId, agentId, version, connections],
+      );
     }
     await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
     await this.audit.record(m, {
@@ -216,7 +229,7 @@ function specInvalid(errors: SpecError[]): ApiError {
   return new ApiError('spec_invalid', `The draft cannot be published (${errors.length} problem${errors.length === 1 ? '' : 's'}).`, errors);
 }
 
-async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill', orgId: string, ids: string[]): Promise<Set<string>> {
+async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill' | 'mcp_connection', orgId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows: { id: string }[] = await m.query(`SELECT id FROM ${table} WHERE org_id = $1 AND id = ANY($2::uuid[]) FOR KEY SHARE`, [orgId, ids]);
   return new Set(rows.map((r) => r.id));

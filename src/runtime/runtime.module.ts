@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
+import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
+import { McpToolResolver } from './mcp-tool.resolver';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
@@ -21,7 +23,7 @@ import { ToolRunner } from './tool-runner.service';
  * deliberately not exported: nothing outside runs a tool.
  */
 @Module({
-  imports: [AgentsModule, CapabilitiesModule],
+  imports: [AgentsModule, CapabilitiesModule, McpCatalogModule],
   providers: [
     ToolExecutor,
     ToolApprovals,
@@ -30,6 +32,7 @@ import { ToolRunner } from './tool-runner.service';
     ToolRunner,
     ToolImplementations,
     CapabilityToolResolver,
+    McpToolResolver,
     ToolCallsRepository,
     ApprovalsRepository,
     ToolCallMaintenanceRepository,

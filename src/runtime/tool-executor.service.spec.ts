@@ -28,6 +28,7 @@ import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
 import { ToolExecutor, ToolCallRequest } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
+import { McpToolResolver } from './mcp-tool.resolver';
 import { approvalReasonOf, ApprovalReason } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
 import { ToolRunner } from './tool-runner.service';
@@ -136,6 +137,8 @@ describe('ToolExecutor', () => {
         ToolRunner,
         ToolImplementations,
         CapabilityToolResolver,
+        // These fixtures offer no MCP catalog tools.
+        { provide: McpToolResolver, useValue: { handles: () => false } },
         ToolCallsRepository,
         ApprovalsRepository,
         ToolCallMaintenanceRepository,
