@@ -10,7 +10,7 @@ describe('CORS (e2e)', () => {
 
   beforeAll(async () => {
     t = await createTestApp({ config: { corsOrigins: [allowed, 'http://localhost:5173'] } });
-  });
+  }, 180_000);
   afterAll(() => t.close());
 
   it('answers a preflight from an allowed origin, before authentication', async () => {

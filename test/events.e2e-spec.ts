@@ -21,7 +21,8 @@ describe('GET /events (e2e)', () => {
     base = `http://127.0.0.1:${address.port}/api/v1`;
     org = await createOrg(t);
     other = await createOrg(t);
-  });
+    // The embedded database starts slowly on a loaded machine.
+  }, 180_000);
   afterEach(() => {
     for (const c of open.splice(0)) c.close();
   });

@@ -17,7 +17,8 @@ describe('webhooks (e2e)', () => {
     ds = t.app.get(DataSource);
     org = await createOrg(t);
     other = await createOrg(t);
-  });
+    // The embedded database starts slowly on a loaded machine.
+  }, 180_000);
   afterAll(async () => {
     await Promise.all(receivers.map((r) => r.stop()));
     await t.close();
