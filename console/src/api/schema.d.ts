@@ -140,6 +140,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/{agentId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run the agent: the model loop, every tool call through the executor
+         * @description The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.
+         *     A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.
+         *     `Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.
+         */
+        post: operations["RunsController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/{agentId}/tool-calls": {
         parameters: {
             query?: never;
@@ -219,7 +241,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Everything a runtime needs: system prompt, offered tools, settings */
+        /**
+         * Everything a runtime needs: system prompt, offered tools, settings
+         * @description `profile` and `workerType` narrow it to the capabilities that apply to that worker: their prompt guidance, settings and tools.
+         */
         get: operations["VersionsController_manifest"];
         put?: never;
         post?: never;
@@ -588,6 +613,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/model-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's model providers, newest first */
+        get: operations["ModelProvidersController_list"];
+        put?: never;
+        /**
+         * Add a model provider
+         * @description An OpenAI-compatible endpoint (Chat Completions with tools). The API key is stored encrypted and never answered again; `baseUrl` must pass the egress policy.
+         */
+        post: operations["ModelProvidersController_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/model-providers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a model provider (never its key) */
+        get: operations["ModelProvidersController_get"];
+        put?: never;
+        post?: never;
+        /** Delete a model provider */
+        delete: operations["ModelProvidersController_delete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/orgs": {
         parameters: {
             query?: never;
@@ -668,6 +732,82 @@ export interface paths {
         get?: never;
         /** Replace the scopes granted to an organization */
         put: operations["OrgsController_updateScopes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's runs, newest first */
+        get: operations["RunsController_list"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a run: status, conversation, output, usage */
+        get: operations["RunsController_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a run
+         * @description A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.
+         */
+        post: operations["RunsController_cancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's events as Server-Sent Events
+         * @description Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.
+         *     Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.
+         *     The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.
+         */
+        get: operations["RunsController_events"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -858,6 +998,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics (text exposition format); see docs/operations.md */
+        get: operations["MetricsController_scrape"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -877,6 +1034,8 @@ export interface components {
             capabilities: components["schemas"]["CapabilityRefDto"][];
             /** @description Markdown; the start of the system prompt. */
             instructions: string;
+            /** @description The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`. */
+            model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
             /**
              * @description Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.
@@ -895,6 +1054,7 @@ export interface components {
         AgentSpecView: {
             capabilities: components["schemas"]["CapabilityRefDto"][];
             instructions: string;
+            model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
             toolApproval?: {
                 [key: string]: "required";
@@ -1037,7 +1197,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
         };
         AuditPartyView: {
             id: string;
@@ -1090,6 +1250,21 @@ export interface components {
              * @example clock
              */
             id: string;
+        };
+        ChatMessageView: {
+            content: string | null;
+            /** @description tool: the tool's offered name. */
+            name?: string;
+            /** @enum {string} */
+            role: "user" | "assistant" | "tool";
+            /** @description tool: the model's id of the call this answers. */
+            toolCallId?: string;
+            /** @description assistant: the tool calls it asked for, `arguments` as the model wrote them. */
+            toolCalls?: {
+                arguments?: string;
+                id?: string;
+                name?: string;
+            }[];
         };
         CollectionPage: {
             items: components["schemas"]["CollectionView"][];
@@ -1184,6 +1359,25 @@ export interface components {
             /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. */
             url?: string;
         };
+        CreateModelProviderDto: {
+            /** @description Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one). */
+            apiKey?: string;
+            /**
+             * @description The API base the client appends `/chat/completions` to. Checked against the egress policy when saved.
+             * @example https://api.openai.com/v1
+             */
+            baseUrl: string;
+            /**
+             * @description Chat Completions with tools: OpenAI, Azure OpenAI (v1 API), vLLM, Ollama, LM Studio and the like.
+             * @enum {string}
+             */
+            kind: "openai-compatible";
+            /**
+             * @description Unique in the organization; the org slug pattern.
+             * @example openai
+             */
+            name: string;
+        };
         CreateOrgDto: {
             /** @example Acme Corp */
             name: string;
@@ -1195,6 +1389,18 @@ export interface components {
             scopes?: string[];
             /** @example acme */
             slug: string;
+        };
+        CreateRunDto: {
+            /** @description What the user asks; the last user message of the conversation. */
+            input: string;
+            /** @description The conversation before `input` (a chat's earlier turns), oldest first. */
+            messages?: components["schemas"]["PriorMessageDto"][];
+            /** @description The worker's profile: only capabilities that apply to it contribute (empty `profiles` applies to all). */
+            profile?: string;
+            /** @description Default: the latest published version; the run keeps the version it started with. */
+            version?: number | "latest";
+            /** @description The worker type: only capabilities that apply to it contribute (empty `workerTypes` applies to all). */
+            workerType?: string;
         };
         CreateSkillDto: {
             /** @description When the skill applies; a capability may show it to the model. */
@@ -1222,7 +1428,7 @@ export interface components {
         CreateWebhookDto: {
             description?: string;
             /**
-             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
+             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
              * @example [
              *       "approval.requested"
              *     ]
@@ -1417,6 +1623,38 @@ export interface components {
             /** @enum {string} */
             type: "platform" | "api_key";
         };
+        ModelProviderPage: {
+            items: components["schemas"]["ModelProviderView"][];
+            nextCursor: string | null;
+        };
+        ModelProviderView: {
+            baseUrl: string;
+            /** Format: date-time */
+            createdAt: string;
+            hasApiKey: boolean;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "openai-compatible";
+            name: string;
+        };
+        ModelRefDto: {
+            /** @description How many tokens the model reads at most; a run compacts the conversation (the `compaction` capability) before it outgrows this. Default 128000. */
+            contextWindow?: number;
+            /** @description The most tokens one answer of the model may have. */
+            maxOutputTokens?: number;
+            /**
+             * @description The model name as the provider knows it (for Azure OpenAI, the deployment name).
+             * @example gpt-4.1-mini
+             */
+            name: string;
+            /**
+             * Format: uuid
+             * @description A model provider of this organization (`/model-providers`); checked at publish.
+             */
+            provider: string;
+            temperature?: number;
+        };
         OfferedToolPage: {
             /** @description `OfferedTool[]` by default; `OpenAiTool[]` with `format=openai`; `AnthropicTool[]` with `format=anthropic`. */
             items: (components["schemas"]["OfferedToolView"] | components["schemas"]["OpenAiToolView"] | components["schemas"]["AnthropicToolView"])[];
@@ -1464,6 +1702,11 @@ export interface components {
             name: string;
             scopes: string[];
             slug: string;
+        };
+        PriorMessageDto: {
+            content: string;
+            /** @enum {string} */
+            role: "user" | "assistant";
         };
         Problem: {
             /** @description Stable snake_case error code; branch on this. */
@@ -1530,6 +1773,46 @@ export interface components {
         RejectDto: {
             /** @description Why; shown to the agent as the call's error message. */
             reason: string;
+        };
+        RunErrorView: {
+            /** @description `model_error`, `max_steps`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...). */
+            code: string;
+            message: string;
+        };
+        RunPage: {
+            items: components["schemas"]["RunView"][];
+            nextCursor: string | null;
+        };
+        RunUsageView: {
+            inputTokens: number;
+            modelCalls: number;
+            outputTokens: number;
+            toolCalls: number;
+        };
+        RunView: {
+            /** Format: uuid */
+            agentId: string;
+            /** Format: date-time */
+            completedAt?: string;
+            /** Format: date-time */
+            createdAt: string;
+            error?: components["schemas"]["RunErrorView"];
+            /** Format: uuid */
+            id: string;
+            input: string;
+            /** @description The conversation: prior messages, the input, and every model answer and tool result (the system prompt is the version's manifest). */
+            messages: components["schemas"]["ChatMessageView"][];
+            /** @description The model's final answer, once succeeded. */
+            output?: string;
+            /** @description While `waiting_for_approval`: what it waits for. */
+            pendingApprovalIds: string[];
+            profile?: string;
+            /** @enum {string} */
+            status: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
+            toolCallIds: string[];
+            usage: components["schemas"]["RunUsageView"];
+            version: number;
+            workerType?: string;
         };
         SetMcpCredentialsDto: {
             /** @description The whole set of credentials, replacing the stored one. */
@@ -2344,6 +2627,97 @@ export interface operations {
             };
         };
     };
+    RunsController_create: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `wait=N`, N seconds (at most 60). */
+                Prefer?: string;
+            };
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRunDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such agent or version (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_published`, or the version names no model provider (`model_not_configured`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     ToolCallsController_create: {
         parameters: {
             query?: never;
@@ -2598,7 +2972,12 @@ export interface operations {
     };
     VersionsController_manifest: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the capabilities that apply to this profile contribute (empty `profiles` applies to all). */
+                profile?: string;
+                /** @description Only the capabilities that apply to this worker type contribute (empty `workerTypes` applies to all). */
+                workerType?: string;
+            };
             header?: never;
             path: {
                 agentId: string;
@@ -2615,6 +2994,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ManifestView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing, unknown or revoked token (`unauthorized`). */
@@ -2676,6 +3064,10 @@ export interface operations {
                 /** @description Render the tools in a provider's function-calling shape, to paste in unchanged. */
                 format?: "openai" | "anthropic";
                 limit?: number;
+                /** @description Only the tools of capabilities that apply to this profile (a capability with empty `profiles` applies to all). */
+                profile?: string;
+                /** @description Only the tools of capabilities that apply to this worker type (empty `workerTypes` applies to all). */
+                workerType?: string;
             };
             header?: never;
             path: {
@@ -3156,7 +3548,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
             };
             header?: never;
             path?: never;
@@ -3213,7 +3605,7 @@ export interface operations {
     EventsController_stream: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
                 types?: string;
             };
             header?: {
@@ -4364,6 +4756,273 @@ export interface operations {
             };
         };
     };
+    ModelProvidersController_list: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ModelProvidersController_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateModelProviderDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The name is taken in this organization (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `baseUrl` is refused by the egress policy (`egress_refused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ModelProvidersController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model provider in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    ModelProvidersController_delete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model provider in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A published version runs on it (`resource_in_use`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     OrgsController_list: {
         parameters: {
             query?: {
@@ -4824,6 +5483,242 @@ export interface operations {
             };
             /** @description The body is larger than 1 MiB (`payload_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    RunsController_list: {
+        parameters: {
+            query?: {
+                agentId?: string;
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+                status?: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    RunsController_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such run in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    RunsController_cancel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such run in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    RunsController_events: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id` of the last event received. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: `id`, `event` (the type) and `data` (JSON) per event. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such run in your organization (`not_found`). */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5635,6 +6530,35 @@ export interface operations {
             };
             /** @description The database does not answer (`service_unavailable`); `checks` names what is down. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    MetricsController_scrape: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text format 0.0.4. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description METRICS_TOKEN is set and the request does not carry it (`unauthorized`). */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };
