@@ -88,6 +88,8 @@ const MATRIX: Record<string, string> = {
   'GET /api/v1/webhooks/:id/deliveries':                     '401  403    403     403   403      ok    404     403',
   'GET /health':                                             'ok   ok     ok      ok    ok       ok    ok      ok',
   'GET /health/ready':                                       'ok   ok     ok      ok    ok       ok    ok      ok',
+  // Without METRICS_TOKEN (as here) the scrape is open; with it, only that token (test/observability.e2e-spec.ts).
+  'GET /metrics':                                            'ok   ok     ok      ok    ok       ok    ok      ok',
 };
 
 function expected(line: string): Record<Who, Outcome> {
