@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
+import { IdempotencyRepository } from './idempotency.repository';
 import { ToolCallMaintenanceRepository } from './tool-call-maintenance.repository';
 
 export interface SweepReport {
@@ -23,6 +24,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   constructor(
     private readonly store: ToolCallMaintenanceRepository,
+    private readonly keys: IdempotencyRepository,
     private readonly settled: CallSettledNotifier,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
@@ -61,7 +63,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   private async sweep(): Promise<SweepReport> {
     const interrupted = await this.store.interruptAbandoned();
     const expired = await this.store.expireApprovals();
-    const keysDeleted = await this.store.deleteExpiredKeys();
+    const keysDeleted = await this.keys.deleteExpired();
     this.settled.notify([...interrupted, ...expired].map((c) => c.callId));
     if (interrupted.length || expired.length) {
       this.logger.log({ interrupted: interrupted.length, expired: expired.length }, 'swept tool calls');
