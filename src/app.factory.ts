@@ -14,6 +14,8 @@ import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { Metrics } from './telemetry/metrics';
+import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -53,6 +55,8 @@ export interface CreateAppOptions {
   rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
+  /** The built console to serve at /console; default `dist/console` (tests build one of their own). */
+  consoleDir?: string;
 }
 
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
@@ -107,12 +111,20 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
       return;
     }
-    parseJson(request, text, done);
+    // Fastify's parser answers through `done`; its return value is nothing to wait for.
+    void parseJson(request, text, done);
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
   installCors(fastify, options.config.corsOrigins);
+  await registerConsole(fastify, options.consoleDir);
+  // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
+  const metrics = app.get(Metrics);
+  fastify.addHook('onResponse', (request, reply, done) => {
+    metrics.httpRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 
   const document = addCommonProblems(SwaggerModule.createDocument(
     app,

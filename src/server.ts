@@ -6,6 +6,8 @@ import { ConfigError } from './config/app-config';
 import { resolveConfig } from './config/resolve-config';
 import { openDatabase, runMigrations } from './database/database';
 import { DataDirLockedError } from './database/embedded-database';
+import { stopTracing } from './telemetry/tracing';
+import { EventStreamService } from './events/event-stream.service';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -37,6 +39,9 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
     say(`${signal}: finishing in-flight requests`);
     const server = app.getHttpServer() as Server;
     const closed = app.getHttpAdapter().getInstance().close();
+    // An event stream never finishes by itself: end them now (not after the grace period); their
+    // clients reconnect with Last-Event-ID to a node that is still up.
+    app.get(EventStreamService).closeAll();
     // Keep-alive connections that are idle (or become idle once their request is answered) are
     // closed as they appear; whatever is still open after the grace period is cut.
     const reaper = setInterval(() => server.closeIdleConnections(), 50);
@@ -46,6 +51,7 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
     clearTimeout(deadline);
     await app.close();
     await database.embedded?.stop();
+    await stopTracing().catch((err: Error) => say(`traces not flushed: ${err.message}`));
     say('stopped');
     process.exit(0);
   };
@@ -54,11 +60,20 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
   return app;
 }
 
+/**
+ * A failed start is one JSON line at level 60 (fatal), like every other log line, so a log
+ * pipeline that parses the server's output sees why a node never came up. An operator's mistake
+ * (a bad variable, a data directory in use) is its message; anything else carries the error.
+ */
+export function startFailureLine(err: unknown, now = Date.now()): string {
+  const expected = err instanceof ConfigError || err instanceof DataDirLockedError;
+  const message = err instanceof Error ? err.message : String(err);
+  const line: Record<string, unknown> = { level: 60, time: now, msg: `cannot start: ${message}` };
+  if (!expected && err instanceof Error) line.err = { type: err.name, message: err.message, stack: err.stack };
+  return JSON.stringify(line) + '\n';
+}
+
 export function exitOnStartFailure(err: unknown): never {
-  if (err instanceof ConfigError || err instanceof DataDirLockedError) {
-    process.stderr.write(`cannot start: ${err.message}\n`);
-  } else {
-    process.stderr.write(`cannot start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  }
+  process.stderr.write(startFailureLine(err));
   process.exit(1);
 }

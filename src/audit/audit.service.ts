@@ -19,6 +19,11 @@ export const AUDIT_EVENT_TYPES = [
   'approval.approved',
   'approval.rejected',
   'approval.expired',
+  'mcp_connection.created',
+  'mcp_connection.synced',
+  'mcp_connection.risk_set',
+  'mcp_connection.credentials_updated',
+  'mcp_connection.deleted',
   'webhook.created',
   'webhook.deleted',
 ] as const;

@@ -5,7 +5,8 @@ import { AccessMetadata, Allowed, PUBLIC_ROUTE } from './access.decorator';
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { AuthService } from './auth.service';
 import { effectiveRoles, Principal } from './principal';
-import { RateLimiter } from '../rate-limit/rate-limiter.service';
+import { RateLimiter, rateLimitHeaders } from '../rate-limit/rate-limiter.service';
+import type { FastifyReply } from 'fastify';
 
 /**
  * The one guard that authenticates every route. A route that declares nothing is refused, so a
@@ -31,7 +32,8 @@ export class AuthGuard implements CanActivate {
       if (err instanceof ApiError && err.status === 401) await this.limiter.recordAuthFailure(request.ip);
       throw err;
     }
-    await this.limiter.hit(principal);
+    const limits = await this.limiter.hit(principal);
+    if (limits) void context.switchToHttp().getResponse<FastifyReply>().headers(rateLimitHeaders(limits));
     request.principal = principal;
     if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
     if (!permits(allowed, principal)) throw ApiError.forbidden();

@@ -46,8 +46,13 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
   SWEEP_INTERVAL_SECONDS: number = 15;
 
+  /**
+   * How long an MCP tool call that needs approval is held open. Below 60 s, the request timeout
+   * most MCP clients use by default, so the client gets the "still pending" answer rather than
+   * a timeout error (docs/mcp.md).
+   */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(3600)
-  MCP_APPROVAL_WAIT_SECONDS: number = 60;
+  MCP_APPROVAL_WAIT_SECONDS: number = 45;
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
   DATABASE_POOL_SIZE: number = 10;
@@ -66,6 +71,18 @@ export class EnvironmentVariables {
   /** Failed authentications one client address may make per window; 0 turns it off. */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
+
+  /** Set: every node counts rate limits in this Redis, so limits hold across nodes. Unset: per process. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(2048) @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
+  RATE_LIMIT_REDIS_URL?: string;
+
+  /** Prefix of every rate-limit key in Redis, so several deployments (or test runs) can share one Redis. */
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9:._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 : . _ -' })
+  RATE_LIMIT_REDIS_PREFIX: string = 'cp:rl:';
+
+  /** Set: GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512) @Matches(/^\S+$/, { message: 'must not contain spaces' })
+  METRICS_TOKEN?: string;
 
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
@@ -145,6 +162,8 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  /** Unset: /metrics is open (bind it to a private network, or set it). */
+  metricsToken?: string;
   secrets: SecretsConfig;
   egress: EgressConfig;
   /** An MCP connection's tools older than this are listed again before a call. */
@@ -184,6 +203,9 @@ export interface RateLimitConfig {
   perKey: number;
   perOrg: number;
   authFailures: number;
+  /** Unset: counted per process. */
+  redisUrl?: string;
+  redisPrefix: string;
 }
 
 export class ConfigError extends Error {
@@ -193,17 +215,22 @@ export class ConfigError extends Error {
   }
 }
 
+/** The variables without a default (so not keys of a fresh instance) whose values are secrets. */
+const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN'] as const;
+
 /** Parses the environment; throws a ConfigError that names every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const raw: Record<string, unknown> = {};
-  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS']) {
+  for (const key of [...known, ...SECRET_VARIABLES]) {
     if (env[key] !== undefined) raw[key] = env[key];
   }
   const parsed = plainToInstance(EnvironmentVariables, raw);
   const errors = validateSync(parsed, { whitelist: false });
   if (errors.length > 0) {
-    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (got ${JSON.stringify(e.value)})`);
+    // A secret's value never reaches the log line that refuses it (a database URL holds a password).
+    const got = (e: { property: string; value?: unknown }) => ((SECRET_VARIABLES as readonly string[]).includes(e.property) ? 'value not shown' : `got ${JSON.stringify(e.value)}`);
+    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (${got(e)})`);
     throw new ConfigError(`Invalid environment:\n  ${lines.join('\n  ')}`);
   }
   return parsed;

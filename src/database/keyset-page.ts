@@ -1,6 +1,8 @@
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
 
 export interface Queryable {
+  // As TypeORM's DataSource.query and EntityManager.query declare it, so both are Queryable.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   query(sql: string, params?: unknown[]): Promise<any>;
 }
 
