@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { ResolvedResources } from '../capabilities/capability.types';
-import { KnowledgeService } from '../knowledge/knowledge.service';
-import { SkillsService } from '../skills/skills.service';
+import { KnowledgeRepository } from '../knowledge/knowledge.repository';
+import { SkillsRepository } from '../skills/skills.repository';
 import { BoundConnection, McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
 import type { AgentSpec, BuiltVersion } from './built-version';
 import { Applicability, Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
@@ -34,8 +34,8 @@ export class VersionBuilder {
     private readonly dataSource: DataSource,
     private readonly store: VersionStore,
     private readonly composer: VersionComposer,
-    private readonly knowledge: KnowledgeService,
-    private readonly skills: SkillsService,
+    private readonly knowledge: KnowledgeRepository,
+    private readonly skills: SkillsRepository,
     private readonly mcp: McpConnectionsService,
   ) {}
 
@@ -70,8 +70,8 @@ export class VersionBuilder {
 
   /** DESIGN.md idea 6: a capability never looks up its own resources; they are resolved for the organization here. */
   async resolveResources(orgId: string, spec: AgentSpec): Promise<ResolvedResources> {
-    const knowledgeCollections = await this.knowledge.resolve(this.dataSource, orgId, spec.resources?.knowledgeCollections ?? []);
-    const skills = await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []);
+    const knowledgeCollections = await this.knowledge.resolve(orgId, spec.resources?.knowledgeCollections ?? []);
+    const skills = await this.skills.resolve(orgId, spec.resources?.skills ?? []);
     return { knowledgeCollections, skills };
   }
 
@@ -140,8 +140,8 @@ export class VersionBuilder {
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */
   private async resourcesOf(orgId: string, frozen: FrozenVersion): Promise<ResolvedResources> {
     const spec = frozen.row.spec;
-    const knowledgeCollections = await this.knowledge.resolve(this.dataSource, orgId, spec.resources?.knowledgeCollections ?? []);
-    frozen.skills ??= deepFreeze(await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []));
+    const knowledgeCollections = await this.knowledge.resolve(orgId, spec.resources?.knowledgeCollections ?? []);
+    frozen.skills ??= deepFreeze(await this.skills.resolve(orgId, spec.resources?.skills ?? []));
     return { knowledgeCollections, skills: [...frozen.skills] };
   }
 }

@@ -7,14 +7,14 @@ import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { CollectionPage, CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentPage, DocumentView } from './knowledge.dto';
-import { KnowledgeService } from './knowledge.service';
+import { KnowledgeRepository } from './knowledge.repository';
 
 const NOT_FOUND = ProblemResponse('No such collection or document in your organization (`not_found`).');
 
 @ApiTags('knowledge')
 @Controller('api/v1/knowledge/collections')
 export class KnowledgeController {
-  constructor(private readonly knowledge: KnowledgeService) {}
+  constructor(private readonly knowledge: KnowledgeRepository) {}
 
   @Post()
   @Access('builder')

@@ -9,7 +9,7 @@ import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { CapabilityToolResolver } from './capability-tool.resolver';
 import { DecisionWaiter } from './decision-waiter.service';
-import { IdempotencyService } from './idempotency.service';
+import { IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
 import { ToolExecutor } from './tool-executor.service';
@@ -36,9 +36,9 @@ import { ToolRunner } from './tool-runner.service';
     ToolCallsRepository,
     ApprovalsRepository,
     ToolCallMaintenanceRepository,
-    IdempotencyService,
+    IdempotencyRepository,
     CallSettledNotifier,
   ],
-  exports: [ToolExecutor, ToolApprovals, DecisionWaiter, ToolCallsRepository, ApprovalsRepository, ToolCallMaintenanceRepository, CallSettledNotifier],
+  exports: [ToolExecutor, ToolApprovals, DecisionWaiter, ToolCallsRepository, IdempotencyRepository, ApprovalsRepository, ToolCallMaintenanceRepository, CallSettledNotifier],
 })
 export class RuntimeModule {}

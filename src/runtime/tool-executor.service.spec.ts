@@ -16,7 +16,7 @@ import { APP_CONFIG } from '../config/app-config';
 import { dataSourceOptions } from '../database/data-source-options';
 import { canonicalHash } from '../agents/digests';
 import { CallSettledNotifier } from './call-settled.notifier';
-import { IdempotencyService } from './idempotency.service';
+import { IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { ToolCallSweeper } from '../tool-calls/tool-call-sweeper.service';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
@@ -143,7 +143,7 @@ describe('ToolExecutor', () => {
         ApprovalsRepository,
         ToolCallMaintenanceRepository,
         ToolCallsService,
-        IdempotencyService,
+        IdempotencyRepository,
         CallSettledNotifier,
         ToolCallSweeper,
         Metrics,

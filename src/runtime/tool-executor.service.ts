@@ -8,7 +8,7 @@ import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
-import { IdempotencyClaim, IdempotencyService } from './idempotency.service';
+import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
 import { ToolImplementations } from './tool-implementations';
 import { approvalReasonOf } from './tool-policy';
@@ -81,7 +81,7 @@ export class ToolExecutor {
     private readonly guards: ToolCallGuards,
     private readonly runner: ToolRunner,
     private readonly store: ToolCallsRepository,
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotency: IdempotencyRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
   ) {

@@ -3,10 +3,17 @@ import { DataSource } from 'typeorm';
 import { AuditEventInput, auditInsert, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { Statement } from '../database/statement';
-import { ClaimCompletion, CALL_COLUMNS, findCallWith, iso, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
+import { completeClaimSql } from './idempotency.repository';
+import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
 import type { ApprovalReason, ToolCallStatus, ToolCallView } from './tool-calls.dto';
 
 export * from './tool-call-rows';
+
+/** Reads a call with the given manager (inside a transaction, or not). */
+export async function findCallWith(manager: Queryable, orgId: string, callId: string): Promise<ToolCallRow | undefined> {
+  const rows: ToolCallRow[] = await manager.query(`SELECT ${CALL_COLUMNS} FROM tool_call c WHERE c.org_id = $1 AND c.id = $2`, [orgId, callId]);
+  return rows[0];
+}
 
 /**
  * The statements about tool calls: recording a call (with its approval, its audit events and its
@@ -47,7 +54,7 @@ export class ToolCallsRepository {
            FROM w0`,
       );
     }
-    if (claim) s.with(this.completeClaimSql(s, claim, call.id));
+    if (claim) s.with(completeClaimSql(s, claim, call.id));
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
@@ -80,17 +87,11 @@ export class ToolCallsRepository {
          'pending', ${s.param(call.requestedBy)}::uuid, ${s.param(approval.expiresAt)}::timestamptz, ${s.param(call.createdAt)}::timestamptz
          FROM w0`,
     );
-    if (claim) s.with(this.completeClaimSql(s, claim, call.id));
+    if (claim) s.with(completeClaimSql(s, claim, call.id));
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
     this.audit.committed(events);
-  }
-
-  private completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {
-    return `UPDATE idempotency_key SET status = 'done', tool_call_id = ${s.param(callId)}, response_status = ${s.param(claim.status)},
-              response_body = ${s.param(JSON.stringify(claim.body))}::jsonb
-             WHERE org_id = ${s.param(claim.orgId)} AND key = ${s.param(claim.key)} AND claim_id = ${s.param(claim.claimId)}`;
   }
 
   /** The atomic reservation of one call of a limited run: false when the limit is reached. */

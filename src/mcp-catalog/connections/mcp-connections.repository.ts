@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import type { ToolRisk } from '../../capabilities/capability.types';
-import { newestFirstPage, Page, PageQuery } from '../../common/pagination';
+import { Page, PageQuery } from '../../common/pagination';
+import { newestFirstPage } from '../../database/keyset-page';
 import type { ListedMcpTool } from './mcp-tools';
 
 export interface McpConnectionRow {

@@ -9,7 +9,7 @@ import { isUniqueViolation } from '../../common/db-errors';
 import { Page, PageQuery } from '../../common/pagination';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressService } from '../../egress/egress.service';
-import { resourceInUse } from '../../knowledge/knowledge.service';
+import { resourceInUse } from '../../knowledge/knowledge.repository';
 import { SecretsService } from '../../secrets/secrets.service';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import { McpServerRegistry } from '../mcp-server-registry.service';

@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { isForeignKeyViolation } from '../common/db-errors';
-import { newestFirstPage, Page, PageQuery } from '../common/pagination';
+import { Page, PageQuery } from '../common/pagination';
+import { newestFirstPage } from '../database/keyset-page';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
 
@@ -26,12 +27,53 @@ interface DocumentRow {
   created_at: Date;
 }
 
+export interface KnowledgeHitRow {
+  id: string;
+  title: string;
+  collection: string;
+  snippet: string;
+  rank: number;
+}
+
+export interface DocumentPageRow {
+  title: string;
+  collection: string;
+  total_chars: string | number;
+  page: string;
+}
+
+// ts_headline reads the whole text it is given, so only the few top-ranked documents get one.
+const SEARCH_SQL = `
+  SELECT d.id, d.title, c.name AS collection, top.rank,
+         ts_headline('english'::regconfig, d.content, top.query,
+           'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
+    FROM (
+      SELECT d.id, q.query, ts_rank(d.search, q.query, 1) AS rank
+        FROM knowledge_document d, websearch_to_tsquery('english'::regconfig, $3) AS q(query)
+       WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
+       ORDER BY rank DESC, d.id
+       LIMIT $4
+    ) top
+    JOIN knowledge_document d ON d.org_id = $1 AND d.id = top.id
+    JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
+   ORDER BY top.rank DESC, d.id`;
+
+const READ_SQL = `
+  SELECT d.title, c.name AS collection, length(d.content) AS total_chars, substr(d.content, $4::int + 1, $5::int) AS page
+    FROM knowledge_document d
+    JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
+   WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.id = $3`;
+
 const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated_at,
   (SELECT count(*) FROM knowledge_document d WHERE d.org_id = c.org_id AND d.collection_id = c.id) AS document_count`;
 
-/** Knowledge collections and their documents, always within one organization. */
+/**
+ * The owner of `knowledge_collection` and `knowledge_document`: the REST resource, the resolution
+ * of an agent's collections, and the knowledge tools' searches all go through here. Every method
+ * takes the organization first.
+ */
 @Injectable()
-export class KnowledgeService {
+export class KnowledgeRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async createCollection(orgId: string, dto: CreateCollectionDto): Promise<CollectionView> {
@@ -145,9 +187,9 @@ export class KnowledgeService {
    * The collections among `ids` that exist in the organization, in the order asked, with what a
    * capability needs to know about them. Missing (or foreign) ids are simply absent.
    */
-  async resolve(manager: EntityManager | DataSource, orgId: string, ids: readonly string[]): Promise<ResolvedKnowledgeCollection[]> {
+  async resolve(orgId: string, ids: readonly string[]): Promise<ResolvedKnowledgeCollection[]> {
     if (ids.length === 0) return [];
-    const rows: CollectionRow[] = await manager.query(
+    const rows: CollectionRow[] = await this.dataSource.query(
       `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = ANY($2::uuid[])`,
       [orgId, ids],
     );
@@ -156,6 +198,23 @@ export class KnowledgeService {
       const r = byId.get(id);
       return r ? [{ id: r.id, name: r.name, description: r.description, documentCount: Number(r.document_count) }] : [];
     });
+  }
+
+  /** Full-text search in the given collections, best first (the `search_knowledge` tool). */
+  searchDocuments(orgId: string, collectionIds: readonly string[], query: string, limit: number): Promise<KnowledgeHitRow[]> {
+    return this.dataSource.query(SEARCH_SQL, [orgId, collectionIds, query, limit]);
+  }
+
+  /** A page of one document of the given collections (the `read_document` tool). */
+  async readDocumentPage(orgId: string, collectionIds: readonly string[], documentId: string, offset: number, maxChars: number): Promise<DocumentPageRow | undefined> {
+    const [row]: DocumentPageRow[] = await this.dataSource.query(READ_SQL, [orgId, collectionIds, documentId, offset, maxChars]);
+    return row;
+  }
+
+  /** How many searchable words the full-text parser finds in a query (0: only stop words). */
+  async searchableWords(query: string): Promise<number> {
+    const [{ words }]: { words: number }[] = await this.dataSource.query(`SELECT numnode(websearch_to_tsquery('english'::regconfig, $1)) AS words`, [query]);
+    return Number(words);
   }
 
   private async assertCollection(orgId: string, id: string): Promise<void> {

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { ApiError } from '../common/api-error';
+import type { Statement } from '../database/statement';
 
 /** Keys are kept this long, per organization (API.md). */
 export const IDEMPOTENCY_TTL_HOURS = 24;
@@ -27,8 +28,17 @@ interface KeyRow {
   expired: boolean;
 }
 
+/** Finishing a claim in the statement that records the call. */
+export interface ClaimCompletion {
+  orgId: string;
+  key: string;
+  claimId: string;
+  status: number;
+  body: unknown;
+}
+
 /**
- * `Idempotency-Key` for tool calls. The claim is one INSERT ... ON CONFLICT DO NOTHING, so among
+ * The owner of `idempotency_key`: `Idempotency-Key` for tool calls. The claim is one INSERT ... ON CONFLICT DO NOTHING, so among
  * any number of simultaneous requests with one key exactly one proceeds; the answer is stored in
  * the same statement that records the call (see ToolCallsRepository), so a replay can never
  * disagree with what was recorded.
@@ -37,7 +47,7 @@ interface KeyRow {
  * its key: nothing happened, so a corrected retry with the same key may proceed.
  */
 @Injectable()
-export class IdempotencyService {
+export class IdempotencyRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async claim(orgId: string, key: string, requestHash: string, lockMs: number): Promise<ClaimResult> {
@@ -91,4 +101,20 @@ export class IdempotencyService {
       [claim.orgId, claim.key, claim.claimId],
     );
   }
+
+  /** Keys past their 24 hours, a batch at a time (the sweeper). */
+  async deleteExpired(batch = 1000): Promise<number> {
+    const [, count]: [unknown[], number] = await this.dataSource.query(
+      `DELETE FROM idempotency_key WHERE (org_id, key) IN (SELECT org_id, key FROM idempotency_key WHERE expires_at <= now() LIMIT $1)`,
+      [batch],
+    );
+    return count;
+  }
+}
+
+/** The part of the statement that records a call which stores the answer of its claim (ToolCallsRepository). */
+export function completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {
+  return `UPDATE idempotency_key SET status = 'done', tool_call_id = ${s.param(callId)}, response_status = ${s.param(claim.status)},
+            response_body = ${s.param(JSON.stringify(claim.body))}::jsonb
+           WHERE org_id = ${s.param(claim.orgId)} AND key = ${s.param(claim.key)} AND claim_id = ${s.param(claim.claimId)}`;
 }
