@@ -17,10 +17,10 @@ export interface paths {
             cookie?: never;
         };
         /** List agents, by slug */
-        get: operations["AgentsController_list"];
+        get: operations["listAgents"];
         put?: never;
         /** Create an agent with an empty draft */
-        post: operations["AgentsController_create"];
+        post: operations["createAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -35,7 +35,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an agent and its draft */
-        get: operations["AgentsController_get"];
+        get: operations["getAgent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -56,7 +56,7 @@ export interface paths {
          * Replace the draft
          * @description Only the shape is checked (`400 invalid_request`); a draft may be unpublishable. `draft/validate` says why.
          */
-        put: operations["AgentsController_replaceDraft"];
+        put: operations["replaceAgentDraft"];
         post?: never;
         delete?: never;
         options?: never;
@@ -77,7 +77,7 @@ export interface paths {
          * Check whether the draft could be published
          * @description Every problem is listed, each with its `code` and `path`.
          */
-        post: operations["VersionsController_validate"];
+        post: operations["validateAgentDraft"];
         delete?: never;
         options?: never;
         head?: never;
@@ -95,7 +95,7 @@ export interface paths {
          * Open a server-to-client event stream (not offered)
          * @description The endpoint is stateless: it has nothing to send outside the answer to a request, so it offers no stream. `405` with `Allow: POST`, as MCP specifies.
          */
-        get: operations["McpController_stream"];
+        get: operations["getAgentMcp"];
         put?: never;
         /**
          * Send MCP messages to the agent's MCP server
@@ -109,12 +109,12 @@ export interface paths {
          *     again hands over the decision instead of asking again. Errors of the JSON-RPC layer (a malformed message, a
          *     missing `Accept`) are JSON-RPC errors, not problem documents.
          */
-        post: operations["McpController_post"];
+        post: operations["postAgentMcp"];
         /**
          * End an MCP session (there are none)
          * @description The endpoint is stateless: there is no session to end. `405` with `Allow: POST`, as MCP specifies.
          */
-        delete: operations["McpController_end"];
+        delete: operations["deleteAgentMcp"];
         options?: never;
         head?: never;
         patch?: never;
@@ -133,7 +133,7 @@ export interface paths {
          * Publish the draft as a new immutable version
          * @description The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).
          */
-        post: operations["VersionsController_publish"];
+        post: operations["publishAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -171,7 +171,7 @@ export interface paths {
          *     another body `422 idempotency_key_reused`; the first request still in progress `409 idempotency_in_progress`.
          *     A request refused before anything was recorded (any 4xx above) does not keep its key.
          */
-        post: operations["ToolCallsController_create"];
+        post: operations["createToolCall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -186,7 +186,7 @@ export interface paths {
             cookie?: never;
         };
         /** List published versions, newest first */
-        get: operations["VersionsController_list"];
+        get: operations["listAgentVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -203,7 +203,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a published version, with the drift of its tools since publish */
-        get: operations["VersionsController_get"];
+        get: operations["getAgentVersion"];
         put?: never;
         post?: never;
         delete?: never;
@@ -220,7 +220,7 @@ export interface paths {
             cookie?: never;
         };
         /** Everything a runtime needs: system prompt, offered tools, settings */
-        get: operations["VersionsController_manifest"];
+        get: operations["getAgentVersionManifest"];
         put?: never;
         post?: never;
         delete?: never;
@@ -240,7 +240,7 @@ export interface paths {
          * The tools the model is offered
          * @description Overrides applied; `requiresApproval` includes the spec's `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.
          */
-        get: operations["VersionsController_tools"];
+        get: operations["listAgentVersionTools"];
         put?: never;
         post?: never;
         delete?: never;
@@ -260,7 +260,7 @@ export interface paths {
          * The capability catalog, sorted by id, a page at a time like every list
          * @description Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.
          */
-        get: operations["CapabilitiesController_list"];
+        get: operations["listCapabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -280,7 +280,7 @@ export interface paths {
          * List approvals, newest first
          * @description A pending approval past `expiresAt` reads (and filters) as `expired`.
          */
-        get: operations["ApprovalsController_list"];
+        get: operations["listApprovals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -297,7 +297,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an approval */
-        get: operations["ApprovalsController_get"];
+        get: operations["getApproval"];
         put?: never;
         post?: never;
         delete?: never;
@@ -319,7 +319,7 @@ export interface paths {
          * Approve, and run the call once
          * @description Runs exactly the stored arguments (their hash is checked again first; a mismatch is `409 approval_arguments_changed` and nothing runs), or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval stays pending), kept beside the originals, with `argumentsEdited: true` on the call. Of any number of simultaneous approvals exactly one answers `200` and the tool runs once. The guards run again with the organization as it is now: `409 tool_definition_changed` (the code changed or removed the tool since publish), `403 scope_not_granted` refuse and leave the approval pending.
          */
-        post: operations["ApprovalsController_approve"];
+        post: operations["approveApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -336,7 +336,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Reject; the call becomes `rejected`, its error message the reason */
-        post: operations["ApprovalsController_reject"];
+        post: operations["rejectApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -351,7 +351,7 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's audit log, newest first */
-        get: operations["AuditController_list"];
+        get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -371,7 +371,7 @@ export interface paths {
          * The organization's audit events as they are written (Server-Sent Events)
          * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. At most 256 streams per organization per server node.
          */
-        get: operations["EventsController_stream"];
+        get: operations["streamEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -388,10 +388,10 @@ export interface paths {
             cookie?: never;
         };
         /** List knowledge collections, newest first */
-        get: operations["KnowledgeController_listCollections"];
+        get: operations["listKnowledgeCollections"];
         put?: never;
         /** Create a knowledge collection */
-        post: operations["KnowledgeController_createCollection"];
+        post: operations["createKnowledgeCollection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -406,11 +406,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a knowledge collection */
-        get: operations["KnowledgeController_getCollection"];
+        get: operations["getKnowledgeCollection"];
         put?: never;
         post?: never;
         /** Delete a knowledge collection and its documents; refused while a published version binds it */
-        delete: operations["KnowledgeController_deleteCollection"];
+        delete: operations["deleteKnowledgeCollection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -424,10 +424,10 @@ export interface paths {
             cookie?: never;
         };
         /** List a collection's documents, newest first, without their content */
-        get: operations["KnowledgeController_listDocuments"];
+        get: operations["listKnowledgeDocuments"];
         put?: never;
         /** Add a document to a collection; its text is indexed for full-text search */
-        post: operations["KnowledgeController_createDocument"];
+        post: operations["createKnowledgeDocument"];
         delete?: never;
         options?: never;
         head?: never;
@@ -442,11 +442,130 @@ export interface paths {
             cookie?: never;
         };
         /** Read a document with its content */
-        get: operations["KnowledgeController_getDocument"];
+        get: operations["getKnowledgeDocument"];
         put?: never;
         post?: never;
         /** Delete a document */
-        delete: operations["KnowledgeController_deleteDocument"];
+        delete: operations["deleteKnowledgeDocument"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mcp-connections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List MCP connections, newest first */
+        get: operations["listMcpConnections"];
+        put?: never;
+        /**
+         * Connect a catalog server
+         * @description Connects, initializes and lists the tools (every page) before anything is stored. Credentials are encrypted at rest and never shown again.
+         */
+        post: operations["createMcpConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mcp-connections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read an MCP connection */
+        get: operations["getMcpConnection"];
+        put?: never;
+        post?: never;
+        /** Delete an MCP connection; refused while a published version binds it */
+        delete: operations["deleteMcpConnection"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mcp-connections/{id}/credentials": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace the credentials
+         * @description The next use of the connection opens a new client with them.
+         */
+        put: operations["setMcpConnectionCredentials"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mcp-connections/{id}/sync": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * List the tools again
+         * @description The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.
+         */
+        post: operations["syncMcpConnection"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mcp-connections/{id}/tools/{tool}/risk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set a tool's risk
+         * @description A person's decision; it is kept across syncs and wins over the server's annotations.
+         */
+        put: operations["setMcpToolRisk"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/mcp-servers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The MCP catalog: vendor servers the code base allows, sorted by id
+         * @description For an organization key each entry says whether the organization holds every scope it needs (`available`).
+         */
+        get: operations["listMcpServers"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -460,7 +579,7 @@ export interface paths {
             cookie?: never;
         };
         /** Who the token belongs to */
-        get: operations["MeController_me"];
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -477,10 +596,10 @@ export interface paths {
             cookie?: never;
         };
         /** List organizations, by slug */
-        get: operations["OrgsController_list"];
+        get: operations["listOrgs"];
         put?: never;
         /** Create an organization */
-        post: operations["OrgsController_create"];
+        post: operations["createOrg"];
         delete?: never;
         options?: never;
         head?: never;
@@ -495,7 +614,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an organization (platform admin, or any key of that organization) */
-        get: operations["OrgsController_get"];
+        get: operations["getOrg"];
         put?: never;
         post?: never;
         delete?: never;
@@ -512,10 +631,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's API keys (never their tokens) */
-        get: operations["OrgsController_listKeys"];
+        get: operations["listApiKeys"];
         put?: never;
         /** Create an API key; the answer is the only time its token is shown */
-        post: operations["OrgsController_createKey"];
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -533,7 +652,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API key; it is refused from its next request on */
-        delete: operations["OrgsController_revokeKey"];
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -548,7 +667,7 @@ export interface paths {
         };
         get?: never;
         /** Replace the scopes granted to an organization */
-        put: operations["OrgsController_updateScopes"];
+        put: operations["updateOrgScopes"];
         post?: never;
         delete?: never;
         options?: never;
@@ -564,10 +683,10 @@ export interface paths {
             cookie?: never;
         };
         /** List skills, newest first */
-        get: operations["SkillsController_list"];
+        get: operations["listSkills"];
         put?: never;
         /** Create a skill */
-        post: operations["SkillsController_create"];
+        post: operations["createSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -582,11 +701,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a skill */
-        get: operations["SkillsController_get"];
+        get: operations["getSkill"];
         put?: never;
         post?: never;
         /** Delete a skill; refused while a published version binds it */
-        delete: operations["SkillsController_delete"];
+        delete: operations["deleteSkill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -603,7 +722,7 @@ export interface paths {
          * List the organization's tool calls, newest first
          * @description Filters combine with AND. A pending call whose approval has expired reads (and filters) as `expired`.
          */
-        get: operations["ToolCallsController_list"];
+        get: operations["listToolCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -620,7 +739,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a tool call */
-        get: operations["ToolCallsController_get"];
+        get: operations["getToolCall"];
         put?: never;
         post?: never;
         delete?: never;
@@ -640,7 +759,63 @@ export interface paths {
          * Read the whole result of a succeeded call
          * @description For a result cut to the output budget, the whole one exists only when the tool offloads large results.
          */
-        get: operations["ToolCallsController_result"];
+        get: operations["getToolCallResult"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The organization's webhook endpoints, newest first (never their secrets) */
+        get: operations["listWebhooks"];
+        put?: never;
+        /**
+         * Register an endpoint for the organization's audit events
+         * @description Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id, the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on `webhook-id`. At most 50 endpoints per organization.
+         */
+        post: operations["createWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One webhook endpoint */
+        get: operations["getWebhook"];
+        put?: never;
+        post?: never;
+        /** Delete an endpoint; its pending deliveries end `failed` */
+        delete: operations["deleteWebhook"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhooks/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The endpoint's delivery log, newest first, each delivery with its attempts */
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -657,7 +832,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process answers */
-        get: operations["HealthController_live"];
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -674,7 +849,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: operations["HealthController_ready"];
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -862,7 +1037,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "webhook.created" | "webhook.deleted";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
         };
         AuditPartyView: {
             id: string;
@@ -977,6 +1152,38 @@ export interface components {
             /** @example Refund policy */
             title: string;
         };
+        CreatedWebhookView: {
+            /** Format: date-time */
+            createdAt: string;
+            description: string | null;
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
+            secret: string;
+            types: string[];
+            url: string;
+        };
+        CreateMcpConnectionDto: {
+            /** @description Values for the entry's credential fields, by name. Stored encrypted; never shown again. */
+            credentials?: {
+                [key: string]: string;
+            };
+            /**
+             * @description Unique in the organization; prefixes the keys of its tools in toolApproval and toolOverrides (`<name>/<tool>`).
+             * @example reference
+             */
+            name: string;
+            /**
+             * @description A catalog entry id (GET /mcp-servers).
+             * @example everything
+             */
+            server: string;
+            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. */
+            url?: string;
+        };
         CreateOrgDto: {
             /** @example Acme Corp */
             name: string;
@@ -1011,6 +1218,65 @@ export interface components {
             tool: string;
             /** @description Default: the latest published version. */
             version?: number | "latest";
+        };
+        CreateWebhookDto: {
+            description?: string;
+            /**
+             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
+             * @example [
+             *       "approval.requested"
+             *     ]
+             */
+            types: string[];
+            /**
+             * @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it.
+             * @example https://hooks.example.com/platform
+             */
+            url: string;
+        };
+        DeliveryAttemptView: {
+            attempt: number;
+            /** @description Why the attempt failed: a status, a timeout, a refused or failed connection. */
+            error: string | null;
+            /**
+             * Format: date-time
+             * @description null while the attempt is in flight, or when its node stopped before it ended.
+             */
+            finishedAt: string | null;
+            /** Format: date-time */
+            startedAt: string;
+            /** @description The HTTP status the receiver answered. */
+            status: number | null;
+        };
+        DeliveryPage: {
+            items: components["schemas"]["DeliveryView"][];
+            nextCursor: string | null;
+        };
+        DeliveryView: {
+            attempts: number;
+            /** Format: date-time */
+            completedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: uuid
+             * @description The audit event delivered (also the `webhook-id` header).
+             */
+            eventId: string;
+            /** @description Every attempt, oldest first. */
+            history: components["schemas"]["DeliveryAttemptView"][];
+            /** Format: uuid */
+            id: string;
+            lastError: string | null;
+            lastStatus: number | null;
+            /**
+             * Format: date-time
+             * @description While `pending`: not before then.
+             */
+            nextAttemptAt: string | null;
+            /** @enum {string} */
+            status: "pending" | "succeeded" | "failed";
+            type: string;
         };
         DocumentPage: {
             items: components["schemas"]["DocumentSummaryView"][];
@@ -1069,6 +1335,74 @@ export interface components {
             systemPrompt: string;
             tools: components["schemas"]["OfferedToolView"][];
             version: number;
+        };
+        McpConnectionErrorView: {
+            /** @enum {string} */
+            code: "upstream_unavailable" | "timeout" | "egress_refused" | "tool_error";
+            message: string;
+        };
+        McpConnectionPage: {
+            items: components["schemas"]["McpConnectionView"][];
+            nextCursor: string | null;
+        };
+        McpConnectionView: {
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The names of the stored credentials; their values are never shown. */
+            credentialNames: string[];
+            /** @description Why the last sync failed (the tools are those of the last good one). */
+            error?: components["schemas"]["McpConnectionErrorView"];
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The catalog entry id. */
+            server: string;
+            /** @enum {string} */
+            status: "ready" | "error";
+            /** Format: date-time */
+            syncedAt: string;
+            tools: components["schemas"]["McpToolView"][];
+            url?: string;
+        };
+        McpCredentialFieldView: {
+            description: string;
+            name: string;
+            required: boolean;
+        };
+        McpServerEntryList: {
+            items: components["schemas"]["McpServerEntryView"][];
+        };
+        McpServerEntryView: {
+            /** @description For an organization key: the organization holds every scope the entry needs. */
+            available?: boolean;
+            category: string;
+            credentials: components["schemas"]["McpCredentialFieldView"][];
+            description: string;
+            /** @example remote */
+            id: string;
+            name: string;
+            scopes: string[];
+            /** @enum {string} */
+            transport: "streamable-http" | "stdio";
+            /** @description Whether the server's readOnlyHint/destructiveHint may lower a tool's risk below destructive. */
+            trustAnnotations: boolean;
+            /** @description The connection supplies the URL. */
+            urlRequired: boolean;
+        };
+        McpToolView: {
+            annotations?: {
+                [key: string]: unknown;
+            };
+            description: string;
+            inputSchema: {
+                [key: string]: unknown;
+            };
+            name: string;
+            /** @enum {string} */
+            risk: "read_only" | "mutating" | "destructive";
+            /** @enum {string} */
+            riskSource: "admin" | "annotations" | "default";
+            title?: string;
         };
         MeView: {
             /** @description `platform` for the platform admin; the API key's id otherwise. */
@@ -1197,6 +1531,16 @@ export interface components {
             /** @description Why; shown to the agent as the call's error message. */
             reason: string;
         };
+        SetMcpCredentialsDto: {
+            /** @description The whole set of credentials, replacing the stored one. */
+            credentials: {
+                [key: string]: string;
+            };
+        };
+        SetMcpToolRiskDto: {
+            /** @enum {string} */
+            risk: "read_only" | "mutating" | "destructive";
+        };
         SkillPage: {
             items: components["schemas"]["SkillView"][];
             nextCursor: string | null;
@@ -1315,6 +1659,19 @@ export interface components {
             /** @description True when the draft can be published. */
             valid: boolean;
         };
+        WebhookPage: {
+            items: components["schemas"]["WebhookView"][];
+            nextCursor: string | null;
+        };
+        WebhookView: {
+            /** Format: date-time */
+            createdAt: string;
+            description: string | null;
+            /** Format: uuid */
+            id: string;
+            types: string[];
+            url: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -1324,7 +1681,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    AgentsController_list: {
+    listAgents: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -1372,9 +1729,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1383,7 +1742,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_create: {
+    createAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -1449,9 +1808,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1460,7 +1821,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_get: {
+    getAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -1506,9 +1867,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1517,7 +1880,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_replaceDraft: {
+    replaceAgentDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -1585,9 +1948,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1596,7 +1961,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_validate: {
+    validateAgentDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -1642,9 +2007,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1653,7 +2020,7 @@ export interface operations {
             };
         };
     };
-    McpController_stream: {
+    getAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -1721,9 +2088,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1732,7 +2101,7 @@ export interface operations {
             };
         };
     };
-    McpController_post: {
+    postAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -1821,9 +2190,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1832,7 +2203,7 @@ export interface operations {
             };
         };
     };
-    McpController_end: {
+    deleteAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -1900,9 +2271,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1911,7 +2284,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_publish: {
+    publishAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -1976,9 +2349,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1987,7 +2362,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_create: {
+    createToolCall: {
         parameters: {
             query?: never;
             header?: {
@@ -2101,7 +2476,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_list: {
+    listAgentVersions: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2160,9 +2535,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2171,7 +2548,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_get: {
+    getAgentVersion: {
         parameters: {
             query?: never;
             header?: never;
@@ -2228,9 +2605,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2239,7 +2618,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_manifest: {
+    getAgentVersionManifest: {
         parameters: {
             query?: never;
             header?: never;
@@ -2300,9 +2679,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2311,7 +2692,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_tools: {
+    listAgentVersionTools: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2387,9 +2768,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,7 +2781,7 @@ export interface operations {
             };
         };
     };
-    CapabilitiesController_list: {
+    listCapabilities: {
         parameters: {
             query?: {
                 /** @description Only capabilities of this category. */
@@ -2468,9 +2851,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2479,7 +2864,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_list: {
+    listApprovals: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -2529,9 +2914,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2540,7 +2927,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_get: {
+    getApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -2586,9 +2973,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2597,7 +2986,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_approve: {
+    approveApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -2688,9 +3077,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2699,7 +3090,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_reject: {
+    rejectApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -2780,9 +3171,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2791,7 +3184,7 @@ export interface operations {
             };
         };
     };
-    AuditController_list: {
+    listAuditEvents: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2799,7 +3192,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "webhook.created" | "webhook.deleted";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
             };
             header?: never;
             path?: never;
@@ -2842,9 +3235,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2853,10 +3248,10 @@ export interface operations {
             };
         };
     };
-    EventsController_stream: {
+    streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, webhook.created, webhook.deleted. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
                 types?: string;
             };
             header?: {
@@ -2907,6 +3302,8 @@ export interface operations {
             /** @description The organization already has 256 streams open on this node (`rate_limited`). */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2915,7 +3312,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_listCollections: {
+    listKnowledgeCollections: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2963,9 +3360,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2974,7 +3373,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_createCollection: {
+    createKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3031,9 +3430,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3042,7 +3443,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_getCollection: {
+    getKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3088,9 +3489,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3099,7 +3502,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_deleteCollection: {
+    deleteKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3153,9 +3556,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3164,7 +3569,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_listDocuments: {
+    listKnowledgeDocuments: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3223,9 +3628,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3234,7 +3641,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_createDocument: {
+    createKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3302,9 +3709,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3313,7 +3722,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_getDocument: {
+    getKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3360,9 +3769,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3371,7 +3782,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_deleteDocument: {
+    deleteKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3417,9 +3828,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3428,7 +3841,556 @@ export interface operations {
             };
         };
     };
-    MeController_me: {
+    listMcpConnections: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMcpConnectionDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionView"];
+                };
+            };
+            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Not an admin (`forbidden`), or the organization lacks a scope the entry needs (`scope_not_granted`).
+             *
+             *     The token's roles do not allow this action (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The name is taken in the organization (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The URL is refused by the egress policy (`egress_refused`), or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored. */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such MCP connection in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted; its client (and process) on this node stopped. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such MCP connection in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A published agent version binds the connection (`resource_in_use`; `boundBy` lists them). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setMcpConnectionCredentials: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetMcpCredentialsDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionView"];
+                };
+            };
+            /** @description An unknown, missing or malformed credential (`invalid_request`); the value is never echoed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such MCP connection in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    syncMcpConnection: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such MCP connection in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setMcpToolRisk: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                tool: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetMcpToolRiskDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such connection, or the connection lists no such tool (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listMcpServers: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpServerEntryList"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getMe: {
         parameters: {
             query?: never;
             header?: never;
@@ -3463,9 +4425,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3474,7 +4438,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_list: {
+    listOrgs: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3522,9 +4486,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3533,7 +4499,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_create: {
+    createOrg: {
         parameters: {
             query?: never;
             header?: never;
@@ -3599,9 +4565,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3610,7 +4578,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_get: {
+    getOrg: {
         parameters: {
             query?: never;
             header?: never;
@@ -3656,9 +4624,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3667,7 +4637,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_listKeys: {
+    listApiKeys: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3726,9 +4696,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3737,7 +4709,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_createKey: {
+    createApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -3805,9 +4777,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3816,7 +4790,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_revokeKey: {
+    revokeApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -3862,9 +4836,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3873,7 +4849,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_updateScopes: {
+    updateOrgScopes: {
         parameters: {
             query?: never;
             header?: never;
@@ -3941,9 +4917,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3952,7 +4930,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_list: {
+    listSkills: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4000,9 +4978,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4011,7 +4991,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_create: {
+    createSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -4068,9 +5048,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4079,7 +5061,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_get: {
+    getSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -4125,9 +5107,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4136,7 +5120,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_delete: {
+    deleteSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -4190,9 +5174,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4201,7 +5187,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_list: {
+    listToolCalls: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -4252,9 +5238,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4263,7 +5251,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_get: {
+    getToolCall: {
         parameters: {
             query?: never;
             header?: never;
@@ -4309,9 +5297,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4320,7 +5310,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_result: {
+    getToolCallResult: {
         parameters: {
             query?: never;
             header?: never;
@@ -4366,9 +5356,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4377,7 +5369,347 @@ export interface operations {
             };
         };
     };
-    HealthController_live: {
+    listWebhooks: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateWebhookDto"];
+            };
+        };
+        responses: {
+            /** @description The endpoint, with its signing secret: the only answer that shows it. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CreatedWebhookView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The organization has 50 endpoints already (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The egress policy refuses the URL (`egress_refused`, naming `url`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such endpoint in this organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such endpoint in this organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+                status?: "pending" | "succeeded" | "failed";
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such endpoint in this organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -4396,7 +5728,7 @@ export interface operations {
             };
         };
     };
-    HealthController_ready: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
