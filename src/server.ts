@@ -6,6 +6,7 @@ import { ConfigError } from './config/app-config';
 import { resolveConfig } from './config/resolve-config';
 import { openDatabase, runMigrations } from './database/database';
 import { DataDirLockedError } from './database/embedded-database';
+import { stopTracing } from './telemetry/tracing';
 import { EventStreamService } from './events/event-stream.service';
 
 const SHUTDOWN_GRACE_MS = 10_000;
@@ -50,6 +51,7 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
     clearTimeout(deadline);
     await app.close();
     await database.embedded?.stop();
+    await stopTracing().catch((err: Error) => say(`traces not flushed: ${err.message}`));
     say('stopped');
     process.exit(0);
   };

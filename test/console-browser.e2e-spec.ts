@@ -114,6 +114,9 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByRole('textbox', { name: 'Instructions' }).waitFor();
     expect(await page.getByRole('button', { name: 'Publish' }).count()).toBe(0);
     expect(await page.getByRole('switch', { name: 'Clock' }).isDisabled()).toBe(true);
+    // The event stream is not a viewer's: the inbox falls back to asking every few seconds.
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('Checking for new requests every few seconds.').waitFor();
     expect(agent.id).toBeDefined();
     await context.close();
   });
@@ -188,6 +191,8 @@ describe('the Builder console in a browser (e2e)', () => {
     const { context, page } = await signedIn(org.keys.approver);
     await page.getByRole('link', { name: 'Approvals' }).click();
     await page.getByRole('heading', { name: /Pending/ }).waitFor();
+    // An approver's key gets the event stream (GET /events), so requests arrive as they are made.
+    await page.getByText('Live: new requests appear as they are made.').waitFor();
     const pending = page.getByRole('list', { name: /Pending/ });
 
     const call = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'remember', arguments: { content: 'The customer prefers French', tags: ['language'] } }).expect(202);

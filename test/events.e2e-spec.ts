@@ -135,6 +135,16 @@ describe('GET /events (e2e)', () => {
     }
   });
 
+  it('ends the streams of a key revoked after they opened', async () => {
+    const key = (await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys.admin)).send({ name: 'doomed', roles: ['approver'] }).expect(201)).body;
+    const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` });
+    open.push(c);
+    const ended = new Promise<void>((resolve) => c.response.on('end', () => resolve()));
+    await t.http.delete(`/api/v1/orgs/${org.id}/api-keys/${key.id}`).set(...bearer(org.keys.admin)).expect(204);
+    await ended;
+    await expect(SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` })).rejects.toMatchObject({ status: 401 });
+  });
+
   it('closes its streams when the application stops (clients reconnect elsewhere)', async () => {
     const streams = t.app.get(EventStreamService);
     const c = await stream(org);

@@ -9,7 +9,7 @@ import { AuditLogPage } from './pages/audit-log';
 import { CapabilitiesPage } from './pages/capabilities';
 import { KnowledgePage } from './pages/knowledge';
 import { SkillsPage } from './pages/skills';
-import { Link, match, navigate, PageTitle, usePath } from './router';
+import { Link, match, PageTitle, Redirect, usePath } from './router';
 import { can, SessionContext, type Me, type Session } from './session';
 
 export function App() {
@@ -148,7 +148,7 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   const { me } = session;
   let params: Record<string, string> | null;
   if (path === '/' || path === '') {
-    if (first) queueMicrotask(() => navigate(first));
+    if (first) return <Redirect to={first} />;
     return <PageTitle>Builder console</PageTitle>;
   }
   if (match('/agents', path) && can(me, 'read')) return <AgentsPage />;

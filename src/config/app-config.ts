@@ -72,6 +72,18 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
 
+  /** Set: every node counts rate limits in this Redis, so limits hold across nodes. Unset: per process. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(2048) @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
+  RATE_LIMIT_REDIS_URL?: string;
+
+  /** Prefix of every rate-limit key in Redis, so several deployments (or test runs) can share one Redis. */
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9:._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 : . _ -' })
+  RATE_LIMIT_REDIS_PREFIX: string = 'cp:rl:';
+
+  /** Set: GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512) @Matches(/^\S+$/, { message: 'must not contain spaces' })
+  METRICS_TOKEN?: string;
+
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
   SECRETS_KEY?: string;
@@ -150,6 +162,8 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  /** Unset: /metrics is open (bind it to a private network, or set it). */
+  metricsToken?: string;
   secrets: SecretsConfig;
   egress: EgressConfig;
   /** An MCP connection's tools older than this are listed again before a call. */
@@ -189,6 +203,9 @@ export interface RateLimitConfig {
   perKey: number;
   perOrg: number;
   authFailures: number;
+  /** Unset: counted per process. */
+  redisUrl?: string;
+  redisPrefix: string;
 }
 
 export class ConfigError extends Error {
@@ -199,7 +216,7 @@ export class ConfigError extends Error {
 }
 
 /** The variables without a default (so not keys of a fresh instance) whose values are secrets. */
-const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS'] as const;
+const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN'] as const;
 
 /** Parses the environment; throws a ConfigError that names every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {

@@ -43,7 +43,10 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       perKey: e.RATE_LIMIT_PER_KEY,
       perOrg: e.RATE_LIMIT_PER_ORG,
       authFailures: e.RATE_LIMIT_AUTH_FAILURES,
+      redisUrl: e.RATE_LIMIT_REDIS_URL,
+      redisPrefix: e.RATE_LIMIT_REDIS_PREFIX,
     },
+    metricsToken: e.METRICS_TOKEN,
     secrets: {
       key: secretsKey,
       previousKey: e.SECRETS_KEY_PREVIOUS ? decodeKey(e.SECRETS_KEY_PREVIOUS, 'SECRETS_KEY_PREVIOUS') : undefined,

@@ -16,6 +16,11 @@ const LEASE_GRACE_MS = 30_000;
 /** How long a stopping node waits for attempts in flight before it cuts them (they are retried). */
 const STOP_GRACE_MS = 3_000;
 const ERROR_MAX_CHARS = 300;
+/**
+ * Commits wake the dispatcher at most this often: under load every request commits events, and
+ * a claim per commit would be a query per request even for organizations without webhooks.
+ */
+const WAKE_COALESCE_MS = 50;
 
 /**
  * Delivers the webhook outbox: claims due deliveries (any number of nodes, each attempt claimed
@@ -35,6 +40,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   private stopped = false;
   private pollTimer?: NodeJS.Timeout;
   private dueTimer?: NodeJS.Timeout;
+  private wakeTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
 
   constructor(
@@ -46,7 +52,14 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.unsubscribe = this.wakeups.on(() => this.kick());
+    this.unsubscribe = this.wakeups.on(() => {
+      if (this.wakeTimer) return;
+      this.wakeTimer = setTimeout(() => {
+        this.wakeTimer = undefined;
+        this.kick();
+      }, WAKE_COALESCE_MS);
+      this.wakeTimer.unref();
+    });
     this.pollTimer = setInterval(() => this.kick(), this.config.events.pollMs);
     this.pollTimer.unref();
     this.kick();
@@ -57,6 +70,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
     this.unsubscribe?.();
     clearInterval(this.pollTimer);
     clearTimeout(this.dueTimer);
+    clearTimeout(this.wakeTimer);
     await this.running;
     const pending = [...this.inFlight.values()];
     const cut = setTimeout(() => this.stopping.abort(new Error('the server is stopping')), STOP_GRACE_MS);

@@ -7,12 +7,16 @@ import { resultRefOf, ToolCallsRepository } from '../tool-calls/tool-calls.repos
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import type { ToolOutcome } from './run-tool';
 import { whyCannotRun } from './tool-policy';
+import { Metrics } from '../telemetry/metrics';
+import { inSpan } from '../telemetry/tool-tracing';
 
 /** Who is refused, about what, and the facts the `tool_call.denied` event records. */
 export interface Denial {
   principal: ApiKeyPrincipal;
   target: { type: 'agent' | 'tool_call'; id: string };
   data: Record<string, unknown>;
+  /** The declared tool, once the version offered one (metric labels; never the offered name). */
+  tool?: { capabilityId: string; toolId: string };
 }
 
 /**
@@ -21,10 +25,17 @@ export interface Denial {
  */
 @Injectable()
 export class ToolCallGuards {
-  constructor(private readonly store: ToolCallsRepository) {}
+  constructor(
+    private readonly store: ToolCallsRepository,
+    private readonly metrics: Metrics,
+  ) {}
 
   /** The tool policy's "can it run now", as the executor's refusals (409 tool_definition_changed, 403 scope_not_granted). */
-  async canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+  canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+    return inSpan('guard tool_policy', () => this.checkCanRunNow(built, tool, denial));
+  }
+
+  private async checkCanRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
     const why = whyCannotRun(tool, denial.principal.orgScopes);
     if (why?.code === 'tool_definition_changed') {
       await this.deny(
@@ -43,6 +54,7 @@ export class ToolCallGuards {
 
   /** Records the refusal (`tool_call.denied`) and throws it. */
   async deny(d: Denial, error: ApiError): Promise<never> {
+    this.metrics.toolCall(d.tool?.capabilityId, d.tool?.toolId, 'denied', { reason: error.code });
     await this.store.recordEvents([
       {
         type: 'tool_call.denied',

@@ -29,6 +29,7 @@ import { ToolCallGuards } from './tool-call-guards';
 import { ToolExecutor, ToolCallRequest } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
 import { approvalReasonOf, ApprovalReason } from './tool-policy';
+import { Metrics } from '../telemetry/metrics';
 import { ToolRunner } from './tool-runner.service';
 
 /**
@@ -142,6 +143,7 @@ describe('ToolExecutor', () => {
         IdempotencyService,
         CallSettledNotifier,
         ToolCallSweeper,
+        Metrics,
         { provide: APP_CONFIG, useValue: config },
         {
           provide: VersionBuilder,

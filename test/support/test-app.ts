@@ -31,7 +31,7 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     mcpApprovalWaitSeconds: 60,
     databasePoolSize: 10,
     // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.
-    rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0 },
+    rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0, redisPrefix: 'cp:rl:' },
     secrets: { key: randomBytes(32) },
     // Tests run their fixture servers on loopback ports.
     egress: { allowedHosts: ['127.0.0.1', 'localhost'], connectTimeoutMs: 5000, requestTimeoutMs: 30000 },
