@@ -28,6 +28,11 @@ const TYPE_SET: Record<EventType, true> = {
   'approval.expired': true,
   'webhook.created': true,
   'webhook.deleted': true,
+  'mcp_connection.created': true,
+  'mcp_connection.synced': true,
+  'mcp_connection.risk_set': true,
+  'mcp_connection.credentials_updated': true,
+  'mcp_connection.deleted': true,
 };
 const TYPES = Object.keys(TYPE_SET) as EventType[];
 
