@@ -18,6 +18,7 @@ import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
 import { McpCatalogModule } from './mcp-catalog/mcp-catalog.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { RunsModule } from './runs/runs.module';
 import { SkillsModule } from './skills/skills.module';
 import { TelemetryModule } from './telemetry/telemetry.module';
 import { traceFieldsOf } from './telemetry/trace-context';
@@ -75,6 +76,7 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        RunsModule,
         McpCatalogModule,
         EventsModule,
         ...(options.imports ?? []),

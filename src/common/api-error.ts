@@ -32,7 +32,8 @@ export type ErrorCode =
   | 'approval_arguments_changed'
   | 'result_not_available'
   | 'egress_refused'
-  | 'mcp_connect_failed';
+  | 'mcp_connect_failed'
+  | 'model_not_configured';
 
 /**
  * The HTTP status of every error code: the one place a code becomes a status. Domain code throws
@@ -69,6 +70,7 @@ export const ERROR_STATUS = {
   result_not_available: 404,
   egress_refused: 422,
   mcp_connect_failed: 422,
+  model_not_configured: 409,
 } as const satisfies Record<ErrorCode, number>;
 
 

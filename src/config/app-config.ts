@@ -109,6 +109,33 @@ export class EnvironmentVariables {
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(86400 * 30)
   MCP_TOOLS_TTL_SECONDS: number = 300;
+  /** Model calls one run may make; then it fails with `max_steps`. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000)
+  RUN_MAX_STEPS: number = 32;
+
+  /** How long a node holds a run it steps without renewing; a node that dies is taken over after this. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
+  RUN_LEASE_SECONDS: number = 30;
+
+  /** How often each node looks for runs to take (decided on another node, abandoned, or due for a retry). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
+  RUN_POLL_INTERVAL_MS: number = 1000;
+
+  /** Runs one node steps at once. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  RUN_MAX_CONCURRENT: number = 16;
+
+  /** Retries of a model call that failed with 408/409/429/5xx, a broken answer or no connection. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(20)
+  RUN_MODEL_RETRIES: number = 4;
+
+  /** The first backoff (doubled per retry, with jitter, `Retry-After` respected). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(60_000)
+  RUN_MODEL_RETRY_BASE_MS: number = 1000;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  RUN_MODEL_TIMEOUT_MS: number = 120_000;
+
   /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
   @IsOptional() @IsString() @ValidateBy({
     name: 'isOriginList',
@@ -162,6 +189,7 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  runs: RunsConfig;
   /** Unset: /metrics is open (bind it to a private network, or set it). */
   metricsToken?: string;
   secrets: SecretsConfig;
@@ -186,6 +214,26 @@ export interface EgressConfig {
   connectTimeoutMs: number;
   requestTimeoutMs: number;
 }
+
+export interface RunsConfig {
+  maxSteps: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+  maxConcurrent: number;
+  modelRetries: number;
+  modelRetryBaseMs: number;
+  modelTimeoutMs: number;
+}
+
+export const DEFAULT_RUNS_CONFIG: RunsConfig = {
+  maxSteps: 32,
+  leaseMs: 30_000,
+  pollIntervalMs: 1000,
+  maxConcurrent: 16,
+  modelRetries: 4,
+  modelRetryBaseMs: 1000,
+  modelTimeoutMs: 120_000,
+};
 
 export interface EventsConfig {
   /** A comment on every open event stream this often (API.md: 15 s). */

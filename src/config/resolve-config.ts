@@ -53,6 +53,15 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     },
     egress: { allowedHosts, connectTimeoutMs: e.EGRESS_CONNECT_TIMEOUT_MS, requestTimeoutMs: e.EGRESS_TIMEOUT_MS },
     mcpToolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
+    runs: {
+      maxSteps: e.RUN_MAX_STEPS,
+      leaseMs: e.RUN_LEASE_SECONDS * 1000,
+      pollIntervalMs: e.RUN_POLL_INTERVAL_MS,
+      maxConcurrent: e.RUN_MAX_CONCURRENT,
+      modelRetries: e.RUN_MODEL_RETRIES,
+      modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
+      modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,
+    },
     corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
     events: {
       heartbeatMs: 15_000,

@@ -27,6 +27,9 @@ export interface ToolCallRequest {
   /** Default `latest`. */
   version?: number | 'latest';
   runId?: string | null;
+  /** The worker asking (a run's profile and worker type): only the capabilities that apply to it offer tools. */
+  profile?: string;
+  workerType?: string;
   /** Recorded on the call and in its audit events. */
   entryPoint: EntryPoint;
   idempotencyKey?: string;
@@ -136,7 +139,9 @@ export class ToolExecutor {
   private async requestClaimed(principal: ApiKeyPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
     const orgId = principal.orgId;
     const createdAt = new Date();
-    const runnable = await inSpan('build version', () => this.implementations.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest'));
+    const runnable = await inSpan('build version', () =>
+      this.implementations.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest', { profile: req.profile, workerType: req.workerType }),
+    );
     const built = runnable.built;
     span.setAttribute('cp.agent.version', String(built.version));
     const runId = req.runId ?? null;

@@ -17,10 +17,10 @@ export interface paths {
             cookie?: never;
         };
         /** List agents, by slug */
-        get: operations["listAgents"];
+        get: operations["AgentsController_list"];
         put?: never;
         /** Create an agent with an empty draft */
-        post: operations["createAgent"];
+        post: operations["AgentsController_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -35,7 +35,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an agent and its draft */
-        get: operations["getAgent"];
+        get: operations["AgentsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -56,7 +56,7 @@ export interface paths {
          * Replace the draft
          * @description Only the shape is checked (`400 invalid_request`); a draft may be unpublishable. `draft/validate` says why.
          */
-        put: operations["replaceAgentDraft"];
+        put: operations["AgentsController_replaceDraft"];
         post?: never;
         delete?: never;
         options?: never;
@@ -77,7 +77,7 @@ export interface paths {
          * Check whether the draft could be published
          * @description Every problem is listed, each with its `code` and `path`.
          */
-        post: operations["validateAgentDraft"];
+        post: operations["VersionsController_validate"];
         delete?: never;
         options?: never;
         head?: never;
@@ -95,7 +95,7 @@ export interface paths {
          * Open a server-to-client event stream (not offered)
          * @description The endpoint is stateless: it has nothing to send outside the answer to a request, so it offers no stream. `405` with `Allow: POST`, as MCP specifies.
          */
-        get: operations["getAgentMcp"];
+        get: operations["McpController_stream"];
         put?: never;
         /**
          * Send MCP messages to the agent's MCP server
@@ -109,12 +109,12 @@ export interface paths {
          *     again hands over the decision instead of asking again. Errors of the JSON-RPC layer (a malformed message, a
          *     missing `Accept`) are JSON-RPC errors, not problem documents.
          */
-        post: operations["postAgentMcp"];
+        post: operations["McpController_post"];
         /**
          * End an MCP session (there are none)
          * @description The endpoint is stateless: there is no session to end. `405` with `Allow: POST`, as MCP specifies.
          */
-        delete: operations["deleteAgentMcp"];
+        delete: operations["McpController_end"];
         options?: never;
         head?: never;
         patch?: never;
@@ -133,7 +133,7 @@ export interface paths {
          * Publish the draft as a new immutable version
          * @description The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).
          */
-        post: operations["publishAgent"];
+        post: operations["VersionsController_publish"];
         delete?: never;
         options?: never;
         head?: never;
@@ -171,7 +171,7 @@ export interface paths {
          *     another body `422 idempotency_key_reused`; the first request still in progress `409 idempotency_in_progress`.
          *     A request refused before anything was recorded (any 4xx above) does not keep its key.
          */
-        post: operations["createToolCall"];
+        post: operations["ToolCallsController_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -186,7 +186,7 @@ export interface paths {
             cookie?: never;
         };
         /** List published versions, newest first */
-        get: operations["listAgentVersions"];
+        get: operations["VersionsController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -203,7 +203,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a published version, with the drift of its tools since publish */
-        get: operations["getAgentVersion"];
+        get: operations["VersionsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -220,7 +220,7 @@ export interface paths {
             cookie?: never;
         };
         /** Everything a runtime needs: system prompt, offered tools, settings */
-        get: operations["getAgentVersionManifest"];
+        get: operations["VersionsController_manifest"];
         put?: never;
         post?: never;
         delete?: never;
@@ -240,7 +240,7 @@ export interface paths {
          * The tools the model is offered
          * @description Overrides applied; `requiresApproval` includes the spec's `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.
          */
-        get: operations["listAgentVersionTools"];
+        get: operations["VersionsController_tools"];
         put?: never;
         post?: never;
         delete?: never;
@@ -260,7 +260,7 @@ export interface paths {
          * The capability catalog, sorted by id, a page at a time like every list
          * @description Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.
          */
-        get: operations["listCapabilities"];
+        get: operations["CapabilitiesController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -280,7 +280,7 @@ export interface paths {
          * List approvals, newest first
          * @description A pending approval past `expiresAt` reads (and filters) as `expired`.
          */
-        get: operations["listApprovals"];
+        get: operations["ApprovalsController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -297,7 +297,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an approval */
-        get: operations["getApproval"];
+        get: operations["ApprovalsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -319,7 +319,7 @@ export interface paths {
          * Approve, and run the call once
          * @description Runs exactly the stored arguments (their hash is checked again first; a mismatch is `409 approval_arguments_changed` and nothing runs), or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval stays pending), kept beside the originals, with `argumentsEdited: true` on the call. Of any number of simultaneous approvals exactly one answers `200` and the tool runs once. The guards run again with the organization as it is now: `409 tool_definition_changed` (the code changed or removed the tool since publish), `403 scope_not_granted` refuse and leave the approval pending.
          */
-        post: operations["approveApproval"];
+        post: operations["ApprovalsController_approve"];
         delete?: never;
         options?: never;
         head?: never;
@@ -336,7 +336,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Reject; the call becomes `rejected`, its error message the reason */
-        post: operations["rejectApproval"];
+        post: operations["ApprovalsController_reject"];
         delete?: never;
         options?: never;
         head?: never;
@@ -351,7 +351,7 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's audit log, newest first */
-        get: operations["listAuditEvents"];
+        get: operations["AuditController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -371,7 +371,7 @@ export interface paths {
          * The organization's audit events as they are written (Server-Sent Events)
          * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. At most 256 streams per organization per server node.
          */
-        get: operations["streamEvents"];
+        get: operations["EventsController_stream"];
         put?: never;
         post?: never;
         delete?: never;
@@ -388,10 +388,10 @@ export interface paths {
             cookie?: never;
         };
         /** List knowledge collections, newest first */
-        get: operations["listKnowledgeCollections"];
+        get: operations["KnowledgeController_listCollections"];
         put?: never;
         /** Create a knowledge collection */
-        post: operations["createKnowledgeCollection"];
+        post: operations["KnowledgeController_createCollection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -406,11 +406,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a knowledge collection */
-        get: operations["getKnowledgeCollection"];
+        get: operations["KnowledgeController_getCollection"];
         put?: never;
         post?: never;
         /** Delete a knowledge collection and its documents; refused while a published version binds it */
-        delete: operations["deleteKnowledgeCollection"];
+        delete: operations["KnowledgeController_deleteCollection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -424,10 +424,10 @@ export interface paths {
             cookie?: never;
         };
         /** List a collection's documents, newest first, without their content */
-        get: operations["listKnowledgeDocuments"];
+        get: operations["KnowledgeController_listDocuments"];
         put?: never;
         /** Add a document to a collection; its text is indexed for full-text search */
-        post: operations["createKnowledgeDocument"];
+        post: operations["KnowledgeController_createDocument"];
         delete?: never;
         options?: never;
         head?: never;
@@ -442,11 +442,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a document with its content */
-        get: operations["getKnowledgeDocument"];
+        get: operations["KnowledgeController_getDocument"];
         put?: never;
         post?: never;
         /** Delete a document */
-        delete: operations["deleteKnowledgeDocument"];
+        delete: operations["KnowledgeController_deleteDocument"];
         options?: never;
         head?: never;
         patch?: never;
@@ -460,13 +460,13 @@ export interface paths {
             cookie?: never;
         };
         /** List MCP connections, newest first */
-        get: operations["listMcpConnections"];
+        get: operations["McpConnectionsController_list"];
         put?: never;
         /**
          * Connect a catalog server
          * @description Connects, initializes and lists the tools (every page) before anything is stored. Credentials are encrypted at rest and never shown again.
          */
-        post: operations["createMcpConnection"];
+        post: operations["McpConnectionsController_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -481,11 +481,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read an MCP connection */
-        get: operations["getMcpConnection"];
+        get: operations["McpConnectionsController_get"];
         put?: never;
         post?: never;
         /** Delete an MCP connection; refused while a published version binds it */
-        delete: operations["deleteMcpConnection"];
+        delete: operations["McpConnectionsController_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -503,7 +503,7 @@ export interface paths {
          * Replace the credentials
          * @description The next use of the connection opens a new client with them.
          */
-        put: operations["setMcpConnectionCredentials"];
+        put: operations["McpConnectionsController_setCredentials"];
         post?: never;
         delete?: never;
         options?: never;
@@ -524,7 +524,7 @@ export interface paths {
          * List the tools again
          * @description The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.
          */
-        post: operations["syncMcpConnection"];
+        post: operations["McpConnectionsController_sync"];
         delete?: never;
         options?: never;
         head?: never;
@@ -543,7 +543,7 @@ export interface paths {
          * Set a tool's risk
          * @description A person's decision; it is kept across syncs and wins over the server's annotations.
          */
-        put: operations["setMcpToolRisk"];
+        put: operations["McpConnectionsController_setRisk"];
         post?: never;
         delete?: never;
         options?: never;
@@ -562,7 +562,7 @@ export interface paths {
          * The MCP catalog: vendor servers the code base allows, sorted by id
          * @description For an organization key each entry says whether the organization holds every scope it needs (`available`).
          */
-        get: operations["listMcpServers"];
+        get: operations["McpServersController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -579,7 +579,7 @@ export interface paths {
             cookie?: never;
         };
         /** Who the token belongs to */
-        get: operations["getMe"];
+        get: operations["MeController_me"];
         put?: never;
         post?: never;
         delete?: never;
@@ -596,10 +596,10 @@ export interface paths {
             cookie?: never;
         };
         /** List organizations, by slug */
-        get: operations["listOrgs"];
+        get: operations["OrgsController_list"];
         put?: never;
         /** Create an organization */
-        post: operations["createOrg"];
+        post: operations["OrgsController_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -614,7 +614,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an organization (platform admin, or any key of that organization) */
-        get: operations["getOrg"];
+        get: operations["OrgsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -631,10 +631,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's API keys (never their tokens) */
-        get: operations["listApiKeys"];
+        get: operations["OrgsController_listKeys"];
         put?: never;
         /** Create an API key; the answer is the only time its token is shown */
-        post: operations["createApiKey"];
+        post: operations["OrgsController_createKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -652,7 +652,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API key; it is refused from its next request on */
-        delete: operations["revokeApiKey"];
+        delete: operations["OrgsController_revokeKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -667,7 +667,7 @@ export interface paths {
         };
         get?: never;
         /** Replace the scopes granted to an organization */
-        put: operations["updateOrgScopes"];
+        put: operations["OrgsController_updateScopes"];
         post?: never;
         delete?: never;
         options?: never;
@@ -683,10 +683,10 @@ export interface paths {
             cookie?: never;
         };
         /** List skills, newest first */
-        get: operations["listSkills"];
+        get: operations["SkillsController_list"];
         put?: never;
         /** Create a skill */
-        post: operations["createSkill"];
+        post: operations["SkillsController_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -701,11 +701,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a skill */
-        get: operations["getSkill"];
+        get: operations["SkillsController_get"];
         put?: never;
         post?: never;
         /** Delete a skill; refused while a published version binds it */
-        delete: operations["deleteSkill"];
+        delete: operations["SkillsController_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -722,7 +722,7 @@ export interface paths {
          * List the organization's tool calls, newest first
          * @description Filters combine with AND. A pending call whose approval has expired reads (and filters) as `expired`.
          */
-        get: operations["listToolCalls"];
+        get: operations["ToolCallsController_list"];
         put?: never;
         post?: never;
         delete?: never;
@@ -739,7 +739,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a tool call */
-        get: operations["getToolCall"];
+        get: operations["ToolCallsController_get"];
         put?: never;
         post?: never;
         delete?: never;
@@ -759,7 +759,7 @@ export interface paths {
          * Read the whole result of a succeeded call
          * @description For a result cut to the output budget, the whole one exists only when the tool offloads large results.
          */
-        get: operations["getToolCallResult"];
+        get: operations["ToolCallsController_result"];
         put?: never;
         post?: never;
         delete?: never;
@@ -776,13 +776,13 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's webhook endpoints, newest first (never their secrets) */
-        get: operations["listWebhooks"];
+        get: operations["WebhooksController_list"];
         put?: never;
         /**
          * Register an endpoint for the organization's audit events
          * @description Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id, the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on `webhook-id`. At most 50 endpoints per organization.
          */
-        post: operations["createWebhook"];
+        post: operations["WebhooksController_create"];
         delete?: never;
         options?: never;
         head?: never;
@@ -797,11 +797,11 @@ export interface paths {
             cookie?: never;
         };
         /** One webhook endpoint */
-        get: operations["getWebhook"];
+        get: operations["WebhooksController_get"];
         put?: never;
         post?: never;
         /** Delete an endpoint; its pending deliveries end `failed` */
-        delete: operations["deleteWebhook"];
+        delete: operations["WebhooksController_delete"];
         options?: never;
         head?: never;
         patch?: never;
@@ -815,7 +815,7 @@ export interface paths {
             cookie?: never;
         };
         /** The endpoint's delivery log, newest first, each delivery with its attempts */
-        get: operations["listWebhookDeliveries"];
+        get: operations["WebhooksController_deliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -832,7 +832,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process answers */
-        get: operations["getHealth"];
+        get: operations["HealthController_live"];
         put?: never;
         post?: never;
         delete?: never;
@@ -849,24 +849,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: operations["getReadiness"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/metrics": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Prometheus metrics (text exposition format); see docs/operations.md */
-        get: operations["scrapeMetrics"];
+        get: operations["HealthController_ready"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1698,7 +1681,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    listAgents: {
+    AgentsController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -1746,11 +1729,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1759,7 +1740,7 @@ export interface operations {
             };
         };
     };
-    createAgent: {
+    AgentsController_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -1825,11 +1806,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1838,7 +1817,7 @@ export interface operations {
             };
         };
     };
-    getAgent: {
+    AgentsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -1884,11 +1863,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1897,7 +1874,7 @@ export interface operations {
             };
         };
     };
-    replaceAgentDraft: {
+    AgentsController_replaceDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -1965,11 +1942,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1978,7 +1953,7 @@ export interface operations {
             };
         };
     };
-    validateAgentDraft: {
+    VersionsController_validate: {
         parameters: {
             query?: never;
             header?: never;
@@ -2024,11 +1999,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2037,7 +2010,7 @@ export interface operations {
             };
         };
     };
-    getAgentMcp: {
+    McpController_stream: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2105,11 +2078,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2118,7 +2089,7 @@ export interface operations {
             };
         };
     };
-    postAgentMcp: {
+    McpController_post: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2207,11 +2178,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2220,7 +2189,7 @@ export interface operations {
             };
         };
     };
-    deleteAgentMcp: {
+    McpController_end: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2288,11 +2257,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2301,7 +2268,7 @@ export interface operations {
             };
         };
     };
-    publishAgent: {
+    VersionsController_publish: {
         parameters: {
             query?: never;
             header?: never;
@@ -2366,11 +2333,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,7 +2344,7 @@ export interface operations {
             };
         };
     };
-    createToolCall: {
+    ToolCallsController_create: {
         parameters: {
             query?: never;
             header?: {
@@ -2493,7 +2458,7 @@ export interface operations {
             };
         };
     };
-    listAgentVersions: {
+    VersionsController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2552,11 +2517,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2565,7 +2528,7 @@ export interface operations {
             };
         };
     };
-    getAgentVersion: {
+    VersionsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -2622,11 +2585,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2635,7 +2596,7 @@ export interface operations {
             };
         };
     };
-    getAgentVersionManifest: {
+    VersionsController_manifest: {
         parameters: {
             query?: never;
             header?: never;
@@ -2696,11 +2657,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2709,7 +2668,7 @@ export interface operations {
             };
         };
     };
-    listAgentVersionTools: {
+    VersionsController_tools: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2785,11 +2744,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2798,7 +2755,7 @@ export interface operations {
             };
         };
     };
-    listCapabilities: {
+    CapabilitiesController_list: {
         parameters: {
             query?: {
                 /** @description Only capabilities of this category. */
@@ -2868,11 +2825,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2881,7 +2836,7 @@ export interface operations {
             };
         };
     };
-    listApprovals: {
+    ApprovalsController_list: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -2931,11 +2886,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2944,7 +2897,7 @@ export interface operations {
             };
         };
     };
-    getApproval: {
+    ApprovalsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -2990,11 +2943,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3003,7 +2954,7 @@ export interface operations {
             };
         };
     };
-    approveApproval: {
+    ApprovalsController_approve: {
         parameters: {
             query?: never;
             header?: never;
@@ -3094,11 +3045,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3107,7 +3056,7 @@ export interface operations {
             };
         };
     };
-    rejectApproval: {
+    ApprovalsController_reject: {
         parameters: {
             query?: never;
             header?: never;
@@ -3188,11 +3137,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3201,7 +3148,7 @@ export interface operations {
             };
         };
     };
-    listAuditEvents: {
+    AuditController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3252,11 +3199,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3265,7 +3210,7 @@ export interface operations {
             };
         };
     };
-    streamEvents: {
+    EventsController_stream: {
         parameters: {
             query?: {
                 /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
@@ -3319,8 +3264,6 @@ export interface operations {
             /** @description The organization already has 256 streams open on this node (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3329,7 +3272,7 @@ export interface operations {
             };
         };
     };
-    listKnowledgeCollections: {
+    KnowledgeController_listCollections: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3377,11 +3320,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3390,7 +3331,7 @@ export interface operations {
             };
         };
     };
-    createKnowledgeCollection: {
+    KnowledgeController_createCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3447,11 +3388,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3460,7 +3399,7 @@ export interface operations {
             };
         };
     };
-    getKnowledgeCollection: {
+    KnowledgeController_getCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3506,11 +3445,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3519,7 +3456,7 @@ export interface operations {
             };
         };
     };
-    deleteKnowledgeCollection: {
+    KnowledgeController_deleteCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3573,11 +3510,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3586,7 +3521,7 @@ export interface operations {
             };
         };
     };
-    listKnowledgeDocuments: {
+    KnowledgeController_listDocuments: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3645,11 +3580,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3658,7 +3591,7 @@ export interface operations {
             };
         };
     };
-    createKnowledgeDocument: {
+    KnowledgeController_createDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3726,11 +3659,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3739,7 +3670,7 @@ export interface operations {
             };
         };
     };
-    getKnowledgeDocument: {
+    KnowledgeController_getDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3786,11 +3717,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3799,7 +3728,7 @@ export interface operations {
             };
         };
     };
-    deleteKnowledgeDocument: {
+    KnowledgeController_deleteDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3845,11 +3774,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3858,7 +3785,7 @@ export interface operations {
             };
         };
     };
-    listMcpConnections: {
+    McpConnectionsController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3906,11 +3833,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3919,7 +3844,7 @@ export interface operations {
             };
         };
     };
-    createMcpConnection: {
+    McpConnectionsController_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -3998,11 +3923,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4011,7 +3934,7 @@ export interface operations {
             };
         };
     };
-    getMcpConnection: {
+    McpConnectionsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -4057,11 +3980,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4070,7 +3991,7 @@ export interface operations {
             };
         };
     };
-    deleteMcpConnection: {
+    McpConnectionsController_delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -4124,11 +4045,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4137,7 +4056,7 @@ export interface operations {
             };
         };
     };
-    setMcpConnectionCredentials: {
+    McpConnectionsController_setCredentials: {
         parameters: {
             query?: never;
             header?: never;
@@ -4205,11 +4124,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4218,7 +4135,7 @@ export interface operations {
             };
         };
     };
-    syncMcpConnection: {
+    McpConnectionsController_sync: {
         parameters: {
             query?: never;
             header?: never;
@@ -4264,11 +4181,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4277,7 +4192,7 @@ export interface operations {
             };
         };
     };
-    setMcpToolRisk: {
+    McpConnectionsController_setRisk: {
         parameters: {
             query?: never;
             header?: never;
@@ -4346,11 +4261,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4359,7 +4272,7 @@ export interface operations {
             };
         };
     };
-    listMcpServers: {
+    McpServersController_list: {
         parameters: {
             query?: never;
             header?: never;
@@ -4394,11 +4307,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4407,7 +4318,7 @@ export interface operations {
             };
         };
     };
-    getMe: {
+    MeController_me: {
         parameters: {
             query?: never;
             header?: never;
@@ -4442,11 +4353,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4455,7 +4364,7 @@ export interface operations {
             };
         };
     };
-    listOrgs: {
+    OrgsController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4503,11 +4412,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4516,7 +4423,7 @@ export interface operations {
             };
         };
     };
-    createOrg: {
+    OrgsController_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -4582,11 +4489,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4595,7 +4500,7 @@ export interface operations {
             };
         };
     };
-    getOrg: {
+    OrgsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -4641,11 +4546,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4654,7 +4557,7 @@ export interface operations {
             };
         };
     };
-    listApiKeys: {
+    OrgsController_listKeys: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4713,11 +4616,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4726,7 +4627,7 @@ export interface operations {
             };
         };
     };
-    createApiKey: {
+    OrgsController_createKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4794,11 +4695,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4807,7 +4706,7 @@ export interface operations {
             };
         };
     };
-    revokeApiKey: {
+    OrgsController_revokeKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4853,11 +4752,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4866,7 +4763,7 @@ export interface operations {
             };
         };
     };
-    updateOrgScopes: {
+    OrgsController_updateScopes: {
         parameters: {
             query?: never;
             header?: never;
@@ -4934,11 +4831,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4947,7 +4842,7 @@ export interface operations {
             };
         };
     };
-    listSkills: {
+    SkillsController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4995,11 +4890,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5008,7 +4901,7 @@ export interface operations {
             };
         };
     };
-    createSkill: {
+    SkillsController_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -5065,11 +4958,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5078,7 +4969,7 @@ export interface operations {
             };
         };
     };
-    getSkill: {
+    SkillsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -5124,11 +5015,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5137,7 +5026,7 @@ export interface operations {
             };
         };
     };
-    deleteSkill: {
+    SkillsController_delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -5191,11 +5080,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5204,7 +5091,7 @@ export interface operations {
             };
         };
     };
-    listToolCalls: {
+    ToolCallsController_list: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -5255,11 +5142,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5268,7 +5153,7 @@ export interface operations {
             };
         };
     };
-    getToolCall: {
+    ToolCallsController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -5314,11 +5199,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5327,7 +5210,7 @@ export interface operations {
             };
         };
     };
-    getToolCallResult: {
+    ToolCallsController_result: {
         parameters: {
             query?: never;
             header?: never;
@@ -5373,11 +5256,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5386,7 +5267,7 @@ export interface operations {
             };
         };
     };
-    listWebhooks: {
+    WebhooksController_list: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5434,11 +5315,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5447,7 +5326,7 @@ export interface operations {
             };
         };
     };
-    createWebhook: {
+    WebhooksController_create: {
         parameters: {
             query?: never;
             header?: never;
@@ -5523,11 +5402,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5536,7 +5413,7 @@ export interface operations {
             };
         };
     };
-    getWebhook: {
+    WebhooksController_get: {
         parameters: {
             query?: never;
             header?: never;
@@ -5582,11 +5459,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5595,7 +5470,7 @@ export interface operations {
             };
         };
     };
-    deleteWebhook: {
+    WebhooksController_delete: {
         parameters: {
             query?: never;
             header?: never;
@@ -5640,11 +5515,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5653,7 +5526,7 @@ export interface operations {
             };
         };
     };
-    listWebhookDeliveries: {
+    WebhooksController_deliveries: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5713,11 +5586,9 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
             429: {
                 headers: {
-                    /** @description Seconds until the window that refused the request ends. */
-                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5726,7 +5597,7 @@ export interface operations {
             };
         };
     };
-    getHealth: {
+    HealthController_live: {
         parameters: {
             query?: never;
             header?: never;
@@ -5745,7 +5616,7 @@ export interface operations {
             };
         };
     };
-    getReadiness: {
+    HealthController_ready: {
         parameters: {
             query?: never;
             header?: never;
@@ -5764,35 +5635,6 @@ export interface operations {
             };
             /** @description The database does not answer (`service_unavailable`); `checks` names what is down. */
             503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    scrapeMetrics: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Prometheus text format 0.0.4. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": string;
-                };
-            };
-            /** @description METRICS_TOKEN is set and the request does not carry it (`unauthorized`). */
-            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -1,40 +1,14 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { messageOf, ok, type Schemas } from '../api/client';
-import type { paths } from '../api/schema';
+import { AUDIT_EVENT_TYPES as TYPES, type EventType } from '../audit-types';
 import { Alert, formatTime, JsonView } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
 
 type AuditEvent = Schemas['AuditEventView'];
-type EventType = NonNullable<NonNullable<paths['/api/v1/audit-events']['get']['parameters']['query']>['type']>;
 type Query = { type?: EventType; since?: string };
 
-// The filter offers every type the API documents: a Record over the generated union, so a type
-// added on the server is a compile error here until it is listed.
-const TYPE_SET: Record<EventType, true> = {
-  'org.created': true,
-  'org.scopes_updated': true,
-  'api_key.created': true,
-  'api_key.revoked': true,
-  'agent.created': true,
-  'agent.published': true,
-  'tool_call.requested': true,
-  'tool_call.denied': true,
-  'tool_call.succeeded': true,
-  'tool_call.failed': true,
-  'approval.requested': true,
-  'approval.approved': true,
-  'approval.rejected': true,
-  'approval.expired': true,
-  'webhook.created': true,
-  'webhook.deleted': true,
-  'mcp_connection.created': true,
-  'mcp_connection.synced': true,
-  'mcp_connection.risk_set': true,
-  'mcp_connection.credentials_updated': true,
-  'mcp_connection.deleted': true,
-};
-const TYPES = Object.keys(TYPE_SET) as EventType[];
+
 
 export function AuditLogPage() {
   const { api } = useSession();
