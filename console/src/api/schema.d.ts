@@ -17,10 +17,10 @@ export interface paths {
             cookie?: never;
         };
         /** List agents, by slug */
-        get: operations["AgentsController_list"];
+        get: operations["listAgents"];
         put?: never;
         /** Create an agent with an empty draft */
-        post: operations["AgentsController_create"];
+        post: operations["createAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -35,7 +35,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an agent and its draft */
-        get: operations["AgentsController_get"];
+        get: operations["getAgent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -56,7 +56,7 @@ export interface paths {
          * Replace the draft
          * @description Only the shape is checked (`400 invalid_request`); a draft may be unpublishable. `draft/validate` says why.
          */
-        put: operations["AgentsController_replaceDraft"];
+        put: operations["replaceAgentDraft"];
         post?: never;
         delete?: never;
         options?: never;
@@ -77,7 +77,7 @@ export interface paths {
          * Check whether the draft could be published
          * @description Every problem is listed, each with its `code` and `path`.
          */
-        post: operations["VersionsController_validate"];
+        post: operations["validateAgentDraft"];
         delete?: never;
         options?: never;
         head?: never;
@@ -95,7 +95,7 @@ export interface paths {
          * Open a server-to-client event stream (not offered)
          * @description The endpoint is stateless: it has nothing to send outside the answer to a request, so it offers no stream. `405` with `Allow: POST`, as MCP specifies.
          */
-        get: operations["McpController_stream"];
+        get: operations["getAgentMcp"];
         put?: never;
         /**
          * Send MCP messages to the agent's MCP server
@@ -109,12 +109,12 @@ export interface paths {
          *     again hands over the decision instead of asking again. Errors of the JSON-RPC layer (a malformed message, a
          *     missing `Accept`) are JSON-RPC errors, not problem documents.
          */
-        post: operations["McpController_post"];
+        post: operations["postAgentMcp"];
         /**
          * End an MCP session (there are none)
          * @description The endpoint is stateless: there is no session to end. `405` with `Allow: POST`, as MCP specifies.
          */
-        delete: operations["McpController_end"];
+        delete: operations["deleteAgentMcp"];
         options?: never;
         head?: never;
         patch?: never;
@@ -133,7 +133,7 @@ export interface paths {
          * Publish the draft as a new immutable version
          * @description The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).
          */
-        post: operations["VersionsController_publish"];
+        post: operations["publishAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -155,7 +155,7 @@ export interface paths {
          *     A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.
          *     `Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.
          */
-        post: operations["RunsController_create"];
+        post: operations["createRuns"];
         delete?: never;
         options?: never;
         head?: never;
@@ -193,7 +193,7 @@ export interface paths {
          *     another body `422 idempotency_key_reused`; the first request still in progress `409 idempotency_in_progress`.
          *     A request refused before anything was recorded (any 4xx above) does not keep its key.
          */
-        post: operations["ToolCallsController_create"];
+        post: operations["createToolCall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -208,7 +208,7 @@ export interface paths {
             cookie?: never;
         };
         /** List published versions, newest first */
-        get: operations["VersionsController_list"];
+        get: operations["listAgentVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -225,7 +225,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a published version, with the drift of its tools since publish */
-        get: operations["VersionsController_get"];
+        get: operations["getAgentVersion"];
         put?: never;
         post?: never;
         delete?: never;
@@ -245,7 +245,7 @@ export interface paths {
          * Everything a runtime needs: system prompt, offered tools, settings
          * @description `profile` and `workerType` narrow it to the capabilities that apply to that worker: their prompt guidance, settings and tools.
          */
-        get: operations["VersionsController_manifest"];
+        get: operations["getAgentVersionManifest"];
         put?: never;
         post?: never;
         delete?: never;
@@ -265,7 +265,7 @@ export interface paths {
          * The tools the model is offered
          * @description Overrides applied; `requiresApproval` includes the spec's `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.
          */
-        get: operations["VersionsController_tools"];
+        get: operations["listAgentVersionTools"];
         put?: never;
         post?: never;
         delete?: never;
@@ -285,7 +285,7 @@ export interface paths {
          * The capability catalog, sorted by id, a page at a time like every list
          * @description Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.
          */
-        get: operations["CapabilitiesController_list"];
+        get: operations["listCapabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -305,7 +305,7 @@ export interface paths {
          * List approvals, newest first
          * @description A pending approval past `expiresAt` reads (and filters) as `expired`.
          */
-        get: operations["ApprovalsController_list"];
+        get: operations["listApprovals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -322,7 +322,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an approval */
-        get: operations["ApprovalsController_get"];
+        get: operations["getApproval"];
         put?: never;
         post?: never;
         delete?: never;
@@ -344,7 +344,7 @@ export interface paths {
          * Approve, and run the call once
          * @description Runs exactly the stored arguments (their hash is checked again first; a mismatch is `409 approval_arguments_changed` and nothing runs), or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval stays pending), kept beside the originals, with `argumentsEdited: true` on the call. Of any number of simultaneous approvals exactly one answers `200` and the tool runs once. The guards run again with the organization as it is now: `409 tool_definition_changed` (the code changed or removed the tool since publish), `403 scope_not_granted` refuse and leave the approval pending.
          */
-        post: operations["ApprovalsController_approve"];
+        post: operations["approveApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -361,7 +361,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Reject; the call becomes `rejected`, its error message the reason */
-        post: operations["ApprovalsController_reject"];
+        post: operations["rejectApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -376,7 +376,7 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's audit log, newest first */
-        get: operations["AuditController_list"];
+        get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -396,7 +396,7 @@ export interface paths {
          * The organization's audit events as they are written (Server-Sent Events)
          * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. At most 256 streams per organization per server node.
          */
-        get: operations["EventsController_stream"];
+        get: operations["streamEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -413,10 +413,10 @@ export interface paths {
             cookie?: never;
         };
         /** List knowledge collections, newest first */
-        get: operations["KnowledgeController_listCollections"];
+        get: operations["listKnowledgeCollections"];
         put?: never;
         /** Create a knowledge collection */
-        post: operations["KnowledgeController_createCollection"];
+        post: operations["createKnowledgeCollection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -431,11 +431,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a knowledge collection */
-        get: operations["KnowledgeController_getCollection"];
+        get: operations["getKnowledgeCollection"];
         put?: never;
         post?: never;
         /** Delete a knowledge collection and its documents; refused while a published version binds it */
-        delete: operations["KnowledgeController_deleteCollection"];
+        delete: operations["deleteKnowledgeCollection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -449,10 +449,10 @@ export interface paths {
             cookie?: never;
         };
         /** List a collection's documents, newest first, without their content */
-        get: operations["KnowledgeController_listDocuments"];
+        get: operations["listKnowledgeDocuments"];
         put?: never;
         /** Add a document to a collection; its text is indexed for full-text search */
-        post: operations["KnowledgeController_createDocument"];
+        post: operations["createKnowledgeDocument"];
         delete?: never;
         options?: never;
         head?: never;
@@ -467,11 +467,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a document with its content */
-        get: operations["KnowledgeController_getDocument"];
+        get: operations["getKnowledgeDocument"];
         put?: never;
         post?: never;
         /** Delete a document */
-        delete: operations["KnowledgeController_deleteDocument"];
+        delete: operations["deleteKnowledgeDocument"];
         options?: never;
         head?: never;
         patch?: never;
@@ -485,13 +485,13 @@ export interface paths {
             cookie?: never;
         };
         /** List MCP connections, newest first */
-        get: operations["McpConnectionsController_list"];
+        get: operations["listMcpConnections"];
         put?: never;
         /**
          * Connect a catalog server
          * @description Connects, initializes and lists the tools (every page) before anything is stored. Credentials are encrypted at rest and never shown again.
          */
-        post: operations["McpConnectionsController_create"];
+        post: operations["createMcpConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -506,11 +506,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read an MCP connection */
-        get: operations["McpConnectionsController_get"];
+        get: operations["getMcpConnection"];
         put?: never;
         post?: never;
         /** Delete an MCP connection; refused while a published version binds it */
-        delete: operations["McpConnectionsController_delete"];
+        delete: operations["deleteMcpConnection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -528,7 +528,7 @@ export interface paths {
          * Replace the credentials
          * @description The next use of the connection opens a new client with them.
          */
-        put: operations["McpConnectionsController_setCredentials"];
+        put: operations["setMcpConnectionCredentials"];
         post?: never;
         delete?: never;
         options?: never;
@@ -549,7 +549,7 @@ export interface paths {
          * List the tools again
          * @description The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.
          */
-        post: operations["McpConnectionsController_sync"];
+        post: operations["syncMcpConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -568,7 +568,7 @@ export interface paths {
          * Set a tool's risk
          * @description A person's decision; it is kept across syncs and wins over the server's annotations.
          */
-        put: operations["McpConnectionsController_setRisk"];
+        put: operations["setMcpToolRisk"];
         post?: never;
         delete?: never;
         options?: never;
@@ -587,7 +587,7 @@ export interface paths {
          * The MCP catalog: vendor servers the code base allows, sorted by id
          * @description For an organization key each entry says whether the organization holds every scope it needs (`available`).
          */
-        get: operations["McpServersController_list"];
+        get: operations["listMcpServers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -604,7 +604,7 @@ export interface paths {
             cookie?: never;
         };
         /** Who the token belongs to */
-        get: operations["MeController_me"];
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
@@ -621,13 +621,13 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's model providers, newest first */
-        get: operations["ModelProvidersController_list"];
+        get: operations["listModelProviders"];
         put?: never;
         /**
          * Add a model provider
          * @description An OpenAI-compatible endpoint (Chat Completions with tools). The API key is stored encrypted and never answered again; `baseUrl` must pass the egress policy.
          */
-        post: operations["ModelProvidersController_create"];
+        post: operations["createModelProviders"];
         delete?: never;
         options?: never;
         head?: never;
@@ -642,11 +642,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a model provider (never its key) */
-        get: operations["ModelProvidersController_get"];
+        get: operations["getModelProviders"];
         put?: never;
         post?: never;
         /** Delete a model provider */
-        delete: operations["ModelProvidersController_delete"];
+        delete: operations["deleteModelProviders"];
         options?: never;
         head?: never;
         patch?: never;
@@ -660,10 +660,10 @@ export interface paths {
             cookie?: never;
         };
         /** List organizations, by slug */
-        get: operations["OrgsController_list"];
+        get: operations["listOrgs"];
         put?: never;
         /** Create an organization */
-        post: operations["OrgsController_create"];
+        post: operations["createOrg"];
         delete?: never;
         options?: never;
         head?: never;
@@ -678,7 +678,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an organization (platform admin, or any key of that organization) */
-        get: operations["OrgsController_get"];
+        get: operations["getOrg"];
         put?: never;
         post?: never;
         delete?: never;
@@ -695,10 +695,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's API keys (never their tokens) */
-        get: operations["OrgsController_listKeys"];
+        get: operations["listApiKeys"];
         put?: never;
         /** Create an API key; the answer is the only time its token is shown */
-        post: operations["OrgsController_createKey"];
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -716,7 +716,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API key; it is refused from its next request on */
-        delete: operations["OrgsController_revokeKey"];
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -731,7 +731,7 @@ export interface paths {
         };
         get?: never;
         /** Replace the scopes granted to an organization */
-        put: operations["OrgsController_updateScopes"];
+        put: operations["updateOrgScopes"];
         post?: never;
         delete?: never;
         options?: never;
@@ -747,7 +747,7 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's runs, newest first */
-        get: operations["RunsController_list"];
+        get: operations["listRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -764,7 +764,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a run: status, conversation, output, usage */
-        get: operations["RunsController_get"];
+        get: operations["getRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -786,7 +786,7 @@ export interface paths {
          * Cancel a run
          * @description A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.
          */
-        post: operations["RunsController_cancel"];
+        post: operations["cancelRuns"];
         delete?: never;
         options?: never;
         head?: never;
@@ -806,7 +806,7 @@ export interface paths {
          *     Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.
          *     The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.
          */
-        get: operations["RunsController_events"];
+        get: operations["eventsRuns"];
         put?: never;
         post?: never;
         delete?: never;
@@ -823,10 +823,10 @@ export interface paths {
             cookie?: never;
         };
         /** List skills, newest first */
-        get: operations["SkillsController_list"];
+        get: operations["listSkills"];
         put?: never;
         /** Create a skill */
-        post: operations["SkillsController_create"];
+        post: operations["createSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -841,11 +841,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a skill */
-        get: operations["SkillsController_get"];
+        get: operations["getSkill"];
         put?: never;
         post?: never;
         /** Delete a skill; refused while a published version binds it */
-        delete: operations["SkillsController_delete"];
+        delete: operations["deleteSkill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -862,7 +862,7 @@ export interface paths {
          * List the organization's tool calls, newest first
          * @description Filters combine with AND. A pending call whose approval has expired reads (and filters) as `expired`.
          */
-        get: operations["ToolCallsController_list"];
+        get: operations["listToolCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -879,7 +879,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a tool call */
-        get: operations["ToolCallsController_get"];
+        get: operations["getToolCall"];
         put?: never;
         post?: never;
         delete?: never;
@@ -899,7 +899,7 @@ export interface paths {
          * Read the whole result of a succeeded call
          * @description For a result cut to the output budget, the whole one exists only when the tool offloads large results.
          */
-        get: operations["ToolCallsController_result"];
+        get: operations["getToolCallResult"];
         put?: never;
         post?: never;
         delete?: never;
@@ -916,13 +916,13 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's webhook endpoints, newest first (never their secrets) */
-        get: operations["WebhooksController_list"];
+        get: operations["listWebhooks"];
         put?: never;
         /**
          * Register an endpoint for the organization's audit events
          * @description Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id, the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on `webhook-id`. At most 50 endpoints per organization.
          */
-        post: operations["WebhooksController_create"];
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -937,11 +937,11 @@ export interface paths {
             cookie?: never;
         };
         /** One webhook endpoint */
-        get: operations["WebhooksController_get"];
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         /** Delete an endpoint; its pending deliveries end `failed` */
-        delete: operations["WebhooksController_delete"];
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -955,7 +955,7 @@ export interface paths {
             cookie?: never;
         };
         /** The endpoint's delivery log, newest first, each delivery with its attempts */
-        get: operations["WebhooksController_deliveries"];
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -972,7 +972,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process answers */
-        get: operations["HealthController_live"];
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -989,7 +989,7 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: operations["HealthController_ready"];
+        get: operations["getReadiness"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1006,7 +1006,7 @@ export interface paths {
             cookie?: never;
         };
         /** Prometheus metrics (text exposition format); see docs/operations.md */
-        get: operations["MetricsController_scrape"];
+        get: operations["scrapeMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1034,6 +1034,8 @@ export interface components {
             capabilities: components["schemas"]["CapabilityRefDto"][];
             /** @description Markdown; the start of the system prompt. */
             instructions: string;
+            /** @description MCP connections whose tools the agent offers; keys in toolApproval and toolOverrides are `<connection name>/<tool name>`. */
+            mcpServers?: components["schemas"]["McpServerBindingDto"][];
             /** @description The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`. */
             model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
@@ -1054,6 +1056,7 @@ export interface components {
         AgentSpecView: {
             capabilities: components["schemas"]["CapabilityRefDto"][];
             instructions: string;
+            mcpServers?: components["schemas"]["McpServerBindingDto"][];
             model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
             toolApproval?: {
@@ -1575,6 +1578,15 @@ export interface components {
             name: string;
             required: boolean;
         };
+        McpServerBindingDto: {
+            /**
+             * Format: uuid
+             * @description An MCP connection of this organization (`/mcp-connections`).
+             */
+            connection: string;
+            /** @description Allow-list of the connection's tool names; absent: every tool it lists. */
+            tools?: string[];
+        };
         McpServerEntryList: {
             items: components["schemas"]["McpServerEntryView"][];
         };
@@ -1661,6 +1673,12 @@ export interface components {
             /** @description Pass as `cursor` for the next page; null on the last one. The manifest holds every tool at once. */
             nextCursor: string | null;
         };
+        OfferedToolSourceView: {
+            /** Format: uuid */
+            connectionId: string;
+            /** @description The MCP catalog entry id. */
+            server: string;
+        };
         OfferedToolView: {
             capabilityId: string;
             description: string;
@@ -1674,6 +1692,8 @@ export interface components {
             requiresApproval: boolean;
             /** @enum {string} */
             risk: "read_only" | "mutating" | "destructive";
+            /** @description MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves the tool. */
+            source?: components["schemas"]["OfferedToolSourceView"];
             toolId: string;
         };
         OpenAiFunctionView: {
@@ -1964,7 +1984,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    AgentsController_list: {
+    listAgents: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2012,9 +2032,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2023,7 +2045,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_create: {
+    createAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -2089,9 +2111,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2100,7 +2124,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_get: {
+    getAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -2146,9 +2170,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2157,7 +2183,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_replaceDraft: {
+    replaceAgentDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -2225,9 +2251,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2236,7 +2264,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_validate: {
+    validateAgentDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -2282,9 +2310,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2293,7 +2323,7 @@ export interface operations {
             };
         };
     };
-    McpController_stream: {
+    getAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2361,9 +2391,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2372,7 +2404,7 @@ export interface operations {
             };
         };
     };
-    McpController_post: {
+    postAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2461,9 +2493,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2472,7 +2506,7 @@ export interface operations {
             };
         };
     };
-    McpController_end: {
+    deleteAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2540,9 +2574,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2551,7 +2587,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_publish: {
+    publishAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -2616,9 +2652,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2627,7 +2665,7 @@ export interface operations {
             };
         };
     };
-    RunsController_create: {
+    createRuns: {
         parameters: {
             query?: never;
             header?: {
@@ -2707,9 +2745,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2718,7 +2758,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_create: {
+    createToolCall: {
         parameters: {
             query?: never;
             header?: {
@@ -2832,7 +2872,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_list: {
+    listAgentVersions: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2891,9 +2931,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2902,7 +2944,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_get: {
+    getAgentVersion: {
         parameters: {
             query?: never;
             header?: never;
@@ -2959,9 +3001,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2970,7 +3014,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_manifest: {
+    getAgentVersionManifest: {
         parameters: {
             query?: {
                 /** @description Only the capabilities that apply to this profile contribute (empty `profiles` applies to all). */
@@ -3045,9 +3089,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3056,7 +3102,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_tools: {
+    listAgentVersionTools: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3136,9 +3182,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3147,7 +3195,7 @@ export interface operations {
             };
         };
     };
-    CapabilitiesController_list: {
+    listCapabilities: {
         parameters: {
             query?: {
                 /** @description Only capabilities of this category. */
@@ -3217,9 +3265,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3228,7 +3278,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_list: {
+    listApprovals: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -3278,9 +3328,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3289,7 +3341,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_get: {
+    getApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -3335,9 +3387,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3346,7 +3400,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_approve: {
+    approveApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -3437,9 +3491,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3448,7 +3504,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_reject: {
+    rejectApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -3529,9 +3585,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3540,7 +3598,7 @@ export interface operations {
             };
         };
     };
-    AuditController_list: {
+    listAuditEvents: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3591,9 +3649,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3602,7 +3662,7 @@ export interface operations {
             };
         };
     };
-    EventsController_stream: {
+    streamEvents: {
         parameters: {
             query?: {
                 /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
@@ -3656,6 +3716,8 @@ export interface operations {
             /** @description The organization already has 256 streams open on this node (`rate_limited`). */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3664,7 +3726,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_listCollections: {
+    listKnowledgeCollections: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3712,9 +3774,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3723,7 +3787,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_createCollection: {
+    createKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3780,9 +3844,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3791,7 +3857,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_getCollection: {
+    getKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3837,9 +3903,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3848,7 +3916,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_deleteCollection: {
+    deleteKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3902,9 +3970,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3913,7 +3983,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_listDocuments: {
+    listKnowledgeDocuments: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3972,9 +4042,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3983,7 +4055,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_createDocument: {
+    createKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -4051,9 +4123,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4062,7 +4136,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_getDocument: {
+    getKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -4109,9 +4183,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4120,7 +4196,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_deleteDocument: {
+    deleteKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -4166,9 +4242,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4177,7 +4255,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_list: {
+    listMcpConnections: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4225,9 +4303,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4236,7 +4316,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_create: {
+    createMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4315,9 +4395,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4326,7 +4408,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_get: {
+    getMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4372,9 +4454,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4383,7 +4467,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_delete: {
+    deleteMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4437,9 +4521,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4448,7 +4534,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_setCredentials: {
+    setMcpConnectionCredentials: {
         parameters: {
             query?: never;
             header?: never;
@@ -4516,9 +4602,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4527,7 +4615,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_sync: {
+    syncMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4573,9 +4661,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4584,7 +4674,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_setRisk: {
+    setMcpToolRisk: {
         parameters: {
             query?: never;
             header?: never;
@@ -4653,9 +4743,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4664,7 +4756,7 @@ export interface operations {
             };
         };
     };
-    McpServersController_list: {
+    listMcpServers: {
         parameters: {
             query?: never;
             header?: never;
@@ -4699,9 +4791,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4710,7 +4804,7 @@ export interface operations {
             };
         };
     };
-    MeController_me: {
+    getMe: {
         parameters: {
             query?: never;
             header?: never;
@@ -4745,9 +4839,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4756,7 +4852,7 @@ export interface operations {
             };
         };
     };
-    ModelProvidersController_list: {
+    listModelProviders: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4804,9 +4900,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4815,7 +4913,7 @@ export interface operations {
             };
         };
     };
-    ModelProvidersController_create: {
+    createModelProviders: {
         parameters: {
             query?: never;
             header?: never;
@@ -4890,9 +4988,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4901,7 +5001,7 @@ export interface operations {
             };
         };
     };
-    ModelProvidersController_get: {
+    getModelProviders: {
         parameters: {
             query?: never;
             header?: never;
@@ -4947,9 +5047,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4958,7 +5060,7 @@ export interface operations {
             };
         };
     };
-    ModelProvidersController_delete: {
+    deleteModelProviders: {
         parameters: {
             query?: never;
             header?: never;
@@ -5012,9 +5114,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5023,7 +5127,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_list: {
+    listOrgs: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5071,9 +5175,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5082,7 +5188,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_create: {
+    createOrg: {
         parameters: {
             query?: never;
             header?: never;
@@ -5148,9 +5254,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5159,7 +5267,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_get: {
+    getOrg: {
         parameters: {
             query?: never;
             header?: never;
@@ -5205,9 +5313,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5216,7 +5326,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_listKeys: {
+    listApiKeys: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5275,9 +5385,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5286,7 +5398,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_createKey: {
+    createApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -5354,9 +5466,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5365,7 +5479,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_revokeKey: {
+    revokeApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -5411,9 +5525,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5422,7 +5538,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_updateScopes: {
+    updateOrgScopes: {
         parameters: {
             query?: never;
             header?: never;
@@ -5490,9 +5606,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5501,7 +5619,7 @@ export interface operations {
             };
         };
     };
-    RunsController_list: {
+    listRuns: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -5551,9 +5669,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5562,7 +5682,7 @@ export interface operations {
             };
         };
     };
-    RunsController_get: {
+    getRuns: {
         parameters: {
             query?: never;
             header?: never;
@@ -5608,9 +5728,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5619,7 +5741,7 @@ export interface operations {
             };
         };
     };
-    RunsController_cancel: {
+    cancelRuns: {
         parameters: {
             query?: never;
             header?: never;
@@ -5665,9 +5787,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5676,7 +5800,7 @@ export interface operations {
             };
         };
     };
-    RunsController_events: {
+    eventsRuns: {
         parameters: {
             query?: never;
             header?: {
@@ -5726,9 +5850,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5737,7 +5863,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_list: {
+    listSkills: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5785,9 +5911,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5796,7 +5924,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_create: {
+    createSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -5853,9 +5981,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5864,7 +5994,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_get: {
+    getSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -5910,9 +6040,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5921,7 +6053,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_delete: {
+    deleteSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -5975,9 +6107,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5986,7 +6120,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_list: {
+    listToolCalls: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -6037,9 +6171,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6048,7 +6184,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_get: {
+    getToolCall: {
         parameters: {
             query?: never;
             header?: never;
@@ -6094,9 +6230,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6105,7 +6243,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_result: {
+    getToolCallResult: {
         parameters: {
             query?: never;
             header?: never;
@@ -6151,9 +6289,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6162,7 +6302,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_list: {
+    listWebhooks: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -6210,9 +6350,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6221,7 +6363,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_create: {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -6297,9 +6439,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6308,7 +6452,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_get: {
+    getWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -6354,9 +6498,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6365,7 +6511,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_delete: {
+    deleteWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -6410,9 +6556,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6421,7 +6569,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_deliveries: {
+    listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -6481,9 +6629,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6492,7 +6642,7 @@ export interface operations {
             };
         };
     };
-    HealthController_live: {
+    getHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -6511,7 +6661,7 @@ export interface operations {
             };
         };
     };
-    HealthController_ready: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -6539,7 +6689,7 @@ export interface operations {
             };
         };
     };
-    MetricsController_scrape: {
+    scrapeMetrics: {
         parameters: {
             query?: never;
             header?: never;
