@@ -44,7 +44,8 @@ export class SpecErrorView {
 
 export class ValidationResultView {
   @ApiProperty({ description: 'True when the draft can be published.' }) valid: boolean;
-  @ApiProperty({ type: [SpecErrorView] }) errors: SpecErrorView[];
+  @ApiProperty({ type: [SpecErrorView], maxItems: 50, description: 'At most 50 problems; `errorsOmitted` counts the rest.' }) errors: SpecErrorView[];
+  @ApiPropertyOptional({ description: 'How many problems `errors` leaves out; present only when it does.' }) errorsOmitted?: number;
 }
 
 export class OfferedToolView implements OfferedTool {

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
-import { ApiError } from '../common/api-error';
+import { ApiError, boundErrors } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
 import { AgentsService } from './agents.service';
@@ -34,8 +34,9 @@ export class VersionsService {
   async validateDraft(ctx: RequestContext, agentId: string): Promise<ValidationResultView> {
     const principal = keyOf(ctx);
     const agent = await this.agents.findRow(this.dataSource, principal.orgId, agentId);
-    const { errors } = await this.validator.validate(principal.orgId, principal.orgScopes, agent.draft);
-    return { valid: errors.length === 0, errors };
+    const { errors, omitted } = await this.validator.validate(principal.orgId, principal.orgScopes, agent.draft);
+    const bounded = boundErrors(errors, omitted);
+    return { valid: errors.length === 0, errors: bounded.errors, ...(bounded.omitted > 0 ? { errorsOmitted: bounded.omitted } : {}) };
   }
 
   /** 201 with a new version, or 200 with the latest one when nothing changed (spec and every tool digest). */
@@ -44,7 +45,7 @@ export class VersionsService {
     const orgId = principal.orgId;
     const agent = await this.agents.findRow(this.dataSource, orgId, agentId);
     const checked = await this.validator.validate(orgId, principal.orgScopes, agent.draft);
-    if (checked.errors.length > 0) throw specInvalid(checked.errors);
+    if (checked.errors.length > 0) throw specInvalid(checked.errors, checked.omitted);
 
     const spec = checked.normalized;
     const specHash = canonicalHash(spec);
@@ -210,8 +211,9 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
   return ctx.principal;
 }
 
-function specInvalid(errors: SpecError[]): ApiError {
-  return new ApiError(422, 'spec_invalid', `The draft cannot be published (${errors.length} problem${errors.length === 1 ? '' : 's'}).`, errors);
+function specInvalid(errors: SpecError[], omitted = 0): ApiError {
+  const count = errors.length + omitted;
+  return new ApiError(422, 'spec_invalid', `The draft cannot be published (${count} problem${count === 1 ? '' : 's'}).`, errors, { errorsOmitted: omitted });
 }
 
 async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill', orgId: string, ids: string[]): Promise<Set<string>> {

@@ -36,7 +36,26 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       perOrg: e.RATE_LIMIT_PER_ORG,
       authFailures: e.RATE_LIMIT_AUTH_FAILURES,
     },
+    httpTimeouts: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, idleMs: e.HTTP_IDLE_TIMEOUT_MS },
+    mcpAllowedOrigins: parseOrigins('MCP_ALLOWED_ORIGINS', e.MCP_ALLOWED_ORIGINS),
   };
+}
+
+/** A comma-separated list of origins, each exactly as a browser sends it (`https://host[:port]`). */
+export function parseOrigins(variable: string, value: string): string[] {
+  const origins = value.split(',').map((o) => o.trim()).filter((o) => o !== '');
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || parsed.origin !== origin) {
+      throw new ConfigError(`Invalid environment:\n  ${variable}: "${origin}" is not an origin like https://app.example.com (scheme, host and port only)`);
+    }
+  }
+  return origins;
 }
 
 export function loadOrCreateAdminToken(dataDir: string, log: (message: string) => void): string {

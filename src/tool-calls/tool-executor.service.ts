@@ -178,7 +178,7 @@ export class ToolExecutor {
       }
     }
     if (!valid) {
-      return this.deny(denial, invalidArguments(validation.errors));
+      return this.deny(denial, invalidArguments(validation.errors, validation.omitted));
     }
 
     const call: NewCall = {
@@ -265,7 +265,7 @@ export class ToolExecutor {
     let edited: { value: Record<string, unknown>; hash: string } | undefined;
     if (decision.arguments !== undefined) {
       const validation = this.registry.validateToolInput(tool.capabilityId, tool.toolId, decision.arguments);
-      if (validation.errors.length) return this.deny(denial, invalidArguments(validation.errors));
+      if (validation.errors.length) return this.deny(denial, invalidArguments(validation.errors, validation.omitted));
       args = validation.value;
       edited = { value: validation.plain, hash: canonicalHash(validation.plain) };
     } else {
@@ -419,7 +419,14 @@ export class ToolExecutor {
         orgId: d.principal.orgId,
         actor: actorOf(d.principal),
         target: d.target,
-        data: { ...d.data, code: error.code, detail: error.detail, ...(error.errors ? { errors: error.errors } : {}) },
+        // error.errors is bounded (ApiError): the append-only log never grows with an attacker's input.
+        data: {
+          ...d.data,
+          code: error.code,
+          detail: error.detail,
+          ...(error.errors ? { errors: error.errors } : {}),
+          ...(typeof error.extensions?.errorsOmitted === 'number' ? { errorsOmitted: error.extensions.errorsOmitted } : {}),
+        },
       },
     ]);
     throw error;
@@ -500,12 +507,13 @@ function missingTool(built: BuiltVersion, name: string): ApiError {
   return new ApiError(404, 'unknown_tool', `Version ${built.version} of this agent offers no tool named "${name}".`);
 }
 
-function invalidArguments(errors: FieldError[]): ApiError {
+function invalidArguments(errors: FieldError[], omitted = 0): ApiError {
   return new ApiError(
     422,
     'invalid_arguments',
     'The arguments do not match the tool\'s input schema; nothing ran.',
     errors.map((e) => ({ ...e, path: e.path ? `arguments.${e.path}` : 'arguments' })),
+    { errorsOmitted: omitted },
   );
 }
 
