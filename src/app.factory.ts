@@ -10,12 +10,14 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
+import { findUnstorableText } from './common/nul-character';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAY_BE_UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
 
 export interface CreateAppOptions {
   config: AppConfig;
@@ -113,6 +115,17 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     } catch {
       done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined);
       return;
+    }
+    // Text PostgreSQL cannot store (common/nul-character.ts) can only arrive in JSON as an escape
+    // (\u0000, \uD800-\uDFFF: raw control characters are not JSON, and bytes that are not UTF-8
+    // decode to U+FFFD), so the parsed value is walked only when the text holds one. A megabyte
+    // body costs one native scan, not a walk of every key.
+    if (MAY_BE_UNSTORABLE.test(text)) {
+      const found = findUnstorableText(parsed);
+      if (found) {
+        done(ApiError.invalidRequest([found]), undefined);
+        return;
+      }
     }
     done(null, parsed);
   });

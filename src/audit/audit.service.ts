@@ -19,6 +19,9 @@ export const AUDIT_EVENT_TYPES = [
   'approval.approved',
   'approval.rejected',
   'approval.expired',
+  'agent.version_retired',
+  'tool.disabled',
+  'tool.enabled',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

@@ -102,6 +102,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 class Collector {
   readonly errors: FieldError[] = [];
   omitted = 0;
+  get full(): boolean {
+    return this.errors.length >= MAX_REPORTED_ERRORS;
+  }
   add(error: FieldError): void {
     if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(error);
     else this.omitted++;
@@ -123,12 +126,14 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
   if (!isPlainObject(raw)) return;
   const declared = declaredProperties(cls);
   for (const key of Object.keys(raw)) {
-    const path = joinPath(at, key);
     const info = declared.get(key);
     if (!info) {
-      out.add({ path, code: 'unknown_property', message: `property ${key} is not allowed` });
+      // Counted past the bound without building anything: the count is all that is answered.
+      if (out.full) out.omitted++;
+      else out.add({ path: joinPath(at, key), code: 'unknown_property', message: `property ${key} is not allowed` });
       continue;
     }
+    const path = joinPath(at, key);
     const value = raw[key];
     if (Array.isArray(value) && info.arrayMaxSize !== undefined && value.length > info.arrayMaxSize) {
       out.add({ path, code: 'arrayMaxSize', message: `${key} must contain no more than ${info.arrayMaxSize} elements` });

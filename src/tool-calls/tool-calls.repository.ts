@@ -169,6 +169,7 @@ export type Settlement =
 /** Finishing an idempotency claim in the statement that records the call. */
 export interface ClaimCompletion {
   orgId: string;
+  agentId: string;
   key: string;
   claimId: string;
   status: number;
@@ -295,24 +296,29 @@ export class ToolCallsRepository {
   private completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {
     return `UPDATE idempotency_key SET status = 'done', tool_call_id = ${s.param(callId)}, response_status = ${s.param(claim.status)},
               response_body = ${s.param(JSON.stringify(claim.body))}::jsonb
-             WHERE org_id = ${s.param(claim.orgId)} AND key = ${s.param(claim.key)} AND claim_id = ${s.param(claim.claimId)}`;
+             WHERE org_id = ${s.param(claim.orgId)} AND agent_id = ${s.param(claim.agentId)}::uuid AND key = ${s.param(claim.key)} AND claim_id = ${s.param(claim.claimId)}`;
   }
 
   /** The atomic reservation of one call of a limited run: false when the limit is reached. */
-  async reserveRunCall(orgId: string, runId: string, limit: number): Promise<boolean> {
+  /** Per agent: the same run id used with another agent is another run (issue 13). */
+  async reserveRunCall(orgId: string, agentId: string, runId: string, limit: number): Promise<boolean> {
     if (limit < 1) return false;
     const rows: unknown[] = await this.dataSource.query(
-      `INSERT INTO tool_run_budget (org_id, run_id, calls) VALUES ($1, $2, 1)
-       ON CONFLICT (org_id, run_id) DO UPDATE SET calls = tool_run_budget.calls + 1, updated_at = now()
-        WHERE tool_run_budget.calls < $3
+      `INSERT INTO tool_run_budget (org_id, agent_id, run_id, calls) VALUES ($1, $2, $3, 1)
+       ON CONFLICT (org_id, agent_id, run_id) DO UPDATE SET calls = tool_run_budget.calls + 1, updated_at = now()
+        WHERE tool_run_budget.calls < $4
        RETURNING calls`,
-      [orgId, runId, limit],
+      [orgId, agentId, runId, limit],
     );
     return rows.length > 0;
   }
 
-  async runCalls(orgId: string, runId: string): Promise<number> {
-    const rows: { calls: number }[] = await this.dataSource.query(`SELECT calls FROM tool_run_budget WHERE org_id = $1 AND run_id = $2`, [orgId, runId]);
+  async runCalls(orgId: string, agentId: string, runId: string): Promise<number> {
+    const rows: { calls: number }[] = await this.dataSource.query(`SELECT calls FROM tool_run_budget WHERE org_id = $1 AND agent_id = $2 AND run_id = $3`, [
+      orgId,
+      agentId,
+      runId,
+    ]);
     return rows[0]?.calls ?? 0;
   }
 
@@ -576,7 +582,7 @@ export class ToolCallsRepository {
 
   async deleteExpiredKeys(batch = 1000): Promise<number> {
     const [, count]: [unknown[], number] = await this.dataSource.query(
-      `DELETE FROM idempotency_key WHERE (org_id, key) IN (SELECT org_id, key FROM idempotency_key WHERE expires_at <= now() LIMIT $1)`,
+      `DELETE FROM idempotency_key WHERE (org_id, agent_id, key) IN (SELECT org_id, agent_id, key FROM idempotency_key WHERE expires_at <= now() LIMIT $1)`,
       [batch],
     );
     return count;

@@ -479,9 +479,9 @@ describe('ToolExecutor', () => {
     it('lets a key whose holder died be taken over, and forgets keys after a day', async () => {
       const key = `k-${randomUUID()}`;
       await ds.query(
-        `INSERT INTO idempotency_key (org_id, key, request_hash, claim_id, status, locked_until, expires_at)
-         VALUES ($1, $2, $3, $4, 'in_progress', now() - interval '1 second', now() + interval '1 day')`,
-        [orgId, key, canonicalHash({ agentId, tool: 'read', arguments: { q: 'x' }, version: 'latest', runId: null }), randomUUID()],
+        `INSERT INTO idempotency_key (org_id, key, request_hash, claim_id, status, locked_until, expires_at, agent_id)
+         VALUES ($1, $2, $3, $4, 'in_progress', now() - interval '1 second', now() + interval '1 day', $5)`,
+        [orgId, key, canonicalHash({ agentId, tool: 'read', arguments: { q: 'x' }, version: 'latest', runId: null }), randomUUID(), agentId],
       );
       expect((await call('read', { q: 'x' }, { idempotencyKey: key })).status).toBe(200);
       await ds.query(`UPDATE idempotency_key SET expires_at = now() - interval '1 second' WHERE key = $1`, [key]);

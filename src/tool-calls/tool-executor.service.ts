@@ -125,7 +125,7 @@ export class ToolExecutor {
         version: req.version ?? 'latest',
         runId: req.runId ?? null,
       });
-      const claimed = await this.idempotency.claim(principal.orgId, req.idempotencyKey, fingerprint, this.leaseMs);
+      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, fingerprint, this.leaseMs);
       if (claimed.kind === 'replay') {
         return { status: claimed.status as 200 | 202, call: claimed.body as ToolCallView, replayed: true, resumed: false };
       }
@@ -172,7 +172,7 @@ export class ToolExecutor {
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
-      const within = valid ? await this.store.reserveRunCall(orgId, runId, limit) : (await this.store.runCalls(orgId, runId)) < limit;
+      const within = valid ? await this.store.reserveRunCall(orgId, built.agentId, runId, limit) : (await this.store.runCalls(orgId, built.agentId, runId)) < limit;
       if (!within) {
         return this.deny(denial, new ApiError(429, 'budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
       }
