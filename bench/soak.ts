@@ -49,6 +49,7 @@ async function startServer(databaseUrl?: string): Promise<{ child: ChildProcess;
     PORT: '0',
     LOG_LEVEL: 'error',
     PLATFORM_ADMIN_TOKEN: ADMIN,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
     DATA_DIR: mkdtempSync(join(tmpdir(), 'soak-')),
     RATE_LIMIT_PER_KEY: '0',
     RATE_LIMIT_PER_ORG: '0',

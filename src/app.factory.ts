@@ -1,7 +1,9 @@
 import { ModuleMetadata } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyInstance } from 'fastify';
 import { DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { setupApiDocs } from './common/api-docs';
 import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
@@ -14,8 +16,37 @@ import { findUnstorableText } from './common/nul-character';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id';
+export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id';
+const CORS_METHODS = 'GET, POST, PUT, DELETE';
+
+/**
+ * CORS for the origins in `CORS_ORIGINS`, and for no other: a request from elsewhere gets no CORS
+ * header, so the browser keeps the answer from the page. Preflights are answered here, before
+ * routing and authentication: a browser sends them without the Authorization header.
+ */
+function installCors(fastify: FastifyInstance, origins: string[]): void {
+  if (origins.length === 0) return;
+  const allowed = new Set(origins);
+  fastify.addHook('onRequest', async (request, reply) => {
+    // The answer depends on Origin, so a shared cache must not hand one origin's answer to another.
+    reply.header('Vary', 'Origin');
+    const origin = request.headers.origin;
+    if (typeof origin !== 'string' || !allowed.has(origin)) return;
+    reply.header('Access-Control-Allow-Origin', origin);
+    reply.header('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+    if (request.method === 'OPTIONS' && request.headers['access-control-request-method'] !== undefined) {
+      reply.header('Access-Control-Allow-Methods', CORS_METHODS);
+      reply.header('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
+      reply.header('Access-Control-Max-Age', '600');
+      return reply.code(204).send();
+    }
+  });
+}
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const MAY_BE_UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
 
@@ -26,6 +57,8 @@ export interface CreateAppOptions {
   rateLimitStore?: AppModuleOptions['rateLimitStore'];
   /** Tests keep the output quiet; the server logs JSON lines. */
   logger?: boolean;
+  /** The built console to serve at /console; default `dist/console` (tests build one of their own). */
+  consoleDir?: string;
 }
 
 /** The path of a refused URL, as a problem's `instance`: cut, and only when it is printable. */
@@ -55,7 +88,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
       const status = (error as { code?: string }).code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
       const detail = status === 414 ? 'A path segment is too long.' : 'The request path is not a valid URL (a percent-escape that is not UTF-8?).';
-      const problem = { ...toProblem(new ApiError(status, status === 414 ? 'uri_too_long' : 'invalid_request', detail)).problem, instance: safeInstance(request.url) };
+      const problem = { ...toProblem(new ApiError(status === 414 ? 'uri_too_long' : 'invalid_request', detail)).problem, instance: safeInstance(request.url) };
       void reply.status(status).header('x-request-id', String(request.id)).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
     },
     // While stopping, requests already on an open connection are served, not answered 503.
@@ -132,6 +165,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
+  installCors(fastify, options.config.corsOrigins);
+  await registerConsole(fastify, options.consoleDir);
 
   const document = addCommonProblems(SwaggerModule.createDocument(
     app,
@@ -142,6 +177,6 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .addBearerAuth()
       .build(),
   ));
-  SwaggerModule.setup('api/docs', app, document, { jsonDocumentUrl: 'api/docs-json', yamlDocumentUrl: 'api/docs-yaml' });
+  setupApiDocs(app, document);
   return app;
 }

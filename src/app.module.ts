@@ -12,11 +12,15 @@ import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions } from './database/data-source-options';
+import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
+import { McpCatalogModule } from './mcp-catalog/mcp-catalog.module';
 import { OrgsModule } from './orgs/orgs.module';
 import { SkillsModule } from './skills/skills.module';
+import { SecretsModule } from './secrets/secrets.module';
+import { EgressModule } from './egress/egress.module';
 import { ToolCallsModule } from './tool-calls/tool-calls.module';
 
 export interface AppModuleOptions {
@@ -49,6 +53,8 @@ export class AppModule {
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
         RateLimitModule.forRoot(options.rateLimitStore),
+        SecretsModule,
+        EgressModule,
         AuditModule,
         HealthModule,
         OrgsModule,
@@ -58,6 +64,8 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        McpCatalogModule,
+        EventsModule,
         ...(options.imports ?? []),
       ],
       providers: [

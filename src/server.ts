@@ -21,7 +21,7 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
   const config = resolveConfig(env, say);
   const database = await openDatabase(config);
   if (database.embedded) say(`embedded database in ${config.dataDir} (set DATABASE_URL to use a PostgreSQL server)`);
-  await runMigrations(database.url);
+  await runMigrations(database.url, say);
   const app = await createApp({ config, database, imports });
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
@@ -54,11 +54,20 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
   return app;
 }
 
+/**
+ * A failed start is one JSON line at level 60 (fatal), like every other log line, so a log
+ * pipeline that parses the server's output sees why a node never came up. An operator's mistake
+ * (a bad variable, a data directory in use) is its message; anything else carries the error.
+ */
+export function startFailureLine(err: unknown, now = Date.now()): string {
+  const expected = err instanceof ConfigError || err instanceof DataDirLockedError;
+  const message = err instanceof Error ? err.message : String(err);
+  const line: Record<string, unknown> = { level: 60, time: now, msg: `cannot start: ${message}` };
+  if (!expected && err instanceof Error) line.err = { type: err.name, message: err.message, stack: err.stack };
+  return JSON.stringify(line) + '\n';
+}
+
 export function exitOnStartFailure(err: unknown): never {
-  if (err instanceof ConfigError || err instanceof DataDirLockedError) {
-    process.stderr.write(`cannot start: ${err.message}\n`);
-  } else {
-    process.stderr.write(`cannot start: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  }
+  process.stderr.write(startFailureLine(err));
   process.exit(1);
 }

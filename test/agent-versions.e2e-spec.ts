@@ -1,3 +1,4 @@
+import type { StampedContribution } from '../src/capabilities/capability.types';
 import { canonicalize } from 'json-canonicalize';
 import { createHash, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
@@ -312,9 +313,10 @@ describe('agent validation, publish, versions, offered tools and manifest (e2e)'
       expect(res.body.tools.map((x: { capabilityId: string }) => x.capabilityId)).toEqual(['fx-agents-echo', 'fx-agents-echo']);
     });
 
-    it('hands the executor a runnable version through VersionBuilder', async () => {
+    it('hands the executor a version as data, and the implementations only to its sink', async () => {
       const builder = t.app.get(VersionBuilder);
-      const built = await builder.build(org.id, [FX_NOTES_SCOPE], agentId, 'latest');
+      const contributions = new Map<string, StampedContribution>();
+      const built = await builder.build(org.id, [FX_NOTES_SCOPE], agentId, 'latest', (c) => contributions.set(c.capabilityId, c));
       expect(built).toMatchObject({ orgId: org.id, agentId, version: 1, limits: { maxToolCallsPerRun: 3 } });
       const byName = Object.fromEntries(built.tools.map((x) => [x.name, x]));
       expect(byName.fx_agents_write).toMatchObject({ approvalReason: 'side_effecting', requiresApproval: true, scopes: [FX_NOTES_SCOPE] });
@@ -324,10 +326,12 @@ describe('agent validation, publish, versions, offered tools and manifest (e2e)'
       for (const tool of built.tools) {
         expect(tool.digest).toMatch(/^[0-9a-f]{64}$/);
         expect(tool.pinnedDigest).toBe(tool.digest);
+        expect(Object.values(tool).some((v) => typeof v === 'function')).toBe(false);
       }
+      const implementation = (name: string) => contributions.get(byName[name].capabilityId)!.tools.find((x) => x.id === byName[name].toolId)!;
       const ctx = { orgId: org.id, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal };
-      await expect(Promise.resolve(byName.find_notes.execute({ query: 'x' }, ctx))).resolves.toEqual({ tool: 'fx_agents_search', args: { query: 'x' }, units: 'metric' });
-      await expect(Promise.resolve(byName.fx_agents_lookup.execute({ query: 'q' }, ctx))).resolves.toEqual({ query: 'q', searched: ['Handbook (1 documents)'] });
+      await expect(Promise.resolve(implementation('find_notes').execute({ query: 'x' }, ctx))).resolves.toEqual({ tool: 'fx_agents_search', args: { query: 'x' }, units: 'metric' });
+      await expect(Promise.resolve(implementation('fx_agents_lookup').execute({ query: 'q' }, ctx))).resolves.toEqual({ query: 'q', searched: ['Handbook (1 documents)'] });
       // A lost scope does not stop the build: the executor checks scopes per tool, in its own order.
       const unscoped = await builder.build(org.id, [], agentId, 1);
       expect(unscoped.tools).toHaveLength(5);

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Route, walkRoutes } from './support/routes';
+import { Route, stopAtEventStream, walkRoutes } from './support/routes';
 import { bearer, createTestApp, TestApp } from './support/test-app';
 import { createWorld, fillPath, validBody, World } from './support/world';
 
@@ -40,6 +40,7 @@ const MATRIX: Record<string, string> = {
   'POST /api/v1/approvals/:id/approve':                      '401  403    403     403   ok       ok    404     403',
   'POST /api/v1/approvals/:id/reject':                       '401  403    403     403   ok       ok    404     403',
   'GET /api/v1/audit-events':                                '401  403    403     403   403      ok    ok      403',
+  'GET /api/v1/events':                                      '401  403    403     403   ok       ok    ok      403',
   'GET /api/v1/knowledge/collections':                       '401  ok     ok      403   ok       ok    ok      403',
   'POST /api/v1/knowledge/collections':                      '401  403    ok      403   403      ok    ok      403',
   'GET /api/v1/knowledge/collections/:id':                   '401  ok     ok      403   ok       ok    404     403',
@@ -48,6 +49,14 @@ const MATRIX: Record<string, string> = {
   'POST /api/v1/knowledge/collections/:id/documents':        '401  403    ok      403   403      ok    404     403',
   'GET /api/v1/knowledge/collections/:id/documents/:docId':  '401  ok     ok      403   ok       ok    404     403',
   'DELETE /api/v1/knowledge/collections/:id/documents/:docId': '401 403   ok      403   403      ok    404     403',
+  'GET /api/v1/mcp-servers':                                 '401  ok     ok      ok    ok       ok    ok      ok',
+  'GET /api/v1/mcp-connections':                             '401  ok     ok      403   ok       ok    ok      403',
+  'POST /api/v1/mcp-connections':                            '401  403    403     403   403      ok    ok      403',
+  'GET /api/v1/mcp-connections/:id':                         '401  ok     ok      403   ok       ok    404     403',
+  'DELETE /api/v1/mcp-connections/:id':                      '401  403    403     403   403      ok    404     403',
+  'POST /api/v1/mcp-connections/:id/sync':                   '401  403    403     403   403      ok    404     403',
+  'PUT /api/v1/mcp-connections/:id/credentials':             '401  403    403     403   403      ok    404     403',
+  'PUT /api/v1/mcp-connections/:id/tools/:tool/risk':        '401  403    403     403   403      ok    404     403',
   'GET /api/v1/me':                                          '401  ok     ok      ok    ok       ok    ok      ok',
   'GET /api/v1/orgs':                                        '401  403    403     403   403      403   403     ok',
   'POST /api/v1/orgs':                                       '401  403    403     403   403      403   403     ok',
@@ -113,7 +122,7 @@ describe('authorization matrix', () => {
       // Platform first and anonymous next: they change nothing; the writers come last.
       for (const who of ['anon', 'platform', 'viewer', 'agent', 'approver', 'foreign', 'builder', 'admin'] as Who[]) {
         const url = fillPath(route.path, world.ids, randomUUID);
-        let req = t.http[route.method.toLowerCase() as 'get'](url);
+        let req = t.http[route.method.toLowerCase() as 'get'](url).parse(stopAtEventStream);
         if (token[who]) req = req.set(...bearer(token[who]!));
         const { known, body } = validBody(route.method, route.path);
         if (route.method !== 'GET' && route.method !== 'DELETE' && body !== undefined) req = req.set('Accept', 'application/json, text/event-stream').send(body as object);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,7 @@ describe('crash safety', () => {
       DATA_DIR: join(dir, 'data'),
       DATABASE_URL: db?.url,
       PLATFORM_ADMIN_TOKEN: adminToken,
+      SECRETS_KEY: randomBytes(32).toString('base64'),
       FX_CRASH_LOG: effects,
       // A call still running 1 s past its 2 s timeout belongs to a dead process.
       TOOL_TIMEOUT_MS: '2000',

@@ -1,5 +1,5 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
@@ -33,6 +33,8 @@ if (!onRealServer) console.info('multi-node suite: not run on the embedded datab
       DATABASE_URL: db.url,
       DATABASE_POOL_SIZE: '5',
       PLATFORM_ADMIN_TOKEN: adminToken,
+      // Every node opens what another sealed: one key for all.
+      SECRETS_KEY: randomBytes(32).toString('base64'),
       FX_CRASH_LOG: effects,
       RATE_LIMIT_PER_KEY: '0',
       RATE_LIMIT_PER_ORG: '0',

@@ -2,9 +2,9 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { canonicalHash } from '../src/agents/digests';
-import { IdempotencyService } from '../src/tool-calls/idempotency.service';
+import { IdempotencyService } from '../src/runtime/idempotency.service';
 import { ToolCallSweeper } from '../src/tool-calls/tool-call-sweeper.service';
-import { ToolCallsRepository } from '../src/tool-calls/tool-calls.repository';
+import { ApprovalsRepository } from '../src/tool-calls/approvals.repository';
 import { DRIFTING_TOOL, ExecFixturesModule, FX_EXEC_SCOPE, fixtureRuns, holdSlowCall, HUGE_ROWS, runsTagged } from './fixtures/exec-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -400,7 +400,7 @@ describe('tool calls and approvals (e2e)', () => {
     // conditional statements at once (on PostgreSQL, on 10 connections).
     it('one conditional UPDATE decides an approval: of 50 simultaneous decisions one wins', async () => {
       const call = (await callTool({ tool: 'fx-exec-write', arguments: { tag: randomUUID() } }).expect(202)).body;
-      const store = t.app.get(ToolCallsRepository);
+      const store = t.app.get(ApprovalsRepository);
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
           store.decide(

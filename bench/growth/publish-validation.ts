@@ -48,6 +48,7 @@ export async function measurePublishValidation(sizes = SPEC_SIZES, repeats = { v
     const adminToken = 'cpa_bench_' + randomBytes(24).toString('base64url');
     const config = resolveConfig({
       PLATFORM_ADMIN_TOKEN: adminToken,
+      SECRETS_KEY: randomBytes(32).toString('base64'),
       LOG_LEVEL: 'silent',
       DATA_DIR: dataDir,
       RATE_LIMIT_PER_KEY: '0',

@@ -101,6 +101,7 @@ export class BenchSession {
       const env = {
         ...db.env,
         PLATFORM_ADMIN_TOKEN: adminToken,
+        SECRETS_KEY: randomBytes(32).toString('base64'),
         LOG_LEVEL: this.options.serverLogLevel,
         // The limiter still counts every request (its cost is in every figure); it never refuses one.
         RATE_LIMIT_PER_KEY: '10000000',

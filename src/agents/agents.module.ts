@@ -1,11 +1,14 @@
 import { Module } from '@nestjs/common';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
+import { GovernanceModule } from '../governance/governance.module';
 import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { SkillsModule } from '../skills/skills.module';
 import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
 import { SpecValidator } from './spec-validator.service';
 import { VersionBuilder } from './version-builder.service';
+import { VersionComposer } from './version-composer.service';
+import { VersionStore } from './version-store.service';
 import { VersionsController } from './versions.controller';
 import { VersionsService } from './versions.service';
 
@@ -14,9 +17,9 @@ import { VersionsService } from './versions.service';
  * tool (the executor) builds the version through it.
  */
 @Module({
-  imports: [CapabilitiesModule, KnowledgeModule, SkillsModule],
+  imports: [CapabilitiesModule, GovernanceModule, KnowledgeModule, SkillsModule],
   controllers: [AgentsController, VersionsController],
-  providers: [AgentsService, SpecValidator, VersionBuilder, VersionsService],
+  providers: [AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
   exports: [AgentsService, VersionBuilder],
 })
 export class AgentsModule {}

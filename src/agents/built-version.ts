@@ -1,4 +1,5 @@
 import type { ToolDeclaration, ToolRisk } from '../capabilities/capability.types';
+import type { ApprovalReason } from '../runtime/tool-policy';
 
 /** The agent spec as stored in a draft and, normalized, in a version (API.md, AgentSpec). */
 export interface AgentSpec {
@@ -20,17 +21,20 @@ export interface OfferedTool {
   requiresApproval: boolean;
 }
 
-/** An offered tool with everything the executor needs to run it. */
-export interface RunnableTool extends OfferedTool {
+/**
+ * An offered tool with every fact the tool policy and the executor need about it. Data only:
+ * sealed execution (DESIGN.md idea 8) means no module outside `src/runtime/` ever holds a way to
+ * run a tool; the executor resolves the implementation itself (src/runtime/tool-implementations.ts).
+ */
+export interface VersionTool extends OfferedTool {
   declaration: ToolDeclaration;
   /** Scopes the tool's capability needs, checked again at every dispatch. */
   scopes: readonly string[];
-  /** Why approval is required, in the order API.md names them; null when it is not. */
-  approvalReason: 'side_effecting' | 'interrupt_before' | 'spec_required' | null;
+  /** From the tool policy (`approvalReasonOf`); null when no approval is needed. */
+  approvalReason: ApprovalReason | null;
   /** The digest of the definition as the code has it now, and as it was pinned at publish. */
   digest: string;
   pinnedDigest: string | undefined;
-  execute(args: unknown, ctx: import('../capabilities/capability.types').ToolContext): unknown | Promise<unknown>;
 }
 
 /** A published version built for one organization: what runtimes read and what the executor runs. */
@@ -45,7 +49,7 @@ export interface BuiltVersion {
   settings: Record<string, unknown>;
   /** The strictest of the limits contributed by capabilities. */
   limits: { maxToolCallsPerRun?: number };
-  tools: RunnableTool[];
+  tools: VersionTool[];
   /** The version's `toolDigests`: every tool name it offered at publish, even one the code no longer builds. */
   pinnedTools: Readonly<Record<string, string>>;
 }

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { ResolvedResources, TOOL_NAME_PATTERN } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
+import { missingScopes } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { ownEntry } from './digests';
 import { VersionBuilder } from './version-builder.service';
@@ -67,7 +68,7 @@ export class SpecValidator {
         errors.push({ path: configPath(at, e.path), code: 'invalid_config', message: e.message });
       }
       omitted += config.omitted ?? 0;
-      const missing = (registered.definition.scopes ?? []).filter((s) => !granted.has(s));
+      const missing = missingScopes(registered.definition.scopes ?? [], granted);
       if (missing.length > 0) {
         errors.push({ path: at, code: 'scope_not_granted', message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that "${ref.id}" needs` });
       }

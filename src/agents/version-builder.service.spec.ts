@@ -1,6 +1,8 @@
 import type { BuildContext, ToolDeclaration } from '../capabilities/capability.types';
 import type { AgentSpec } from './built-version';
 import { driftOf, FROZEN_VERSIONS_CACHED, VersionBuilder, VersionRow } from './version-builder.service';
+import { VersionComposer } from './version-composer.service';
+import { VersionStore } from './version-store.service';
 
 describe('driftOf', () => {
   it('is empty when every pinned tool is offered with its pinned digest', () => {
@@ -74,7 +76,7 @@ describe('VersionBuilder, published versions kept per process', () => {
     let reads = 0;
     const knowledge = { resolve: jest.fn(async () => [{ id: 'kc', name: 'Handbook', description: null, documentCount: ++reads }]) };
     const skills = { resolve: jest.fn(async () => [{ ...SKILL }]) };
-    const builder = new VersionBuilder(dataSource as never, registry as never, knowledge as never, skills as never);
+    const builder = new VersionBuilder(dataSource as never, new VersionStore(dataSource as never), new VersionComposer(registry as never), knowledge as never, skills as never);
     return { builder, registry, builds, publish, queries, knowledge, skills, declaration };
   }
 

@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
+import { missingScopes } from '../runtime/tool-policy';
 import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import { ApiError, boundErrors } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
+import { GovernanceRepository } from '../governance/governance.repository';
+import { GovernanceService } from '../governance/governance.service';
 import { AgentsService } from './agents.service';
 import type { AgentSpec, OfferedTool } from './built-version';
 import { canonicalHash, contentHash } from './digests';
@@ -29,6 +32,8 @@ export class VersionsService {
     private readonly validator: SpecValidator,
     private readonly builder: VersionBuilder,
     private readonly audit: AuditService,
+    private readonly governance: GovernanceService,
+    private readonly switches: GovernanceRepository,
   ) {}
 
   async validateDraft(ctx: RequestContext, agentId: string): Promise<ValidationResultView> {
@@ -64,7 +69,7 @@ export class VersionsService {
       try {
         const { created, row } = await this.dataSource.transaction((m) => this.insertVersion(m, ctx, agentId, spec, specHash, toolDigests, content));
         // Pinned from this very composition: nothing has drifted yet.
-        return { created, version: toVersionView(row, []) };
+        return { created, version: toVersionView(row, [], (await this.switches.retirementOf(orgId, agentId, row.version))?.retired_at) };
       } catch (err) {
         // Only reachable if something inserts without the agent lock; the next attempt sees its result.
         if (attempt < PUBLISH_ATTEMPTS && isUniqueViolation(err)) continue;
@@ -149,9 +154,10 @@ export class VersionsService {
     );
     const page = pageOf(rows, limit, (r) => [r.version], (r) => r);
     const items: AgentVersionView[] = [];
+    const retired = await this.switches.retirementsOf(orgId, agentId);
     for (const row of page.items) {
       const detailed = await this.builder.buildRow(orgId, principal.orgScopes, agent, row);
-      items.push(toVersionView(row, detailed.drift));
+      items.push(toVersionView(row, detailed.drift, retired.get(row.version)?.retired_at));
     }
     return { items, nextCursor: page.nextCursor };
   }
@@ -159,7 +165,16 @@ export class VersionsService {
   async get(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<AgentVersionView> {
     const principal = keyOf(ctx);
     const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
-    return toVersionView(detailed.row, detailed.drift);
+    const retired = await this.switches.retirementOf(principal.orgId, detailed.row.agent_id, detailed.row.version);
+    return toVersionView(detailed.row, detailed.drift, retired?.retired_at);
+  }
+
+  /** Retires a version (see GovernanceService.retire) and answers it as it now reads. */
+  async retire(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<AgentVersionView> {
+    const principal = keyOf(ctx);
+    const retired = await this.governance.retire(ctx, agentId, version);
+    const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, retired.version);
+    return toVersionView(detailed.row, detailed.drift, retired.retired_at);
   }
 
   async tools(ctx: RequestContext, agentId: string, version: number | 'latest', query: ToolsQuery): Promise<Page<unknown>> {
@@ -186,12 +201,10 @@ export class VersionsService {
     const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
     const granted = new Set(principal.orgScopes);
     const refused = detailed.contributors
-      .map((c) => ({ capabilityId: c.capabilityId, missing: c.scopes.filter((s) => !granted.has(s)) }))
+      .map((c) => ({ capabilityId: c.capabilityId, missing: missingScopes(c.scopes, granted) }))
       .filter((c) => c.missing.length > 0);
     if (refused.length > 0) {
-      throw new ApiError(
-        403,
-        'scope_not_granted',
+      throw new ApiError('scope_not_granted',
         `The organization no longer holds scopes this version needs: ${refused.map((r) => `"${r.capabilityId}" needs ${r.missing.join(', ')}`).join('; ')}.`,
         undefined,
         { missingScopes: refused },
@@ -213,7 +226,7 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
 
 function specInvalid(errors: SpecError[], omitted = 0): ApiError {
   const count = errors.length + omitted;
-  return new ApiError(422, 'spec_invalid', `The draft cannot be published (${count} problem${count === 1 ? '' : 's'}).`, errors, { errorsOmitted: omitted });
+  return new ApiError('spec_invalid', `The draft cannot be published (${count} problem${count === 1 ? '' : 's'}).`, errors, { errorsOmitted: omitted });
 }
 
 async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill', orgId: string, ids: string[]): Promise<Set<string>> {
@@ -222,7 +235,7 @@ async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 's
   return new Set(rows.map((r) => r.id));
 }
 
-export function toVersionView(row: VersionRow, drift: DriftEntry[]): AgentVersionView {
+export function toVersionView(row: VersionRow, drift: DriftEntry[], retiredAt?: Date | string): AgentVersionView {
   return {
     agentId: row.agent_id,
     version: row.version,
@@ -232,5 +245,6 @@ export function toVersionView(row: VersionRow, drift: DriftEntry[]): AgentVersio
     drift,
     publishedAt: new Date(row.published_at).toISOString(),
     publishedBy: row.published_by,
+    retiredAt: retiredAt === undefined ? null : new Date(retiredAt).toISOString(),
   };
 }

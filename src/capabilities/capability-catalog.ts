@@ -1,6 +1,7 @@
 import type { CapabilityDefinition, ToolRisk } from './capability.types';
 import { TOOL_RISKS } from './capability.types';
 import type { JSONSchema } from './class-schema';
+import { missingScopes } from '../runtime/tool-policy';
 
 /** API.md, ToolDescriptor. */
 export interface ToolDescriptor {
@@ -83,5 +84,5 @@ export function catalogView(catalog: readonly CapabilityDescriptor[], filter: Ca
   const items = catalog.filter((d) => matchesFilter(d, filter));
   if (!grantedScopes) return items;
   const granted = new Set(grantedScopes);
-  return items.map((d) => ({ ...d, available: d.scopes.every((s) => granted.has(s)) }));
+  return items.map((d) => ({ ...d, available: missingScopes(d.scopes, granted).length === 0 }));
 }

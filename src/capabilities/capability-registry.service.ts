@@ -7,6 +7,7 @@ import { CapabilityExplorer } from './capability.explorer';
 import type { BuildContext, CapabilityDefinition, CapabilityProvider, StampedContribution, ToolDeclaration } from './capability.types';
 import { classSchema, JSONSchema } from './class-schema';
 import { validateWithClass } from './class-validation';
+import { requiresApproval } from '../runtime/tool-policy';
 
 export type { CapabilityDescriptor, ToolDescriptor } from './capability-catalog';
 export type { JSONSchema } from './class-schema';
@@ -15,7 +16,7 @@ export interface RegisteredTool {
   declaration: ToolDeclaration;
   /** What the model is offered; validated arguments follow the same class. */
   inputSchema: JSONSchema;
-  /** risk != read_only, or interruptBefore. */
+  /** From the tool policy: risk != read_only, or interruptBefore. */
   requiresApproval: boolean;
 }
 
@@ -155,7 +156,7 @@ export class CapabilityRegistry implements OnModuleInit {
         toolOwners.set(declaration.id, definition.id);
         const input = classSchema(declaration.input, { requireDefaults: false });
         problems.push(...input.problems.map((p) => `${culprit}: tool "${declaration.id}" input ${declaration.input.name}: ${p}`));
-        return { declaration, inputSchema: input.schema, requiresApproval: declaration.risk !== 'read_only' || declaration.interruptBefore === true };
+        return { declaration, inputSchema: input.schema, requiresApproval: requiresApproval(declaration) };
       });
 
       const descriptor = toDescriptor(definition, config.schema, tools.map(toolDescriptor));

@@ -31,11 +31,55 @@ export type ErrorCode =
   | 'self_approval_forbidden'
   | 'approval_arguments_changed'
   | 'result_not_available'
+  | 'egress_refused'
+  | 'mcp_connect_failed'
   | 'uri_too_long'
   | 'document_not_indexable'
   | 'version_retired'
   | 'tool_disabled'
   | 'origin_not_allowed';
+
+/**
+ * The HTTP status of every error code: the one place a code becomes a status. Domain code throws
+ * by code; the problem filter and MCP read the code (and, for HTTP, this table).
+ */
+export const ERROR_STATUS = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  headers_too_large: 431,
+  request_timeout: 408,
+  unsupported_media_type: 415,
+  method_not_allowed: 405,
+  rate_limited: 429,
+  internal_error: 500,
+  service_unavailable: 503,
+  spec_invalid: 422,
+  resource_in_use: 409,
+  unknown_tool: 404,
+  not_published: 409,
+  tool_definition_changed: 409,
+  invalid_arguments: 422,
+  scope_not_granted: 403,
+  budget_exceeded: 429,
+  idempotency_key_reused: 422,
+  idempotency_in_progress: 409,
+  approval_already_decided: 409,
+  approval_expired: 409,
+  self_approval_forbidden: 403,
+  approval_arguments_changed: 409,
+  result_not_available: 404,
+  egress_refused: 422,
+  mcp_connect_failed: 422,
+  uri_too_long: 414,
+  document_not_indexable: 422,
+  version_retired: 409,
+  tool_disabled: 403,
+  origin_not_allowed: 403,
+} as const satisfies Record<ErrorCode, number>;
 
 export interface FieldError {
   path: string;
@@ -79,12 +123,13 @@ export function boundErrors<T>(errors: readonly T[], omittedBefore = 0): { error
 }
 
 export class ApiError extends Error {
+  /** From ERROR_STATUS: a code always answers with the same status. */
+  readonly status: number;
   readonly errors?: FieldError[];
   /** Extra members of the problem document (RFC 9457 extensions), e.g. the approval id. */
   readonly extensions?: Record<string, unknown>;
 
   constructor(
-    readonly status: number,
     readonly code: ErrorCode,
     readonly detail: string,
     errors?: FieldError[],
@@ -94,6 +139,7 @@ export class ApiError extends Error {
   ) {
     super(detail);
     this.name = 'ApiError';
+    this.status = ERROR_STATUS[code];
     if (errors) {
       // Bounded here, once, so that no refusal anywhere can answer (or audit) an unbounded list.
       const { errorsOmitted, ...rest } = extensions ?? {};
@@ -105,20 +151,21 @@ export class ApiError extends Error {
   }
 
   static invalidRequest(errors: FieldError[], detail = 'The request is invalid.'): ApiError {
-    return new ApiError(400, 'invalid_request', detail, errors);
+    return new ApiError('invalid_request', detail, errors);
   }
   /** RFC 9110 15.5.2: a 401 names the scheme that would work. */
   static unauthorized(detail = 'A valid bearer token is required.'): ApiError {
-    return new ApiError(401, 'unauthorized', detail, undefined, undefined, { 'WWW-Authenticate': 'Bearer' });
+    return new ApiError('unauthorized', detail, undefined, undefined, { 'WWW-Authenticate': 'Bearer' });
   }
   static forbidden(detail = 'Your role does not allow this action.'): ApiError {
-    return new ApiError(403, 'forbidden', detail);
+    return new ApiError('forbidden', detail);
   }
   /** Missing and "belongs to another organization" are deliberately the same answer. */
   static notFound(what = 'resource'): ApiError {
-    return new ApiError(404, 'not_found', `No such ${what}.`);
+    return new ApiError('not_found', `No such ${what}.`);
   }
+  /** `code` must be one whose status is 409. */
   static conflict(detail: string, code: ErrorCode = 'conflict'): ApiError {
-    return new ApiError(409, code, detail);
+    return new ApiError(code, detail);
   }
 }

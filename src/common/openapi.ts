@@ -53,5 +53,24 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
       if (op.security?.length && !responses['429']) responses['429'] = common.limited;
     }
   }
+  return referenceProblem(document);
+}
+
+/**
+ * Every error answer names one `Problem` schema instead of repeating it inline, so a client
+ * generated from the document (the console's) gets one type for every refusal, and the document
+ * is a fraction of its size.
+ */
+function referenceProblem(document: OpenAPIObject): OpenAPIObject {
+  const inline = JSON.stringify(PROBLEM_SCHEMA);
+  document.components = { ...document.components, schemas: { ...document.components?.schemas, Problem: PROBLEM_SCHEMA } };
+  for (const item of Object.values(document.paths)) {
+    for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
+      for (const response of Object.values(item[method]?.responses ?? {})) {
+        const content = response && 'content' in response ? response.content?.['application/problem+json'] : undefined;
+        if (content?.schema && JSON.stringify(content.schema) === inline) content.schema = { $ref: '#/components/schemas/Problem' };
+      }
+    }
+  }
   return document;
 }

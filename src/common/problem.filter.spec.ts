@@ -6,7 +6,7 @@ import { toProblem } from './problem.filter';
 describe('problem documents', () => {
   it('renders an ApiError with its code, field errors and extensions', () => {
     const { problem, headers, internal } = toProblem(
-      new ApiError(409, 'approval_expired', 'Too late.', [{ path: 'x', message: 'm' }], { approvalId: 'a' }, { 'Retry-After': '3' }),
+      new ApiError('approval_expired', 'Too late.', [{ path: 'x', message: 'm' }], { approvalId: 'a' }, { 'Retry-After': '3' }),
     );
     expect(problem).toEqual({
       type: 'urn:capability-platform:problem:approval_expired',

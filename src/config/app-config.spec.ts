@@ -8,7 +8,7 @@ describe('environment', () => {
   it('applies the documented defaults', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const config = resolveConfig({ DATA_DIR: dir });
-    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', dataDir: dir, approvalTtlSeconds: 86400, logLevel: 'info', toolTimeoutMs: 30000, mcpApprovalWaitSeconds: 60 });
+    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', dataDir: dir, approvalTtlSeconds: 86400, logLevel: 'info', toolTimeoutMs: 30000, mcpApprovalWaitSeconds: 45 });
     expect(config.databaseUrl).toBeUndefined();
   });
 
@@ -61,5 +61,18 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, PLATFORM_ADMIN_TOKEN: 'y'.repeat(32) }).platformAdminToken).toBe('y'.repeat(32));
     writeFileSync(join(dir, 'admin-token'), 'tiny');
     expect(() => resolveConfig({ DATA_DIR: dir })).toThrow(/no usable admin token/);
+  });
+});
+
+describe('a refused secret', () => {
+  it('is named without its value', () => {
+    const token = 'short-secret';
+    expect(() => parseEnvironment({ PLATFORM_ADMIN_TOKEN: token, DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(/PLATFORM_ADMIN_TOKEN: .*\(value not shown\)/);
+    try {
+      parseEnvironment({ PLATFORM_ADMIN_TOKEN: token, DATABASE_URL: 'mysql://u:hunter2@db/x' });
+    } catch (e) {
+      expect(String(e)).not.toContain(token);
+      expect(String(e)).not.toContain('hunter2');
+    }
   });
 });

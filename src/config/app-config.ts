@@ -1,11 +1,13 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy, validateSync } from 'class-validator';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 const toInt = ({ value }: { value: unknown }) =>
   typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+// 32 bytes are 43 base64 characters and one `=` (or 44 characters with url-safe alphabet variants).
+const BASE64_32_BYTES = /^[A-Za-z0-9+/_-]{43}=?$/;
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
 
 /**
@@ -44,8 +46,13 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
   SWEEP_INTERVAL_SECONDS: number = 15;
 
+  /**
+   * How long an MCP tool call that needs approval is held open. Below 60 s, the request timeout
+   * most MCP clients use by default, so the client gets the "still pending" answer rather than
+   * a timeout error (docs/mcp.md).
+   */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(3600)
-  MCP_APPROVAL_WAIT_SECONDS: number = 60;
+  MCP_APPROVAL_WAIT_SECONDS: number = 45;
 
   @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
   DATABASE_POOL_SIZE: number = 10;
@@ -82,8 +89,70 @@ export class EnvironmentVariables {
    * endpoints; a request with another `Origin` is refused (DNS rebinding). Requests without
    * `Origin` (every non-browser client) are not affected.
    */
-  @IsOptional() @IsString() @MaxLength(10_000)
+  @IsOptional() @IsString() @MaxLength(10_000) @ValidateBy({
+    name: 'isOriginList',
+    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+  })
   MCP_ALLOWED_ORIGINS: string = '';
+  /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  SECRETS_KEY?: string;
+
+  /** The key before the last rotation: what it sealed still opens. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  SECRETS_KEY_PREVIOUS?: string;
+
+  /**
+   * Comma-separated hosts, IP addresses or CIDR ranges that outbound connections may reach although
+   * private or loopback (each item is parsed, and a bad one named, by resolveConfig).
+   */
+  @IsOptional() @IsString() @MaxLength(10_000)
+  EGRESS_ALLOWED_HOSTS: string = '';
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(600_000)
+  EGRESS_CONNECT_TIMEOUT_MS: number = 10_000;
+
+  /** How long an outbound request may wait for the response headers (a caller may ask for less). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
+  EGRESS_TIMEOUT_MS: number = 30_000;
+
+  /** An MCP connection's tool list older than this is listed again before a call uses it. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(86400 * 30)
+  MCP_TOOLS_TTL_SECONDS: number = 300;
+  /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
+  @IsOptional() @IsString() @ValidateBy({
+    name: 'isOriginList',
+    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+  })
+  CORS_ORIGINS: string = '';
+
+  /** How long one webhook request may take, connection included. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(120_000)
+  WEBHOOK_TIMEOUT_MS: number = 10_000;
+
+  /** The wait before the second attempt; each later wait is three times the one before (at most an hour), with jitter. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS: number = 5_000;
+
+  /** How long a delivery is retried before it is `failed`. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 86400)
+  WEBHOOK_RETRY_WINDOW_SECONDS: number = 86_400;
+}
+
+/** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
+export function parseOrigins(value: string): string[] | undefined {
+  const origins: string[] = [];
+  for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    let url: URL;
+    try {
+      url = new URL(part);
+    } catch {
+      return undefined;
+    }
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== part.replace(/\/$/, '') || url.username || url.password) return undefined;
+    origins.push(url.origin);
+  }
+  return origins;
 }
 
 export interface HttpTimeouts {
@@ -115,6 +184,37 @@ export interface AppConfig {
   httpTimeouts?: HttpTimeouts;
   /** Origins allowed to call MCP endpoints from a browser; unset: none. */
   mcpAllowedOrigins?: string[];
+  secrets: SecretsConfig;
+  egress: EgressConfig;
+  /** An MCP connection's tools older than this are listed again before a call. */
+  mcpToolsTtlSeconds: number;
+  /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
+  corsOrigins: string[];
+  events: EventsConfig;
+}
+
+export interface SecretsConfig {
+  /** 32 bytes: what seals new secrets. */
+  key: Buffer;
+  /** 32 bytes: opens what was sealed before a rotation. */
+  previousKey?: Buffer;
+}
+
+export interface EgressConfig {
+  /** Host names (lower case), IP addresses and CIDR ranges exempt from the private-address rule. */
+  allowedHosts: string[];
+  connectTimeoutMs: number;
+  requestTimeoutMs: number;
+}
+
+export interface EventsConfig {
+  /** A comment on every open event stream this often (API.md: 15 s). */
+  heartbeatMs: number;
+  /** How often a stream and the webhook dispatcher look for events nobody woke them for. */
+  pollMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryWindowMs: number;
 }
 
 export interface RateLimitConfig {
@@ -132,17 +232,22 @@ export class ConfigError extends Error {
   }
 }
 
+/** The variables without a default (so not keys of a fresh instance) whose values are secrets. */
+const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS'] as const;
+
 /** Parses the environment; throws a ConfigError that names every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const raw: Record<string, unknown> = {};
-  for (const key of [...known, 'DATABASE_URL', 'PLATFORM_ADMIN_TOKEN']) {
+  for (const key of [...known, ...SECRET_VARIABLES]) {
     if (env[key] !== undefined) raw[key] = env[key];
   }
   const parsed = plainToInstance(EnvironmentVariables, raw);
   const errors = validateSync(parsed, { whitelist: false });
   if (errors.length > 0) {
-    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (got ${JSON.stringify(e.value)})`);
+    // A secret's value never reaches the log line that refuses it (a database URL holds a password).
+    const got = (e: { property: string; value?: unknown }) => ((SECRET_VARIABLES as readonly string[]).includes(e.property) ? 'value not shown' : `got ${JSON.stringify(e.value)}`);
+    const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (${got(e)})`);
     throw new ConfigError(`Invalid environment:\n  ${lines.join('\n  ')}`);
   }
   return parsed;

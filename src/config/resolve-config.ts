@@ -1,7 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, parseEnvironment } from './app-config';
+import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment, parseOrigins } from './app-config';
+import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 
 /**
  * Turns the environment into the one typed config object. The platform admin token is the only
@@ -16,6 +17,13 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       throw new ConfigError('PLATFORM_ADMIN_TOKEN must be set when DATABASE_URL is set: the server will not invent the admin secret of a shared database.');
     }
     token = loadOrCreateAdminToken(e.DATA_DIR, log);
+  }
+  const secretsKey = resolveSecretsKey(e, log);
+  const allowedHosts = splitAllowedHosts(e.EGRESS_ALLOWED_HOSTS);
+  try {
+    parseAllowList(allowedHosts);
+  } catch (err) {
+    throw new ConfigError(`Invalid environment:\n  EGRESS_ALLOWED_HOSTS: ${(err as Error).message}`);
   }
   return {
     port: e.PORT,
@@ -37,25 +45,56 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       authFailures: e.RATE_LIMIT_AUTH_FAILURES,
     },
     httpTimeouts: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, idleMs: e.HTTP_IDLE_TIMEOUT_MS },
-    mcpAllowedOrigins: parseOrigins('MCP_ALLOWED_ORIGINS', e.MCP_ALLOWED_ORIGINS),
+    mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
+    secrets: {
+      key: secretsKey,
+      previousKey: e.SECRETS_KEY_PREVIOUS ? decodeKey(e.SECRETS_KEY_PREVIOUS, 'SECRETS_KEY_PREVIOUS') : undefined,
+    },
+    egress: { allowedHosts, connectTimeoutMs: e.EGRESS_CONNECT_TIMEOUT_MS, requestTimeoutMs: e.EGRESS_TIMEOUT_MS },
+    mcpToolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
+    corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
+    events: {
+      heartbeatMs: 15_000,
+      pollMs: 5_000,
+      webhookTimeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
+      webhookRetryWindowMs: e.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
+    },
   };
 }
 
-/** A comma-separated list of origins, each exactly as a browser sends it (`https://host[:port]`). */
-export function parseOrigins(variable: string, value: string): string[] {
-  const origins = value.split(',').map((o) => o.trim()).filter((o) => o !== '');
-  for (const origin of origins) {
-    let parsed: URL | undefined;
-    try {
-      parsed = new URL(origin);
-    } catch {
-      parsed = undefined;
-    }
-    if (!parsed || parsed.origin !== origin) {
-      throw new ConfigError(`Invalid environment:\n  ${variable}: "${origin}" is not an origin like https://app.example.com (scheme, host and port only)`);
-    }
+function decodeKey(value: string, name: string): Buffer {
+  const key = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  if (key.length !== 32) throw new ConfigError(`Invalid environment:\n  ${name}: must be 32 bytes, base64 (openssl rand -base64 32)`);
+  return key;
+}
+
+/**
+ * Like the admin token, the product invents the secrets key only for the embedded database: a
+ * shared database's secrets must open on every node, so an operator chooses (and keeps) the key.
+ */
+function resolveSecretsKey(e: EnvironmentVariables, log: (message: string) => void): Buffer {
+  if (e.SECRETS_KEY) return decodeKey(e.SECRETS_KEY, 'SECRETS_KEY');
+  if (e.DATABASE_URL) {
+    throw new ConfigError('SECRETS_KEY must be set when DATABASE_URL is set (32 bytes, base64: openssl rand -base64 32): every node must open the secrets the others sealed.');
   }
-  return origins;
+  return loadOrCreateSecretsKey(e.DATA_DIR, log);
+}
+
+export function loadOrCreateSecretsKey(dataDir: string, log: (message: string) => void): Buffer {
+  const path = resolve(join(dataDir, 'secrets-key'));
+  if (existsSync(path)) {
+    const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
+    if (key.length !== 32) throw new ConfigError(`${path} holds no usable secrets key (32 bytes, base64). Deleting it makes every sealed secret unreadable.`);
+    log(`secrets key: read from ${path}`);
+    return key;
+  }
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const key = randomBytes(32);
+  writeFileSync(path, key.toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
+  chmodSync(path, 0o600);
+  log(`secrets key: generated and written to ${path} (mode 0600); back it up with the database`);
+  return key;
 }
 
 export function loadOrCreateAdminToken(dataDir: string, log: (message: string) => void): string {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { DataSource } from 'typeorm';
 import { ConfigError, parseEnvironment } from '../config/app-config';
 import { dataSourceOptions } from './data-source-options';
-import { openDatabase } from './database';
+import { openDatabase, revertLastMigration, runMigrations } from './database';
 import { startEmbeddedDatabase } from './embedded-database';
 
 /**
@@ -21,18 +21,15 @@ async function main(): Promise<void> {
     case 'run':
     case 'revert': {
       const db = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir: env.DATA_DIR, databasePoolSize: 1 });
-      const ds = new DataSource({ ...dataSourceOptions(db.url, 1), logging: ['schema', 'migration'] });
-      await ds.initialize();
       try {
         if (command === 'run') {
-          const done = await ds.runMigrations({ transaction: 'each' });
+          const done = await runMigrations(db.url, console.log);
           console.log(done.length ? `applied: ${done.map((m) => m.name).join(', ')}` : 'schema is up to date');
         } else {
-          await ds.undoLastMigration({ transaction: 'each' });
+          await revertLastMigration(db.url, console.log);
           console.log('reverted the last migration');
         }
       } finally {
-        await ds.destroy();
         await db.embedded?.stop();
       }
       return;

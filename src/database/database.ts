@@ -1,4 +1,4 @@
-import { DataSource } from 'typeorm';
+import { DataSource, Migration, MigrationExecutor, QueryRunner } from 'typeorm';
 import { AppConfig } from '../config/app-config';
 import { dataSourceOptions } from './data-source-options';
 import { EmbeddedDatabase, startEmbeddedDatabase } from './embedded-database';
@@ -16,12 +16,55 @@ export async function openDatabase(config: Pick<AppConfig, 'databaseUrl' | 'data
   return { url: embedded.url, poolSize: 1, embedded };
 }
 
-export async function runMigrations(url: string): Promise<void> {
+/**
+ * The key of the session-level advisory lock every migration run holds: "capmigr" in ASCII
+ * (0x6361706d696772), written in decimal because PostgreSQL 15 reads no hex literals. One constant
+ * for the whole product: two nodes of any version must exclude each other.
+ */
+export const MIGRATION_LOCK_KEY = '27973158194210674';
+
+/**
+ * Applies the pending migrations. Any number of nodes may call this at once on one database:
+ * without the lock, two nodes starting together on a fresh database both saw "nothing applied",
+ * both ran the first migration, and one exited on a duplicate table.
+ */
+export async function runMigrations(url: string, log: (message: string) => void = () => {}): Promise<Migration[]> {
+  return withMigrationLock(url, log, (executor) => executor.executePendingMigrations());
+}
+
+/** Reverts the last applied migration, under the same lock. */
+export async function revertLastMigration(url: string, log: (message: string) => void = () => {}): Promise<void> {
+  await withMigrationLock(url, log, (executor) => executor.undoLastMigration());
+}
+
+/**
+ * Runs `work` with the migration lock held by the very session that runs the migrations (one
+ * connection: the embedded database serves only one, and a lock held on another connection would
+ * be released if that one dropped while the migrations went on).
+ */
+async function withMigrationLock<T>(url: string, log: (message: string) => void, work: (executor: MigrationExecutor) => Promise<T>): Promise<T> {
   const ds = new DataSource({ ...dataSourceOptions(url, 1), entities: [] });
   await ds.initialize();
+  let runner: QueryRunner | undefined;
   try {
-    await ds.runMigrations({ transaction: 'each' });
+    runner = ds.createQueryRunner();
+    await runner.connect();
+    const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${MIGRATION_LOCK_KEY}::bigint) AS locked`)) as { locked: boolean }[];
+    if (!locked) {
+      log('waiting for another node to finish migrating the database');
+      await runner.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY}::bigint)`);
+    }
+    try {
+      const executor = new MigrationExecutor(ds, runner);
+      executor.transaction = 'each';
+      return await work(executor);
+    } finally {
+      // A connection that broke has released the lock with its session; that error is not the
+      // one to report.
+      await runner.query(`SELECT pg_advisory_unlock(${MIGRATION_LOCK_KEY}::bigint)`).catch(() => undefined);
+    }
   } finally {
+    await runner?.release();
     await ds.destroy();
   }
 }

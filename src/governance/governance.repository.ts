@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { GovernanceFacts, toolKey } from '../runtime/tool-policy';
 
 export interface RetirementRow {
   version: number;
@@ -15,10 +16,6 @@ export interface DisabledToolRow {
   disabled_by: string;
 }
 
-/** The key a disabled tool is looked up by: an MCP tool id holds a `/`, a capability id never a space. */
-export function toolKey(capabilityId: string, toolId: string): string {
-  return `${capabilityId} ${toolId}`;
-}
 
 /**
  * The two incident-response switches of an organization: versions retired, tools disabled. Every
@@ -28,6 +25,27 @@ export function toolKey(capabilityId: string, toolId: string): string {
 @Injectable()
 export class GovernanceRepository {
   constructor(private readonly dataSource: DataSource) {}
+
+  /** The switches that decide whether one tool of one version may run now, in one query. */
+  async factsFor(orgId: string, agentId: string, version: number, capabilityId: string, toolId: string): Promise<GovernanceFacts> {
+    const [row]: { retired: boolean; reason: string | null; disabled: boolean }[] = await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2 AND version = $3) AS retired,
+              d.reason, d.tool_id IS NOT NULL AS disabled
+         FROM (SELECT 1) one
+         LEFT JOIN tool_disabled d ON d.org_id = $1 AND d.capability_id = $4 AND d.tool_id = $5`,
+      [orgId, agentId, version, capabilityId, toolId],
+    );
+    return {
+      versionRetired: row.retired,
+      disabledTools: row.disabled ? new Map([[toolKey(capabilityId, toolId), { reason: row.reason }]]) : new Map(),
+    };
+  }
+
+  /** The switches for every tool of one version (MCP's tools/list filters with them). */
+  async factsForVersion(orgId: string, agentId: string, version: number): Promise<GovernanceFacts> {
+    const [retired, disabledTools] = await Promise.all([this.retirementOf(orgId, agentId, version), this.disabledTools(orgId)]);
+    return { versionRetired: retired !== undefined, disabledTools };
+  }
 
   async retirementsOf(orgId: string, agentId: string, manager: EntityManager | DataSource = this.dataSource): Promise<Map<number, RetirementRow>> {
     const rows: RetirementRow[] = await manager.query(

@@ -91,7 +91,7 @@ export class GovernanceService {
     } else if (this.registry.get(capabilityId)?.tools.some((t) => t.declaration.id === toolId)) {
       return;
     }
-    throw new ApiError(404, 'unknown_tool', `No capability "${capabilityId}" declares a tool "${toolId}".`);
+    throw new ApiError('unknown_tool', `No capability "${capabilityId}" declares a tool "${toolId}".`);
   }
 }
 

@@ -35,7 +35,7 @@ export class HealthController {
     } catch {
       // Terminus throws a 503 whose body holds the driver's error message; the answer names only
       // what is down (the log of the failed request has the rest).
-      throw new ApiError(503, 'service_unavailable', 'The database does not answer.', undefined, { checks: { database: 'down' } });
+      throw new ApiError('service_unavailable', 'The database does not answer.', undefined, { checks: { database: 'down' } });
     }
   }
 }

@@ -174,9 +174,7 @@ export class KnowledgeService {
 }
 
 export function resourceInUse(what: string, bound: { agent_id: string; version: number }[]): ApiError {
-  return new ApiError(
-    409,
-    'resource_in_use',
+  return new ApiError('resource_in_use',
     `The ${what} is bound by a published agent version and cannot be deleted.`,
     undefined,
     bound.length > 0 ? { boundBy: bound.map((b) => ({ agentId: b.agent_id, version: b.version })) } : undefined,
@@ -215,7 +213,6 @@ function toDocument(r: DocumentRow): DocumentView {
 
 function notIndexable(): ApiError {
   return new ApiError(
-    422,
     'document_not_indexable',
     'The content has too many distinct words for a full-text search index (PostgreSQL keeps at most 1 MiB of words and positions per document); split it into several documents. Nothing was stored.',
     [{ path: 'content', code: 'document_not_indexable', message: 'content has too many distinct words to be indexed for search' }],

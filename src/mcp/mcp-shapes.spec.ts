@@ -112,7 +112,7 @@ describe('toCallToolResult', () => {
 describe('refusalResult', () => {
   it('names each invalid field as the model wrote it', () => {
     const r = refusalResult(
-      new ApiError(422, 'invalid_arguments', 'x', [
+      new ApiError('invalid_arguments', 'x', [
         { path: 'arguments.query', code: 'isString', message: 'query must be a string' },
         { path: 'arguments', code: 'isObject', message: 'arguments must be an object' },
         { path: 'other', message: 'odd' },
@@ -129,7 +129,7 @@ describe('refusalResult', () => {
   });
 
   it('any other refusal is its detail and code', () => {
-    expect(refusalResult(new ApiError(429, 'budget_exceeded', 'Run "r" has reached its limit of 2 tool calls.'))).toEqual({
+    expect(refusalResult(new ApiError('budget_exceeded', 'Run "r" has reached its limit of 2 tool calls.'))).toEqual({
       content: [{ type: 'text', text: 'Run "r" has reached its limit of 2 tool calls. (budget_exceeded)' }],
       isError: true,
       _meta: { [CALL_META]: { status: 'refused', code: 'budget_exceeded' } },

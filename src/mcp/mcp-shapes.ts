@@ -1,6 +1,6 @@
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode as McpErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { OfferedTool } from '../agents/built-version';
-import type { ApiError } from '../common/api-error';
+import type { ApiError, ErrorCode } from '../common/api-error';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 
 /**
@@ -104,6 +104,23 @@ export function toCallToolResult(call: ToolCallView, pending: PendingFacts = {})
         _meta: meta,
       };
   }
+}
+
+/**
+ * Refusals that MCP answers as JSON-RPC errors, keyed by our error code (never by HTTP status):
+ * MCP makes an unknown tool a protocol error; every other refusal of `tools/call` is a result
+ * for the model to read, and outside `tools/call` a refusal is an invalid request.
+ */
+const PROTOCOL_ERRORS: Partial<Record<ErrorCode, McpErrorCode>> = { unknown_tool: McpErrorCode.InvalidParams };
+
+/** The JSON-RPC error code of a refusal of `tools/call`, or undefined when the model should read it as a result. */
+export function protocolErrorOfCall(code: ErrorCode): McpErrorCode | undefined {
+  return PROTOCOL_ERRORS[code];
+}
+
+/** The JSON-RPC error code of a refusal outside `tools/call`. */
+export function protocolErrorOf(code: ErrorCode): McpErrorCode {
+  return PROTOCOL_ERRORS[code] ?? McpErrorCode.InvalidRequest;
 }
 
 /** The executor's refusals that the model can act on (invalid arguments, a guard) as `isError` results. */

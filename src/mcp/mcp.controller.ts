@@ -103,5 +103,5 @@ export class McpController {
 }
 
 function notOffered(detail: string): ApiError {
-  return new ApiError(405, 'method_not_allowed', detail, undefined, undefined, { Allow: 'POST' });
+  return new ApiError('method_not_allowed', detail, undefined, undefined, { Allow: 'POST' });
 }

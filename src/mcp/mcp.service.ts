@@ -23,8 +23,11 @@ import { PROBLEM_CONTENT_TYPE, toProblem } from '../common/problem.filter';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import { ToolCallsService } from '../tool-calls/tool-calls.service';
-import { ToolExecutor } from '../tool-calls/tool-executor.service';
-import { PendingFacts, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
+import { DecisionWaiter } from '../runtime/decision-waiter.service';
+import { ToolExecutor } from '../runtime/tool-executor.service';
+import { canRunNow } from '../runtime/tool-policy';
+import { GovernanceRepository } from '../governance/governance.repository';
+import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
 /** The agent and the version one MCP request talks to, resolved before MCP starts. */
 export interface McpTarget {
@@ -56,8 +59,10 @@ export class McpService implements OnModuleInit {
   constructor(
     private readonly versions: VersionBuilder,
     private readonly executor: ToolExecutor,
+    private readonly waiter: DecisionWaiter,
     private readonly calls: ToolCallsService,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly governance: GovernanceRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -92,7 +97,7 @@ export class McpService implements OnModuleInit {
     if (origin === undefined) return;
     if (typeof origin === 'string' && (this.config.mcpAllowedOrigins ?? []).includes(origin)) return;
     if (typeof origin === 'string' && isLoopbackOrigin(origin)) return;
-    throw new ApiError(403, 'origin_not_allowed', 'Requests from this Origin are not allowed on MCP endpoints (DNS rebinding protection); an operator can allow it in MCP_ALLOWED_ORIGINS.');
+    throw new ApiError('origin_not_allowed', 'Requests from this Origin are not allowed on MCP endpoints (DNS rebinding protection); an operator can allow it in MCP_ALLOWED_ORIGINS.');
   }
 
   /**
@@ -165,14 +170,17 @@ export class McpService implements OnModuleInit {
   }
 
   /**
-   * What the model may call: the version's offered tools, less those that cannot run now (a
-   * definition changed since publish, or a scope the organization no longer holds). A tool that
+   * What the model may call: the version's offered tools, less those that cannot run now (the
+   * version retired, a tool disabled, a definition changed since publish, or a scope the
+   * organization no longer holds: the tool policy's one rule). A tool that
    * can only ever be refused is worse than none: the model keeps trying it. tools/call checks
    * both again anyway.
    */
   private async listTools(principal: ApiKeyPrincipal, built: () => Promise<BuiltVersion>): Promise<ListToolsResult> {
     const granted = new Set(principal.orgScopes);
-    const tools = (await built()).tools.filter((t) => t.pinnedDigest !== undefined && t.digest === t.pinnedDigest && t.scopes.every((s) => granted.has(s)));
+    const version = await built();
+    const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version);
+    const tools = version.tools.filter((t) => canRunNow(t, granted, governance));
     return { tools: tools.map(toMcpTool) };
   }
 
@@ -199,8 +207,8 @@ export class McpService implements OnModuleInit {
       waits = outcome.status === 202;
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
-      // MCP makes an unknown tool a protocol error; every other refusal is for the model to read.
-      if (err.code === 'unknown_tool') throw new McpError(ErrorCode.InvalidParams, err.detail);
+      const protocolError = protocolErrorOfCall(err.code);
+      if (protocolError !== undefined) throw new McpError(protocolError, err.detail);
       return refusalResult(err);
     }
     if (waits) call = await this.awaitDecision(orgId, call, extra);
@@ -226,7 +234,7 @@ export class McpService implements OnModuleInit {
     };
     progress(0, waitingMessage(call, waitSeconds));
     if (waitSeconds === 0) return call;
-    return this.executor.waitForDecision(orgId, call.id, {
+    return this.waiter.waitForDecision(orgId, call.id, {
       timeoutMs: waitSeconds * 1000,
       signal: AbortSignal.any([extra.signal, this.closing.signal]),
       onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),
@@ -245,7 +253,7 @@ export class McpService implements OnModuleInit {
       return await run();
     } catch (err) {
       if (err instanceof McpError) throw err;
-      if (err instanceof ApiError) throw new McpError(ErrorCode.InvalidRequest, `${err.detail} (${err.code})`);
+      if (err instanceof ApiError) throw new McpError(protocolErrorOf(err.code), `${err.detail} (${err.code})`);
       this.logger.error({ err, requestId: ctx.requestId, method }, 'MCP request failed');
       throw new McpError(ErrorCode.InternalError, 'Internal error');
     }

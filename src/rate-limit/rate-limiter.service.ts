@@ -53,5 +53,5 @@ export class RateLimiter {
 
 function tooMany(ms: number, detail: string): ApiError {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
-  return new ApiError(429, 'rate_limited', `${detail} Retry after ${seconds} s.`, undefined, undefined, { 'Retry-After': String(seconds) });
+  return new ApiError('rate_limited', `${detail} Retry after ${seconds} s.`, undefined, undefined, { 'Retry-After': String(seconds) });
 }

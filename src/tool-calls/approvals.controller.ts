@@ -14,7 +14,7 @@ import { orgIdOf, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { ApprovalDecisionView, ApprovalPage, ApprovalView, ApproveDto, ListApprovalsQuery, RejectDto } from './tool-calls.dto';
-import { ApprovalDecision, ToolExecutor } from './tool-executor.service';
+import { ApprovalDecision, ToolApprovals } from '../runtime/tool-approvals.service';
 import { ToolCallsService } from './tool-calls.service';
 
 const DECISION_REFUSALS = {
@@ -31,7 +31,7 @@ const DECISION_REFUSALS = {
 @Controller('api/v1/approvals')
 export class ApprovalsController {
   constructor(
-    private readonly executor: ToolExecutor,
+    private readonly approvals: ToolApprovals,
     private readonly calls: ToolCallsService,
   ) {}
 
@@ -71,7 +71,7 @@ export class ApprovalsController {
   @ApiForbiddenResponse(DECISION_REFUSALS.approveForbidden)
   @ApiUnprocessableEntityResponse(ProblemResponse('Edited arguments break the tool\'s input schema (`invalid_arguments`).'))
   approve(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: ApproveDto): Promise<ApprovalDecision> {
-    return this.executor.approve(ctx, id, dto);
+    return this.approvals.approve(ctx, id, dto);
   }
 
   @Post(':id/reject')
@@ -83,6 +83,6 @@ export class ApprovalsController {
   @ApiConflictResponse(DECISION_REFUSALS.conflict)
   @ApiForbiddenResponse(DECISION_REFUSALS.forbidden)
   reject(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: RejectDto): Promise<ApprovalDecision> {
-    return this.executor.reject(ctx, id, dto.reason);
+    return this.approvals.reject(ctx, id, dto.reason);
   }
 }

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { CallSettledNotifier } from './call-settled.notifier';
-import { ToolCallsRepository } from './tool-calls.repository';
+import { CallSettledNotifier } from '../runtime/call-settled.notifier';
+import { ToolCallMaintenanceRepository } from './tool-call-maintenance.repository';
 
 export interface SweepReport {
   interrupted: number;
@@ -22,7 +22,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   private running?: Promise<SweepReport>;
 
   constructor(
-    private readonly store: ToolCallsRepository,
+    private readonly store: ToolCallMaintenanceRepository,
     private readonly settled: CallSettledNotifier,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}

@@ -21,7 +21,7 @@ import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { CreateToolCallDto, ListToolCallsQuery, ToolCallPage, ToolCallResultView, ToolCallView } from './tool-calls.dto';
 import { ToolCallsService } from './tool-calls.service';
-import { ToolExecutor } from './tool-executor.service';
+import { ToolExecutor } from '../runtime/tool-executor.service';
 
 // API.md: 1..255 characters. Printable ASCII, spaces included (HTTP trims them at either end);
 // other bytes in a header value have no agreed meaning.

@@ -8,8 +8,8 @@ export type ToolCallStatus = (typeof TOOL_CALL_STATUSES)[number];
 export const APPROVAL_STATUSES = ['pending', 'approved', 'rejected', 'expired'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
 
-export const APPROVAL_REASONS = ['side_effecting', 'interrupt_before', 'spec_required'] as const;
-export type ApprovalReason = (typeof APPROVAL_REASONS)[number];
+import { APPROVAL_REASONS, ApprovalReason } from '../runtime/tool-policy';
+export { APPROVAL_REASONS, ApprovalReason };
 
 export const ENTRY_POINTS = ['rest', 'mcp', 'run'] as const;
 export type EntryPoint = (typeof ENTRY_POINTS)[number];

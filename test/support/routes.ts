@@ -41,3 +41,32 @@ export function walkRoutes(t: TestApp): Route[] {
   return routes.sort((a, b) => `${a.path} ${a.method}`.localeCompare(`${b.path} ${b.method}`));
 }
 
+
+/**
+ * A supertest parser for tests that call every route: an event stream never ends, so its answer
+ * is taken as soon as its headers arrive (status and headers are what those tests look at);
+ * anything else is read whole, JSON parsed as supertest would.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function stopAtEventStream(response: any, done: (err: Error | null, body: unknown) => void): void {
+  const res = response as import('node:http').IncomingMessage;
+  if (String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {
+    done(null, {});
+    res.destroy();
+    return;
+  }
+  let text = '';
+  res.setEncoding('utf8');
+  res.on('data', (chunk: string) => (text += chunk));
+  res.on('end', () => {
+    let body: unknown = {};
+    if (/json/.test(String(res.headers['content-type'] ?? '')) && text !== '') {
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = {};
+      }
+    }
+    done(null, body);
+  });
+}

@@ -32,17 +32,23 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     databasePoolSize: 10,
     // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.
     rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0 },
+    secrets: { key: randomBytes(32) },
+    // Tests run their fixture servers on loopback ports.
+    egress: { allowedHosts: ['127.0.0.1', 'localhost'], connectTimeoutMs: 5000, requestTimeoutMs: 30000 },
+    mcpToolsTtlSeconds: 300,
+    corsOrigins: [],
+    events: { heartbeatMs: 15_000, pollMs: 5_000, webhookTimeoutMs: 10_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 86_400_000 },
     ...overrides,
   };
 }
 
 /** The real application on a fresh database of its own. Call `close()` in afterAll. */
 export async function createTestApp(
-  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore'] } = {},
+  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore']; consoleDir?: string } = {},
 ): Promise<TestApp> {
   const db = await createTestDatabase();
   const config = testConfig({ ...options.config, databaseUrl: db.real ? db.url : undefined });
-  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false });
+  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false, consoleDir: options.consoleDir });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return {

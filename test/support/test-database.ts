@@ -13,14 +13,15 @@ export interface TestDatabase {
 }
 
 /**
- * A fresh, migrated database for one test file: a new database on the server named by
+ * A fresh database for one test file, migrated unless told otherwise: a new database on the server named by
  * DATABASE_URL, or a new in-memory PGlite. Nothing is shared between files.
  */
-export async function createTestDatabase(): Promise<TestDatabase> {
+export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const migrate = options.migrate ?? true;
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const embedded = await startEmbeddedChild();
-    await runMigrations(embedded.url);
+    if (migrate) await runMigrations(embedded.url);
     return { url: embedded.url, poolSize: 1, real: false, drop: embedded.stop };
   }
   const name = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
@@ -33,7 +34,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  await runMigrations(url.toString());
+  if (migrate) await runMigrations(url.toString());
   return {
     url: url.toString(),
     poolSize: 10,

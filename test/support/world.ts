@@ -31,6 +31,9 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   }
   const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
   if (skill.status === 201) ids.skillId = skill.body.id;
+  // The reference server over stdio: no network, no scope, and a process of its own per world.
+  const connection = await t.http.post('/api/v1/mcp-connections').set(...as).send({ server: 'everything', name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-mcp` });
+  if (connection.status === 201) ids.connectionId = connection.body.id;
   return { org, ids, marker };
 }
 
@@ -40,6 +43,9 @@ export function fillPath(path: string, ids: Record<string, string>, fallback: ()
     if (ids[name]) return ids[name];
     if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
+    if (name === 'id' && path.startsWith('/api/v1/mcp-connections')) return ids.connectionId ?? fallback();
+    // A tool every `everything` connection lists (not an id: tools are named by their server).
+    if (name === 'tool') return 'echo';
     return fallback();
   });
 }
@@ -74,6 +80,10 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/approvals/:id/approve': {},
   'POST /api/v1/approvals/:id/reject': { reason: 'no' },
   'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  'POST /api/v1/mcp-connections': { server: 'everything', name: 'world-extra-mcp' },
+  'POST /api/v1/mcp-connections/:id/sync': undefined,
+  'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },
+  'PUT /api/v1/mcp-connections/:id/credentials': { credentials: {} },
 };
 
 export function validBody(method: string, path: string): { known: boolean; body: unknown } {

@@ -63,11 +63,11 @@ export class IdempotencyService {
       if (!row) continue; // released or swept in between: try to claim again
       if (!row.expired) {
         if (row.request_hash !== requestHash) {
-          throw new ApiError(422, 'idempotency_key_reused', 'This Idempotency-Key was used with a different request body.');
+          throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.');
         }
         if (row.status === 'done') return { kind: 'replay', status: row.response_status!, body: row.response_body };
         if (!row.stale) {
-          throw new ApiError(409, 'idempotency_in_progress', 'The first request with this Idempotency-Key has not finished; retry later.', undefined, undefined, { 'Retry-After': '1' });
+          throw new ApiError('idempotency_in_progress', 'The first request with this Idempotency-Key has not finished; retry later.', undefined, undefined, { 'Retry-After': '1' });
         }
       }
       // An expired key, or a claim whose holder died: take it over, if nobody else just did.
@@ -82,7 +82,7 @@ export class IdempotencyService {
       );
       if (taken.length > 0) return { kind: 'claimed', claim: { orgId, agentId, key, claimId } };
     }
-    throw new ApiError(409, 'idempotency_in_progress', 'This Idempotency-Key is contended; retry later.', undefined, undefined, { 'Retry-After': '1' });
+    throw new ApiError('idempotency_in_progress', 'This Idempotency-Key is contended; retry later.', undefined, undefined, { 'Retry-After': '1' });
   }
 
   /** Gives the key back when the request was refused before anything was recorded. */

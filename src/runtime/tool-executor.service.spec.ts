@@ -5,22 +5,32 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { createTestDatabase, TestDatabase } from '../../test/support/test-database';
 import { testConfig } from '../../test/support/test-app';
-import type { BuiltVersion, RunnableTool } from '../agents/built-version';
+import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import { VersionBuilder } from '../agents/version-builder.service';
 import { AuditModule } from '../audit/audit.module';
 import type { ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
-import { ToolContext, ToolError, ToolRisk } from '../capabilities/capability.types';
+import { StampedContribution, ToolContext, ToolError, ToolRisk } from '../capabilities/capability.types';
 import { ApiError, FieldError } from '../common/api-error';
 import { APP_CONFIG } from '../config/app-config';
 import { dataSourceOptions } from '../database/data-source-options';
 import { canonicalHash } from '../agents/digests';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { IdempotencyService } from './idempotency.service';
-import { ToolCallSweeper } from './tool-call-sweeper.service';
-import { ToolCallsRepository } from './tool-calls.repository';
-import { ToolCallsService } from './tool-calls.service';
-import { approvalReasonOf, ToolExecutor, ToolCallRequest } from './tool-executor.service';
+import { ToolCallSweeper } from '../tool-calls/tool-call-sweeper.service';
+import { ApprovalsRepository } from '../tool-calls/approvals.repository';
+import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
+import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
+import { ToolCallsService } from '../tool-calls/tool-calls.service';
+import { CapabilityToolResolver } from './capability-tool.resolver';
+import { DecisionWaiter } from './decision-waiter.service';
+import { ToolApprovals } from './tool-approvals.service';
+import { ToolCallGuards } from './tool-call-guards';
+import { GovernanceRepository } from '../governance/governance.repository';
+import { ToolExecutor, ToolCallRequest } from './tool-executor.service';
+import { ToolImplementations } from './tool-implementations';
+import { approvalReasonOf, ApprovalReason } from './tool-policy';
+import { ToolRunner } from './tool-runner.service';
 
 /**
  * The executor with a hand-made BuiltVersion and a stand-in registry, on a real database (the
@@ -31,7 +41,8 @@ interface ToolSpec {
   name: string;
   risk?: ToolRisk;
   interruptBefore?: boolean;
-  approvalReason?: RunnableTool['approvalReason'];
+  /** What the tool says about itself; the executor asks the tool policy instead. */
+  approvalReason?: ApprovalReason | null;
   requiresApproval?: boolean;
   scopes?: string[];
   drifted?: boolean;
@@ -41,11 +52,13 @@ interface ToolSpec {
 }
 
 const runs: { tool: string; args: unknown; ctx: ToolContext }[] = [];
+/** The implementations the stand-in capability "fx-unit" contributes, by tool id. */
+const implementations = new Map<string, (args: unknown, ctx: ToolContext) => unknown>();
 
-function runnable(spec: ToolSpec): RunnableTool {
+function runnable(spec: ToolSpec): VersionTool {
   const risk = spec.risk ?? 'read_only';
   const reason = spec.approvalReason !== undefined ? spec.approvalReason : risk !== 'read_only' ? 'side_effecting' : spec.interruptBefore ? 'interrupt_before' : null;
-  return {
+  const tool: VersionTool = {
     name: spec.name,
     description: `the ${spec.name} tool`,
     inputSchema: { type: 'object' },
@@ -66,15 +79,17 @@ function runnable(spec: ToolSpec): RunnableTool {
     approvalReason: reason,
     digest: 'd1',
     pinnedDigest: spec.drifted ? 'd0' : 'd1',
-    execute: (args: unknown, ctx: ToolContext) => {
-      runs.push({ tool: spec.name, args, ctx });
-      return spec.execute ? spec.execute(args as Record<string, unknown>, ctx) : { echo: args };
-    },
   };
+  implementations.set(spec.name, (args: unknown, ctx: ToolContext) => {
+    runs.push({ tool: spec.name, args, ctx });
+    return spec.execute ? spec.execute(args as Record<string, unknown>, ctx) : { echo: args };
+  });
+  return tool;
 }
 
 /** Arguments: `{ q: string, n?: integer = 1 }`, nothing else. */
 const registry = {
+  get: (id: string) => (id === 'fx-unit' ? {} : undefined),
   validateToolInput(_capabilityId: string, _toolId: string, args: unknown) {
     const errors: FieldError[] = [];
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
@@ -93,6 +108,9 @@ describe('ToolExecutor', () => {
   let db: TestDatabase;
   let ds: DataSource;
   let executor: ToolExecutor;
+  let approvals: ToolApprovals;
+  let waiter: DecisionWaiter;
+  let settledNotifier: CallSettledNotifier;
   let reads: ToolCallsService;
   let sweeper: ToolCallSweeper;
   let close: () => Promise<void>;
@@ -112,13 +130,31 @@ describe('ToolExecutor', () => {
       imports: [TypeOrmModule.forRoot({ ...dataSourceOptions(db.url, db.poolSize), entities: [] }), AuditModule],
       providers: [
         ToolExecutor,
+        ToolApprovals,
+        DecisionWaiter,
+        ToolCallGuards,
+        GovernanceRepository,
+        ToolRunner,
+        ToolImplementations,
+        CapabilityToolResolver,
         ToolCallsRepository,
+        ApprovalsRepository,
+        ToolCallMaintenanceRepository,
         ToolCallsService,
         IdempotencyService,
         CallSettledNotifier,
         ToolCallSweeper,
         { provide: APP_CONFIG, useValue: config },
-        { provide: VersionBuilder, useValue: { build: async () => built } },
+        {
+          provide: VersionBuilder,
+          useValue: {
+            // Like the composer: what fx-unit contributed goes to the executor's sink, never onto the version.
+            build: async (_o: string, _s: string[], _a: string, _v: unknown, sink?: (c: StampedContribution) => void) => {
+              sink?.({ capabilityId: 'fx-unit', tools: built.tools.map((t) => ({ id: t.toolId, execute: implementations.get(t.name)! })) });
+              return built;
+            },
+          },
+        },
         { provide: CapabilityRegistry, useValue: registry },
       ],
     }).compile();
@@ -130,6 +166,9 @@ describe('ToolExecutor', () => {
     };
     ds = moduleRef.get(getDataSourceToken());
     executor = moduleRef.get(ToolExecutor);
+    approvals = moduleRef.get(ToolApprovals);
+    waiter = moduleRef.get(DecisionWaiter);
+    settledNotifier = moduleRef.get(CallSettledNotifier);
     reads = moduleRef.get(ToolCallsService);
     sweeper = moduleRef.get(ToolCallSweeper);
     await sweeper.stop();
@@ -151,7 +190,7 @@ describe('ToolExecutor', () => {
       agentName: 'A',
       version: 1,
       specHash: 'h',
-      spec: { instructions: '', capabilities: [] },
+      spec: { instructions: '', capabilities: [], toolApproval: { strict: 'required' } },
       systemPrompt: '',
       settings: {},
       limits: {},
@@ -249,7 +288,9 @@ describe('ToolExecutor', () => {
       const query = jest.spyOn(ds, 'query');
       const transaction = jest.spyOn(ds, 'transaction');
       const out = await call('read', { q: 'hello' }, { runId: 'r1' });
-      expect(query).toHaveBeenCalledTimes(1);
+      // One statement reads the organization's switches (retired version, disabled tool: issue 13), one persists.
+      expect(query).toHaveBeenCalledTimes(2);
+      expect(String(query.mock.calls[0][0])).toMatch(/agent_version_retirement/);
       expect(transaction).not.toHaveBeenCalled();
       query.mockRestore();
       transaction.mockRestore();
@@ -306,12 +347,12 @@ describe('ToolExecutor', () => {
 
     it('runs the stored arguments once when approved, and refuses a second decision', async () => {
       const out = await call('write', { q: 'x' });
-      const decided = await executor.approve(as(approverKey), out.call.approvalId!, { note: 'fine' });
+      const decided = await approvals.approve(as(approverKey), out.call.approvalId!, { note: 'fine' });
       expect(decided.approval).toMatchObject({ status: 'approved', decidedBy: approverKey.id, note: 'fine' });
       expect(decided.toolCall).toMatchObject({ status: 'succeeded', result: { echo: { q: 'x', n: 1 } }, argumentsEdited: false });
       expect(runs.map((r) => r.tool)).toEqual(['write']);
-      await expect(executor.approve(as(approverKey), out.call.approvalId!, {})).rejects.toMatchObject({ status: 409, code: 'approval_already_decided' });
-      await expect(executor.reject(as(approverKey), out.call.approvalId!, 'no')).rejects.toMatchObject({ code: 'approval_already_decided' });
+      await expect(approvals.approve(as(approverKey), out.call.approvalId!, {})).rejects.toMatchObject({ status: 409, code: 'approval_already_decided' });
+      await expect(approvals.reject(as(approverKey), out.call.approvalId!, 'no')).rejects.toMatchObject({ code: 'approval_already_decided' });
       expect(runs).toHaveLength(1);
       expect((await eventsOf(out.call.id)).map((e) => [e.type, e.actor_id])).toEqual([
         ['tool_call.requested', agentKey.id],
@@ -322,18 +363,18 @@ describe('ToolExecutor', () => {
     it('forbids the requesting key to decide', async () => {
       const out = await call('write', { q: 'x' });
       const both: ApiKeyPrincipal = { ...agentKey, roles: ['agent', 'approver'] };
-      await expect(executor.approve(as(both), out.call.approvalId!, {})).rejects.toMatchObject({ status: 403, code: 'self_approval_forbidden' });
-      await expect(executor.reject(as(both), out.call.approvalId!, 'mine')).rejects.toMatchObject({ code: 'self_approval_forbidden' });
+      await expect(approvals.approve(as(both), out.call.approvalId!, {})).rejects.toMatchObject({ status: 403, code: 'self_approval_forbidden' });
+      await expect(approvals.reject(as(both), out.call.approvalId!, 'mine')).rejects.toMatchObject({ code: 'self_approval_forbidden' });
       expect(runs).toHaveLength(0);
     });
 
     it('runs edited arguments, validated, kept beside the originals', async () => {
       const out = await call('write', { q: 'x' });
-      const bad = await denial(() => executor.approve(as(approverKey), out.call.approvalId!, { arguments: { q: 2 } }));
+      const bad = await denial(() => approvals.approve(as(approverKey), out.call.approvalId!, { arguments: { q: 2 } }));
       expect([bad.code, bad.errors![0].path]).toEqual(['invalid_arguments', 'arguments.q']);
       expect((await reads.getApproval(orgId, out.call.approvalId!)).status).toBe('pending');
 
-      const decided = await executor.approve(as(approverKey), out.call.approvalId!, { arguments: { q: 'y', n: 3 } });
+      const decided = await approvals.approve(as(approverKey), out.call.approvalId!, { arguments: { q: 'y', n: 3 } });
       expect(runs.map((r) => r.args)).toEqual([{ q: 'y', n: 3 }]);
       expect(decided.toolCall).toMatchObject({ arguments: { q: 'x', n: 1 }, argumentsEdited: true, executedArguments: { q: 'y', n: 3 }, executedArgumentsHash: canonicalHash({ q: 'y', n: 3 }) });
       expect(decided.approval).toMatchObject({ approvedArguments: { q: 'y', n: 3 }, approvedArgumentsHash: canonicalHash({ q: 'y', n: 3 }), argumentsHash: canonicalHash({ q: 'x', n: 1 }) });
@@ -345,7 +386,7 @@ describe('ToolExecutor', () => {
       built.tools.push(runnable({ name: 'scopedWrite', risk: 'mutating', scopes: ['crm:write'] }));
       const out = await call('scopedWrite', { q: 'x' });
       const revoked: ApiKeyPrincipal = { ...approverKey, orgScopes: [] };
-      const err = await denial(() => executor.approve(as(revoked), out.call.approvalId!, {}));
+      const err = await denial(() => approvals.approve(as(revoked), out.call.approvalId!, {}));
       expect([err.status, err.code]).toEqual([403, 'scope_not_granted']);
       expect((await reads.getApproval(orgId, out.call.approvalId!)).status).toBe('pending');
       expect(runs).toHaveLength(0);
@@ -354,17 +395,17 @@ describe('ToolExecutor', () => {
     it('fails closed when the stored arguments no longer match the bound hash', async () => {
       const out = await call('write', { q: 'x' });
       await ds.query(`UPDATE tool_call SET arguments = '{"q":"evil","n":1}' WHERE id = $1`, [out.call.id]);
-      const err = await denial(() => executor.approve(as(approverKey), out.call.approvalId!, {}));
+      const err = await denial(() => approvals.approve(as(approverKey), out.call.approvalId!, {}));
       expect([err.status, err.code]).toEqual([409, 'approval_arguments_changed']);
       expect(runs).toHaveLength(0);
     });
 
     it('rejects with a reason the call carries', async () => {
       const out = await call('drop', { q: 'x' });
-      const decided = await executor.reject(as(approverKey), out.call.approvalId!, 'not today');
+      const decided = await approvals.reject(as(approverKey), out.call.approvalId!, 'not today');
       expect(decided.approval).toMatchObject({ status: 'rejected', note: 'not today', decidedBy: approverKey.id });
       expect(decided.toolCall).toMatchObject({ status: 'rejected', error: { code: 'approval_rejected', message: 'not today' } });
-      await expect(executor.approve(as(approverKey), out.call.approvalId!, {})).rejects.toMatchObject({ code: 'approval_already_decided' });
+      await expect(approvals.approve(as(approverKey), out.call.approvalId!, {})).rejects.toMatchObject({ code: 'approval_already_decided' });
       expect(runs).toHaveLength(0);
     });
 
@@ -374,8 +415,8 @@ describe('ToolExecutor', () => {
       await ds.query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE id = $1`, [out.call.id]);
       expect((await reads.getApproval(orgId, out.call.approvalId!)).status).toBe('expired');
       expect(await reads.get(orgId, out.call.id)).toMatchObject({ status: 'expired', error: { code: 'approval_expired' } });
-      await expect(executor.approve(as(approverKey), out.call.approvalId!, {})).rejects.toMatchObject({ status: 409, code: 'approval_expired' });
-      await expect(executor.reject(as(approverKey), out.call.approvalId!, 'late')).rejects.toMatchObject({ code: 'approval_expired' });
+      await expect(approvals.approve(as(approverKey), out.call.approvalId!, {})).rejects.toMatchObject({ status: 409, code: 'approval_expired' });
+      await expect(approvals.reject(as(approverKey), out.call.approvalId!, 'late')).rejects.toMatchObject({ code: 'approval_expired' });
       expect((await eventsOf(out.call.approvalId!)).map((e) => e.type)).toEqual(['approval.requested', 'approval.expired']);
       expect(runs).toHaveLength(0);
     });
@@ -422,17 +463,17 @@ describe('ToolExecutor', () => {
     it('wakes a waiter when the call is decided in this process', async () => {
       const out = await call('write', { q: 'x' }, { entryPoint: 'mcp' });
       const progress: number[] = [];
-      const waiting = executor.waitForDecision(orgId, out.call.id, { timeoutMs: 60_000, pollMs: 20, onProgress: (_c, ms) => progress.push(ms) });
+      const waiting = waiter.waitForDecision(orgId, out.call.id, { timeoutMs: 60_000, pollMs: 20, onProgress: (_c, ms) => progress.push(ms) });
       await new Promise((r) => setTimeout(r, 50));
-      await executor.approve(as(approverKey), out.call.approvalId!, {});
+      await approvals.approve(as(approverKey), out.call.approvalId!, {});
       expect(await waiting).toMatchObject({ status: 'succeeded', entryPoint: 'mcp' });
       expect(progress.length).toBeGreaterThan(0);
     });
 
     it('returns the call as it stands when the wait runs out', async () => {
       const out = await call('write', { q: 'x' });
-      expect(await executor.waitForDecision(orgId, out.call.id, { timeoutMs: 30, pollMs: 10 })).toMatchObject({ status: 'pending_approval' });
-      await expect(executor.waitForDecision(randomUUID(), out.call.id, { timeoutMs: 1 })).rejects.toMatchObject({ code: 'not_found' });
+      expect(await waiter.waitForDecision(orgId, out.call.id, { timeoutMs: 30, pollMs: 10 })).toMatchObject({ status: 'pending_approval' });
+      await expect(waiter.waitForDecision(randomUUID(), out.call.id, { timeoutMs: 1 })).rejects.toMatchObject({ code: 'not_found' });
     });
 
     it('answers a re-asked call with the same call, then its decision once, then a new call', async () => {
@@ -440,7 +481,7 @@ describe('ToolExecutor', () => {
       const first = await call('write', args, { resumePending: true, entryPoint: 'mcp' });
       const again = await call('write', { ...args, n: 1 }, { resumePending: true, entryPoint: 'mcp' });
       expect([again.status, again.resumed, again.call.id]).toEqual([202, true, first.call.id]);
-      await executor.approve(as(approverKey), first.call.approvalId!, {});
+      await approvals.approve(as(approverKey), first.call.approvalId!, {});
       const decided = await call('write', args, { resumePending: true, entryPoint: 'mcp' });
       expect([decided.status, decided.resumed, decided.call.id, decided.call.status]).toEqual([200, true, first.call.id, 'succeeded']);
       const fresh = await call('write', args, { resumePending: true, entryPoint: 'mcp' });
@@ -492,20 +533,22 @@ describe('ToolExecutor', () => {
   });
 
   describe('a side effect never runs without approval (property)', () => {
-    it('holds for any risk, flags (even wrongly computed ones) and arguments', async () => {
+    it('holds for any risk, interruptBefore, toolApproval, flags the tool carries (even wrong ones) and arguments', async () => {
       await fc.assert(
         fc.asyncProperty(
           fc.constantFrom<ToolRisk>('read_only', 'mutating', 'destructive'),
           fc.boolean(),
-          fc.constantFrom<RunnableTool['approvalReason']>(null, 'side_effecting', 'interrupt_before', 'spec_required'),
+          fc.boolean(),
+          fc.constantFrom<ApprovalReason | null>(null, 'side_effecting', 'interrupt_before', 'spec_required'),
           fc.boolean(),
           fc.oneof(fc.record({ q: fc.string(), n: fc.integer() }, { requiredKeys: ['q'] }), fc.object(), fc.anything()),
-          async (risk, interruptBefore, approvalReason, requiresApproval, args) => {
+          async (risk, interruptBefore, specRequired, approvalReason, requiresApproval, args) => {
             runs.length = 0;
             const tool = runnable({ name: 'prop', risk, interruptBefore, approvalReason, requiresApproval });
             built.tools = [tool];
-            const gated = risk !== 'read_only' || interruptBefore || approvalReason !== null || requiresApproval;
-            expect(approvalReasonOf(tool) !== null).toBe(gated);
+            built.spec = { ...built.spec, toolApproval: specRequired ? { prop: 'required' } : {} };
+            const gated = risk !== 'read_only' || interruptBefore || specRequired;
+            expect(approvalReasonOf({ risk, interruptBefore, toolId: 'prop' }, built.spec.toolApproval) !== null).toBe(gated);
             const out = await call('prop', args).catch((e: unknown) => e);
             if (gated) {
               expect(runs).toHaveLength(0);
@@ -520,6 +563,6 @@ describe('ToolExecutor', () => {
   });
 
   function moduleSettled(): CallSettledNotifier {
-    return (executor as unknown as { settled: CallSettledNotifier }).settled;
+    return settledNotifier;
   }
 });

@@ -1,0 +1,172 @@
+import { useCallback, useMemo, useState, type FormEvent } from 'react';
+import { createApi, messageOf, ok } from './api/client';
+import { Alert } from './components/feedback';
+import { AgentEditor } from './pages/agent-editor';
+import { AgentsPage } from './pages/agents';
+import { ApiKeysPage } from './pages/api-keys';
+import { ApprovalsPage } from './pages/approvals';
+import { AuditLogPage } from './pages/audit-log';
+import { CapabilitiesPage } from './pages/capabilities';
+import { KnowledgePage } from './pages/knowledge';
+import { SkillsPage } from './pages/skills';
+import { Link, match, navigate, PageTitle, usePath } from './router';
+import { can, SessionContext, type Me, type Session } from './session';
+
+export function App() {
+  const [session, setSession] = useState<{ token: string; me: Me } | null>(null);
+  const [notice, setNotice] = useState<string>();
+  const signOut = useCallback((reason?: string) => {
+    setSession(null);
+    setNotice(reason);
+  }, []);
+  const value = useMemo<Session | null>(() => {
+    if (!session) return null;
+    return {
+      token: session.token,
+      me: session.me,
+      api: createApi(session.token, () => signOut('The server no longer accepts this API key. Sign in again.')),
+      signOut,
+    };
+  }, [session, signOut]);
+
+  if (!value) {
+    return (
+      <SignIn
+        notice={notice}
+        onSignedIn={(token, me) => {
+          setNotice(undefined);
+          setSession({ token, me });
+        }}
+      />
+    );
+  }
+  return (
+    <SessionContext.Provider value={value}>
+      <Shell session={value} />
+    </SessionContext.Provider>
+  );
+}
+
+function SignIn({ notice, onSignedIn }: { notice?: string; onSignedIn(token: string, me: Me): void }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(undefined);
+    const key = token.trim();
+    if (!key) return setError('Enter an API key.');
+    setBusy(true);
+    try {
+      const me = await ok(createApi(key, () => undefined).GET('/api/v1/me'));
+      if (me.type === 'platform') {
+        setError('This is the platform admin token: it manages organizations, not their agents. Sign in with an API key of an organization.');
+        return;
+      }
+      setToken('');
+      onSignedIn(key, me);
+    } catch (err) {
+      setError(`Sign-in failed: ${messageOf(err)}`);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main className="sign-in">
+      <PageTitle>Sign in to the Builder console</PageTitle>
+      <p>Your API key stays in this tab only: it is forgotten when you sign out, reload or close the tab.</p>
+      {notice && <Alert>{notice}</Alert>}
+      <Alert>{error}</Alert>
+      {/* The form posts nowhere: a key must never end up in a URL, even if a script fails to load. */}
+      <form onSubmit={submit} method="post" action="#" autoComplete="off">
+        <div className="field">
+          <label htmlFor="api-key">API key</label>
+          <input id="api-key" type="password" value={token} onChange={(e) => setToken(e.target.value)} autoComplete="off" spellCheck={false} />
+        </div>
+        <button type="submit" className="primary" disabled={busy}>
+          Sign in
+        </button>
+      </form>
+    </main>
+  );
+}
+
+interface NavItem {
+  to: string;
+  label: string;
+  show: boolean;
+}
+
+function Shell({ session }: { session: Session }) {
+  const path = usePath();
+  const { me } = session;
+  const nav: NavItem[] = [
+    { to: '/agents', label: 'Agents', show: can(me, 'read') },
+    { to: '/capabilities', label: 'Capabilities', show: true },
+    { to: '/approvals', label: 'Approvals', show: can(me, 'read') },
+    { to: '/knowledge', label: 'Knowledge', show: can(me, 'read') },
+    { to: '/skills', label: 'Skills', show: can(me, 'read') },
+    { to: '/audit-log', label: 'Audit log', show: can(me, 'admin') },
+    { to: '/api-keys', label: 'API keys', show: can(me, 'admin') },
+  ];
+  const visible = nav.filter((n) => n.show);
+  return (
+    <>
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <span className="brand">Builder console</span>
+        <span className="who">
+          Key <code>{me.id.slice(0, 8)}</code> · {(me.roles ?? []).join(', ')}
+        </span>
+        <button type="button" onClick={() => session.signOut()}>
+          Sign out
+        </button>
+      </header>
+      <div className="layout">
+        <nav aria-label="Main">
+          <ul>
+            {visible.map((n) => (
+              <li key={n.to}>
+                <Link to={n.to} aria-current={path === n.to || path.startsWith(n.to + '/') ? 'page' : undefined}>
+                  {n.label}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+        <main id="main">
+          <Page path={path} session={session} first={visible[0]?.to} />
+        </main>
+      </div>
+    </>
+  );
+}
+
+function Page({ path, session, first }: { path: string; session: Session; first?: string }) {
+  const { me } = session;
+  let params: Record<string, string> | null;
+  if (path === '/' || path === '') {
+    if (first) queueMicrotask(() => navigate(first));
+    return <PageTitle>Builder console</PageTitle>;
+  }
+  if (match('/agents', path) && can(me, 'read')) return <AgentsPage />;
+  if ((params = match('/agents/:id', path)) && can(me, 'read')) return <AgentEditor agentId={params.id} tab="draft" />;
+  if ((params = match('/agents/:id/versions', path)) && can(me, 'read')) return <AgentEditor agentId={params.id} tab="versions" />;
+  if (match('/capabilities', path)) return <CapabilitiesPage />;
+  if (match('/approvals', path) && can(me, 'read')) return <ApprovalsPage />;
+  if (match('/knowledge', path) && can(me, 'read')) return <KnowledgePage />;
+  if ((params = match('/knowledge/:id', path)) && can(me, 'read')) return <KnowledgePage collectionId={params.id} />;
+  if (match('/skills', path) && can(me, 'read')) return <SkillsPage />;
+  if (match('/audit-log', path) && can(me, 'admin')) return <AuditLogPage />;
+  if (match('/api-keys', path) && can(me, 'admin')) return <ApiKeysPage />;
+  return (
+    <>
+      <PageTitle>Not found</PageTitle>
+      <p>
+        Nothing here for this key. <Link to="/">Go to the start</Link>.
+      </p>
+    </>
+  );
+}

@@ -1,0 +1,122 @@
+import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { messageOf, type FieldError } from '../api/client';
+
+/** An error, announced as it appears. */
+export function Alert({ children }: { children: ReactNode }) {
+  if (!children) return null;
+  return (
+    <div role="alert" className="alert">
+      {children}
+    </div>
+  );
+}
+
+/** A success or progress message, announced politely. Always rendered, so the live region exists before it speaks. */
+export function Status({ children }: { children?: ReactNode }) {
+  return (
+    <p role="status" className="status">
+      {children}
+    </p>
+  );
+}
+
+/** The id of the control that edits the value at an error `path` (see fieldId users). */
+export function fieldId(path: string): string {
+  return 'f-' + path.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+export function errorId(path: string): string {
+  return fieldId(path) + '-error';
+}
+
+/** Errors by the exact `path` they name. */
+export type ErrorMap = Map<string, FieldError[]>;
+
+export function errorMap(errors: FieldError[]): ErrorMap {
+  const map: ErrorMap = new Map();
+  for (const e of errors) map.set(e.path, [...(map.get(e.path) ?? []), e]);
+  return map;
+}
+
+/** A field's invalid state and description wiring: `aria-invalid` and the id of its message. */
+export function fieldErrorProps(errors: ErrorMap, path: string): { 'aria-invalid'?: true; 'aria-describedby'?: string } {
+  return errors.has(path) ? { 'aria-invalid': true, 'aria-describedby': errorId(path) } : {};
+}
+
+/** The message(s) next to a field, tied to it by id. */
+export function FieldErrors({ errors, path }: { errors: ErrorMap; path: string }) {
+  const list = errors.get(path);
+  if (!list) return null;
+  return (
+    <p id={errorId(path)} className="field-error">
+      {list.map((e) => e.message).join(' ')}
+    </p>
+  );
+}
+
+/**
+ * Every error of a refusal, announced, each linking to the field its path names when the page
+ * draws one (the summary is where an error without a field still shows).
+ */
+export function ErrorSummary({ title, errors }: { title: string; errors: FieldError[] }) {
+  if (errors.length === 0) return null;
+  return (
+    <div role="alert" className="alert error-summary">
+      <h2>{title}</h2>
+      <ul>
+        {errors.map((e, i) => (
+          <li key={i}>
+            <a
+              href={`#${fieldId(e.path)}`}
+              onClick={(ev) => {
+                const target = document.getElementById(fieldId(e.path));
+                ev.preventDefault();
+                if (target) {
+                  target.scrollIntoView({ block: 'center' });
+                  target.focus();
+                }
+              }}
+            >
+              <code>{e.path}</code>
+            </a>
+            : {e.message}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
+
+/** Loads data for a page; `reload` refetches. Errors are kept for the page to show. */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: string; loading: boolean; reload(): void } {
+  const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
+  const [tick, setTick] = useState(0);
+  // eslint-disable-next-line react-hooks/exhaustive-deps
+  const run = useCallback(load, deps);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    run().then(
+      (data) => live && setState({ data, loading: false }),
+      (err: unknown) => live && setState({ error: messageOf(err), loading: false }),
+    );
+    return () => {
+      live = false;
+    };
+  }, [run, tick]);
+  return { ...state, reload: () => setTick((n) => n + 1) };
+}
+
+export function JsonView({ value, label }: { value: unknown; label: string }) {
+  return (
+    <pre className="json" role="region" aria-label={label} tabIndex={0}>
+      {JSON.stringify(value, null, 2)}
+    </pre>
+  );
+}
+
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return '';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+}

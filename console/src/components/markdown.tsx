@@ -1,0 +1,70 @@
+import MarkdownIt from 'markdown-it';
+import { useId, useMemo, useState } from 'react';
+
+// Raw HTML in the source is shown as text, never rendered: instructions and prompts are written
+// by people who are not necessarily trusted with the browser of the person reviewing them.
+// markdown-it also refuses javascript: and data: links (validateLink).
+const md = new MarkdownIt({ html: false, linkify: false, typographer: false });
+
+export function Markdown({ source }: { source: string }) {
+  const html = useMemo(() => md.render(source), [source]);
+  return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />;
+}
+
+export interface MarkdownEditorProps {
+  id: string;
+  label: string;
+  value: string;
+  onChange(value: string): void;
+  help?: string;
+  /** Ids of the error and help texts the textbox is described by. */
+  describedBy?: string;
+  invalid?: boolean;
+  rows?: number;
+  maxLength?: number;
+  readOnly?: boolean;
+}
+
+/** A Markdown source box with a preview toggle, for instructions and for `x-multiline` strings. */
+export function MarkdownEditor(props: MarkdownEditorProps) {
+  const [preview, setPreview] = useState(false);
+  const helpId = useId();
+  const describedBy = [props.help ? helpId : undefined, props.describedBy].filter(Boolean).join(' ') || undefined;
+  return (
+    <div className="markdown-editor">
+      <div className="markdown-editor__bar">
+        <label htmlFor={props.id}>{props.label}</label>
+        <div role="group" aria-label={`${props.label}: view`} className="toggle">
+          <button type="button" aria-pressed={!preview} onClick={() => setPreview(false)}>
+            Source
+          </button>
+          <button type="button" aria-pressed={preview} onClick={() => setPreview(true)}>
+            Preview
+          </button>
+        </div>
+      </div>
+      {props.help && (
+        <p id={helpId} className="help">
+          {props.help}
+        </p>
+      )}
+      <textarea
+        id={props.id}
+        hidden={preview}
+        value={props.value}
+        rows={props.rows ?? 10}
+        maxLength={props.maxLength}
+        readOnly={props.readOnly}
+        aria-invalid={props.invalid || undefined}
+        aria-describedby={describedBy}
+        onChange={(e) => props.onChange(e.target.value)}
+        spellCheck
+      />
+      {preview && (
+        <section className="markdown-preview" aria-label={`${props.label} (preview)`}>
+          {props.value.trim() ? <Markdown source={props.value} /> : <p className="muted">Nothing written yet.</p>}
+        </section>
+      )}
+    </div>
+  );
+}

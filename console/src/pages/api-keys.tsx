@@ -1,0 +1,146 @@
+import { useState, type FormEvent } from 'react';
+import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { PageTitle } from '../router';
+import { useSession } from '../session';
+
+const ROLES = [
+  ['viewer', 'reads agents, versions, calls, approvals and resources'],
+  ['builder', 'viewer, and creates agents, edits drafts, publishes, manages knowledge and skills'],
+  ['agent', 'reads versions and manifests, calls tools'],
+  ['approver', 'viewer, and approves or rejects calls'],
+  ['admin', 'everything in the organization, including API keys and the audit log'],
+] as const;
+
+type Role = (typeof ROLES)[number][0];
+
+export function ApiKeysPage() {
+  const { api, me } = useSession();
+  const orgId = me.orgId!;
+  const keys = useLoad(() => ok(api.GET('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId }, query: { limit: 200 } } })), [api, orgId]);
+  const [name, setName] = useState('');
+  const [roles, setRoles] = useState<Role[]>([]);
+  const [created, setCreated] = useState<{ name: string; token: string }>();
+  const [errors, setErrors] = useState<FieldError[]>([]);
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState<string>();
+  const map = errorMap(errors);
+
+  const create = async (e: FormEvent) => {
+    e.preventDefault();
+    setErrors([]);
+    setError(undefined);
+    setCreated(undefined);
+    try {
+      const key = await ok(api.POST('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId } }, body: { name, roles } }));
+      setCreated({ name: key.name, token: key.token });
+      setName('');
+      setRoles([]);
+      keys.reload();
+    } catch (err) {
+      if (err instanceof ProblemError && err.problem.errors) setErrors(err.problem.errors);
+      setError(messageOf(err));
+    }
+  };
+  const revoke = async (id: string, keyName: string) => {
+    if (!window.confirm(`Revoke the key “${keyName}”? Everything using it is refused from now on.`)) return;
+    setError(undefined);
+    try {
+      await ok(api.DELETE('/api/v1/orgs/{orgId}/api-keys/{keyId}', { params: { path: { orgId, keyId: id } } }));
+      setStatus(`Revoked “${keyName}”.`);
+      keys.reload();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  };
+
+  return (
+    <>
+      <PageTitle>API keys</PageTitle>
+      <Alert>{error ?? keys.error}</Alert>
+      <Status>{status}</Status>
+      {created && (
+        <div className="card notice" role="region" aria-label="New key">
+          <h2>Key “{created.name}” created</h2>
+          <p>Copy the token now: it is shown this once and never again.</p>
+          <label htmlFor="new-token">New token</label>
+          <input id="new-token" type="text" readOnly value={created.token} onFocus={(e) => e.target.select()} spellCheck={false} />
+          <button type="button" onClick={() => setCreated(undefined)}>
+            Done, hide the token
+          </button>
+        </div>
+      )}
+      {keys.data && (
+        <table>
+          <caption className="visually-hidden">API keys of this organization</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Roles</th>
+              <th scope="col">Prefix</th>
+              <th scope="col">Created</th>
+              <th scope="col">
+                <span className="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {keys.data.items.map((k) => (
+              <tr key={k.id}>
+                <td>{k.name}</td>
+                <td>{k.roles.join(', ')}</td>
+                <td>
+                  <code>{k.tokenPrefix}</code>
+                </td>
+                <td>{formatTime(k.createdAt)}</td>
+                <td>
+                  {k.revokedAt ? (
+                    `revoked ${formatTime(String(k.revokedAt))}`
+                  ) : k.id === me.id ? (
+                    'this key'
+                  ) : (
+                    <button type="button" className="danger" onClick={() => void revoke(k.id, k.name)}>
+                      Revoke {k.name}
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      <form className="card" onSubmit={create} aria-labelledby="new-key-title" noValidate>
+        <h2 id="new-key-title">New API key</h2>
+        <div className="field">
+          <label htmlFor={fieldId('name')}>Name</label>
+          <input id={fieldId('name')} type="text" value={name} onChange={(e) => setName(e.target.value)} {...fieldErrorProps(map, 'name')} />
+          <FieldErrors errors={map} path="name" />
+        </div>
+        <fieldset id={fieldId('roles')} {...fieldErrorProps(map, 'roles')}>
+          <legend>Roles</legend>
+          {ROLES.map(([role, what]) => (
+            <div key={role} className="field--check">
+              <input
+                type="checkbox"
+                id={`role-${role}`}
+                checked={roles.includes(role)}
+                onChange={(e) => setRoles(e.target.checked ? [...roles, role] : roles.filter((r) => r !== role))}
+                aria-describedby={`role-${role}-help`}
+              />
+              <label htmlFor={`role-${role}`}>{role}</label>
+              <span id={`role-${role}-help`} className="help inline">
+                {what}
+              </span>
+            </div>
+          ))}
+          <FieldErrors errors={map} path="roles" />
+        </fieldset>
+        <div className="actions">
+          <button type="submit" className="primary">
+            Create key
+          </button>
+        </div>
+      </form>
+    </>
+  );
+}

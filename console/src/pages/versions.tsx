@@ -1,0 +1,134 @@
+import { useState } from 'react';
+import { ok } from '../api/client';
+import { Alert, formatTime, JsonView, useLoad } from '../components/feedback';
+import { useSession } from '../session';
+
+/** Published versions, newest first: each with its drift, and for the one chosen its offered tools and system prompt. */
+export function VersionsPanel({ agentId }: { agentId: string }) {
+  const { api } = useSession();
+  const versions = useLoad(() => ok(api.GET('/api/v1/agents/{agentId}/versions', { params: { path: { agentId }, query: { limit: 200 } } })), [api, agentId]);
+  const [chosen, setChosen] = useState<number>();
+  if (versions.error) return <Alert>{versions.error}</Alert>;
+  if (!versions.data) return <p className="muted">Loading…</p>;
+  const items = versions.data.items;
+  if (items.length === 0) return <p className="muted">Not published yet: publish the draft to make a version.</p>;
+  const selected = chosen ?? items[0].version;
+  return (
+    <>
+      <table>
+        <caption className="visually-hidden">Published versions</caption>
+        <thead>
+          <tr>
+            <th scope="col">Version</th>
+            <th scope="col">Published</th>
+            <th scope="col">By</th>
+            <th scope="col">Drift</th>
+            <th scope="col">
+              <span className="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((v) => (
+            <tr key={v.version} aria-current={v.version === selected ? 'true' : undefined}>
+              <td>{v.version}</td>
+              <td>{formatTime(v.publishedAt)}</td>
+              <td>
+                <code>{v.publishedBy.slice(0, 8)}</code>
+              </td>
+              <td>
+                {v.drift.length === 0 ? (
+                  'none'
+                ) : (
+                  <ul className="drift">
+                    {v.drift.map((d) => (
+                      <li key={d.tool}>
+                        <code>{d.tool}</code>: {d.reason}
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </td>
+              <td>
+                <button type="button" onClick={() => setChosen(v.version)} disabled={v.version === selected}>
+                  Show version {v.version}
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <VersionDetail key={selected} agentId={agentId} version={selected} drift={items.find((v) => v.version === selected)?.drift ?? []} />
+    </>
+  );
+}
+
+function VersionDetail({ agentId, version, drift }: { agentId: string; version: number; drift: { tool: string; reason: string }[] }) {
+  const { api } = useSession();
+  const manifest = useLoad(
+    () => ok(api.GET('/api/v1/agents/{agentId}/versions/{version}/manifest', { params: { path: { agentId, version } } })),
+    [api, agentId, version],
+  );
+  return (
+    <section aria-labelledby="version-title" className="card">
+      <h2 id="version-title">Version {version}</h2>
+      {drift.length > 0 && (
+        <p className="warning">
+          The code changed {drift.length === 1 ? 'a tool' : `${drift.length} tools`} since this version was published; calls to{' '}
+          {drift.length === 1 ? 'it' : 'them'} are refused until the agent is published again.
+        </p>
+      )}
+      <Alert>{manifest.error}</Alert>
+      {manifest.data && (
+        <>
+          <h3>Offered tools</h3>
+          {manifest.data.tools.length === 0 ? (
+            <p className="muted">This version offers no tools.</p>
+          ) : (
+            <table>
+              <caption className="visually-hidden">Tools offered to the model</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">Tool</th>
+                  <th scope="col">Risk</th>
+                  <th scope="col">Approval</th>
+                  <th scope="col">Description</th>
+                </tr>
+              </thead>
+              <tbody>
+                {manifest.data.tools.map((t) => (
+                  <tr key={t.name}>
+                    <td>
+                      <code>{t.name}</code>
+                    </td>
+                    <td>
+                      <code>
+                        {t.capabilityId}/{t.toolId}
+                      </code>
+                    </td>
+                    <td>
+                      <span className={`risk risk--${t.risk}`}>{t.risk.replace('_', ' ')}</span>
+                    </td>
+                    <td>{t.requiresApproval ? 'required' : 'no'}</td>
+                    <td>{t.description}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          )}
+          <h3>System prompt</h3>
+          <pre className="prompt" role="region" aria-label={`System prompt of version ${version}`} tabIndex={0}>
+            {manifest.data.systemPrompt}
+          </pre>
+          {Object.keys(manifest.data.settings).length > 0 && (
+            <>
+              <h3>Settings</h3>
+              <JsonView label={`Settings of version ${version}`} value={manifest.data.settings} />
+            </>
+          )}
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,178 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { CapabilityRegistry } from '../capabilities/capability-registry.service';
+import type { ResolvedResources, StampedContribution } from '../capabilities/capability.types';
+import type { FieldError } from '../common/api-error';
+import { approvalReasonOf } from '../runtime/tool-policy';
+import type { AgentSpec, VersionTool } from './built-version';
+import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
+
+/** A pinned tool the code now offers differently (`changed`), no longer offers (`removed`), or offers unpinned (`added`). */
+export interface DriftEntry {
+  tool: string;
+  reason: 'changed' | 'removed' | 'added';
+}
+
+/** Who contributed to an agent (a `null` build contributes nothing) and the scopes it needs. */
+export interface Contributor {
+  capabilityId: string;
+  scopes: readonly string[];
+}
+
+/** A spec composed with the code as it is now: what the model is offered and what runs. */
+export interface Composition {
+  systemPrompt: string;
+  settings: Record<string, unknown>;
+  limits: { maxToolCallsPerRun?: number };
+  tools: VersionTool[];
+  contributors: Contributor[];
+}
+
+/** Memo of the pure parts of `compose` for one published version (see VersionStore). */
+export interface ComposeMemo {
+  configs: Map<string, { value: Record<string, unknown>; errors: FieldError[] }>;
+  digests: Map<string, { facts: ToolDefinitionFacts; digest: string }>;
+}
+
+/**
+ * Receives each capability's contribution as it is built. Only the executor passes one (to
+ * resolve implementations, src/runtime/capability-tool.resolver.ts); what the composer returns
+ * is data.
+ */
+export type ContributionSink = (contribution: StampedContribution) => void;
+
+/**
+ * Composes a spec with the code as it is now: each capability built with its config and
+ * resources, overrides applied, the tool policy's approval reasons, and each tool's digest
+ * compared with the pin. Pure with respect to the database: resources arrive resolved.
+ */
+@Injectable()
+export class VersionComposer {
+  private readonly logger = new Logger(VersionComposer.name);
+
+  constructor(private readonly registry: CapabilityRegistry) {}
+
+  /**
+   * Builds every capability of a normalized spec, in spec order. Publish calls it with no pins to
+   * learn what a version would offer; reads and the executor call it with the version's pins.
+   */
+  async compose(
+    org: { id: string; scopes: readonly string[] },
+    agent: { id: string; slug: string; name: string; version: number | null },
+    spec: AgentSpec,
+    resources: ResolvedResources,
+    pinned: Record<string, string>,
+    memo?: ComposeMemo,
+    contributions?: ContributionSink,
+  ): Promise<Composition> {
+    const prompts: string[] = [];
+    const settings: Record<string, unknown> = {};
+    const limits: { maxToolCallsPerRun?: number } = {};
+    const tools: VersionTool[] = [];
+    const contributors: Contributor[] = [];
+
+    for (const ref of spec.capabilities) {
+      const registered = this.registry.get(ref.id);
+      if (!registered) {
+        // Removed from the code since publish: it contributes nothing, and its pinned tools show as drift.
+        this.logger.warn(`agent ${agent.id} v${agent.version}: capability "${ref.id}" is no longer registered`);
+        continue;
+      }
+      let config = memo?.configs.get(ref.id);
+      if (!config) {
+        config = this.registry.validateConfig(ref.id, ref.config);
+        memo?.configs.set(ref.id, config);
+      }
+      if (config.errors.length > 0) {
+        this.logger.warn(`agent ${agent.id} v${agent.version}: the config of "${ref.id}" no longer validates; it contributes nothing`);
+        continue;
+      }
+      // A copy per build: a capability that changes its config must not change the next build's.
+      const contribution = await this.registry.build(ref.id, { org, agent, config: memo ? structuredClone(config.value) : config.value, resources });
+      if (contribution === null) continue;
+      contributions?.(contribution);
+
+      const definition = registered.definition;
+      const scopes = definition.scopes ?? [];
+      contributors.push({ capabilityId: definition.id, scopes });
+      const prompt = contribution.prompt ?? definition.promptGuidance;
+      if (prompt && prompt.trim() !== '') prompts.push(prompt);
+      if (contribution.settings !== undefined || contribution.limits !== undefined) {
+        settings[definition.id] = { ...(contribution.settings ?? {}), ...(contribution.limits ? { limits: contribution.limits } : {}) };
+      }
+      const max = contribution.limits?.maxToolCallsPerRun;
+      if (max !== undefined) limits.maxToolCallsPerRun = Math.min(max, limits.maxToolCallsPerRun ?? max);
+
+      const builtById = new Map(contribution.tools.map((t) => [t.id, t]));
+      // Declaration order, not build order: what is offered does not depend on how build() was written.
+      for (const registeredTool of registered.tools) {
+        const builtTool = builtById.get(registeredTool.declaration.id);
+        if (!builtTool) continue;
+        const declaration = registeredTool.declaration;
+        const override = ownEntry(spec.toolOverrides, declaration.id) ?? {};
+        const approvalReason = approvalReasonOf({ risk: declaration.risk, interruptBefore: declaration.interruptBefore, toolId: declaration.id }, spec.toolApproval);
+        const facts = {
+          name: override.name ?? declaration.id,
+          description: override.description ?? declaration.description,
+          inputSchema: registeredTool.inputSchema,
+          risk: declaration.risk,
+          requiresApproval: approvalReason !== null,
+        };
+        tools.push({
+          ...facts,
+          capabilityId: definition.id,
+          toolId: declaration.id,
+          declaration,
+          scopes,
+          approvalReason,
+          digest: memo ? memoizedDigest(memo.digests, `${definition.id}/${declaration.id}`, facts) : toolDigest(facts),
+          pinnedDigest: ownEntry(pinned, facts.name),
+        });
+      }
+    }
+
+    return {
+      systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),
+      settings,
+      limits,
+      tools,
+      contributors,
+    };
+  }
+}
+
+/**
+ * The digest is recomputed whenever a fact differs from the memoized one (the schema compared by
+ * identity: the registry makes it once and freezes it), so a definition that changes under a
+ * running process is still seen as drift; in production that takes a new release, hence a new process.
+ */
+function memoizedDigest(memo: ComposeMemo['digests'], key: string, facts: ToolDefinitionFacts): string {
+  const known = memo.get(key);
+  if (
+    known &&
+    known.facts.name === facts.name &&
+    known.facts.description === facts.description &&
+    known.facts.inputSchema === facts.inputSchema &&
+    known.facts.risk === facts.risk &&
+    known.facts.requiresApproval === facts.requiresApproval
+  ) {
+    return known.digest;
+  }
+  const digest = toolDigest(facts);
+  memo.set(key, { facts, digest });
+  return digest;
+}
+
+/** Compares what the code offers now with what was pinned at publish. */
+export function driftOf(pinned: Record<string, string>, tools: readonly { name: string; digest: string }[]): DriftEntry[] {
+  const drift: DriftEntry[] = [];
+  const current = new Map(tools.map((t) => [t.name, t.digest]));
+  for (const [name, digest] of Object.entries(pinned)) {
+    const now = current.get(name);
+    if (now === undefined) drift.push({ tool: name, reason: 'removed' });
+    else if (now !== digest) drift.push({ tool: name, reason: 'changed' });
+  }
+  for (const name of current.keys()) {
+    if (!Object.prototype.hasOwnProperty.call(pinned, name)) drift.push({ tool: name, reason: 'added' });
+  }
+  return drift.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
+}

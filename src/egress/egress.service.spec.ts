@@ -1,0 +1,144 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { testConfig } from '../../test/support/test-app';
+import { ApiError } from '../common/api-error';
+import { EgressRefusedError, EgressTimeoutError } from './egress-policy';
+import { EgressService } from './egress.service';
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+async function listen(handler: Handler): Promise<{ server: Server; port: number }> {
+  const server = createServer(handler);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, port: (server.address() as AddressInfo).port };
+}
+
+const egress = (allowedHosts: string[], requestTimeoutMs = 5000) =>
+  new EgressService(testConfig({ egress: { allowedHosts, connectTimeoutMs: 2000, requestTimeoutMs } }));
+
+async function failure(promise: Promise<unknown>): Promise<Error & { code?: string; reason?: string }> {
+  try {
+    await promise;
+  } catch (err) {
+    return err as Error & { code?: string };
+  }
+  throw new Error('expected a failure');
+}
+
+describe('EgressService', () => {
+  const servers: Server[] = [];
+  const services: EgressService[] = [];
+  let seen: Array<{ url?: string; authorization?: string }> = [];
+  let port = 0;
+  const make = (hosts: string[], timeout?: number) => {
+    const s = egress(hosts, timeout);
+    services.push(s);
+    return s;
+  };
+
+  beforeAll(async () => {
+    const started = await listen((req, res) => {
+      seen.push({ url: req.url, authorization: req.headers.authorization });
+      const target = new URL(req.url!, 'http://x');
+      if (target.pathname === '/redirect') {
+        res.writeHead(Number(target.searchParams.get('status') ?? 302), { location: target.searchParams.get('to')! });
+        return res.end();
+      }
+      if (target.pathname === '/hang') return; // never answers
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ ok: true, method: req.method }));
+    });
+    servers.push(started.server);
+    port = started.port;
+  });
+  beforeEach(() => (seen = []));
+  afterAll(async () => {
+    await Promise.all(services.map((s) => s.onModuleDestroy()));
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise((r) => s.close(r));
+    }
+  });
+
+  it('refuses loopback by default: an address in the URL and a name that resolves to one', async () => {
+    const none = make([]);
+    const literal = await failure(none.fetch(`http://127.0.0.1:${port}/`));
+    expect(literal).toBeInstanceOf(EgressRefusedError);
+    expect(literal.code).toBe('egress_refused');
+    // https to a name: nothing is judged from the URL; the socket's lookup refuses the address.
+    const named = await failure(none.fetch(`https://localhost:${port}/`));
+    expect(named).toBeInstanceOf(EgressRefusedError);
+    expect(named.message).toMatch(/resolves to/);
+    expect(seen).toHaveLength(0);
+  });
+
+  it('allows a loopback host listed by name, by address, or by CIDR range', async () => {
+    for (const hosts of [['localhost'], ['127.0.0.1'], ['127.0.0.0/8']]) {
+      const host = hosts[0] === 'localhost' ? 'localhost' : '127.0.0.1';
+      const res = await make(hosts).fetch(`http://${host}:${port}/ok`, { method: 'POST', body: '{}' });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ ok: true, method: 'POST' });
+    }
+  });
+
+  it('follows a redirect to an allowed host, re-judged, and drops credentials across origins', async () => {
+    const both = make(['127.0.0.1', 'localhost']);
+    const res = await both.fetch(`http://127.0.0.1:${port}/redirect?to=${encodeURIComponent(`http://localhost:${port}/landed`)}`, { headers: { authorization: 'Bearer secret' } });
+    expect(res.status).toBe(200);
+    expect(seen.map((s) => s.url)).toEqual([expect.stringMatching(/^\/redirect/), '/landed']);
+    expect(seen[0].authorization).toBe('Bearer secret');
+    expect(seen[1].authorization).toBeUndefined();
+  });
+
+  it('refuses a redirect to a host the policy refuses', async () => {
+    const one = make(['127.0.0.1']);
+    for (const to of [`http://localhost:${port}/landed`, 'https://169.254.169.254/latest/meta-data', `http://10.0.0.1/`, 'file:///etc/passwd']) {
+      const err = await failure(one.fetch(`http://127.0.0.1:${port}/redirect?status=307&to=${encodeURIComponent(to)}`));
+      expect(err.code).toBe('egress_refused');
+    }
+    expect(seen.every((s) => s.url!.startsWith('/redirect'))).toBe(true);
+  });
+
+  it('a 303 becomes a GET; manual redirects are handed back', async () => {
+    const one = make(['127.0.0.1']);
+    const res = await one.fetch(`http://127.0.0.1:${port}/redirect?status=303&to=/ok`, { method: 'POST', body: 'x' });
+    expect(await res.json()).toEqual({ ok: true, method: 'GET' });
+    const manual = await one.fetch(`http://127.0.0.1:${port}/redirect?to=/ok`, { redirect: 'manual' });
+    expect(manual.status).toBe(302);
+  });
+
+  it('gives up on a server that never answers, within the timeout asked for', async () => {
+    const one = make(['127.0.0.1'], 5000);
+    const started = Date.now();
+    const err = await failure(one.fetch(`http://127.0.0.1:${port}/hang`, { timeoutMs: 200 }));
+    expect(err).toBeInstanceOf(EgressTimeoutError);
+    expect(err.code).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(3000);
+  });
+
+  it('never waits longer than EGRESS_TIMEOUT_MS, whatever the caller asks', async () => {
+    const one = make(['127.0.0.1'], 200);
+    const err = await failure(one.fetch(`http://127.0.0.1:${port}/hang`, { timeoutMs: 60_000 }));
+    expect(err.code).toBe('timeout');
+  });
+
+  it("a caller's own abort stays an abort", async () => {
+    const one = make(['127.0.0.1']);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+    const err = await failure(one.fetch(`http://127.0.0.1:${port}/hang`, { signal: controller.signal }));
+    expect(err.code).not.toBe('timeout');
+  });
+
+  it('assertAllowed: 422 egress_refused naming the field; a bad URL is 400', async () => {
+    const none = make([]);
+    const refused = await failure(none.assertAllowed('http://127.0.0.1:1/mcp', 'url'));
+    expect(refused).toBeInstanceOf(ApiError);
+    expect((refused as ApiError).status).toBe(422);
+    expect((refused as ApiError).code).toBe('egress_refused');
+    expect((refused as ApiError).errors).toEqual([expect.objectContaining({ path: 'url', code: 'egress_refused' })]);
+    expect(((await failure(none.assertAllowed('https://localhost/mcp', 'url'))) as ApiError).code).toBe('egress_refused');
+    expect(((await failure(none.assertAllowed('not a url', 'url'))) as ApiError).status).toBe(400);
+    await expect(make(['127.0.0.1']).assertAllowed(`http://127.0.0.1:${port}/mcp`, 'url')).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,150 @@
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
+import { lookup as dnsLookup, LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { Agent, fetch as undiciFetch } from 'undici';
+import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, parseAllowList } from './egress-policy';
+
+export type EgressRequestInit = RequestInit & {
+  /** How long to wait for the response headers; at most EGRESS_TIMEOUT_MS. */
+  timeoutMs?: number;
+};
+
+const MAX_REDIRECTS = 5;
+
+/**
+ * The one way out of the process for HTTP. A drop-in `fetch` (SDK clients take it as their
+ * `fetch` option) that connects only where the egress policy allows: the URL is judged first,
+ * then every address its host resolves to, and the socket connects to one of exactly those
+ * addresses (the lookup the socket uses is the one that was checked, so a DNS answer that changes
+ * between check and connect cannot smuggle in a private address). Redirects are followed by hand,
+ * each hop judged again.
+ */
+@Injectable()
+export class EgressService implements OnModuleDestroy {
+  private readonly allow: AllowList;
+  private readonly agent: Agent;
+  private readonly requestTimeoutMs: number;
+
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.allow = parseAllowList(config.egress.allowedHosts);
+    this.requestTimeoutMs = config.egress.requestTimeoutMs;
+    this.agent = new Agent({
+      connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup },
+      headersTimeout: config.egress.requestTimeoutMs,
+    });
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    await this.agent.destroy();
+  }
+
+  /**
+   * Refuses, before anything is stored, a URL the policy would refuse at connect time: its
+   * scheme, its host, and what the host resolves to now. `field` is the request field to name.
+   */
+  async assertAllowed(url: string, field: string): Promise<void> {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw ApiError.invalidRequest([{ path: field, code: 'url', message: `${field} must be an absolute URL` }]);
+    }
+    try {
+      checkUrl(this.allow, parsed);
+      const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
+        dnsLookup(parsed.hostname.replace(/^\[|\]$/g, ''), { all: true }, (err, found) => (err ? reject(err) : resolve(found))),
+      );
+      checkResolved(this.allow, parsed.hostname, addresses.map((a) => a.address));
+    } catch (err) {
+      if (err instanceof EgressRefusedError) {
+        throw new ApiError('egress_refused', `${field}: ${err.message}`, [{ path: field, code: 'egress_refused', message: err.message }]);
+      }
+      // A host that does not resolve now may later; refusing it is the connect step's job.
+      if ((err as NodeJS.ErrnoException).code === 'ENOTFOUND' || (err as NodeJS.ErrnoException).code === 'EAI_AGAIN') return;
+      throw err;
+    }
+  }
+
+  async fetch(input: string | URL, init: EgressRequestInit = {}): Promise<Response> {
+    const { timeoutMs, ...rest } = init;
+    const limit = Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
+    let url = new URL(String(input));
+    let requestInit: RequestInit = { ...rest };
+    for (let hop = 0; ; hop++) {
+      checkUrl(this.allow, url);
+      const response = await this.fetchOnce(url, requestInit, limit);
+      const location = response.headers.get('location');
+      if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return response;
+      await response.body?.cancel().catch(() => undefined);
+      if (init.redirect === 'error') throw new TypeError(`redirect refused: ${url.origin} answered ${response.status}`);
+      if (hop + 1 >= MAX_REDIRECTS) throw new TypeError(`more than ${MAX_REDIRECTS} redirects from ${new URL(String(input)).origin}`);
+      const next = new URL(location, url);
+      requestInit = redirectedInit(requestInit, response.status, url, next);
+      url = next;
+    }
+  }
+
+  private async fetchOnce(url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
+    const timeout = new AbortController();
+    const timer = setTimeout(() => timeout.abort(new EgressTimeoutError(`${url.origin} did not answer within ${timeoutMs} ms`)), timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, timeout.signal]) : timeout.signal;
+    try {
+      const response = await undiciFetch(url, { ...(init as object), signal, redirect: 'manual', dispatcher: this.agent } as Parameters<typeof undiciFetch>[1]);
+      return response as unknown as Response;
+    } catch (err) {
+      if (timeout.signal.aborted && !init.signal?.aborted) throw timeout.signal.reason;
+      throw unwrap(err);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The socket's own lookup: resolves, refuses unless every address passes, hands back only checked ones. */
+  private readonly checkedLookup = ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
+    const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
+    dnsLookup(hostname, { all: true, family }, (err, addresses) => {
+      if (err) return callback(err);
+      try {
+        checkResolved(this.allow, hostname, addresses.map((a) => a.address));
+      } catch (refused) {
+        return callback(refused);
+      }
+      if (options.all) return callback(null, addresses);
+      return callback(null, addresses[0].address, addresses[0].family);
+    });
+  }) as unknown as LookupFunction;
+}
+
+/** fetch's own redirect rules (WHATWG): 303 (and 301/302 after POST) become GET without a body; credentials stay on their origin. */
+function redirectedInit(init: RequestInit, status: number, from: URL, to: URL): RequestInit {
+  const next: RequestInit = { ...init };
+  const method = (init.method ?? 'GET').toUpperCase();
+  if (status === 303 ? method !== 'HEAD' : (status === 301 || status === 302) && method === 'POST') {
+    next.method = 'GET';
+    delete next.body;
+  } else if (init.body !== undefined && init.body !== null && typeof init.body !== 'string' && !(init.body instanceof URLSearchParams) && !ArrayBuffer.isView(init.body)) {
+    throw new TypeError('cannot follow a redirect that resends a streamed body');
+  }
+  if (from.origin !== to.origin) {
+    const headers = new Headers(init.headers);
+    headers.delete('authorization');
+    headers.delete('cookie');
+    headers.delete('proxy-authorization');
+    next.headers = headers;
+  }
+  return next;
+}
+
+/** undici wraps connect failures in `TypeError: fetch failed`; the policy's refusal is what callers need to see. */
+function unwrap(err: unknown): unknown {
+  let current: unknown = err;
+  for (let i = 0; i < 5 && current instanceof Error; i++) {
+    if (current instanceof EgressRefusedError || current instanceof EgressTimeoutError) return current;
+    const code = (current as NodeJS.ErrnoException).code;
+    if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT') return new EgressTimeoutError(current.message);
+    current = (current as Error & { cause?: unknown }).cause;
+  }
+  return err;
+}

@@ -1,0 +1,60 @@
+import { Controller, Get, Headers, Query, Req, Res } from '@nestjs/common';
+import { ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Access } from '../auth/access.decorator';
+import { Ctx } from '../auth/ctx.decorator';
+import { orgIdOf, RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { ProblemResponse } from '../common/openapi';
+import { parsePosition } from './event-position';
+import { EventStreamService, MAX_STREAMS_PER_ORG } from './event-stream.service';
+import { EventsQuery } from './events.dto';
+
+@ApiTags('events')
+@Controller('api/v1/events')
+export class EventsController {
+  constructor(private readonly streams: EventStreamService) {}
+
+  @Get()
+  @Access('admin', 'approver')
+  @ApiOperation({
+    summary: 'The organization\'s audit events as they are written (Server-Sent Events)',
+    description: [
+      'A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens',
+      'with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with',
+      '`Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream',
+      'starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client.',
+      `At most ${MAX_STREAMS_PER_ORG} streams per organization per server node.`,
+    ].join(' '),
+  })
+  @ApiProduces('text/event-stream')
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event received: resume after it.' })
+  @ApiOkResponse({ description: 'The stream.', content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 7345-912\ndata: {"id":"…","type":"approval.requested",…}\n\n' } } } })
+  @ApiTooManyRequestsResponse(ProblemResponse(`The organization already has ${MAX_STREAMS_PER_ORG} streams open on this node (\`rate_limited\`).`))
+  async stream(
+    @Ctx() ctx: RequestContext,
+    @Query() query: EventsQuery,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const orgId = orgIdOf(ctx);
+    let from = lastEventId ? parsePosition(lastEventId.trim()) : undefined;
+    if (lastEventId && !from) {
+      throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event this stream sent' }]);
+    }
+    this.streams.admit(orgId);
+    from ??= await this.streams.head();
+    // From here the response is ours: Fastify would end it when this handler returns.
+    reply.hijack();
+    reply.raw.writeHead(200, {
+      ...(reply.getHeaders() as Record<string, string>),
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      // Proxies that buffer answers (nginx) would hold events back.
+      'x-accel-buffering': 'no',
+      'x-request-id': String(request.id),
+    });
+    this.streams.open(orgId, query.types, from, reply.raw);
+  }
+}

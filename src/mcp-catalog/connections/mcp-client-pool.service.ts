@@ -1,0 +1,258 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolResult, ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createHash } from 'node:crypto';
+import { EgressService } from '../../egress/egress.service';
+import type { RegisteredMcpServer } from '../mcp-server-registry.service';
+import { CleanStdioTransport } from './clean-stdio.transport';
+import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
+
+/** Everything needed to reach one connection's server. Credentials are plaintext here only, in memory. */
+export interface McpTarget {
+  orgId: string;
+  connectionId: string;
+  entry: RegisteredMcpServer;
+  url: string | null;
+  credentials: Readonly<Record<string, string>>;
+}
+
+export type McpFailureCode = 'upstream_unavailable' | 'timeout' | 'egress_refused' | 'tool_error';
+
+/** Why talking to a server failed, in the codes API.md gives failed calls. The message never carries a credential. */
+export class McpUpstreamError extends Error {
+  constructor(
+    readonly code: McpFailureCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'McpUpstreamError';
+  }
+}
+
+export interface McpRequestOptions {
+  signal?: AbortSignal;
+  timeoutMs: number;
+}
+
+/** A server that lists more is refused: what an agent is offered must stay reviewable. */
+export const MAX_LISTED_TOOLS = 500;
+const MAX_LIST_PAGES = 50;
+const CLIENT_INFO = { name: 'capability-platform', version: '1' };
+
+interface Pooled {
+  fingerprint: string;
+  client: Promise<Client>;
+  transport: Transport;
+}
+
+/**
+ * One MCP client per connection per node, opened on first use and reused by every call. A
+ * client whose transport closes (the stdio process died, the HTTP session ended) leaves the pool,
+ * so the next use starts a new one; a connection whose URL or credentials changed gets a new
+ * client. Every HTTP request goes through the egress policy. Nothing here touches the database:
+ * a slow or hung server costs its caller a timeout, never a pooled database connection.
+ */
+@Injectable()
+export class McpClientPool implements OnModuleDestroy {
+  private readonly logger = new Logger(McpClientPool.name);
+  private readonly pool = new Map<string, Pooled>();
+  private readonly toolsChanged = new Set<(orgId: string, connectionId: string) => void>();
+  private closing = false;
+
+  constructor(private readonly egress: EgressService) {}
+
+  /** Called with a connection when its server says its tool list changed. */
+  onToolsChanged(listener: (orgId: string, connectionId: string) => void): () => void {
+    this.toolsChanged.add(listener);
+    return () => this.toolsChanged.delete(listener);
+  }
+
+  /** `tools/list`, every page, as the platform stores it. */
+  async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
+    return this.withClient(target, options, async (client) => {
+      const raw: unknown[] = [];
+      let cursor: string | undefined;
+      for (let page = 0; ; page++) {
+        if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
+        const answer = await client.listTools(cursor === undefined ? {} : { cursor }, { signal: options.signal, timeout: options.timeoutMs });
+        raw.push(...answer.tools);
+        if (raw.length > MAX_LISTED_TOOLS) throw new McpUpstreamError('upstream_unavailable', `the server lists more than ${MAX_LISTED_TOOLS} tools`);
+        if (typeof answer.nextCursor !== 'string' || answer.nextCursor === '' || answer.nextCursor === cursor) break;
+        cursor = answer.nextCursor;
+      }
+      return sanitizeListedTools(raw);
+    });
+  }
+
+  /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. */
+  async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
+    return this.withClient(target, options, async (client) => {
+      const result = await client.callTool({ name, arguments: args }, undefined, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+        // Asking for progress lets long-running tools report it; each report extends nothing.
+        onprogress: () => undefined,
+      });
+      return result as CallToolResult;
+    });
+  }
+
+  /** Drops the connection's client (and stops its process), e.g. when the connection is deleted. */
+  async release(connectionId: string): Promise<void> {
+    const pooled = this.pool.get(connectionId);
+    if (!pooled) return;
+    this.pool.delete(connectionId);
+    await pooled.transport.close().catch(() => undefined);
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closing = true;
+    const all = [...this.pool.values()];
+    this.pool.clear();
+    await Promise.all(all.map((p) => p.transport.close().catch(() => undefined)));
+  }
+
+  /** Clients open now, for tests and metrics. */
+  size(): number {
+    return this.pool.size;
+  }
+
+  /** The process of a stdio connection's client, when one runs on this node. */
+  processId(connectionId: string): number | undefined {
+    const transport = this.pool.get(connectionId)?.transport;
+    return transport instanceof CleanStdioTransport ? transport.pid : undefined;
+  }
+
+  private async withClient<T>(target: McpTarget, options: McpRequestOptions, use: (client: Client) => Promise<T>): Promise<T> {
+    if (this.closing) throw new McpUpstreamError('upstream_unavailable', 'the node is shutting down');
+    let pooled: Pooled | undefined;
+    try {
+      pooled = this.acquire(target, options);
+      const client = await pooled.client;
+      return await use(client);
+    } catch (err) {
+      const failure = classify(err, target, pooled?.transport);
+      // A transport that failed is not reused: the next call opens a new one.
+      if (failure.code !== 'tool_error' && pooled && this.pool.get(target.connectionId) === pooled && failure.code !== 'timeout') {
+        void this.release(target.connectionId);
+      }
+      throw failure;
+    }
+  }
+
+  private acquire(target: McpTarget, options: McpRequestOptions): Pooled {
+    const fingerprint = fingerprintOf(target);
+    const existing = this.pool.get(target.connectionId);
+    if (existing && existing.fingerprint === fingerprint) return existing;
+    if (existing) void this.release(target.connectionId);
+
+    const transport = this.transportFor(target);
+    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+      for (const listener of this.toolsChanged) listener(target.orgId, target.connectionId);
+    });
+    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client) };
+    transport.onclose = () => {
+      if (this.pool.get(target.connectionId) === pooled) this.pool.delete(target.connectionId);
+    };
+    pooled.client = client.connect(transport, { signal: options.signal, timeout: options.timeoutMs }).then(
+      () => client,
+      async (err: unknown) => {
+        if (this.pool.get(target.connectionId) === pooled) this.pool.delete(target.connectionId);
+        await transport.close().catch(() => undefined);
+        throw err;
+      },
+    );
+    pooled.client.catch(() => undefined);
+    this.pool.set(target.connectionId, pooled);
+    return pooled;
+  }
+
+  private transportFor(target: McpTarget): Transport {
+    const definition = target.entry.definition;
+    if (definition.transport === 'stdio') {
+      const env: Record<string, string> = { ...(definition.stdio?.env ?? {}) };
+      for (const field of definition.credentials) {
+        const value = target.credentials[field.name];
+        if (value !== undefined && field.env) env[field.env] = value;
+      }
+      const command = target.entry.command!;
+      return new CleanStdioTransport({ command: command.command, args: command.args, env });
+    }
+    const url = definition.url ?? target.url;
+    if (!url) throw new McpUpstreamError('upstream_unavailable', 'the connection has no URL');
+    const headers: Record<string, string> = {};
+    for (const field of definition.credentials) {
+      const value = target.credentials[field.name];
+      if (value !== undefined && field.header) headers[field.header] = value;
+    }
+    return new StreamableHTTPClientTransport(new URL(url), {
+      fetch: (input, init) => this.egress.fetch(input as string | URL, init),
+      requestInit: { headers },
+      // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
+    });
+  }
+}
+
+function fingerprintOf(target: McpTarget): string {
+  return createHash('sha256')
+    .update(JSON.stringify([target.entry.definition.id, target.url, Object.entries(target.credentials).sort()]))
+    .digest('hex');
+}
+
+/** Turns whatever failed into one of API.md's codes, with a message fit for an answer. */
+export function classify(err: unknown, target: Pick<McpTarget, 'credentials'>, transport?: Transport): McpUpstreamError {
+  const redact = (message: string) => redactSecrets(message, target.credentials);
+  if (err instanceof McpUpstreamError) return new McpUpstreamError(err.code, redact(err.message));
+  const code = codeOf(err);
+  if (code === 'egress_refused') return new McpUpstreamError('egress_refused', redact(`the egress policy refused the connection: ${messageOf(err)}`));
+  if (code === 'timeout') return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
+  if (err instanceof McpError) {
+    if (err.code === ErrorCode.RequestTimeout) return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
+    if (err.code === ErrorCode.ConnectionClosed) {
+      const tail = transport instanceof CleanStdioTransport && transport.stderr ? ` (its last output: ${transport.stderr.trim().slice(-300)})` : '';
+      return new McpUpstreamError('upstream_unavailable', redact(`the MCP server closed the connection${tail}`));
+    }
+    // The server understood the request and refused it with a JSON-RPC error.
+    return new McpUpstreamError('tool_error', redact(`the MCP server answered with an error: ${err.message}`.slice(0, 1000)));
+  }
+  if (err instanceof StreamableHTTPError) return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.code ?? 'error'}`));
+  if (isAbort(err)) return new McpUpstreamError('timeout', 'the call was aborted before the MCP server answered');
+  return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be reached: ${messageOf(err)}`.slice(0, 1000)));
+}
+
+function codeOf(err: unknown): string | undefined {
+  let current: unknown = err;
+  for (let i = 0; i < 6 && current && typeof current === 'object'; i++) {
+    const code = (current as { code?: unknown }).code;
+    if (code === 'egress_refused' || code === 'timeout') return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+function isAbort(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
+}
+
+function messageOf(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = (err as { cause?: unknown }).cause;
+  const inner = cause instanceof Error && cause.message && cause.message !== err.message ? ` (${cause.message})` : '';
+  return `${err.message}${inner}`;
+}
+
+/** A server (or a library) may echo a request back in an error; no credential leaves in a message. */
+export function redactSecrets(message: string, credentials: Readonly<Record<string, string>>): string {
+  let out = message;
+  for (const value of Object.values(credentials)) {
+    if (value.length === 0) continue;
+    out = out.split(value).join('[redacted]');
+    // The token part of `Bearer <token>` alone, too.
+    const token = /^\S+\s+(\S{6,})$/.exec(value)?.[1];
+    if (token) out = out.split(token).join('[redacted]');
+  }
+  return out;
+}

@@ -1,0 +1,354 @@
+import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../../audit/audit.service';
+import { actorOf, orgIdOf, RequestContext } from '../../auth/principal';
+import type { ToolRisk } from '../../capabilities/capability.types';
+import { ApiError, FieldError } from '../../common/api-error';
+import { isUniqueViolation } from '../../common/db-errors';
+import { Page, PageQuery } from '../../common/pagination';
+import { APP_CONFIG, AppConfig } from '../../config/app-config';
+import { EgressService } from '../../egress/egress.service';
+import { resourceInUse } from '../../knowledge/knowledge.service';
+import { SecretsService } from '../../secrets/secrets.service';
+import type { McpConnectionView } from '../mcp-catalog.dto';
+import { McpServerRegistry, RegisteredMcpServer } from '../mcp-server-registry.service';
+import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
+import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
+import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+
+const MAX_CREDENTIAL_CHARS = 8192;
+const MAX_CREDENTIALS = 20;
+const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
+
+/** A connection's tool as the executor and the composer see it: listed definition and effective risk. */
+export interface ConnectionTool extends ListedMcpTool {
+  risk: ToolRisk;
+}
+
+/** What the composer needs of a bound connection. */
+export interface BoundConnection {
+  id: string;
+  name: string;
+  server: string;
+  entry: RegisteredMcpServer | undefined;
+  tools: ConnectionTool[];
+}
+
+/**
+ * An organization's MCP connections: connect and list on creation, sync, risk decisions,
+ * credential rotation, deletion. Every talk with a server happens with no database connection
+ * held (read, release, talk, then write), so a hung server costs a timeout and nothing else.
+ */
+@Injectable()
+export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
+  private readonly logger = new Logger(McpConnectionsService.name);
+  private readonly refreshing = new Map<string, Promise<McpConnectionRow | undefined>>();
+  private unsubscribe?: () => void;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly repository: McpConnectionsRepository,
+    private readonly registry: McpServerRegistry,
+    private readonly pool: McpClientPool,
+    private readonly secrets: SecretsService,
+    private readonly egress: EgressService,
+    private readonly audit: AuditService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  onModuleInit(): void {
+    this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) => {
+      void this.refresh(orgId, connectionId, 'list_changed').catch((err) => this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`));
+    });
+  }
+
+  onModuleDestroy(): void {
+    this.unsubscribe?.();
+  }
+
+  async create(ctx: RequestContext, dto: { server: string; name: string; url?: string; credentials?: Record<string, unknown> }): Promise<McpConnectionView> {
+    const orgId = orgIdOf(ctx);
+    const entry = this.registry.get(dto.server);
+    if (!entry) throw ApiError.invalidRequest([{ path: 'server', code: 'unknown_server', message: `no catalog entry has the id "${dto.server}" (GET /mcp-servers lists them)` }]);
+    const errors: FieldError[] = [];
+    const credentials = parseCredentials(entry, dto.credentials, 'credentials', errors);
+    if (entry.descriptor.urlRequired && dto.url === undefined) errors.push({ path: 'url', code: 'required', message: `the "${entry.definition.id}" server needs a url` });
+    if (!entry.descriptor.urlRequired && dto.url !== undefined) errors.push({ path: 'url', code: 'not_allowed', message: `the "${entry.definition.id}" server's address is fixed by the catalog; send no url` });
+    if (errors.length > 0) throw ApiError.invalidRequest(errors);
+    const missing = entry.definition.scopes.filter((s) => ctx.principal.type === 'api_key' && !ctx.principal.orgScopes.includes(s));
+    if (missing.length > 0) {
+      throw new ApiError('scope_not_granted', `The organization lacks scopes the "${entry.definition.id}" server needs: ${missing.join(', ')}.`, undefined, { missingScopes: missing });
+    }
+    if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
+    if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
+
+    const id = randomUUID();
+    const target: McpTarget = { orgId, connectionId: id, entry, url: dto.url ?? null, credentials };
+    let tools: ListedMcpTool[];
+    try {
+      tools = await this.pool.listTools(target, { timeoutMs: this.config.toolTimeoutMs });
+    } catch (err) {
+      await this.pool.release(id);
+      const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
+      if (failure.code === 'egress_refused') {
+        throw new ApiError('egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
+      }
+      throw new ApiError('mcp_connect_failed', `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. Nothing was stored.`, undefined, { reason: failure.code });
+    }
+    const names = Object.keys(credentials).sort();
+    try {
+      const row = await this.dataSource.transaction(async (m) => {
+        const inserted = await this.repository.insert(m, orgId, {
+          id,
+          server: entry.definition.id,
+          name: dto.name,
+          url: dto.url ?? null,
+          credentials: names.length > 0 ? this.secrets.seal(JSON.stringify(credentials)) : null,
+          credential_names: names,
+          tools,
+        });
+        await this.audit.record(m, {
+          type: 'mcp_connection.created',
+          orgId,
+          actor: actorOf(ctx.principal),
+          target: { type: 'mcp_connection', id },
+          data: { server: entry.definition.id, name: dto.name, url: dto.url ?? null, credentialNames: names, tools: tools.map((t) => t.name) },
+        });
+        return inserted;
+      });
+      return this.view(row);
+    } catch (err) {
+      await this.pool.release(id);
+      if (isUniqueViolation(err)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
+      throw err;
+    }
+  }
+
+  async list(orgId: string, query: PageQuery): Promise<Page<McpConnectionView>> {
+    const page = await this.repository.list(orgId, query);
+    return { items: page.items.map((r) => this.view(r)), nextCursor: page.nextCursor };
+  }
+
+  async get(orgId: string, id: string): Promise<McpConnectionView> {
+    return this.view(await this.row(orgId, id));
+  }
+
+  /** Lists the tools again. A server that cannot be reached leaves the last good list, with `status: error`. */
+  async sync(ctx: RequestContext, id: string): Promise<McpConnectionView> {
+    const orgId = orgIdOf(ctx);
+    await this.row(orgId, id);
+    const row = await this.refresh(orgId, id, 'sync', actorOf(ctx.principal));
+    if (!row) throw ApiError.notFound('MCP connection');
+    return this.view(row);
+  }
+
+  async setRisk(ctx: RequestContext, id: string, tool: string, risk: ToolRisk): Promise<McpConnectionView> {
+    const orgId = orgIdOf(ctx);
+    const row = await this.dataSource.transaction(async (m) => {
+      const current = await this.repository.get(orgId, id, m, true);
+      if (!current) throw ApiError.notFound('MCP connection');
+      const listed = current.tools.find((t) => t.name === tool);
+      if (!listed) throw ApiError.notFound('tool on this connection');
+      const before = riskOf(listed, this.trusts(current), ownRisk(current.risk_overrides, tool));
+      const updated = (await this.repository.setRisk(m, orgId, id, tool, risk))!;
+      await this.audit.record(m, {
+        type: 'mcp_connection.risk_set',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'mcp_connection', id },
+        data: { name: current.name, tool, risk, previousRisk: before.risk, previousRiskSource: before.riskSource },
+      });
+      return updated;
+    });
+    return this.view(row);
+  }
+
+  /** Replaces the stored credentials; the next use of the connection opens a new client with them. */
+  async setCredentials(ctx: RequestContext, id: string, given: Record<string, unknown>): Promise<McpConnectionView> {
+    const orgId = orgIdOf(ctx);
+    const current = await this.row(orgId, id);
+    const entry = this.registry.get(current.server);
+    if (!entry) throw ApiError.conflict(`The catalog no longer has the "${current.server}" server; delete the connection.`);
+    const errors: FieldError[] = [];
+    const credentials = parseCredentials(entry, given, 'credentials', errors);
+    if (errors.length > 0) throw ApiError.invalidRequest(errors);
+    const names = Object.keys(credentials).sort();
+    const row = await this.dataSource.transaction(async (m) => {
+      const updated = await this.repository.setCredentials(m, orgId, id, names.length > 0 ? this.secrets.seal(JSON.stringify(credentials)) : null, names);
+      if (!updated) throw ApiError.notFound('MCP connection');
+      await this.audit.record(m, {
+        type: 'mcp_connection.credentials_updated',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'mcp_connection', id },
+        data: { name: updated.name, credentialNames: names },
+      });
+      return updated;
+    });
+    await this.pool.release(id);
+    return this.view(row);
+  }
+
+  async delete(ctx: RequestContext, id: string): Promise<void> {
+    const orgId = orgIdOf(ctx);
+    await this.dataSource.transaction(async (m) => {
+      const current = await this.repository.get(orgId, id, m, true);
+      if (!current) throw ApiError.notFound('MCP connection');
+      const bound = await this.repository.boundBy(m, orgId, id);
+      if (bound.length > 0) throw resourceInUse('MCP connection', bound);
+      await this.repository.delete(m, orgId, id);
+      await this.audit.record(m, {
+        type: 'mcp_connection.deleted',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'mcp_connection', id },
+        data: { server: current.server, name: current.name },
+      });
+    });
+    await this.pool.release(id);
+  }
+
+  /**
+   * The bound connections of a spec with their tools, in the order asked; missing ones are left
+   * out (publish reports them, a published version shows their tools as drift). A connection
+   * listed longer ago than MCP_TOOLS_TTL_SECONDS is listed again first when `refreshStale`.
+   */
+  async bound(orgId: string, ids: readonly string[], options: { refreshStale: boolean }): Promise<BoundConnection[]> {
+    let rows = await this.repository.getMany(orgId, ids);
+    if (options.refreshStale) {
+      const ttlMs = this.config.mcpToolsTtlSeconds * 1000;
+      const stale = rows.filter((r) => Date.now() - new Date(r.synced_at).getTime() >= ttlMs);
+      if (stale.length > 0) {
+        const refreshed = await Promise.all(stale.map((r) => this.refresh(orgId, r.id, 'ttl').catch(() => r)));
+        const byId = new Map(refreshed.filter((r): r is McpConnectionRow => r !== undefined).map((r) => [r.id, r]));
+        rows = rows.map((r) => byId.get(r.id) ?? r);
+      }
+    }
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => {
+      const r = byId.get(id);
+      if (!r) return [];
+      const entry = this.registry.get(r.server);
+      const trust = entry?.definition.trustAnnotations ?? false;
+      return [{ id: r.id, name: r.name, server: r.server, entry, tools: r.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })) }];
+    });
+  }
+
+  /** `tools/call` on the connection's server. Throws McpUpstreamError; a server's `isError` is a result. */
+  async callTool(orgId: string, connectionId: string, tool: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number }) {
+    const row = await this.repository.get(orgId, connectionId);
+    if (!row) throw new McpUpstreamError('upstream_unavailable', 'the MCP connection no longer exists');
+    return this.pool.callTool(this.target(row), tool, args, options);
+  }
+
+  /** Lists the tools again and stores them, one refresh per connection at a time on this node. */
+  private refresh(orgId: string, id: string, why: 'sync' | 'ttl' | 'list_changed', actor = SYSTEM_ACTOR): Promise<McpConnectionRow | undefined> {
+    const key = `${orgId}/${id}`;
+    const running = this.refreshing.get(key);
+    // A person's sync always lists again; an automatic one joins one already under way.
+    if (running && why !== 'sync') return running;
+    const work = this.doRefresh(orgId, id, why, actor).finally(() => {
+      if (this.refreshing.get(key) === work) this.refreshing.delete(key);
+    });
+    this.refreshing.set(key, work);
+    return work;
+  }
+
+  private async doRefresh(orgId: string, id: string, why: 'sync' | 'ttl' | 'list_changed', actor: { type: string; id: string }): Promise<McpConnectionRow | undefined> {
+    const before = await this.repository.get(orgId, id);
+    if (!before) return undefined;
+    let tools: ListedMcpTool[] | undefined;
+    let failure: McpUpstreamError | undefined;
+    try {
+      tools = await this.pool.listTools(this.target(before), { timeoutMs: this.config.toolTimeoutMs });
+    } catch (err) {
+      failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
+    }
+    return this.dataSource.transaction(async (m) => {
+      const base = { orgId, actor, target: { type: 'mcp_connection', id } } as const;
+      if (failure) {
+        const row = await this.repository.saveError(m, orgId, id, { code: failure.code, message: failure.message });
+        if (row && (why === 'sync' || before.status !== 'error')) {
+          await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'error', error: { code: failure.code, message: failure.message } } });
+        }
+        return row;
+      }
+      const diff = toolListDiff(before.tools, tools!);
+      const row = await this.repository.saveTools(m, orgId, id, tools!);
+      const changed = diff.added.length + diff.removed.length + diff.changed.length > 0;
+      if (row && (why === 'sync' || changed || before.status === 'error')) {
+        await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'ready', ...diff } });
+      }
+      return row;
+    });
+  }
+
+  private async row(orgId: string, id: string): Promise<McpConnectionRow> {
+    const row = await this.repository.get(orgId, id);
+    if (!row) throw ApiError.notFound('MCP connection');
+    return row;
+  }
+
+  private trusts(row: McpConnectionRow): boolean {
+    return this.registry.get(row.server)?.definition.trustAnnotations ?? false;
+  }
+
+  private target(row: McpConnectionRow): McpTarget {
+    const entry = this.registry.get(row.server);
+    if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
+    const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};
+    return { orgId: row.org_id, connectionId: row.id, entry, url: row.url, credentials };
+  }
+
+  view(row: McpConnectionRow): McpConnectionView {
+    const trust = this.trusts(row);
+    return {
+      id: row.id,
+      server: row.server,
+      name: row.name,
+      ...(row.url !== null ? { url: row.url } : {}),
+      status: row.status,
+      ...(row.error ? { error: row.error } : {}),
+      credentialNames: row.credential_names,
+      tools: row.tools.map((t) => ({ ...t, ...riskOf(t, trust, ownRisk(row.risk_overrides, t.name)) })),
+      syncedAt: new Date(row.synced_at).toISOString(),
+      createdAt: new Date(row.created_at).toISOString(),
+    };
+  }
+}
+
+function ownRisk(overrides: Record<string, ToolRisk>, tool: string): ToolRisk | undefined {
+  return Object.prototype.hasOwnProperty.call(overrides, tool) ? overrides[tool] : undefined;
+}
+
+/** The credentials a request gives, checked against the entry's fields; problems go to `errors`. */
+export function parseCredentials(entry: RegisteredMcpServer, given: Record<string, unknown> | undefined, path: string, errors: FieldError[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  const fields = new Map(entry.definition.credentials.map((f) => [f.name, f]));
+  const keys = given === undefined ? [] : Object.keys(given);
+  if (keys.length > MAX_CREDENTIALS) {
+    errors.push({ path, code: 'too_many', message: `at most ${MAX_CREDENTIALS} credentials` });
+    return out;
+  }
+  for (const key of keys) {
+    const at = `${path}.${key}`;
+    const field = fields.get(key);
+    if (!field) {
+      errors.push({ path: at, code: 'unknown_credential', message: `the "${entry.definition.id}" server has no credential named "${key}"${fields.size > 0 ? ` (it has: ${[...fields.keys()].join(', ')})` : ''}` });
+      continue;
+    }
+    const value = given![key];
+    // The value is never echoed back in a message: it is a secret even when it is malformed.
+    if (typeof value !== 'string') errors.push({ path: at, code: 'type', message: `${at} must be a string` });
+    else if (value.length === 0 || value.length > MAX_CREDENTIAL_CHARS) errors.push({ path: at, code: 'length', message: `${at} must be 1 to ${MAX_CREDENTIAL_CHARS} characters` });
+    // eslint-disable-next-line no-control-regex
+    else if (/[\u0000-\u001f\u007f]/.test(value)) errors.push({ path: at, code: 'control_character', message: `${at} must not hold control characters (line breaks would inject headers)` });
+    else if (field.header && /[^\u0020-\u00ff]/.test(value)) errors.push({ path: at, code: 'not_latin1', message: `${at} is sent as an HTTP header and must be printable Latin-1` });
+    else out[key] = value;
+  }
+  for (const field of entry.definition.credentials) {
+    if (field.required && !(given && Object.prototype.hasOwnProperty.call(given, field.name))) errors.push({ path: `${path}.${field.name}`, code: 'required', message: `the "${entry.definition.id}" server needs the "${field.name}" credential` });
+  }
+  return out;
+}

@@ -1,0 +1,76 @@
+import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
+import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
+import { riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
+
+const tool = (annotations?: Record<string, unknown>) => ({ name: 't', description: 'd', inputSchema: { type: 'object' }, annotations });
+
+describe('the risk rule (fail-closed)', () => {
+  it('an admin decision wins over everything', () => {
+    expect(riskOf(tool({ readOnlyHint: true }), true, 'destructive')).toEqual({ risk: 'destructive', riskSource: 'admin' });
+    expect(riskOf(tool(), false, 'read_only')).toEqual({ risk: 'read_only', riskSource: 'admin' });
+  });
+  it('trusted annotations: readOnlyHint true is read_only, destructiveHint false is mutating', () => {
+    expect(riskOf(tool({ readOnlyHint: true }), true, undefined)).toEqual({ risk: 'read_only', riskSource: 'annotations' });
+    expect(riskOf(tool({ readOnlyHint: false, destructiveHint: false }), true, undefined)).toEqual({ risk: 'mutating', riskSource: 'annotations' });
+    expect(riskOf(tool({ destructiveHint: true }), true, undefined)).toEqual({ risk: 'destructive', riskSource: 'default' });
+    expect(riskOf(tool({ readOnlyHint: 'yes' }), true, undefined)).toEqual({ risk: 'destructive', riskSource: 'default' });
+    expect(riskOf(tool(), true, undefined)).toEqual({ risk: 'destructive', riskSource: 'default' });
+  });
+  it("an untrusted server's hints never lower a risk", () => {
+    expect(riskOf(tool({ readOnlyHint: true }), false, undefined)).toEqual({ risk: 'destructive', riskSource: 'default' });
+    expect(riskOf(tool({ destructiveHint: false }), false, undefined)).toEqual({ risk: 'destructive', riskSource: 'default' });
+  });
+  it('a stored risk that is not a risk counts as none', () => {
+    expect(riskOf(tool({ readOnlyHint: true }), true, 'harmless' as never)).toEqual({ risk: 'read_only', riskSource: 'annotations' });
+  });
+});
+
+describe('sanitizeListedTools', () => {
+  it('keeps the fields the platform uses, with U+0000 and lone surrogates replaced', () => {
+    const [t] = sanitizeListedTools([{ name: 'a', title: 'T\u0000', description: 'x\uD800y', inputSchema: { type: 'object', properties: { 'k\u0000': { type: 'string' } } }, annotations: { readOnlyHint: true }, outputSchema: { type: 'object' }, _meta: { x: 1 } }]);
+    expect(t).toEqual({ name: 'a', title: 'T\uFFFD', description: 'x\uFFFDy', inputSchema: { type: 'object', properties: { 'k\uFFFD': { type: 'string' } } }, annotations: { readOnlyHint: true } });
+  });
+  it.each<[string, unknown[]]>([
+    ['a tool without a name', [{ description: 'd', inputSchema: { type: 'object' } }]],
+    ['a name listed twice', [tool(), tool()]],
+    ['a schema that is not an object schema', [{ name: 'a', inputSchema: { type: 'string' } }]],
+    ['a huge schema', [{ name: 'a', inputSchema: { type: 'object', description: 'x'.repeat(70_000) } }]],
+    ['a deep schema', [{ name: 'a', inputSchema: JSON.parse('{"type":"object","p":' + '{"a":'.repeat(40) + '1' + '}'.repeat(40) + '}') }]],
+  ])('refuses the whole list for %s', (_what, raw) => {
+    expect(() => sanitizeListedTools(raw)).toThrow(McpUpstreamError);
+  });
+  it('a missing description is empty, not a refusal', () => {
+    expect(sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object' } }])[0].description).toBe('');
+  });
+});
+
+describe('toolListDiff', () => {
+  it('names added, removed and changed tools; key order is not a change', () => {
+    const a = { name: 'a', description: 'A', inputSchema: { type: 'object', properties: {} } };
+    const b = { name: 'b', description: 'B', inputSchema: { type: 'object' } };
+    const aReordered = { inputSchema: { properties: {}, type: 'object' }, description: 'A', name: 'a' };
+    expect(toolListDiff([a, b], [aReordered, { name: 'c', description: '', inputSchema: { type: 'object' } }])).toEqual({ added: ['c'], removed: ['b'], changed: [] });
+    expect(toolListDiff([a], [{ ...a, description: 'A, and more' }])).toEqual({ added: [], removed: [], changed: ['a'] });
+  });
+});
+
+describe('classify', () => {
+  const secret = { authorization: 'Bearer sk-secret-123456' };
+  const creds = { credentials: secret };
+  it('maps failures to the codes API.md gives failed calls', () => {
+    expect(classify(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), creds).code).toBe('timeout');
+    expect(classify(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), creds).code).toBe('upstream_unavailable');
+    expect(classify(new McpError(ErrorCode.InvalidParams, 'bad'), creds).code).toBe('tool_error');
+    expect(classify(new EgressRefusedError('no', 'private_address'), creds).code).toBe('egress_refused');
+    expect(classify(Object.assign(new TypeError('fetch failed'), { cause: new EgressRefusedError('no', 'private_address') }), creds).code).toBe('egress_refused');
+    expect(classify(new EgressTimeoutError('slow'), creds).code).toBe('timeout');
+    expect(classify(Object.assign(new Error('aborted'), { name: 'AbortError' }), creds).code).toBe('timeout');
+    expect(classify(new TypeError('fetch failed'), creds).code).toBe('upstream_unavailable');
+  });
+  it('never lets a credential through in a message', () => {
+    const err = classify(new Error('server said: unauthorized Bearer sk-secret-123456'), creds);
+    expect(err.message).not.toContain('sk-secret');
+    expect(redactSecrets('token sk-secret-123456 leaked', secret)).toBe('token [redacted] leaked');
+  });
+});

@@ -1,0 +1,117 @@
+import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
+import { withoutNulCharacters } from '../../common/nul-character';
+import { McpUpstreamError } from './mcp-client-pool.service';
+
+/** A tool as the server listed it, kept as the connection's data (API.md McpTool without risk). */
+export interface ListedMcpTool {
+  name: string;
+  title?: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+export type RiskSource = 'admin' | 'annotations' | 'default';
+
+/** API.md McpTool. */
+export interface McpToolView extends ListedMcpTool {
+  risk: ToolRisk;
+  riskSource: RiskSource;
+}
+
+const MAX_NAME = 128;
+const MAX_DESCRIPTION = 10_000;
+const MAX_TITLE = 500;
+/** Per tool, its schema and annotations as JSON text. */
+const MAX_SCHEMA_CHARS = 64 * 1024;
+const MAX_SCHEMA_DEPTH = 32;
+
+/**
+ * What a server listed, made storable and safe to show: strings well-formed and without U+0000
+ * (PostgreSQL stores neither lone surrogates in jsonb nor U+0000), sizes bounded, and only the
+ * fields the platform uses. A server that lists something unusable is refused as a whole, so what
+ * an agent is offered is never a silently trimmed version of what the server meant.
+ */
+export function sanitizeListedTools(raw: unknown[]): ListedMcpTool[] {
+  const seen = new Set<string>();
+  return raw.map((item, index) => {
+    if (!item || typeof item !== 'object') throw invalid(`tool ${index} is not an object`);
+    const t = item as Record<string, unknown>;
+    if (typeof t.name !== 'string' || t.name.length === 0 || t.name.length > MAX_NAME) throw invalid(`tool ${index} has no usable name`);
+    const name = clean(t.name);
+    if (seen.has(name)) throw invalid(`tool "${name}" is listed twice`);
+    seen.add(name);
+    const description = typeof t.description === 'string' ? clean(t.description).slice(0, MAX_DESCRIPTION) : '';
+    const schema = t.inputSchema;
+    if (!schema || typeof schema !== 'object' || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
+      throw invalid(`tool "${name}" has no object input schema`);
+    }
+    const tool: ListedMcpTool = { name, description, inputSchema: bounded(clean(schema as Record<string, unknown>), `tool "${name}" input schema`) };
+    if (typeof t.title === 'string' && t.title !== '') tool.title = clean(t.title).slice(0, MAX_TITLE);
+    if (t.annotations && typeof t.annotations === 'object' && !Array.isArray(t.annotations)) {
+      tool.annotations = bounded(clean(t.annotations as Record<string, unknown>), `tool "${name}" annotations`);
+    }
+    return tool;
+  });
+}
+
+function invalid(message: string): McpUpstreamError {
+  return new McpUpstreamError('upstream_unavailable', `the server's tool list is unusable: ${message}`);
+}
+
+function clean<T>(value: T): T {
+  return withoutNulCharacters(wellFormed(value));
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const wellFormedString = (s: string) => s.replace(LONE_SURROGATE, '\uFFFD');
+
+function wellFormed<T>(value: T): T {
+  if (typeof value === 'string') return wellFormedString(value) as T;
+  if (Array.isArray(value)) return value.map(wellFormed) as T;
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [wellFormedString(k), wellFormed(v)])) as T;
+}
+
+function bounded<T extends Record<string, unknown>>(value: T, what: string): T {
+  if (JSON.stringify(value).length > MAX_SCHEMA_CHARS) throw invalid(`${what} is larger than ${MAX_SCHEMA_CHARS} characters`);
+  if (depth(value) > MAX_SCHEMA_DEPTH) throw invalid(`${what} nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
+  return value;
+}
+
+function depth(value: unknown): number {
+  if (value === null || typeof value !== 'object') return 0;
+  let max = 0;
+  for (const child of Object.values(value)) max = Math.max(max, depth(child));
+  return max + 1;
+}
+
+/**
+ * API.md's risk rule, fail-closed: an admin's decision; else, when the entry trusts annotations,
+ * `readOnlyHint: true` is read_only and `destructiveHint: false` is mutating; else destructive.
+ * An untrusted server's hints never lower a risk.
+ */
+export function riskOf(tool: ListedMcpTool, trustAnnotations: boolean, adminRisk: ToolRisk | undefined): { risk: ToolRisk; riskSource: RiskSource } {
+  if (adminRisk !== undefined && (TOOL_RISKS as readonly string[]).includes(adminRisk)) return { risk: adminRisk, riskSource: 'admin' };
+  if (trustAnnotations && tool.annotations) {
+    if (tool.annotations.readOnlyHint === true) return { risk: 'read_only', riskSource: 'annotations' };
+    if (tool.annotations.destructiveHint === false) return { risk: 'mutating', riskSource: 'annotations' };
+  }
+  return { risk: 'destructive', riskSource: 'default' };
+}
+
+/** Tools added, removed and changed between two listings, by name (for the sync's audit event). */
+export function toolListDiff(before: readonly ListedMcpTool[], after: readonly ListedMcpTool[]): { added: string[]; removed: string[]; changed: string[] } {
+  const old = new Map(before.map((t) => [t.name, JSON.stringify(canonicalTool(t))]));
+  const now = new Map(after.map((t) => [t.name, JSON.stringify(canonicalTool(t))]));
+  const added = [...now.keys()].filter((n) => !old.has(n)).sort();
+  const removed = [...old.keys()].filter((n) => !now.has(n)).sort();
+  const changed = [...now.keys()].filter((n) => old.has(n) && old.get(n) !== now.get(n)).sort();
+  return { added, removed, changed };
+}
+
+function canonicalTool(t: ListedMcpTool): unknown {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(sort) : v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, x]) => [k, sort(x)])) : v;
+  return sort({ name: t.name, title: t.title, description: t.description, inputSchema: t.inputSchema, annotations: t.annotations });
+}

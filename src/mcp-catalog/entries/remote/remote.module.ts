@@ -1,0 +1,5 @@
+import { Module } from '@nestjs/common';
+import { RemoteEntry } from './remote.entry';
+
+@Module({ providers: [RemoteEntry] })
+export class RemoteEntryModule {}

@@ -1,0 +1,42 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
+import { CapabilitiesModule } from '../capabilities/capabilities.module';
+import { GovernanceModule } from '../governance/governance.module';
+import { ApprovalsRepository } from '../tool-calls/approvals.repository';
+import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
+import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
+import { CallSettledNotifier } from './call-settled.notifier';
+import { CapabilityToolResolver } from './capability-tool.resolver';
+import { DecisionWaiter } from './decision-waiter.service';
+import { IdempotencyService } from './idempotency.service';
+import { ToolApprovals } from './tool-approvals.service';
+import { ToolCallGuards } from './tool-call-guards';
+import { ToolExecutor } from './tool-executor.service';
+import { ToolImplementations } from './tool-implementations';
+import { ToolRunner } from './tool-runner.service';
+
+/**
+ * Governed tool execution: the only module that runs tools. Entry points (REST, MCP, runs)
+ * import it for ToolExecutor (asking for a call), ToolApprovals (deciding one) and
+ * DecisionWaiter (waiting for a decision). ToolImplementations, the resolvers and ToolRunner are
+ * deliberately not exported: nothing outside runs a tool.
+ */
+@Module({
+  imports: [AgentsModule, CapabilitiesModule, GovernanceModule],
+  providers: [
+    ToolExecutor,
+    ToolApprovals,
+    DecisionWaiter,
+    ToolCallGuards,
+    ToolRunner,
+    ToolImplementations,
+    CapabilityToolResolver,
+    ToolCallsRepository,
+    ApprovalsRepository,
+    ToolCallMaintenanceRepository,
+    IdempotencyService,
+    CallSettledNotifier,
+  ],
+  exports: [ToolExecutor, ToolApprovals, DecisionWaiter, ToolCallsRepository, ApprovalsRepository, ToolCallMaintenanceRepository, CallSettledNotifier],
+})
+export class RuntimeModule {}

@@ -1,0 +1,159 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { canonicalHash } from '../agents/digests';
+import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import type { ApprovalView, ToolCallView } from '../tool-calls/tool-calls.dto';
+import { ApprovalsRepository } from '../tool-calls/approvals.repository';
+import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
+import { ApprovalRow, toApprovalView, toToolCallView } from '../tool-calls/tool-call-rows';
+import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
+import { CallSettledNotifier } from './call-settled.notifier';
+import { Denial, invalidArguments, keyOf, missingTool, settledEvent, ToolCallGuards } from './tool-call-guards';
+import { ToolImplementations } from './tool-implementations';
+import { ToolRunner } from './tool-runner.service';
+
+export interface ApprovalDecision {
+  approval: ApprovalView;
+  toolCall: ToolCallView;
+}
+
+/**
+ * Deciding approvals. Approving runs the call, once: the pending -> approved change is one
+ * conditional UPDATE, and only the request whose UPDATE matched runs the tool. Every guard of the
+ * executor runs again with the approver's view of the organization (its current scopes).
+ */
+@Injectable()
+export class ToolApprovals {
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly implementations: ToolImplementations,
+    private readonly guards: ToolCallGuards,
+    private readonly runner: ToolRunner,
+    private readonly store: ToolCallsRepository,
+    private readonly approvals: ApprovalsRepository,
+    private readonly maintenance: ToolCallMaintenanceRepository,
+    private readonly settled: CallSettledNotifier,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
+  }
+
+  async approve(ctx: RequestContext, approvalId: string, decision: { note?: string; arguments?: unknown }): Promise<ApprovalDecision> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    const row = await this.decidable(principal, approvalId);
+    const denial: Denial = {
+      principal,
+      target: { type: 'tool_call', id: row.tool_call_id },
+      data: { agentId: row.agent_id, version: row.version, tool: row.tool, approvalId: row.id, argumentsHash: row.arguments_hash },
+    };
+
+    const runnable = await this.implementations.build(orgId, principal.orgScopes, row.agent_id, row.version);
+    const built = runnable.built;
+    const tool = built.tools.find((t) => t.capabilityId === row.capability_id && t.toolId === row.tool_id);
+    if (!tool) return this.guards.deny(denial, missingTool(built, row.tool));
+    await this.guards.canRunNow(built, tool, denial);
+
+    let args: object;
+    let edited: { value: Record<string, unknown>; hash: string } | undefined;
+    if (decision.arguments !== undefined) {
+      const validation = this.implementations.validate(tool, decision.arguments);
+      if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
+      args = validation.value;
+      edited = { value: validation.plain, hash: canonicalHash(validation.plain) };
+    } else {
+      // Fail closed: run only what the approval is bound to, checked again byte for byte.
+      const validation = this.implementations.validate(tool, row.arguments);
+      if (canonicalHash(row.arguments) !== row.arguments_hash || validation.errors.length || canonicalHash(validation.plain) !== row.arguments_hash) {
+        return this.guards.deny(
+          denial,
+          new ApiError('approval_arguments_changed', 'The stored arguments no longer match what the approval is bound to; nothing ran. Reject it and ask again.'),
+        );
+      }
+      args = validation.value;
+    }
+
+    const decidedAt = new Date();
+    const actor = actorOf(principal);
+    const result = await this.approvals.decide(
+      { orgId, approvalId, decidedBy: principal.id, decidedAt, note: decision.note ?? null, outcome: 'approved', approvedArguments: edited, leaseMs: this.leaseMs },
+      (approval) => [
+        {
+          type: 'approval.approved',
+          orgId,
+          actor,
+          target: { type: 'approval', id: approval.id },
+          data: {
+            toolCallId: approval.tool_call_id,
+            argumentsHash: approval.arguments_hash,
+            ...(edited ? { approvedArgumentsHash: edited.hash, argumentsEdited: true } : {}),
+            ...(decision.note ? { note: decision.note } : {}),
+          },
+        },
+      ],
+    );
+    if (!result.won) return this.refuseDecision(result.why, approvalId);
+
+    const call = result.call;
+    const outcome = await this.runner.run(runnable, tool, args, {
+      id: call.id,
+      orgId,
+      agentId: call.agent_id,
+      version: call.version,
+      runId: call.run_id,
+    });
+    const stored = await this.store.settleRunning(orgId, call.id, outcome, new Date(), (c) => [
+      settledEvent(orgId, actor, c.id, edited?.hash ?? c.arguments_hash, outcome, edited !== undefined),
+    ]);
+    this.settled.notify([call.id]);
+    return { approval: toApprovalView(result.approval), toolCall: toToolCallView(stored) };
+  }
+
+  /** Rejects a pending approval; the call becomes `rejected` with the reason as its error message. */
+  async reject(ctx: RequestContext, approvalId: string, reason: string): Promise<ApprovalDecision> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    await this.decidable(principal, approvalId);
+    const actor = actorOf(principal);
+    const result = await this.approvals.decide(
+      { orgId, approvalId, decidedBy: principal.id, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: this.leaseMs },
+      (approval) => [
+        {
+          type: 'approval.rejected',
+          orgId,
+          actor,
+          target: { type: 'approval', id: approval.id },
+          data: { toolCallId: approval.tool_call_id, argumentsHash: approval.arguments_hash, reason },
+        },
+      ],
+    );
+    if (!result.won) return this.refuseDecision(result.why, approvalId);
+    this.settled.notify([result.call.id]);
+    return { approval: toApprovalView(result.approval), toolCall: toToolCallView(result.call) };
+  }
+
+  /** The approval as it stands, if the principal may still decide it; refuses otherwise (and records an expiry it finds). */
+  private async decidable(principal: ApiKeyPrincipal, approvalId: string): Promise<ApprovalRow> {
+    const row = await this.approvals.findApproval(principal.orgId, approvalId);
+    if (!row) throw ApiError.notFound('approval');
+    if (row.requested_by === principal.id) {
+      throw new ApiError('self_approval_forbidden', 'The key that requested this call may not decide its approval.');
+    }
+    if (row.status === 'expired') return this.refuseDecision('expired', approvalId);
+    if (row.status !== 'pending') return this.refuseDecision('decided', approvalId);
+    return row;
+  }
+
+  private async refuseDecision(why: 'decided' | 'expired' | 'missing', approvalId: string): Promise<never> {
+    if (why === 'missing') throw ApiError.notFound('approval');
+    if (why === 'expired') {
+      // Written now rather than left to the sweeper, so lists and the audit log agree with this answer.
+      const expired = await this.maintenance.expireApprovals([approvalId]);
+      this.settled.notify(expired.map((e) => e.callId));
+      throw new ApiError('approval_expired', 'The approval expired before it was decided; nothing ran.');
+    }
+    throw new ApiError('approval_already_decided', 'The approval has already been decided.');
+  }
+}

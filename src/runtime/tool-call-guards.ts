@@ -1,0 +1,128 @@
+import { Injectable } from '@nestjs/common';
+import type { BuiltVersion, VersionTool } from '../agents/built-version';
+import type { AuditEventInput } from '../audit/audit.service';
+import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { ApiError, FieldError } from '../common/api-error';
+import { resultRefOf, ToolCallsRepository } from '../tool-calls/tool-calls.repository';
+import type { ToolCallView } from '../tool-calls/tool-calls.dto';
+import type { ToolOutcome } from './run-tool';
+import { GovernanceRepository } from '../governance/governance.repository';
+import { whyCannotRun } from './tool-policy';
+
+/** Who is refused, about what, and the facts the `tool_call.denied` event records. */
+export interface Denial {
+  principal: ApiKeyPrincipal;
+  target: { type: 'agent' | 'tool_call'; id: string };
+  data: Record<string, unknown>;
+}
+
+/**
+ * The guards the request path and the approval path share, and the one way a refusal is
+ * recorded: every refusal of a guard is audited as `tool_call.denied` with its code.
+ */
+@Injectable()
+export class ToolCallGuards {
+  constructor(
+    private readonly store: ToolCallsRepository,
+    private readonly governance: GovernanceRepository,
+  ) {}
+
+  /**
+   * The tool policy's "can it run now", as the executor's refusals (409 version_retired, 403
+   * tool_disabled, 409 tool_definition_changed, 403 scope_not_granted). The switches are read from
+   * the database on every call, on every node: an incident response takes effect at once.
+   */
+  async canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+    const facts = await this.governance.factsFor(denial.principal.orgId, built.agentId, built.version, tool.capabilityId, tool.toolId);
+    const why = whyCannotRun(tool, denial.principal.orgScopes, facts);
+    if (why?.code === 'version_retired') {
+      await this.deny(denial, new ApiError('version_retired', `Version ${built.version} of this agent was retired; call a current version. Nothing ran.`));
+    }
+    if (why?.code === 'tool_disabled') {
+      const reason = why.reason ? ` (${why.reason})` : '';
+      await this.deny(denial, new ApiError('tool_disabled', `An administrator disabled "${tool.name}" for this organization${reason}. Nothing ran.`, undefined, { reason: why.reason }));
+    }
+    if (why?.code === 'tool_definition_changed') {
+      await this.deny(
+        denial,
+        new ApiError('tool_definition_changed', `The definition of "${tool.name}" changed since version ${built.version} was published; publish the agent again. Nothing ran.`),
+      );
+    }
+    if (why?.code === 'scope_not_granted') {
+      const missing = why.missingScopes;
+      await this.deny(
+        denial,
+        new ApiError('scope_not_granted', `The organization lacks scopes that "${tool.capabilityId}" needs: ${missing.join(', ')}. Nothing ran.`, undefined, { missingScopes: missing }),
+      );
+    }
+  }
+
+  /** Records the refusal (`tool_call.denied`) and throws it. */
+  async deny(d: Denial, error: ApiError): Promise<never> {
+    await this.store.recordEvents([
+      {
+        type: 'tool_call.denied',
+        orgId: d.principal.orgId,
+        actor: actorOf(d.principal),
+        target: d.target,
+        // error.errors is bounded (ApiError): the append-only log never grows with an attacker's input.
+        data: {
+          ...d.data,
+          code: error.code,
+          detail: error.detail,
+          ...(error.errors ? { errors: error.errors } : {}),
+          ...(typeof error.extensions?.errorsOmitted === 'number' ? { errorsOmitted: error.extensions.errorsOmitted } : {}),
+        },
+      },
+    ]);
+    throw error;
+  }
+}
+
+export function keyOf(ctx: RequestContext): ApiKeyPrincipal {
+  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key can run tools.');
+  return ctx.principal;
+}
+
+/**
+ * A name the version pinned at publish but the code no longer builds is drift (`removed`), refused
+ * like a changed definition (API.md); a name it never offered is unknown.
+ */
+export function missingTool(built: BuiltVersion, name: string): ApiError {
+  if (Object.prototype.hasOwnProperty.call(built.pinnedTools, name)) {
+    return new ApiError('tool_definition_changed', `The code no longer offers "${name}", which version ${built.version} was published with; publish the agent again. Nothing ran.`);
+  }
+  return new ApiError('unknown_tool', `Version ${built.version} of this agent offers no tool named "${name}".`);
+}
+
+export function invalidArguments(errors: FieldError[], omitted = 0): ApiError {
+  return new ApiError(
+    'invalid_arguments',
+    'The arguments do not match the tool\'s input schema; nothing ran.',
+    errors.map((e) => ({ ...e, path: e.path ? `arguments.${e.path}` : 'arguments' })),
+    { errorsOmitted: omitted },
+  );
+}
+
+export function settledFields(callId: string, outcome: ToolOutcome): Partial<ToolCallView> {
+  if (outcome.status === 'failed') return { error: outcome.error };
+  return { result: outcome.result, resultTruncated: outcome.truncated, ...(outcome.offloaded ? { resultRef: resultRefOf(callId) } : {}) };
+}
+
+export function settledEvent(orgId: string, actor: { type: string; id: string }, callId: string, argumentsHash: string, outcome: ToolOutcome, edited: boolean): AuditEventInput {
+  return outcome.status === 'succeeded'
+    ? {
+        type: 'tool_call.succeeded',
+        orgId,
+        actor,
+        target: { type: 'tool_call', id: callId },
+        data: { argumentsHash, resultTruncated: outcome.truncated, ...(outcome.offloaded ? { resultRef: resultRefOf(callId) } : {}), ...(edited ? { argumentsEdited: true } : {}) },
+      }
+    : {
+        type: 'tool_call.failed',
+        orgId,
+        actor,
+        target: { type: 'tool_call', id: callId },
+        data: { argumentsHash, error: { code: outcome.error.code }, ...(edited ? { argumentsEdited: true } : {}) },
+      };
+}

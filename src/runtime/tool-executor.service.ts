@@ -1,0 +1,233 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import type { BuiltVersion, VersionTool } from '../agents/built-version';
+import { canonicalHash } from '../agents/digests';
+import type { AuditEventInput } from '../audit/audit.service';
+import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
+import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
+import { IdempotencyClaim, IdempotencyService } from './idempotency.service';
+import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
+import { ToolImplementations } from './tool-implementations';
+import { approvalReasonOf } from './tool-policy';
+import { ToolRunner } from './tool-runner.service';
+
+/** What any entry point (REST, MCP, an agent run) asks the executor to do. */
+export interface ToolCallRequest {
+  agentId: string;
+  /** The offered name (after overrides). */
+  tool: string;
+  /** Untrusted: validated against the tool's input class before anything else happens with them. */
+  arguments: unknown;
+  /** Default `latest`. */
+  version?: number | 'latest';
+  runId?: string | null;
+  /** Recorded on the call and in its audit events. */
+  entryPoint: EntryPoint;
+  idempotencyKey?: string;
+  /**
+   * For entry points that re-ask instead of holding a request open (MCP): when this requester
+   * already has a call of this tool with the same validated arguments whose decision it has not
+   * been handed yet, answer with that call (still waiting, or decided) instead of creating a
+   * second approval. The decision is handed over once; a later identical request is a new call.
+   */
+  resumePending?: boolean;
+}
+
+export interface ToolCallOutcome {
+  /** 200: it ran (succeeded or failed) or, when resumed, it was decided; 202: it waits for approval. */
+  status: 200 | 202;
+  call: ToolCallView;
+  /** The first answer given to this Idempotency-Key, replayed; nothing ran. */
+  replayed: boolean;
+  /** `resumePending` found an earlier call; nothing new was created. */
+  resumed: boolean;
+}
+
+/** Statuses after which nothing about the call changes any more. */
+export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded', 'failed', 'rejected', 'expired']);
+
+/**
+ * The one place where a tool call is asked for. Every entry point (the REST tool-call endpoint,
+ * MCP, agent runs) calls `request`; a granted approval runs through ToolApprovals, which shares
+ * these guards (ToolCallGuards) and this runner (ToolRunner). The guards, in order:
+ *
+ *   the tool is offered by the version (404 unknown_tool)
+ *   -> its definition is the one pinned at publish (409 tool_definition_changed)   } the tool policy's
+ *   -> the organization holds every scope its capability needs (403 scope_not_granted) } whyCannotRun
+ *   -> the run's budget contributed by capabilities (429 budget_exceeded)
+ *   -> the arguments against the tool's input class (422 invalid_arguments)
+ *   -> the approval gate (the tool policy's approvalReasonOf; 202: persisted with its approval,
+ *      bound to the arguments' hash)
+ *   -> run (timeout, abort signal) -> output budget -> persist -> audit
+ *
+ * Every refusal of a guard is audited as `tool_call.denied` with its code. Nothing here holds a
+ * database transaction while a tool runs: tools may query the database themselves.
+ */
+@Injectable()
+export class ToolExecutor {
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly implementations: ToolImplementations,
+    private readonly guards: ToolCallGuards,
+    private readonly runner: ToolRunner,
+    private readonly store: ToolCallsRepository,
+    private readonly idempotency: IdempotencyService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
+  }
+
+  /**
+   * Requests one tool call. Answers `{ status: 200 }` when it ran (the call `succeeded` or `failed`:
+   * a tool's failure is a result) or `{ status: 202 }` when it waits for approval. Every refusal is
+   * an ApiError (see the guard order above; also 404 not_found / 409 not_published for the agent,
+   * 422 idempotency_key_reused, 409 idempotency_in_progress).
+   */
+  async request(ctx: RequestContext, req: ToolCallRequest): Promise<ToolCallOutcome> {
+    const principal = keyOf(ctx);
+    let claim: IdempotencyClaim | undefined;
+    if (req.idempotencyKey !== undefined) {
+      const fingerprint = canonicalHash({
+        agentId: req.agentId,
+        tool: req.tool,
+        arguments: req.arguments ?? null,
+        version: req.version ?? 'latest',
+        runId: req.runId ?? null,
+      });
+      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, fingerprint, this.leaseMs);
+      if (claimed.kind === 'replay') {
+        return { status: claimed.status as 200 | 202, call: claimed.body as ToolCallView, replayed: true, resumed: false };
+      }
+      claim = claimed.claim;
+    }
+    try {
+      const outcome = await this.requestClaimed(principal, req, claim);
+      if (claim && outcome.resumed) await this.idempotency.release(claim);
+      return outcome;
+    } catch (err) {
+      // Refused or broken before anything was recorded: the key is free for a corrected retry.
+      if (claim) await this.idempotency.release(claim);
+      throw err;
+    }
+  }
+
+  private async requestClaimed(principal: ApiKeyPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined): Promise<ToolCallOutcome> {
+    const orgId = principal.orgId;
+    const createdAt = new Date();
+    const runnable = await this.implementations.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest');
+    const built = runnable.built;
+    const runId = req.runId ?? null;
+    const denial: Denial = {
+      principal,
+      target: { type: 'agent', id: built.agentId },
+      data: { agentId: built.agentId, version: built.version, tool: req.tool, runId, entryPoint: req.entryPoint },
+    };
+
+    const tool = built.tools.find((t) => t.name === req.tool);
+    if (!tool) return this.guards.deny(denial, missingTool(built, req.tool));
+    // Validated ahead of the guards that come before it only so that their denials can name the
+    // arguments' hash; a refusal still follows the guard order.
+    const validation = this.implementations.validate(tool, req.arguments);
+    const valid = validation.errors.length === 0;
+    const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
+    if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
+    await this.guards.canRunNow(built, tool, denial);
+    const reason = approvalReasonOf({ risk: tool.risk, interruptBefore: tool.declaration.interruptBefore, toolId: tool.toolId }, built.spec.toolApproval);
+
+    if (valid && reason && req.resumePending) {
+      const resumed = await this.resume(principal, built, tool, argumentsHash!);
+      if (resumed) return resumed;
+    }
+
+    const limit = built.limits.maxToolCallsPerRun;
+    if (limit !== undefined && runId !== null) {
+      // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
+      const within = valid ? await this.store.reserveRunCall(orgId, built.agentId, runId, limit) : (await this.store.runCalls(orgId, built.agentId, runId)) < limit;
+      if (!within) {
+        return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
+      }
+    }
+    if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
+
+    const call: NewCall = {
+      id: randomUUID(),
+      orgId,
+      agentId: built.agentId,
+      version: built.version,
+      tool: tool.name,
+      capabilityId: tool.capabilityId,
+      toolId: tool.toolId,
+      runId,
+      entryPoint: req.entryPoint,
+      arguments: validation.plain,
+      argumentsHash: argumentsHash!,
+      requestedBy: principal.id,
+      createdAt,
+    };
+    const actor = actorOf(principal);
+    const requested: AuditEventInput = {
+      type: 'tool_call.requested',
+      orgId,
+      actor,
+      target: { type: 'tool_call', id: call.id },
+      data: { agentId: call.agentId, version: call.version, tool: call.tool, capabilityId: call.capabilityId, toolId: call.toolId, runId, entryPoint: call.entryPoint, argumentsHash: call.argumentsHash },
+    };
+
+    if (reason) {
+      const approvalId = randomUUID();
+      const expiresAt = new Date(createdAt.getTime() + this.config.approvalTtlSeconds * 1000);
+      const view = viewOfNewCall(call, 'pending_approval', { approvalId });
+      await this.store.insertPending(
+        call,
+        { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
+        [
+          requested,
+          {
+            type: 'approval.requested',
+            orgId,
+            actor,
+            target: { type: 'approval', id: approvalId },
+            data: { toolCallId: call.id, agentId: call.agentId, tool: call.tool, reason, argumentsHash: call.argumentsHash, expiresAt: expiresAt.toISOString() },
+          },
+        ],
+        claim && { ...claim, status: 202, body: view },
+      );
+      return { status: 202, call: view, replayed: false, resumed: false };
+    }
+
+    // Fail closed: only a read-only tool ever gets here (approvalReasonOf), so nothing with a side
+    // effect can run without first being recorded as running under a lease.
+    if (tool.risk !== 'read_only') throw new Error(`invariant: ${tool.capabilityId}/${tool.toolId} (${tool.risk}) reached execution without approval`);
+    const outcome = await this.runner.run(runnable, tool, validation.value, call);
+    const completedAt = new Date();
+    const view = viewOfNewCall(call, outcome.status, { ...settledFields(call.id, outcome), completedAt: completedAt.toISOString() });
+    await this.store.insertSettled(call, outcome, completedAt, [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)], claim && {
+      ...claim,
+      status: 200,
+      body: view,
+    });
+    return { status: 200, call: view, replayed: false, resumed: false };
+  }
+
+  private async resume(principal: ApiKeyPrincipal, built: BuiltVersion, tool: VersionTool, argumentsHash: string): Promise<ToolCallOutcome | undefined> {
+    const row = await this.store.findAwaiting({
+      orgId: principal.orgId,
+      agentId: built.agentId,
+      version: built.version,
+      capabilityId: tool.capabilityId,
+      toolId: tool.toolId,
+      requestedBy: principal.id,
+      argumentsHash,
+    });
+    if (!row) return undefined;
+    if (SETTLED_STATUSES.has(row.status)) {
+      await this.store.markDelivered(principal.orgId, row.id);
+      return { status: 200, call: toToolCallView(row), replayed: false, resumed: true };
+    }
+    return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
+  }
+}

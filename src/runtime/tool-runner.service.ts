@@ -1,0 +1,45 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import type { VersionTool } from '../agents/built-version';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { runTool, ToolOutcome } from './run-tool';
+import { RunnableVersion, ToolImplementations } from './tool-implementations';
+
+/** The call a tool runs for (its ToolContext, less the signal). */
+export interface RunFor {
+  id: string;
+  orgId: string;
+  agentId: string;
+  version: number;
+  runId: string | null;
+}
+
+/**
+ * The last step of the executor: resolve the implementation and run it under the timeout and the
+ * output budget. Callers have passed every guard and recorded the call as running (or are about
+ * to record a read-only call's result); this class decides nothing.
+ */
+@Injectable()
+export class ToolRunner {
+  private readonly logger = new Logger(ToolRunner.name);
+
+  constructor(
+    private readonly implementations: ToolImplementations,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  async run(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
+    const implementation = await this.implementations.resolve(tool, version);
+    if (!implementation) {
+      // The build that offered the tool is the build that contributed it; a miss is a bug.
+      this.logger.error({ callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'no implementation for an offered tool');
+      return { status: 'failed', error: { code: 'tool_error', message: 'The tool failed unexpectedly.' } };
+    }
+    return runTool(
+      implementation,
+      args,
+      { orgId: call.orgId, agentId: call.agentId, version: call.version, callId: call.id, runId: call.runId },
+      this.config.toolTimeoutMs,
+      (err) => this.logger.error({ err, callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'tool threw an unexpected error'),
+    );
+  }
+}

@@ -1,0 +1,262 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { launchBrowser } from './support/browser';
+import { buildConsole } from './support/console-build';
+import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/**
+ * The Builder console in headless Chromium, found the way a screen reader finds it: by role and
+ * accessible name. Set CONSOLE_SCREENSHOTS=1 to rewrite the README's screenshots (docs/console-*.png).
+ */
+const AXE_SOURCE = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+const SCREENSHOTS = process.env.CONSOLE_SCREENSHOTS === '1';
+
+interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  nodes: { target: string[] }[];
+}
+
+/** axe-core's serious and critical findings on the page as it is now (injected through the devtools protocol, which CSP does not block). */
+async function accessibilityProblems(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  const violations = (await page.evaluate('axe.run().then((r) => r.violations)')) as AxeViolation[];
+  return violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+// A page at a time on a loaded 2-core machine: each test gets minutes, not Jest's default minute.
+jest.setTimeout(180_000);
+
+describe('the Builder console in a browser (e2e)', () => {
+  let t: TestApp;
+  let build: ReturnType<typeof buildConsole>;
+  let browser: Browser;
+  let base: string;
+  let org: TestOrg;
+  const pageErrors: string[] = [];
+
+  const api = (method: 'get' | 'post' | 'put', path: string, token: string) => t.http[method](`/api/v1${path}`).set('Authorization', `Bearer ${token}`);
+
+  beforeAll(async () => {
+    build = buildConsole();
+    t = await createTestApp({ consoleDir: build.dir });
+    await t.app.listen(0, '127.0.0.1');
+    const address = t.app.getHttpServer().address();
+    base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    org = await createOrg(t, ['knowledge:read', 'memory:read', 'memory:write']);
+    browser = await launchBrowser();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+    await t?.close();
+    build?.remove();
+  });
+
+  async function signedIn(token: string): Promise<{ context: BrowserContext; page: Page }> {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, reducedMotion: 'reduce' });
+    const page = await context.newPage();
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+    // A Content-Security-Policy refusal or a React error shows here; a refused request (an
+    // expected 4xx) is the browser's own noise.
+    page.on('console', (m) => {
+      if (m.type() === 'error' && !m.text().startsWith('Failed to load resource')) pageErrors.push(m.text());
+    });
+    await page.goto(`${base}/console`);
+    await page.getByRole('textbox', { name: 'API key' }).fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    return { context, page };
+  }
+
+  it('serves the app with a locked-down policy, and a missing asset as a 404', async () => {
+    const page = await t.http.get('/console/agents/123').expect(200);
+    expect(page.headers['content-type']).toContain('text/html');
+    expect(page.headers['content-security-policy']).toContain("script-src 'self'");
+    expect(page.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(page.headers['cache-control']).toBe('no-cache');
+    const asset = /src="(\/console\/assets\/[^"]+\.js)"/.exec(page.text)![1];
+    const js = await t.http.get(asset).expect(200);
+    expect(js.headers['cache-control']).toContain('immutable');
+    await t.http.get('/console/assets/missing-0000.js').expect(404);
+    await t.http.get('/console/nothing.js').expect(404);
+  });
+
+  it('signs in with a key kept in memory only, and signs out', async () => {
+    const { context, page } = await signedIn(org.keys.admin);
+    expect(page.url()).not.toContain(org.keys.admin);
+    const stored = await page.evaluate('({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })');
+    expect(stored).toEqual({ local: 0, session: 0, cookie: '' });
+    for (const name of ['Agents', 'Capabilities', 'Approvals', 'Knowledge', 'Skills', 'Audit log', 'API keys']) {
+      await page.getByRole('link', { name, exact: true }).waitFor();
+    }
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByRole('textbox', { name: 'API key' }).waitFor();
+    // A wrong key is refused where it was typed.
+    await page.getByRole('textbox', { name: 'API key' }).fill('cpk_wrong');
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect(page.getByRole('alert').innerText()).resolves.toContain('Sign-in failed');
+    await context.close();
+  });
+
+  it('does not offer what the roles of a key may not do', async () => {
+    const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'read-only-view', name: 'Read-only view' }).expect(201)).body as { id: string };
+    const { context, page } = await signedIn(org.keys.viewer);
+    await page.getByRole('heading', { name: 'Agents', level: 1 }).waitFor();
+    await page.getByRole('link', { name: 'Read-only view' }).waitFor();
+    expect(await page.getByRole('button', { name: 'New agent' }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'API keys' }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    await page.getByRole('link', { name: 'Read-only view' }).click();
+    await page.getByRole('textbox', { name: 'Instructions' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Publish' }).count()).toBe(0);
+    expect(await page.getByRole('switch', { name: 'Clock' }).isDisabled()).toBe(true);
+    expect(agent.id).toBeDefined();
+    await context.close();
+  });
+
+  it('creates an agent, configures it from the catalog, shows a refusal at its field, and publishes', async () => {
+    const collection = (await api('post', '/knowledge/collections', org.keys.builder).send({ name: 'Support handbook' }).expect(201)).body as { id: string };
+    const { context, page } = await signedIn(org.keys.builder);
+    await page.getByRole('button', { name: 'New agent' }).click();
+    await page.getByRole('textbox', { name: 'Slug' }).fill('support-bot');
+    await page.getByRole('textbox', { name: 'Name' }).fill('Support bot');
+    await page.getByRole('textbox', { name: 'Description' }).fill('Answers customers from the handbook.');
+    await page.getByRole('button', { name: 'Create' }).click();
+    await page.getByRole('heading', { name: 'Support bot', level: 1 }).waitFor();
+    const agentId = page.url().split('/').pop()!;
+
+    await page.getByRole('textbox', { name: 'Instructions' }).fill('You answer **customer** questions from the handbook.');
+    for (const name of ['Knowledge search', 'Reasoning effort', 'History compaction']) {
+      const toggle = page.getByRole('switch', { name });
+      await toggle.click();
+      expect(await toggle.getAttribute('aria-checked')).toBe('true');
+    }
+    // Unavailable capabilities say which scope is missing (this org has no such capability; every one is available).
+    const results = page.getByRole('spinbutton', { name: 'Results per search' });
+    expect(await results.inputValue()).toBe('5'); // the default, drawn as the value
+    await results.fill('50');
+    await page.getByRole('button', { name: 'Validate' }).click();
+    const summary = page.getByRole('alert').filter({ hasText: 'stops this draft from publishing' });
+    await summary.waitFor();
+    expect(await results.getAttribute('aria-invalid')).toBe('true');
+    const describedBy = (await results.getAttribute('aria-describedby'))!.split(' ');
+    const message = await Promise.all(describedBy.map((id) => page.locator(`[id="${id}"]`).innerText()));
+    expect(message.join(' ')).toMatch(/20/);
+    expect(await summary.innerText()).toContain('capabilities[0].config.maxResults');
+    if (SCREENSHOTS) {
+      await page.setViewportSize({ width: 1280, height: 1500 });
+      await page.evaluate('window.scrollTo(0, 0)');
+      await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-editor.png') });
+      await page.setViewportSize({ width: 1280, height: 900 });
+    }
+
+    await results.fill('8');
+    await page.getByRole('combobox', { name: 'Reasoning effort' }).selectOption({ label: 'Deliberates at length before answering: multi-step reasoning, planning, tricky analysis. Slower, and costs the most tokens.' });
+    await page.getByRole('checkbox', { name: 'Require approval for search_knowledge' }).check();
+    expect(await page.getByRole('checkbox', { name: 'Require approval for read_document' }).isChecked()).toBe(false);
+    await page.getByRole('checkbox', { name: 'Support handbook' }).check();
+    // The multiline string is edited in the Markdown editor, default drawn as its value.
+    expect(await page.getByRole('textbox', { name: 'Summary prompt' }).inputValue()).toContain('Summarize the conversation');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByText('Version 1 published').waitFor();
+    expect(await page.getByRole('alert').filter({ hasText: 'problem' }).count()).toBe(0);
+
+    const draft = (await api('get', `/agents/${agentId}`, org.keys.viewer).expect(200)).body.draft;
+    expect(draft.capabilities).toEqual([{ id: 'knowledge', config: { maxResults: 8 } }, { id: 'thinking', config: { effort: 'high' } }, { id: 'compaction' }]);
+    expect(draft.toolApproval).toEqual({ search_knowledge: 'required' });
+    expect(draft.resources).toEqual({ knowledgeCollections: [collection.id] });
+    const version = (await api('get', `/agents/${agentId}/versions/latest`, org.keys.viewer).expect(200)).body;
+    expect(version.version).toBe(1);
+    expect(version.spec.capabilities[2].config.strategy).toBe('clear_tool_results');
+
+    await page.getByRole('link', { name: 'Versions' }).click();
+    await page.getByRole('heading', { name: 'Version 1' }).waitFor();
+    await page.getByRole('heading', { name: 'Offered tools' }).waitFor();
+    await expect(page.getByRole('region', { name: 'System prompt of version 1' }).innerText()).resolves.toContain('customer** questions');
+    await context.close();
+  });
+
+  it('shows a pending approval as it is requested, and approves and rejects it without a reload', async () => {
+    const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'note-taker', name: 'Note taker' }).expect(201)).body as { id: string };
+    await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Remember what matters.', capabilities: [{ id: 'memory-write' }] }).expect(200);
+    await api('post', `/agents/${agent.id}/publish`, org.keys.builder).expect(201);
+
+    const { context, page } = await signedIn(org.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByRole('heading', { name: /Pending/ }).waitFor();
+    const pending = page.getByRole('list', { name: /Pending/ });
+
+    const call = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'remember', arguments: { content: 'The customer prefers French', tags: ['language'] } }).expect(202);
+    const item = pending.getByRole('listitem').filter({ hasText: 'The customer prefers French' });
+    await item.waitFor({ timeout: 20_000 });
+    expect(await item.innerText()).toMatch(/Note taker[\s\S]*mutating[\s\S]*side effects/);
+    if (SCREENSHOTS) await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-approvals.png'), fullPage: false });
+    await item.getByRole('button', { name: 'Approve' }).click();
+    await item.waitFor({ state: 'detached', timeout: 20_000 });
+    const toolCall = (await api('get', `/tool-calls/${call.body.id}`, org.keys.viewer).expect(200)).body;
+    expect(toolCall.status).toBe('succeeded');
+    await page.getByRole('table', { name: 'Recently decided approvals' }).getByRole('row').filter({ hasText: 'approved' }).first().waitFor();
+
+    await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'forget', arguments: { memoryId: '00000000-0000-4000-8000-000000000000' } }).expect(202);
+    const second = pending.getByRole('listitem').filter({ hasText: 'forget' });
+    await second.waitFor({ timeout: 20_000 });
+    await second.getByRole('button', { name: 'Reject' }).click();
+    await second.getByRole('button', { name: 'Confirm reject' }).click();
+    await second.getByText('Say why').waitFor(); // an empty reason is refused where it is typed
+    await second.getByRole('textbox', { name: 'Reason' }).fill('Nothing to forget here.');
+    await second.getByRole('button', { name: 'Confirm reject' }).click();
+    await second.waitFor({ state: 'detached', timeout: 20_000 });
+    const rejected = (await api('get', '/approvals?status=rejected', org.keys.viewer).expect(200)).body.items;
+    expect(rejected.map((a: { note: string }) => a.note)).toEqual(['Nothing to forget here.']);
+    await context.close();
+  });
+
+  it('has no serious or critical accessibility problem on any page', async () => {
+    const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'axe-check', name: 'Axe check' }).expect(201)).body as { id: string };
+    await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: '# Hello', capabilities: [{ id: 'memory-write' }, { id: 'compaction' }, { id: 'knowledge', config: { maxResults: 99 } }] }).expect(200);
+    const collection = (await api('post', '/knowledge/collections', org.keys.builder).send({ name: 'Axe docs' }).expect(201)).body as { id: string };
+    await api('post', `/knowledge/collections/${collection.id}/documents`, org.keys.builder).send({ title: 'Doc', content: 'Text' }).expect(201);
+    await api('post', '/skills', org.keys.builder).send({ name: 'Tone', description: 'How to sound', instructions: 'Be kind.' }).expect(201);
+
+    const found: Record<string, string[]> = {};
+    const anonymous = await browser.newPage();
+    await anonymous.goto(`${base}/console`);
+    await anonymous.getByRole('button', { name: 'Sign in' }).waitFor();
+    found['sign-in'] = await accessibilityProblems(anonymous);
+    await anonymous.close();
+
+    const { context, page } = await signedIn(org.keys.admin);
+    const visit = async (name: string, go: () => Promise<void>, ready: () => Promise<void>) => {
+      await go();
+      await ready();
+      found[name] = await accessibilityProblems(page);
+    };
+    const nav = (link: string) => () => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link, exact: true }).click();
+    await visit('agents', nav('Agents'), () => page.getByRole('link', { name: 'Axe check' }).waitFor());
+    await visit('new agent', () => page.getByRole('button', { name: 'New agent' }).click(), () => page.getByRole('textbox', { name: 'Slug' }).waitFor());
+    await visit('editor', () => page.getByRole('link', { name: 'Axe check' }).click(), () => page.getByRole('switch', { name: 'Knowledge search' }).waitFor());
+    await visit('editor with errors', () => page.getByRole('button', { name: 'Validate' }).click(), () => page.getByRole('alert').filter({ hasText: 'from publishing' }).waitFor());
+    await visit('editor preview', () => page.getByRole('button', { name: 'Preview' }).first().click(), () => page.getByRole('region', { name: 'Instructions (preview)' }).waitFor());
+    await page.getByRole('spinbutton', { name: 'Results per search' }).fill('3');
+    await page.getByRole('button', { name: 'Publish' }).click();
+    await page.getByText('Version 1 published').waitFor();
+    await visit('versions', () => page.getByRole('link', { name: 'Versions' }).click(), () => page.getByRole('heading', { name: 'System prompt' }).waitFor());
+    await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'remember', arguments: { content: 'Axe' } }).expect(202);
+    await visit('approvals', nav('Approvals'), () => page.getByRole('button', { name: 'Approve' }).first().waitFor());
+    await visit('approvals rejecting', () => page.getByRole('button', { name: 'Reject' }).first().click(), () => page.getByRole('textbox', { name: 'Reason' }).waitFor());
+    await visit('capabilities', nav('Capabilities'), () => page.getByRole('heading', { name: /Knowledge search/ }).waitFor());
+    await visit('knowledge', nav('Knowledge'), () => page.getByRole('link', { name: 'Axe docs' }).waitFor());
+    await visit('collection', () => page.getByRole('link', { name: 'Axe docs' }).click(), () => page.getByRole('button', { name: 'Show Doc' }).waitFor());
+    await visit('skills', nav('Skills'), () => page.getByRole('heading', { name: 'Tone' }).waitFor());
+    await visit('audit log', nav('Audit log'), () => page.getByRole('cell', { name: 'agent.published' }).first().waitFor());
+    await visit('api keys', nav('API keys'), () => page.getByRole('button', { name: 'Create key' }).waitFor());
+    await context.close();
+
+    expect(Object.entries(found).filter(([, problems]) => problems.length > 0)).toEqual([]);
+    expect(pageErrors).toEqual([]);
+  });
+});
