@@ -17,7 +17,7 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   const as = bearer(org.keys.admin);
   // A key of its own for routes that revoke keys, so the role keys stay usable.
   const spare = await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...as).send({ name: `${marker} spare`, roles: ['viewer'] });
-  const ids: Record<string, string> = { orgId: org.id, keyId: spare.body.id, version: 'latest' };
+  const ids: Record<string, string> = { orgId: org.id, keyId: spare.body.id, version: 'latest', capabilityId: 'knowledge', toolId: 'search_knowledge' };
   const agent = await t.http.post('/api/v1/agents').set(...as).send({ slug: `w-${org.slug}`.slice(0, 60), name: `${marker} agent`, description: marker });
   if (agent.status === 201) ids.agentId = agent.body.id;
   const collection = await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: `${marker} docs`, description: marker });
@@ -84,6 +84,9 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/mcp-connections/:id/sync': undefined,
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },
   'PUT /api/v1/mcp-connections/:id/credentials': { credentials: {} },
+  // Enabling an enabled tool changes nothing; retiring `latest` is refused (409): neither disturbs the world.
+  'PUT /api/v1/tools/:capabilityId/:toolId/disabled': { disabled: false },
+  'POST /api/v1/agents/:agentId/versions/:version/retire': undefined,
 };
 
 export function validBody(method: string, path: string): { known: boolean; body: unknown } {
