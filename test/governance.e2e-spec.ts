@@ -8,6 +8,9 @@ import { countRows, hardeningWorld, HardeningWorld } from './support/hardening';
  */
 const ACCEPT = 'application/json, text/event-stream';
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('governance: retired versions, disabled tools, per-agent keys and budgets', () => {
   let h: HardeningWorld;
   let agentId: string;

@@ -16,6 +16,9 @@ const outOfRange = fc.oneof(
   fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 }), fc.integer({ min: 0, max: 23 })).map(([m, d, hh]) => `0000-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}T${String(hh).padStart(2, '0')}:00:00Z`),
 );
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('dates and cursors out of range', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

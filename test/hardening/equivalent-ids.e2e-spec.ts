@@ -9,6 +9,9 @@ import { hardeningWorld, HardeningWorld } from '../support/hardening';
 const recase = (id: string, upper: boolean[]) => [...id].map((c, i) => (upper[i % upper.length] ? c.toUpperCase() : c.toLowerCase())).join('');
 const casing = fc.array(fc.boolean(), { minLength: 1, maxLength: 36 });
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('ids equal but for letter case are duplicates', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

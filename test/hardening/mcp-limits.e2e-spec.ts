@@ -12,6 +12,9 @@ import { countRows, hardeningWorld, HardeningWorld, isProblem } from '../support
  */
 const ACCEPT = 'application/json, text/event-stream';
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('MCP limits', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

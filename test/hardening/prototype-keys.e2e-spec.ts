@@ -17,6 +17,9 @@ const jsonValue = fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolea
 /** A JSON text with `key` as an own key: a JavaScript object literal would set the prototype for `__proto__`. */
 const objectWith = (key: string, valueJson: string, rest = '') => `{${rest}${rest ? ',' : ''}${JSON.stringify(key)}:${valueJson}}`;
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('keys named like Object.prototype members', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

@@ -7,6 +7,9 @@ import { bearer, createTestApp, TestApp } from '../support/test-app';
  * malformed path segments with its own JSON, without `x-request-id`; the HTTP parser's refusals
  * had no request id either.
  */
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('refusals of the router and the HTTP parser are problem documents with a request id', () => {
   let t: TestApp;
   let port: number;

@@ -12,6 +12,9 @@ function distinctWords(count: number, suffix = 'qz'): string {
   return words.join(' ');
 }
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('a document whose search index PostgreSQL cannot hold', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

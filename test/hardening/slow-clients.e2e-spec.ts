@@ -8,6 +8,9 @@ import { createTestApp, TestApp } from '../support/test-app';
  * open indefinitely, before authentication. Headers and whole requests (with their body) now have
  * timeouts (HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS), answered 408 as a problem document.
  */
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('slow clients are cut off with 408', () => {
   let t: TestApp;
   let port: number;

@@ -33,6 +33,9 @@ function stringPaths(value: unknown, at: string[] = []): string[][] {
 
 const pathOf = (at: string[]) => at.reduce((p, k) => (/^\d+$/.test(k) ? `${p}[${k}]` : p ? `${p}.${k}` : k), '');
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('lone UTF-16 surrogates are refused before anything runs', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

@@ -16,6 +16,9 @@ function flood(value: string): string {
   return parts.join(',');
 }
 
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
 describe('validation is linear in the body and its answer bounded', () => {
   let h: HardeningWorld;
   beforeAll(async () => {

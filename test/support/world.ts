@@ -17,7 +17,7 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   const as = bearer(org.keys.admin);
   // A key of its own for routes that revoke keys, so the role keys stay usable.
   const spare = await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...as).send({ name: `${marker} spare`, roles: ['viewer'] });
-  const ids: Record<string, string> = { orgId: org.id, keyId: spare.body.id, version: 'latest', capabilityId: 'knowledge', toolId: 'search_knowledge' };
+  const ids: Record<string, string> = { orgId: org.id, keyId: spare.body.id, version: 'latest' };
   const agent = await t.http.post('/api/v1/agents').set(...as).send({ slug: `w-${org.slug}`.slice(0, 60), name: `${marker} agent`, description: marker });
   if (agent.status === 201) ids.agentId = agent.body.id;
   const collection = await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: `${marker} docs`, description: marker });
@@ -41,6 +41,9 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
 export function fillPath(path: string, ids: Record<string, string>, fallback: () => string): string {
   return path.replace(/:(\w+)/g, (_m, name: string) => {
     if (ids[name]) return ids[name];
+    // Names of code, not of tenant data: the same in every organization.
+    if (name === 'capabilityId') return 'knowledge';
+    if (name === 'toolId') return 'search_knowledge';
     if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/mcp-connections')) return ids.connectionId ?? fallback();
