@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
-# Two stages: the build stage has the dev dependencies (Nest CLI, SWC) and compiles src/ and
-# migrations/ into dist/; the final stage has dist/ and the production dependencies only, and runs
-# as the unprivileged `node` user.
+# Two stages: the build stage has the dev dependencies (Nest CLI, SWC, Vite) and compiles src/
+# and migrations/ into dist/, with the Builder console's static files in dist/console; the final
+# stage has dist/ and the production dependencies only, and runs as the unprivileged `node` user.
 ARG NODE_VERSION=20.20
 
 FROM node:${NODE_VERSION}-bookworm-slim AS build
@@ -11,6 +11,7 @@ RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json nest-cli.json .swcrc ./
 COPY src ./src
 COPY migrations ./migrations
+COPY console ./console
 RUN npm run build
 
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime

@@ -16,6 +16,7 @@ import { findUnstorableText } from './common/nul-character';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -167,6 +168,12 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   });
   installCors(fastify, options.config.corsOrigins);
   await registerConsole(fastify, options.consoleDir);
+  // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
+  const metrics = app.get(Metrics);
+  fastify.addHook('onResponse', (request, reply, done) => {
+    metrics.httpRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 
   const document = addCommonProblems(SwaggerModule.createDocument(
     app,

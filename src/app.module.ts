@@ -18,7 +18,10 @@ import { KnowledgeModule } from './knowledge/knowledge.module';
 import { McpModule } from './mcp/mcp.module';
 import { McpCatalogModule } from './mcp-catalog/mcp-catalog.module';
 import { OrgsModule } from './orgs/orgs.module';
+import { RunsModule } from './runs/runs.module';
 import { SkillsModule } from './skills/skills.module';
+import { TelemetryModule } from './telemetry/telemetry.module';
+import { traceFieldsOf } from './telemetry/trace-context';
 import { SecretsModule } from './secrets/secrets.module';
 import { EgressModule } from './egress/egress.module';
 import { ToolCallsModule } from './tool-calls/tool-calls.module';
@@ -47,11 +50,20 @@ export class AppModule {
             redact: ['req.headers.authorization', 'req.headers.cookie'],
             customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
             serializers: {
-              req: (req: { id: string; method: string; url: string }) => ({ id: req.id, method: req.method, url: req.url }),
+              // With the trace the request belongs to, so logs and traces join. Serialized once, when
+              // the request's logger is made (inside the request's span), and carried by every line
+              // logged for the request.
+              req: (req: { id: string; method: string; url: string; raw?: IncomingMessage }) => ({
+                id: req.id,
+                method: req.method,
+                url: req.url,
+                ...(req.raw ? traceFieldsOf(req.raw) : {}),
+              }),
             },
           },
         }),
         TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
+        TelemetryModule,
         RateLimitModule.forRoot(options.rateLimitStore),
         SecretsModule,
         EgressModule,
@@ -64,6 +76,7 @@ export class AppModule {
         CapabilitiesModule,
         ToolCallsModule,
         McpModule,
+        RunsModule,
         McpCatalogModule,
         EventsModule,
         ...(options.imports ?? []),

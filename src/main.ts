@@ -1,3 +1,4 @@
+import './telemetry/start-tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure, startServer } from './server';
 

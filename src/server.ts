@@ -6,6 +6,8 @@ import { ConfigError } from './config/app-config';
 import { resolveConfig } from './config/resolve-config';
 import { openDatabase, runMigrations } from './database/database';
 import { DataDirLockedError } from './database/embedded-database';
+import { stopTracing } from './telemetry/tracing';
+import { EventStreamService } from './events/event-stream.service';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -37,6 +39,9 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
     say(`${signal}: finishing in-flight requests`);
     const server = app.getHttpServer() as Server;
     const closed = app.getHttpAdapter().getInstance().close();
+    // An event stream never finishes by itself: end them now (not after the grace period); their
+    // clients reconnect with Last-Event-ID to a node that is still up.
+    app.get(EventStreamService).closeAll();
     // Keep-alive connections that are idle (or become idle once their request is answered) are
     // closed as they appear; whatever is still open after the grace period is cut.
     const reaper = setInterval(() => server.closeIdleConnections(), 50);
@@ -46,6 +51,7 @@ export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadat
     clearTimeout(deadline);
     await app.close();
     await database.embedded?.stop();
+    await stopTracing().catch((err: Error) => say(`traces not flushed: ${err.message}`));
     say('stopped');
     process.exit(0);
   };

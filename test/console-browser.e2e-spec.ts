@@ -49,7 +49,7 @@ describe('the Builder console in a browser (e2e)', () => {
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
     org = await createOrg(t, ['knowledge:read', 'memory:read', 'memory:write']);
     browser = await launchBrowser();
-  }, 120_000);
+  }, 300_000);
   afterAll(async () => {
     await browser?.close();
     await t?.close();
@@ -90,7 +90,7 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(page.url()).not.toContain(org.keys.admin);
     const stored = await page.evaluate('({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })');
     expect(stored).toEqual({ local: 0, session: 0, cookie: '' });
-    for (const name of ['Agents', 'Capabilities', 'Approvals', 'Knowledge', 'Skills', 'Audit log', 'API keys']) {
+    for (const name of ['Agents', 'Capabilities', 'Approvals', 'MCP servers', 'Knowledge', 'Skills', 'Audit log', 'API keys', 'Webhooks']) {
       await page.getByRole('link', { name, exact: true }).waitFor();
     }
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -110,10 +110,14 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(await page.getByRole('button', { name: 'New agent' }).count()).toBe(0);
     expect(await page.getByRole('link', { name: 'API keys' }).count()).toBe(0);
     expect(await page.getByRole('link', { name: 'Audit log' }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Webhooks' }).count()).toBe(0);
     await page.getByRole('link', { name: 'Read-only view' }).click();
     await page.getByRole('textbox', { name: 'Instructions' }).waitFor();
     expect(await page.getByRole('button', { name: 'Publish' }).count()).toBe(0);
     expect(await page.getByRole('switch', { name: 'Clock' }).isDisabled()).toBe(true);
+    // The event stream is not a viewer's: the inbox falls back to asking every few seconds.
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('Checking for new requests every few seconds.').waitFor();
     expect(agent.id).toBeDefined();
     await context.close();
   });
@@ -148,8 +152,8 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(message.join(' ')).toMatch(/20/);
     expect(await summary.innerText()).toContain('capabilities[0].config.maxResults');
     if (SCREENSHOTS) {
-      await page.setViewportSize({ width: 1280, height: 1500 });
-      await page.evaluate('window.scrollTo(0, 0)');
+      await page.setViewportSize({ width: 1280, height: 1100 });
+      await results.evaluate((el) => el.scrollIntoView({ block: 'center' }));
       await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-editor.png') });
       await page.setViewportSize({ width: 1280, height: 900 });
     }
@@ -188,11 +192,14 @@ describe('the Builder console in a browser (e2e)', () => {
     const { context, page } = await signedIn(org.keys.approver);
     await page.getByRole('link', { name: 'Approvals' }).click();
     await page.getByRole('heading', { name: /Pending/ }).waitFor();
+    // An approver's key gets the event stream (GET /events), so requests arrive as they are made.
+    await page.getByText('Live: new requests appear as they are made.').waitFor();
     const pending = page.getByRole('list', { name: /Pending/ });
 
     const call = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'remember', arguments: { content: 'The customer prefers French', tags: ['language'] } }).expect(202);
     const item = pending.getByRole('listitem').filter({ hasText: 'The customer prefers French' });
     await item.waitFor({ timeout: 20_000 });
+    await item.getByRole('heading', { name: 'remember for Note taker' }).waitFor();
     expect(await item.innerText()).toMatch(/Note taker[\s\S]*mutating[\s\S]*side effects/);
     if (SCREENSHOTS) await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-approvals.png'), fullPage: false });
     await item.getByRole('button', { name: 'Approve' }).click();
@@ -254,6 +261,8 @@ describe('the Builder console in a browser (e2e)', () => {
     await visit('skills', nav('Skills'), () => page.getByRole('heading', { name: 'Tone' }).waitFor());
     await visit('audit log', nav('Audit log'), () => page.getByRole('cell', { name: 'agent.published' }).first().waitFor());
     await visit('api keys', nav('API keys'), () => page.getByRole('button', { name: 'Create key' }).waitFor());
+    await visit('mcp servers', nav('MCP servers'), () => page.getByRole('button', { name: 'Connect' }).waitFor());
+    await visit('webhooks', nav('Webhooks'), () => page.getByRole('button', { name: 'Create webhook' }).waitFor());
     await context.close();
 
     expect(Object.entries(found).filter(([, problems]) => problems.length > 0)).toEqual([]);

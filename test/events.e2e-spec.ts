@@ -21,7 +21,8 @@ describe('GET /events (e2e)', () => {
     base = `http://127.0.0.1:${address.port}/api/v1`;
     org = await createOrg(t);
     other = await createOrg(t);
-  });
+    // The embedded database starts slowly on a loaded machine.
+  }, 180_000);
   afterEach(() => {
     for (const c of open.splice(0)) c.close();
   });
@@ -133,6 +134,16 @@ describe('GET /events (e2e)', () => {
       const res = await get(query, admin);
       expect(res.status).toBe(400);
     }
+  });
+
+  it('ends the streams of a key revoked after they opened', async () => {
+    const key = (await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys.admin)).send({ name: 'doomed', roles: ['approver'] }).expect(201)).body;
+    const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` });
+    open.push(c);
+    const ended = new Promise<void>((resolve) => c.response.on('end', () => resolve()));
+    await t.http.delete(`/api/v1/orgs/${org.id}/api-keys/${key.id}`).set(...bearer(org.keys.admin)).expect(204);
+    await ended;
+    await expect(SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` })).rejects.toMatchObject({ status: 401 });
   });
 
   it('closes its streams when the application stops (clients reconnect elsewhere)', async () => {

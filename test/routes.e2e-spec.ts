@@ -21,7 +21,7 @@ describe('every route declares who may call it', () => {
     const undeclared = routes.filter((r) => r.access === undefined).map((r) => `${r.method} ${r.path}`);
     expect(undeclared).toEqual([]);
     const publicRoutes = routes.filter((r) => r.access === 'public').map((r) => `${r.method} ${r.path}`);
-    expect(publicRoutes.sort()).toEqual(['GET /health', 'GET /health/ready']);
+    expect(publicRoutes.sort()).toEqual(['GET /health', 'GET /health/ready', 'GET /metrics']);
   });
 
   it('documents every route in the OpenAPI document', async () => {

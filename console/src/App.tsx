@@ -8,8 +8,10 @@ import { ApprovalsPage } from './pages/approvals';
 import { AuditLogPage } from './pages/audit-log';
 import { CapabilitiesPage } from './pages/capabilities';
 import { KnowledgePage } from './pages/knowledge';
+import { McpServersPage } from './pages/mcp-servers';
+import { WebhooksPage } from './pages/webhooks';
 import { SkillsPage } from './pages/skills';
-import { Link, match, navigate, PageTitle, usePath } from './router';
+import { Link, match, PageTitle, Redirect, usePath } from './router';
 import { can, SessionContext, type Me, type Session } from './session';
 
 export function App() {
@@ -104,10 +106,12 @@ function Shell({ session }: { session: Session }) {
     { to: '/agents', label: 'Agents', show: can(me, 'read') },
     { to: '/capabilities', label: 'Capabilities', show: true },
     { to: '/approvals', label: 'Approvals', show: can(me, 'read') },
+    { to: '/mcp-servers', label: 'MCP servers', show: can(me, 'read') },
     { to: '/knowledge', label: 'Knowledge', show: can(me, 'read') },
     { to: '/skills', label: 'Skills', show: can(me, 'read') },
     { to: '/audit-log', label: 'Audit log', show: can(me, 'admin') },
     { to: '/api-keys', label: 'API keys', show: can(me, 'admin') },
+    { to: '/webhooks', label: 'Webhooks', show: can(me, 'admin') },
   ];
   const visible = nav.filter((n) => n.show);
   return (
@@ -148,7 +152,7 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   const { me } = session;
   let params: Record<string, string> | null;
   if (path === '/' || path === '') {
-    if (first) queueMicrotask(() => navigate(first));
+    if (first) return <Redirect to={first} />;
     return <PageTitle>Builder console</PageTitle>;
   }
   if (match('/agents', path) && can(me, 'read')) return <AgentsPage />;
@@ -159,6 +163,8 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   if (match('/knowledge', path) && can(me, 'read')) return <KnowledgePage />;
   if ((params = match('/knowledge/:id', path)) && can(me, 'read')) return <KnowledgePage collectionId={params.id} />;
   if (match('/skills', path) && can(me, 'read')) return <SkillsPage />;
+  if (match('/mcp-servers', path) && can(me, 'read')) return <McpServersPage />;
+  if (match('/webhooks', path) && can(me, 'admin')) return <WebhooksPage />;
   if (match('/audit-log', path) && can(me, 'admin')) return <AuditLogPage />;
   if (match('/api-keys', path) && can(me, 'admin')) return <ApiKeysPage />;
   return (

@@ -23,9 +23,16 @@ export function usePath(): string {
   return useSyncExternalStore(subscribe, currentPath);
 }
 
-export function navigate(to: string): void {
-  window.history.pushState(null, '', BASE + to);
+export function navigate(to: string, options: { replace?: boolean } = {}): void {
+  if (options.replace) window.history.replaceState(null, '', BASE + to);
+  else window.history.pushState(null, '', BASE + to);
   window.dispatchEvent(new Event(CHANGE));
+}
+
+/** Sends the browser elsewhere without leaving an entry in its history (for `/console` itself). */
+export function Redirect({ to }: { to: string }) {
+  useEffect(() => navigate(to, { replace: true }), [to]);
+  return null;
 }
 
 /** Matches `/agents/:id` style patterns; answers the named segments or null. */

@@ -4,7 +4,11 @@ import {
   ArrayMaxSize,
   ArrayUnique,
   IsArray,
+  IsInt,
+  IsNumber,
   IsObject,
+  Max,
+  Min,
   IsOptional,
   ValidateIf,
   IsString,
@@ -133,6 +137,35 @@ export class ToolOverrideDto {
   description?: string;
 }
 
+/** Bounds a client can rely on; what a given model accepts is the provider's to say. */
+export const MAX_CONTEXT_WINDOW = 10_000_000;
+
+export class ModelRefDto {
+  @ApiProperty({ format: 'uuid', description: 'A model provider of this organization (`/model-providers`); checked at publish.' })
+  @IsUUID('all')
+  provider: string;
+
+  @ApiProperty({ example: 'gpt-4.1-mini', maxLength: 200, description: 'The model name as the provider knows it (for Azure OpenAI, the deployment name).' })
+  @IsString() @MinLength(1) @MaxLength(200)
+  name: string;
+
+  @ApiPropertyOptional({ minimum: 0, maximum: 2 })
+  @OptionalNotNull() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(2)
+  temperature?: number;
+
+  @ApiPropertyOptional({ minimum: 1, maximum: 1_000_000, description: 'The most tokens one answer of the model may have.' })
+  @OptionalNotNull() @IsInt() @Min(1) @Max(1_000_000)
+  maxOutputTokens?: number;
+
+  @ApiPropertyOptional({
+    minimum: 256,
+    maximum: MAX_CONTEXT_WINDOW,
+    description: 'How many tokens the model reads at most; a run compacts the conversation (the `compaction` capability) before it outgrows this. Default 128000.',
+  })
+  @OptionalNotNull() @IsInt() @Min(256) @Max(MAX_CONTEXT_WINDOW)
+  contextWindow?: number;
+}
+
 /**
  * The shape of an agent spec. Only the shape: a draft with an unknown capability or a config that
  * breaks its schema is still saved; `validate` and `publish` judge it against the registry.
@@ -168,6 +201,10 @@ export class AgentSpecDto {
   })
   @OptionalNotNull() @IsDictionary() @ValidateNested({ each: true }) @Type(() => ToolOverrideDto)
   toolOverrides?: Map<string, ToolOverrideDto>;
+
+  @ApiPropertyOptional({ type: ModelRefDto, description: 'The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`.' })
+  @OptionalNotNull() @IsObject() @ValidateNested() @Type(() => ModelRefDto)
+  model?: ModelRefDto;
 }
 
 /** The draft as stored: exactly the fields that were sent, as plain JSON. */
@@ -192,6 +229,12 @@ export function toAgentSpec(dto: AgentSpecDto): AgentSpec {
       Object.defineProperty(spec.toolOverrides, key, { value: entry, enumerable: true, writable: true, configurable: true });
     }
   }
+  if (dto.model) {
+    spec.model = { provider: dto.model.provider.toLowerCase(), name: dto.model.name };
+    if (dto.model.temperature !== undefined) spec.model.temperature = dto.model.temperature;
+    if (dto.model.maxOutputTokens !== undefined) spec.model.maxOutputTokens = dto.model.maxOutputTokens;
+    if (dto.model.contextWindow !== undefined) spec.model.contextWindow = dto.model.contextWindow;
+  }
   return spec;
 }
 
@@ -202,6 +245,7 @@ export class AgentSpecView {
   @ApiPropertyOptional({ type: 'object', additionalProperties: { type: 'string', enum: ['required'] } }) toolApproval?: Record<string, 'required'>;
   @ApiPropertyOptional({ type: 'object', additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) } })
   toolOverrides?: Record<string, { name?: string; description?: string }>;
+  @ApiPropertyOptional({ type: ModelRefDto }) model?: ModelRefDto;
 }
 
 export class AgentView {

@@ -8,6 +8,18 @@ export interface AgentSpec {
   resources?: { knowledgeCollections?: string[]; skills?: string[] };
   toolApproval?: Record<string, 'required'>;
   toolOverrides?: Record<string, { name?: string; description?: string }>;
+  /** The model that runs the agent (API.md, Models and runs); without it, runs are refused. */
+  model?: ModelRef;
+}
+
+/** A model of one of the organization's providers, and how to call it. */
+export interface ModelRef {
+  provider: string;
+  name: string;
+  temperature?: number;
+  maxOutputTokens?: number;
+  /** Tokens the model reads at most (prompt and answer); compaction keeps the conversation under it. */
+  contextWindow?: number;
 }
 
 /** What the model is offered (API.md, OfferedTool). */

@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { ResolvedResources, TOOL_NAME_PATTERN } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
@@ -40,6 +41,7 @@ export class SpecValidator {
   constructor(
     private readonly registry: CapabilityRegistry,
     private readonly builder: VersionBuilder,
+    private readonly dataSource: DataSource,
   ) {}
 
   async validate(orgId: string, orgScopes: readonly string[], draft: AgentSpec): Promise<SpecValidation> {
@@ -124,15 +126,29 @@ export class SpecValidator {
       });
     }
 
+    if (draft.model && !(await modelProviderExists(this.dataSource, orgId, draft.model.provider))) {
+      errors.push({ path: 'model.provider', code: 'unknown_resource', message: `no model provider "${draft.model.provider}" in this organization` });
+    }
+
     const normalized: AgentSpec = {
       instructions: draft.instructions,
       capabilities,
       resources: { knowledgeCollections: [...(draft.resources?.knowledgeCollections ?? [])], skills: [...(draft.resources?.skills ?? [])] },
       toolApproval: { ...(draft.toolApproval ?? {}) },
       toolOverrides: Object.fromEntries(Object.entries(overrides).map(([k, o]) => [k, { ...o }])),
+      ...(draft.model ? { model: { ...draft.model } } : {}),
     };
     return { errors, omitted, normalized, resources };
   }
+}
+
+/**
+ * The provider table belongs to runs; publish only asks whether the row exists (and, at insert,
+ * holds it with `FOR KEY SHARE` so a concurrent delete waits and then sees the binding).
+ */
+export async function modelProviderExists(db: Pick<DataSource, 'query'>, orgId: string, providerId: string, lock = false): Promise<boolean> {
+  const rows: unknown[] = await db.query(`SELECT 1 FROM model_provider WHERE org_id = $1 AND id = $2 ${lock ? 'FOR KEY SHARE' : ''}`, [orgId, providerId]);
+  return rows.length > 0;
 }
 
 /** Config error paths are relative to the config object: `units` -> `capabilities[0].config.units`. */

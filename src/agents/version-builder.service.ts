@@ -4,10 +4,10 @@ import type { ResolvedResources } from '../capabilities/capability.types';
 import { KnowledgeService } from '../knowledge/knowledge.service';
 import { SkillsService } from '../skills/skills.service';
 import type { AgentSpec, BuiltVersion } from './built-version';
-import { Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
+import { Applicability, Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
 import { AgentIdentity, deepFreeze, FrozenVersion, VersionRow, VersionStore } from './version-store.service';
 
-export type { Composition, ContributionSink, Contributor, DriftEntry } from './version-composer.service';
+export type { Applicability, Composition, ContributionSink, Contributor, DriftEntry } from './version-composer.service';
 export { driftOf } from './version-composer.service';
 export { FROZEN_VERSIONS_CACHED } from './version-store.service';
 export type { AgentIdentity, VersionRow } from './version-store.service';
@@ -41,12 +41,19 @@ export class VersionBuilder {
    * Throws ApiError 404 not_found (no such agent in this org / no such version), 409 not_published
    * (no version yet). `contributions` is for the executor only (see ContributionSink).
    */
-  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', contributions?: ContributionSink): Promise<BuiltVersion> {
-    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions)).built;
+  async build(
+    orgId: string,
+    orgScopes: readonly string[],
+    agentId: string,
+    version: number | 'latest',
+    contributions?: ContributionSink,
+    applicability?: Applicability,
+  ): Promise<BuiltVersion> {
+    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions, applicability)).built;
   }
 
-  async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
-    return this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version));
+  async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<DetailedBuild> {
+    return this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), undefined, applicability);
   }
 
   async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow): Promise<DetailedBuild> {
@@ -79,7 +86,13 @@ export class VersionBuilder {
     return this.composer.compose(org, agent, spec, resources, pinned);
   }
 
-  private async buildFrozen(orgId: string, orgScopes: readonly string[], frozen: FrozenVersion, contributions?: ContributionSink): Promise<DetailedBuild> {
+  private async buildFrozen(
+    orgId: string,
+    orgScopes: readonly string[],
+    frozen: FrozenVersion,
+    contributions?: ContributionSink,
+    applicability?: Applicability,
+  ): Promise<DetailedBuild> {
     const { agent, row } = frozen;
     const resources = await this.resourcesOf(orgId, frozen);
     const composition = await this.composer.compose(
@@ -90,7 +103,10 @@ export class VersionBuilder {
       row.tool_digests,
       frozen,
       contributions,
+      applicability,
     );
+    // A tool withheld from this worker is not drift: to it, the version never offered it (404 unknown_tool).
+    const pinned = composition.withheld.length ? omit(row.tool_digests, composition.withheld) : row.tool_digests;
     const built: BuiltVersion = {
       orgId,
       agentId: agent.id,
@@ -102,9 +118,9 @@ export class VersionBuilder {
       settings: composition.settings,
       limits: composition.limits,
       tools: composition.tools,
-      pinnedTools: row.tool_digests,
+      pinnedTools: pinned,
     };
-    return { built, row, contributors: composition.contributors, drift: driftOf(row.tool_digests, composition.tools) };
+    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools) };
   }
 
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */
@@ -114,4 +130,9 @@ export class VersionBuilder {
     frozen.skills ??= deepFreeze(await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []));
     return { knowledgeCollections, skills: [...frozen.skills] };
   }
+}
+
+function omit(digests: Readonly<Record<string, string>>, names: readonly string[]): Record<string, string> {
+  const drop = new Set(names);
+  return Object.fromEntries(Object.entries(digests).filter(([name]) => !drop.has(name)));
 }

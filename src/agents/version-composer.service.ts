@@ -12,6 +12,26 @@ export interface DriftEntry {
   reason: 'changed' | 'removed' | 'added';
 }
 
+/**
+ * Which worker of the agent asks (seed 1's `profiles` and `workerTypes`): only the capabilities
+ * that apply contribute. A capability with an empty list applies to every profile (worker type),
+ * and an unset field asks for no narrowing, as in the catalog's filters.
+ */
+export interface Applicability {
+  profile?: string;
+  workerType?: string;
+}
+
+export function applies(definition: { profiles?: readonly string[]; workerTypes?: readonly string[] }, a: Applicability | undefined): boolean {
+  if (!a) return true;
+  const profiles = definition.profiles ?? [];
+  const workerTypes = definition.workerTypes ?? [];
+  return (
+    (a.profile === undefined || profiles.length === 0 || profiles.includes(a.profile)) &&
+    (a.workerType === undefined || workerTypes.length === 0 || workerTypes.includes(a.workerType))
+  );
+}
+
 /** Who contributed to an agent (a `null` build contributes nothing) and the scopes it needs. */
 export interface Contributor {
   capabilityId: string;
@@ -25,6 +45,8 @@ export interface Composition {
   limits: { maxToolCallsPerRun?: number };
   tools: VersionTool[];
   contributors: Contributor[];
+  /** Offered names of the tools of capabilities that do not apply to the worker asking (see Applicability). */
+  withheld: string[];
 }
 
 /** Memo of the pure parts of `compose` for one published version (see VersionStore). */
@@ -63,18 +85,24 @@ export class VersionComposer {
     pinned: Record<string, string>,
     memo?: ComposeMemo,
     contributions?: ContributionSink,
+    applicability?: Applicability,
   ): Promise<Composition> {
     const prompts: string[] = [];
     const settings: Record<string, unknown> = {};
     const limits: { maxToolCallsPerRun?: number } = {};
     const tools: VersionTool[] = [];
     const contributors: Contributor[] = [];
+    const withheld: string[] = [];
 
     for (const ref of spec.capabilities) {
       const registered = this.registry.get(ref.id);
       if (!registered) {
         // Removed from the code since publish: it contributes nothing, and its pinned tools show as drift.
         this.logger.warn(`agent ${agent.id} v${agent.version}: capability "${ref.id}" is no longer registered`);
+        continue;
+      }
+      if (!applies(registered.definition, applicability)) {
+        for (const t of registered.tools) withheld.push(ownEntry(spec.toolOverrides, t.declaration.id)?.name ?? t.declaration.id);
         continue;
       }
       let config = memo?.configs.get(ref.id);
@@ -136,6 +164,7 @@ export class VersionComposer {
       limits,
       tools,
       contributors,
+      withheld,
     };
   }
 }

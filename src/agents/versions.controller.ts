@@ -23,6 +23,7 @@ import {
   AgentVersionPage,
   AgentVersionView,
   AnthropicToolView,
+  ManifestQuery,
   ManifestView,
   OfferedToolPage,
   OfferedToolView,
@@ -130,12 +131,20 @@ export class VersionsController {
   @Get('versions/:version/manifest')
   @Access('viewer', 'agent')
   @VERSION_PARAM
-  @ApiOperation({ summary: 'Everything a runtime needs: system prompt, offered tools, settings' })
+  @ApiOperation({
+    summary: 'Everything a runtime needs: system prompt, offered tools, settings',
+    description: '`profile` and `workerType` narrow it to the capabilities that apply to that worker: their prompt guidance, settings and tools.',
+  })
   @ApiOkResponse({ type: ManifestView })
   @ApiNotFoundResponse(VERSION_NOT_FOUND)
   @ApiConflictResponse(NOT_PUBLISHED)
   @ApiForbiddenResponse(SCOPE_LOST)
-  manifest(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Param('version', VersionParam) version: number | 'latest'): Promise<ManifestView> {
-    return this.versions.manifest(ctx, agentId, version);
+  manifest(
+    @Ctx() ctx: RequestContext,
+    @Param('agentId', UuidParam) agentId: string,
+    @Param('version', VersionParam) version: number | 'latest',
+    @Query() query: ManifestQuery,
+  ): Promise<ManifestView> {
+    return this.versions.manifest(ctx, agentId, version, { profile: query.profile, workerType: query.workerType });
   }
 }

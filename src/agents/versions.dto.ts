@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import { IsIn, IsOptional } from 'class-validator';
+import { IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 import { TOOL_RISKS, ToolRisk } from '../capabilities/capability.types';
 import { PageQuery } from '../common/pagination';
 import { AgentSpecView } from './agents.dto';
@@ -105,6 +105,25 @@ export class ToolsQuery extends PageQuery {
   @ApiPropertyOptional({ enum: TOOL_FORMATS, description: 'Render the tools in a provider\'s function-calling shape, to paste in unchanged.' })
   @IsOptional() @IsIn(TOOL_FORMATS)
   format?: ToolFormat;
+
+  @ApiPropertyOptional({ description: 'Only the tools of capabilities that apply to this profile (a capability with empty `profiles` applies to all).', maxLength: 200 })
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  profile?: string;
+
+  @ApiPropertyOptional({ description: 'Only the tools of capabilities that apply to this worker type (empty `workerTypes` applies to all).', maxLength: 200 })
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  workerType?: string;
+}
+
+/** A worker's view of a version (seed 1's profiles and worker types); see ToolsQuery. */
+export class ManifestQuery {
+  @ApiPropertyOptional({ description: 'Only the capabilities that apply to this profile contribute (empty `profiles` applies to all).', maxLength: 200 })
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  profile?: string;
+
+  @ApiPropertyOptional({ description: 'Only the capabilities that apply to this worker type contribute (empty `workerTypes` applies to all).', maxLength: 200 })
+  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  workerType?: string;
 }
 
 export class VersionsQuery extends PageQuery {}

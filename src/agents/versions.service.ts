@@ -11,9 +11,9 @@ import { GovernanceService } from '../governance/governance.service';
 import { AgentsService } from './agents.service';
 import type { AgentSpec, OfferedTool } from './built-version';
 import { canonicalHash, contentHash } from './digests';
-import { SpecError, SpecValidator } from './spec-validator.service';
+import { modelProviderExists, SpecError, SpecValidator } from './spec-validator.service';
 import { renderTool, toOfferedTool } from './tool-formats';
-import { AgentIdentity, DetailedBuild, DriftEntry, VersionBuilder, VersionRow } from './version-builder.service';
+import { AgentIdentity, Applicability, DetailedBuild, DriftEntry, VersionBuilder, VersionRow } from './version-builder.service';
 import { AgentVersionView, ManifestView, ToolsQuery, ValidationResultView } from './versions.dto';
 
 /** Attempts at a publish that lost a race on a unique key; with the agent row locked, one is the norm. */
@@ -113,6 +113,9 @@ export class VersionsService {
     skills.forEach((id, i) => {
       if (!heldSkills.has(id)) gone.push({ path: `resources.skills[${i}]`, code: 'unknown_resource', message: `no skill "${id}" in this organization` });
     });
+    if (spec.model && !(await modelProviderExists(m, orgId, spec.model.provider, true))) {
+      gone.push({ path: 'model.provider', code: 'unknown_resource', message: `no model provider "${spec.model.provider}" in this organization` });
+    }
     if (gone.length > 0) throw specInvalid(gone);
 
     const version = (agent.latest_version ?? 0) + 1;
@@ -178,14 +181,14 @@ export class VersionsService {
   }
 
   async tools(ctx: RequestContext, agentId: string, version: number | 'latest', query: ToolsQuery): Promise<Page<unknown>> {
-    const detailed = await this.buildGranted(ctx, agentId, version);
+    const detailed = await this.buildGranted(ctx, agentId, version, { profile: query.profile, workerType: query.workerType });
     const offered = detailed.built.tools.map(toOfferedTool);
     const format = query.format;
     return pageByPosition<unknown>(format ? offered.map((t) => renderTool(t, format)) : offered, query);
   }
 
-  async manifest(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<ManifestView> {
-    const { built } = await this.buildGranted(ctx, agentId, version);
+  async manifest(ctx: RequestContext, agentId: string, version: number | 'latest', applicability?: Applicability): Promise<ManifestView> {
+    const { built } = await this.buildGranted(ctx, agentId, version, applicability);
     return {
       agentId: built.agentId,
       version: built.version,
@@ -196,9 +199,9 @@ export class VersionsService {
   }
 
   /** What a runtime reads must be runnable: a scope revoked since publish refuses the read. */
-  private async buildGranted(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<DetailedBuild> {
+  private async buildGranted(ctx: RequestContext, agentId: string, version: number | 'latest', applicability?: Applicability): Promise<DetailedBuild> {
     const principal = keyOf(ctx);
-    const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
+    const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version, applicability);
     const granted = new Set(principal.orgScopes);
     const refused = detailed.contributors
       .map((c) => ({ capabilityId: c.capabilityId, missing: missingScopes(c.scopes, granted) }))

@@ -1,5 +1,6 @@
 import { CanActivate, ExecutionContext, Inject, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import type { FastifyReply } from 'fastify';
 import { timingSafeEqual } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
@@ -7,7 +8,7 @@ import { ApiError } from '../common/api-error';
 import { AccessMetadata, Allowed, PUBLIC_ROUTE } from './access.decorator';
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { effectiveRoles, Principal, Role } from './principal';
-import { RateLimiter } from '../rate-limit/rate-limiter.service';
+import { RateLimiter, rateLimitHeaders } from '../rate-limit/rate-limiter.service';
 import { API_KEY_PREFIX, hashToken } from './tokens';
 
 interface KeyRow {
@@ -47,7 +48,8 @@ export class AuthGuard implements CanActivate {
       if (err instanceof ApiError && err.status === 401) await this.limiter.recordAuthFailure(request.ip);
       throw err;
     }
-    await this.limiter.hit(principal);
+    const limits = await this.limiter.hit(principal);
+    if (limits) void context.switchToHttp().getResponse<FastifyReply>().headers(rateLimitHeaders(limits));
     request.principal = principal;
     if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
     if (!permits(allowed, principal)) throw ApiError.forbidden();

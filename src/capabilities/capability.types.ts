@@ -98,6 +98,8 @@ export interface BuiltTool {
   /** Must equal a declared tool id. */
   id: string;
   /** `args` are validated instances of the declared input class. The result must be JSON-serializable. */
+  // `any` so an implementation can name its own input class as the parameter's type.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   execute(args: any, ctx: ToolContext): unknown | Promise<unknown>;
 }
 

@@ -37,7 +37,8 @@ export type ErrorCode =
   | 'document_not_indexable'
   | 'version_retired'
   | 'tool_disabled'
-  | 'origin_not_allowed';
+  | 'origin_not_allowed'
+  | 'model_not_configured';
 
 /**
  * The HTTP status of every error code: the one place a code becomes a status. Domain code throws
@@ -79,6 +80,7 @@ export const ERROR_STATUS = {
   version_retired: 409,
   tool_disabled: 403,
   origin_not_allowed: 403,
+  model_not_configured: 409,
 } as const satisfies Record<ErrorCode, number>;
 
 export interface FieldError {

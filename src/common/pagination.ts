@@ -95,6 +95,8 @@ export function pageByPosition<T>(items: readonly T[], query: PageQuery): Page<T
 }
 
 export interface Queryable {
+  // As TypeORM's DataSource.query and EntityManager.query declare it, so both are Queryable.
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   query(sql: string, params?: unknown[]): Promise<any>;
 }
 

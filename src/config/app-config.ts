@@ -94,6 +94,18 @@ export class EnvironmentVariables {
     validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
   })
   MCP_ALLOWED_ORIGINS: string = '';
+  /** Set: every node counts rate limits in this Redis, so limits hold across nodes. Unset: per process. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(2048) @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
+  RATE_LIMIT_REDIS_URL?: string;
+
+  /** Prefix of every rate-limit key in Redis, so several deployments (or test runs) can share one Redis. */
+  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9:._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 : . _ -' })
+  RATE_LIMIT_REDIS_PREFIX: string = 'cp:rl:';
+
+  /** Set: GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`. */
+  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512) @Matches(/^\S+$/, { message: 'must not contain spaces' })
+  METRICS_TOKEN?: string;
+
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
   SECRETS_KEY?: string;
@@ -119,6 +131,33 @@ export class EnvironmentVariables {
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(86400 * 30)
   MCP_TOOLS_TTL_SECONDS: number = 300;
+  /** Model calls one run may make; then it fails with `max_steps`. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000)
+  RUN_MAX_STEPS: number = 32;
+
+  /** How long a node holds a run it steps without renewing; a node that dies is taken over after this. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
+  RUN_LEASE_SECONDS: number = 30;
+
+  /** How often each node looks for runs to take (decided on another node, abandoned, or due for a retry). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
+  RUN_POLL_INTERVAL_MS: number = 1000;
+
+  /** Runs one node steps at once. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  RUN_MAX_CONCURRENT: number = 16;
+
+  /** Retries of a model call that failed with 408/409/429/5xx, a broken answer or no connection. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(20)
+  RUN_MODEL_RETRIES: number = 4;
+
+  /** The first backoff (doubled per retry, with jitter, `Retry-After` respected). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(60_000)
+  RUN_MODEL_RETRY_BASE_MS: number = 1000;
+
+  @IsOptional() @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  RUN_MODEL_TIMEOUT_MS: number = 120_000;
+
   /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
   @IsOptional() @IsString() @ValidateBy({
     name: 'isOriginList',
@@ -184,6 +223,9 @@ export interface AppConfig {
   httpTimeouts?: HttpTimeouts;
   /** Origins allowed to call MCP endpoints from a browser; unset: none. */
   mcpAllowedOrigins?: string[];
+  runs: RunsConfig;
+  /** Unset: /metrics is open (bind it to a private network, or set it). */
+  metricsToken?: string;
   secrets: SecretsConfig;
   egress: EgressConfig;
   /** An MCP connection's tools older than this are listed again before a call. */
@@ -207,6 +249,26 @@ export interface EgressConfig {
   requestTimeoutMs: number;
 }
 
+export interface RunsConfig {
+  maxSteps: number;
+  leaseMs: number;
+  pollIntervalMs: number;
+  maxConcurrent: number;
+  modelRetries: number;
+  modelRetryBaseMs: number;
+  modelTimeoutMs: number;
+}
+
+export const DEFAULT_RUNS_CONFIG: RunsConfig = {
+  maxSteps: 32,
+  leaseMs: 30_000,
+  pollIntervalMs: 1000,
+  maxConcurrent: 16,
+  modelRetries: 4,
+  modelRetryBaseMs: 1000,
+  modelTimeoutMs: 120_000,
+};
+
 export interface EventsConfig {
   /** A comment on every open event stream this often (API.md: 15 s). */
   heartbeatMs: number;
@@ -223,6 +285,9 @@ export interface RateLimitConfig {
   perKey: number;
   perOrg: number;
   authFailures: number;
+  /** Unset: counted per process. */
+  redisUrl?: string;
+  redisPrefix: string;
 }
 
 export class ConfigError extends Error {
@@ -233,7 +298,7 @@ export class ConfigError extends Error {
 }
 
 /** The variables without a default (so not keys of a fresh instance) whose values are secrets. */
-const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS'] as const;
+const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN'] as const;
 
 /** Parses the environment; throws a ConfigError that names every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {

@@ -49,6 +49,12 @@ export class EventLogRepository {
     return { tx: BigInt(rows[0].horizon), seq: 0n };
   }
 
+  /** Which of these API keys are not revoked. */
+  async liveKeys(keyIds: string[]): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL`, [keyIds]);
+    return rows.map((r) => r.id);
+  }
+
   async readAfter(orgId: string, after: EventPosition, types: readonly string[] | undefined, limit: number): Promise<StreamRead> {
     const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString()];
     let typeFilter = '';

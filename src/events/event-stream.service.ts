@@ -30,6 +30,8 @@ class Stream {
 
   constructor(
     readonly orgId: string,
+    /** The API key the stream was opened with: a revoked key's streams end. */
+    readonly keyId: string | undefined,
     private readonly types: readonly string[] | undefined,
     private cursor: EventPosition,
     private readonly res: ServerResponse,
@@ -135,7 +137,7 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
       if (orgs === 'all') return this.wakeAll();
       for (const org of orgs) for (const s of this.byOrg.get(org) ?? []) s.wake();
     });
-    this.heartbeatTimer = setInterval(() => this.each((s) => s.heartbeat()), this.config.events.heartbeatMs);
+    this.heartbeatTimer = setInterval(() => void this.beat(), this.config.events.heartbeatMs);
     this.pollTimer = setInterval(() => this.wakeAll(), this.config.events.pollMs);
     this.heartbeatTimer.unref();
     this.pollTimer.unref();
@@ -171,8 +173,8 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  open(orgId: string, types: readonly string[] | undefined, from: EventPosition, res: ServerResponse): void {
-    const stream = new Stream(orgId, types, from, res, this.log, this.logger, (s) => {
+  open(orgId: string, keyId: string | undefined, types: readonly string[] | undefined, from: EventPosition, res: ServerResponse): void {
+    const stream = new Stream(orgId, keyId, types, from, res, this.log, this.logger, (s) => {
       const set = this.byOrg.get(s.orgId);
       set?.delete(s);
       if (set?.size === 0) this.byOrg.delete(s.orgId);
@@ -181,6 +183,26 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     if (!set) this.byOrg.set(orgId, (set = new Set()));
     set.add(stream);
     stream.start();
+  }
+
+  /**
+   * Heartbeats, and the end of every stream whose key was revoked since it opened: the guard
+   * checked the key once, at the request, and a stream lasts for hours.
+   */
+  private async beat(): Promise<void> {
+    const keys = new Set<string>();
+    this.each((s) => s.keyId && keys.add(s.keyId));
+    if (keys.size > 0) {
+      try {
+        const live = new Set(await this.log.liveKeys([...keys]));
+        this.each((s) => {
+          if (s.keyId && !live.has(s.keyId)) s.close();
+        });
+      } catch (err) {
+        this.logger.warn(`checking event stream keys failed: ${(err as Error).message}`);
+      }
+    }
+    this.each((s) => s.heartbeat());
   }
 
   private wakeAll(): void {

@@ -13,6 +13,8 @@ const CHANNEL = 'audit_event';
 // NOTIFY payloads are limited to 8000 bytes: past this many organizations, wake everyone.
 const MAX_ORGS_PER_NOTIFY = 150;
 const RECONNECT_MAX_MS = 30_000;
+/** Commits within this much of each other share one NOTIFY. */
+const NOTIFY_COALESCE_MS = 10;
 
 /**
  * Tells the readers of the event log (streams, the webhook dispatcher) on every node that there
@@ -89,6 +91,7 @@ export class EventWakeups implements OnModuleInit, OnModuleDestroy {
   private async flush(): Promise<void> {
     try {
       while (this.pending.size > 0 && !this.stopped) {
+        await new Promise((resolve) => setTimeout(resolve, NOTIFY_COALESCE_MS));
         const orgs = [...this.pending];
         this.pending.clear();
         const payload = `${this.nodeId}:${orgs.length > MAX_ORGS_PER_NOTIFY ? '*' : orgs.join(',')}`;

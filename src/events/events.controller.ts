@@ -55,6 +55,6 @@ export class EventsController {
       'x-accel-buffering': 'no',
       'x-request-id': String(request.id),
     });
-    this.streams.open(orgId, query.types, from, reply.raw);
+    this.streams.open(orgId, ctx.principal.type === 'api_key' ? ctx.principal.id : undefined, query.types, from, reply.raw);
   }
 }

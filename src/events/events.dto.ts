@@ -1,7 +1,6 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Transform } from 'class-transformer';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn } from 'class-validator';
-import { IsOptional } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsOptional } from 'class-validator';
 import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
 
 /** `types=a,b` and `types=a&types=b` both name two types. */

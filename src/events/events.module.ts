@@ -3,10 +3,15 @@ import { EventLogRepository } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import { EventWakeups } from './event-wakeups.service';
 import { EventsController } from './events.controller';
+import { WebhookDispatcher } from './webhook-dispatcher.service';
+import { WebhooksController } from './webhooks.controller';
+import { WebhooksRepository } from './webhooks.repository';
+import { WebhooksService } from './webhooks.service';
 
+/** The audit log read as events: the live stream (GET /events) and webhooks (the outbox and its dispatcher). */
 @Module({
-  controllers: [EventsController],
-  providers: [EventLogRepository, EventWakeups, EventStreamService],
+  controllers: [EventsController, WebhooksController],
+  providers: [EventLogRepository, EventWakeups, EventStreamService, WebhooksRepository, WebhooksService, WebhookDispatcher],
   exports: [EventWakeups, EventLogRepository],
 })
 export class EventsModule {}

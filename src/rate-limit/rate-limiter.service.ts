@@ -3,6 +3,18 @@ import { ThrottlerStorage } from '@nestjs/throttler';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { ApiError } from '../common/api-error';
 import type { Principal } from '../auth/principal';
+import { Metrics } from '../telemetry/metrics';
+
+/**
+ * Where a client stands against the limit closest to refusing it, for the `RateLimit-Limit`,
+ * `RateLimit-Remaining` and `RateLimit-Reset` answer headers (IETF httpapi-ratelimit-headers,
+ * draft 07: Reset is in seconds from now).
+ */
+export interface RateLimitStatus {
+  limit: number;
+  remaining: number;
+  resetSeconds: number;
+}
 
 /**
  * Fixed-window limits per API key, per organization and per client address for failed
@@ -19,6 +31,7 @@ export class RateLimiter {
   constructor(
     @Inject(ThrottlerStorage) private readonly storage: ThrottlerStorage,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   private get windowMs(): number {
@@ -35,23 +48,53 @@ export class RateLimiter {
     const limit = this.config.rateLimit.authFailures;
     if (limit === 0) return;
     const r = await this.storage.increment(`auth-fail:${address}`, this.windowMs, limit, this.windowMs, 'auth-failures');
-    if (r.isBlocked) throw tooMany(r.timeToBlockExpire * 1000, 'Too many failed authentications from this address.');
+    if (r.isBlocked) {
+      this.metrics.rateLimited('auth_failures');
+      throw tooMany(r.timeToBlockExpire * 1000, 'Too many failed authentications from this address.');
+    }
   }
 
-  async hit(principal: Principal): Promise<void> {
+  /**
+   * Counts one request of an authenticated principal; answers where it stands against the
+   * tighter of its limits (none when every limit is off), or throws 429 past one.
+   */
+  async hit(principal: Principal): Promise<RateLimitStatus | undefined> {
     const { perKey, perOrg } = this.config.rateLimit;
+    let status: RateLimitStatus | undefined;
     if (perKey > 0) {
       const r = await this.storage.increment(`key:${principal.id}`, this.windowMs, perKey, 0, 'per-key');
-      if (r.totalHits > perKey) throw tooMany(r.timeToExpire * 1000, 'This API key made too many requests.');
+      if (r.totalHits > perKey) {
+        this.metrics.rateLimited('per_key');
+        throw tooMany(r.timeToExpire * 1000, 'This API key made too many requests.', perKey);
+      }
+      status = { limit: perKey, remaining: perKey - r.totalHits, resetSeconds: r.timeToExpire };
     }
     if (perOrg > 0 && principal.type === 'api_key') {
       const r = await this.storage.increment(`org:${principal.orgId}`, this.windowMs, perOrg, 0, 'per-org');
-      if (r.totalHits > perOrg) throw tooMany(r.timeToExpire * 1000, 'This organization made too many requests.');
+      if (r.totalHits > perOrg) {
+        this.metrics.rateLimited('per_org');
+        throw tooMany(r.timeToExpire * 1000, 'This organization made too many requests.', perOrg);
+      }
+      const remaining = perOrg - r.totalHits;
+      if (!status || remaining < status.remaining) status = { limit: perOrg, remaining, resetSeconds: r.timeToExpire };
     }
+    return status;
   }
 }
 
-function tooMany(ms: number, detail: string): ApiError {
+/** The answer headers for a status (see RateLimitStatus). */
+export function rateLimitHeaders(s: RateLimitStatus): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(s.limit),
+    'RateLimit-Remaining': String(Math.max(0, s.remaining)),
+    'RateLimit-Reset': String(Math.max(0, s.resetSeconds)),
+  };
+}
+
+function tooMany(ms: number, detail: string, limit?: number): ApiError {
   const seconds = Math.max(1, Math.ceil(ms / 1000));
-  return new ApiError('rate_limited', `${detail} Retry after ${seconds} s.`, undefined, undefined, { 'Retry-After': String(seconds) });
+  return new ApiError('rate_limited', `${detail} Retry after ${seconds} s.`, undefined, undefined, {
+    'Retry-After': String(seconds),
+    ...(limit !== undefined ? rateLimitHeaders({ limit, remaining: 0, resetSeconds: seconds }) : {}),
+  });
 }

@@ -7,6 +7,17 @@ import { Injectable } from '@nestjs/common';
 @Injectable()
 export class CallSettledNotifier {
   private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly watchers = new Set<(callIds: readonly string[]) => void>();
+
+  /**
+   * Hears every decision written in this process, whatever the call (agent runs wake their waiting
+   * runs with it). Returns the function that stops listening.
+   */
+  watch(listener: (callIds: readonly string[]) => void): () => void {
+    this.watchers.add(listener);
+    return () => this.watchers.delete(listener);
+  }
+
 
   /** Returns the function that stops listening. */
   listen(callId: string, wake: () => void): () => void {
@@ -20,6 +31,8 @@ export class CallSettledNotifier {
   }
 
   notify(callIds: Iterable<string>): void {
-    for (const id of callIds) this.waiters.get(id)?.forEach((wake) => wake());
+    const ids = [...callIds];
+    for (const id of ids) this.waiters.get(id)?.forEach((wake) => wake());
+    if (ids.length) this.watchers.forEach((listener) => listener(ids));
   }
 }

@@ -12,6 +12,8 @@ import { CallSettledNotifier } from './call-settled.notifier';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, ToolCallGuards } from './tool-call-guards';
 import { ToolImplementations } from './tool-implementations';
 import { ToolRunner } from './tool-runner.service';
+import { Metrics } from '../telemetry/metrics';
+import { inToolCallSpan } from '../telemetry/tool-tracing';
 
 export interface ApprovalDecision {
   approval: ApprovalView;
@@ -35,15 +37,24 @@ export class ToolApprovals {
     private readonly approvals: ApprovalsRepository,
     private readonly maintenance: ToolCallMaintenanceRepository,
     private readonly settled: CallSettledNotifier,
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {
     this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
   }
 
   async approve(ctx: RequestContext, approvalId: string, decision: { note?: string; arguments?: unknown }): Promise<ApprovalDecision> {
     const principal = keyOf(ctx);
-    const orgId = principal.orgId;
     const row = await this.decidable(principal, approvalId);
+    // The approved run is the call's execution: its span, like the request's, is execute_tool.
+    return inToolCallSpan(
+      { toolName: row.tool, orgId: principal.orgId, agentId: row.agent_id, version: row.version, entryPoint: 'approval', callId: row.tool_call_id },
+      () => this.approveDecidable(principal, row, approvalId, decision),
+    );
+  }
+
+  private async approveDecidable(principal: ApiKeyPrincipal, row: ApprovalRow, approvalId: string, decision: { note?: string; arguments?: unknown }): Promise<ApprovalDecision> {
+    const orgId = principal.orgId;
     const denial: Denial = {
       principal,
       target: { type: 'tool_call', id: row.tool_call_id },
@@ -54,6 +65,7 @@ export class ToolApprovals {
     const built = runnable.built;
     const tool = built.tools.find((t) => t.capabilityId === row.capability_id && t.toolId === row.tool_id);
     if (!tool) return this.guards.deny(denial, missingTool(built, row.tool));
+    denial.tool = tool;
     await this.guards.canRunNow(built, tool, denial);
 
     let args: object;
@@ -95,6 +107,7 @@ export class ToolApprovals {
       ],
     );
     if (!result.won) return this.refuseDecision(result.why, approvalId);
+    this.metrics.approvalDecided('approved', (decidedAt.getTime() - result.approval.created_at.getTime()) / 1000);
 
     const call = result.call;
     const outcome = await this.runner.run(runnable, tool, args, {
@@ -130,6 +143,7 @@ export class ToolApprovals {
       ],
     );
     if (!result.won) return this.refuseDecision(result.why, approvalId);
+    this.metrics.approvalDecided('rejected', (Date.now() - result.approval.created_at.getTime()) / 1000);
     this.settled.notify([result.call.id]);
     return { approval: toApprovalView(result.approval), toolCall: toToolCallView(result.call) };
   }
@@ -151,6 +165,8 @@ export class ToolApprovals {
     if (why === 'expired') {
       // Written now rather than left to the sweeper, so lists and the audit log agree with this answer.
       const expired = await this.maintenance.expireApprovals([approvalId]);
+      // An expired approval waited its whole time to live.
+      for (let i = 0; i < expired.length; i++) this.metrics.approvalDecided('expired', this.config.approvalTtlSeconds);
       this.settled.notify(expired.map((e) => e.callId));
       throw new ApiError('approval_expired', 'The approval expired before it was decided; nothing ran.');
     }

@@ -8,12 +8,16 @@ import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import type { ToolOutcome } from './run-tool';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { whyCannotRun } from './tool-policy';
+import { Metrics } from '../telemetry/metrics';
+import { inSpan } from '../telemetry/tool-tracing';
 
 /** Who is refused, about what, and the facts the `tool_call.denied` event records. */
 export interface Denial {
   principal: ApiKeyPrincipal;
   target: { type: 'agent' | 'tool_call'; id: string };
   data: Record<string, unknown>;
+  /** The declared tool, once the version offered one (metric labels; never the offered name). */
+  tool?: { capabilityId: string; toolId: string };
 }
 
 /**
@@ -24,15 +28,17 @@ export interface Denial {
 export class ToolCallGuards {
   constructor(
     private readonly store: ToolCallsRepository,
+    private readonly metrics: Metrics,
     private readonly governance: GovernanceRepository,
   ) {}
 
-  /**
-   * The tool policy's "can it run now", as the executor's refusals (409 version_retired, 403
-   * tool_disabled, 409 tool_definition_changed, 403 scope_not_granted). The switches are read from
-   * the database on every call, on every node: an incident response takes effect at once.
-   */
-  async canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+  /** The tool policy's "can it run now", as the executor's refusals (409 tool_definition_changed, 403 scope_not_granted). */
+  canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+    return inSpan('guard tool_policy', () => this.checkCanRunNow(built, tool, denial));
+  }
+
+  private async checkCanRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+    // The switches are read on every call, on every node: an incident response takes effect at once.
     const facts = await this.governance.factsFor(denial.principal.orgId, built.agentId, built.version, tool.capabilityId, tool.toolId);
     const why = whyCannotRun(tool, denial.principal.orgScopes, facts);
     if (why?.code === 'version_retired') {
@@ -59,6 +65,7 @@ export class ToolCallGuards {
 
   /** Records the refusal (`tool_call.denied`) and throws it. */
   async deny(d: Denial, error: ApiError): Promise<never> {
+    this.metrics.toolCall(d.tool?.capabilityId, d.tool?.toolId, 'denied', { reason: error.code });
     await this.store.recordEvents([
       {
         type: 'tool_call.denied',

@@ -30,6 +30,7 @@ import { GovernanceRepository } from '../governance/governance.repository';
 import { ToolExecutor, ToolCallRequest } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
 import { approvalReasonOf, ApprovalReason } from './tool-policy';
+import { Metrics } from '../telemetry/metrics';
 import { ToolRunner } from './tool-runner.service';
 
 /**
@@ -144,6 +145,7 @@ describe('ToolExecutor', () => {
         IdempotencyService,
         CallSettledNotifier,
         ToolCallSweeper,
+        Metrics,
         { provide: APP_CONFIG, useValue: config },
         {
           provide: VersionBuilder,

@@ -13,6 +13,9 @@ import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFiel
 import { ToolImplementations } from './tool-implementations';
 import { approvalReasonOf } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
+import type { Span } from '@opentelemetry/api';
+import { Metrics } from '../telemetry/metrics';
+import { inSpan, inSpanSync, inToolCallSpan } from '../telemetry/tool-tracing';
 
 /** What any entry point (REST, MCP, an agent run) asks the executor to do. */
 export interface ToolCallRequest {
@@ -24,6 +27,9 @@ export interface ToolCallRequest {
   /** Default `latest`. */
   version?: number | 'latest';
   runId?: string | null;
+  /** The worker asking (a run's profile and worker type): only the capabilities that apply to it offer tools. */
+  profile?: string;
+  workerType?: string;
   /** Recorded on the call and in its audit events. */
   entryPoint: EntryPoint;
   idempotencyKey?: string;
@@ -77,6 +83,7 @@ export class ToolExecutor {
     private readonly store: ToolCallsRepository,
     private readonly idempotency: IdempotencyService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {
     this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
   }
@@ -87,8 +94,22 @@ export class ToolExecutor {
    * an ApiError (see the guard order above; also 404 not_found / 409 not_published for the agent,
    * 422 idempotency_key_reused, 409 idempotency_in_progress).
    */
-  async request(ctx: RequestContext, req: ToolCallRequest): Promise<ToolCallOutcome> {
+  request(ctx: RequestContext, req: ToolCallRequest): Promise<ToolCallOutcome> {
     const principal = keyOf(ctx);
+    // One span per tool call, whichever entry point asked; guards, the tool and every query under it.
+    return inToolCallSpan(
+      { toolName: req.tool, orgId: principal.orgId, agentId: req.agentId, version: req.version ?? 'latest', entryPoint: req.entryPoint, runId: req.runId },
+      async (span) => {
+        const outcome = await this.requestTraced(principal, req, span);
+        span.setAttribute('cp.tool_call.status', outcome.call.status);
+        if (outcome.replayed) span.setAttribute('cp.idempotent_replay', true);
+        span.setAttribute('gen_ai.tool.call.id', outcome.call.id);
+        return outcome;
+      },
+    );
+  }
+
+  private async requestTraced(principal: ApiKeyPrincipal, req: ToolCallRequest, span: Span): Promise<ToolCallOutcome> {
     let claim: IdempotencyClaim | undefined;
     if (req.idempotencyKey !== undefined) {
       const fingerprint = canonicalHash({
@@ -105,7 +126,7 @@ export class ToolExecutor {
       claim = claimed.claim;
     }
     try {
-      const outcome = await this.requestClaimed(principal, req, claim);
+      const outcome = await this.requestClaimed(principal, req, claim, span);
       if (claim && outcome.resumed) await this.idempotency.release(claim);
       return outcome;
     } catch (err) {
@@ -115,11 +136,14 @@ export class ToolExecutor {
     }
   }
 
-  private async requestClaimed(principal: ApiKeyPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined): Promise<ToolCallOutcome> {
+  private async requestClaimed(principal: ApiKeyPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
     const orgId = principal.orgId;
     const createdAt = new Date();
-    const runnable = await this.implementations.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest');
+    const runnable = await inSpan('build version', () =>
+      this.implementations.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest', { profile: req.profile, workerType: req.workerType }),
+    );
     const built = runnable.built;
+    span.setAttribute('cp.agent.version', String(built.version));
     const runId = req.runId ?? null;
     const denial: Denial = {
       principal,
@@ -129,9 +153,11 @@ export class ToolExecutor {
 
     const tool = built.tools.find((t) => t.name === req.tool);
     if (!tool) return this.guards.deny(denial, missingTool(built, req.tool));
+    denial.tool = tool;
+    span.setAttributes({ 'cp.capability.id': tool.capabilityId, 'cp.tool.id': tool.toolId });
     // Validated ahead of the guards that come before it only so that their denials can name the
     // arguments' hash; a refusal still follows the guard order.
-    const validation = this.implementations.validate(tool, req.arguments);
+    const validation = inSpanSync('guard arguments', () => this.implementations.validate(tool, req.arguments));
     const valid = validation.errors.length === 0;
     const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
     if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
@@ -146,7 +172,9 @@ export class ToolExecutor {
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
-      const within = valid ? await this.store.reserveRunCall(orgId, built.agentId, runId, limit) : (await this.store.runCalls(orgId, built.agentId, runId)) < limit;
+      const within = await inSpan('guard budget', async () =>
+        valid ? this.store.reserveRunCall(orgId, built.agentId, runId, limit) : (await this.store.runCalls(orgId, built.agentId, runId)) < limit,
+      );
       if (!within) {
         return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
       }
@@ -181,7 +209,7 @@ export class ToolExecutor {
       const approvalId = randomUUID();
       const expiresAt = new Date(createdAt.getTime() + this.config.approvalTtlSeconds * 1000);
       const view = viewOfNewCall(call, 'pending_approval', { approvalId });
-      await this.store.insertPending(
+      await inSpan('approval gate', () => this.store.insertPending(
         call,
         { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
         [
@@ -195,7 +223,8 @@ export class ToolExecutor {
           },
         ],
         claim && { ...claim, status: 202, body: view },
-      );
+      ), { 'cp.approval.reason': reason });
+      this.metrics.toolCall(tool.capabilityId, tool.toolId, 'pending_approval');
       return { status: 202, call: view, replayed: false, resumed: false };
     }
 
@@ -205,11 +234,11 @@ export class ToolExecutor {
     const outcome = await this.runner.run(runnable, tool, validation.value, call);
     const completedAt = new Date();
     const view = viewOfNewCall(call, outcome.status, { ...settledFields(call.id, outcome), completedAt: completedAt.toISOString() });
-    await this.store.insertSettled(call, outcome, completedAt, [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)], claim && {
+    await inSpan('record outcome', () => this.store.insertSettled(call, outcome, completedAt, [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)], claim && {
       ...claim,
       status: 200,
       body: view,
-    });
+    }));
     return { status: 200, call: view, replayed: false, resumed: false };
   }
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
-import { VersionBuilder } from '../agents/version-builder.service';
+import { Applicability, VersionBuilder } from '../agents/version-builder.service';
 import type { StampedContribution, ToolContext, ToolDeclaration } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
 import { CapabilityToolResolver } from './capability-tool.resolver';
@@ -62,9 +62,9 @@ export class ToolImplementations {
   }
 
   /** Builds a published version for running (404 not_found, 409 not_published as VersionBuilder). */
-  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest'): Promise<RunnableVersion> {
+  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<RunnableVersion> {
     const contributions = new Map<string, StampedContribution>();
-    const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c));
+    const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c), applicability);
     return { built, contributions };
   }
 

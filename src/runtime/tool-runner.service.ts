@@ -3,6 +3,8 @@ import type { VersionTool } from '../agents/built-version';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { runTool, ToolOutcome } from './run-tool';
 import { RunnableVersion, ToolImplementations } from './tool-implementations';
+import { Metrics } from '../telemetry/metrics';
+import { inSpan } from '../telemetry/tool-tracing';
 
 /** The call a tool runs for (its ToolContext, less the signal). */
 export interface RunFor {
@@ -25,9 +27,26 @@ export class ToolRunner {
   constructor(
     private readonly implementations: ToolImplementations,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
-  async run(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
+  /** Every run of every path passes here, so this is where a run is timed, counted and traced. */
+  run(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
+    return inSpan(
+      `tool ${tool.capabilityId}/${tool.toolId}`,
+      async (span) => {
+        const started = performance.now();
+        const outcome = await this.runUntimed(version, tool, args, call);
+        this.metrics.toolCall(tool.capabilityId, tool.toolId, outcome.status, { seconds: (performance.now() - started) / 1000 });
+        span.setAttribute('cp.tool_call.status', outcome.status);
+        if (outcome.status === 'failed') span.setAttribute('error.type', outcome.error.code);
+        return outcome;
+      },
+      { 'cp.capability.id': tool.capabilityId, 'cp.tool.id': tool.toolId, 'gen_ai.tool.call.id': call.id },
+    );
+  }
+
+  private async runUntimed(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
     const implementation = await this.implementations.resolve(tool, version);
     if (!implementation) {
       // The build that offered the tool is the build that contributed it; a miss is a bug.

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
+import { Metrics } from '../telemetry/metrics';
 import { ToolCallMaintenanceRepository } from './tool-call-maintenance.repository';
 
 export interface SweepReport {
@@ -25,6 +26,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
     private readonly store: ToolCallMaintenanceRepository,
     private readonly settled: CallSettledNotifier,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   onApplicationBootstrap(): void {
@@ -61,6 +63,8 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   private async sweep(): Promise<SweepReport> {
     const interrupted = await this.store.interruptAbandoned();
     const expired = await this.store.expireApprovals();
+    // An expired approval waited its whole time to live.
+    for (let i = 0; i < expired.length; i++) this.metrics.approvalDecided('expired', this.config.approvalTtlSeconds);
     const keysDeleted = await this.store.deleteExpiredKeys();
     this.settled.notify([...interrupted, ...expired].map((c) => c.callId));
     if (interrupted.length || expired.length) {

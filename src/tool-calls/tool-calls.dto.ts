@@ -15,7 +15,7 @@ export const ENTRY_POINTS = ['rest', 'mcp', 'run'] as const;
 export type EntryPoint = (typeof ENTRY_POINTS)[number];
 
 /** A published version number, or `latest`. */
-function IsVersionRef(): PropertyDecorator {
+export function IsVersionRef(): PropertyDecorator {
   return ValidateBy({
     name: 'isVersionRef',
     validator: {

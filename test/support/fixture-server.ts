@@ -1,3 +1,4 @@
+import '../../src/telemetry/start-tracing';
 import 'reflect-metadata';
 import { exitOnStartFailure, startServer } from '../../src/server';
 import { CrashFixturesModule } from '../fixtures/crash-fixtures.module';

@@ -47,7 +47,6 @@ export function walkRoutes(t: TestApp): Route[] {
  * is taken as soon as its headers arrive (status and headers are what those tests look at);
  * anything else is read whole, JSON parsed as supertest would.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function stopAtEventStream(response: any, done: (err: Error | null, body: unknown) => void): void {
   const res = response as import('node:http').IncomingMessage;
   if (String(res.headers['content-type'] ?? '').startsWith('text/event-stream')) {

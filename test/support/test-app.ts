@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import TestAgent from 'supertest/lib/agent';
 import { createApp, CreateAppOptions } from '../../src/app.factory';
-import { AppConfig } from '../../src/config/app-config';
+import { AppConfig, DEFAULT_RUNS_CONFIG } from '../../src/config/app-config';
 import type { Role } from '../../src/auth/principal';
 import { createTestDatabase, TestDatabase } from './test-database';
 
@@ -31,11 +31,13 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     mcpApprovalWaitSeconds: 60,
     databasePoolSize: 10,
     // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.
-    rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0 },
+    rateLimit: { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 0, redisPrefix: 'cp:rl:' },
     secrets: { key: randomBytes(32) },
     // Tests run their fixture servers on loopback ports.
     egress: { allowedHosts: ['127.0.0.1', 'localhost'], connectTimeoutMs: 5000, requestTimeoutMs: 30000 },
     mcpToolsTtlSeconds: 300,
+    // Runs retry a failing model quickly in tests; the suites that measure it set their own.
+    runs: { ...DEFAULT_RUNS_CONFIG, modelRetryBaseMs: 20, pollIntervalMs: 200 },
     corsOrigins: [],
     events: { heartbeatMs: 15_000, pollMs: 5_000, webhookTimeoutMs: 10_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 86_400_000 },
     ...overrides,

@@ -31,6 +31,11 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   }
   const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
   if (skill.status === 201) ids.skillId = skill.body.id;
+  const provider = await t.http.post('/api/v1/model-providers').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-model`, kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', apiKey: `sk-${marker}` });
+  if (provider.status === 201) ids.modelProviderId = provider.body.id;
+  // Subscribed to a type the suites never cause for a live endpoint: no delivery writes rows behind their backs.
+  const webhook = await t.http.post('/api/v1/webhooks').set(...as).send({ url: 'http://127.0.0.1:9/hook', types: ['webhook.deleted'], description: marker });
+  if (webhook.status === 201) ids.webhookId = webhook.body.id;
   // The reference server over stdio: no network, no scope, and a process of its own per world.
   const connection = await t.http.post('/api/v1/mcp-connections').set(...as).send({ server: 'everything', name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-mcp` });
   if (connection.status === 201) ids.connectionId = connection.body.id;
@@ -46,6 +51,8 @@ export function fillPath(path: string, ids: Record<string, string>, fallback: ()
     if (name === 'toolId') return 'search_knowledge';
     if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
+    if (name === 'id' && path.startsWith('/api/v1/model-providers')) return ids.modelProviderId ?? fallback();
+    if (name === 'id' && path.startsWith('/api/v1/webhooks')) return ids.webhookId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/mcp-connections')) return ids.connectionId ?? fallback();
     // A tool every `everything` connection lists (not an id: tools are named by their server).
     if (name === 'tool') return 'echo';
@@ -83,6 +90,11 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/approvals/:id/approve': {},
   'POST /api/v1/approvals/:id/reject': { reason: 'no' },
   'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+  // Tests allow loopback egress; nothing listens on port 9 and nothing is called when saving.
+  'POST /api/v1/model-providers': { name: 'world-model', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1' },
+  'POST /api/v1/agents/:agentId/runs': { input: 'hello' },
+  'POST /api/v1/runs/:id/cancel': undefined,
+  'POST /api/v1/webhooks': { url: 'http://127.0.0.1:9/hook', types: ['agent.created'] },
   'POST /api/v1/mcp-connections': { server: 'everything', name: 'world-extra-mcp' },
   'POST /api/v1/mcp-connections/:id/sync': undefined,
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },

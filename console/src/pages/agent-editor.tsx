@@ -161,8 +161,7 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
       <ErrorSummary title={summary} errors={errors} />
       <Alert>{catalog.error && `The capability catalog could not be loaded: ${catalog.error}`}</Alert>
 
-      <section aria-labelledby="instructions-title" className="card">
-        <h2 id="instructions-title">Instructions</h2>
+      <div className="card">
         <MarkdownEditor
           id={fieldId('instructions')}
           label="Instructions"
@@ -176,7 +175,7 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
           rows={8}
         />
         <FieldErrors errors={map} path="instructions" />
-      </section>
+      </div>
 
       <section aria-labelledby="capabilities-title" className="card">
         <h2 id="capabilities-title">Capabilities</h2>

@@ -25,6 +25,8 @@ export function ApprovalsPage() {
   const refresh = () => {
     pending.reload();
     recent.reload();
+    // A request may come from an agent created since the page loaded: its name is needed too.
+    agents.reload();
   };
   const mode = useLiveUpdates(token, APPROVAL_EVENTS, refresh);
   const agentName = useMemo(() => new Map((agents.data?.items ?? []).map((a) => [a.id, a.name])), [agents.data]);

@@ -1,31 +1,14 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { messageOf, ok, type Schemas } from '../api/client';
-import type { paths } from '../api/schema';
+import { AUDIT_EVENT_TYPES as TYPES, type EventType } from '../audit-types';
 import { Alert, formatTime, JsonView } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
 
 type AuditEvent = Schemas['AuditEventView'];
-type EventType = NonNullable<NonNullable<paths['/api/v1/audit-events']['get']['parameters']['query']>['type']>;
 type Query = { type?: EventType; since?: string };
 
-// The filter offers the types the API documents (the enum of its `type` parameter).
-const TYPES = [
-  'org.created',
-  'org.scopes_updated',
-  'api_key.created',
-  'api_key.revoked',
-  'agent.created',
-  'agent.published',
-  'tool_call.requested',
-  'tool_call.denied',
-  'tool_call.succeeded',
-  'tool_call.failed',
-  'approval.requested',
-  'approval.approved',
-  'approval.rejected',
-  'approval.expired',
-] as const satisfies readonly EventType[];
+
 
 export function AuditLogPage() {
   const { api } = useSession();

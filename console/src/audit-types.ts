@@ -1,0 +1,31 @@
+import type { paths } from './api/schema';
+
+export type EventType = NonNullable<NonNullable<paths['/api/v1/audit-events']['get']['parameters']['query']>['type']>;
+
+// Every audit event type the API documents, for the audit log's filter and webhook subscriptions:
+// a Record over the generated union, so a type added on the server is a compile error here until
+// it is listed.
+const TYPE_SET: Record<EventType, true> = {
+  'org.created': true,
+  'org.scopes_updated': true,
+  'api_key.created': true,
+  'api_key.revoked': true,
+  'agent.created': true,
+  'agent.published': true,
+  'tool_call.requested': true,
+  'tool_call.denied': true,
+  'tool_call.succeeded': true,
+  'tool_call.failed': true,
+  'approval.requested': true,
+  'approval.approved': true,
+  'approval.rejected': true,
+  'approval.expired': true,
+  'webhook.created': true,
+  'webhook.deleted': true,
+  'mcp_connection.created': true,
+  'mcp_connection.synced': true,
+  'mcp_connection.risk_set': true,
+  'mcp_connection.credentials_updated': true,
+  'mcp_connection.deleted': true,
+};
+export const AUDIT_EVENT_TYPES = Object.keys(TYPE_SET) as EventType[];

@@ -1,0 +1,176 @@
+import { useState, type FormEvent } from 'react';
+import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { AUDIT_EVENT_TYPES } from '../audit-types';
+import { PageTitle } from '../router';
+import { useSession } from '../session';
+
+/** Webhook endpoints (admin): audit events POSTed, signed (Standard Webhooks), retried; their deliveries. */
+export function WebhooksPage() {
+  const { api } = useSession();
+  const hooks = useLoad(() => ok(api.GET('/api/v1/webhooks', { params: { query: { limit: 200 } } })), [api]);
+  const [open, setOpen] = useState<string>();
+  const [created, setCreated] = useState<{ url: string; secret: string }>();
+  const [status, setStatus] = useState<string>();
+  const [error, setError] = useState<string>();
+  const remove = async (id: string, url: string) => {
+    if (!window.confirm(`Delete the webhook to ${url}? Nothing more is delivered to it.`)) return;
+    setError(undefined);
+    try {
+      await ok(api.DELETE('/api/v1/webhooks/{id}', { params: { path: { id } } }));
+      setStatus(`Deleted the webhook to ${url}.`);
+      hooks.reload();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  };
+  return (
+    <>
+      <PageTitle>Webhooks</PageTitle>
+      <Alert>{error ?? hooks.error}</Alert>
+      <Status>{status}</Status>
+      {created && (
+        <div className="card notice" role="region" aria-label="New webhook">
+          <h2>Webhook to {created.url} created</h2>
+          <p>Copy the signing secret now: it is shown this once and never again.</p>
+          <label htmlFor="new-secret">Signing secret</label>
+          <input id="new-secret" type="text" readOnly value={created.secret} onFocus={(e) => e.target.select()} spellCheck={false} />
+          <button type="button" onClick={() => setCreated(undefined)}>
+            Done, hide the secret
+          </button>
+        </div>
+      )}
+      {hooks.data && hooks.data.items.length === 0 && <p className="muted">No webhooks yet.</p>}
+      <ul className="plain">
+        {hooks.data?.items.map((h) => (
+          <li key={h.id} className="card">
+            <h2>
+              <code>{h.url}</code>
+            </h2>
+            {h.description && <p>{h.description}</p>}
+            <p className="muted">
+              {h.types.includes('*') ? 'Every event type' : h.types.join(', ')} · since {formatTime(h.createdAt)}
+            </p>
+            <div className="actions">
+              <button type="button" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? undefined : h.id)}>
+                {open === h.id ? 'Hide deliveries' : 'Show deliveries'} to {h.url}
+              </button>
+              <button type="button" className="danger" onClick={() => void remove(h.id, h.url)}>
+                Delete webhook to {h.url}
+              </button>
+            </div>
+            {open === h.id && <Deliveries id={h.id} />}
+          </li>
+        ))}
+      </ul>
+      <NewWebhook
+        onCreated={(url, secret) => {
+          setCreated({ url, secret });
+          hooks.reload();
+        }}
+      />
+    </>
+  );
+}
+
+function Deliveries({ id }: { id: string }) {
+  const { api } = useSession();
+  const deliveries = useLoad(() => ok(api.GET('/api/v1/webhooks/{id}/deliveries', { params: { path: { id }, query: { limit: 50 } } })), [api, id]);
+  if (deliveries.error) return <Alert>{deliveries.error}</Alert>;
+  if (!deliveries.data) return <p className="muted">Loading…</p>;
+  if (deliveries.data.items.length === 0) return <p className="muted">Nothing delivered yet.</p>;
+  return (
+    <table>
+      <caption>Latest deliveries</caption>
+      <thead>
+        <tr>
+          <th scope="col">Event</th>
+          <th scope="col">Status</th>
+          <th scope="col">Attempts</th>
+          <th scope="col">Last answer</th>
+          <th scope="col">Next attempt</th>
+        </tr>
+      </thead>
+      <tbody>
+        {deliveries.data.items.map((d) => (
+          <tr key={d.id}>
+            <td>
+              <code>{d.type}</code>
+            </td>
+            <td>{d.status}</td>
+            <td>{d.attempts}</td>
+            <td>{d.lastError ?? d.lastStatus ?? '—'}</td>
+            <td>{d.status === 'pending' ? formatTime(d.nextAttemptAt) : formatTime(d.completedAt)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function NewWebhook({ onCreated }: { onCreated(url: string, secret: string): void }) {
+  const { api } = useSession();
+  const [url, setUrl] = useState('');
+  const [description, setDescription] = useState('');
+  const [types, setTypes] = useState<string[]>([]);
+  const [errors, setErrors] = useState<FieldError[]>([]);
+  const [error, setError] = useState<string>();
+  const map = errorMap(errors);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setErrors([]);
+    setError(undefined);
+    try {
+      const hook = await ok(api.POST('/api/v1/webhooks', { body: { url, types, ...(description ? { description } : {}) } }));
+      setUrl('');
+      setDescription('');
+      setTypes([]);
+      onCreated(hook.url, hook.secret);
+    } catch (err) {
+      if (err instanceof ProblemError && err.problem.errors) setErrors(err.problem.errors);
+      setError(messageOf(err));
+    }
+  };
+  const every = types.includes('*');
+  return (
+    <form className="card" onSubmit={submit} aria-labelledby="new-webhook-title" noValidate>
+      <h2 id="new-webhook-title">New webhook</h2>
+      <Alert>{error}</Alert>
+      <div className="field">
+        <label htmlFor={fieldId('url')}>URL</label>
+        <input id={fieldId('url')} type="text" inputMode="url" value={url} onChange={(e) => setUrl(e.target.value)} {...fieldErrorProps(map, 'url')} />
+        <FieldErrors errors={map} path="url" />
+      </div>
+      <div className="field">
+        <label htmlFor={fieldId('description')}>Description</label>
+        <input id={fieldId('description')} type="text" value={description} onChange={(e) => setDescription(e.target.value)} {...fieldErrorProps(map, 'description')} />
+        <FieldErrors errors={map} path="description" />
+      </div>
+      <fieldset id={fieldId('types')} {...fieldErrorProps(map, 'types')}>
+        <legend>Event types</legend>
+        <div className="field--check">
+          <input type="checkbox" id="type-all" checked={every} onChange={(e) => setTypes(e.target.checked ? ['*'] : [])} />
+          <label htmlFor="type-all">Every type, also those a later release adds</label>
+        </div>
+        {AUDIT_EVENT_TYPES.map((t) => (
+          <div key={t} className="field--check">
+            <input
+              type="checkbox"
+              id={`type-${t}`}
+              disabled={every}
+              checked={every || types.includes(t)}
+              onChange={(e) => setTypes(e.target.checked ? [...types, t] : types.filter((x) => x !== t))}
+            />
+            <label htmlFor={`type-${t}`}>{t}</label>
+          </div>
+        ))}
+        <FieldErrors errors={map} path="types" />
+      </fieldset>
+      <div className="actions">
+        <button type="submit" className="primary">
+          Create webhook
+        </button>
+      </div>
+    </form>
+  );
+}

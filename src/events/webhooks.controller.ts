@@ -1,0 +1,67 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { Access } from '../auth/access.decorator';
+import { Ctx } from '../auth/ctx.decorator';
+import { RequestContext } from '../auth/principal';
+import { ProblemResponse } from '../common/openapi';
+import { PageQuery } from '../common/pagination';
+import { UuidParam } from '../common/uuid-param.pipe';
+import { CreatedWebhookView, CreateWebhookDto, DeliveriesQuery, DeliveryPage, WebhookPage, WebhookView } from './webhooks.dto';
+import { MAX_WEBHOOKS_PER_ORG, WebhooksService } from './webhooks.service';
+
+@ApiTags('webhooks')
+@Controller('api/v1/webhooks')
+@Access('admin')
+export class WebhooksController {
+  constructor(private readonly webhooks: WebhooksService) {}
+
+  @Post()
+  @ApiOperation({
+    summary: 'Register an endpoint for the organization\'s audit events',
+    description: [
+      'Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id,',
+      'the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body',
+      'is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and',
+      'jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on',
+      `\`webhook-id\`. At most ${MAX_WEBHOOKS_PER_ORG} endpoints per organization.`,
+    ].join(' '),
+  })
+  @ApiCreatedResponse({ type: CreatedWebhookView, description: 'The endpoint, with its signing secret: the only answer that shows it.' })
+  @ApiConflictResponse(ProblemResponse(`The organization has ${MAX_WEBHOOKS_PER_ORG} endpoints already (\`conflict\`).`))
+  @ApiUnprocessableEntityResponse(ProblemResponse('The egress policy refuses the URL (`egress_refused`, naming `url`).'))
+  create(@Ctx() ctx: RequestContext, @Body() dto: CreateWebhookDto): Promise<CreatedWebhookView> {
+    return this.webhooks.create(ctx, dto);
+  }
+
+  @Get()
+  @ApiOperation({ summary: 'The organization\'s webhook endpoints, newest first (never their secrets)' })
+  @ApiOkResponse({ type: WebhookPage })
+  list(@Ctx() ctx: RequestContext, @Query() query: PageQuery): Promise<WebhookPage> {
+    return this.webhooks.list(ctx, query);
+  }
+
+  @Get(':id')
+  @ApiOperation({ summary: 'One webhook endpoint' })
+  @ApiOkResponse({ type: WebhookView })
+  @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
+  get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<WebhookView> {
+    return this.webhooks.get(ctx, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @ApiOperation({ summary: 'Delete an endpoint; its pending deliveries end `failed`' })
+  @ApiNoContentResponse({ description: 'Deleted.' })
+  @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
+  async delete(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<void> {
+    await this.webhooks.delete(ctx, id);
+  }
+
+  @Get(':id/deliveries')
+  @ApiOperation({ summary: 'The endpoint\'s delivery log, newest first, each delivery with its attempts' })
+  @ApiOkResponse({ type: DeliveryPage })
+  @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
+  deliveries(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Query() query: DeliveriesQuery): Promise<DeliveryPage> {
+    return this.webhooks.deliveries(ctx, id, query);
+  }
+}

@@ -1,0 +1,75 @@
+import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
+import { PageQuery } from '../common/pagination';
+import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
+
+/** Every type, and `*` for all of them (also the types a later release adds). */
+export const WEBHOOK_TYPES = ['*', ...AUDIT_EVENT_TYPES] as const;
+export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
+
+export class CreateWebhookDto {
+  @ApiProperty({ example: 'https://hooks.example.com/platform', maxLength: 2048, description: 'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it.' })
+  @IsString() @MinLength(1) @MaxLength(2048)
+  url: string;
+
+  @ApiProperty({ type: [String], example: ['approval.requested'], description: `Audit event types to deliver; \`*\` for every type. One or more of: ${WEBHOOK_TYPES.join(', ')}.` })
+  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(WEBHOOK_TYPES.length) @ArrayUnique()
+  @IsIn(WEBHOOK_TYPES, { each: true, message: 'each of types must be an audit event type or *' })
+  types: string[];
+
+  @ApiPropertyOptional({ maxLength: 500 })
+  @IsOptional() @IsString() @MaxLength(500)
+  description?: string;
+}
+
+export class WebhookView implements WebhookEndpoint {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty() url: string;
+  @ApiProperty({ type: [String] }) types: string[];
+  @ApiProperty({ type: String, nullable: true }) description: string | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+}
+
+export class CreatedWebhookView extends WebhookView {
+  @ApiProperty({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.' })
+  secret: string;
+}
+
+export class WebhookPage {
+  @ApiProperty({ type: [WebhookView] }) items: WebhookView[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor: string | null;
+}
+
+export class DeliveryAttemptView implements DeliveryAttempt {
+  @ApiProperty() attempt: number;
+  @ApiProperty({ format: 'date-time' }) startedAt: string;
+  @ApiProperty({ format: 'date-time', type: String, nullable: true, description: 'null while the attempt is in flight, or when its node stopped before it ended.' }) finishedAt: string | null;
+  @ApiProperty({ type: Number, nullable: true, description: 'The HTTP status the receiver answered.' }) status: number | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Why the attempt failed: a status, a timeout, a refused or failed connection.' }) error: string | null;
+}
+
+export class DeliveryView implements WebhookDelivery {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({ format: 'uuid', description: 'The audit event delivered (also the `webhook-id` header).' }) eventId: string;
+  @ApiProperty() type: string;
+  @ApiProperty({ enum: DELIVERY_STATUSES }) status: DeliveryStatus;
+  @ApiProperty() attempts: number;
+  @ApiProperty({ type: Number, nullable: true }) lastStatus: number | null;
+  @ApiProperty({ type: String, nullable: true }) lastError: string | null;
+  @ApiProperty({ format: 'date-time', type: String, nullable: true, description: 'While `pending`: not before then.' }) nextAttemptAt: string | null;
+  @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ format: 'date-time', type: String, nullable: true }) completedAt: string | null;
+  @ApiProperty({ type: [DeliveryAttemptView], description: 'Every attempt, oldest first.' }) history: DeliveryAttemptView[];
+}
+
+export class DeliveryPage {
+  @ApiProperty({ type: [DeliveryView] }) items: DeliveryView[];
+  @ApiProperty({ type: String, nullable: true }) nextCursor: string | null;
+}
+
+export class DeliveriesQuery extends PageQuery {
+  @ApiPropertyOptional({ enum: DELIVERY_STATUSES })
+  @IsOptional() @IsIn(DELIVERY_STATUSES)
+  status?: DeliveryStatus;
+}

@@ -1,0 +1,275 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AuditEventInput, AuditService } from '../audit/audit.service';
+import { newestFirstPage, Page, PageQuery } from '../common/pagination';
+
+export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  types: string[];
+  description: string | null;
+  createdAt: string;
+}
+
+export interface DeliveryAttempt {
+  attempt: number;
+  startedAt: string;
+  finishedAt: string | null;
+  status: number | null;
+  error: string | null;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  eventId: string;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  lastStatus: number | null;
+  lastError: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+  completedAt: string | null;
+  history: DeliveryAttempt[];
+}
+
+/** A delivery claimed for one attempt: everything needed to make it without the database. */
+export interface ClaimedDelivery {
+  id: string;
+  endpointId: string;
+  attempt: number;
+  url: string;
+  secretSealed: string;
+  createdAt: Date;
+  event: {
+    id: string;
+    at: string;
+    type: string;
+    actor: { type: string; id: string };
+    orgId: string | null;
+    target: { type: string; id: string };
+    data: Record<string, unknown>;
+  };
+}
+
+export type AttemptOutcome =
+  | { kind: 'succeeded'; status: number }
+  | { kind: 'retry'; status: number | null; error: string | null; at: Date }
+  | { kind: 'failed'; status: number | null; error: string | null };
+
+interface EndpointRow {
+  id: string;
+  url: string;
+  types: string[];
+  description: string | null;
+  created_at: Date;
+}
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  type: string;
+  status: DeliveryStatus;
+  attempts: number;
+  last_status: number | null;
+  last_error: string | null;
+  next_attempt_at: Date;
+  created_at: Date;
+  completed_at: Date | null;
+  history: { attempt: number; started_at: string; finished_at: string | null; response_status: number | null; error: string | null }[];
+}
+
+const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
+
+/** Endpoints, deliveries and attempts; every read and write takes the organization first. */
+@Injectable()
+export class WebhooksRepository {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly audit: AuditService,
+  ) {}
+
+  async countLive(orgId: string): Promise<number> {
+    const rows: { n: number }[] = await this.dataSource.query(`SELECT count(*)::int AS n FROM webhook_endpoint WHERE org_id = $1 AND deleted_at IS NULL`, [orgId]);
+    return rows[0].n;
+  }
+
+  async create(orgId: string, endpoint: { id: string; url: string; types: string[]; description: string | null; secretSealed: string }, event: AuditEventInput): Promise<WebhookEndpoint> {
+    return this.dataSource.transaction(async (m) => {
+      const rows: EndpointRow[] = await m.query(
+        `INSERT INTO webhook_endpoint (id, org_id, url, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6)
+         RETURNING id, url, types, description, created_at`,
+        [endpoint.id, orgId, endpoint.url, endpoint.types, endpoint.description, endpoint.secretSealed],
+      );
+      await this.audit.record(m, event);
+      return toEndpoint(rows[0]);
+    });
+  }
+
+  async find(orgId: string, id: string): Promise<WebhookEndpoint | undefined> {
+    const rows: EndpointRow[] = await this.dataSource.query(
+      `SELECT id, url, types, description, created_at FROM webhook_endpoint WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+      [orgId, id],
+    );
+    return rows[0] && toEndpoint(rows[0]);
+  }
+
+  list(orgId: string, query: PageQuery): Promise<Page<WebhookEndpoint>> {
+    return newestFirstPage(
+      this.dataSource,
+      { select: 'SELECT id, url, types, description, created_at FROM webhook_endpoint', where: 'org_id = $1 AND deleted_at IS NULL', params: [orgId] },
+      query,
+      toEndpoint,
+    );
+  }
+
+  /** False when there is no such live endpoint. Its pending deliveries end `failed`: nobody is listening any more. */
+  async delete(orgId: string, id: string, event: AuditEventInput): Promise<boolean> {
+    return this.dataSource.transaction(async (m) => {
+      const rows: unknown[] = await m.query(
+        `UPDATE webhook_endpoint SET deleted_at = now() WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`,
+        [orgId, id],
+      );
+      if (rows.length === 0) return false;
+      await m.query(
+        `UPDATE webhook_delivery SET status = 'failed', last_error = 'endpoint deleted', completed_at = now()
+          WHERE org_id = $1 AND endpoint_id = $2 AND status = 'pending'`,
+        [orgId, id],
+      );
+      await this.audit.record(m, event);
+      return true;
+    });
+  }
+
+  deliveries(orgId: string, endpointId: string, query: PageQuery & { status?: DeliveryStatus }): Promise<Page<WebhookDelivery>> {
+    const params: unknown[] = [orgId, endpointId];
+    let where = 'd.org_id = $1 AND d.endpoint_id = $2';
+    if (query.status) {
+      params.push(query.status);
+      where += ` AND d.status = $${params.length}`;
+    }
+    return newestFirstPage(
+      this.dataSource,
+      {
+        select: `SELECT d.id, d.status, d.attempts, d.last_status, d.last_error, d.next_attempt_at, d.created_at, d.completed_at,
+                        e.id AS event_id, e.type,
+                        COALESCE((SELECT json_agg(json_build_object('attempt', a.attempt, 'started_at', a.started_at, 'finished_at', a.finished_at,
+                                                                    'response_status', a.response_status, 'error', a.error) ORDER BY a.attempt)
+                                    FROM webhook_attempt a WHERE a.delivery_id = d.id AND a.org_id = d.org_id), '[]') AS history
+                   FROM webhook_delivery d JOIN audit_event e ON e.seq = d.event_seq AND e.org_id = d.org_id`,
+        where,
+        params,
+        alias: 'd',
+      },
+      query,
+      toDelivery,
+    );
+  }
+
+  /**
+   * Claims due deliveries for one attempt each, at most one per endpoint per call and none of
+   * the endpoints in `busy`. One statement: the attempt number goes up, the attempt's row is
+   * written (its key makes attempt n happen once), and the delivery is leased by moving its
+   * next attempt past the attempt's timeout, so a node that dies mid-attempt leaves a delivery
+   * that another node tries again (as the next attempt) once the lease has run out.
+   */
+  async claim(limit: number, busy: string[], leaseMs: number): Promise<ClaimedDelivery[]> {
+    const rows: {
+      id: string; endpoint_id: string; attempts: number; url: string; secret_sealed: string; created_at: Date;
+      event_id: string; at: Date; type: string; actor_type: string; actor_id: string; org_id: string | null; target_type: string; target_id: string; data: Record<string, unknown>;
+    }[] = await this.dataSource.query(
+      `WITH due AS (
+         SELECT id FROM (
+           SELECT id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS nth
+             FROM (SELECT id, endpoint_id, next_attempt_at FROM webhook_delivery
+                    WHERE status = 'pending' AND next_attempt_at <= now() AND NOT (endpoint_id = ANY ($2::uuid[]))
+                    ORDER BY next_attempt_at LIMIT 1000) oldest
+         ) ranked
+         WHERE nth = 1 ORDER BY next_attempt_at LIMIT $1
+       ), locked AS (
+         SELECT d.id FROM webhook_delivery d JOIN due ON due.id = d.id
+          WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+          FOR UPDATE OF d SKIP LOCKED
+       ), claimed AS (
+         UPDATE webhook_delivery d SET attempts = d.attempts + 1, next_attempt_at = now() + $3 * interval '1 millisecond'
+           FROM locked WHERE d.id = locked.id
+         RETURNING d.id, d.org_id, d.endpoint_id, d.event_seq, d.attempts, d.created_at
+       ), logged AS (
+         INSERT INTO webhook_attempt (delivery_id, attempt, org_id, started_at) SELECT id, attempts, org_id, now() FROM claimed
+       )
+       SELECT c.id, c.endpoint_id, c.attempts, c.created_at, w.url, w.secret_sealed,
+              e.id AS event_id, e.at, e.type, e.actor_type, e.actor_id, e.org_id, e.target_type, e.target_id, e.data
+         FROM claimed c
+         JOIN webhook_endpoint w ON w.id = c.endpoint_id AND w.org_id = c.org_id
+         JOIN audit_event e ON e.seq = c.event_seq AND e.org_id = c.org_id`,
+      [limit, busy, leaseMs],
+    );
+    return rows.map((r) => ({
+      id: r.id,
+      endpointId: r.endpoint_id,
+      attempt: r.attempts,
+      url: r.url,
+      secretSealed: r.secret_sealed,
+      createdAt: new Date(r.created_at),
+      event: {
+        id: r.event_id,
+        at: new Date(r.at).toISOString(),
+        type: r.type,
+        actor: { type: r.actor_type, id: r.actor_id },
+        orgId: r.org_id,
+        target: { type: r.target_type, id: r.target_id },
+        data: r.data,
+      },
+    }));
+  }
+
+  /** When the next pending delivery comes due, if any. */
+  async nextDue(): Promise<Date | undefined> {
+    const rows: { at: Date | null }[] = await this.dataSource.query(`SELECT min(next_attempt_at) AS at FROM webhook_delivery WHERE status = 'pending'`);
+    return rows[0]?.at ? new Date(rows[0].at) : undefined;
+  }
+
+  /**
+   * Records how attempt `attempt` ended. Only while it is still the delivery's latest attempt:
+   * an attempt that outlived its lease (another node has made the next one) changes nothing
+   * but its own row.
+   */
+  async finish(deliveryId: string, attempt: number, outcome: AttemptOutcome): Promise<void> {
+    const status = outcome.kind === 'succeeded' ? outcome.status : outcome.status;
+    const error = outcome.kind === 'succeeded' ? null : outcome.error;
+    await this.dataSource.query(
+      `WITH logged AS (
+         UPDATE webhook_attempt SET finished_at = now(), response_status = $3, error = $4
+          WHERE delivery_id = $1 AND attempt = $2
+       )
+       UPDATE webhook_delivery SET
+         status = $5, last_status = $3, last_error = $4,
+         next_attempt_at = COALESCE($6::timestamptz, next_attempt_at),
+         completed_at = CASE WHEN $5 = 'pending' THEN NULL ELSE now() END
+        WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
+      [deliveryId, attempt, status, error, outcome.kind === 'retry' ? 'pending' : outcome.kind, outcome.kind === 'retry' ? outcome.at : null],
+    );
+  }
+}
+
+function toEndpoint(r: EndpointRow): WebhookEndpoint {
+  return { id: r.id, url: r.url, types: r.types, description: r.description, createdAt: iso(r.created_at)! };
+}
+
+function toDelivery(r: DeliveryRow): WebhookDelivery {
+  return {
+    id: r.id,
+    eventId: r.event_id,
+    type: r.type,
+    status: r.status,
+    attempts: r.attempts,
+    lastStatus: r.last_status,
+    lastError: r.last_error,
+    nextAttemptAt: r.status === 'pending' ? iso(r.next_attempt_at) : null,
+    createdAt: iso(r.created_at)!,
+    completedAt: iso(r.completed_at),
+    history: r.history.map((a) => ({ attempt: a.attempt, startedAt: iso(a.started_at)!, finishedAt: iso(a.finished_at), status: a.response_status, error: a.error })),
+  };
+}

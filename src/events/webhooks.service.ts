@@ -1,0 +1,87 @@
+import { Injectable } from '@nestjs/common';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { Page, PageQuery } from '../common/pagination';
+import { EgressService } from '../egress/egress.service';
+import { SecretsService } from '../secrets/secrets.service';
+import { CreateWebhookDto } from './webhooks.dto';
+import { DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks.repository';
+
+/** Live endpoints one organization may have: each one multiplies every event's deliveries. */
+export const MAX_WEBHOOKS_PER_ORG = 50;
+
+@Injectable()
+export class WebhooksService {
+  constructor(
+    private readonly repo: WebhooksRepository,
+    private readonly secrets: SecretsService,
+    private readonly egress: EgressService,
+  ) {}
+
+  async create(ctx: RequestContext, dto: CreateWebhookDto): Promise<WebhookEndpoint & { secret: string }> {
+    const orgId = orgIdOf(ctx);
+    const url = checkedUrl(dto.url);
+    await this.egress.assertAllowed(url, 'url');
+    if ((await this.repo.countLive(orgId)) >= MAX_WEBHOOKS_PER_ORG) {
+      throw ApiError.conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
+    }
+    // Standard Webhooks' secret format: whsec_ and 32 random bytes, base64.
+    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const id = randomUUID();
+    const endpoint = await this.repo.create(
+      orgId,
+      { id, url, types: dto.types, description: dto.description ?? null, secretSealed: this.secrets.seal(secret) },
+      { type: 'webhook.created', orgId, actor: actorOf(ctx.principal), target: { type: 'webhook', id }, data: { url, types: dto.types } },
+    );
+    return { ...endpoint, secret };
+  }
+
+  list(ctx: RequestContext, query: PageQuery): Promise<Page<WebhookEndpoint>> {
+    return this.repo.list(orgIdOf(ctx), query);
+  }
+
+  async get(ctx: RequestContext, id: string): Promise<WebhookEndpoint> {
+    const endpoint = await this.repo.find(orgIdOf(ctx), id);
+    if (!endpoint) throw ApiError.notFound('webhook');
+    return endpoint;
+  }
+
+  async delete(ctx: RequestContext, id: string): Promise<void> {
+    const orgId = orgIdOf(ctx);
+    const endpoint = await this.repo.find(orgId, id);
+    if (!endpoint) throw ApiError.notFound('webhook');
+    const deleted = await this.repo.delete(orgId, id, {
+      type: 'webhook.deleted',
+      orgId,
+      actor: actorOf(ctx.principal),
+      target: { type: 'webhook', id },
+      data: { url: endpoint.url },
+    });
+    if (!deleted) throw ApiError.notFound('webhook');
+  }
+
+  async deliveries(ctx: RequestContext, id: string, query: PageQuery & { status?: DeliveryStatus }): Promise<Page<WebhookDelivery>> {
+    const orgId = orgIdOf(ctx);
+    if (!(await this.repo.find(orgId, id))) throw ApiError.notFound('webhook');
+    return this.repo.deliveries(orgId, id, query);
+  }
+}
+
+/** An absolute http(s) URL without credentials (they would be shown in every answer), normalized. */
+function checkedUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw ApiError.invalidRequest([{ path: 'url', code: 'url', message: 'url must be an absolute http(s) URL' }]);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    throw ApiError.invalidRequest([{ path: 'url', code: 'url', message: 'url must be an https: (or allowed http:) URL' }]);
+  }
+  if (url.username || url.password) {
+    throw ApiError.invalidRequest([{ path: 'url', code: 'url', message: 'url must not carry a user name or password; authenticate deliveries by their signature' }]);
+  }
+  url.hash = '';
+  return url.toString();
+}

@@ -1,0 +1,63 @@
+import { ChatMessage, CLEARED_RESULT, compactWithoutModel, estimateTokens, keptFrom, toProviderMessages, transcriptOf, turnStarts } from './conversation';
+
+const convo: ChatMessage[] = [
+  { role: 'user', content: 'find A' },
+  { role: 'assistant', content: null, toolCalls: [{ id: 'a', name: 'lookup', arguments: '{"q":"A"}' }] },
+  { role: 'tool', toolCallId: 'a', name: 'lookup', content: 'result A' },
+  { role: 'assistant', content: null, toolCalls: [{ id: 'b', name: 'lookup', arguments: '{"q":"B"}' }, { id: 'c', name: 'lookup', arguments: '{}' }] },
+  { role: 'tool', toolCallId: 'b', name: 'lookup', content: 'result B' },
+  { role: 'tool', toolCallId: 'c', name: 'lookup', content: 'result C' },
+  { role: 'assistant', content: 'done' },
+];
+
+describe('conversation', () => {
+  it('renders the Chat Completions shape: system first, tool calls and their answers by id', () => {
+    const out = toProviderMessages('sys', convo, null);
+    expect(out[0]).toEqual({ role: 'system', content: 'sys' });
+    expect(out[2]).toEqual({ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'lookup', arguments: '{"q":"A"}' } }] });
+    expect(out[3]).toEqual({ role: 'tool', tool_call_id: 'a', content: 'result A' });
+    expect(toProviderMessages('  ', convo, null)[0]).toEqual({ role: 'user', content: 'find A' });
+  });
+
+  it('a turn is a user message, or an answer of the model with the results of its calls', () => {
+    expect(turnStarts(convo)).toEqual([0, 1, 3, 6]);
+    expect(keptFrom(convo, 2)).toBe(3);
+    expect(keptFrom(convo, 4)).toBe(0);
+    expect(keptFrom(convo, 10)).toBe(0);
+  });
+
+  it('clear_tool_results clears the results older than the kept turns, once', () => {
+    const state = compactWithoutModel(convo, { strategy: 'clear_tool_results', keepLastTurns: 1 }, null)!;
+    expect(state).toEqual({ before: 0, clearedBefore: 6 });
+    const out = toProviderMessages('', convo, state);
+    expect(out.filter((m) => m.role === 'tool').map((m) => m.content)).toEqual([CLEARED_RESULT, CLEARED_RESULT, CLEARED_RESULT]);
+    expect(compactWithoutModel(convo, { strategy: 'clear_tool_results', keepLastTurns: 1 }, state)).toBeNull();
+    // Nothing to clear before the kept turns: no new state.
+    expect(compactWithoutModel(convo.slice(0, 2), { strategy: 'clear_tool_results', keepLastTurns: 1 }, null)).toBeNull();
+  });
+
+  it('truncate_oldest drops whole turns, never a result without its call', () => {
+    const state = compactWithoutModel(convo, { strategy: 'truncate_oldest', keepLastTurns: 2 }, null)!;
+    expect(state).toEqual({ before: 3 });
+    const out = toProviderMessages('', convo, state);
+    expect(out[0]).toMatchObject({ role: 'assistant', tool_calls: [{ id: 'b' }, { id: 'c' }] });
+    expect(compactWithoutModel(convo, { strategy: 'truncate_oldest', keepLastTurns: 2 }, state)).toBeNull();
+    expect(compactWithoutModel(convo, { strategy: 'summarize', keepLastTurns: 2 }, null)).toBeNull();
+  });
+
+  it('a summary stands in for what it covers', () => {
+    const out = toProviderMessages('sys', convo, { before: 3, summary: 'Looked A up.' });
+    expect(out.slice(0, 3).map((m) => m.content)).toEqual(['sys', 'A summary of the earlier conversation:\n\nLooked A up.', null]);
+    expect(transcriptOf(convo, 0, 3, 'Before.')).toBe(
+      'Summary of what came before:\nBefore.\n\nUser: find A\n\nAssistant called lookup with {"q":"A"}\n\nResult of lookup: result A',
+    );
+    expect(transcriptOf(convo, 6, 7)).toBe('Assistant: done');
+  });
+
+  it('estimates tokens, counting text that spells a special token as text', () => {
+    const small = estimateTokens([{ role: 'user', content: 'hello' }], []);
+    expect(small).toBeGreaterThan(4);
+    expect(estimateTokens([{ role: 'user', content: 'a <|endoftext|> b' }], [{ x: 1 }])).toBeGreaterThan(small);
+    expect(estimateTokens(toProviderMessages('', convo, null), [])).toBeGreaterThan(20);
+  });
+});

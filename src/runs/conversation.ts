@@ -1,0 +1,122 @@
+import { countTokens } from 'gpt-tokenizer';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+
+/** A message of a run's conversation as clients read it (API.md, Run.messages). */
+export type ChatMessage =
+  | { role: 'user'; content: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ModelToolCall[] }
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
+export interface ModelToolCall {
+  id: string;
+  name: string;
+  /** As the model wrote them: JSON text, or not. */
+  arguments: string;
+}
+
+/** What `settings.compaction` holds (the compaction capability). */
+export interface CompactionSettings {
+  strategy: 'clear_tool_results' | 'summarize' | 'truncate_oldest';
+  keepLastTurns: number;
+  summaryPrompt?: string;
+}
+
+/** What compaction has done to a run so far; the transcript itself is never rewritten. */
+export interface CompactionState {
+  /** Messages before this index are represented by `summary` (summarize) or dropped (truncate_oldest). */
+  before: number;
+  summary?: string;
+  /** Tool results before this index are replaced by a note (clear_tool_results). */
+  clearedBefore?: number;
+}
+
+export const CLEARED_RESULT = '[This tool result was removed to save space. Call the tool again if you need it.]';
+
+export function toProviderMessages(systemPrompt: string, messages: readonly ChatMessage[], state: CompactionState | null): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = [];
+  if (systemPrompt.trim() !== '') out.push({ role: 'system', content: systemPrompt });
+  const start = state?.before ?? 0;
+  if (state?.summary) out.push({ role: 'user', content: `A summary of the earlier conversation:\n\n${state.summary}` });
+  messages.forEach((m, i) => {
+    if (i < start) return;
+    if (m.role === 'user') out.push({ role: 'user', content: m.content });
+    else if (m.role === 'assistant') {
+      out.push({
+        role: 'assistant',
+        content: m.content,
+        ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+      });
+    } else {
+      const cleared = state?.clearedBefore !== undefined && i < state.clearedBefore;
+      out.push({ role: 'tool', tool_call_id: m.toolCallId, content: cleared ? CLEARED_RESULT : m.content });
+    }
+  });
+  return out;
+}
+
+/** The index at which each turn starts: a user message, or an assistant message with the tool results that answer it. */
+export function turnStarts(messages: readonly ChatMessage[]): number[] {
+  const starts: number[] = [];
+  messages.forEach((m, i) => {
+    if (m.role !== 'tool') starts.push(i);
+  });
+  return starts;
+}
+
+/** Where the turns that are never compacted begin (keepLastTurns from the end); 0 when there are no more. */
+export function keptFrom(messages: readonly ChatMessage[], keepLastTurns: number): number {
+  const starts = turnStarts(messages);
+  if (starts.length <= keepLastTurns) return 0;
+  return starts[starts.length - keepLastTurns];
+}
+
+/** An estimate with the o200k tokenizer: close for OpenAI models, and in the right range for others. */
+export function estimateTokens(messages: readonly ChatCompletionMessageParam[], tools: readonly unknown[]): number {
+  let total = 0;
+  for (const m of messages) {
+    // About four tokens of framing per message.
+    total += 4 + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
+    if ('tool_calls' in m && m.tool_calls) total += tokens(JSON.stringify(m.tool_calls));
+  }
+  if (tools.length) total += tokens(JSON.stringify(tools));
+  return total;
+}
+
+/** Text that spells a special token (`<|endoftext|>`) is counted as text: it came from a user or a tool. */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
+
+function tokens(text: string): number {
+  return countTokens(text, AS_TEXT);
+}
+
+/**
+ * The next compaction state for the strategies that need no model (`clear_tool_results`,
+ * `truncate_oldest`), or null when nothing older than the kept turns is left to compact.
+ * `summarize` is done by the engine (a model call) from `keptFrom`.
+ */
+export function compactWithoutModel(messages: readonly ChatMessage[], settings: CompactionSettings, state: CompactionState | null): CompactionState | null {
+  const from = keptFrom(messages, settings.keepLastTurns);
+  if (settings.strategy === 'clear_tool_results') {
+    if (from <= (state?.clearedBefore ?? 0)) return null;
+    const anyResult = messages.slice(state?.clearedBefore ?? 0, from).some((m) => m.role === 'tool');
+    return anyResult ? { before: state?.before ?? 0, clearedBefore: from } : null;
+  }
+  if (settings.strategy === 'truncate_oldest') {
+    return from > (state?.before ?? 0) ? { before: from } : null;
+  }
+  return null;
+}
+
+/** The part of the conversation a summary replaces, as text the summarizing model reads. */
+export function transcriptOf(messages: readonly ChatMessage[], from: number, to: number, previousSummary?: string): string {
+  const lines: string[] = [];
+  if (previousSummary) lines.push(`Summary of what came before:\n${previousSummary}`);
+  for (const m of messages.slice(from, to)) {
+    if (m.role === 'user') lines.push(`User: ${m.content}`);
+    else if (m.role === 'assistant') {
+      if (m.content) lines.push(`Assistant: ${m.content}`);
+      for (const c of m.toolCalls ?? []) lines.push(`Assistant called ${c.name} with ${c.arguments}`);
+    } else lines.push(`Result of ${m.name}: ${m.content}`);
+  }
+  return lines.join('\n\n');
+}

@@ -1,0 +1,89 @@
+import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import { assemble, ModelError, OpenAiCompatibleModel } from './model-client';
+
+async function* chunks(...items: unknown[]): AsyncIterable<ChatCompletionChunk> {
+  for (const item of items) yield item as ChatCompletionChunk;
+}
+
+const delta = (d: object, finish: string | null = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
+
+describe('assemble', () => {
+  it('joins content deltas and parallel tool calls by index, with usage', async () => {
+    const turn = await assemble(
+      chunks(
+        delta({ role: 'assistant', content: '' }),
+        delta({ tool_calls: [{ index: 1, id: 'b', function: { name: 'two', arguments: '' } }] }),
+        delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'one', arguments: '{"x"' } }] }),
+        delta({ tool_calls: [{ index: 1, function: { arguments: '{}' } }] }),
+        delta({ tool_calls: [{ index: 0, function: { arguments: ':1}' } }] }, 'tool_calls'),
+        { choices: [], usage: { prompt_tokens: 3, completion_tokens: 4 } },
+      ),
+    );
+    expect(turn).toEqual({
+      content: '',
+      toolCalls: [
+        { id: 'a', name: 'one', arguments: '{"x":1}' },
+        { id: 'b', name: 'two', arguments: '{}' },
+      ],
+      usage: { inputTokens: 3, outputTokens: 4 },
+      finishReason: 'tool_calls',
+    });
+  });
+
+  it('gives a call without an id one; ignores other choices', async () => {
+    const turn = await assemble(chunks(delta({ tool_calls: [{ function: { name: 'x' } }] }), { choices: [{ index: 1, delta: { content: 'other' } }] }));
+    expect(turn.toolCalls).toEqual([{ id: 'call_0', name: 'x', arguments: '' }]);
+    expect(turn.content).toBeNull();
+  });
+
+  it('a stream with no answer, or chunks that are not objects, is a retryable model error', async () => {
+    await expect(assemble(chunks(delta({})))).rejects.toMatchObject({ code: 'model_error', retryable: true });
+    await expect(assemble(chunks(null))).rejects.toBeInstanceOf(ModelError);
+  });
+});
+
+describe('OpenAiCompatibleModel', () => {
+  const sleeps: number[] = [];
+  const sleep = async (ms: number) => void sleeps.push(ms);
+  const policy = { retries: 2, baseDelayMs: 100, maxDelayMs: 1000, timeoutMs: 5000 };
+  const sse = (...items: object[]) =>
+    new Response(items.map((i) => `data: ${JSON.stringify(i)}\n\n`).join('') + 'data: [DONE]\n\n', { headers: { 'content-type': 'text/event-stream' } });
+  const req = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }], tools: [] };
+
+  beforeEach(() => (sleeps.length = 0));
+
+  it('retries 429 honouring Retry-After, then answers', async () => {
+    const answers = [
+      new Response(JSON.stringify({ error: { message: 'slow down' } }), { status: 429, headers: { 'retry-after': '2' } }),
+      sse(delta({ content: 'ok' }, 'stop')),
+    ];
+    const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => answers.shift()!, policy, sleep);
+    await expect(model.complete(req)).resolves.toMatchObject({ content: 'ok' });
+    expect(sleeps).toEqual([2000]);
+  });
+
+  it('gives up after the retries with the provider\'s status; a 400 is not retried', async () => {
+    let calls = 0;
+    const failing = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => (calls++, new Response('{}', { status: 502 })), policy, sleep);
+    await expect(failing.complete(req)).rejects.toMatchObject({ code: 'model_error', status: 502 });
+    expect(calls).toBe(3);
+    calls = 0;
+    const bad = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => (calls++, new Response('{"error":{"message":"nope"}}', { status: 400 })), policy, sleep);
+    await expect(bad.complete(req)).rejects.toMatchObject({ retryable: false, status: 400 });
+    expect(calls).toBe(1);
+  });
+
+  it('reports an egress refusal as such, without retrying', async () => {
+    const refusing = new OpenAiCompatibleModel('p', 'http://10.0.0.1/v1', null, async () => {
+      throw Object.assign(new Error('egress refused: 10.0.0.1'), { code: 'egress_refused' });
+    }, policy, sleep);
+    await expect(refusing.complete(req)).rejects.toMatchObject({ code: 'egress_refused' });
+    expect(sleeps).toEqual([]);
+  });
+
+  it('a context-window refusal is told apart', async () => {
+    const body = { error: { message: "This model's maximum context length is 8192 tokens.", code: 'context_length_exceeded' } };
+    const full = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => new Response(JSON.stringify(body), { status: 400 }), policy, sleep);
+    await expect(full.complete(req)).rejects.toMatchObject({ code: 'context_length_exceeded' });
+  });
+});

@@ -1,0 +1,219 @@
+import OpenAI from 'openai';
+import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
+
+/** One answer of the model, assembled from its stream. */
+export interface ModelTurn {
+  content: string | null;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  usage: { inputTokens: number; outputTokens: number };
+  finishReason: string | null;
+}
+
+export interface ModelRequest {
+  model: string;
+  messages: ChatCompletionMessageParam[];
+  tools: ChatCompletionTool[];
+  temperature?: number;
+  maxOutputTokens?: number;
+  reasoningEffort?: ThinkingEffort;
+  signal?: AbortSignal;
+}
+
+/** What a run calls: one Chat Completions request, retried as the policy says. */
+export interface ChatModel {
+  complete(req: ModelRequest): Promise<ModelTurn>;
+}
+
+export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>;
+
+export interface RetryPolicy {
+  /** Attempts after the first. */
+  retries: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  timeoutMs: number;
+}
+
+/**
+ * A failure of the model's provider that the run reports (`failed` with this code); `retryable`
+ * ones were retried with backoff first. The message is the provider's, cut short: it can never
+ * hold our API key (the key travels in a header the provider does not echo, and we never print it).
+ */
+export class ModelError extends Error {
+  constructor(
+    readonly code: 'model_error' | 'egress_refused' | 'context_length_exceeded',
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
+/** Providers (and their models) found not to accept `reasoning_effort`, so it is not sent again. */
+const noReasoningEffort = new Set<string>();
+
+/**
+ * An OpenAI-compatible provider (OpenAI, Azure OpenAI's v1 API, vLLM, Ollama, LM Studio...) through
+ * the official client. Our retry loop replaces the client's, so that backoff, `Retry-After` and the
+ * give-up point are ours and testable; every connection goes through the `fetch` it is given (the
+ * egress policy).
+ */
+export class OpenAiCompatibleModel implements ChatModel {
+  private readonly client: OpenAI;
+
+  constructor(
+    private readonly providerId: string,
+    baseUrl: string,
+    apiKey: string | null,
+    fetch: FetchLike,
+    private readonly policy: RetryPolicy,
+    private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void> = abortableSleep,
+  ) {
+    this.client = new OpenAI({
+      baseURL: baseUrl,
+      // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
+      apiKey: apiKey ?? 'none',
+      fetch: (url, init) => fetch(String(url), init),
+      maxRetries: 0,
+      timeout: policy.timeoutMs,
+      // What goes wrong is reported in the run's error; the client would print provider text to the console.
+      logLevel: 'off',
+    });
+  }
+
+  async complete(req: ModelRequest): Promise<ModelTurn> {
+    let attempt = 0;
+    for (;;) {
+      try {
+        return await this.once(req);
+      } catch (raw) {
+        const err = classify(raw);
+        if (err.status === 400 && req.reasoningEffort && mentionsReasoningEffort(raw)) {
+          // The model does not take a reasoning effort: ask again without it, and remember.
+          noReasoningEffort.add(`${this.providerId}/${req.model}`);
+          continue;
+        }
+        if (!err.retryable || attempt >= this.policy.retries || req.signal?.aborted) throw err;
+        const backoff = Math.min(this.policy.maxDelayMs, this.policy.baseDelayMs * 2 ** attempt);
+        // Full jitter, but never sooner than the provider asked.
+        const delay = Math.max(Math.round(Math.random() * backoff), Math.min(err.retryAfterMs ?? 0, this.policy.maxDelayMs * 4));
+        attempt++;
+        await this.sleep(delay, req.signal);
+      }
+    }
+  }
+
+  private async once(req: ModelRequest): Promise<ModelTurn> {
+    const body: ChatCompletionCreateParamsStreaming = {
+      model: req.model,
+      messages: req.messages,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
+    if (req.tools.length > 0) body.tools = req.tools;
+    if (req.temperature !== undefined) body.temperature = req.temperature;
+    if (req.maxOutputTokens !== undefined) body.max_completion_tokens = req.maxOutputTokens;
+    if (req.reasoningEffort && !noReasoningEffort.has(`${this.providerId}/${req.model}`)) body.reasoning_effort = req.reasoningEffort;
+    const stream = await this.client.chat.completions.create(body, { signal: req.signal });
+    return assemble(stream);
+  }
+}
+
+/** Puts a streamed answer together: content deltas in order, tool calls by their index. */
+export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Promise<ModelTurn> {
+  let content = '';
+  let sawContent = false;
+  let finishReason: string | null = null;
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
+  const usage = { inputTokens: 0, outputTokens: 0 };
+  for await (const chunk of chunks) {
+    if (chunk === null || typeof chunk !== 'object') throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
+    if (chunk.usage) {
+      usage.inputTokens = chunk.usage.prompt_tokens ?? 0;
+      usage.outputTokens = chunk.usage.completion_tokens ?? 0;
+    }
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta ?? {};
+      if (typeof delta.content === 'string') {
+        content += delta.content;
+        sawContent = true;
+      }
+      for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+        const index = typeof tc.index === 'number' ? tc.index : calls.size;
+        const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
+        if (typeof tc.id === 'string' && tc.id) call.id = tc.id;
+        if (typeof tc.function?.name === 'string') call.name += tc.function.name;
+        if (typeof tc.function?.arguments === 'string') call.arguments += tc.function.arguments;
+        calls.set(index, call);
+      }
+      if (choice.finish_reason) finishReason = choice.finish_reason;
+    }
+  }
+  const toolCalls = [...calls.entries()]
+    .sort(([a], [b]) => a - b)
+    // A call without an id still needs one: the tool message answers it by id.
+    .map(([index, c]) => ({ ...c, id: c.id || `call_${index}` }));
+  if (!sawContent && toolCalls.length === 0 && finishReason === null) {
+    throw new ModelError('model_error', 'The provider ended the stream without an answer.', true);
+  }
+  return { content: sawContent ? content : null, toolCalls, usage, finishReason };
+}
+
+function classify(raw: unknown): ModelError {
+  if (raw instanceof ModelError) return raw;
+  const code = (raw as { code?: unknown })?.code ?? (raw as { cause?: { code?: unknown } })?.cause?.code;
+  if (code === 'egress_refused') return new ModelError('egress_refused', messageOf(raw), false);
+  if (raw instanceof OpenAI.APIUserAbortError) return new ModelError('model_error', 'The model call was aborted.', false);
+  if (raw instanceof OpenAI.APIConnectionError) {
+    const cause = (raw as { cause?: { code?: unknown } }).cause;
+    if (cause?.code === 'egress_refused') return new ModelError('egress_refused', messageOf(cause), false);
+    return new ModelError('model_error', `The provider could not be reached: ${messageOf(raw)}`, true);
+  }
+  if (raw instanceof OpenAI.APIError) {
+    const status = raw.status ?? 0;
+    const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
+    if (status === 400 && /context|maximum.*tokens|too long/i.test(messageOf(raw)) && /context_length|context window|maximum context/i.test(messageOf(raw) + (raw.code ?? ''))) {
+      return new ModelError('context_length_exceeded', `The provider answered ${status}: ${messageOf(raw)}`, false, status);
+    }
+    return new ModelError('model_error', `The provider answered ${status}: ${messageOf(raw)}`, retryable, status, retryAfterOf(raw.headers));
+  }
+  // Not a response the client could read (a body that is not JSON, a stream that breaks off).
+  return new ModelError('model_error', `The provider's answer could not be read: ${messageOf(raw)}`, true);
+}
+
+function mentionsReasoningEffort(raw: unknown): boolean {
+  return /reasoning[_ ]effort/i.test(messageOf(raw) + String((raw as { param?: unknown })?.param ?? ''));
+}
+
+function retryAfterOf(headers: Headers | undefined): number | undefined {
+  const value = headers?.get?.('retry-after-ms') ?? undefined;
+  if (value && /^\d+$/.test(value)) return Number(value);
+  const seconds = headers?.get?.('retry-after');
+  if (!seconds) return undefined;
+  if (/^\d+(\.\d+)?$/.test(seconds)) return Math.round(Number(seconds) * 1000);
+  const at = Date.parse(seconds);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}
+
+/** The provider's words, cut short and on one line: they end up in a run's error, never with secrets of ours. */
+function messageOf(raw: unknown): string {
+  const text = raw instanceof Error ? raw.message : String(raw);
+  return text.replace(/\s+/g, ' ').slice(0, 500);
+}
+
+export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,59 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import { Access } from '../auth/access.decorator';
+import { Ctx } from '../auth/ctx.decorator';
+import { RequestContext } from '../auth/principal';
+import { ProblemResponse } from '../common/openapi';
+import { PageQuery } from '../common/pagination';
+import { UuidParam } from '../common/uuid-param.pipe';
+import { ModelProvidersService } from './model-providers.service';
+import { CreateModelProviderDto, ModelProviderPage, ModelProviderView } from './runs.dto';
+
+const NOT_FOUND = ProblemResponse('No such model provider in your organization (`not_found`).');
+
+@ApiTags('runs')
+@Controller('api/v1/model-providers')
+export class ModelProvidersController {
+  constructor(private readonly providers: ModelProvidersService) {}
+
+  @Post()
+  @Access('admin')
+  @ApiOperation({
+    summary: 'Add a model provider',
+    description: 'An OpenAI-compatible endpoint (Chat Completions with tools). The API key is stored encrypted and never answered again; `baseUrl` must pass the egress policy.',
+  })
+  @ApiCreatedResponse({ type: ModelProviderView })
+  @ApiConflictResponse(ProblemResponse('The name is taken in this organization (`conflict`).'))
+  @ApiUnprocessableEntityResponse(ProblemResponse('`baseUrl` is refused by the egress policy (`egress_refused`).'))
+  create(@Ctx() ctx: RequestContext, @Body() dto: CreateModelProviderDto): Promise<ModelProviderView> {
+    return this.providers.create(ctx, dto);
+  }
+
+  @Get()
+  @Access('viewer')
+  @ApiOperation({ summary: 'List the organization\'s model providers, newest first' })
+  @ApiOkResponse({ type: ModelProviderPage })
+  list(@Ctx() ctx: RequestContext, @Query() query: PageQuery) {
+    return this.providers.list(ctx, query);
+  }
+
+  @Get(':id')
+  @Access('viewer')
+  @ApiOperation({ summary: 'Read a model provider (never its key)' })
+  @ApiOkResponse({ type: ModelProviderView })
+  @ApiNotFoundResponse(NOT_FOUND)
+  get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<ModelProviderView> {
+    return this.providers.get(ctx, id);
+  }
+
+  @Delete(':id')
+  @HttpCode(204)
+  @Access('admin')
+  @ApiOperation({ summary: 'Delete a model provider' })
+  @ApiNoContentResponse({ description: 'Deleted.' })
+  @ApiNotFoundResponse(NOT_FOUND)
+  @ApiConflictResponse(ProblemResponse('A published version runs on it (`resource_in_use`).'))
+  async delete(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<void> {
+    await this.providers.delete(ctx, id);
+  }
+}

@@ -1,0 +1,438 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { createHash } from 'node:crypto';
+import type { ChatCompletionTool } from 'openai/resources/chat/completions';
+import type { BuiltVersion } from '../agents/built-version';
+import { VersionBuilder } from '../agents/version-builder.service';
+import type { AuditEventInput } from '../audit/audit.service';
+import type { ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
+import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { SETTLED_STATUSES, ToolExecutor } from '../runtime/tool-executor.service';
+import { toToolCallView } from '../tool-calls/tool-call-rows';
+import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
+import type { ToolCallView } from '../tool-calls/tool-calls.dto';
+import {
+  ChatMessage,
+  CompactionSettings,
+  CompactionState,
+  compactWithoutModel,
+  estimateTokens,
+  keptFrom,
+  toProviderMessages,
+  transcriptOf,
+} from './conversation';
+import { ChatModel, ModelError, ModelTurn } from './model-client';
+import { ModelProvidersService } from './model-providers.service';
+import { RunSignals } from './run-signals';
+import { PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
+
+/** When the model's window is not given: a common size today, and what compaction aims under. */
+export const DEFAULT_CONTEXT_WINDOW = 128_000;
+
+/** Who acts for a run in the audit log when no request is being served. */
+const RUN_ACTOR = (runId: string) => ({ type: 'run', id: runId });
+
+type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
+
+/** Why a step stopped before the run finished or paused: it is claimed again later (this node or another). */
+class RetryLater extends Error {
+  constructor(readonly afterMs: number) {
+    super('retry later');
+  }
+}
+
+/**
+ * Steps a run while this node holds its lease: model call, the tool calls it asks for (through the
+ * executor, each keyed by run, step and the model's call id so that a takeover replays instead of
+ * running again), pause, resume. Every step is written before the next begins, conditional on the
+ * lease; a write that matches nothing means another node (or a cancel) has the run, and this node
+ * stops.
+ */
+@Injectable()
+export class RunEngine {
+  private readonly logger = new Logger(RunEngine.name);
+
+  constructor(
+    private readonly repo: RunsRepository,
+    private readonly executor: ToolExecutor,
+    private readonly calls: ToolCallsRepository,
+    private readonly versions: VersionBuilder,
+    private readonly providers: ModelProvidersService,
+    private readonly signals: RunSignals,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  /** Advances the run until it finishes, pauses, or the lease is lost (`signal`). Never throws for the run's own failures. */
+  async advance(runId: string, owner: string, signal: AbortSignal): Promise<void> {
+    try {
+      await this.loop(runId, owner, signal);
+    } catch (err) {
+      if (err instanceof RetryLater) {
+        await this.repo.release(runId, owner, new Date(Date.now() + err.afterMs));
+        return;
+      }
+      if (signal.aborted) return;
+      // A bug of ours, or the database gone: give the run back; another attempt starts from the last write.
+      this.logger.error({ err, runId }, 'run step failed; it will be retried');
+      await this.repo.release(runId, owner, new Date(Date.now() + 5000)).catch(() => undefined);
+    } finally {
+      this.signals.notify(runId);
+    }
+  }
+
+  private async loop(runId: string, owner: string, signal: AbortSignal): Promise<void> {
+    let row = await this.repo.findLeased(runId, owner);
+    if (!row || (row.status !== 'running' && row.status !== 'waiting_for_approval')) return;
+    const principal = await this.principalOf(row);
+    if (!principal) {
+      await this.finish(row, owner, 'failed', { error: { code: 'unauthorized', message: 'The API key that started the run was revoked.' } });
+      return;
+    }
+    const ctx: RequestContext = { principal, requestId: `run:${row.id}` };
+    let built: BuiltVersion;
+    try {
+      built = await this.versions.build(row.org_id, principal.orgScopes, row.agent_id, row.version, undefined, applicabilityOf(row));
+    } catch (err) {
+      if (err instanceof ApiError) {
+        await this.finish(row, owner, 'failed', { error: { code: err.code, message: err.detail } });
+        return;
+      }
+      throw err;
+    }
+    const modelRef = built.spec.model;
+    const model = modelRef ? await this.providers.modelFor(row.org_id, modelRef.provider) : undefined;
+    if (!modelRef || !model) {
+      await this.finish(row, owner, 'failed', { error: { code: 'model_not_configured', message: 'The version names no model provider of this organization.' } });
+      return;
+    }
+    const tools: ChatCompletionTool[] = built.tools.map((t) => ({
+      type: 'function',
+      function: { name: t.name, description: t.description, parameters: t.inputSchema },
+    }));
+
+    if (row.status === 'waiting_for_approval') {
+      if (!(await this.save(row, owner, { status: 'running' }, [{ type: 'run.resumed', data: {} }]))) return;
+      row = { ...row, status: 'running' };
+    }
+
+    for (;;) {
+      if (signal.aborted) return;
+      if (row.pending.length > 0) {
+        const next = await this.settlePending(ctx, row, owner, built);
+        if (!next) return;
+        row = next;
+        continue;
+      }
+      const last = row.messages[row.messages.length - 1];
+      if (last?.role === 'assistant' && !last.toolCalls?.length) {
+        // Answered before a node died between writing the answer and finishing: finish now.
+        await this.finish(row, owner, 'succeeded', { output: last.content ?? '' });
+        return;
+      }
+      if (row.usage.modelCalls >= this.config.runs.maxSteps) {
+        await this.finish(row, owner, 'failed', { error: { code: 'max_steps', message: `The run reached its limit of ${this.config.runs.maxSteps} model calls (RUN_MAX_STEPS).` } });
+        return;
+      }
+
+      const compaction = await this.compact(row, owner, built, model, modelRef.name, tools, signal, false);
+      if (compaction === false) return;
+      row = compaction;
+
+      let turn: ModelTurn;
+      try {
+        turn = await model.complete({
+          model: modelRef.name,
+          messages: toProviderMessages(built.systemPrompt, row.messages, row.compaction),
+          tools,
+          temperature: modelRef.temperature,
+          maxOutputTokens: modelRef.maxOutputTokens,
+          reasoningEffort: effortOf(built),
+          signal,
+        });
+      } catch (err) {
+        if (signal.aborted) return;
+        if (err instanceof ModelError && err.code === 'context_length_exceeded') {
+          // Our estimate was short of the provider's count: compact now if the strategy can, and ask again.
+          const compacted = await this.compact(row, owner, built, model, modelRef.name, tools, signal, true);
+          if (compacted === false) return;
+          if (compacted !== row) {
+            row = compacted;
+            continue;
+          }
+        }
+        if (err instanceof ModelError) {
+          await this.finish(row, owner, 'failed', {
+            error: { code: err.code, message: err.message },
+            usage: { ...row.usage, modelCalls: row.usage.modelCalls + 1 },
+          });
+          return;
+        }
+        throw err;
+      }
+
+      const step = row.usage.modelCalls + 1;
+      const usage = {
+        ...row.usage,
+        modelCalls: step,
+        inputTokens: row.usage.inputTokens + turn.usage.inputTokens,
+        outputTokens: row.usage.outputTokens + turn.usage.outputTokens,
+      };
+      const assistant: ChatMessage = { role: 'assistant', content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) };
+      const messages = [...row.messages, assistant];
+      const completed: RunEventInput = {
+        type: 'model.completed',
+        data: { step, content: turn.content, toolCalls: turn.toolCalls.map((c) => ({ id: c.id, name: c.name })), finishReason: turn.finishReason, usage: turn.usage },
+      };
+      if (turn.toolCalls.length === 0) {
+        await this.finish({ ...row, messages, usage }, owner, 'succeeded', { output: turn.content ?? '', messages, usage }, [completed]);
+        return;
+      }
+      const pending: PendingCall[] = turn.toolCalls.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments, step }));
+      if (!(await this.save(row, owner, { messages, usage, pending }, [completed]))) return;
+      row = { ...row, messages, usage, pending };
+    }
+  }
+
+  /**
+   * Runs (through the executor) or looks up the tool calls of the model's last answer. Answers the
+   * run to continue with, or undefined when it paused or is no longer ours.
+   */
+  private async settlePending(ctx: RequestContext, row: RunRow, owner: string, built: BuiltVersion): Promise<RunRow | undefined> {
+    const events: RunEventInput[] = [];
+    const newCallIds: string[] = [];
+    let retryAfter = 0;
+    // Parallel tool calls of one answer run side by side; each passes every guard on its own.
+    const pending = await Promise.all(
+      row.pending.map(async (p): Promise<PendingCall> => {
+        if (p.result) return p;
+        if (p.toolCallId) {
+          const stored = await this.calls.findCall(row.org_id, p.toolCallId);
+          // Recorded for this run by the executor, so it exists; not finding it is the database's problem.
+          if (!stored) throw new Error(`tool call ${p.toolCallId} of run ${row.id} is missing`);
+          return this.fromCall(p, toToolCallView(stored), events);
+        }
+        const outcome = await this.request(ctx, row, p, built);
+        if (outcome === 'retry') {
+          retryAfter = 1000;
+          return p;
+        }
+        if ('refusal' in outcome) {
+          events.push({ type: 'tool_call.failed', data: { modelCallId: p.id, name: p.name, error: { code: outcome.refusal.code } } });
+          return { ...p, result: toolMessage(p, { error: outcome.refusal }) };
+        }
+        const call = outcome.call;
+        newCallIds.push(call.id);
+        events.push({ type: 'tool_call.requested', data: { toolCallId: call.id, modelCallId: p.id, name: p.name } });
+        if (call.approvalId && call.status === 'pending_approval') {
+          events.push({ type: 'approval.requested', data: { approvalId: call.approvalId, toolCallId: call.id, name: p.name } });
+        }
+        return this.fromCall({ ...p, toolCallId: call.id, approvalId: call.approvalId }, call, events);
+      }),
+    );
+
+    const toolCallIds = [...row.tool_call_ids, ...newCallIds.filter((id) => !row.tool_call_ids.includes(id))];
+    const usage = { ...row.usage, toolCalls: toolCallIds.length };
+    const waiting = pending.filter((p) => !p.result && p.toolCallId);
+    if (retryAfter > 0 && waiting.length === 0 && pending.some((p) => !p.result)) {
+      await this.save(row, owner, { pending, toolCallIds, usage }, events);
+      throw new RetryLater(retryAfter);
+    }
+    if (waiting.length > 0 || retryAfter > 0) {
+      const pendingToolCallIds = waiting.map((p) => p.toolCallId!);
+      const pendingApprovalIds = waiting.map((p) => p.approvalId).filter((id): id is string => Boolean(id));
+      events.push({ type: 'run.waiting', data: { pendingApprovalIds, toolCallIds: pendingToolCallIds } });
+      await this.save(row, owner, { status: 'waiting_for_approval', pending, toolCallIds, usage, pendingToolCallIds, pendingApprovalIds, release: true }, events);
+      return undefined;
+    }
+    // Every call has its answer: the tool messages go into the conversation in the model's order.
+    const messages = [...row.messages, ...pending.map((p) => p.result!)];
+    const patch: RunPatch = { messages, pending: [], toolCallIds, usage, pendingToolCallIds: [], pendingApprovalIds: [] };
+    if (!(await this.save(row, owner, patch, events))) return undefined;
+    return { ...row, messages, pending: [], tool_call_ids: toolCallIds, usage, pending_approval_ids: [] };
+  }
+
+  private fromCall(p: PendingCall, call: ToolCallView, events: RunEventInput[]): PendingCall {
+    if (!SETTLED_STATUSES.has(call.status)) return p;
+    if (call.status === 'succeeded') {
+      events.push({ type: 'tool_call.succeeded', data: { toolCallId: call.id, name: p.name } });
+      const body: Record<string, unknown> = { result: call.result };
+      if (call.resultTruncated) body.note = 'The result was cut to the tool\'s output budget.';
+      if (call.argumentsEdited) {
+        body.argumentsEdited = true;
+        body.executedArguments = call.executedArguments;
+        body.note = [body.note, 'A person edited the arguments before the tool ran; it ran with executedArguments.'].filter(Boolean).join(' ');
+      }
+      const plain = typeof call.result === 'string' && Object.keys(body).length === 1;
+      return { ...p, result: { role: 'tool', toolCallId: p.id, name: p.name, content: plain ? (call.result as string) : JSON.stringify(body) } };
+    }
+    events.push({ type: 'tool_call.failed', data: { toolCallId: call.id, name: p.name, status: call.status, error: call.error ? { code: call.error.code } : undefined } });
+    const error = call.error ?? { code: call.status, message: `The call ended ${call.status}.` };
+    return { ...p, result: toolMessage(p, { error: { code: error.code, message: error.message } }) };
+  }
+
+  /** The executor's answer to one model tool call, a refusal the model reads, or `retry` (the call's key is held by a request in progress). */
+  private async request(
+    ctx: RequestContext,
+    row: RunRow,
+    p: PendingCall,
+    built: BuiltVersion,
+  ): Promise<{ call: ToolCallView } | { refusal: { code: string; message: string; errors?: unknown } } | 'retry'> {
+    let args: unknown;
+    try {
+      args = JSON.parse(p.arguments === '' ? '{}' : p.arguments);
+    } catch {
+      return { refusal: { code: 'invalid_arguments', message: 'The arguments are not JSON; nothing ran. Send them as a JSON object that matches the tool\'s input schema.' } };
+    }
+    try {
+      const outcome = await this.executor.request(ctx, {
+        agentId: row.agent_id,
+        tool: p.name,
+        arguments: args,
+        version: built.version,
+        runId: row.id,
+        profile: row.profile ?? undefined,
+        workerType: row.worker_type ?? undefined,
+        entryPoint: 'run',
+        idempotencyKey: toolCallKey(row.id, p),
+      });
+      return { call: outcome.call };
+    } catch (err) {
+      if (err instanceof ApiError) {
+        if (err.code === 'idempotency_in_progress') return 'retry';
+        return { refusal: { code: err.code, message: err.detail, ...(err.errors ? { errors: err.errors } : {}) } };
+      }
+      throw err;
+    }
+  }
+
+  /**
+   * Applies the agent's compaction when the conversation would not fit the model's window with
+   * room for an answer. Answers the run to go on with, or false when it is no longer ours.
+   */
+  private async compact(
+    row: RunRow,
+    owner: string,
+    built: BuiltVersion,
+    model: ChatModel,
+    modelName: string,
+    tools: ChatCompletionTool[],
+    signal: AbortSignal,
+    force: boolean,
+  ): Promise<RunRow | false> {
+    const settings = compactionOf(built);
+    if (!settings) return row;
+    const window = built.spec.model?.contextWindow ?? DEFAULT_CONTEXT_WINDOW;
+    const budget = window - (built.spec.model?.maxOutputTokens ?? Math.min(4096, Math.floor(window / 4)));
+    const size = estimateTokens(toProviderMessages(built.systemPrompt, row.messages, row.compaction), tools);
+    if (size <= budget && !force) return row;
+
+    let next: CompactionState | null;
+    let usage = row.usage;
+    if (settings.strategy === 'summarize') {
+      const from = keptFrom(row.messages, settings.keepLastTurns);
+      const start = row.compaction?.before ?? 0;
+      if (from <= start) return row;
+      try {
+        const summary = await model.complete({
+          model: modelName,
+          messages: [
+            { role: 'system', content: settings.summaryPrompt ?? '' },
+            { role: 'user', content: transcriptOf(row.messages, start, from, row.compaction?.summary) },
+          ],
+          tools: [],
+          signal,
+        });
+        usage = {
+          ...usage,
+          inputTokens: usage.inputTokens + summary.usage.inputTokens,
+          outputTokens: usage.outputTokens + summary.usage.outputTokens,
+        };
+        next = { before: from, summary: summary.content ?? '' };
+      } catch (err) {
+        if (signal.aborted) return false;
+        if (err instanceof ModelError) {
+          await this.finish(row, owner, 'failed', { error: { code: 'model_error', message: `Summarizing the conversation failed: ${err.message}` } });
+          return false;
+        }
+        throw err;
+      }
+    } else {
+      next = compactWithoutModel(row.messages, settings, row.compaction);
+    }
+    if (!next) return row;
+    const event: RunEventInput = { type: 'run.compacted', data: { strategy: settings.strategy, estimatedTokens: size, budget, before: next.before, clearedBefore: next.clearedBefore } };
+    if (!(await this.save(row, owner, { compaction: next, usage }, [event]))) return false;
+    return { ...row, compaction: next, usage };
+  }
+
+  private async finish(
+    row: RunRow,
+    owner: string,
+    status: 'succeeded' | 'failed',
+    patch: Omit<RunPatch, 'status' | 'release'>,
+    events: RunEventInput[] = [],
+  ): Promise<void> {
+    const type = status === 'succeeded' ? 'run.succeeded' : 'run.failed';
+    const data = status === 'succeeded' ? { output: patch.output ?? '' } : { error: patch.error };
+    const audit: AuditEventInput = {
+      type,
+      orgId: row.org_id,
+      actor: RUN_ACTOR(row.id),
+      target: { type: 'run', id: row.id },
+      data: {
+        agentId: row.agent_id,
+        version: row.version,
+        usage: patch.usage ?? row.usage,
+        ...(status === 'failed' ? { error: { code: patch.error?.code } } : {}),
+      },
+    };
+    await this.save(
+      row,
+      owner,
+      { ...patch, status, release: true, pending: [], pendingToolCallIds: [], pendingApprovalIds: [] },
+      [...events, { type, data }],
+      [audit],
+    );
+  }
+
+  private async save(row: RunRow, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
+    const saved = await this.repo.save(row, owner, patch, events, audit);
+    this.signals.notify(row.id);
+    return saved;
+  }
+
+  private async principalOf(row: RunRow): Promise<ApiKeyPrincipal | undefined> {
+    const rows: { id: string; org_id: string; roles: ApiKeyPrincipal['roles']; scopes: string[] }[] = await this.repo.dataSource.query(
+      `SELECT k.id, k.org_id, k.roles, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
+        WHERE k.org_id = $1 AND k.id = $2 AND k.revoked_at IS NULL`,
+      [row.org_id, row.requested_by],
+    );
+    const k = rows[0];
+    // The organization's scopes as they are now: a scope revoked mid-run stops the tools that need it.
+    return k && { type: 'api_key', id: k.id, orgId: k.org_id, roles: k.roles, orgScopes: k.scopes };
+  }
+}
+
+/** The one tool call of a model tool call: the run, the model call that asked, and the model's id for it (some models reuse ids across answers). */
+export function toolCallKey(runId: string, p: Pick<PendingCall, 'id' | 'step'>): string {
+  return `run:${runId}:${p.step}:${createHash('sha256').update(p.id).digest('hex').slice(0, 40)}`;
+}
+
+function toolMessage(p: PendingCall, body: Record<string, unknown>): ToolMessage {
+  return { role: 'tool', toolCallId: p.id, name: p.name, content: JSON.stringify(body) };
+}
+
+function applicabilityOf(row: RunRow): { profile?: string; workerType?: string } {
+  return { profile: row.profile ?? undefined, workerType: row.worker_type ?? undefined };
+}
+
+function effortOf(built: BuiltVersion): ThinkingEffort | undefined {
+  const thinking = built.settings.thinking as { effort?: ThinkingEffort } | undefined;
+  return thinking?.effort;
+}
+
+function compactionOf(built: BuiltVersion): CompactionSettings | undefined {
+  const c = built.settings.compaction as CompactionSettings | undefined;
+  return c && typeof c.strategy === 'string' && typeof c.keepLastTurns === 'number' ? c : undefined;
+}

@@ -1,0 +1,112 @@
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { CallSettledNotifier } from '../runtime/call-settled.notifier';
+import { RunEngine } from './run-engine.service';
+import { RunsRepository } from './runs.repository';
+
+/**
+ * Each node's share of the runs. It steps the runs it creates at once, and every poll interval it
+ * claims the runs that need a node: ones whose node died (the lease expired), ones due for a retry,
+ * and waiting ones whose approvals were all decided or expired, on whatever node. A decision made
+ * in this process wakes it at once (the executor's settled-call notifier), so the common case does
+ * not wait for the poll. While it steps a run it renews the lease; if renewal fails (another node
+ * took the run over, or it was cancelled) the step is aborted and writes nothing more.
+ */
+@Injectable()
+export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger(RunWorker.name);
+  /** This process's name on the leases it holds. */
+  readonly owner = `node-${randomUUID()}`;
+  readonly leaseMs: number;
+  private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private timer?: NodeJS.Timeout;
+  private polling?: Promise<void>;
+  private pollAgain = false;
+  private stopping = false;
+  private unwatch?: () => void;
+
+  constructor(
+    private readonly repo: RunsRepository,
+    private readonly engine: RunEngine,
+    private readonly settled: CallSettledNotifier,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {
+    this.leaseMs = config.runs.leaseMs;
+  }
+
+  onApplicationBootstrap(): void {
+    this.unwatch = this.settled.watch(() => this.poke());
+    this.timer = setInterval(() => this.poke(), this.config.runs.pollIntervalMs);
+    this.timer.unref();
+    this.poke();
+  }
+
+  /** Before the database closes: stop claiming, abort the steps in progress and give their runs back. */
+  async onModuleDestroy(): Promise<void> {
+    this.stopping = true;
+    this.unwatch?.();
+    if (this.timer) clearInterval(this.timer);
+    await this.polling?.catch(() => undefined);
+    const steps = [...this.active.entries()];
+    steps.forEach(([, s]) => s.abort.abort());
+    await Promise.all(steps.map(([, s]) => s.done.catch(() => undefined)));
+    await Promise.all(steps.map(([id]) => this.repo.release(id, this.owner).catch(() => undefined)));
+  }
+
+  /** Steps a run this node has just leased (a run it created). */
+  start(runId: string): void {
+    if (this.stopping || this.active.has(runId)) return;
+    const abort = new AbortController();
+    const leaseMs = this.config.runs.leaseMs;
+    const renew = setInterval(() => {
+      this.repo
+        .renew(runId, this.owner, leaseMs)
+        .then((held) => {
+          if (!held) abort.abort();
+        })
+        .catch((err) => this.logger.warn({ err, runId }, 'could not renew a run lease'));
+    }, Math.max(50, Math.floor(leaseMs / 3)));
+    renew.unref();
+    const done = this.engine.advance(runId, this.owner, abort.signal).finally(() => {
+      clearInterval(renew);
+      this.active.delete(runId);
+      // A slot is free, and a run may have become ready meanwhile.
+      this.poke();
+    });
+    this.active.set(runId, { abort, done });
+  }
+
+  /** Looks for runs to take now (coalesced: one poll at a time, and one more if asked meanwhile). */
+  poke(): void {
+    if (this.stopping) return;
+    if (this.polling) {
+      this.pollAgain = true;
+      return;
+    }
+    this.polling = this.poll()
+      .catch((err) => this.logger.error({ err }, 'run poll failed'))
+      .finally(() => {
+        this.polling = undefined;
+        if (this.pollAgain) {
+          this.pollAgain = false;
+          this.poke();
+        }
+      });
+  }
+
+  private async poll(): Promise<void> {
+    const free = this.config.runs.maxConcurrent - this.active.size;
+    if (free <= 0) return;
+    const ids = await this.repo.claim(this.owner, this.config.runs.leaseMs, free);
+    for (const id of ids) this.start(id);
+  }
+
+  /** Waits for the steps in progress (tests, and the demo, use it to settle). */
+  async idle(): Promise<void> {
+    while (this.active.size > 0 || this.polling) {
+      await Promise.all([...this.active.values()].map((s) => s.done.catch(() => undefined)));
+      await this.polling?.catch(() => undefined);
+    }
+  }
+}

@@ -1,0 +1,150 @@
+import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiHeader,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProduces,
+  ApiTags,
+} from '@nestjs/swagger';
+import type { FastifyReply } from 'fastify';
+import { Access } from '../auth/access.decorator';
+import { Ctx } from '../auth/ctx.decorator';
+import { RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { ProblemResponse } from '../common/openapi';
+import { UuidParam } from '../common/uuid-param.pipe';
+import { CreateRunDto, ListRunsQuery, RunPage, RunView } from './runs.dto';
+import { RunEventRow } from './runs.repository';
+import { MAX_WAIT_SECONDS, RunsService } from './runs.service';
+
+const RUN_NOT_FOUND = ProblemResponse('No such run in your organization (`not_found`).');
+
+@ApiTags('runs')
+@Controller('api/v1')
+export class RunsController {
+  constructor(private readonly runs: RunsService) {}
+
+  @Post('agents/:agentId/runs')
+  @Access('agent', 'builder')
+  @ApiOperation({
+    summary: 'Run the agent: the model loop, every tool call through the executor',
+    description: [
+      'The version\'s system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.',
+      'A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.',
+      '`Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.',
+    ].join('\n'),
+  })
+  @ApiHeader({ name: 'Prefer', required: false, description: '`wait=N`, N seconds (at most 60).' })
+  @ApiCreatedResponse({ type: RunView })
+  @ApiNotFoundResponse(ProblemResponse('No such agent or version (`not_found`).'))
+  @ApiConflictResponse(ProblemResponse('`not_published`, or the version names no model provider (`model_not_configured`).'))
+  async create(
+    @Ctx() ctx: RequestContext,
+    @Param('agentId', UuidParam) agentId: string,
+    @Body() dto: CreateRunDto,
+    @Headers('prefer') prefer: string | undefined,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<RunView> {
+    const wait = waitOf(prefer);
+    if (wait !== undefined) void reply.header('Preference-Applied', `wait=${wait}`);
+    void reply.status(201);
+    return this.runs.create(ctx, agentId, dto, wait ?? 0);
+  }
+
+  @Get('runs')
+  @Access('viewer', 'agent')
+  @ApiOperation({ summary: 'List the organization\'s runs, newest first' })
+  @ApiOkResponse({ type: RunPage })
+  list(@Ctx() ctx: RequestContext, @Query() query: ListRunsQuery) {
+    return this.runs.list(ctx, query);
+  }
+
+  @Get('runs/:id')
+  @Access('viewer', 'agent')
+  @ApiOperation({ summary: 'Read a run: status, conversation, output, usage' })
+  @ApiOkResponse({ type: RunView })
+  @ApiNotFoundResponse(RUN_NOT_FOUND)
+  get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<RunView> {
+    return this.runs.get(ctx, id);
+  }
+
+  @Post('runs/:id/cancel')
+  @HttpCode(200)
+  @Access('agent', 'builder')
+  @ApiOperation({
+    summary: 'Cancel a run',
+    description: 'A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.',
+  })
+  @ApiOkResponse({ type: RunView })
+  @ApiNotFoundResponse(RUN_NOT_FOUND)
+  cancel(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<RunView> {
+    return this.runs.cancel(ctx, id);
+  }
+
+  @Get('runs/:id/events')
+  @Access('viewer', 'agent')
+  @ApiOperation({
+    summary: 'The run\'s events as Server-Sent Events',
+    description: [
+      'Every event from the run\'s start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.',
+      'Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.',
+      'The stream ends after the run\'s last event; a comment every 15 s keeps it open meanwhile.',
+    ].join('\n'),
+  })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id` of the last event received.' })
+  @ApiProduces('text/event-stream')
+  @ApiOkResponse({ description: 'text/event-stream: `id`, `event` (the type) and `data` (JSON) per event.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiNotFoundResponse(RUN_NOT_FOUND)
+  async events(
+    @Ctx() ctx: RequestContext,
+    @Param('id', UuidParam) id: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const after = lastEventId === undefined || lastEventId.trim() === '' ? '0' : lastEventId.trim();
+    if (!/^\d{1,18}$/.test(after)) {
+      throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event of this stream' }]);
+    }
+    const orgId = await this.runs.assertVisible(ctx, id);
+    const abort = new AbortController();
+    const raw = reply.raw;
+    reply.hijack();
+    raw.on('close', () => abort.abort());
+    raw.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-cache, no-transform',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
+    raw.write(': run events\n\n');
+    try {
+      await this.runs.stream(
+        orgId,
+        id,
+        after,
+        (batch: RunEventRow[]) => raw.write(batch.map(formatEvent).join('')),
+        () => raw.write(': keep-alive\n\n'),
+        abort.signal,
+      );
+    } catch {
+      // The stream is already open: the client reconnects with Last-Event-ID and loses nothing.
+    } finally {
+      raw.end();
+    }
+  }
+}
+
+function formatEvent(e: RunEventRow): string {
+  return `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ type: e.type, at: new Date(e.at).toISOString(), ...e.data })}\n\n`;
+}
+
+/** RFC 7240: `wait=N` among the preferences; a preference we cannot honour in full is honoured in part (at most 60 s). */
+export function waitOf(prefer: string | undefined): number | undefined {
+  if (!prefer) return undefined;
+  const m = /(?:^|[,;\s])wait\s*=\s*"?(\d{1,6})"?(?=$|[,;\s])/i.exec(prefer);
+  if (!m) return undefined;
+  return Math.min(Number(m[1]), MAX_WAIT_SECONDS);
+}

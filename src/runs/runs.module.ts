@@ -1,0 +1,20 @@
+import { Module } from '@nestjs/common';
+import { AgentsModule } from '../agents/agents.module';
+import { RuntimeModule } from '../runtime/runtime.module';
+import { ModelProvidersController } from './model-providers.controller';
+import { ModelProvidersService } from './model-providers.service';
+import { RunEngine } from './run-engine.service';
+import { RunSignals } from './run-signals';
+import { RunWorker } from './run-worker.service';
+import { RunsController } from './runs.controller';
+import { RunsRepository } from './runs.repository';
+import { RunsService } from './runs.service';
+
+/** Model providers and agent runs: the model loop, every tool call through the executor. */
+@Module({
+  imports: [AgentsModule, RuntimeModule],
+  controllers: [ModelProvidersController, RunsController],
+  providers: [ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
+  exports: [RunWorker],
+})
+export class RunsModule {}

@@ -1,0 +1,259 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { AuditEventInput, AuditService } from '../audit/audit.service';
+import { newestFirstPage, Page, PageQuery } from '../common/pagination';
+import type { ChatMessage, CompactionState } from './conversation';
+
+export type RunStatus = 'running' | 'waiting_for_approval' | 'succeeded' | 'failed' | 'cancelled';
+export const FINISHED: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'cancelled']);
+
+/** A tool call the model asked for in its last answer, until its result is in the conversation. */
+export interface PendingCall {
+  /** The model's id for the call. */
+  id: string;
+  name: string;
+  arguments: string;
+  /** The model call (1-based) that asked for it: with the run and the id, the key of its one tool call. */
+  step: number;
+  toolCallId?: string;
+  approvalId?: string;
+  /** The tool message, once the call is decided and settled (or refused). */
+  result?: Extract<ChatMessage, { role: 'tool' }>;
+}
+
+export interface RunUsage {
+  modelCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+  toolCalls: number;
+}
+
+export interface RunRow {
+  id: string;
+  org_id: string;
+  agent_id: string;
+  version: number;
+  profile: string | null;
+  worker_type: string | null;
+  status: RunStatus;
+  input: string;
+  messages: ChatMessage[];
+  pending: PendingCall[];
+  compaction: CompactionState | null;
+  output: string | null;
+  tool_call_ids: string[];
+  pending_approval_ids: string[];
+  usage: RunUsage;
+  error_code: string | null;
+  error_message: string | null;
+  requested_by: string;
+  created_at: Date;
+  updated_at: Date;
+  completed_at: Date | null;
+}
+
+export interface NewRun {
+  id: string;
+  orgId: string;
+  agentId: string;
+  version: number;
+  profile: string | null;
+  workerType: string | null;
+  input: string;
+  messages: ChatMessage[];
+  requestedBy: string;
+}
+
+/** What one step changes about a run; unset fields stay as they are. */
+export interface RunPatch {
+  status?: RunStatus;
+  messages?: ChatMessage[];
+  pending?: PendingCall[];
+  compaction?: CompactionState | null;
+  output?: string | null;
+  toolCallIds?: string[];
+  pendingToolCallIds?: string[];
+  pendingApprovalIds?: string[];
+  usage?: RunUsage;
+  error?: { code: string; message: string } | null;
+  /** Give the lease back (a pause, or the end). */
+  release?: boolean;
+  /** Not to be claimed before this (a retry later). */
+  notBefore?: Date | null;
+}
+
+export interface RunEventInput {
+  type: string;
+  data: Record<string, unknown>;
+}
+
+export interface RunEventRow {
+  seq: string;
+  type: string;
+  data: Record<string, unknown>;
+  at: Date;
+}
+
+/**
+ * Every statement about runs. A step's write is conditional on the lease (`lease_owner`): a node
+ * whose lease expired and was taken over writes nothing, so two nodes never both advance a run.
+ */
+@Injectable()
+export class RunsRepository {
+  constructor(
+    readonly dataSource: DataSource,
+    private readonly audit: AuditService,
+  ) {}
+
+  async insert(run: NewRun, owner: string, leaseMs: number, events: RunEventInput[], audit: AuditEventInput[]): Promise<void> {
+    await this.dataSource.transaction(async (m) => {
+      await m.query(
+        `INSERT INTO run (id, org_id, agent_id, version, profile, worker_type, status, input, messages, requested_by, lease_owner, lease_expires_at)
+         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8::jsonb, $9, $10, now() + make_interval(secs => $11::double precision / 1000))`,
+        [run.id, run.orgId, run.agentId, run.version, run.profile, run.workerType, run.input, JSON.stringify(run.messages), run.requestedBy, owner, leaseMs],
+      );
+      await this.insertEvents(m, run.orgId, run.id, events);
+      await this.audit.record(m, ...audit);
+    });
+  }
+
+  async find(orgId: string, id: string): Promise<RunRow | undefined> {
+    const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
+    return rows[0];
+  }
+
+  /** For the node that holds the lease: the run whatever its organization (the lease says it is ours). */
+  async findLeased(id: string, owner: string): Promise<RunRow | undefined> {
+    const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM run WHERE id = $1 AND lease_owner = $2`, [id, owner]);
+    return rows[0];
+  }
+
+  async list(orgId: string, q: { agentId?: string; status?: RunStatus } & PageQuery): Promise<Page<RunRow>> {
+    const where = ['org_id = $1'];
+    const params: unknown[] = [orgId];
+    if (q.agentId) {
+      params.push(q.agentId);
+      where.push(`agent_id = $${params.length}`);
+    }
+    if (q.status) {
+      params.push(q.status);
+      where.push(`status = $${params.length}`);
+    }
+    return newestFirstPage(this.dataSource, { select: 'SELECT * FROM run', where: where.join(' AND '), params }, q, (r: RunRow) => r);
+  }
+
+  /**
+   * Claims runs that need a node: running ones nobody holds (their node died, or a retry is due),
+   * and waiting ones whose every pending call is decided (on any node) or past its approval's expiry.
+   */
+  async claim(owner: string, leaseMs: number, limit: number): Promise<string[]> {
+    // An UPDATE answers [rows, count] through TypeORM's pg driver.
+    const [rows]: [{ id: string }[], number] = await this.dataSource.query(
+      `UPDATE run SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000)
+        WHERE id IN (
+          SELECT r.id FROM run r
+           WHERE ((r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now()))
+               OR (r.status = 'waiting_for_approval' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())
+                   AND NOT EXISTS (
+                     SELECT 1 FROM tool_call c
+                      WHERE c.org_id = r.org_id AND c.id = ANY(r.pending_tool_call_ids)
+                        AND (c.status = 'running' OR (c.status = 'pending_approval' AND c.approval_expires_at > now())))))
+             AND (r.not_before IS NULL OR r.not_before <= now())
+           ORDER BY r.updated_at
+           LIMIT $3
+           FOR UPDATE SKIP LOCKED)
+        RETURNING id`,
+      [owner, leaseMs, limit],
+    );
+    return rows.map((r) => r.id);
+  }
+
+  /** Keeps the lease while a step runs; false when another node has it now. */
+  async renew(id: string, owner: string, leaseMs: number): Promise<boolean> {
+    const [rows]: [unknown[], number] = await this.dataSource.query(
+      `UPDATE run SET lease_expires_at = now() + make_interval(secs => $3::double precision / 1000)
+        WHERE id = $1 AND lease_owner = $2 AND status IN ('running', 'waiting_for_approval') RETURNING id`,
+      [id, owner, leaseMs],
+    );
+    return rows.length > 0;
+  }
+
+  /** Writes a step; false (and nothing written) when the lease is no longer ours or the run was cancelled. */
+  async save(row: Pick<RunRow, 'id' | 'org_id'>, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
+    const sets: string[] = ['updated_at = now()'];
+    const params: unknown[] = [row.id, owner];
+    const set = (column: string, value: unknown, cast = '') => {
+      params.push(value);
+      sets.push(`${column} = $${params.length}${cast}`);
+    };
+    if (patch.status !== undefined) set('status', patch.status);
+    if (patch.messages !== undefined) set('messages', JSON.stringify(patch.messages), '::jsonb');
+    if (patch.pending !== undefined) set('pending', JSON.stringify(patch.pending), '::jsonb');
+    if (patch.compaction !== undefined) set('compaction', patch.compaction === null ? null : JSON.stringify(patch.compaction), '::jsonb');
+    if (patch.output !== undefined) set('output', patch.output);
+    if (patch.toolCallIds !== undefined) set('tool_call_ids', patch.toolCallIds, '::uuid[]');
+    if (patch.pendingToolCallIds !== undefined) set('pending_tool_call_ids', patch.pendingToolCallIds, '::uuid[]');
+    if (patch.pendingApprovalIds !== undefined) set('pending_approval_ids', patch.pendingApprovalIds, '::uuid[]');
+    if (patch.usage !== undefined) set('usage', JSON.stringify(patch.usage), '::jsonb');
+    if (patch.error !== undefined) {
+      set('error_code', patch.error?.code ?? null);
+      set('error_message', patch.error?.message ?? null);
+    }
+    if (patch.notBefore !== undefined) set('not_before', patch.notBefore);
+    if (patch.status && FINISHED.has(patch.status)) sets.push('completed_at = now()');
+    if (patch.release) sets.push('lease_owner = NULL', 'lease_expires_at = NULL');
+    return this.dataSource.transaction(async (m) => {
+      const [updated]: [unknown[], number] = await m.query(
+        `UPDATE run SET ${sets.join(', ')} WHERE id = $1 AND lease_owner = $2 AND status IN ('running', 'waiting_for_approval') RETURNING id`,
+        params,
+      );
+      if (updated.length === 0) return false;
+      await this.insertEvents(m, row.org_id, row.id, events);
+      await this.audit.record(m, ...audit);
+      return true;
+    });
+  }
+
+  /** Gives the lease back without changing anything else (a node shutting down, a step to retry). */
+  async release(id: string, owner: string, notBefore?: Date): Promise<void> {
+    await this.dataSource.query(`UPDATE run SET lease_owner = NULL, lease_expires_at = NULL, not_before = $3 WHERE id = $1 AND lease_owner = $2`, [
+      id,
+      owner,
+      notBefore ?? null,
+    ]);
+  }
+
+  /** Cancels a run that has not finished, whoever holds it: its holder's next write matches nothing. */
+  async cancel(orgId: string, id: string, events: RunEventInput[], audit: AuditEventInput[]): Promise<boolean> {
+    return this.dataSource.transaction(async (m) => {
+      const [updated]: [unknown[], number] = await m.query(
+        `UPDATE run SET status = 'cancelled', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+                pending_tool_call_ids = '{}', pending_approval_ids = '{}'
+          WHERE org_id = $1 AND id = $2 AND status IN ('running', 'waiting_for_approval') RETURNING id`,
+        [orgId, id],
+      );
+      if (updated.length === 0) return false;
+      await this.insertEvents(m, orgId, id, events);
+      await this.audit.record(m, ...audit);
+      return true;
+    });
+  }
+
+  async events(orgId: string, runId: string, afterSeq: string, limit = 500): Promise<RunEventRow[]> {
+    return this.dataSource.query(
+      `SELECT seq::text AS seq, type, data, at FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY seq LIMIT $4`,
+      [orgId, runId, afterSeq, limit],
+    );
+  }
+
+  private async insertEvents(m: EntityManager, orgId: string, runId: string, events: RunEventInput[]): Promise<void> {
+    if (events.length === 0) return;
+    const values: string[] = [];
+    const params: unknown[] = [orgId, runId];
+    for (const e of events) {
+      params.push(e.type, JSON.stringify(e.data));
+      values.push(`($1, $2, $${params.length - 1}, $${params.length}::jsonb)`);
+    }
+    await m.query(`INSERT INTO run_event (org_id, run_id, type, data) VALUES ${values.join(', ')}`, params);
+  }
+}

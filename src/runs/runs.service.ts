@@ -1,0 +1,186 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { VersionBuilder } from '../agents/version-builder.service';
+import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { ApiError } from '../common/api-error';
+import { Page } from '../common/pagination';
+import { ChatMessage } from './conversation';
+import { ModelProvidersService } from './model-providers.service';
+import { RunSignals } from './run-signals';
+import { RunWorker } from './run-worker.service';
+import { CreateRunDto, ListRunsQuery, RunView } from './runs.dto';
+import { FINISHED, RunEventRow, RunRow, RunsRepository } from './runs.repository';
+
+/** The most `Prefer: wait=N` holds a request open (API.md). */
+export const MAX_WAIT_SECONDS = 60;
+/** How often a waiting request or an event stream looks for another node's writes. */
+const CROSS_NODE_POLL_MS = 500;
+
+@Injectable()
+export class RunsService implements OnModuleDestroy {
+  /** Open event streams, ended at shutdown so the HTTP server can close (clients resume with Last-Event-ID). */
+  private readonly streams = new Set<AbortController>();
+
+  constructor(
+    private readonly repo: RunsRepository,
+    private readonly versions: VersionBuilder,
+    private readonly providers: ModelProvidersService,
+    private readonly worker: RunWorker,
+    private readonly signals: RunSignals,
+  ) {}
+
+  /**
+   * Starts a run of a published version (404 not_found, 409 not_published, 409
+   * model_not_configured) and steps it on this node at once. With `waitSeconds`, answers when the
+   * run finishes or waits for approval, or when the time is up, whichever comes first.
+   */
+  async create(ctx: RequestContext, agentId: string, dto: CreateRunDto, waitSeconds = 0): Promise<RunView> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    const applicability = { profile: dto.profile, workerType: dto.workerType };
+    const built = await this.versions.build(orgId, principal.orgScopes, agentId, dto.version ?? 'latest', undefined, applicability);
+    const model = built.spec.model;
+    if (!model || !(await this.providers.exists(orgId, model.provider))) {
+      throw new ApiError('model_not_configured', `Version ${built.version} of this agent names no model (AgentSpec.model with a provider of this organization); publish one that does.`);
+    }
+    const id = randomUUID();
+    const messages: ChatMessage[] = [...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })), { role: 'user', content: dto.input }];
+    await this.repo.insert(
+      { id, orgId, agentId: built.agentId, version: built.version, profile: dto.profile ?? null, workerType: dto.workerType ?? null, input: dto.input, messages, requestedBy: principal.id },
+      this.worker.owner,
+      this.worker.leaseMs,
+      [{ type: 'run.started', data: { agentId: built.agentId, version: built.version, model: { provider: model.provider, name: model.name }, profile: dto.profile, workerType: dto.workerType } }],
+      [
+        {
+          type: 'run.started',
+          orgId,
+          actor: actorOf(principal),
+          target: { type: 'run', id },
+          data: { agentId: built.agentId, version: built.version, model: { provider: model.provider, name: model.name } },
+        },
+      ],
+    );
+    this.worker.start(id);
+    if (waitSeconds > 0) return this.waitWhileRunning(orgId, id, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
+    return toRunView((await this.repo.find(orgId, id))!);
+  }
+
+  async get(ctx: RequestContext, id: string): Promise<RunView> {
+    return toRunView(await this.row(keyOf(ctx).orgId, id));
+  }
+
+  async list(ctx: RequestContext, query: ListRunsQuery): Promise<Page<RunView>> {
+    const page = await this.repo.list(keyOf(ctx).orgId, query);
+    return { items: page.items.map(toRunView), nextCursor: page.nextCursor };
+  }
+
+  /** Cancels a run that has not finished; a finished one is answered as it is. Its pending approvals stay for a person to reject. */
+  async cancel(ctx: RequestContext, id: string): Promise<RunView> {
+    const principal = keyOf(ctx);
+    const row = await this.row(principal.orgId, id);
+    if (!FINISHED.has(row.status)) {
+      await this.repo.cancel(principal.orgId, id, [{ type: 'run.cancelled', data: { by: principal.id } }], [
+        { type: 'run.cancelled', orgId: principal.orgId, actor: actorOf(principal), target: { type: 'run', id }, data: { agentId: row.agent_id, version: row.version } },
+      ]);
+      this.signals.notify(id);
+      // The node stepping it (maybe this one) loses its lease at its next write or renewal.
+    }
+    return toRunView(await this.row(principal.orgId, id));
+  }
+
+  /** 404 for another organization's run; the caller streams from here. */
+  async assertVisible(ctx: RequestContext, id: string): Promise<string> {
+    const orgId = keyOf(ctx).orgId;
+    await this.row(orgId, id);
+    return orgId;
+  }
+
+  /**
+   * The run's events after `afterSeq`, as they are written, until the run finishes (and its last
+   * events are delivered) or `signal` aborts. Each batch is handed to `send` in order.
+   */
+  async stream(orgId: string, id: string, afterSeq: string, send: (events: RunEventRow[]) => void, keepAlive: () => void, clientGone: AbortSignal): Promise<void> {
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    clientGone.addEventListener('abort', stop, { once: true });
+    this.streams.add(abort);
+    try {
+      await this.streamUntil(orgId, id, afterSeq, send, keepAlive, abort.signal);
+    } finally {
+      this.streams.delete(abort);
+      clientGone.removeEventListener('abort', stop);
+    }
+  }
+
+  onModuleDestroy(): void {
+    this.streams.forEach((s) => s.abort());
+  }
+
+  private async streamUntil(orgId: string, id: string, afterSeq: string, send: (events: RunEventRow[]) => void, keepAlive: () => void, signal: AbortSignal): Promise<void> {
+    let last = afterSeq;
+    let quietSince = Date.now();
+    while (!signal.aborted) {
+      const batch = await this.repo.events(orgId, id, last);
+      if (batch.length > 0) {
+        send(batch);
+        last = batch[batch.length - 1].seq;
+        quietSince = Date.now();
+        continue;
+      }
+      const row = await this.repo.find(orgId, id);
+      // Finished and nothing after `last`: every event of the run has been sent.
+      if (!row || FINISHED.has(row.status)) {
+        const tail = await this.repo.events(orgId, id, last);
+        if (tail.length === 0) return;
+        continue;
+      }
+      if (Date.now() - quietSince >= 15_000) {
+        keepAlive();
+        quietSince = Date.now();
+      }
+      await this.signals.wait(id, CROSS_NODE_POLL_MS, signal);
+    }
+  }
+
+  private async waitWhileRunning(orgId: string, id: string, ms: number): Promise<RunView> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const row = (await this.repo.find(orgId, id))!;
+      const left = deadline - Date.now();
+      if (row.status !== 'running' || left <= 0) return toRunView(row);
+      await this.signals.wait(id, Math.min(CROSS_NODE_POLL_MS, left));
+    }
+  }
+
+  private async row(orgId: string, id: string): Promise<RunRow> {
+    const row = await this.repo.find(orgId, id);
+    if (!row) throw ApiError.notFound('run');
+    return row;
+  }
+}
+
+function keyOf(ctx: RequestContext): ApiKeyPrincipal {
+  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Runs belong to an organization; use one of its API keys.');
+  return ctx.principal;
+}
+
+export function toRunView(r: RunRow): RunView {
+  const view: RunView = {
+    id: r.id,
+    agentId: r.agent_id,
+    version: r.version,
+    status: r.status,
+    input: r.input,
+    messages: r.messages,
+    toolCallIds: r.tool_call_ids,
+    pendingApprovalIds: r.pending_approval_ids,
+    usage: r.usage,
+    createdAt: new Date(r.created_at).toISOString(),
+  };
+  if (r.output !== null) view.output = r.output;
+  if (r.error_code) view.error = { code: r.error_code, message: r.error_message ?? '' };
+  if (r.profile !== null) view.profile = r.profile;
+  if (r.worker_type !== null) view.workerType = r.worker_type;
+  if (r.completed_at) view.completedAt = new Date(r.completed_at).toISOString();
+  return view;
+}

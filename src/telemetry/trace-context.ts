@@ -1,0 +1,18 @@
+import { isSpanContextValid, trace } from '@opentelemetry/api';
+import type { IncomingMessage } from 'node:http';
+
+/** W3C Trace Context: version-traceid-parentid-flags; version ff is invalid, all-zero ids too. */
+const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-[0-9a-f]{2}(-.*)?$/;
+
+/**
+ * The trace a request belongs to, for its log lines: the active span when tracing is on (which
+ * continues the caller's `traceparent`), else the caller's `traceparent` itself, so that logs join
+ * the caller's trace even on a node that exports no spans.
+ */
+export function traceFieldsOf(req: IncomingMessage): { trace_id?: string; span_id?: string } {
+  const active = trace.getActiveSpan()?.spanContext();
+  if (active && isSpanContextValid(active)) return { trace_id: active.traceId, span_id: active.spanId };
+  const header = req.headers.traceparent;
+  const m = typeof header === 'string' && header.length <= 512 ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
+  return m ? { trace_id: m[1] } : {};
+}

@@ -1,0 +1,78 @@
+import type { NodeSDK } from '@opentelemetry/sdk-node';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
+ * OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME,
+ * OTEL_TRACES_SAMPLER, OTEL_RESOURCE_ATTRIBUTES, ...). Off unless an exporter is configured.
+ *
+ * It must start before Nest, Fastify and pg are loaded: the instrumentations patch those modules
+ * as they are required, so a module loaded earlier runs unpatched (main.ts imports this first).
+ */
+let sdk: NodeSDK | undefined;
+
+/** Whether the environment asks for traces to be exported. */
+export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
+  if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  if (exporters.length) return exporters.some((e) => e !== 'none');
+  return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
+}
+
+/** Probes and scrapes are many and say nothing about a request's path through the system. */
+function isOperatorProbe(url: string | undefined): boolean {
+  return url === '/metrics' || url === '/health' || url === '/health/ready' || Boolean(url?.startsWith('/metrics?') || url?.startsWith('/health?'));
+}
+
+/**
+ * Starts the SDK when the environment asks for it; answers whether it did. `spanProcessors`
+ * replaces the exporter the environment names (tests pass an in-memory one); `instrumentModules:
+ * false` leaves http, Fastify and pg unpatched (a test process that other suites share).
+ */
+export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { spanProcessors?: SpanProcessor[]; instrumentModules?: boolean } = {}): boolean {
+  if (sdk) return true;
+  if (!options.spanProcessors && !tracingRequested(env)) return false;
+  // Traces only: metrics are Prometheus's (/metrics), logs are JSON lines. The SDK would otherwise
+  // export both over OTLP as well (its default), which cost a tenth of the tracing's CPU when
+  // measured; an operator who wants them sets these variables.
+  process.env.OTEL_METRICS_EXPORTER ??= 'none';
+  process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  // Loaded only when tracing is on: a node without it pays nothing for the SDK.
+  /* eslint-disable @typescript-eslint/no-require-imports */
+  const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
+  const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
+  const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
+  const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  sdk = new NodeSDK({
+    ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
+    ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
+    instrumentations: options.instrumentModules === false ? [] : [
+      new HttpInstrumentation({
+        ignoreIncomingRequestHook: (req: IncomingMessage) => isOperatorProbe(req.url),
+        // The product's outbound calls go through fetch (undici), not node:http; what remains on
+        // node:http is the exporter's own traffic, which must not be traced anyway.
+        disableOutgoingRequestInstrumentation: true,
+      }),
+      // Fastify 5 is instrumented by Fastify's own plugin; @opentelemetry/instrumentation-fastify
+      // stops at Fastify 4. One `request` span per route: hook and handler spans off, because with
+      // Nest every request passes the same hooks and one handler, so they would double the spans
+      // (and the cost, measured in docs/benchmarks.md) without telling anything the request span
+      // and ours under it do not.
+      new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false, instrumentHandler: false, ignorePaths: (r) => isOperatorProbe(r.url) }),
+      // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
+      // trace each), and no span per pool checkout: a query's span already includes any wait.
+      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+    ],
+  });
+  sdk.start();
+  return true;
+}
+
+/** Flushes what is buffered and stops (at the end of a graceful stop). */
+export async function stopTracing(): Promise<void> {
+  const s = sdk;
+  sdk = undefined;
+  await s?.shutdown();
+}

@@ -1,0 +1,459 @@
+import http from 'node:http';
+import { DataSource } from 'typeorm';
+import { RunWorker } from '../src/runs/run-worker.service';
+import { RunFixturesModule, runExecutions } from './fixtures/run-fixtures.module';
+import { ChatRequest, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/**
+ * API.md "Models and runs", on either database, against an OpenAI-compatible server on a loopback
+ * port that answers from a script in the real wire format (streamed chunks, parallel tool calls).
+ */
+describe('agent runs (e2e)', () => {
+  let t: TestApp;
+  let model: ScriptedModel;
+  let org: TestOrg;
+  let providerId: string;
+  let slugs = 0;
+
+  beforeAll(async () => {
+    model = await startScriptedModel(sequence({ text: 'unused' }));
+    t = await createTestApp({ imports: [RunFixturesModule], config: { runs: { maxSteps: 6, leaseMs: 30_000, pollIntervalMs: 100, maxConcurrent: 8, modelRetries: 2, modelRetryBaseMs: 10, modelTimeoutMs: 5000 } } });
+    await t.app.listen(0, '127.0.0.1');
+    org = await createOrg(t, []);
+    const res = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-test-secret-123' }).expect(201);
+    providerId = res.body.id;
+    // Starting an app with a fresh database can be slow on a busy machine.
+  }, 180_000);
+  afterAll(async () => {
+    await t.close();
+    await model.close();
+  });
+
+  const as = (role: keyof TestOrg['keys'], o: TestOrg = org) => bearer(o.keys[role]);
+
+  async function agentWith(draft: object, o: TestOrg = org): Promise<string> {
+    const a = await t.http.post('/api/v1/agents').set(...as('builder', o)).send({ slug: `run-${++slugs}`, name: `Run ${slugs}` }).expect(201);
+    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as('builder', o)).send(draft).expect(200);
+    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...as('builder', o)).expect(201);
+    return a.body.id;
+  }
+
+  const modelRef = (extra: object = {}) => ({ provider: providerId, name: 'scripted-1', ...extra });
+
+  function startRun(agentId: string, body: object, wait = 10) {
+    return t.http.post(`/api/v1/agents/${agentId}/runs`).set(...as('agent')).set('Prefer', `wait=${wait}`).send(body);
+  }
+
+  async function until(runId: string, statuses: string[], ms = 10_000) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const res = await t.http.get(`/api/v1/runs/${runId}`).set(...as('viewer')).expect(200);
+      if (statuses.includes(res.body.status) || Date.now() > deadline) return res.body;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** Requests the scripted server got since `from`. */
+  const since = (from: number): ChatRequest[] => model.requests.slice(from);
+
+  describe('model providers', () => {
+    it('201 without the key; lists and reads it; the stored key is sealed', async () => {
+      const res = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'second', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-another-secret' }).expect(201);
+      expect(res.body).toEqual({ id: expect.any(String), name: 'second', kind: 'openai-compatible', baseUrl: model.url, hasApiKey: true, createdAt: expect.any(String) });
+      expect(JSON.stringify(res.body)).not.toContain('sk-another-secret');
+      const list = await t.http.get('/api/v1/model-providers').set(...as('viewer')).expect(200);
+      expect(list.body.items.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['second', 'scripted']));
+      expect(JSON.stringify(list.body)).not.toContain('secret');
+      const [row] = await t.app.get(DataSource).query(`SELECT api_key_sealed FROM model_provider WHERE id = $1`, [res.body.id]);
+      expect(row.api_key_sealed).not.toContain('sk-another-secret');
+      await t.http.get(`/api/v1/model-providers/${res.body.id}`).set(...as('viewer')).expect(200);
+      await t.http.delete(`/api/v1/model-providers/${res.body.id}`).set(...as('admin')).expect(204);
+      await t.http.get(`/api/v1/model-providers/${res.body.id}`).set(...as('viewer')).expect(404);
+    });
+
+    it('400 on bad input naming the field; 409 on a taken name; 403 for a viewer; 422 egress_refused', async () => {
+      const bad = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'x y', kind: 'anthropic', baseUrl: 'ftp://x', extra: 1 }).expect(400);
+      expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['baseUrl', 'extra', 'kind', 'name']);
+      await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url }).expect(409);
+      await t.http.post('/api/v1/model-providers').set(...as('viewer')).send({ name: 'nope', kind: 'openai-compatible', baseUrl: model.url }).expect(403);
+      const refused = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'private', kind: 'openai-compatible', baseUrl: 'http://10.1.2.3/v1' }).expect(422);
+      expect(refused.body).toMatchObject({ code: 'egress_refused' });
+    });
+
+    it('another organization sees none of them', async () => {
+      const other = await createOrg(t, []);
+      await t.http.get(`/api/v1/model-providers/${providerId}`).set(...as('viewer', other)).expect(404);
+      await t.http.delete(`/api/v1/model-providers/${providerId}`).set(...as('admin', other)).expect(404);
+    });
+
+    it('publish refuses an unknown provider at model.provider; a bound provider cannot be deleted', async () => {
+      const a = await t.http.post('/api/v1/agents').set(...as('builder')).send({ slug: `run-${++slugs}`, name: 'x' }).expect(201);
+      await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as('builder')).send({ instructions: 'x', capabilities: [], model: { provider: '00000000-0000-4000-8000-000000000000', name: 'm' } }).expect(200);
+      const res = await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...as('builder')).expect(422);
+      expect(res.body.errors).toEqual([expect.objectContaining({ path: 'model.provider', code: 'unknown_resource' })]);
+      const bad = await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as('builder')).send({ instructions: 'x', capabilities: [], model: { provider: providerId, name: '', temperature: 9, extra: true } }).expect(400);
+      expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['model.extra', 'model.name', 'model.temperature']);
+
+      const p = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'bound', kind: 'openai-compatible', baseUrl: model.url }).expect(201);
+      await agentWith({ instructions: 'x', capabilities: [], model: { provider: p.body.id, name: 'm' } });
+      const inUse = await t.http.delete(`/api/v1/model-providers/${p.body.id}`).set(...as('admin')).expect(409);
+      expect(inUse.body.code).toBe('resource_in_use');
+    });
+  });
+
+  describe('runs', () => {
+    it('409 model_not_configured for an agent without a model; 404 for another organization\'s agent', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [] });
+      const res = await startRun(agentId, { input: 'hi' }).expect(409);
+      expect(res.body.code).toBe('model_not_configured');
+      const other = await createOrg(t, []);
+      await t.http.post(`/api/v1/agents/${agentId}/runs`).set(...as('agent', other)).send({ input: 'hi' }).expect(404);
+    });
+
+    it('400 on bad input, and nothing is created', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      const res = await t.http.post(`/api/v1/agents/${agentId}/runs`).set(...as('agent')).send({ input: '', version: 0, messages: [{ role: 'system', content: 'x' }], extra: 1 }).expect(400);
+      expect(res.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['extra', 'input', 'messages[0].role', 'version']);
+      const list = await t.http.get(`/api/v1/runs?agentId=${agentId}`).set(...as('viewer')).expect(200);
+      expect(list.body.items).toEqual([]);
+    });
+
+    it('answers directly: the system prompt, the key, the settings reach the model; Prefer: wait answers when it finished', async () => {
+      const agentId = await agentWith({
+        instructions: 'You are the support bot.',
+        capabilities: [{ id: 'thinking', config: { effort: 'high' } }],
+        model: modelRef({ temperature: 0.2, maxOutputTokens: 300 }),
+      });
+      const from = model.requests.length;
+      model.setScript(sequence({ text: 'Hello! How can I help?', usage: { prompt: 42, completion: 7 } }));
+      const res = await startRun(agentId, { input: 'Hi', messages: [{ role: 'user', content: 'Earlier' }, { role: 'assistant', content: 'Earlier answer' }] }).expect(201);
+      expect(res.headers['preference-applied']).toBe('wait=10');
+      expect(res.body).toMatchObject({
+        agentId,
+        version: 1,
+        status: 'succeeded',
+        input: 'Hi',
+        output: 'Hello! How can I help?',
+        toolCallIds: [],
+        pendingApprovalIds: [],
+        usage: { modelCalls: 1, inputTokens: 42, outputTokens: 7, toolCalls: 0 },
+      });
+      expect(res.body.messages).toEqual([
+        { role: 'user', content: 'Earlier' },
+        { role: 'assistant', content: 'Earlier answer' },
+        { role: 'user', content: 'Hi' },
+        { role: 'assistant', content: 'Hello! How can I help?' },
+      ]);
+      const [req] = since(from);
+      expect(req).toMatchObject({ model: 'scripted-1', stream: true, temperature: 0.2, max_completion_tokens: 300, reasoning_effort: 'high' });
+      expect(req.messages[0]).toEqual({ role: 'system', content: 'You are the support bot.' });
+      expect(req.messages.slice(1).map((m) => m.content)).toEqual(['Earlier', 'Earlier answer', 'Hi']);
+      expect(model.authorizations[from]).toBe('Bearer sk-test-secret-123');
+
+      const audit = await t.http.get('/api/v1/audit-events?type=run.succeeded').set(...as('admin')).expect(200);
+      expect(audit.body.items[0]).toMatchObject({ target: { type: 'run', id: res.body.id } });
+      expect(JSON.stringify(audit.body)).not.toContain('sk-test-secret');
+    });
+
+    it('calls a read-only tool, then answers; parallel tool calls of one turn each run, their results in order', async () => {
+      const agentId = await agentWith({ instructions: 'Look orders up.', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const from = model.requests.length;
+      model.setScript(
+        sequence(
+          {
+            toolCalls: [
+              { id: 'call_a', name: 'lookup_order', arguments: '{"query":"A-1"}' },
+              { id: 'call_b', name: 'lookup_order', arguments: '{"query":"B-2"}' },
+            ],
+          },
+          { text: 'Both have shipped.' },
+        ),
+      );
+      const res = await startRun(agentId, { input: 'Where are A-1 and B-2?' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'succeeded', output: 'Both have shipped.', usage: { modelCalls: 2, toolCalls: 2 } });
+      expect(res.body.toolCallIds).toHaveLength(2);
+      expect(runExecutions.filter((e) => e.runId === res.body.id).map((e) => e.args.query).sort()).toEqual(['A-1', 'B-2']);
+      const second = since(from)[1];
+      expect(second.tools?.map((x) => x.function.name)).toEqual(['lookup_order', 'send_message']);
+      const tools = second.messages.filter((m) => m.role === 'tool');
+      expect(tools.map((m) => m.tool_call_id)).toEqual(['call_a', 'call_b']);
+      expect(JSON.parse(tools[0].content!)).toEqual({ result: { order: 'A-1', status: 'shipped' } });
+      const calls = await t.http.get(`/api/v1/tool-calls?runId=${res.body.id}`).set(...as('viewer')).expect(200);
+      expect(calls.body.items.map((c: { entryPoint: string; status: string }) => [c.entryPoint, c.status])).toEqual([
+        ['run', 'succeeded'],
+        ['run', 'succeeded'],
+      ]);
+    });
+
+    it('an unknown tool, arguments that are not JSON or break the schema: messages the model sees, and the run goes on', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const from = model.requests.length;
+      model.setScript(
+        sequence(
+          {
+            toolCalls: [
+              { id: 'c1', name: 'no_such_tool', arguments: '{}' },
+              { id: 'c2', name: 'lookup_order', arguments: '{"query": ' },
+              { id: 'c3', name: 'lookup_order', arguments: '{"query": 5}' },
+            ],
+          },
+          { text: 'Sorry.' },
+        ),
+      );
+      const res = await startRun(agentId, { input: 'go' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'succeeded', output: 'Sorry.' });
+      const results = since(from)[1].messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content!).error.code);
+      expect(results).toEqual(['unknown_tool', 'invalid_arguments', 'invalid_arguments']);
+    });
+
+    it('waits for approval, resumes by itself when approved, and the model sees the result', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const from = model.requests.length;
+      model.setScript(sequence({ toolCalls: [{ id: 'send1', name: 'send_message', arguments: '{"to":"ann@example.com","body":"Shipped"}' }] }, { text: 'Sent.' }));
+      const res = await startRun(agentId, { input: 'Tell Ann' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'waiting_for_approval', pendingApprovalIds: [expect.any(String)] });
+      expect(runExecutions.filter((e) => e.runId === res.body.id)).toEqual([]);
+      // The key that started the run may not approve its calls.
+      await t.http.post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`).set(...as('agent')).send({}).expect(403);
+      await t.http.post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`).set(...as('approver')).send({}).expect(200);
+      const done = await until(res.body.id, ['succeeded', 'failed']);
+      expect(done).toMatchObject({ status: 'succeeded', output: 'Sent.', pendingApprovalIds: [] });
+      expect(runExecutions.filter((e) => e.runId === res.body.id)).toHaveLength(1);
+      const tool = since(from)[1].messages.find((m) => m.role === 'tool')!;
+      expect(JSON.parse(tool.content!)).toEqual({ result: { sent: true, to: 'ann@example.com' } });
+    });
+
+    it('a rejection reaches the model with its reason; an expiry too', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"bo@example.com"}' }] }, { text: 'Understood.' }));
+      let from = model.requests.length;
+      const rejected = await startRun(agentId, { input: 'Tell Bo' }).expect(201);
+      await t.http.post(`/api/v1/approvals/${rejected.body.pendingApprovalIds[0]}/reject`).set(...as('approver')).send({ reason: 'Not to Bo' }).expect(200);
+      expect(await until(rejected.body.id, ['succeeded', 'failed'])).toMatchObject({ status: 'succeeded' });
+      const rejection = JSON.parse(since(from)[1].messages.find((m) => m.role === 'tool')!.content!);
+      expect(rejection).toEqual({ error: { code: 'approval_rejected', message: 'Not to Bo' } });
+
+      from = model.requests.length;
+      model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"bo@example.com"}' }] }, { text: 'Understood.' }));
+      const expiring = await startRun(agentId, { input: 'Tell Bo again' }).expect(201);
+      expect(expiring.body.status).toBe('waiting_for_approval');
+      await t.app.get(DataSource).query(`UPDATE approval SET expires_at = now() - interval '1 second' WHERE id = $1`, [expiring.body.pendingApprovalIds[0]]);
+      await t.app.get(DataSource).query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE approval_id = $1`, [expiring.body.pendingApprovalIds[0]]);
+      expect(await until(expiring.body.id, ['succeeded', 'failed'])).toMatchObject({ status: 'succeeded' });
+      const expiry = JSON.parse(since(from)[1].messages.find((m) => m.role === 'tool')!.content!);
+      expect(expiry.error.code).toBe('approval_expired');
+    });
+
+    it('the budget capability limits tool calls per run: the model reads budget_exceeded', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }, { id: 'budget', config: { maxToolCallsPerRun: 1 } }], model: modelRef() });
+      const from = model.requests.length;
+      model.setScript(
+        sequence(
+          { toolCalls: [{ id: 'a', name: 'lookup_order', arguments: '{"query":"1"}' }] },
+          { toolCalls: [{ id: 'b', name: 'lookup_order', arguments: '{"query":"2"}' }] },
+          { text: 'Out of budget.' },
+        ),
+      );
+      const res = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'succeeded', output: 'Out of budget.' });
+      expect(runExecutions.filter((e) => e.runId === res.body.id)).toHaveLength(1);
+      const refused = JSON.parse(since(from)[2].messages.filter((m) => m.role === 'tool')[1].content!);
+      expect(refused.error.code).toBe('budget_exceeded');
+    });
+
+    it('retries 429 and 5xx with backoff; fails with model_error when the provider keeps failing; garbage is retried too', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      let from = model.requests.length;
+      model.setScript(sequence({ status: 429, headers: { 'retry-after-ms': '20' } }, { status: 503 }, { text: 'Made it.' }));
+      const ok = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(ok.body).toMatchObject({ status: 'succeeded', output: 'Made it.' });
+      expect(since(from)).toHaveLength(3);
+
+      from = model.requests.length;
+      model.setScript(sequence({ garbage: '{not json' }, { text: 'Recovered.' }));
+      const garbage = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(garbage.body).toMatchObject({ status: 'succeeded', output: 'Recovered.' });
+
+      from = model.requests.length;
+      model.setScript(sequence({ status: 500 }));
+      const failed = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(failed.body).toMatchObject({ status: 'failed', error: { code: 'model_error', message: expect.stringContaining('500') } });
+      expect(since(from)).toHaveLength(3); // the first try and RUN_MODEL_RETRIES = 2
+
+      from = model.requests.length;
+      model.setScript(sequence({ status: 401, body: { error: { message: 'bad key' } } }));
+      const unauthorized = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(unauthorized.body).toMatchObject({ status: 'failed', error: { code: 'model_error' } });
+      expect(since(from)).toHaveLength(1);
+    });
+
+    it('drops reasoning_effort for a model that refuses it', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'thinking' }], model: modelRef({ name: 'no-reasoning' }) });
+      const from = model.requests.length;
+      model.setScript((req) =>
+        req.reasoning_effort ? { status: 400, body: { error: { message: 'Unrecognized request argument supplied: reasoning_effort', param: 'reasoning_effort' } } } : { text: 'fine' },
+      );
+      const res = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'succeeded', output: 'fine' });
+      expect(since(from).map((r) => r.reasoning_effort)).toEqual(['medium', undefined]);
+    });
+
+    it('RUN_MAX_STEPS: a model that never stops calling tools fails with max_steps', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      model.setScript((_req, i) => ({ toolCalls: [{ id: `loop${i}`, name: 'lookup_order', arguments: `{"query":"${i}"}` }] }));
+      const res = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'failed', error: { code: 'max_steps' }, usage: { modelCalls: 6, toolCalls: 6 } });
+    });
+
+    it('compaction: clear_tool_results, truncate_oldest and summarize keep the conversation under the window', async () => {
+      // About 400 tokens of varied words (a repeated letter would compress into a few tokens).
+      const big = Array.from({ length: 130 }, (_, i) => `item${i * 7}`).join(' ');
+      const script = () =>
+        sequence(
+          { toolCalls: [{ id: 'l1', name: 'lookup_order', arguments: JSON.stringify({ query: big }) }] },
+          { toolCalls: [{ id: 'l2', name: 'lookup_order', arguments: JSON.stringify({ query: big }) }] },
+          { toolCalls: [{ id: 'l3', name: 'lookup_order', arguments: '{"query":"small"}' }] },
+          { text: 'Done.' },
+        );
+      const draft = (config: object) => ({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }, { id: 'compaction', config }], model: modelRef({ contextWindow: 1200, maxOutputTokens: 100 }) });
+
+      const clearing = await agentWith(draft({ strategy: 'clear_tool_results', keepLastTurns: 1 }));
+      let from = model.requests.length;
+      model.setScript(script());
+      const cleared = await startRun(clearing, { input: 'go' }).expect(201);
+      expect(cleared.body.status).toBe('succeeded');
+      const last = since(from).pop()!;
+      expect(last.messages.filter((m) => m.role === 'tool').map((m) => m.content?.startsWith('[This tool result was removed'))).toEqual([true, true, false]);
+      // The transcript itself keeps every result.
+      expect(cleared.body.messages.filter((m: { role: string }) => m.role === 'tool').every((m: { content: string }) => m.content.includes('shipped'))).toBe(true);
+
+      const truncating = await agentWith(draft({ strategy: 'truncate_oldest', keepLastTurns: 2 }));
+      from = model.requests.length;
+      model.setScript(script());
+      const truncated = await startRun(truncating, { input: 'go' }).expect(201);
+      expect(truncated.body.status).toBe('succeeded');
+      const lastTruncated = since(from).pop()!;
+      expect(lastTruncated.messages.some((m) => m.role === 'user' && m.content === 'go')).toBe(false);
+
+      const summarizing = await agentWith(draft({ strategy: 'summarize', keepLastTurns: 1, summaryPrompt: 'Summarize tersely.' }));
+      from = model.requests.length;
+      const steps = script();
+      let answered = 0;
+      model.setScript((req) => (req.messages[0]?.content === 'Summarize tersely.' ? { text: 'The user asked about orders.' } : steps(req, answered++)));
+      const summarized = await startRun(summarizing, { input: 'go' }).expect(201);
+      expect(summarized.body.status).toBe('succeeded');
+      const requests = since(from);
+      expect(requests.some((r) => r.messages[0]?.content === 'Summarize tersely.' && !r.tools)).toBe(true);
+      expect(requests.pop()!.messages[1]).toEqual({ role: 'user', content: 'A summary of the earlier conversation:\n\nThe user asked about orders.' });
+    });
+
+    it('cancel: a waiting run becomes cancelled and takes no further step', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"cy@example.com"}' }] }, { text: 'never' }));
+      const res = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(res.body.status).toBe('waiting_for_approval');
+      await t.http.post(`/api/v1/runs/${res.body.id}/cancel`).set(...as('viewer')).expect(403);
+      const cancelled = await t.http.post(`/api/v1/runs/${res.body.id}/cancel`).set(...as('agent')).expect(200);
+      expect(cancelled.body).toMatchObject({ status: 'cancelled', completedAt: expect.any(String) });
+      const from = model.requests.length;
+      await t.http.post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/reject`).set(...as('approver')).send({ reason: 'cancelled anyway' }).expect(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(since(from)).toHaveLength(0);
+      expect((await t.http.get(`/api/v1/runs/${res.body.id}`).set(...as('viewer')).expect(200)).body.status).toBe('cancelled');
+      // Cancelling a finished run answers it as it is.
+      await t.http.post(`/api/v1/runs/${res.body.id}/cancel`).set(...as('agent')).expect(200);
+    });
+
+    it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"di@example.com"}' }] }, { text: 'Sent.' }));
+      const run = await startRun(agentId, { input: 'x' }).expect(201);
+      const collected = readEvents(run.body.id);
+      await t.http.post(`/api/v1/approvals/${run.body.pendingApprovalIds[0]}/approve`).set(...as('approver')).send({}).expect(200);
+      const events = await collected;
+      expect(events.map((e) => e.event)).toEqual([
+        'run.started',
+        'model.completed',
+        'tool_call.requested',
+        'approval.requested',
+        'run.waiting',
+        'run.resumed',
+        'tool_call.succeeded',
+        'model.completed',
+        'run.succeeded',
+      ]);
+      const ids = events.map((e) => Number(e.id));
+      expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+      const resumed = await readEvents(run.body.id, events[4].id);
+      expect(resumed.map((e) => e.event)).toEqual(['run.resumed', 'tool_call.succeeded', 'model.completed', 'run.succeeded']);
+      await t.http.get(`/api/v1/runs/${run.body.id}/events`).set(...as('viewer')).set('Last-Event-ID', 'abc').expect(400);
+      const other = await createOrg(t, []);
+      await t.http.get(`/api/v1/runs/${run.body.id}/events`).set(...as('viewer', other)).expect(404);
+    });
+
+    it('profiles and worker types: tools, manifest and runs offer only what applies', async () => {
+      const agentId = await agentWith({ instructions: 'Team.', capabilities: [{ id: 'fx-run-research' }, { id: 'fx-run-writer' }], model: modelRef() });
+      const names = async (q: string) =>
+        (await t.http.get(`/api/v1/agents/${agentId}/versions/latest/tools${q}`).set(...as('agent')).expect(200)).body.items.map((x: { name: string }) => x.name);
+      expect(await names('')).toEqual(['research', 'draft_text']);
+      expect(await names('?workerType=researcher')).toEqual(['research']);
+      expect(await names('?workerType=writer')).toEqual(['draft_text']);
+      expect(await names('?profile=shallow')).toEqual(['draft_text']);
+      const manifest = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest?workerType=writer`).set(...as('agent')).expect(200);
+      expect(manifest.body.systemPrompt).toBe('Team.\n\nWrite clearly.');
+      await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest?workerType=`).set(...as('agent')).expect(400);
+
+      const from = model.requests.length;
+      model.setScript(sequence({ toolCalls: [{ id: 'r', name: 'research', arguments: '{"query":"q"}' }] }, { text: 'ok' }));
+      const run = await startRun(agentId, { input: 'x', workerType: 'writer' }).expect(201);
+      expect(run.body).toMatchObject({ status: 'succeeded', workerType: 'writer' });
+      expect(since(from)[0].tools?.map((x) => x.function.name)).toEqual(['draft_text']);
+      // A tool of another worker is refused by the executor: the writer never researches.
+      expect(JSON.parse(since(from)[1].messages.find((m) => m.role === 'tool')!.content!).error.code).toBe('unknown_tool');
+      expect(runExecutions.filter((e) => e.runId === run.body.id)).toEqual([]);
+    });
+
+    it('lists runs by agent and status; another organization sees none', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      model.setScript(sequence({ text: 'one' }));
+      const a = await startRun(agentId, { input: '1' }).expect(201);
+      const b = await startRun(agentId, { input: '2' }).expect(201);
+      const page = await t.http.get(`/api/v1/runs?agentId=${agentId}&status=succeeded&limit=1`).set(...as('agent')).expect(200);
+      expect(page.body.items.map((r: { id: string }) => r.id)).toEqual([b.body.id]);
+      const next = await t.http.get(`/api/v1/runs?agentId=${agentId}&status=succeeded&limit=1&cursor=${page.body.nextCursor}`).set(...as('agent')).expect(200);
+      expect(next.body.items.map((r: { id: string }) => r.id)).toEqual([a.body.id]);
+      await t.http.get('/api/v1/runs?status=nope').set(...as('agent')).expect(400);
+      const other = await createOrg(t, []);
+      await t.http.get(`/api/v1/runs/${a.body.id}`).set(...as('viewer', other)).expect(404);
+      await t.app.get(RunWorker).idle();
+    });
+  });
+
+  /** Reads a run's event stream to its end. */
+  function readEvents(runId: string, lastEventId?: string): Promise<{ id: string; event: string; data: Record<string, unknown> }[]> {
+    const address = t.app.getHttpServer().address();
+    const port = typeof address === 'object' && address ? address.port : 0;
+    return new Promise((resolve, reject) => {
+      const headers: Record<string, string> = { Authorization: `Bearer ${org.keys.viewer}` };
+      if (lastEventId) headers['Last-Event-ID'] = lastEventId;
+      const req = http.get({ host: '127.0.0.1', port, path: `/api/v1/runs/${runId}/events`, headers }, (res) => {
+        expect(res.statusCode).toBe(200);
+        expect(res.headers['content-type']).toContain('text/event-stream');
+        let text = '';
+        res.on('data', (d: Buffer) => (text += d.toString()));
+        res.on('end', () => {
+          const events = text
+            .split('\n\n')
+            .filter((block) => block.includes('event: '))
+            .map((block) => {
+              const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}: `))!.slice(name.length + 2);
+              return { id: field('id'), event: field('event'), data: JSON.parse(field('data')) };
+            });
+          resolve(events);
+        });
+      });
+      req.on('error', reject);
+    });
+  }
+});

@@ -1,0 +1,120 @@
+import { mkdtempSync } from 'node:fs';
+import { createServer, IncomingMessage, Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
+
+/**
+ * Tracing as an operator turns it on: the server process started with the standard OTEL_*
+ * variables, exporting OTLP (http/json) to a collector this test plays. One request with the
+ * caller's `traceparent` is one trace: the HTTP and Fastify spans, the tool call's span and its
+ * database queries; the request's log lines carry the trace id.
+ */
+jest.setTimeout(300_000);
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes?: { key: string; value: Record<string, unknown> }[];
+}
+
+describe('traces exported over OTLP by the server process', () => {
+  const received: OtlpSpan[] = [];
+  let collector: Server;
+  let server: ServerProcess;
+  const adminToken = 'cpa_trace_' + 'z'.repeat(24);
+
+  beforeAll(async () => {
+    collector = createServer((req: IncomingMessage, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        if (req.url === '/v1/traces') {
+          const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
+          for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans);
+        }
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    const { port } = collector.address() as AddressInfo;
+    server = await startServerProcess(
+      {
+        DATA_DIR: mkdtempSync(join(tmpdir(), 'cp-trace-')),
+        PLATFORM_ADMIN_TOKEN: adminToken,
+        LOG_LEVEL: 'info',
+        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '100',
+        OTEL_SERVICE_NAME: 'cp-trace-test',
+      },
+      'test/support/fixture-server.ts',
+    );
+  });
+  afterAll(async () => {
+    if (server) await stopServerProcess(server);
+    await new Promise((resolve) => collector.close(resolve));
+  });
+
+  const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
+  const attr = (s: OtlpSpan, key: string) => {
+    const v = s.attributes?.find((a) => a.key === key)?.value;
+    return v ? Object.values(v)[0] : undefined;
+  };
+  async function spansOf(traceId: string, until: (spans: OtlpSpan[]) => boolean): Promise<OtlpSpan[]> {
+    for (let i = 0; i < 100; i++) {
+      const spans = received.filter((s) => s.traceId === traceId);
+      if (until(spans)) return spans;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return received.filter((s) => s.traceId === traceId);
+  }
+  const descends = (spans: OtlpSpan[], span: OtlpSpan, ancestor: OtlpSpan): boolean => {
+    for (let s: OtlpSpan | undefined = span; s; s = spans.find((p) => p.spanId === s!.parentSpanId)) if (s.spanId === ancestor.spanId) return true;
+    return false;
+  };
+
+  it('continues the caller\'s trace through HTTP, Fastify, the tool call and its queries, and logs its id', async () => {
+    const http = request(server.url);
+    const org = (await http.post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'traced', name: 'Traced' }).expect(201)).body;
+    const key = async (role: string) => (await http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: role, roles: [role] }).expect(201)).body.token;
+    const [builder, agent] = [await key('builder'), await key('agent')];
+    const a = (await http.post('/api/v1/agents').set(...as(builder)).send({ slug: 'traced', name: 'Traced' }).expect(201)).body;
+    await http.put(`/api/v1/agents/${a.id}/draft`).set(...as(builder)).send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] }).expect(200);
+    await http.post(`/api/v1/agents/${a.id}/publish`).set(...as(builder)).expect(201);
+
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
+    const res = await http
+      .post(`/api/v1/agents/${a.id}/tool-calls`)
+      .set(...as(agent))
+      .set('traceparent', `00-${traceId}-${callerSpanId}-01`)
+      .send({ tool: 'fx_crash_effect', arguments: { tag: 'traced', ms: 1 } })
+      .expect(202);
+
+    const spans = await spansOf(traceId, (s) => s.some((x) => x.name === 'execute_tool fx_crash_effect') && s.some((x) => attr(x, 'db.system') === 'postgresql' || attr(x, 'db.system.name') === 'postgresql') && s.some((x) => x.kind === 2));
+    const serverSpan = spans.find((s) => s.kind === 2)!;
+    expect(serverSpan).toBeDefined();
+    // The caller's span is the parent: one trace end to end.
+    expect(serverSpan.parentSpanId).toBe(callerSpanId);
+    expect(spans.some((s) => /fastify|handler|request/i.test(s.name) && s.spanId !== serverSpan.spanId)).toBe(true);
+    const call = spans.find((s) => s.name === 'execute_tool fx_crash_effect')!;
+    expect(attr(call, 'gen_ai.operation.name')).toBe('execute_tool');
+    expect(attr(call, 'gen_ai.tool.call.id')).toBe(res.body.id);
+    expect(attr(call, 'cp.org.id')).toBe(org.id);
+    expect(descends(spans, call, serverSpan)).toBe(true);
+    const queries = spans.filter((s) => attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql');
+    expect(queries.some((q) => descends(spans, q, call))).toBe(true);
+
+    const logged = server.output().split('\n').filter((l) => l.includes(`"trace_id":"${traceId}"`));
+    expect(logged.length).toBeGreaterThan(0);
+    // Once per line: the trace is the request's, bound when its logger is made.
+    for (const line of logged) expect(line.split('"trace_id"').length).toBe(2);
+  });
+});
