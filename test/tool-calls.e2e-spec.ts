@@ -416,7 +416,7 @@ describe('tool calls and approvals (e2e)', () => {
     it('one INSERT ... ON CONFLICT claims a key: of 50 simultaneous claims one wins', async () => {
       const idempotency = t.app.get(IdempotencyRepository);
       const key = randomUUID();
-      const results = await Promise.all(Array.from({ length: 50 }, () => idempotency.claim(org.id, key, 'same-body', 60_000).catch((e: { code: string }) => e.code)));
+      const results = await Promise.all(Array.from({ length: 50 }, () => idempotency.claim(org.id, agentId, key, 'same-body', 60_000).catch((e: { code: string }) => e.code)));
       expect(results.filter((r) => typeof r === 'object' && r.kind === 'claimed')).toHaveLength(1);
       expect(results.filter((r) => r === 'idempotency_in_progress')).toHaveLength(49);
     });

@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform, Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayUnique,
@@ -110,12 +110,21 @@ export class CapabilityRefDto {
   config?: Record<string, unknown>;
 }
 
+/**
+ * A UUID names the same resource in either letter case: ids are lowercased before the duplicate
+ * check, or the same collection listed as `ab…` and `AB…` passed it and was bound twice.
+ */
+const lowercaseIds = () =>
+  Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map((v) => (typeof v === 'string' ? v.toLowerCase() : v)) : value), { toClassOnly: true });
+
 export class AgentResourcesDto {
-  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization.' })
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization; each at most once, in any letter case.' })
+  @lowercaseIds()
   @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
   knowledgeCollections?: string[];
 
-  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization.' })
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization; each at most once, in any letter case.' })
+  @lowercaseIds()
   @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
   skills?: string[];
 }
@@ -231,7 +240,8 @@ export function toAgentSpec(dto: AgentSpecDto): AgentSpec {
       const entry: { name?: string; description?: string } = {};
       if (o.name !== undefined) entry.name = o.name;
       if (o.description !== undefined) entry.description = o.description;
-      spec.toolOverrides[key] = entry;
+      // A data property whatever the key: assigning to `__proto__` would change the prototype instead.
+      Object.defineProperty(spec.toolOverrides, key, { value: entry, enumerable: true, writable: true, configurable: true });
     }
   }
   if (dto.model) {

@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
+import { GovernanceModule } from '../governance/governance.module';
 import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { SkillsModule } from '../skills/skills.module';
 import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
@@ -17,7 +18,7 @@ import { VersionsService } from './versions.service';
  * tool (the executor) builds the version through it.
  */
 @Module({
-  imports: [CapabilitiesModule, KnowledgeModule, SkillsModule, McpCatalogModule],
+  imports: [CapabilitiesModule, GovernanceModule, KnowledgeModule, SkillsModule, McpCatalogModule],
   controllers: [AgentsController, VersionsController],
   providers: [AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
   exports: [AgentsService, VersionBuilder],

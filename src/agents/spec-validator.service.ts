@@ -27,6 +27,8 @@ export interface SpecError extends FieldError {
 
 export interface SpecValidation {
   errors: SpecError[];
+  /** Problems found beyond `errors` (a config's list is bounded where it is checked). */
+  omitted: number;
   /** Every capability's config with its defaults filled in; only meaningful when `errors` is empty. */
   normalized: AgentSpec;
   resources: ResolvedResources;
@@ -54,6 +56,7 @@ export class SpecValidator {
     // Tool id -> its capability, for the tools of every attached (known) capability.
     const tools = new Map<string, string>();
     const firstIndex = new Map<string, number>();
+    let omitted = 0;
 
     draft.capabilities.forEach((ref, i) => {
       const at = `capabilities[${i}]`;
@@ -71,6 +74,7 @@ export class SpecValidator {
       for (const e of config.errors) {
         errors.push({ path: configPath(at, e.path), code: 'invalid_config', message: e.message });
       }
+      omitted += config.omitted ?? 0;
       const missing = missingScopes(registered.definition.scopes ?? [], granted);
       if (missing.length > 0) {
         errors.push({ path: at, code: 'scope_not_granted', message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that "${ref.id}" needs` });
@@ -117,7 +121,15 @@ export class SpecValidator {
       skills: new Set(resources.skills.map((r) => r.id)),
     };
     for (const kind of ['knowledgeCollections', 'skills'] as const) {
+      const seen = new Map<string, number>();
       (draft.resources?.[kind] ?? []).forEach((id, i) => {
+        // Drafts saved before ids were lowercased on the way in may still hold one id twice.
+        const first = seen.get(id.toLowerCase());
+        if (first !== undefined) {
+          errors.push({ path: `resources.${kind}[${i}]`, code: 'duplicate_resource', message: `"${id}" is already listed at resources.${kind}[${first}]` });
+          return;
+        }
+        seen.set(id.toLowerCase(), i);
         if (!known[kind].has(id)) {
           errors.push({ path: `resources.${kind}[${i}]`, code: 'unknown_resource', message: `no ${kind === 'skills' ? 'skill' : 'knowledge collection'} "${id}" in this organization` });
         }
@@ -137,7 +149,7 @@ export class SpecValidator {
       ...(draft.model ? { model: { ...draft.model } } : {}),
     };
     if (draft.mcpServers !== undefined) normalized.mcpServers = draft.mcpServers.map((b) => (b.tools === undefined ? { connection: b.connection } : { connection: b.connection, tools: [...b.tools] }));
-    return { errors, normalized, resources, mcpConnections };
+    return { errors, omitted, normalized, resources, mcpConnections };
   }
 
   /**

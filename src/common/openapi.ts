@@ -13,12 +13,15 @@ export const PROBLEM_SCHEMA = {
     instance: { type: 'string' },
     errors: {
       type: 'array',
+      maxItems: 50,
+      description: 'At most 50 entries; `errorsOmitted` counts the rest.',
       items: {
         type: 'object',
         required: ['path', 'message'],
         properties: { path: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
       },
     },
+    errorsOmitted: { type: 'integer', description: 'How many problems `errors[]` leaves out (present only when it does).' },
   },
 };
 

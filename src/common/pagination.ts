@@ -2,6 +2,7 @@ import { ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
 import { ApiError } from './api-error';
+import { yearInRange } from './instant';
 
 /** `?limit=` and `?cursor=`, shared by every list. */
 export class PageQuery {
@@ -47,7 +48,7 @@ function partOk(part: CursorPart, v: unknown): boolean {
       return typeof v === 'string' && /^\d{1,19}$/.test(v) && BigInt(v) <= BIGINT_MAX;
     case 'timestamp':
       // Round-tripped to the second: JavaScript reads 2026-02-30 as March 2, PostgreSQL refuses it.
-      return typeof v === 'string' && TIMESTAMP.test(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString().slice(0, 19) === v.slice(0, 19);
+      return typeof v === 'string' && TIMESTAMP.test(v) && yearInRange(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString().slice(0, 19) === v.slice(0, 19);
     case 'uuid':
       return typeof v === 'string' && UUID.test(v);
   }

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
-import { isForeignKeyViolation } from '../common/db-errors';
+import { isForeignKeyViolation, isProgramLimitExceeded } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
@@ -138,11 +138,20 @@ export class KnowledgeRepository {
         [orgId, collectionId],
       );
       if (found.length === 0) throw ApiError.notFound('knowledge collection');
-      const [row]: DocumentRow[] = await m.query(
-        `INSERT INTO knowledge_document (id, org_id, collection_id, title, content, metadata) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
-         RETURNING id, collection_id, title, metadata, content, length(content) AS content_length, created_at`,
-        [id, orgId, collectionId, dto.title, dto.content, JSON.stringify(dto.metadata ?? {})],
-      );
+      let row: DocumentRow;
+      try {
+        [row] = await m.query(
+          `INSERT INTO knowledge_document (id, org_id, collection_id, title, content, metadata) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+           RETURNING id, collection_id, title, metadata, content, length(content) AS content_length, created_at`,
+          [id, orgId, collectionId, dto.title, dto.content, JSON.stringify(dto.metadata ?? {})],
+        );
+      } catch (err) {
+        // A search index (tsvector) holds at most 1 MiB of distinct words with their positions: a
+        // text under the size limit made of enough different words does not fit. Refused whole,
+        // never stored unsearchable or half-indexed, so search answers stay true.
+        if (isProgramLimitExceeded(err)) throw notIndexable();
+        throw err;
+      }
       await touch(m, orgId, collectionId);
       return toDocument(row);
     });
@@ -259,4 +268,12 @@ function toDocumentSummary(r: DocumentRow): DocumentSummaryView {
 
 function toDocument(r: DocumentRow): DocumentView {
   return { ...toDocumentSummary(r), content: r.content ?? '' };
+}
+
+function notIndexable(): ApiError {
+  return new ApiError(
+    'document_not_indexable',
+    'The content has too many distinct words for a full-text search index (PostgreSQL keeps at most 1 MiB of words and positions per document); split it into several documents. Nothing was stored.',
+    [{ path: 'content', code: 'document_not_indexable', message: 'content has too many distinct words to be indexed for search' }],
+  );
 }

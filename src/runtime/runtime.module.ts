@@ -3,6 +3,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
 import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
 import { McpToolResolver } from './mcp-tool.resolver';
+import { GovernanceModule } from '../governance/governance.module';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
@@ -23,7 +24,7 @@ import { ToolRunner } from './tool-runner.service';
  * deliberately not exported: nothing outside runs a tool.
  */
 @Module({
-  imports: [AgentsModule, CapabilitiesModule, McpCatalogModule],
+  imports: [AgentsModule, CapabilitiesModule, GovernanceModule, McpCatalogModule],
   providers: [
     ToolExecutor,
     ToolApprovals,

@@ -23,7 +23,10 @@ export interface RunnableVersion {
 export interface ValidatedArguments {
   value: object;
   plain: Record<string, unknown>;
+  /** At most MAX_REPORTED_ERRORS (common/bounded-transform.ts). */
   errors: FieldError[];
+  /** Problems found beyond `errors`. */
+  omitted?: number;
 }
 
 /**

@@ -95,20 +95,25 @@ export class ToolCallsRepository {
   }
 
   /** The atomic reservation of one call of a limited run: false when the limit is reached. */
-  async reserveRunCall(orgId: string, runId: string, limit: number): Promise<boolean> {
+  // Per agent: the same run id used with another agent is another run (issue 13).
+  async reserveRunCall(orgId: string, agentId: string, runId: string, limit: number): Promise<boolean> {
     if (limit < 1) return false;
     const rows: unknown[] = await this.dataSource.query(
-      `INSERT INTO tool_run_budget (org_id, run_id, calls) VALUES ($1, $2, 1)
-       ON CONFLICT (org_id, run_id) DO UPDATE SET calls = tool_run_budget.calls + 1, updated_at = now()
-        WHERE tool_run_budget.calls < $3
+      `INSERT INTO tool_run_budget (org_id, agent_id, run_id, calls) VALUES ($1, $2, $3, 1)
+       ON CONFLICT (org_id, agent_id, run_id) DO UPDATE SET calls = tool_run_budget.calls + 1, updated_at = now()
+        WHERE tool_run_budget.calls < $4
        RETURNING calls`,
-      [orgId, runId, limit],
+      [orgId, agentId, runId, limit],
     );
     return rows.length > 0;
   }
 
-  async runCalls(orgId: string, runId: string): Promise<number> {
-    const rows: { calls: number }[] = await this.dataSource.query(`SELECT calls FROM tool_run_budget WHERE org_id = $1 AND run_id = $2`, [orgId, runId]);
+  async runCalls(orgId: string, agentId: string, runId: string): Promise<number> {
+    const rows: { calls: number }[] = await this.dataSource.query(`SELECT calls FROM tool_run_budget WHERE org_id = $1 AND agent_id = $2 AND run_id = $3`, [
+      orgId,
+      agentId,
+      runId,
+    ]);
     return rows[0]?.calls ?? 0;
   }
 
