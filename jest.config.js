@@ -21,6 +21,9 @@ module.exports = {
   transformIgnorePatterns: [`/node_modules/(?!(${esmPackages.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   testTimeout: 60000,
+  // Migrate once per run into a template; every file's database is a copy (test/support/global-setup.ts).
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   maxWorkers: process.env.JEST_MAX_WORKERS || 2,
   collectCoverageFrom: ['src/**/*.ts', '!src/**/*.spec.ts', '!src/main.ts'],
   coverageThreshold: {

@@ -7,13 +7,16 @@ import { setupApiDocs } from './common/api-docs';
 import { Logger } from 'nestjs-pino';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
-import { AppConfig } from './config/app-config';
+import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
-import { titleFor } from './common/api-error';
+import { findUnstorableText } from './common/nul-character';
+import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { operationIdFor } from './common/operation-ids';
 import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
 
@@ -47,6 +50,7 @@ function installCors(fastify: FastifyInstance, origins: string[]): void {
   });
 }
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAY_BE_UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
 
 export interface CreateAppOptions {
   config: AppConfig;
@@ -59,10 +63,36 @@ export interface CreateAppOptions {
   consoleDir?: string;
 }
 
+/** The path of a refused URL, as a problem's `instance`: cut, and only when it is printable. */
+function safeInstance(url: string | undefined): string | undefined {
+  const path = (url ?? '').split('?')[0];
+  return /^[\x21-\x7e]{1,200}$/.test(path) ? path : undefined;
+}
+
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
+  const timeouts = options.config.httpTimeouts ?? DEFAULT_HTTP_TIMEOUTS;
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // Slow clients (a byte every few seconds) would hold a connection, and its memory, for as long
+    // as they like, before authentication. Node answers 408 (through clientErrorHandler below)
+    // when the headers, or the whole request with its body, take longer than this; it looks every
+    // `connectionsCheckingInterval`, so that is kept well under the shortest timeout.
+    requestTimeout: timeouts.requestMs,
+    connectionTimeout: timeouts.idleMs,
+    http: {
+      headersTimeout: timeouts.headersMs,
+      requestTimeout: timeouts.requestMs,
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4))),
+    },
+    // Refusals of Fastify's router (a path segment that is not UTF-8 or is over-long) are problem
+    // documents with a request id, like every other error.
+    frameworkErrors: (error: Error, request: FastifyRequest, reply: FastifyReply) => {
+      const status = (error as { code?: string }).code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
+      const detail = status === 414 ? 'A path segment is too long.' : 'The request path is not a valid URL (a percent-escape that is not UTF-8?).';
+      const problem = { ...toProblem(new ApiError(status === 414 ? 'uri_too_long' : 'invalid_request', detail)).problem, instance: safeInstance(request.url) };
+      void reply.status(status).header('x-request-id', String(request.id)).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+    },
     // While stopping, requests already on an open connection are served, not answered 503.
     return503OnClosing: false,
     // Requests the HTTP parser refuses (URL or headers too large, malformed) never reach Nest;
@@ -71,8 +101,9 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       if (!socket.writable) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const body = JSON.stringify(toProblem(Object.assign(new Error(err.message), { statusCode: status })).problem);
+      // No request was parsed, so no request id was given: one is made, for the logs to join on.
       socket.end(
-        `HTTP/1.1 ${status} ${titleFor(status)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${titleFor(status)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
       );
     },
     // A caller's request id is kept when it is sane, so logs join across services.
@@ -93,8 +124,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   app.useGlobalPipes(createValidationPipe());
 
   const fastify = app.getHttpAdapter().getInstance();
-  // Fastify's own JSON parser (prototype-poisoning safe), behind a bound on nesting depth.
-  const parseJson = fastify.getDefaultJsonParser('error', 'error');
+  // Plain JSON.parse, behind a bound on nesting depth. It makes `__proto__` an own data property
+  // (never the prototype), so a key named like it is data where an object is free-form and an
+  // unknown property where it is not (common/bounded-transform.ts); Fastify's parser would refuse
+  // the whole body as "not valid JSON" instead.
   fastify.removeContentTypeParser('application/json');
   // JSON in (API.md): a text/plain body is 415 unsupported_media_type, not a string that fails
   // validation field by field.
@@ -111,8 +144,25 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
       return;
     }
-    // Fastify's parser answers through `done`; its return value is nothing to wait for.
-    void parseJson(request, text, done);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined);
+      return;
+    }
+    // Text PostgreSQL cannot store (common/nul-character.ts) can only arrive in JSON as an escape
+    // (\u0000, \uD800-\uDFFF: raw control characters are not JSON, and bytes that are not UTF-8
+    // decode to U+FFFD), so the parsed value is walked only when the text holds one. A megabyte
+    // body costs one native scan, not a walk of every key.
+    if (MAY_BE_UNSTORABLE.test(text)) {
+      const found = findUnstorableText(parsed);
+      if (found) {
+        done(ApiError.invalidRequest([found]), undefined);
+        return;
+      }
+    }
+    done(null, parsed);
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
@@ -132,8 +182,16 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .setTitle('Capability platform API')
       .setDescription('Assemble AI agents from capabilities, publish immutable versions, and run their tools behind scope, budget and approval guards. Errors are RFC 9457 problem documents with a stable `code`.')
       .setVersion('1')
-      .addBearerAuth()
+      .addBearerAuth({
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'opaque API key',
+        description:
+          'An opaque API key (`cpk_…`, made by `POST /api/v1/orgs/{orgId}/api-keys` and shown once) or the platform admin token. ' +
+          'Not a JWT: nothing in it is meant to be read; it is looked up on every request, so a revoked key is refused at once.',
+      })
       .build(),
+    { operationIdFactory: operationIdFor },
   ));
   setupApiDocs(app, document);
   return app;

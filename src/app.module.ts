@@ -8,6 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { AgentsModule } from './agents/agents.module';
 import { AuditModule } from './audit/audit.module';
 import { AuthGuard } from './auth/auth.guard';
+import { AuthModule } from './auth/auth.module';
 import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
@@ -68,6 +69,7 @@ export class AppModule {
         SecretsModule,
         EgressModule,
         AuditModule,
+        AuthModule,
         HealthModule,
         OrgsModule,
         KnowledgeModule,

@@ -133,6 +133,7 @@ describe('agent validation, publish, versions, offered tools and manifest (e2e)'
         drift: [],
         publishedAt: expect.any(String),
         publishedBy: org.keyIds.builder,
+        retiredAt: null,
       });
       const agent = await t.http.get(`/api/v1/agents/${id}`).set(...as(org, 'viewer')).expect(200);
       expect(agent.body.latestVersion).toBe(1);

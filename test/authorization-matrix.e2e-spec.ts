@@ -34,6 +34,9 @@ const MATRIX: Record<string, string> = {
   'GET /api/v1/agents/:agentId/versions/:version':           '401  ok     ok      ok    ok       ok    404     403',
   'GET /api/v1/agents/:agentId/versions/:version/manifest':  '401  ok     ok      ok    ok       ok    404     403',
   'GET /api/v1/agents/:agentId/versions/:version/tools':     '401  ok     ok      ok    ok       ok    404     403',
+  'POST /api/v1/agents/:agentId/versions/:version/retire':   '401  403    ok      403   403      ok    404     403',
+  'GET /api/v1/tools/disabled':                              '401  ok     ok      403   ok       ok    ok      403',
+  'PUT /api/v1/tools/:capabilityId/:toolId/disabled':        '401  403    403     403   403      ok    ok      403',
   'GET /api/v1/agents/capabilities':                         '401  ok     ok      ok    ok       ok    ok      ok',
   'GET /api/v1/approvals':                                   '401  ok     ok      403   ok       ok    ok      403',
   'GET /api/v1/approvals/:id':                               '401  ok     ok      403   ok       ok    404     403',
@@ -88,6 +91,8 @@ const MATRIX: Record<string, string> = {
   'GET /api/v1/webhooks/:id/deliveries':                     '401  403    403     403   403      ok    404     403',
   'GET /health':                                             'ok   ok     ok      ok    ok       ok    ok      ok',
   'GET /health/ready':                                       'ok   ok     ok      ok    ok       ok    ok      ok',
+  // Without METRICS_TOKEN (as here) the scrape is open; with it, only that token (test/observability.e2e-spec.ts).
+  'GET /metrics':                                            'ok   ok     ok      ok    ok       ok    ok      ok',
 };
 
 function expected(line: string): Record<Who, Outcome> {

@@ -67,6 +67,8 @@ describe('hostile input on every route', () => {
     for (const route of withBody) {
       await fc.assert(
         fc.asyncProperty(hostileBody, async (body) => {
+          // The one "smuggled" key that is a real field of a route, alone and well-typed, is a valid body there.
+          fc.pre(!(route.path.endsWith('/scopes') && body !== null && typeof body === 'object' && Object.keys(body).join() === 'scopes' && Array.isArray((body as { scopes: unknown }).scopes)));
           const url = fillPath(route.path, world.ids, randomUUID);
           const res = await t.http[route.method.toLowerCase() as 'post'](url)
             .set(...bearer(tokenFor(route)))
@@ -100,7 +102,7 @@ describe('hostile input on every route', () => {
         { numRuns: Math.ceil(RUNS / 2) },
       );
     }
-  });
+  }, 300_000);
 
   it('refuses U+0000 in any string of a valid body or query with 400 naming where, and writes nothing', async () => {
     // PostgreSQL stores no U+0000 in text or jsonb: every write route answered 500 for one.

@@ -20,7 +20,7 @@ describe('MCP catalog and connections (e2e)', () => {
     other = await createOrg(t, ['mcp:remote']);
     noRemote = await createOrg(t, []);
     fixture = await startFixtureMcpServer();
-  });
+  }, 240_000);
   afterAll(async () => {
     await fixture.close();
     await t.close();

@@ -20,13 +20,20 @@ describe('observability (e2e)', () => {
     startTracing({}, { spanProcessors: [new SimpleSpanProcessor(exporter)], instrumentModules: false });
     t = await createTestApp({ imports: [ExecFixturesModule], config: { metricsToken: METRICS_TOKEN } });
     org = await createOrg(t, [FX_EXEC_SCOPE]);
-    const a = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: 'obs', name: 'Obs' }).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(org.keys.builder))
+      .send({ slug: 'obs', name: 'Obs' })
+      .expect(201);
     await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
       .set(...bearer(org.keys.builder))
       .send({ instructions: 'Use the fixtures.', capabilities: [{ id: 'fx-exec-tools' }] })
       .expect(200);
-    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...bearer(org.keys.builder)).expect(201);
+    await t.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...bearer(org.keys.builder))
+      .expect(201);
     agentId = a.body.id;
   });
   afterAll(async () => {
@@ -34,22 +41,41 @@ describe('observability (e2e)', () => {
     await stopTracing();
   });
 
-  const scrape = async () => (await t.http.get('/metrics').set(...bearer(METRICS_TOKEN)).expect(200)).text;
+  const scrape = async () =>
+    (
+      await t.http
+        .get('/metrics')
+        .set(...bearer(METRICS_TOKEN))
+        .expect(200)
+    ).text;
   /** The value of one sample (name with its labels exactly as exposed), 0 when absent. */
   const sample = (text: string, series: string) => {
     const line = text.split('\n').find((l) => l.startsWith(series + ' '));
     return line ? Number(line.slice(series.length + 1)) : 0;
   };
-  const callTool = (body: object) => t.http.post(`/api/v1/agents/${agentId}/tool-calls`).set(...bearer(org.keys.agent)).send(body);
+  const callTool = (body: object) =>
+    t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send(body);
 
   describe('GET /metrics', () => {
     it('answers only the METRICS_TOKEN when it is set, as a problem document otherwise', async () => {
       const none = await t.http.get('/metrics').expect(401);
       expect(none.headers['content-type']).toMatch(/application\/problem\+json/);
       expect(none.body.code).toBe('unauthorized');
-      await t.http.get('/metrics').set(...bearer(METRICS_TOKEN + 'x')).expect(401);
-      await t.http.get('/metrics').set(...bearer(org.keys.admin)).expect(401);
-      const ok = await t.http.get('/metrics').set(...bearer(METRICS_TOKEN)).expect(200);
+      await t.http
+        .get('/metrics')
+        .set(...bearer(METRICS_TOKEN + 'x'))
+        .expect(401);
+      await t.http
+        .get('/metrics')
+        .set(...bearer(org.keys.admin))
+        .expect(401);
+      const ok = await t.http
+        .get('/metrics')
+        .set(...bearer(METRICS_TOKEN))
+        .expect(200);
       expect(ok.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
       expect(ok.text).toMatch(/^process_cpu_user_seconds_total /m);
       expect(ok.text).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
@@ -59,14 +85,19 @@ describe('observability (e2e)', () => {
 
     it('counts HTTP requests by route template and status, never by URL', async () => {
       const unknownId = '00000000-0000-4000-8000-000000000000';
-      await t.http.get(`/api/v1/agents/${unknownId}`).set(...bearer(org.keys.viewer)).expect(404);
+      await t.http
+        .get(`/api/v1/agents/${unknownId}`)
+        .set(...bearer(org.keys.viewer))
+        .expect(404);
       await t.http.get('/no/such/path/' + 'z'.repeat(40)).expect(404);
       const text = await scrape();
       expect(sample(text, 'http_requests_total{method="GET",route="/api/v1/agents/:agentId",status="404"}')).toBeGreaterThanOrEqual(1);
       expect(sample(text, 'http_requests_total{method="GET",route="unmatched",status="404"}')).toBeGreaterThanOrEqual(1);
       expect(text).not.toContain(unknownId);
       expect(text).not.toContain('zzzz');
-      expect(text).toMatch(/^http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/api\/v1\/agents\/:agentId\/publish",status_class="2xx"\} \d+/m);
+      expect(text).toMatch(
+        /^http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/api\/v1\/agents\/:agentId\/publish",status_class="2xx"\} \d+/m,
+      );
     });
 
     it('moves as expected after a call, a denial and an approval', async () => {
@@ -98,11 +129,17 @@ describe('observability (e2e)', () => {
       expect(sample(now, 'approvals_pending')).toBe(1);
       expect(sample(now, 'approvals_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
 
-      await t.http.post(`/api/v1/approvals/${asked.body.approvalId}/approve`).set(...bearer(org.keys.approver)).send({}).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${asked.body.approvalId}/approve`)
+        .set(...bearer(org.keys.approver))
+        .send({})
+        .expect(200);
       now = await scrape();
       expect(sample(now, 'approvals_pending')).toBe(0);
       expect(sample(now, written)).toBe(sample(before, written) + 1);
-      expect(sample(now, 'approval_decision_seconds_count{decision="approved"}')).toBe(sample(before, 'approval_decision_seconds_count{decision="approved"}') + 1);
+      expect(sample(now, 'approval_decision_seconds_count{decision="approved"}')).toBe(
+        sample(before, 'approval_decision_seconds_count{decision="approved"}') + 1,
+      );
     });
   });
 
@@ -130,12 +167,14 @@ describe('observability (e2e)', () => {
       });
       const spans = spansOf(root.spanContext().traceId);
       const names = childrenOf(spans, root).map((s) => s.name);
-      expect(names).toEqual(expect.arrayContaining(['build version', 'guard arguments', 'guard tool_policy', 'tool fx-exec-tools/fx-exec-read', 'record outcome']));
+      expect(names).toEqual(
+        expect.arrayContaining(['build version', 'guard arguments', 'guard tool_policy', 'tool fx-exec-tools/fx-exec-read', 'record outcome']),
+      );
       const tool = spans.find((s) => s.name === 'tool fx-exec-tools/fx-exec-read')!;
       expect(tool.attributes).toMatchObject({ 'gen_ai.tool.call.id': res.body.id, 'cp.tool_call.status': 'succeeded' });
     });
 
-    it('mark a refused call with the guard\'s code, and trace the approved run as the call\'s execution', async () => {
+    it("mark a refused call with the guard's code, and trace the approved run as the call's execution", async () => {
       exporter.reset();
       await callTool({ tool: 'fx-exec-read', arguments: { query: 7 } }).expect(422);
       const refused = exporter.getFinishedSpans().find((s) => s.name === 'execute_tool fx-exec-read')!;
@@ -146,10 +185,16 @@ describe('observability (e2e)', () => {
       const gate = exporter.getFinishedSpans().find((s) => s.name === 'approval gate')!;
       expect(gate.attributes['cp.approval.reason']).toBe('side_effecting');
       exporter.reset();
-      await t.http.post(`/api/v1/approvals/${asked.body.approvalId}/approve`).set(...bearer(org.keys.approver)).send({}).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${asked.body.approvalId}/approve`)
+        .set(...bearer(org.keys.approver))
+        .send({})
+        .expect(200);
       const run = exporter.getFinishedSpans().find((s) => s.name === 'execute_tool fx-exec-write')!;
       expect(run.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.call.id': asked.body.id, 'cp.entry_point': 'approval' });
-      expect(childrenOf(spansOf(run.spanContext().traceId), run).map((s) => s.name)).toEqual(expect.arrayContaining(['guard tool_policy', 'tool fx-exec-tools/fx-exec-write']));
+      expect(childrenOf(spansOf(run.spanContext().traceId), run).map((s) => s.name)).toEqual(
+        expect.arrayContaining(['guard tool_policy', 'tool fx-exec-tools/fx-exec-write']),
+      );
     });
   });
 });

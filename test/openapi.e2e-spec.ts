@@ -96,4 +96,59 @@ describe('the OpenAPI document (e2e)', () => {
     const dangling = refs.map((r) => r.slice(8, -1)).filter((r) => !doc.components.schemas[r.replace('#/components/schemas/', '')]);
     expect(dangling).toEqual([]);
   });
+
+  it('names every operation as a client method: camelCase, unique', () => {
+    const ids = operations().map(({ op }) => (op as { operationId?: string }).operationId ?? '');
+    expect(ids.filter((id) => !/^[a-z][A-Za-z0-9]*$/.test(id))).toEqual([]);
+    expect(ids.filter((id, i) => ids.indexOf(id) !== i)).toEqual([]);
+    const byRoute = Object.fromEntries(operations().map(({ route, op }) => [route, (op as { operationId?: string }).operationId]));
+    expect(byRoute['POST /api/v1/agents']).toBe('createAgent');
+    expect(byRoute['POST /api/v1/approvals/{id}/approve']).toBe('approveApproval');
+  });
+
+  it('describes the bearer scheme as opaque API keys', () => {
+    const schemes = (doc as unknown as { components: { securitySchemes: Record<string, { scheme?: string; description?: string; bearerFormat?: string }> } }).components.securitySchemes;
+    expect(schemes.bearer.scheme).toBe('bearer');
+    expect(schemes.bearer.description).toMatch(/opaque API key/);
+    expect(schemes.bearer.bearerFormat).not.toBe('JWT');
+  });
+
+  it('documents Retry-After on every rate-limited answer', () => {
+    const missing = operations()
+      .filter(({ op }) => op.responses['429'] && (op.responses['429'] as { description: string }).description.includes('rate_limited'))
+      .filter(({ op }) => !(op.responses['429'] as { headers?: Record<string, unknown> }).headers?.['Retry-After'])
+      .map(({ route }) => route);
+    expect(missing).toEqual([]);
+  });
+
+  it('types ids as uuid and counts as integers', () => {
+    const notUuid: string[] = [];
+    const fractional: string[] = [];
+    // Ids the API takes from outside and does not mint: a run of the caller's, a model's tool-call id, an MCP entry's id.
+    const freeIds = new Set(['runId', 'requestId', 'capabilityId', 'toolId', 'entryId', 'modelCallId', 'keyPrefix']);
+    // `id`s that are names, not UUIDs: capabilities, tools and MCP catalog entries are declared in
+    // code; a principal or audit party may be `platform` or `system`.
+    const namedIds = new Set(['MeView.id', 'AuditPartyView.id', 'CapabilityRefDto.id', 'ToolDescriptorView.id', 'CapabilityDescriptorView.id', 'McpServerEntryView.id']);
+    const visit = (s: Schema & { format?: string; type?: string }, at: string) => {
+      if (!s || typeof s !== 'object') return;
+      if (s.$ref) return;
+      for (const [name, p] of Object.entries(s.properties ?? {})) {
+        const prop = p as Schema & { format?: string };
+        if ((name === 'id' || /[a-z]Id$/.test(name)) && prop.type === 'string' && prop.format !== 'uuid' && !freeIds.has(name) && !namedIds.has(`${at}.${name}`)) notUuid.push(`${at}.${name}`);
+        if (prop.type === 'number') fractional.push(`${at}.${name}`);
+        visit(prop, `${at}.${name}`);
+      }
+      if (s.items) visit(s.items, `${at}[]`);
+      for (const sub of [...(s.oneOf ?? []), ...(s.allOf ?? [])]) visit(sub, at);
+    };
+    for (const [name, schema] of Object.entries(doc.components.schemas)) visit(schema, name);
+    for (const { route, op } of operations()) {
+      for (const p of ((op as { parameters?: { name: string; in: string; schema?: { type?: string; format?: string } }[] }).parameters ?? [])) {
+        if ((p.name === 'id' || /[a-z]Id$/.test(p.name)) && p.schema?.type === 'string' && p.schema.format !== 'uuid' && !freeIds.has(p.name)) notUuid.push(`${route} ${p.in} ${p.name}`);
+        if (p.schema?.type === 'number') fractional.push(`${route} ${p.in} ${p.name}`);
+      }
+    }
+    expect(notUuid).toEqual([]);
+    expect(fractional).toEqual([]);
+  });
 });

@@ -22,7 +22,7 @@ jest.setTimeout(300_000);
 
   describe('three nodes on one Redis', () => {
     const prefix = uniquePrefix();
-    let nodes: TestApp[] = [];
+    const nodes: TestApp[] = [];
     beforeAll(async () => {
       const config = { rateLimit: { windowSeconds: 60, perKey: 5, perOrg: 0, authFailures: 0, redisUrl: TEST_REDIS_URL, redisPrefix: prefix } };
       for (let i = 0; i < 3; i++) nodes.push(await createTestApp({ config }));
@@ -61,7 +61,9 @@ jest.setTimeout(300_000);
     it('keeps the API answering, counting in process, and the metric and the log say so', async () => {
       const redis = await startOwnRedis();
       const warn = jest.spyOn(Logger.prototype, 'warn');
-      const t = await createTestApp({ config: { rateLimit: { windowSeconds: 60, perKey: 4, perOrg: 0, authFailures: 0, redisUrl: redis.url, redisPrefix: uniquePrefix() } } });
+      const t = await createTestApp({
+        config: { rateLimit: { windowSeconds: 60, perKey: 4, perOrg: 0, authFailures: 0, redisUrl: redis.url, redisPrefix: uniquePrefix() } },
+      });
       try {
         const storage = t.app.get(ThrottlerStorage) as RedisThrottlerStorage;
         await storage.ready();

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { canonicalHash } from '../src/agents/digests';
-import { IdempotencyService } from '../src/runtime/idempotency.service';
+import { IdempotencyRepository } from '../src/tool-calls/idempotency.repository';
 import { ToolCallSweeper } from '../src/tool-calls/tool-call-sweeper.service';
 import { ApprovalsRepository } from '../src/tool-calls/approvals.repository';
 import { DRIFTING_TOOL, ExecFixturesModule, FX_EXEC_SCOPE, fixtureRuns, holdSlowCall, HUGE_ROWS, runsTagged } from './fixtures/exec-fixtures.module';
@@ -414,9 +414,9 @@ describe('tool calls and approvals (e2e)', () => {
     });
 
     it('one INSERT ... ON CONFLICT claims a key: of 50 simultaneous claims one wins', async () => {
-      const idempotency = t.app.get(IdempotencyService);
+      const idempotency = t.app.get(IdempotencyRepository);
       const key = randomUUID();
-      const results = await Promise.all(Array.from({ length: 50 }, () => idempotency.claim(org.id, key, 'same-body', 60_000).catch((e: { code: string }) => e.code)));
+      const results = await Promise.all(Array.from({ length: 50 }, () => idempotency.claim(org.id, agentId, key, 'same-body', 60_000).catch((e: { code: string }) => e.code)));
       expect(results.filter((r) => typeof r === 'object' && r.kind === 'claimed')).toHaveLength(1);
       expect(results.filter((r) => r === 'idempotency_in_progress')).toHaveLength(49);
     });

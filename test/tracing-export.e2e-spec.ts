@@ -80,14 +80,40 @@ describe('traces exported over OTLP by the server process', () => {
     return false;
   };
 
-  it('continues the caller\'s trace through HTTP, Fastify, the tool call and its queries, and logs its id', async () => {
+  it("continues the caller's trace through HTTP, Fastify, the tool call and its queries, and logs its id", async () => {
     const http = request(server.url);
-    const org = (await http.post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'traced', name: 'Traced' }).expect(201)).body;
-    const key = async (role: string) => (await http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: role, roles: [role] }).expect(201)).body.token;
+    const org = (
+      await http
+        .post('/api/v1/orgs')
+        .set(...as(adminToken))
+        .send({ slug: 'traced', name: 'Traced' })
+        .expect(201)
+    ).body;
+    const key = async (role: string) =>
+      (
+        await http
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...as(adminToken))
+          .send({ name: role, roles: [role] })
+          .expect(201)
+      ).body.token;
     const [builder, agent] = [await key('builder'), await key('agent')];
-    const a = (await http.post('/api/v1/agents').set(...as(builder)).send({ slug: 'traced', name: 'Traced' }).expect(201)).body;
-    await http.put(`/api/v1/agents/${a.id}/draft`).set(...as(builder)).send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] }).expect(200);
-    await http.post(`/api/v1/agents/${a.id}/publish`).set(...as(builder)).expect(201);
+    const a = (
+      await http
+        .post('/api/v1/agents')
+        .set(...as(builder))
+        .send({ slug: 'traced', name: 'Traced' })
+        .expect(201)
+    ).body;
+    await http
+      .put(`/api/v1/agents/${a.id}/draft`)
+      .set(...as(builder))
+      .send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] })
+      .expect(200);
+    await http
+      .post(`/api/v1/agents/${a.id}/publish`)
+      .set(...as(builder))
+      .expect(201);
 
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
@@ -98,7 +124,13 @@ describe('traces exported over OTLP by the server process', () => {
       .send({ tool: 'fx_crash_effect', arguments: { tag: 'traced', ms: 1 } })
       .expect(202);
 
-    const spans = await spansOf(traceId, (s) => s.some((x) => x.name === 'execute_tool fx_crash_effect') && s.some((x) => attr(x, 'db.system') === 'postgresql' || attr(x, 'db.system.name') === 'postgresql') && s.some((x) => x.kind === 2));
+    const spans = await spansOf(
+      traceId,
+      (s) =>
+        s.some((x) => x.name === 'execute_tool fx_crash_effect') &&
+        s.some((x) => attr(x, 'db.system') === 'postgresql' || attr(x, 'db.system.name') === 'postgresql') &&
+        s.some((x) => x.kind === 2),
+    );
     const serverSpan = spans.find((s) => s.kind === 2)!;
     expect(serverSpan).toBeDefined();
     // The caller's span is the parent: one trace end to end.
@@ -112,7 +144,10 @@ describe('traces exported over OTLP by the server process', () => {
     const queries = spans.filter((s) => attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql');
     expect(queries.some((q) => descends(spans, q, call))).toBe(true);
 
-    const logged = server.output().split('\n').filter((l) => l.includes(`"trace_id":"${traceId}"`));
+    const logged = server
+      .output()
+      .split('\n')
+      .filter((l) => l.includes(`"trace_id":"${traceId}"`));
     expect(logged.length).toBeGreaterThan(0);
     // Once per line: the trace is the request's, bound when its logger is made.
     for (const line of logged) expect(line.split('"trace_id"').length).toBe(2);

@@ -27,5 +27,11 @@ const TYPE_SET: Record<EventType, true> = {
   'mcp_connection.risk_set': true,
   'mcp_connection.credentials_updated': true,
   'mcp_connection.deleted': true,
+  'run.started': true,
+  'run.succeeded': true,
+  'run.failed': true,
+  'run.cancelled': true,
+  'model_provider.created': true,
+  'model_provider.deleted': true,
 };
 export const AUDIT_EVENT_TYPES = Object.keys(TYPE_SET) as EventType[];

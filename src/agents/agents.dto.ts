@@ -1,5 +1,5 @@
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform, Type } from 'class-transformer';
 import {
   ArrayMaxSize,
   ArrayUnique,
@@ -28,6 +28,8 @@ export const MAX_INSTRUCTIONS_CHARS = 100_000;
 const MAX_CAPABILITIES = 100;
 const MAX_RESOURCES = 200;
 const MAX_TOOL_KEYS = 500;
+const MAX_MCP_SERVERS = 20;
+const MAX_MCP_TOOLS = 500;
 
 /** A JSON object that arrived as a plain object and was turned into a Map (see `toolOverrides`). */
 function IsDictionary(options?: ValidationOptions): PropertyDecorator {
@@ -108,12 +110,21 @@ export class CapabilityRefDto {
   config?: Record<string, unknown>;
 }
 
+/**
+ * A UUID names the same resource in either letter case: ids are lowercased before the duplicate
+ * check, or the same collection listed as `ab…` and `AB…` passed it and was bound twice.
+ */
+const lowercaseIds = () =>
+  Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map((v) => (typeof v === 'string' ? v.toLowerCase() : v)) : value), { toClassOnly: true });
+
 export class AgentResourcesDto {
-  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization.' })
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization; each at most once, in any letter case.' })
+  @lowercaseIds()
   @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
   knowledgeCollections?: string[];
 
-  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization.' })
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization; each at most once, in any letter case.' })
+  @lowercaseIds()
   @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
   skills?: string[];
 }
@@ -157,6 +168,16 @@ export class ModelRefDto {
   contextWindow?: number;
 }
 
+export class McpServerBindingDto {
+  @ApiProperty({ format: 'uuid', description: 'An MCP connection of this organization (`/mcp-connections`).' })
+  @IsUUID('all')
+  connection: string;
+
+  @ApiPropertyOptional({ type: [String], description: 'Allow-list of the connection\'s tool names; absent: every tool it lists.', maxItems: MAX_MCP_TOOLS })
+  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_MCP_TOOLS) @ArrayUnique() @IsString({ each: true }) @MinLength(1, { each: true }) @MaxLength(128, { each: true })
+  tools?: string[];
+}
+
 /**
  * The shape of an agent spec. Only the shape: a draft with an unknown capability or a config that
  * breaks its schema is still saved; `validate` and `publish` judge it against the registry.
@@ -196,6 +217,9 @@ export class AgentSpecDto {
   @ApiPropertyOptional({ type: ModelRefDto, description: 'The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`.' })
   @OptionalNotNull() @IsObject() @ValidateNested() @Type(() => ModelRefDto)
   model?: ModelRefDto;
+  @ApiPropertyOptional({ type: [McpServerBindingDto], description: 'MCP connections whose tools the agent offers; keys in toolApproval and toolOverrides are `<connection name>/<tool name>`.', maxItems: MAX_MCP_SERVERS })
+  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_MCP_SERVERS) @ValidateNested({ each: true }) @Type(() => McpServerBindingDto)
+  mcpServers?: McpServerBindingDto[];
 }
 
 /** The draft as stored: exactly the fields that were sent, as plain JSON. */
@@ -216,7 +240,8 @@ export function toAgentSpec(dto: AgentSpecDto): AgentSpec {
       const entry: { name?: string; description?: string } = {};
       if (o.name !== undefined) entry.name = o.name;
       if (o.description !== undefined) entry.description = o.description;
-      spec.toolOverrides[key] = entry;
+      // A data property whatever the key: assigning to `__proto__` would change the prototype instead.
+      Object.defineProperty(spec.toolOverrides, key, { value: entry, enumerable: true, writable: true, configurable: true });
     }
   }
   if (dto.model) {
@@ -224,6 +249,9 @@ export function toAgentSpec(dto: AgentSpecDto): AgentSpec {
     if (dto.model.temperature !== undefined) spec.model.temperature = dto.model.temperature;
     if (dto.model.maxOutputTokens !== undefined) spec.model.maxOutputTokens = dto.model.maxOutputTokens;
     if (dto.model.contextWindow !== undefined) spec.model.contextWindow = dto.model.contextWindow;
+  }
+  if (dto.mcpServers) {
+    spec.mcpServers = dto.mcpServers.map((b) => (b.tools === undefined ? { connection: b.connection.toLowerCase() } : { connection: b.connection.toLowerCase(), tools: [...b.tools] }));
   }
   return spec;
 }
@@ -236,6 +264,7 @@ export class AgentSpecView {
   @ApiPropertyOptional({ type: 'object', additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) } })
   toolOverrides?: Record<string, { name?: string; description?: string }>;
   @ApiPropertyOptional({ type: ModelRefDto }) model?: ModelRefDto;
+  @ApiPropertyOptional({ type: [McpServerBindingDto] }) mcpServers?: McpServerBindingDto[];
 }
 
 export class AgentView {

@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
+import { GovernanceModule } from '../governance/governance.module';
 import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { SkillsModule } from '../skills/skills.module';
+import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
 import { AgentsController } from './agents.controller';
 import { AgentsService } from './agents.service';
 import { SpecValidator } from './spec-validator.service';
@@ -16,7 +18,7 @@ import { VersionsService } from './versions.service';
  * tool (the executor) builds the version through it.
  */
 @Module({
-  imports: [CapabilitiesModule, KnowledgeModule, SkillsModule],
+  imports: [CapabilitiesModule, GovernanceModule, KnowledgeModule, SkillsModule, McpCatalogModule],
   controllers: [AgentsController, VersionsController],
   providers: [AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
   exports: [AgentsService, VersionBuilder],

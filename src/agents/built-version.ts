@@ -8,6 +8,8 @@ export interface AgentSpec {
   resources?: { knowledgeCollections?: string[]; skills?: string[] };
   toolApproval?: Record<string, 'required'>;
   toolOverrides?: Record<string, { name?: string; description?: string }>;
+  /** MCP connections bound to the agent; `tools` is an allow-list (absent: every tool). */
+  mcpServers?: { connection: string; tools?: string[] }[];
   /** The model that runs the agent (API.md, Models and runs); without it, runs are refused. */
   model?: ModelRef;
 }
@@ -31,6 +33,8 @@ export interface OfferedTool {
   toolId: string;
   risk: ToolRisk;
   requiresApproval: boolean;
+  /** MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves it. */
+  source?: { connectionId: string; server: string };
 }
 
 /**
@@ -39,7 +43,8 @@ export interface OfferedTool {
  * run a tool; the executor resolves the implementation itself (src/runtime/tool-implementations.ts).
  */
 export interface VersionTool extends OfferedTool {
-  declaration: ToolDeclaration;
+  /** What the runner reads (output budget, interruptBefore); an MCP tool's has no input class. */
+  declaration: Omit<ToolDeclaration, 'input'> & { input?: ToolDeclaration['input'] };
   /** Scopes the tool's capability needs, checked again at every dispatch. */
   scopes: readonly string[];
   /** From the tool policy (`approvalReasonOf`); null when no approval is needed. */

@@ -35,3 +35,19 @@ export function contentHash(specHash: string, toolDigests: Record<string, string
 export function ownEntry<T>(record: Record<string, T> | undefined, key: string): T | undefined {
   return record !== undefined && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
 }
+
+/** What a version pins of an MCP catalog tool: what the model and the approver saw, and the server's annotations. */
+export interface McpToolDefinitionFacts extends ToolDefinitionFacts {
+  annotations: Record<string, unknown>;
+}
+
+export function mcpToolDigest(tool: McpToolDefinitionFacts): string {
+  return canonicalHash({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    annotations: tool.annotations,
+    risk: tool.risk,
+    requiresApproval: tool.requiresApproval,
+  });
+}

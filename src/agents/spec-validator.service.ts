@@ -7,6 +7,8 @@ import { missingScopes } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { ownEntry } from './digests';
 import { VersionBuilder } from './version-builder.service';
+import { BoundConnection, McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
+import { mcpToolKey } from './mcp-version-tools';
 
 export type SpecErrorCode =
   | 'unknown_capability'
@@ -16,7 +18,8 @@ export type SpecErrorCode =
   | 'unknown_tool'
   | 'invalid_tool_name'
   | 'duplicate_tool_name'
-  | 'unknown_resource';
+  | 'unknown_resource'
+  | 'duplicate_resource';
 
 export interface SpecError extends FieldError {
   code: SpecErrorCode;
@@ -24,9 +27,13 @@ export interface SpecError extends FieldError {
 
 export interface SpecValidation {
   errors: SpecError[];
+  /** Problems found beyond `errors` (a config's list is bounded where it is checked). */
+  omitted: number;
   /** Every capability's config with its defaults filled in; only meaningful when `errors` is empty. */
   normalized: AgentSpec;
   resources: ResolvedResources;
+  /** The bound MCP connections as listed now: what publish pins. */
+  mcpConnections: BoundConnection[];
 }
 
 /**
@@ -39,6 +46,7 @@ export class SpecValidator {
     private readonly registry: CapabilityRegistry,
     private readonly builder: VersionBuilder,
     private readonly dataSource: DataSource,
+    private readonly mcp: McpConnectionsService,
   ) {}
 
   async validate(orgId: string, orgScopes: readonly string[], draft: AgentSpec): Promise<SpecValidation> {
@@ -48,6 +56,7 @@ export class SpecValidator {
     // Tool id -> its capability, for the tools of every attached (known) capability.
     const tools = new Map<string, string>();
     const firstIndex = new Map<string, number>();
+    let omitted = 0;
 
     draft.capabilities.forEach((ref, i) => {
       const at = `capabilities[${i}]`;
@@ -65,6 +74,7 @@ export class SpecValidator {
       for (const e of config.errors) {
         errors.push({ path: configPath(at, e.path), code: 'invalid_config', message: e.message });
       }
+      omitted += config.omitted ?? 0;
       const missing = missingScopes(registered.definition.scopes ?? [], granted);
       if (missing.length > 0) {
         errors.push({ path: at, code: 'scope_not_granted', message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that "${ref.id}" needs` });
@@ -73,20 +83,25 @@ export class SpecValidator {
       capabilities.push({ id: ref.id, config: config.value });
     });
 
+    // MCP tools join the same maps: keyed `<connection>/<tool>`, offered under the tool's name.
+    const defaultName = new Map<string, { name: string; binding: number }>();
+    const mcpConnections = await this.checkMcpServers(orgId, granted, draft, errors, tools, defaultName);
+
     for (const key of Object.keys(draft.toolApproval ?? {})) {
-      if (!tools.has(key)) errors.push({ path: `toolApproval.${key}`, code: 'unknown_tool', message: `"${key}" is not a tool of an attached capability` });
+      if (!tools.has(key)) errors.push({ path: `toolApproval.${key}`, code: 'unknown_tool', message: `"${key}" is not a tool of an attached capability or a bound MCP connection` });
     }
     const overrides = draft.toolOverrides ?? {};
     // The name each tool is offered under, to find collisions; invalid names are reported once, as invalid.
     const offeredBy = new Map<string, string[]>();
     for (const toolId of tools.keys()) {
       const name = ownEntry(overrides, toolId)?.name;
-      const offered = name !== undefined && TOOL_NAME_PATTERN.test(name) ? name : toolId;
+      const offered = name !== undefined && TOOL_NAME_PATTERN.test(name) ? name : (defaultName.get(toolId)?.name ?? toolId);
       offeredBy.set(offered, [...(offeredBy.get(offered) ?? []), toolId]);
     }
+    this.checkMcpToolNames(overrides, offeredBy, defaultName, errors);
     for (const [key, override] of Object.entries(overrides)) {
       if (!tools.has(key)) {
-        errors.push({ path: `toolOverrides.${key}`, code: 'unknown_tool', message: `"${key}" is not a tool of an attached capability` });
+        errors.push({ path: `toolOverrides.${key}`, code: 'unknown_tool', message: `"${key}" is not a tool of an attached capability or a bound MCP connection` });
         continue;
       }
       if (override.name === undefined) continue;
@@ -106,7 +121,15 @@ export class SpecValidator {
       skills: new Set(resources.skills.map((r) => r.id)),
     };
     for (const kind of ['knowledgeCollections', 'skills'] as const) {
+      const seen = new Map<string, number>();
       (draft.resources?.[kind] ?? []).forEach((id, i) => {
+        // Drafts saved before ids were lowercased on the way in may still hold one id twice.
+        const first = seen.get(id.toLowerCase());
+        if (first !== undefined) {
+          errors.push({ path: `resources.${kind}[${i}]`, code: 'duplicate_resource', message: `"${id}" is already listed at resources.${kind}[${first}]` });
+          return;
+        }
+        seen.set(id.toLowerCase(), i);
         if (!known[kind].has(id)) {
           errors.push({ path: `resources.${kind}[${i}]`, code: 'unknown_resource', message: `no ${kind === 'skills' ? 'skill' : 'knowledge collection'} "${id}" in this organization` });
         }
@@ -125,8 +148,84 @@ export class SpecValidator {
       toolOverrides: Object.fromEntries(Object.entries(overrides).map(([k, o]) => [k, { ...o }])),
       ...(draft.model ? { model: { ...draft.model } } : {}),
     };
-    return { errors, normalized, resources };
+    if (draft.mcpServers !== undefined) normalized.mcpServers = draft.mcpServers.map((b) => (b.tools === undefined ? { connection: b.connection } : { connection: b.connection, tools: [...b.tools] }));
+    return { errors, omitted, normalized, resources, mcpConnections };
   }
+
+  /**
+   * `mcpServers`: each connection exists in the organization (once), its catalog entry still
+   * exists and its scopes are granted, and every allow-listed tool is one it lists. Fills `tools`
+   * (key -> source) and `defaultName` (key -> the name it is offered under without an override).
+   */
+  private async checkMcpServers(
+    orgId: string,
+    granted: ReadonlySet<string>,
+    draft: AgentSpec,
+    errors: SpecError[],
+    tools: Map<string, string>,
+    defaultName: Map<string, { name: string; binding: number }>,
+  ): Promise<BoundConnection[]> {
+    const bindings = draft.mcpServers ?? [];
+    if (bindings.length === 0) return [];
+    const found = await this.mcp.bound(orgId, [...new Set(bindings.map((b) => b.connection))], { refreshStale: false });
+    const byId = new Map(found.map((c) => [c.id, c]));
+    const seen = new Map<string, number>();
+    bindings.forEach((binding, i) => {
+      const at = `mcpServers[${i}]`;
+      if (seen.has(binding.connection)) {
+        errors.push({ path: `${at}.connection`, code: 'duplicate_resource', message: `connection "${binding.connection}" is already bound at mcpServers[${seen.get(binding.connection)}]` });
+        return;
+      }
+      seen.set(binding.connection, i);
+      const connection = byId.get(binding.connection);
+      if (!connection) {
+        errors.push({ path: `${at}.connection`, code: 'unknown_resource', message: `no MCP connection "${binding.connection}" in this organization` });
+        return;
+      }
+      if (!connection.entry) {
+        errors.push({ path: `${at}.connection`, code: 'unknown_resource', message: `the catalog no longer has the "${connection.server}" server of connection "${connection.name}"` });
+        return;
+      }
+      const missing = missingScopes(connection.entry.definition.scopes, granted);
+      if (missing.length > 0) {
+        errors.push({ path: at, code: 'scope_not_granted', message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that the "${connection.server}" server needs` });
+      }
+      const listed = new Set(connection.tools.map((t) => t.name));
+      (binding.tools ?? []).forEach((name, j) => {
+        if (!listed.has(name)) errors.push({ path: `${at}.tools[${j}]`, code: 'unknown_tool', message: `connection "${connection.name}" lists no tool "${name}" (sync it if the server added one)` });
+      });
+      const allowed = binding.tools ? new Set(binding.tools) : undefined;
+      for (const tool of connection.tools) {
+        if (allowed && !allowed.has(tool.name)) continue;
+        const key = mcpToolKey(connection.name, tool.name);
+        tools.set(key, `mcp:${connection.name}`);
+        defaultName.set(key, { name: tool.name, binding: i });
+      }
+    });
+    return found;
+  }
+
+  /**
+   * An MCP tool is offered under its server's name unless overridden: that name must be one a model
+   * accepts and must not collide with another offered tool. Reported at its binding, since no
+   * override names it (collisions through an override are reported at the override).
+   */
+  private checkMcpToolNames(overrides: Record<string, { name?: string }>, offeredBy: Map<string, string[]>, defaultName: Map<string, { name: string; binding: number }>, errors: SpecError[]): void {
+    for (const [key, { name, binding }] of defaultName) {
+      if (ownEntry(overrides, key)?.name !== undefined) continue;
+      const at = `mcpServers[${binding}]`;
+      if (!TOOL_NAME_PATTERN.test(name)) {
+        errors.push({ path: at, code: 'invalid_tool_name', message: `the server's tool "${name}" has a name a model does not accept (${TOOL_NAME_PATTERN.source}); rename it in toolOverrides["${key}"].name or leave it out of tools` });
+        continue;
+      }
+      // A collision made by an override is reported at that override; here only the ones no override made.
+      const sharing = (offeredBy.get(name) ?? []).filter((k) => k !== key && ownEntry(overrides, k)?.name === undefined);
+      if (sharing.length > 0) {
+        errors.push({ path: at, code: 'duplicate_tool_name', message: `"${name}" (${key}) would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}; rename one in toolOverrides` });
+      }
+    }
+  }
+
 }
 
 /**

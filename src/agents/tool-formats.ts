@@ -11,6 +11,7 @@ export function toOfferedTool(tool: OfferedTool): OfferedTool {
     toolId: tool.toolId,
     risk: tool.risk,
     requiresApproval: tool.requiresApproval,
+    ...(tool.source ? { source: { connectionId: tool.source.connectionId, server: tool.source.server } } : {}),
   };
 }
 

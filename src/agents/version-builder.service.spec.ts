@@ -76,7 +76,7 @@ describe('VersionBuilder, published versions kept per process', () => {
     let reads = 0;
     const knowledge = { resolve: jest.fn(async () => [{ id: 'kc', name: 'Handbook', description: null, documentCount: ++reads }]) };
     const skills = { resolve: jest.fn(async () => [{ ...SKILL }]) };
-    const builder = new VersionBuilder(dataSource as never, new VersionStore(dataSource as never), new VersionComposer(registry as never), knowledge as never, skills as never);
+    const builder = new VersionBuilder(dataSource as never, new VersionStore(dataSource as never), new VersionComposer(registry as never), knowledge as never, skills as never, { bound: jest.fn(async () => []) } as never);
     return { builder, registry, builds, publish, queries, knowledge, skills, declaration };
   }
 

@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import type { ResolvedResources } from '../capabilities/capability.types';
-import { KnowledgeService } from '../knowledge/knowledge.service';
-import { SkillsService } from '../skills/skills.service';
+import { KnowledgeRepository } from '../knowledge/knowledge.repository';
+import { SkillsRepository } from '../skills/skills.repository';
+import { BoundConnection, McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
 import type { AgentSpec, BuiltVersion } from './built-version';
 import { Applicability, Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
 import { AgentIdentity, deepFreeze, FrozenVersion, VersionRow, VersionStore } from './version-store.service';
@@ -33,8 +34,9 @@ export class VersionBuilder {
     private readonly dataSource: DataSource,
     private readonly store: VersionStore,
     private readonly composer: VersionComposer,
-    private readonly knowledge: KnowledgeService,
-    private readonly skills: SkillsService,
+    private readonly knowledge: KnowledgeRepository,
+    private readonly skills: SkillsRepository,
+    private readonly mcp: McpConnectionsService,
   ) {}
 
   /**
@@ -47,9 +49,10 @@ export class VersionBuilder {
     agentId: string,
     version: number | 'latest',
     contributions?: ContributionSink,
-    applicability?: Applicability,
+    /** `applicability`: the run's profile and worker type; `refreshMcpTools`: before a call, MCP tool lists older than MCP_TOOLS_TTL_SECONDS are listed again first. */
+    options: { applicability?: Applicability; refreshMcpTools?: boolean } = {},
   ): Promise<BuiltVersion> {
-    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions, applicability)).built;
+    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions, options.applicability, options.refreshMcpTools ?? false)).built;
   }
 
   async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<DetailedBuild> {
@@ -67,8 +70,8 @@ export class VersionBuilder {
 
   /** DESIGN.md idea 6: a capability never looks up its own resources; they are resolved for the organization here. */
   async resolveResources(orgId: string, spec: AgentSpec): Promise<ResolvedResources> {
-    const knowledgeCollections = await this.knowledge.resolve(this.dataSource, orgId, spec.resources?.knowledgeCollections ?? []);
-    const skills = await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []);
+    const knowledgeCollections = await this.knowledge.resolve(orgId, spec.resources?.knowledgeCollections ?? []);
+    const skills = await this.skills.resolve(orgId, spec.resources?.skills ?? []);
     return { knowledgeCollections, skills };
   }
 
@@ -82,8 +85,16 @@ export class VersionBuilder {
     spec: AgentSpec,
     resources: ResolvedResources,
     pinned: Record<string, string>,
+    mcpConnections: readonly BoundConnection[] = [],
   ): Promise<Composition> {
-    return this.composer.compose(org, agent, spec, resources, pinned);
+    return this.composer.compose(org, agent, spec, resources, pinned, undefined, undefined, undefined, mcpConnections);
+  }
+
+  /** The spec's bound MCP connections with their current tools (DESIGN.md idea 6, like resources). */
+  mcpConnectionsOf(orgId: string, spec: AgentSpec, refreshStale: boolean): Promise<BoundConnection[]> {
+    const ids = (spec.mcpServers ?? []).map((b) => b.connection);
+    if (ids.length === 0) return Promise.resolve([]);
+    return this.mcp.bound(orgId, ids, { refreshStale });
   }
 
   private async buildFrozen(
@@ -92,9 +103,11 @@ export class VersionBuilder {
     frozen: FrozenVersion,
     contributions?: ContributionSink,
     applicability?: Applicability,
+    refreshMcpTools = false,
   ): Promise<DetailedBuild> {
     const { agent, row } = frozen;
     const resources = await this.resourcesOf(orgId, frozen);
+    const mcpConnections = await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
     const composition = await this.composer.compose(
       { id: orgId, scopes: orgScopes },
       { id: agent.id, slug: agent.slug, name: agent.name, version: row.version },
@@ -104,6 +117,7 @@ export class VersionBuilder {
       frozen,
       contributions,
       applicability,
+      mcpConnections,
     );
     // A tool withheld from this worker is not drift: to it, the version never offered it (404 unknown_tool).
     const pinned = composition.withheld.length ? omit(row.tool_digests, composition.withheld) : row.tool_digests;
@@ -126,8 +140,8 @@ export class VersionBuilder {
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */
   private async resourcesOf(orgId: string, frozen: FrozenVersion): Promise<ResolvedResources> {
     const spec = frozen.row.spec;
-    const knowledgeCollections = await this.knowledge.resolve(this.dataSource, orgId, spec.resources?.knowledgeCollections ?? []);
-    frozen.skills ??= deepFreeze(await this.skills.resolve(this.dataSource, orgId, spec.resources?.skills ?? []));
+    const knowledgeCollections = await this.knowledge.resolve(orgId, spec.resources?.knowledgeCollections ?? []);
+    frozen.skills ??= deepFreeze(await this.skills.resolve(orgId, spec.resources?.skills ?? []));
     return { knowledgeCollections, skills: [...frozen.skills] };
   }
 }

@@ -3,7 +3,9 @@ import { CapabilityRegistry } from '../capabilities/capability-registry.service'
 import type { ResolvedResources, StampedContribution } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
 import { approvalReasonOf } from '../runtime/tool-policy';
+import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
 import type { AgentSpec, VersionTool } from './built-version';
+import { composeMcpTools } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
 
 /** A pinned tool the code now offers differently (`changed`), no longer offers (`removed`), or offers unpinned (`added`). */
@@ -86,6 +88,8 @@ export class VersionComposer {
     memo?: ComposeMemo,
     contributions?: ContributionSink,
     applicability?: Applicability,
+    /** The spec's bound MCP connections, resolved for the organization (like resources). */
+    mcpConnections: readonly BoundConnection[] = [],
   ): Promise<Composition> {
     const prompts: string[] = [];
     const settings: Record<string, unknown> = {};
@@ -157,6 +161,11 @@ export class VersionComposer {
         });
       }
     }
+
+    // After the capabilities' tools, in binding order: MCP tools are data here like any other.
+    const mcp = composeMcpTools(spec, pinned, mcpConnections);
+    tools.push(...mcp.tools);
+    contributors.push(...mcp.contributors);
 
     return {
       systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),

@@ -92,6 +92,27 @@ export class VersionsController {
     return this.versions.get(ctx, agentId, version);
   }
 
+  @Post('versions/:version/retire')
+  @HttpCode(200)
+  @Access('builder')
+  @VERSION_PARAM
+  @ApiOperation({
+    summary: 'Retire a version: calls to it are refused from then on',
+    description: [
+      'For when an older version must not run any more (it lacks a rule a later version added: an agent key could',
+      'otherwise call `version: N` to skip it). Every call of the retired version, at every entry point (tool calls,',
+      'approvals being granted, MCP, runs), is `409 version_retired` and nothing runs. The latest version cannot be',
+      'retired (`409 conflict`): publish a newer one first. Audited as `agent.version_retired`. Retiring a retired',
+      'version answers it as it stands.',
+    ].join(' '),
+  })
+  @ApiOkResponse({ type: AgentVersionView })
+  @ApiNotFoundResponse(VERSION_NOT_FOUND)
+  @ApiConflictResponse(ProblemResponse('The latest version cannot be retired (`conflict`), or the agent has no published version (`not_published`).'))
+  retire(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Param('version', VersionParam) version: number | 'latest'): Promise<AgentVersionView> {
+    return this.versions.retire(ctx, agentId, version);
+  }
+
   @Get('versions/:version/tools')
   @Access('viewer', 'agent')
   @VERSION_PARAM

@@ -26,6 +26,8 @@ export class AgentVersionView {
   @ApiProperty({ type: [DriftView] }) drift: DriftEntry[];
   @ApiProperty({ format: 'date-time' }) publishedAt: string;
   @ApiProperty({ description: 'The id of the API key that published it.' }) publishedBy: string;
+  @ApiProperty({ nullable: true, type: String, format: 'date-time', description: 'When it was retired (`POST .../retire`); calls to it are `409 version_retired` from then on. Null while it runs.' })
+  retiredAt: string | null;
 }
 
 export class AgentVersionPage {
@@ -44,7 +46,13 @@ export class SpecErrorView {
 
 export class ValidationResultView {
   @ApiProperty({ description: 'True when the draft can be published.' }) valid: boolean;
-  @ApiProperty({ type: [SpecErrorView] }) errors: SpecErrorView[];
+  @ApiProperty({ type: [SpecErrorView], maxItems: 50, description: 'At most 50 problems; `errorsOmitted` counts the rest.' }) errors: SpecErrorView[];
+  @ApiPropertyOptional({ description: 'How many problems `errors` leaves out; present only when it does.' }) errorsOmitted?: number;
+}
+
+export class OfferedToolSourceView {
+  @ApiProperty({ format: 'uuid' }) connectionId: string;
+  @ApiProperty({ description: 'The MCP catalog entry id.' }) server: string;
 }
 
 export class OfferedToolView implements OfferedTool {
@@ -55,6 +63,7 @@ export class OfferedToolView implements OfferedTool {
   @ApiProperty() toolId: string;
   @ApiProperty({ enum: TOOL_RISKS }) risk: ToolRisk;
   @ApiProperty({ description: 'risk is not read_only, interruptBefore, or the spec\'s toolApproval says required.' }) requiresApproval: boolean;
+  @ApiPropertyOptional({ type: OfferedToolSourceView, description: 'MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves the tool.' }) source?: OfferedToolSourceView;
 }
 
 export class OpenAiFunctionView {

@@ -3,9 +3,11 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { missingScopes } from '../runtime/tool-policy';
 import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
-import { ApiError } from '../common/api-error';
+import { ApiError, boundErrors } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
+import { GovernanceRepository } from '../governance/governance.repository';
+import { GovernanceService } from '../governance/governance.service';
 import { AgentsService } from './agents.service';
 import type { AgentSpec, OfferedTool } from './built-version';
 import { canonicalHash, contentHash } from './digests';
@@ -30,13 +32,16 @@ export class VersionsService {
     private readonly validator: SpecValidator,
     private readonly builder: VersionBuilder,
     private readonly audit: AuditService,
+    private readonly governance: GovernanceService,
+    private readonly switches: GovernanceRepository,
   ) {}
 
   async validateDraft(ctx: RequestContext, agentId: string): Promise<ValidationResultView> {
     const principal = keyOf(ctx);
     const agent = await this.agents.findRow(this.dataSource, principal.orgId, agentId);
-    const { errors } = await this.validator.validate(principal.orgId, principal.orgScopes, agent.draft);
-    return { valid: errors.length === 0, errors };
+    const { errors, omitted } = await this.validator.validate(principal.orgId, principal.orgScopes, agent.draft);
+    const bounded = boundErrors(errors, omitted);
+    return { valid: errors.length === 0, errors: bounded.errors, ...(bounded.omitted > 0 ? { errorsOmitted: bounded.omitted } : {}) };
   }
 
   /** 201 with a new version, or 200 with the latest one when nothing changed (spec and every tool digest). */
@@ -45,7 +50,7 @@ export class VersionsService {
     const orgId = principal.orgId;
     const agent = await this.agents.findRow(this.dataSource, orgId, agentId);
     const checked = await this.validator.validate(orgId, principal.orgScopes, agent.draft);
-    if (checked.errors.length > 0) throw specInvalid(checked.errors);
+    if (checked.errors.length > 0) throw specInvalid(checked.errors, checked.omitted);
 
     const spec = checked.normalized;
     const specHash = canonicalHash(spec);
@@ -56,6 +61,7 @@ export class VersionsService {
       spec,
       checked.resources,
       {},
+      checked.mcpConnections,
     );
     const toolDigests = Object.fromEntries(composition.tools.map((t) => [t.name, t.digest]));
     const content = contentHash(specHash, toolDigests);
@@ -64,7 +70,7 @@ export class VersionsService {
       try {
         const { created, row } = await this.dataSource.transaction((m) => this.insertVersion(m, ctx, agentId, spec, specHash, toolDigests, content));
         // Pinned from this very composition: nothing has drifted yet.
-        return { created, version: toVersionView(row, []) };
+        return { created, version: toVersionView(row, [], (await this.switches.retirementOf(orgId, agentId, row.version))?.retired_at) };
       } catch (err) {
         // Only reachable if something inserts without the agent lock; the next attempt sees its result.
         if (attempt < PUBLISH_ATTEMPTS && isUniqueViolation(err)) continue;
@@ -111,6 +117,11 @@ export class VersionsService {
     if (spec.model && !(await modelProviderExists(m, orgId, spec.model.provider, true))) {
       gone.push({ path: 'model.provider', code: 'unknown_resource', message: `no model provider "${spec.model.provider}" in this organization` });
     }
+    const connections = (spec.mcpServers ?? []).map((b) => b.connection);
+    const heldConnections = await lockExisting(m, 'mcp_connection', orgId, connections);
+    connections.forEach((id, i) => {
+      if (!heldConnections.has(id)) gone.push({ path: `mcpServers[${i}].connection`, code: 'unknown_resource', message: `no MCP connection "${id}" in this organization` });
+    });
     if (gone.length > 0) throw specInvalid(gone);
 
     const version = (agent.latest_version ?? 0) + 1;
@@ -125,6 +136,13 @@ export class VersionsService {
     }
     for (const id of skills) {
       await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, skill_id) VALUES ($1, $2, $3, $4)`, [orgId, agentId, version, id]);
+    }
+    // Which connections the version binds: a bound connection cannot be deleted (409 resource_in_use).
+    if (connections.length > 0) {
+      await m.query(
+        `INSERT INTO agent_version_mcp_connection (org_id, agent_id, version, connection_id) SELECT $1, $2, $3, unnest($4::uuid[])`,
+        [orgId, agentId, version, connections],
+      );
     }
     await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
     await this.audit.record(m, {
@@ -152,9 +170,10 @@ export class VersionsService {
     );
     const page = pageOf(rows, limit, (r) => [r.version], (r) => r);
     const items: AgentVersionView[] = [];
+    const retired = await this.switches.retirementsOf(orgId, agentId);
     for (const row of page.items) {
       const detailed = await this.builder.buildRow(orgId, principal.orgScopes, agent, row);
-      items.push(toVersionView(row, detailed.drift));
+      items.push(toVersionView(row, detailed.drift, retired.get(row.version)?.retired_at));
     }
     return { items, nextCursor: page.nextCursor };
   }
@@ -162,7 +181,16 @@ export class VersionsService {
   async get(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<AgentVersionView> {
     const principal = keyOf(ctx);
     const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, version);
-    return toVersionView(detailed.row, detailed.drift);
+    const retired = await this.switches.retirementOf(principal.orgId, detailed.row.agent_id, detailed.row.version);
+    return toVersionView(detailed.row, detailed.drift, retired?.retired_at);
+  }
+
+  /** Retires a version (see GovernanceService.retire) and answers it as it now reads. */
+  async retire(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<AgentVersionView> {
+    const principal = keyOf(ctx);
+    const retired = await this.governance.retire(ctx, agentId, version);
+    const detailed = await this.builder.buildDetailed(principal.orgId, principal.orgScopes, agentId, retired.version);
+    return toVersionView(detailed.row, detailed.drift, retired.retired_at);
   }
 
   async tools(ctx: RequestContext, agentId: string, version: number | 'latest', query: ToolsQuery): Promise<Page<unknown>> {
@@ -212,17 +240,18 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
   return ctx.principal;
 }
 
-function specInvalid(errors: SpecError[]): ApiError {
-  return new ApiError('spec_invalid', `The draft cannot be published (${errors.length} problem${errors.length === 1 ? '' : 's'}).`, errors);
+function specInvalid(errors: SpecError[], omitted = 0): ApiError {
+  const count = errors.length + omitted;
+  return new ApiError('spec_invalid', `The draft cannot be published (${count} problem${count === 1 ? '' : 's'}).`, errors, { errorsOmitted: omitted });
 }
 
-async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill', orgId: string, ids: string[]): Promise<Set<string>> {
+async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill' | 'mcp_connection', orgId: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows: { id: string }[] = await m.query(`SELECT id FROM ${table} WHERE org_id = $1 AND id = ANY($2::uuid[]) FOR KEY SHARE`, [orgId, ids]);
   return new Set(rows.map((r) => r.id));
 }
 
-export function toVersionView(row: VersionRow, drift: DriftEntry[]): AgentVersionView {
+export function toVersionView(row: VersionRow, drift: DriftEntry[], retiredAt?: Date | string): AgentVersionView {
   return {
     agentId: row.agent_id,
     version: row.version,
@@ -232,5 +261,6 @@ export function toVersionView(row: VersionRow, drift: DriftEntry[]): AgentVersio
     drift,
     publishedAt: new Date(row.published_at).toISOString(),
     publishedBy: row.published_by,
+    retiredAt: retiredAt === undefined ? null : new Date(retiredAt).toISOString(),
   };
 }

@@ -78,17 +78,17 @@ export class CapabilityRegistry implements OnModuleInit {
    * plain object with every default filled in: what a published spec stores. Error paths are
    * relative to the config object.
    */
-  validateConfig(capabilityId: string, config: unknown): { value: Record<string, unknown>; errors: FieldError[] } {
+  validateConfig(capabilityId: string, config: unknown): { value: Record<string, unknown>; errors: FieldError[]; omitted?: number } {
     const entry = this.entry(capabilityId);
     const result = validateWithClass(entry.definition.configSchema ?? NoConfig, config === undefined ? {} : config);
-    return { value: result.plain, errors: result.errors };
+    return { value: result.plain, errors: result.errors, omitted: result.omitted };
   }
 
   /**
    * Validates a tool's arguments. `value` is the instance of the declared input class handed to
    * `execute`; `plain` is its JSON form, which is what gets hashed, stored and approved.
    */
-  validateToolInput(capabilityId: string, toolId: string, args: unknown): { value: object; plain: Record<string, unknown>; errors: FieldError[] } {
+  validateToolInput(capabilityId: string, toolId: string, args: unknown): { value: object; plain: Record<string, unknown>; errors: FieldError[]; omitted?: number } {
     const tool = this.entry(capabilityId).toolsById.get(toolId);
     if (!tool) throw new Error(`Capability "${capabilityId}" declares no tool "${toolId}"`);
     return validateWithClass(tool.declaration.input, args);

@@ -1,7 +1,8 @@
 import type { Type } from '@nestjs/common';
-import { instanceToPlain, plainToInstance } from 'class-transformer';
+import { instanceToPlain } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import type { FieldError } from '../common/api-error';
+import { checkShape, mergeErrors, toInstance } from '../common/bounded-transform';
 import { flattenValidationErrors, joinPath } from '../common/validation';
 
 export interface ClassValidationResult<T> {
@@ -9,8 +10,10 @@ export interface ClassValidationResult<T> {
   value: T;
   /** Its JSON form: what gets stored and hashed. */
   plain: Record<string, unknown>;
-  /** Paths relative to the validated object (`units`, `nested.x`, `''` for the whole). */
+  /** Paths relative to the validated object (`units`, `nested.x`, `''` for the whole); at most MAX_REPORTED_ERRORS. */
   errors: FieldError[];
+  /** Problems found beyond `errors` (see bounded-transform.ts). */
+  omitted?: number;
 }
 
 /**
@@ -25,8 +28,14 @@ export function validateWithClass<T extends object>(cls: Type<T>, input: unknown
     const value = new cls();
     return { value, plain: toPlain(value), errors: [{ path: '', code: 'isObject', message: 'must be an object' }] };
   }
-  const value = plainToInstance(cls, input, { enableImplicitConversion: false });
-  const errors = flattenValidationErrors(
+  // Unknown keys are refused in one bounded pass before anything is built (bounded-transform.ts).
+  const shape = checkShape(cls, input);
+  if (!shape.recoverable) {
+    const value = new cls();
+    return { value, plain: toPlain(value), errors: shape.errors, omitted: shape.omitted };
+  }
+  const value = toInstance(cls, input);
+  const errors = mergeErrors(shape.errors, flattenValidationErrors(
     validateSync(value, {
       whitelist: true,
       forbidNonWhitelisted: true,
@@ -34,19 +43,21 @@ export function validateWithClass<T extends object>(cls: Type<T>, input: unknown
       forbidUnknownValues: false,
       validationError: { target: false, value: false },
     }),
-  );
-  const reported = errors.map((e) => e.path);
-  for (const path of nullPaths(input, '')) {
-    // A null the validators already refused (at that field or inside a refused list) is reported once.
-    if (!reported.some((r) => path === r || path.startsWith(`${r}.`) || path.startsWith(`${r}[`))) errors.push({ path, code: 'isNotNull', message: `${path} must not be null; leave it out to use the default` });
-  }
+  ));
+  const reported = new Set(errors.map((e) => e.path));
+  // A null the validators already refused (at that field or inside a refused list) is reported
+  // once: each null's ancestors are looked up, so this stays linear in the size of the input.
+  nullPaths(input, '', [], (path, ancestors) => {
+    if (!reported.has(path) && !ancestors.some((a) => reported.has(a))) errors.push({ path, code: 'isNotNull', message: `${path} must not be null; leave it out to use the default` });
+  });
   return { value, plain: toPlain(value), errors };
 }
 
-function nullPaths(node: unknown, at: string): string[] {
-  if (node === null) return [at];
-  if (typeof node !== 'object') return [];
-  return Object.entries(node as Record<string, unknown>).flatMap(([key, child]) => nullPaths(child, joinPath(at, key)));
+function nullPaths(node: unknown, at: string, ancestors: string[], found: (path: string, ancestors: string[]) => void): void {
+  if (node === null) return found(at, ancestors);
+  if (typeof node !== 'object') return;
+  const within = [...ancestors, at];
+  for (const key of Object.keys(node as object)) nullPaths((node as Record<string, unknown>)[key], joinPath(at, key), within, found);
 }
 
 function toPlain(value: object): Record<string, unknown> {

@@ -33,6 +33,11 @@ export type ErrorCode =
   | 'result_not_available'
   | 'egress_refused'
   | 'mcp_connect_failed'
+  | 'uri_too_long'
+  | 'document_not_indexable'
+  | 'version_retired'
+  | 'tool_disabled'
+  | 'origin_not_allowed'
   | 'model_not_configured';
 
 /**
@@ -70,9 +75,13 @@ export const ERROR_STATUS = {
   result_not_available: 404,
   egress_refused: 422,
   mcp_connect_failed: 422,
+  uri_too_long: 414,
+  document_not_indexable: 422,
+  version_retired: 409,
+  tool_disabled: 403,
+  origin_not_allowed: 403,
   model_not_configured: 409,
 } as const satisfies Record<ErrorCode, number>;
-
 
 export interface FieldError {
   path: string;
@@ -89,6 +98,7 @@ const TITLES: Record<number, string> = {
   408: 'Request Timeout',
   409: 'Conflict',
   413: 'Payload Too Large',
+  414: 'URI Too Long',
   415: 'Unsupported Media Type',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
@@ -101,22 +111,45 @@ export function titleFor(status: number): string {
   return TITLES[status] ?? 'Error';
 }
 
+/**
+ * The most `errors[]` entries an answer (and the audit event that records a refusal) carries. A
+ * body of a megabyte can hold a hundred thousand mistakes; listing each would make the answer and
+ * the append-only audit log grow with the attacker's input, not with anything a person reads.
+ */
+export const MAX_REPORTED_ERRORS = 50;
+
+/** The first MAX_REPORTED_ERRORS entries, and how many were left out. */
+export function boundErrors<T>(errors: readonly T[], omittedBefore = 0): { errors: T[]; omitted: number } {
+  if (errors.length <= MAX_REPORTED_ERRORS) return { errors: [...errors], omitted: omittedBefore };
+  return { errors: errors.slice(0, MAX_REPORTED_ERRORS), omitted: omittedBefore + errors.length - MAX_REPORTED_ERRORS };
+}
+
 export class ApiError extends Error {
   /** From ERROR_STATUS: a code always answers with the same status. */
   readonly status: number;
+  readonly errors?: FieldError[];
+  /** Extra members of the problem document (RFC 9457 extensions), e.g. the approval id. */
+  readonly extensions?: Record<string, unknown>;
 
   constructor(
     readonly code: ErrorCode,
     readonly detail: string,
-    readonly errors?: FieldError[],
-    /** Extra members of the problem document (RFC 9457 extensions), e.g. the approval id. */
-    readonly extensions?: Record<string, unknown>,
+    errors?: FieldError[],
+    extensions?: Record<string, unknown>,
     /** Response headers that belong to the refusal, e.g. Retry-After. */
     readonly headers?: Record<string, string>,
   ) {
     super(detail);
     this.name = 'ApiError';
     this.status = ERROR_STATUS[code];
+    if (errors) {
+      // Bounded here, once, so that no refusal anywhere can answer (or audit) an unbounded list.
+      const { errorsOmitted, ...rest } = extensions ?? {};
+      const bounded = boundErrors(errors, typeof errorsOmitted === 'number' ? errorsOmitted : 0);
+      this.errors = bounded.errors;
+      extensions = bounded.omitted > 0 ? { ...rest, errorsOmitted: bounded.omitted } : extensions && rest;
+    }
+    this.extensions = extensions;
   }
 
   static invalidRequest(errors: FieldError[], detail = 'The request is invalid.'): ApiError {

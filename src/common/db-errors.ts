@@ -11,3 +11,12 @@ export function isForeignKeyViolation(err: unknown): boolean {
   const e = err as { code?: string; driverError?: { code?: string } };
   return (e?.code ?? e?.driverError?.code) === '23503';
 }
+
+/**
+ * Postgres SQLSTATE for program_limit_exceeded: a value within our own limits that a PostgreSQL
+ * structure still cannot hold (a tsvector over 1 MiB).
+ */
+export function isProgramLimitExceeded(err: unknown): boolean {
+  const e = err as { code?: string; driverError?: { code?: string } };
+  return (e?.code ?? e?.driverError?.code) === '54000';
+}

@@ -16,7 +16,15 @@ export function normalizeInstant(text: string): string | undefined {
   // JavaScript reads 2020-02-30 as March 1st and PostgreSQL refuses it: the day must read back as written.
   const day = new Date(`${date}T00:00:00Z`);
   if (Number.isNaN(day.getTime()) || day.toISOString().slice(0, 10) !== date) return undefined;
+  // PostgreSQL has no year 0 (1 BC comes before 1 AD): 0000-01-01 answered 500 on every list.
+  if (!yearInRange(date)) return undefined;
   if (Number(hh) > 23 || Number(mm) > 59 || Number(ss) > 59) return undefined;
   if (sign && (Number(offsetH) > 15 || Number(offsetM) > 59)) return undefined;
   return `${date}T${hh}:${mm}:${ss}${fraction}${sign ? `${sign}${offsetH}:${offsetM}` : 'Z'}`;
+}
+
+/** Years PostgreSQL and the API both read the same way: 0001 to 9999 (four digits, never 0000). */
+export function yearInRange(isoDate: string): boolean {
+  const year = Number(isoDate.slice(0, 4));
+  return /^\d{4}-/.test(isoDate) && year >= 1 && year <= 9999;
 }

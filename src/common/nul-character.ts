@@ -1,11 +1,63 @@
+import type { FieldError } from './api-error';
 import { joinPath } from './field-path';
 
 /**
- * PostgreSQL cannot store U+0000 in `text` or `jsonb`: a string holding one fails the INSERT that
- * carries it. So a request is refused with it (400, naming where it is) before anything is written,
- * and what a tool returns has it replaced.
+ * Text PostgreSQL cannot store. U+0000 is refused by `text` and `jsonb` alike: the INSERT that
+ * carries it fails. A lone UTF-16 surrogate (`"\ud800"` is valid JSON) cannot be encoded in UTF-8:
+ * `jsonb` refuses it (a 500, after a read-only tool had already run), and a `text` column silently
+ * stores U+FFFD instead (data changed without a word). So a request holding either is refused
+ * (400, naming where) before anything runs or is written, and what a tool returns has them replaced.
  */
 export const NUL = '\u0000';
+
+/** A lone surrogate: a high one not followed by a low one, or a low one not preceded by a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function unstorable(text: string): 'nul_character' | 'lone_surrogate' | undefined {
+  if (text.includes(NUL)) return 'nul_character';
+  // isWellFormed is one native scan; the regular expression only runs to say which problem it is.
+  if (!text.isWellFormed()) return 'lone_surrogate';
+  return undefined;
+}
+
+/** How a key with such a character is shown in a path: escaped, so the answer itself is storable. */
+function printable(key: string): string {
+  return key.replaceAll(NUL, '\\u0000').replace(new RegExp(LONE_SURROGATE.source, 'g'), (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+}
+
+/** The first string (or object key) PostgreSQL cannot store, as a 400 `errors[]` entry, or undefined. */
+export function findUnstorableText(value: unknown, at = ''): FieldError | undefined {
+  // The path is built only for what is found: a body of 70,000 keys costs one scan, not 70,000 paths.
+  const trail: string[] = [];
+  const found = scan(value, trail);
+  if (!found) return undefined;
+  const path = trail.reduce((p, key, i) => joinPath(p, i === trail.length - 1 && found.inKey ? printable(key) : key), at);
+  return problem(path, found.code);
+}
+
+function scan(value: unknown, trail: string[]): { code: 'nul_character' | 'lone_surrogate'; inKey: boolean } | undefined {
+  if (typeof value === 'string') {
+    const code = unstorable(value);
+    return code ? { code, inKey: false } : undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const key of Object.keys(value)) {
+    trail.push(key);
+    const keyCode = unstorable(key);
+    if (keyCode) return { code: keyCode, inKey: true };
+    const found = scan((value as Record<string, unknown>)[key], trail);
+    if (found) return found;
+    trail.pop();
+  }
+  return undefined;
+}
+
+function problem(path: string, code: 'nul_character' | 'lone_surrogate'): FieldError {
+  const where = path || 'the body';
+  return code === 'nul_character'
+    ? { path, code, message: `${where} holds the character U+0000, which cannot be stored` }
+    : { path, code, message: `${where} holds a lone UTF-16 surrogate (an unpaired \\uD800-\\uDFFF escape), which is not text and cannot be stored` };
+}
 
 /** The path of the first string (or object key) that holds U+0000, or undefined. Keys show it as `\u0000`. */
 export function findNulCharacter(value: unknown, at = ''): string | undefined {
@@ -20,10 +72,21 @@ export function findNulCharacter(value: unknown, at = ''): string | undefined {
   return undefined;
 }
 
-/** The same JSON value with every U+0000, in strings and keys, replaced by U+FFFD. */
+function storableString(text: string): string {
+  const withoutNul = text.includes(NUL) ? text.replaceAll(NUL, '\uFFFD') : text;
+  return withoutNul.isWellFormed() ? withoutNul : withoutNul.toWellFormed();
+}
+
+/** The same JSON value with every U+0000 and lone surrogate, in strings and keys, replaced by U+FFFD. */
 export function withoutNulCharacters<T>(value: T): T {
-  if (typeof value === 'string') return (value.includes(NUL) ? value.replaceAll(NUL, '\uFFFD') : value) as T;
+  if (typeof value === 'string') return storableString(value) as T;
   if (Array.isArray(value)) return value.map(withoutNulCharacters) as T;
   if (value === null || typeof value !== 'object') return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replaceAll(NUL, '\uFFFD'), withoutNulCharacters(v)])) as T;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [storableString(k), withoutNulCharacters(v)])) as T;
+}
+
+/** Whether a JSON text (as JSON.stringify writes it) holds anything withoutNulCharacters would change. */
+export function jsonHasUnstorableText(json: string): boolean {
+  // JSON.stringify escapes exactly the lone surrogates (ES2019), and U+0000 as \u0000.
+  return json.includes('\\u0000') || /\\ud[89a-f][0-9a-f]{2}/i.test(json);
 }

@@ -13,12 +13,15 @@ export const PROBLEM_SCHEMA = {
     instance: { type: 'string' },
     errors: {
       type: 'array',
+      maxItems: 50,
+      description: 'At most 50 entries; `errorsOmitted` counts the rest.',
       items: {
         type: 'object',
         required: ['path', 'message'],
         properties: { path: { type: 'string' }, code: { type: 'string' }, message: { type: 'string' } },
       },
     },
+    errorsOmitted: { type: 'integer', description: 'How many problems `errors[]` leaves out (present only when it does).' },
   },
 };
 
@@ -37,7 +40,15 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
   const common = {
     invalid: problem('The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`.'),
     tooLarge: problem('The body is larger than 1 MiB (`payload_too_large`).'),
-    limited: problem('Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds.'),
+    limited: {
+      ...problem(
+        'Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. ' +
+          'Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only.',
+      ),
+      headers: {
+        'Retry-After': { description: 'Seconds until the window that refused the request ends.', schema: { type: 'integer', minimum: 1, example: 12 } },
+      },
+    },
   };
   for (const item of Object.values(document.paths)) {
     for (const method of ['get', 'put', 'post', 'delete', 'patch'] as const) {
@@ -48,9 +59,39 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
       if ((op.requestBody || hasQuery) && !responses['400']) responses['400'] = common.invalid;
       if (op.requestBody && !responses['413']) responses['413'] = common.tooLarge;
       if (op.security?.length && !responses['429']) responses['429'] = common.limited;
+      // A route's own 429 that is a rate limit sends Retry-After too.
+      const own = responses['429'] as { description?: string; headers?: Record<string, unknown> } | undefined;
+      if (own && own !== common.limited && own.description?.includes('rate_limited') && !own.headers?.['Retry-After']) own.headers = { ...own.headers, ...common.limited.headers };
+      // API.md: ids are UUIDs, and every id in a path is checked as one (404 otherwise).
+      for (const param of op.parameters ?? []) {
+        if (!('in' in param) || param.in !== 'path' || !(param.name === 'id' || /[a-z]Id$/.test(param.name))) continue;
+        const schema = param.schema as { type?: string; format?: string } | undefined;
+        if (schema?.type === 'string' && !schema.format) schema.format = 'uuid';
+      }
     }
   }
+  integersAsIntegers(document);
   return referenceProblem(document);
+}
+
+/**
+ * Nest writes every TypeScript `number` as `type: number`; in this API each one (a count, a
+ * version, a limit, an HTTP status, a length) is a whole number, and a generated client should
+ * say so. A fractional field must say `format: double` (or float) and is left alone.
+ */
+function integersAsIntegers(document: OpenAPIObject): void {
+  const seen = new Set<object>();
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== 'object' || seen.has(node)) return;
+    seen.add(node);
+    if (Array.isArray(node)) return node.forEach(visit);
+    const n = node as Record<string, unknown>;
+    if (n.type === 'number' && n.format === undefined) n.type = 'integer';
+    // Examples are data, not schemas, even when they look like one.
+    for (const [k, v] of Object.entries(n)) if (k !== 'example' && k !== 'examples') visit(v);
+  };
+  visit(document.paths);
+  visit(document.components?.schemas);
 }
 
 /**

@@ -25,6 +25,7 @@ const CODE_BY_STATUS: Record<number, ErrorCode> = {
   409: 'conflict',
   413: 'payload_too_large',
   408: 'request_timeout',
+  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'rate_limited',
   431: 'headers_too_large',
@@ -69,7 +70,7 @@ export function toProblem(error: unknown): { problem: ProblemDocument; headers: 
         : fastifyStatus === 431
           ? 'The request line or headers are too large.'
           : fastifyStatus === 400
-          ? /nests deeper/.test(String((error as Error).message)) ? String((error as Error).message) : 'The request is malformed.'
+          ? /nests deeper|not valid JSON/.test(String((error as Error).message)) ? String((error as Error).message) : 'The request is malformed.'
           : String((error as Error).message ?? titleFor(fastifyStatus));
     return { problem: simple(fastifyStatus, code, detail), headers: {}, internal: false };
   }

@@ -1,6 +1,8 @@
-import { ArgumentMetadata, ValidationError, ValidationPipe } from '@nestjs/common';
-import { findNulCharacter } from './nul-character';
+import { ArgumentMetadata, Type, ValidationError, ValidationPipe } from '@nestjs/common';
+import { validateSync, ValidatorOptions } from 'class-validator';
+import { findUnstorableText } from './nul-character';
 import { ApiError, FieldError } from './api-error';
+import { checkShape, declaredProperties, mergeErrors, toInstance } from './bounded-transform';
 import { joinPath } from './field-path';
 
 export { joinPath };
@@ -23,31 +25,58 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
   return out;
 }
 
+const VALIDATOR_OPTIONS: ValidatorOptions = {
+  whitelist: true,
+  forbidNonWhitelisted: true,
+  forbidUnknownValues: true,
+  validationError: { target: false, value: false },
+};
+
 /**
- * Refuses a body or query that holds U+0000 anywhere (see nul-character.ts) with the path of it,
- * whatever the route, before the route's own validation.
+ * Every body and query, whatever the route, before the route's own code:
+ * - text PostgreSQL cannot store (U+0000, a lone UTF-16 surrogate) is refused with its path (in a
+ *   query here; in a body where it is parsed, see app.factory.ts);
+ * - a class-typed argument is built and validated through bounded-transform.ts, not through
+ *   ValidationPipe's own flow, which deletes `__proto__`, `constructor` and `prototype` keys from
+ *   the whole value (data lost from free-form objects) and lets class-transformer skip keys named
+ *   like prototype members (refusals lost at the class level).
+ * Primitive arguments (`@Query('x') x: string`) keep ValidationPipe's behaviour.
  */
 class RequestValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
-    if (metadata.type === 'body' || metadata.type === 'query') {
-      const path = findNulCharacter(value);
-      if (path !== undefined) {
-        throw ApiError.invalidRequest([{ path, code: 'nul_character', message: `${path || 'the body'} holds the character U+0000, which cannot be stored` }]);
-      }
+    // Bodies are checked where they are parsed (app.factory.ts), at the cost of one scan of the text.
+    if (metadata.type === 'query') {
+      const found = findUnstorableText(value);
+      if (found) throw ApiError.invalidRequest([found]);
+    }
+    const metatype = metadata.metatype as Type<object> | undefined;
+    if (metatype && (metadata.type === 'body' || metadata.type === 'query') && declaredProperties(metatype).size > 0) {
+      return validateRequest(metatype, value);
     }
     return super.transform(value, metadata);
   }
 }
 
+function validateRequest(cls: Type<object>, value: unknown): object {
+  // No body (or `null`) reads as `{}`, as ValidationPipe has it: a route whose fields are all optional accepts it.
+  if (value === undefined || value === null) value = {};
+  if (typeof value !== 'object' || typeof value !== 'object' || Array.isArray(value)) {
+    throw ApiError.invalidRequest([{ path: '', code: 'isObject', message: 'the body must be a JSON object' }]);
+  }
+  const shape = checkShape(cls, value);
+  if (shape.errors.length > 0 && !shape.recoverable) throw new ApiError('invalid_request', 'The request is invalid.', shape.errors, { errorsOmitted: shape.omitted });
+  const instance = toInstance(cls, value);
+  const errors = mergeErrors(shape.errors, flattenValidationErrors(validateSync(instance, VALIDATOR_OPTIONS)));
+  if (errors.length > 0) throw ApiError.invalidRequest(errors);
+  return instance;
+}
+
 /** Strict everywhere: unknown properties are refused, types are checked, nothing is coerced silently. */
 export function createValidationPipe(): ValidationPipe {
   return new RequestValidationPipe({
-    whitelist: true,
-    forbidNonWhitelisted: true,
-    forbidUnknownValues: true,
+    ...VALIDATOR_OPTIONS,
     transform: true,
     transformOptions: { enableImplicitConversion: false },
-    validationError: { target: false, value: false },
     exceptionFactory: (errors) => ApiError.invalidRequest(flattenValidationErrors(errors)),
   });
 }

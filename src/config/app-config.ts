@@ -72,6 +72,28 @@ export class EnvironmentVariables {
   @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
 
+  /** How long a client may take to send a request's headers (then 408). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  HTTP_HEADERS_TIMEOUT_MS: number = 10_000;
+
+  /** How long a client may take to send a whole request, headers and body (then 408). */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  HTTP_REQUEST_TIMEOUT_MS: number = 30_000;
+
+  /** How long a connection may stay silent (no bytes either way) before it is closed. */
+  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  HTTP_IDLE_TIMEOUT_MS: number = 60_000;
+
+  /**
+   * Origins (comma-separated, e.g. `https://app.example.com`) whose browsers may call the MCP
+   * endpoints; a request with another `Origin` is refused (DNS rebinding). Requests without
+   * `Origin` (every non-browser client) are not affected.
+   */
+  @IsOptional() @IsString() @MaxLength(10_000) @ValidateBy({
+    name: 'isOriginList',
+    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+  })
+  MCP_ALLOWED_ORIGINS: string = '';
   /** Set: every node counts rate limits in this Redis, so limits hold across nodes. Unset: per process. */
   @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(2048) @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
   RATE_LIMIT_REDIS_URL?: string;
@@ -172,6 +194,14 @@ export function parseOrigins(value: string): string[] | undefined {
   return origins;
 }
 
+export interface HttpTimeouts {
+  headersMs: number;
+  requestMs: number;
+  idleMs: number;
+}
+
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000 };
+
 export interface AppConfig {
   port: number;
   host: string;
@@ -189,6 +219,10 @@ export interface AppConfig {
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
+  /** Unset (tests): DEFAULT_HTTP_TIMEOUTS. */
+  httpTimeouts?: HttpTimeouts;
+  /** Origins allowed to call MCP endpoints from a browser; unset: none. */
+  mcpAllowedOrigins?: string[];
   runs: RunsConfig;
   /** Unset: /metrics is open (bind it to a private network, or set it). */
   metricsToken?: string;

@@ -46,6 +46,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       redisUrl: e.RATE_LIMIT_REDIS_URL,
       redisPrefix: e.RATE_LIMIT_REDIS_PREFIX,
     },
+    httpTimeouts: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, idleMs: e.HTTP_IDLE_TIMEOUT_MS },
+    mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
     metricsToken: e.METRICS_TOKEN,
     secrets: {
       key: secretsKey,

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
-import { newestFirstPage, Page, PageQuery } from '../common/pagination';
+import { Page, PageQuery } from '../common/pagination';
+import { newestFirstPage } from '../database/keyset-page';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 

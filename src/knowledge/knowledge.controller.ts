@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
@@ -7,14 +7,14 @@ import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { CollectionPage, CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentPage, DocumentView } from './knowledge.dto';
-import { KnowledgeService } from './knowledge.service';
+import { KnowledgeRepository } from './knowledge.repository';
 
 const NOT_FOUND = ProblemResponse('No such collection or document in your organization (`not_found`).');
 
 @ApiTags('knowledge')
 @Controller('api/v1/knowledge/collections')
 export class KnowledgeController {
-  constructor(private readonly knowledge: KnowledgeService) {}
+  constructor(private readonly knowledge: KnowledgeRepository) {}
 
   @Post()
   @Access('builder')
@@ -57,6 +57,11 @@ export class KnowledgeController {
   @ApiOperation({ summary: 'Add a document to a collection; its text is indexed for full-text search' })
   @ApiCreatedResponse({ type: DocumentView })
   @ApiNotFoundResponse(NOT_FOUND)
+  @ApiUnprocessableEntityResponse(
+    ProblemResponse(
+      'The content has too many distinct words for its search index (`document_not_indexable`): a PostgreSQL tsvector holds at most 1 MiB of words and positions. The document is refused whole, never stored half-indexed; split it.',
+    ),
+  )
   createDocument(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: CreateDocumentDto): Promise<DocumentView> {
     return this.knowledge.createDocument(orgIdOf(ctx), id, dto);
   }

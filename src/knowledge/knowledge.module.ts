@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { KnowledgeController } from './knowledge.controller';
-import { KnowledgeService } from './knowledge.service';
+import { KnowledgeRepository } from './knowledge.repository';
 
-@Module({ controllers: [KnowledgeController], providers: [KnowledgeService], exports: [KnowledgeService] })
+@Module({ controllers: [KnowledgeController], providers: [KnowledgeRepository], exports: [KnowledgeRepository] })
 export class KnowledgeModule {}

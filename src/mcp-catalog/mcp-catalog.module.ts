@@ -14,6 +14,6 @@ import { McpServerRegistry } from './mcp-server-registry.service';
   imports: [DiscoveryModule, McpCatalogEntriesModule],
   controllers: [McpServersController, McpConnectionsController],
   providers: [McpServerEntryAccessor, McpServerEntryExplorer, McpServerRegistry, McpClientPool, McpConnectionsRepository, McpConnectionsService],
-  exports: [McpServerRegistry, McpConnectionsService, McpConnectionsRepository],
+  exports: [McpServerRegistry, McpConnectionsService, McpClientPool],
 })
 export class McpCatalogModule {}

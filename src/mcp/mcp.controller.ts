@@ -4,6 +4,7 @@ import {
   ApiBadRequestResponse,
   ApiBody,
   ApiConflictResponse,
+  ApiForbiddenResponse,
   ApiNotFoundResponse,
   ApiOkResponse,
   ApiOperation,
@@ -50,7 +51,8 @@ export class McpController {
       'missing `Accept`) are JSON-RPC errors, not problem documents.',
     ].join('\n'),
   })
-  @ApiBody({ description: 'One JSON-RPC 2.0 message, or a batch of them.', schema: { oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }] } })
+  @ApiBody({ description: 'One JSON-RPC 2.0 message. A batch (an array) is refused with JSON-RPC error -32600 and HTTP 400.', schema: { type: 'object' } })
+  @ApiForbiddenResponse(ProblemResponse('The request carries an `Origin` that is neither loopback nor in `MCP_ALLOWED_ORIGINS` (`origin_not_allowed`, DNS rebinding protection).'))
   @ApiOkResponse({ description: 'The JSON-RPC responses (and progress notifications) as server-sent events.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
   @ApiAcceptedResponse({ description: 'Only notifications or responses were sent; nothing to answer.' })
   @ApiBadRequestResponse(INVALID_QUERY)
@@ -64,6 +66,7 @@ export class McpController {
     @Req() req: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    this.mcp.assertOrigin(req);
     const target = await this.mcp.resolve(ctx, agentId, query.version);
     await this.mcp.serve(ctx, target, req, reply, body);
   }

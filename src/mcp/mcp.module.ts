@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
+import { GovernanceModule } from '../governance/governance.module';
 import { RuntimeModule } from '../runtime/runtime.module';
 import { ToolCallsModule } from '../tool-calls/tool-calls.module';
 import { McpController } from './mcp.controller';
@@ -7,7 +8,7 @@ import { McpService } from './mcp.service';
 
 /** Every published agent as an MCP server (Streamable HTTP), its tools run by the one executor. */
 @Module({
-  imports: [AgentsModule, RuntimeModule, ToolCallsModule],
+  imports: [AgentsModule, GovernanceModule, RuntimeModule, ToolCallsModule],
   controllers: [McpController],
   providers: [McpService],
 })

@@ -26,6 +26,7 @@ import { ToolCallsService } from '../tool-calls/tool-calls.service';
 import { DecisionWaiter } from '../runtime/decision-waiter.service';
 import { ToolExecutor } from '../runtime/tool-executor.service';
 import { canRunNow } from '../runtime/tool-policy';
+import { GovernanceRepository } from '../governance/governance.repository';
 import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
 /** The agent and the version one MCP request talks to, resolved before MCP starts. */
@@ -61,6 +62,7 @@ export class McpService implements OnModuleInit {
     private readonly waiter: DecisionWaiter,
     private readonly calls: ToolCallsService,
     private readonly adapterHost: HttpAdapterHost,
+    private readonly governance: GovernanceRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -83,9 +85,52 @@ export class McpService implements OnModuleInit {
     return this.versions.load(keyOf(ctx).orgId, agentId, version ?? 'latest');
   }
 
+  /**
+   * DNS rebinding: a page of any web site can make the user's browser talk to a server it reaches
+   * by a name the attacker controls, and the browser then sends that page's `Origin`. A request
+   * with an `Origin` is served only when it is configured (MCP_ALLOWED_ORIGINS) or loopback (a
+   * page on the user's own machine); requests without one (every non-browser client) are not
+   * affected. Refused before anything else with 403 `origin_not_allowed`.
+   */
+  assertOrigin(req: FastifyRequest): void {
+    const origin = req.headers.origin;
+    if (origin === undefined) return;
+    if (typeof origin === 'string' && (this.config.mcpAllowedOrigins ?? []).includes(origin)) return;
+    if (typeof origin === 'string' && isLoopbackOrigin(origin)) return;
+    throw new ApiError('origin_not_allowed', 'Requests from this Origin are not allowed on MCP endpoints (DNS rebinding protection); an operator can allow it in MCP_ALLOWED_ORIGINS.');
+  }
+
+  /**
+   * What the SDK would answer badly, answered here: a JSON-RPC batch (which would run many tool
+   * calls under one rate-limited request, and which the negotiated protocol revisions no longer
+   * have) is -32600; `tools/call` params that are not `{ name, arguments? }` are -32602 with a
+   * short message (the SDK answered -32603 with its whole validation dump). True when answered.
+   */
+  private refuseMalformed(reply: FastifyReply, body: unknown): boolean {
+    if (Array.isArray(body)) {
+      this.sendRpcError(reply, 400, null, ErrorCode.InvalidRequest, 'JSON-RPC batches are not supported: send one message per request.');
+      return true;
+    }
+    if (isRecord(body) && body.method === 'tools/call' && (typeof body.id === 'string' || typeof body.id === 'number')) {
+      const parsed = CallToolRequestSchema.safeParse(body);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        const where = issue?.path.length ? issue.path.join('.') : 'params';
+        this.sendRpcError(reply, 200, body.id, ErrorCode.InvalidParams, `Invalid params: ${where}: ${String(issue?.message ?? 'invalid').slice(0, 200)}`);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private sendRpcError(reply: FastifyReply, status: number, id: string | number | null, code: number, message: string): void {
+    void reply.status(status).type('application/json').send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+  }
+
   /** Answers one POST of JSON-RPC messages: the SDK writes the response (JSON-RPC over SSE) itself. */
   async serve(ctx: RequestContext, target: McpTarget, req: FastifyRequest, reply: FastifyReply, body: unknown): Promise<void> {
     const principal = keyOf(ctx);
+    if (this.refuseMalformed(reply, body)) return;
     let building: Promise<BuiltVersion> | undefined;
     const built = () => (building ??= this.versions.buildRow(principal.orgId, principal.orgScopes, target.agent, target.row).then((d) => d.built));
     // The system prompt is only sent in answer to `initialize`; other requests need not compose it.
@@ -125,14 +170,17 @@ export class McpService implements OnModuleInit {
   }
 
   /**
-   * What the model may call: the version's offered tools, less those that cannot run now (a
-   * definition changed since publish, or a scope the organization no longer holds). A tool that
+   * What the model may call: the version's offered tools, less those that cannot run now (the
+   * version retired, a tool disabled, a definition changed since publish, or a scope the
+   * organization no longer holds: the tool policy's one rule). A tool that
    * can only ever be refused is worse than none: the model keeps trying it. tools/call checks
    * both again anyway.
    */
   private async listTools(principal: ApiKeyPrincipal, built: () => Promise<BuiltVersion>): Promise<ListToolsResult> {
     const granted = new Set(principal.orgScopes);
-    const tools = (await built()).tools.filter((t) => canRunNow(t, granted));
+    const version = await built();
+    const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version);
+    const tools = version.tools.filter((t) => canRunNow(t, granted, governance));
     return { tools: tools.map(toMcpTool) };
   }
 
@@ -221,6 +269,15 @@ function waitingMessage(call: ToolCallView, waitSeconds: number): string {
 function keyOf(ctx: RequestContext): ApiKeyPrincipal {
   if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key can use an agent\'s MCP endpoint.');
   return ctx.principal;
+}
+
+function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) && url.origin === origin;
+  } catch {
+    return false;
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -2,11 +2,12 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
-import { actorOf, RequestContext, Role } from '../auth/principal';
+import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
+import { actorOf, RequestContext } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
-import { decodeCursor, DEFAULT_LIMIT, newestFirstPage, Page, PageQuery, pageOf } from '../common/pagination';
+import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
 import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView } from './orgs.dto';
 
 interface OrgRow {
@@ -17,20 +18,13 @@ interface OrgRow {
   created_at: Date;
 }
 
-interface KeyRow {
-  id: string;
-  name: string;
-  roles: Role[];
-  token_prefix: string;
-  created_at: Date;
-  revoked_at: Date | null;
-}
 
 @Injectable()
 export class OrgsService {
   constructor(
     private readonly dataSource: DataSource,
     private readonly audit: AuditService,
+    private readonly keys: ApiKeysRepository,
   ) {}
 
   async create(ctx: RequestContext, dto: CreateOrgDto): Promise<OrgView> {
@@ -103,11 +97,7 @@ export class OrgsService {
     return this.dataSource.transaction(async (m) => {
       const exists: unknown[] = await m.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
       if (exists.length === 0) throw ApiError.notFound('organization');
-      const [row]: KeyRow[] = await m.query(
-        `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash) VALUES ($1, $2, $3, $4, $5, $6)
-         RETURNING id, name, roles, token_prefix, created_at, revoked_at`,
-        [id, orgId, dto.name, roles, displayPrefix(token), hashToken(token)],
-      );
+      const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token) }, m);
       await this.audit.record(m, {
         type: 'api_key.created',
         orgId,
@@ -123,27 +113,16 @@ export class OrgsService {
     this.assertReach(ctx, orgId);
     const exists: unknown[] = await this.dataSource.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
     if (exists.length === 0) throw ApiError.notFound('organization');
-    return newestFirstPage(
-      this.dataSource,
-      { select: 'SELECT id, name, roles, token_prefix, created_at, revoked_at FROM api_key', where: 'org_id = $1', params: [orgId] },
-      query,
-      toKey,
-    );
+    return this.keys.list(orgId, query, toKey);
   }
 
   async revokeKey(ctx: RequestContext, orgId: string, keyId: string): Promise<void> {
     this.assertReach(ctx, orgId);
     await this.dataSource.transaction(async (m) => {
-      const [rows]: [{ id: string }[], number] = await m.query(
-        `UPDATE api_key SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING id`,
-        [keyId, orgId],
-      );
-      if (rows.length === 0) {
-        const known: unknown[] = await m.query(`SELECT 1 FROM api_key WHERE id = $1 AND org_id = $2`, [keyId, orgId]);
-        // Revoking twice is a no-op that still answers 204: the client's intent holds.
-        if (known.length === 0) throw ApiError.notFound('API key');
-        return;
-      }
+      const revoked = await this.keys.revoke(orgId, keyId, m);
+      if (revoked === 'missing') throw ApiError.notFound('API key');
+      // Revoking twice is a no-op that still answers 204: the client's intent holds.
+      if (revoked === 'already') return;
       await this.audit.record(m, {
         type: 'api_key.revoked',
         orgId,
@@ -162,7 +141,7 @@ function toOrg(r: OrgRow): OrgView {
   return { id: r.id, slug: r.slug, name: r.name, scopes: r.scopes, createdAt: new Date(r.created_at).toISOString() };
 }
 
-function toKey(r: KeyRow): ApiKeyView {
+function toKey(r: ApiKeyRow): ApiKeyView {
   return {
     id: r.id,
     name: r.name,

@@ -16,7 +16,8 @@ import { dropKeys, TEST_REDIS_URL, uniquePrefix } from '../../test/support/redis
   });
 
   it('counts hits up to the limit and refuses the next ones without counting them', async () => {
-    for (let i = 1; i <= 3; i++) expect(await s.increment('a', 60_000, 3, 0, 'per-key')).toEqual({ totalHits: i, timeToExpire: 60, isBlocked: false, timeToBlockExpire: 0 });
+    for (let i = 1; i <= 3; i++)
+      expect(await s.increment('a', 60_000, 3, 0, 'per-key')).toEqual({ totalHits: i, timeToExpire: 60, isBlocked: false, timeToBlockExpire: 0 });
     expect(await s.increment('a', 60_000, 3, 0, 'per-key')).toMatchObject({ totalHits: 4, isBlocked: true });
     expect(await s.increment('a', 60_000, 3, 0, 'per-key')).toMatchObject({ totalHits: 4, isBlocked: true });
   });

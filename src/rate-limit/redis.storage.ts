@@ -46,7 +46,9 @@ return {hits, left, 0, 0}
 const COMMAND_TIMEOUT_MS = 250;
 const RETRY_AFTER_FAILURE_MS = 1000;
 
-type RedisWithHit = Redis & { rateLimitHit(counter: string, block: string, window: number, limit: number, blockMs: number): Promise<[number, number, number, number]> };
+type RedisWithHit = Redis & {
+  rateLimitHit(counter: string, block: string, window: number, limit: number, blockMs: number): Promise<[number, number, number, number]>;
+};
 
 /**
  * Shared rate-limit counters in Redis. An outage of the limiter is not an outage of the API: while
@@ -140,7 +142,9 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
 
   private report(up: boolean, why?: string): void {
     if (up) {
-      this.logger.log(this.downLogged ? 'Redis answers again; rate limits are shared across nodes again' : 'rate limits are counted in Redis, shared across nodes');
+      this.logger.log(
+        this.downLogged ? 'Redis answers again; rate limits are shared across nodes again' : 'rate limits are counted in Redis, shared across nodes',
+      );
       this.downLogged = false;
     } else if (!this.downLogged) {
       // The message of a connection error names host and port, never the URL's password.

@@ -92,7 +92,7 @@ export class RunEngine {
     const ctx: RequestContext = { principal, requestId: `run:${row.id}` };
     let built: BuiltVersion;
     try {
-      built = await this.versions.build(row.org_id, principal.orgScopes, row.agent_id, row.version, undefined, applicabilityOf(row));
+      built = await this.versions.build(row.org_id, principal.orgScopes, row.agent_id, row.version, undefined, { applicability: applicabilityOf(row) });
     } catch (err) {
       if (err instanceof ApiError) {
         await this.finish(row, owner, 'failed', { error: { code: err.code, message: err.detail } });

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
-import { newestFirstPage, Page, PageQuery } from '../common/pagination';
+import { Page, PageQuery } from '../common/pagination';
+import { newestFirstPage } from '../database/keyset-page';
 import type { ChatMessage, CompactionState } from './conversation';
 
 export type RunStatus = 'running' | 'waiting_for_approval' | 'succeeded' | 'failed' | 'cancelled';

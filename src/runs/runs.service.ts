@@ -38,7 +38,7 @@ export class RunsService implements OnModuleDestroy {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
     const applicability = { profile: dto.profile, workerType: dto.workerType };
-    const built = await this.versions.build(orgId, principal.orgScopes, agentId, dto.version ?? 'latest', undefined, applicability);
+    const built = await this.versions.build(orgId, principal.orgScopes, agentId, dto.version ?? 'latest', undefined, { applicability });
     const model = built.spec.model;
     if (!model || !(await this.providers.exists(orgId, model.provider))) {
       throw new ApiError('model_not_configured', `Version ${built.version} of this agent names no model (AgentSpec.model with a provider of this organization); publish one that does.`);

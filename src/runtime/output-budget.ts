@@ -1,6 +1,6 @@
 import { countTokens, decode, encodeGenerator, isWithinTokenLimit } from 'gpt-tokenizer';
 import type { ToolDeclaration } from '../capabilities/capability.types';
-import { withoutNulCharacters } from '../common/nul-character';
+import { jsonHasUnstorableText, withoutNulCharacters } from '../common/nul-character';
 
 /** Past this, a result is refused rather than stored: it would not reach a model anyway. */
 export const MAX_RESULT_CHARS = 16 * 1024 * 1024;
@@ -47,8 +47,8 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   }
   // What clients read back is the JSON form; measuring anything else would measure a different thing.
   let result: unknown = JSON.parse(json);
-  if (json.includes('\\u0000')) {
-    // U+0000 cannot be stored (see nul-character.ts); a tool's text keeps everything else.
+  if (jsonHasUnstorableText(json)) {
+    // U+0000 and lone surrogates cannot be stored (see nul-character.ts); a tool's text keeps everything else.
     result = withoutNulCharacters(result);
     json = JSON.stringify(result);
   }

@@ -1,13 +1,16 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
+import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
+import { McpToolResolver } from './mcp-tool.resolver';
+import { GovernanceModule } from '../governance/governance.module';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { CapabilityToolResolver } from './capability-tool.resolver';
 import { DecisionWaiter } from './decision-waiter.service';
-import { IdempotencyService } from './idempotency.service';
+import { IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
 import { ToolExecutor } from './tool-executor.service';
@@ -21,7 +24,7 @@ import { ToolRunner } from './tool-runner.service';
  * deliberately not exported: nothing outside runs a tool.
  */
 @Module({
-  imports: [AgentsModule, CapabilitiesModule],
+  imports: [AgentsModule, CapabilitiesModule, GovernanceModule, McpCatalogModule],
   providers: [
     ToolExecutor,
     ToolApprovals,
@@ -30,12 +33,13 @@ import { ToolRunner } from './tool-runner.service';
     ToolRunner,
     ToolImplementations,
     CapabilityToolResolver,
+    McpToolResolver,
     ToolCallsRepository,
     ApprovalsRepository,
     ToolCallMaintenanceRepository,
-    IdempotencyService,
+    IdempotencyRepository,
     CallSettledNotifier,
   ],
-  exports: [ToolExecutor, ToolApprovals, DecisionWaiter, ToolCallsRepository, ApprovalsRepository, ToolCallMaintenanceRepository, CallSettledNotifier],
+  exports: [ToolExecutor, ToolApprovals, DecisionWaiter, ToolCallsRepository, IdempotencyRepository, ApprovalsRepository, ToolCallMaintenanceRepository, CallSettledNotifier],
 })
 export class RuntimeModule {}

@@ -72,7 +72,7 @@ export class ToolApprovals {
     let edited: { value: Record<string, unknown>; hash: string } | undefined;
     if (decision.arguments !== undefined) {
       const validation = this.implementations.validate(tool, decision.arguments);
-      if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors));
+      if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
       args = validation.value;
       edited = { value: validation.plain, hash: canonicalHash(validation.plain) };
     } else {

@@ -6,6 +6,7 @@ import { ApiError, FieldError } from '../common/api-error';
 import { resultRefOf, ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import type { ToolOutcome } from './run-tool';
+import { GovernanceRepository } from '../governance/governance.repository';
 import { whyCannotRun } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
 import { inSpan } from '../telemetry/tool-tracing';
@@ -28,6 +29,7 @@ export class ToolCallGuards {
   constructor(
     private readonly store: ToolCallsRepository,
     private readonly metrics: Metrics,
+    private readonly governance: GovernanceRepository,
   ) {}
 
   /** The tool policy's "can it run now", as the executor's refusals (409 tool_definition_changed, 403 scope_not_granted). */
@@ -36,7 +38,16 @@ export class ToolCallGuards {
   }
 
   private async checkCanRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
-    const why = whyCannotRun(tool, denial.principal.orgScopes);
+    // The switches are read on every call, on every node: an incident response takes effect at once.
+    const facts = await this.governance.factsFor(denial.principal.orgId, built.agentId, built.version, tool.capabilityId, tool.toolId);
+    const why = whyCannotRun(tool, denial.principal.orgScopes, facts);
+    if (why?.code === 'version_retired') {
+      await this.deny(denial, new ApiError('version_retired', `Version ${built.version} of this agent was retired; call a current version. Nothing ran.`));
+    }
+    if (why?.code === 'tool_disabled') {
+      const reason = why.reason ? ` (${why.reason})` : '';
+      await this.deny(denial, new ApiError('tool_disabled', `An administrator disabled "${tool.name}" for this organization${reason}. Nothing ran.`, undefined, { reason: why.reason }));
+    }
     if (why?.code === 'tool_definition_changed') {
       await this.deny(
         denial,
@@ -61,7 +72,14 @@ export class ToolCallGuards {
         orgId: d.principal.orgId,
         actor: actorOf(d.principal),
         target: d.target,
-        data: { ...d.data, code: error.code, detail: error.detail, ...(error.errors ? { errors: error.errors } : {}) },
+        // error.errors is bounded (ApiError): the append-only log never grows with an attacker's input.
+        data: {
+          ...d.data,
+          code: error.code,
+          detail: error.detail,
+          ...(error.errors ? { errors: error.errors } : {}),
+          ...(typeof error.extensions?.errorsOmitted === 'number' ? { errorsOmitted: error.extensions.errorsOmitted } : {}),
+        },
       },
     ]);
     throw error;
@@ -84,11 +102,12 @@ export function missingTool(built: BuiltVersion, name: string): ApiError {
   return new ApiError('unknown_tool', `Version ${built.version} of this agent offers no tool named "${name}".`);
 }
 
-export function invalidArguments(errors: FieldError[]): ApiError {
+export function invalidArguments(errors: FieldError[], omitted = 0): ApiError {
   return new ApiError(
     'invalid_arguments',
     'The arguments do not match the tool\'s input schema; nothing ran.',
     errors.map((e) => ({ ...e, path: e.path ? `arguments.${e.path}` : 'arguments' })),
+    { errorsOmitted: omitted },
   );
 }
 

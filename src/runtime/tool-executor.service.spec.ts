@@ -16,7 +16,7 @@ import { APP_CONFIG } from '../config/app-config';
 import { dataSourceOptions } from '../database/data-source-options';
 import { canonicalHash } from '../agents/digests';
 import { CallSettledNotifier } from './call-settled.notifier';
-import { IdempotencyService } from './idempotency.service';
+import { IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { ToolCallSweeper } from '../tool-calls/tool-call-sweeper.service';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
@@ -26,8 +26,10 @@ import { CapabilityToolResolver } from './capability-tool.resolver';
 import { DecisionWaiter } from './decision-waiter.service';
 import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
+import { GovernanceRepository } from '../governance/governance.repository';
 import { ToolExecutor, ToolCallRequest } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
+import { McpToolResolver } from './mcp-tool.resolver';
 import { approvalReasonOf, ApprovalReason } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
 import { ToolRunner } from './tool-runner.service';
@@ -133,14 +135,17 @@ describe('ToolExecutor', () => {
         ToolApprovals,
         DecisionWaiter,
         ToolCallGuards,
+        GovernanceRepository,
         ToolRunner,
         ToolImplementations,
         CapabilityToolResolver,
+        // These fixtures offer no MCP catalog tools.
+        { provide: McpToolResolver, useValue: { handles: () => false } },
         ToolCallsRepository,
         ApprovalsRepository,
         ToolCallMaintenanceRepository,
         ToolCallsService,
-        IdempotencyService,
+        IdempotencyRepository,
         CallSettledNotifier,
         ToolCallSweeper,
         Metrics,
@@ -288,7 +293,9 @@ describe('ToolExecutor', () => {
       const query = jest.spyOn(ds, 'query');
       const transaction = jest.spyOn(ds, 'transaction');
       const out = await call('read', { q: 'hello' }, { runId: 'r1' });
-      expect(query).toHaveBeenCalledTimes(1);
+      // One statement reads the organization's switches (retired version, disabled tool: issue 13), one persists.
+      expect(query).toHaveBeenCalledTimes(2);
+      expect(String(query.mock.calls[0][0])).toMatch(/agent_version_retirement/);
       expect(transaction).not.toHaveBeenCalled();
       query.mockRestore();
       transaction.mockRestore();
@@ -518,9 +525,9 @@ describe('ToolExecutor', () => {
     it('lets a key whose holder died be taken over, and forgets keys after a day', async () => {
       const key = `k-${randomUUID()}`;
       await ds.query(
-        `INSERT INTO idempotency_key (org_id, key, request_hash, claim_id, status, locked_until, expires_at)
-         VALUES ($1, $2, $3, $4, 'in_progress', now() - interval '1 second', now() + interval '1 day')`,
-        [orgId, key, canonicalHash({ agentId, tool: 'read', arguments: { q: 'x' }, version: 'latest', runId: null }), randomUUID()],
+        `INSERT INTO idempotency_key (org_id, key, request_hash, claim_id, status, locked_until, expires_at, agent_id)
+         VALUES ($1, $2, $3, $4, 'in_progress', now() - interval '1 second', now() + interval '1 day', $5)`,
+        [orgId, key, canonicalHash({ agentId, tool: 'read', arguments: { q: 'x' }, version: 'latest', runId: null }), randomUUID(), agentId],
       );
       expect((await call('read', { q: 'x' }, { idempotencyKey: key })).status).toBe(200);
       await ds.query(`UPDATE idempotency_key SET expires_at = now() - interval '1 second' WHERE key = $1`, [key]);

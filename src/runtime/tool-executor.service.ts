@@ -8,7 +8,7 @@ import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
-import { IdempotencyClaim, IdempotencyService } from './idempotency.service';
+import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
 import { ToolImplementations } from './tool-implementations';
 import { approvalReasonOf } from './tool-policy';
@@ -81,7 +81,7 @@ export class ToolExecutor {
     private readonly guards: ToolCallGuards,
     private readonly runner: ToolRunner,
     private readonly store: ToolCallsRepository,
-    private readonly idempotency: IdempotencyService,
+    private readonly idempotency: IdempotencyRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
   ) {
@@ -119,7 +119,7 @@ export class ToolExecutor {
         version: req.version ?? 'latest',
         runId: req.runId ?? null,
       });
-      const claimed = await this.idempotency.claim(principal.orgId, req.idempotencyKey, fingerprint, this.leaseMs);
+      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, fingerprint, this.leaseMs);
       if (claimed.kind === 'replay') {
         return { status: claimed.status as 200 | 202, call: claimed.body as ToolCallView, replayed: true, resumed: false };
       }
@@ -173,13 +173,13 @@ export class ToolExecutor {
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
       const within = await inSpan('guard budget', async () =>
-        valid ? this.store.reserveRunCall(orgId, runId, limit) : (await this.store.runCalls(orgId, runId)) < limit,
+        valid ? this.store.reserveRunCall(orgId, built.agentId, runId, limit) : (await this.store.runCalls(orgId, built.agentId, runId)) < limit,
       );
       if (!within) {
         return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
       }
     }
-    if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors));
+    if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
 
     const call: NewCall = {
       id: randomUUID(),

@@ -4,6 +4,7 @@ import { Applicability, VersionBuilder } from '../agents/version-builder.service
 import type { StampedContribution, ToolContext, ToolDeclaration } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
 import { CapabilityToolResolver } from './capability-tool.resolver';
+import { McpToolResolver } from './mcp-tool.resolver';
 
 /** What runs: the shape runTool accepts. Exists only inside src/runtime/. */
 export interface ToolImplementation {
@@ -22,7 +23,10 @@ export interface RunnableVersion {
 export interface ValidatedArguments {
   value: object;
   plain: Record<string, unknown>;
+  /** At most MAX_REPORTED_ERRORS (common/bounded-transform.ts). */
   errors: FieldError[];
+  /** Problems found beyond `errors`. */
+  omitted?: number;
 }
 
 /**
@@ -54,14 +58,17 @@ export class ToolImplementations {
   constructor(
     private readonly versions: VersionBuilder,
     capabilities: CapabilityToolResolver,
+    mcp: McpToolResolver,
   ) {
-    this.resolvers = [capabilities];
+    this.resolvers = [mcp, capabilities];
   }
 
   /** Builds a published version for running (404 not_found, 409 not_published as VersionBuilder). */
   async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<RunnableVersion> {
     const contributions = new Map<string, StampedContribution>();
-    const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c), applicability);
+    // A call is about to run: MCP tool lists past MCP_TOOLS_TTL_SECONDS are listed again, so a
+    // server that changed a tool is caught (drift, 409) before it runs.
+    const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c), { applicability, refreshMcpTools: true });
     return { built, contributions };
   }
 

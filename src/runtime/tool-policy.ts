@@ -45,6 +45,9 @@ export function missingScopes(required: readonly string[], granted: readonly str
 
 /** What the policy needs to know about an offered tool to say whether it may run now. */
 export interface RunnableFacts {
+  capabilityId: string;
+  /** The tool's id in its source; for an MCP tool `<connection>/<tool>`. */
+  toolId: string;
   /** Scopes the tool's source needs. */
   scopes: readonly string[];
   /** The digest of the definition as the code has it now, and as it was pinned at publish. */
@@ -52,8 +55,24 @@ export interface RunnableFacts {
   pinnedDigest: string | undefined;
 }
 
+/**
+ * The organization's incident-response switches that apply to one version (see src/governance/):
+ * whether the version is retired, and the tools an administrator disabled, by `toolKey`.
+ */
+export interface GovernanceFacts {
+  versionRetired?: boolean;
+  disabledTools?: ReadonlyMap<string, { reason: string | null }>;
+}
+
+/** How a disabled tool is named in GovernanceFacts: an MCP tool id holds a `/`, a capability id never a space. */
+export function toolKey(capabilityId: string, toolId: string): string {
+  return `${capabilityId} ${toolId}`;
+}
+
 /** Why a tool offered by a version cannot run now. The executor turns it into its ApiError. */
 export type Unrunnable =
+  | { code: 'version_retired' }
+  | { code: 'tool_disabled'; reason: string | null }
   | { code: 'tool_definition_changed' }
   | { code: 'scope_not_granted'; missingScopes: string[] };
 
@@ -64,7 +83,11 @@ export type Unrunnable =
  * a tool an administrator disabled. MCP's `tools/list` filters with it and the executor refuses
  * with it, so a listed tool and a callable tool are the same set.
  */
-export function whyCannotRun(tool: RunnableFacts, grantedScopes: readonly string[] | ReadonlySet<string>): Unrunnable | null {
+export function whyCannotRun(tool: RunnableFacts, grantedScopes: readonly string[] | ReadonlySet<string>, governance: GovernanceFacts = {}): Unrunnable | null {
+  // The switches first: in an incident, the answer names the decision a person made, whatever else holds.
+  if (governance.versionRetired) return { code: 'version_retired' };
+  const disabled = governance.disabledTools?.get(toolKey(tool.capabilityId, tool.toolId));
+  if (disabled) return { code: 'tool_disabled', reason: disabled.reason };
   // A tool the version never pinned was never reviewed either.
   if (tool.pinnedDigest === undefined || tool.digest !== tool.pinnedDigest) return { code: 'tool_definition_changed' };
   const missing = missingScopes(tool.scopes, grantedScopes);
@@ -72,6 +95,6 @@ export function whyCannotRun(tool: RunnableFacts, grantedScopes: readonly string
   return null;
 }
 
-export function canRunNow(tool: RunnableFacts, grantedScopes: readonly string[] | ReadonlySet<string>): boolean {
-  return whyCannotRun(tool, grantedScopes) === null;
+export function canRunNow(tool: RunnableFacts, grantedScopes: readonly string[] | ReadonlySet<string>, governance: GovernanceFacts = {}): boolean {
+  return whyCannotRun(tool, grantedScopes, governance) === null;
 }

@@ -7,14 +7,14 @@ import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { CreateSkillDto, SkillPage, SkillView } from './skills.dto';
-import { SkillsService } from './skills.service';
+import { SkillsRepository } from './skills.repository';
 
 const NOT_FOUND = ProblemResponse('No such skill in your organization (`not_found`).');
 
 @ApiTags('skills')
 @Controller('api/v1/skills')
 export class SkillsController {
-  constructor(private readonly skills: SkillsService) {}
+  constructor(private readonly skills: SkillsRepository) {}
 
   @Post()
   @Access('builder')

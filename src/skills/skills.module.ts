@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { SkillsController } from './skills.controller';
-import { SkillsService } from './skills.service';
+import { SkillsRepository } from './skills.repository';
 
-@Module({ controllers: [SkillsController], providers: [SkillsService], exports: [SkillsService] })
+@Module({ controllers: [SkillsController], providers: [SkillsRepository], exports: [SkillsRepository] })
 export class SkillsModule {}

@@ -32,7 +32,11 @@ export class DatabaseMetrics implements OnModuleInit {
     this.metrics.gauge('db_pool_max_connections', 'Connections the pool may open.', () => pool()?.options?.max);
     this.metrics.gauge('db_pool_open_connections', 'Connections the pool holds open (busy and idle).', () => pool()?.totalCount);
     this.metrics.gauge('db_pool_idle_connections', 'Open connections not in use.', () => pool()?.idleCount);
-    this.metrics.gauge('db_pool_waiting_requests', 'Requests waiting for a connection: above 0 for long, the pool is too small or a query is slow.', () => pool()?.waitingCount);
+    this.metrics.gauge(
+      'db_pool_waiting_requests',
+      'Requests waiting for a connection: above 0 for long, the pool is too small or a query is slow.',
+      () => pool()?.waitingCount,
+    );
 
     const metrics = this.metrics;
     this.dataSource.subscribers.push({

@@ -61,7 +61,7 @@ export class Metrics {
 
   private readonly toolCalls = new Counter({
     name: 'tool_calls_total',
-    help: 'Tool calls by capability, tool and outcome (succeeded, failed, denied with the guard\'s code in reason, pending_approval).',
+    help: "Tool calls by capability, tool and outcome (succeeded, failed, denied with the guard's code in reason, pending_approval).",
     labelNames: ['capability', 'tool', 'outcome', 'reason'] as const,
     registers: [this.registry],
   });

@@ -15,7 +15,10 @@ let sdk: NodeSDK | undefined;
 /** Whether the environment asks for traces to be exported. */
 export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
-  const exporters = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((e) => e.trim()).filter(Boolean);
+  const exporters = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((e) => e.trim())
+    .filter(Boolean);
   if (exporters.length) return exporters.some((e) => e !== 'none');
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 }
@@ -48,23 +51,31 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
-    instrumentations: options.instrumentModules === false ? [] : [
-      new HttpInstrumentation({
-        ignoreIncomingRequestHook: (req: IncomingMessage) => isOperatorProbe(req.url),
-        // The product's outbound calls go through fetch (undici), not node:http; what remains on
-        // node:http is the exporter's own traffic, which must not be traced anyway.
-        disableOutgoingRequestInstrumentation: true,
-      }),
-      // Fastify 5 is instrumented by Fastify's own plugin; @opentelemetry/instrumentation-fastify
-      // stops at Fastify 4. One `request` span per route: hook and handler spans off, because with
-      // Nest every request passes the same hooks and one handler, so they would double the spans
-      // (and the cost, measured in docs/benchmarks.md) without telling anything the request span
-      // and ours under it do not.
-      new FastifyOtelInstrumentation({ registerOnInitialization: true, instrumentHooks: false, instrumentHandler: false, ignorePaths: (r) => isOperatorProbe(r.url) }),
-      // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
-      // trace each), and no span per pool checkout: a query's span already includes any wait.
-      new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
-    ],
+    instrumentations:
+      options.instrumentModules === false
+        ? []
+        : [
+            new HttpInstrumentation({
+              ignoreIncomingRequestHook: (req: IncomingMessage) => isOperatorProbe(req.url),
+              // The product's outbound calls go through fetch (undici), not node:http; what remains on
+              // node:http is the exporter's own traffic, which must not be traced anyway.
+              disableOutgoingRequestInstrumentation: true,
+            }),
+            // Fastify 5 is instrumented by Fastify's own plugin; @opentelemetry/instrumentation-fastify
+            // stops at Fastify 4. One `request` span per route: hook and handler spans off, because with
+            // Nest every request passes the same hooks and one handler, so they would double the spans
+            // (and the cost, measured in docs/benchmarks.md) without telling anything the request span
+            // and ours under it do not.
+            new FastifyOtelInstrumentation({
+              registerOnInitialization: true,
+              instrumentHooks: false,
+              instrumentHandler: false,
+              ignorePaths: (r) => isOperatorProbe(r.url),
+            }),
+            // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
+            // trace each), and no span per pool checkout: a query's span already includes any wait.
+            new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+          ],
   });
   sdk.start();
   return true;

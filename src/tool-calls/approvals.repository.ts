@@ -2,8 +2,19 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
-import { APPROVAL_COLUMNS, ApprovalRow, findApprovalWith, findCallWith, iso, toApprovalView, ToolCallRow } from './tool-call-rows';
+import { APPROVAL_COLUMNS, ApprovalRow, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
+import { findCallWith } from './tool-calls.repository';
 import type { ApprovalStatus, ApprovalView } from './tool-calls.dto';
+
+/** Reads an approval (with its call's arguments) with the given manager. */
+export async function findApprovalWith(manager: Queryable, orgId: string, approvalId: string): Promise<ApprovalRow | undefined> {
+  const rows: ApprovalRow[] = await manager.query(
+    `SELECT ${APPROVAL_COLUMNS} FROM approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id
+      WHERE a.org_id = $1 AND a.id = $2`,
+    [orgId, approvalId],
+  );
+  return rows[0];
+}
 
 /** The statements about approvals: reading them, and the one conditional update that decides one. */
 @Injectable()

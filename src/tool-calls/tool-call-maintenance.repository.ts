@@ -5,8 +5,7 @@ import { EXPIRED_MESSAGE, INTERRUPTED_MESSAGE, iso, SYSTEM_ACTOR } from './tool-
 
 /**
  * What time does to calls and approvals, across organizations (the sweeper's statements, and an
- * expiry found while deciding): approvals past their expiry, calls whose process died, old
- * idempotency keys.
+ * expiry found while deciding): approvals past their expiry, calls whose process died.
  */
 @Injectable()
 export class ToolCallMaintenanceRepository {
@@ -77,13 +76,5 @@ export class ToolCallMaintenanceRepository {
       );
       return rows.map((r) => ({ orgId: r.org_id, callId: r.id }));
     });
-  }
-
-  async deleteExpiredKeys(batch = 1000): Promise<number> {
-    const [, count]: [unknown[], number] = await this.dataSource.query(
-      `DELETE FROM idempotency_key WHERE (org_id, key) IN (SELECT org_id, key FROM idempotency_key WHERE expires_at <= now() LIMIT $1)`,
-      [batch],
-    );
-    return count;
   }
 }

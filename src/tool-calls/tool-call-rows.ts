@@ -164,14 +164,7 @@ export type Settlement =
   | ({ status: 'succeeded' } & BudgetedResult)
   | { status: 'failed'; error: { code: string; message: string } };
 
-/** Finishing an idempotency claim in the statement that records the call. */
-export interface ClaimCompletion {
-  orgId: string;
-  key: string;
-  claimId: string;
-  status: number;
-  body: unknown;
-}
+export type { ClaimCompletion } from './idempotency.repository';
 
 export function viewOfNewCall(call: NewCall, status: ToolCallStatus, extra: Partial<ToolCallView> = {}): ToolCallView {
   return {
@@ -194,22 +187,6 @@ export function viewOfNewCall(call: NewCall, status: ToolCallStatus, extra: Part
   };
 }
 
-
-/** Reads a call with the given manager (inside a transaction, or not). */
-export async function findCallWith(manager: Queryable, orgId: string, callId: string): Promise<ToolCallRow | undefined> {
-  const rows: ToolCallRow[] = await manager.query(`SELECT ${CALL_COLUMNS} FROM tool_call c WHERE c.org_id = $1 AND c.id = $2`, [orgId, callId]);
-  return rows[0];
-}
-
-/** Reads an approval (with its call's arguments) with the given manager. */
-export async function findApprovalWith(manager: Queryable, orgId: string, approvalId: string): Promise<ApprovalRow | undefined> {
-  const rows: ApprovalRow[] = await manager.query(
-    `SELECT ${APPROVAL_COLUMNS} FROM approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id
-      WHERE a.org_id = $1 AND a.id = $2`,
-    [orgId, approvalId],
-  );
-  return rows[0];
-}
 
 /** A DataSource or a transaction's EntityManager. */
 export interface Queryable {

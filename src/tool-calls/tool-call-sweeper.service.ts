@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
+import { IdempotencyRepository } from './idempotency.repository';
 import { Metrics } from '../telemetry/metrics';
 import { ToolCallMaintenanceRepository } from './tool-call-maintenance.repository';
 
@@ -24,6 +25,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   constructor(
     private readonly store: ToolCallMaintenanceRepository,
+    private readonly keys: IdempotencyRepository,
     private readonly settled: CallSettledNotifier,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
@@ -63,9 +65,9 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   private async sweep(): Promise<SweepReport> {
     const interrupted = await this.store.interruptAbandoned();
     const expired = await this.store.expireApprovals();
+    const keysDeleted = await this.keys.deleteExpired();
     // An expired approval waited its whole time to live.
     for (let i = 0; i < expired.length; i++) this.metrics.approvalDecided('expired', this.config.approvalTtlSeconds);
-    const keysDeleted = await this.store.deleteExpiredKeys();
     this.settled.notify([...interrupted, ...expired].map((c) => c.callId));
     if (interrupted.length || expired.length) {
       this.logger.log({ interrupted: interrupted.length, expired: expired.length }, 'swept tool calls');

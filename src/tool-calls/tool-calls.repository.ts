@@ -3,10 +3,17 @@ import { DataSource } from 'typeorm';
 import { AuditEventInput, auditInsert, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { Statement } from '../database/statement';
-import { ClaimCompletion, CALL_COLUMNS, findCallWith, iso, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
+import { completeClaimSql } from './idempotency.repository';
+import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
 import type { ApprovalReason, ToolCallStatus, ToolCallView } from './tool-calls.dto';
 
 export * from './tool-call-rows';
+
+/** Reads a call with the given manager (inside a transaction, or not). */
+export async function findCallWith(manager: Queryable, orgId: string, callId: string): Promise<ToolCallRow | undefined> {
+  const rows: ToolCallRow[] = await manager.query(`SELECT ${CALL_COLUMNS} FROM tool_call c WHERE c.org_id = $1 AND c.id = $2`, [orgId, callId]);
+  return rows[0];
+}
 
 /**
  * The statements about tool calls: recording a call (with its approval, its audit events and its
@@ -47,7 +54,7 @@ export class ToolCallsRepository {
            FROM w0`,
       );
     }
-    if (claim) s.with(this.completeClaimSql(s, claim, call.id));
+    if (claim) s.with(completeClaimSql(s, claim, call.id));
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
@@ -80,34 +87,33 @@ export class ToolCallsRepository {
          'pending', ${s.param(call.requestedBy)}::uuid, ${s.param(approval.expiresAt)}::timestamptz, ${s.param(call.createdAt)}::timestamptz
          FROM w0`,
     );
-    if (claim) s.with(this.completeClaimSql(s, claim, call.id));
+    if (claim) s.with(completeClaimSql(s, claim, call.id));
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
     this.audit.committed(events);
   }
 
-  private completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {
-    return `UPDATE idempotency_key SET status = 'done', tool_call_id = ${s.param(callId)}, response_status = ${s.param(claim.status)},
-              response_body = ${s.param(JSON.stringify(claim.body))}::jsonb
-             WHERE org_id = ${s.param(claim.orgId)} AND key = ${s.param(claim.key)} AND claim_id = ${s.param(claim.claimId)}`;
-  }
-
   /** The atomic reservation of one call of a limited run: false when the limit is reached. */
-  async reserveRunCall(orgId: string, runId: string, limit: number): Promise<boolean> {
+  // Per agent: the same run id used with another agent is another run (issue 13).
+  async reserveRunCall(orgId: string, agentId: string, runId: string, limit: number): Promise<boolean> {
     if (limit < 1) return false;
     const rows: unknown[] = await this.dataSource.query(
-      `INSERT INTO tool_run_budget (org_id, run_id, calls) VALUES ($1, $2, 1)
-       ON CONFLICT (org_id, run_id) DO UPDATE SET calls = tool_run_budget.calls + 1, updated_at = now()
-        WHERE tool_run_budget.calls < $3
+      `INSERT INTO tool_run_budget (org_id, agent_id, run_id, calls) VALUES ($1, $2, $3, 1)
+       ON CONFLICT (org_id, agent_id, run_id) DO UPDATE SET calls = tool_run_budget.calls + 1, updated_at = now()
+        WHERE tool_run_budget.calls < $4
        RETURNING calls`,
-      [orgId, runId, limit],
+      [orgId, agentId, runId, limit],
     );
     return rows.length > 0;
   }
 
-  async runCalls(orgId: string, runId: string): Promise<number> {
-    const rows: { calls: number }[] = await this.dataSource.query(`SELECT calls FROM tool_run_budget WHERE org_id = $1 AND run_id = $2`, [orgId, runId]);
+  async runCalls(orgId: string, agentId: string, runId: string): Promise<number> {
+    const rows: { calls: number }[] = await this.dataSource.query(`SELECT calls FROM tool_run_budget WHERE org_id = $1 AND agent_id = $2 AND run_id = $3`, [
+      orgId,
+      agentId,
+      runId,
+    ]);
     return rows[0]?.calls ?? 0;
   }
 

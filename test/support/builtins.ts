@@ -3,8 +3,8 @@ import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../../src/capabilities/capability-registry.service';
 import type { BuildContext, ResolvedResources, StampedContribution, ToolContext } from '../../src/capabilities/capability.types';
 import { ToolError } from '../../src/capabilities/capability.types';
-import { KnowledgeService } from '../../src/knowledge/knowledge.service';
-import { SkillsService } from '../../src/skills/skills.service';
+import { KnowledgeRepository } from '../../src/knowledge/knowledge.repository';
+import { SkillsRepository } from '../../src/skills/skills.repository';
 import { bearer, TestApp, TestOrg } from './test-app';
 
 /**
@@ -43,8 +43,8 @@ export async function createSkill(t: TestApp, org: TestOrg, name: string, descri
 export async function resolveResources(t: TestApp, orgId: string, ids: { knowledgeCollections?: string[]; skills?: string[] } = {}): Promise<ResolvedResources> {
   const ds = t.app.get(DataSource);
   return {
-    knowledgeCollections: await t.app.get(KnowledgeService).resolve(ds, orgId, ids.knowledgeCollections ?? []),
-    skills: await t.app.get(SkillsService).resolve(ds, orgId, ids.skills ?? []),
+    knowledgeCollections: await t.app.get(KnowledgeRepository).resolve(orgId, ids.knowledgeCollections ?? []),
+    skills: await t.app.get(SkillsRepository).resolve(orgId, ids.skills ?? []),
   };
 }
 

@@ -21,6 +21,8 @@ export interface FixtureState {
   extraTools: number;
   /** Tools per `tools/list` page (0: one page). */
   pageSize: number;
+  /** When set, every `tools/call` is answered with a 307 to this URL (a server turned hostile). */
+  redirectCallsTo?: string;
 }
 
 export interface FixtureMcpServer {
@@ -99,6 +101,10 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     req.on('end', async () => {
       const parsed = JSON.parse(body);
       if (parsed?.method === 'tools/list') listRequests.push(parsed.params?.cursor);
+      if (parsed?.method === 'tools/call' && state.redirectCallsTo) {
+        res.writeHead(307, { location: state.redirectCallsTo }).end();
+        return;
+      }
       const server = build(res);
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       res.on('close', () => {

@@ -20,21 +20,24 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
   const migrate = options.migrate ?? true;
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
-    const embedded = await startEmbeddedChild();
-    if (migrate) await runMigrations(embedded.url);
+    // Migrated once per run (global-setup.ts); without it (a file run on its own by an IDE), migrate here.
+    const template = migrate ? process.env.TEST_PGLITE_TEMPLATE : undefined;
+    const embedded = await startEmbeddedChild(template);
+    if (migrate && !template) await runMigrations(embedded.url);
     return { url: embedded.url, poolSize: 1, real: false, drop: embedded.stop };
   }
   const name = `t_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const template = migrate ? process.env.TEST_TEMPLATE_DATABASE : undefined;
   const admin = new Client({ connectionString: serverUrl });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name}`);
+    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await admin.end();
   }
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  if (migrate) await runMigrations(url.toString());
+  if (migrate && !template) await runMigrations(url.toString());
   return {
     url: url.toString(),
     poolSize: 10,
@@ -52,8 +55,8 @@ export async function createTestDatabase(options: { migrate?: boolean } = {}): P
 }
 
 /** The embedded database exactly as `npm start` runs it (PGlite behind pglite-socket, pool of one), in memory. */
-async function startEmbeddedChild(): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = fork(join(__dirname, 'pglite-child.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function startEmbeddedChild(template?: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = fork(join(__dirname, 'pglite-child.js'), template ? ['--from', template] : [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m: { port: number }) => resolve(m.port));
     child.once('exit', (code) => reject(new Error(`embedded database exited with ${code}`)));

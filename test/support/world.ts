@@ -46,6 +46,9 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
 export function fillPath(path: string, ids: Record<string, string>, fallback: () => string): string {
   return path.replace(/:(\w+)/g, (_m, name: string) => {
     if (ids[name]) return ids[name];
+    // Names of code, not of tenant data: the same in every organization.
+    if (name === 'capabilityId') return 'knowledge';
+    if (name === 'toolId') return 'search_knowledge';
     if (name === 'id' && path.startsWith('/api/v1/knowledge/collections')) return ids.collectionId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/skills')) return ids.skillId ?? fallback();
     if (name === 'id' && path.startsWith('/api/v1/model-providers')) return ids.modelProviderId ?? fallback();
@@ -96,6 +99,9 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/mcp-connections/:id/sync': undefined,
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },
   'PUT /api/v1/mcp-connections/:id/credentials': { credentials: {} },
+  // Enabling an enabled tool changes nothing; retiring `latest` is refused (409): neither disturbs the world.
+  'PUT /api/v1/tools/:capabilityId/:toolId/disabled': { disabled: false },
+  'POST /api/v1/agents/:agentId/versions/:version/retire': undefined,
 };
 
 export function validBody(method: string, path: string): { known: boolean; body: unknown } {

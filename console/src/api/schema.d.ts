@@ -17,10 +17,10 @@ export interface paths {
             cookie?: never;
         };
         /** List agents, by slug */
-        get: operations["AgentsController_list"];
+        get: operations["listAgents"];
         put?: never;
         /** Create an agent with an empty draft */
-        post: operations["AgentsController_create"];
+        post: operations["createAgent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -35,7 +35,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an agent and its draft */
-        get: operations["AgentsController_get"];
+        get: operations["getAgent"];
         put?: never;
         post?: never;
         delete?: never;
@@ -56,7 +56,7 @@ export interface paths {
          * Replace the draft
          * @description Only the shape is checked (`400 invalid_request`); a draft may be unpublishable. `draft/validate` says why.
          */
-        put: operations["AgentsController_replaceDraft"];
+        put: operations["replaceAgentDraft"];
         post?: never;
         delete?: never;
         options?: never;
@@ -77,7 +77,7 @@ export interface paths {
          * Check whether the draft could be published
          * @description Every problem is listed, each with its `code` and `path`.
          */
-        post: operations["VersionsController_validate"];
+        post: operations["validateAgentDraft"];
         delete?: never;
         options?: never;
         head?: never;
@@ -95,7 +95,7 @@ export interface paths {
          * Open a server-to-client event stream (not offered)
          * @description The endpoint is stateless: it has nothing to send outside the answer to a request, so it offers no stream. `405` with `Allow: POST`, as MCP specifies.
          */
-        get: operations["McpController_stream"];
+        get: operations["getAgentMcp"];
         put?: never;
         /**
          * Send MCP messages to the agent's MCP server
@@ -109,12 +109,12 @@ export interface paths {
          *     again hands over the decision instead of asking again. Errors of the JSON-RPC layer (a malformed message, a
          *     missing `Accept`) are JSON-RPC errors, not problem documents.
          */
-        post: operations["McpController_post"];
+        post: operations["postAgentMcp"];
         /**
          * End an MCP session (there are none)
          * @description The endpoint is stateless: there is no session to end. `405` with `Allow: POST`, as MCP specifies.
          */
-        delete: operations["McpController_end"];
+        delete: operations["deleteAgentMcp"];
         options?: never;
         head?: never;
         patch?: never;
@@ -133,7 +133,29 @@ export interface paths {
          * Publish the draft as a new immutable version
          * @description The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).
          */
-        post: operations["VersionsController_publish"];
+        post: operations["publishAgent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/agents/{agentId}/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run the agent: the model loop, every tool call through the executor
+         * @description The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.
+         *     A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.
+         *     `Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.
+         */
+        post: operations["createRuns"];
         delete?: never;
         options?: never;
         head?: never;
@@ -171,7 +193,7 @@ export interface paths {
          *     another body `422 idempotency_key_reused`; the first request still in progress `409 idempotency_in_progress`.
          *     A request refused before anything was recorded (any 4xx above) does not keep its key.
          */
-        post: operations["ToolCallsController_create"];
+        post: operations["createToolCall"];
         delete?: never;
         options?: never;
         head?: never;
@@ -186,7 +208,7 @@ export interface paths {
             cookie?: never;
         };
         /** List published versions, newest first */
-        get: operations["VersionsController_list"];
+        get: operations["listAgentVersions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -203,7 +225,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a published version, with the drift of its tools since publish */
-        get: operations["VersionsController_get"];
+        get: operations["getAgentVersion"];
         put?: never;
         post?: never;
         delete?: never;
@@ -219,8 +241,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Everything a runtime needs: system prompt, offered tools, settings */
-        get: operations["VersionsController_manifest"];
+        /**
+         * Everything a runtime needs: system prompt, offered tools, settings
+         * @description `profile` and `workerType` narrow it to the capabilities that apply to that worker: their prompt guidance, settings and tools.
+         */
+        get: operations["getAgentVersionManifest"];
         put?: never;
         post?: never;
         delete?: never;
@@ -240,7 +265,7 @@ export interface paths {
          * The tools the model is offered
          * @description Overrides applied; `requiresApproval` includes the spec's `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.
          */
-        get: operations["VersionsController_tools"];
+        get: operations["listAgentVersionTools"];
         put?: never;
         post?: never;
         delete?: never;
@@ -260,7 +285,7 @@ export interface paths {
          * The capability catalog, sorted by id, a page at a time like every list
          * @description Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.
          */
-        get: operations["CapabilitiesController_list"];
+        get: operations["listCapabilities"];
         put?: never;
         post?: never;
         delete?: never;
@@ -280,7 +305,7 @@ export interface paths {
          * List approvals, newest first
          * @description A pending approval past `expiresAt` reads (and filters) as `expired`.
          */
-        get: operations["ApprovalsController_list"];
+        get: operations["listApprovals"];
         put?: never;
         post?: never;
         delete?: never;
@@ -297,7 +322,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an approval */
-        get: operations["ApprovalsController_get"];
+        get: operations["getApproval"];
         put?: never;
         post?: never;
         delete?: never;
@@ -319,7 +344,7 @@ export interface paths {
          * Approve, and run the call once
          * @description Runs exactly the stored arguments (their hash is checked again first; a mismatch is `409 approval_arguments_changed` and nothing runs), or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval stays pending), kept beside the originals, with `argumentsEdited: true` on the call. Of any number of simultaneous approvals exactly one answers `200` and the tool runs once. The guards run again with the organization as it is now: `409 tool_definition_changed` (the code changed or removed the tool since publish), `403 scope_not_granted` refuse and leave the approval pending.
          */
-        post: operations["ApprovalsController_approve"];
+        post: operations["approveApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -336,7 +361,7 @@ export interface paths {
         get?: never;
         put?: never;
         /** Reject; the call becomes `rejected`, its error message the reason */
-        post: operations["ApprovalsController_reject"];
+        post: operations["rejectApproval"];
         delete?: never;
         options?: never;
         head?: never;
@@ -351,7 +376,7 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's audit log, newest first */
-        get: operations["AuditController_list"];
+        get: operations["listAuditEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -371,7 +396,7 @@ export interface paths {
          * The organization's audit events as they are written (Server-Sent Events)
          * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. At most 256 streams per organization per server node.
          */
-        get: operations["EventsController_stream"];
+        get: operations["streamEvents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -388,10 +413,10 @@ export interface paths {
             cookie?: never;
         };
         /** List knowledge collections, newest first */
-        get: operations["KnowledgeController_listCollections"];
+        get: operations["listKnowledgeCollections"];
         put?: never;
         /** Create a knowledge collection */
-        post: operations["KnowledgeController_createCollection"];
+        post: operations["createKnowledgeCollection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -406,11 +431,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a knowledge collection */
-        get: operations["KnowledgeController_getCollection"];
+        get: operations["getKnowledgeCollection"];
         put?: never;
         post?: never;
         /** Delete a knowledge collection and its documents; refused while a published version binds it */
-        delete: operations["KnowledgeController_deleteCollection"];
+        delete: operations["deleteKnowledgeCollection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -424,10 +449,10 @@ export interface paths {
             cookie?: never;
         };
         /** List a collection's documents, newest first, without their content */
-        get: operations["KnowledgeController_listDocuments"];
+        get: operations["listKnowledgeDocuments"];
         put?: never;
         /** Add a document to a collection; its text is indexed for full-text search */
-        post: operations["KnowledgeController_createDocument"];
+        post: operations["createKnowledgeDocument"];
         delete?: never;
         options?: never;
         head?: never;
@@ -442,11 +467,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a document with its content */
-        get: operations["KnowledgeController_getDocument"];
+        get: operations["getKnowledgeDocument"];
         put?: never;
         post?: never;
         /** Delete a document */
-        delete: operations["KnowledgeController_deleteDocument"];
+        delete: operations["deleteKnowledgeDocument"];
         options?: never;
         head?: never;
         patch?: never;
@@ -460,13 +485,13 @@ export interface paths {
             cookie?: never;
         };
         /** List MCP connections, newest first */
-        get: operations["McpConnectionsController_list"];
+        get: operations["listMcpConnections"];
         put?: never;
         /**
          * Connect a catalog server
          * @description Connects, initializes and lists the tools (every page) before anything is stored. Credentials are encrypted at rest and never shown again.
          */
-        post: operations["McpConnectionsController_create"];
+        post: operations["createMcpConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -481,11 +506,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read an MCP connection */
-        get: operations["McpConnectionsController_get"];
+        get: operations["getMcpConnection"];
         put?: never;
         post?: never;
         /** Delete an MCP connection; refused while a published version binds it */
-        delete: operations["McpConnectionsController_delete"];
+        delete: operations["deleteMcpConnection"];
         options?: never;
         head?: never;
         patch?: never;
@@ -503,7 +528,7 @@ export interface paths {
          * Replace the credentials
          * @description The next use of the connection opens a new client with them.
          */
-        put: operations["McpConnectionsController_setCredentials"];
+        put: operations["setMcpConnectionCredentials"];
         post?: never;
         delete?: never;
         options?: never;
@@ -524,7 +549,7 @@ export interface paths {
          * List the tools again
          * @description The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.
          */
-        post: operations["McpConnectionsController_sync"];
+        post: operations["syncMcpConnection"];
         delete?: never;
         options?: never;
         head?: never;
@@ -543,7 +568,7 @@ export interface paths {
          * Set a tool's risk
          * @description A person's decision; it is kept across syncs and wins over the server's annotations.
          */
-        put: operations["McpConnectionsController_setRisk"];
+        put: operations["setMcpToolRisk"];
         post?: never;
         delete?: never;
         options?: never;
@@ -562,7 +587,7 @@ export interface paths {
          * The MCP catalog: vendor servers the code base allows, sorted by id
          * @description For an organization key each entry says whether the organization holds every scope it needs (`available`).
          */
-        get: operations["McpServersController_list"];
+        get: operations["listMcpServers"];
         put?: never;
         post?: never;
         delete?: never;
@@ -579,10 +604,49 @@ export interface paths {
             cookie?: never;
         };
         /** Who the token belongs to */
-        get: operations["MeController_me"];
+        get: operations["getMe"];
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/model-providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's model providers, newest first */
+        get: operations["listModelProviders"];
+        put?: never;
+        /**
+         * Add a model provider
+         * @description An OpenAI-compatible endpoint (Chat Completions with tools). The API key is stored encrypted and never answered again; `baseUrl` must pass the egress policy.
+         */
+        post: operations["createModelProviders"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/model-providers/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a model provider (never its key) */
+        get: operations["getModelProviders"];
+        put?: never;
+        post?: never;
+        /** Delete a model provider */
+        delete: operations["deleteModelProviders"];
         options?: never;
         head?: never;
         patch?: never;
@@ -596,10 +660,10 @@ export interface paths {
             cookie?: never;
         };
         /** List organizations, by slug */
-        get: operations["OrgsController_list"];
+        get: operations["listOrgs"];
         put?: never;
         /** Create an organization */
-        post: operations["OrgsController_create"];
+        post: operations["createOrg"];
         delete?: never;
         options?: never;
         head?: never;
@@ -614,7 +678,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read an organization (platform admin, or any key of that organization) */
-        get: operations["OrgsController_get"];
+        get: operations["getOrg"];
         put?: never;
         post?: never;
         delete?: never;
@@ -631,10 +695,10 @@ export interface paths {
             cookie?: never;
         };
         /** List the organization's API keys (never their tokens) */
-        get: operations["OrgsController_listKeys"];
+        get: operations["listApiKeys"];
         put?: never;
         /** Create an API key; the answer is the only time its token is shown */
-        post: operations["OrgsController_createKey"];
+        post: operations["createApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -652,7 +716,7 @@ export interface paths {
         put?: never;
         post?: never;
         /** Revoke an API key; it is refused from its next request on */
-        delete: operations["OrgsController_revokeKey"];
+        delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -667,7 +731,83 @@ export interface paths {
         };
         get?: never;
         /** Replace the scopes granted to an organization */
-        put: operations["OrgsController_updateScopes"];
+        put: operations["updateOrgScopes"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's runs, newest first */
+        get: operations["listRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Read a run: status, conversation, output, usage */
+        get: operations["getRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a run
+         * @description A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.
+         */
+        post: operations["cancelRuns"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/runs/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The run's events as Server-Sent Events
+         * @description Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.
+         *     Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.
+         *     The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.
+         */
+        get: operations["eventsRuns"];
+        put?: never;
         post?: never;
         delete?: never;
         options?: never;
@@ -683,10 +823,10 @@ export interface paths {
             cookie?: never;
         };
         /** List skills, newest first */
-        get: operations["SkillsController_list"];
+        get: operations["listSkills"];
         put?: never;
         /** Create a skill */
-        post: operations["SkillsController_create"];
+        post: operations["createSkill"];
         delete?: never;
         options?: never;
         head?: never;
@@ -701,11 +841,11 @@ export interface paths {
             cookie?: never;
         };
         /** Read a skill */
-        get: operations["SkillsController_get"];
+        get: operations["getSkill"];
         put?: never;
         post?: never;
         /** Delete a skill; refused while a published version binds it */
-        delete: operations["SkillsController_delete"];
+        delete: operations["deleteSkill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -722,7 +862,7 @@ export interface paths {
          * List the organization's tool calls, newest first
          * @description Filters combine with AND. A pending call whose approval has expired reads (and filters) as `expired`.
          */
-        get: operations["ToolCallsController_list"];
+        get: operations["listToolCalls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -739,7 +879,7 @@ export interface paths {
             cookie?: never;
         };
         /** Read a tool call */
-        get: operations["ToolCallsController_get"];
+        get: operations["getToolCall"];
         put?: never;
         post?: never;
         delete?: never;
@@ -759,7 +899,7 @@ export interface paths {
          * Read the whole result of a succeeded call
          * @description For a result cut to the output budget, the whole one exists only when the tool offloads large results.
          */
-        get: operations["ToolCallsController_result"];
+        get: operations["getToolCallResult"];
         put?: never;
         post?: never;
         delete?: never;
@@ -776,13 +916,13 @@ export interface paths {
             cookie?: never;
         };
         /** The organization's webhook endpoints, newest first (never their secrets) */
-        get: operations["WebhooksController_list"];
+        get: operations["listWebhooks"];
         put?: never;
         /**
          * Register an endpoint for the organization's audit events
          * @description Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id, the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on `webhook-id`. At most 50 endpoints per organization.
          */
-        post: operations["WebhooksController_create"];
+        post: operations["createWebhook"];
         delete?: never;
         options?: never;
         head?: never;
@@ -797,11 +937,11 @@ export interface paths {
             cookie?: never;
         };
         /** One webhook endpoint */
-        get: operations["WebhooksController_get"];
+        get: operations["getWebhook"];
         put?: never;
         post?: never;
         /** Delete an endpoint; its pending deliveries end `failed` */
-        delete: operations["WebhooksController_delete"];
+        delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
         patch?: never;
@@ -815,7 +955,7 @@ export interface paths {
             cookie?: never;
         };
         /** The endpoint's delivery log, newest first, each delivery with its attempts */
-        get: operations["WebhooksController_deliveries"];
+        get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
         delete?: never;
@@ -832,7 +972,7 @@ export interface paths {
             cookie?: never;
         };
         /** Liveness: the process answers */
-        get: operations["HealthController_live"];
+        get: operations["getHealth"];
         put?: never;
         post?: never;
         delete?: never;
@@ -849,7 +989,24 @@ export interface paths {
             cookie?: never;
         };
         /** Readiness: the database answers */
-        get: operations["HealthController_ready"];
+        get: operations["getReadiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Prometheus metrics (text exposition format); see docs/operations.md */
+        get: operations["scrapeMetrics"];
         put?: never;
         post?: never;
         delete?: never;
@@ -877,6 +1034,10 @@ export interface components {
             capabilities: components["schemas"]["CapabilityRefDto"][];
             /** @description Markdown; the start of the system prompt. */
             instructions: string;
+            /** @description MCP connections whose tools the agent offers; keys in toolApproval and toolOverrides are `<connection name>/<tool name>`. */
+            mcpServers?: components["schemas"]["McpServerBindingDto"][];
+            /** @description The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`. */
+            model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
             /**
              * @description Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.
@@ -895,6 +1056,8 @@ export interface components {
         AgentSpecView: {
             capabilities: components["schemas"]["CapabilityRefDto"][];
             instructions: string;
+            mcpServers?: components["schemas"]["McpServerBindingDto"][];
+            model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
             toolApproval?: {
                 [key: string]: "required";
@@ -1037,7 +1200,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
         };
         AuditPartyView: {
             id: string;
@@ -1090,6 +1253,21 @@ export interface components {
              * @example clock
              */
             id: string;
+        };
+        ChatMessageView: {
+            content: string | null;
+            /** @description tool: the tool's offered name. */
+            name?: string;
+            /** @enum {string} */
+            role: "user" | "assistant" | "tool";
+            /** @description tool: the model's id of the call this answers. */
+            toolCallId?: string;
+            /** @description assistant: the tool calls it asked for, `arguments` as the model wrote them. */
+            toolCalls?: {
+                arguments?: string;
+                id?: string;
+                name?: string;
+            }[];
         };
         CollectionPage: {
             items: components["schemas"]["CollectionView"][];
@@ -1184,6 +1362,25 @@ export interface components {
             /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. */
             url?: string;
         };
+        CreateModelProviderDto: {
+            /** @description Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one). */
+            apiKey?: string;
+            /**
+             * @description The API base the client appends `/chat/completions` to. Checked against the egress policy when saved.
+             * @example https://api.openai.com/v1
+             */
+            baseUrl: string;
+            /**
+             * @description Chat Completions with tools: OpenAI, Azure OpenAI (v1 API), vLLM, Ollama, LM Studio and the like.
+             * @enum {string}
+             */
+            kind: "openai-compatible";
+            /**
+             * @description Unique in the organization; the org slug pattern.
+             * @example openai
+             */
+            name: string;
+        };
         CreateOrgDto: {
             /** @example Acme Corp */
             name: string;
@@ -1195,6 +1392,18 @@ export interface components {
             scopes?: string[];
             /** @example acme */
             slug: string;
+        };
+        CreateRunDto: {
+            /** @description What the user asks; the last user message of the conversation. */
+            input: string;
+            /** @description The conversation before `input` (a chat's earlier turns), oldest first. */
+            messages?: components["schemas"]["PriorMessageDto"][];
+            /** @description The worker's profile: only capabilities that apply to it contribute (empty `profiles` applies to all). */
+            profile?: string;
+            /** @description Default: the latest published version; the run keeps the version it started with. */
+            version?: number | "latest";
+            /** @description The worker type: only capabilities that apply to it contribute (empty `workerTypes` applies to all). */
+            workerType?: string;
         };
         CreateSkillDto: {
             /** @description When the skill applies; a capability may show it to the model. */
@@ -1222,7 +1431,7 @@ export interface components {
         CreateWebhookDto: {
             description?: string;
             /**
-             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
+             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
              * @example [
              *       "approval.requested"
              *     ]
@@ -1369,6 +1578,15 @@ export interface components {
             name: string;
             required: boolean;
         };
+        McpServerBindingDto: {
+            /**
+             * Format: uuid
+             * @description An MCP connection of this organization (`/mcp-connections`).
+             */
+            connection: string;
+            /** @description Allow-list of the connection's tool names; absent: every tool it lists. */
+            tools?: string[];
+        };
         McpServerEntryList: {
             items: components["schemas"]["McpServerEntryView"][];
         };
@@ -1417,11 +1635,49 @@ export interface components {
             /** @enum {string} */
             type: "platform" | "api_key";
         };
+        ModelProviderPage: {
+            items: components["schemas"]["ModelProviderView"][];
+            nextCursor: string | null;
+        };
+        ModelProviderView: {
+            baseUrl: string;
+            /** Format: date-time */
+            createdAt: string;
+            hasApiKey: boolean;
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "openai-compatible";
+            name: string;
+        };
+        ModelRefDto: {
+            /** @description How many tokens the model reads at most; a run compacts the conversation (the `compaction` capability) before it outgrows this. Default 128000. */
+            contextWindow?: number;
+            /** @description The most tokens one answer of the model may have. */
+            maxOutputTokens?: number;
+            /**
+             * @description The model name as the provider knows it (for Azure OpenAI, the deployment name).
+             * @example gpt-4.1-mini
+             */
+            name: string;
+            /**
+             * Format: uuid
+             * @description A model provider of this organization (`/model-providers`); checked at publish.
+             */
+            provider: string;
+            temperature?: number;
+        };
         OfferedToolPage: {
             /** @description `OfferedTool[]` by default; `OpenAiTool[]` with `format=openai`; `AnthropicTool[]` with `format=anthropic`. */
             items: (components["schemas"]["OfferedToolView"] | components["schemas"]["OpenAiToolView"] | components["schemas"]["AnthropicToolView"])[];
             /** @description Pass as `cursor` for the next page; null on the last one. The manifest holds every tool at once. */
             nextCursor: string | null;
+        };
+        OfferedToolSourceView: {
+            /** Format: uuid */
+            connectionId: string;
+            /** @description The MCP catalog entry id. */
+            server: string;
         };
         OfferedToolView: {
             capabilityId: string;
@@ -1436,6 +1692,8 @@ export interface components {
             requiresApproval: boolean;
             /** @enum {string} */
             risk: "read_only" | "mutating" | "destructive";
+            /** @description MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves the tool. */
+            source?: components["schemas"]["OfferedToolSourceView"];
             toolId: string;
         };
         OpenAiFunctionView: {
@@ -1464,6 +1722,11 @@ export interface components {
             name: string;
             scopes: string[];
             slug: string;
+        };
+        PriorMessageDto: {
+            content: string;
+            /** @enum {string} */
+            role: "user" | "assistant";
         };
         Problem: {
             /** @description Stable snake_case error code; branch on this. */
@@ -1530,6 +1793,46 @@ export interface components {
         RejectDto: {
             /** @description Why; shown to the agent as the call's error message. */
             reason: string;
+        };
+        RunErrorView: {
+            /** @description `model_error`, `max_steps`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...). */
+            code: string;
+            message: string;
+        };
+        RunPage: {
+            items: components["schemas"]["RunView"][];
+            nextCursor: string | null;
+        };
+        RunUsageView: {
+            inputTokens: number;
+            modelCalls: number;
+            outputTokens: number;
+            toolCalls: number;
+        };
+        RunView: {
+            /** Format: uuid */
+            agentId: string;
+            /** Format: date-time */
+            completedAt?: string;
+            /** Format: date-time */
+            createdAt: string;
+            error?: components["schemas"]["RunErrorView"];
+            /** Format: uuid */
+            id: string;
+            input: string;
+            /** @description The conversation: prior messages, the input, and every model answer and tool result (the system prompt is the version's manifest). */
+            messages: components["schemas"]["ChatMessageView"][];
+            /** @description The model's final answer, once succeeded. */
+            output?: string;
+            /** @description While `waiting_for_approval`: what it waits for. */
+            pendingApprovalIds: string[];
+            profile?: string;
+            /** @enum {string} */
+            status: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
+            toolCallIds: string[];
+            usage: components["schemas"]["RunUsageView"];
+            version: number;
+            workerType?: string;
         };
         SetMcpCredentialsDto: {
             /** @description The whole set of credentials, replacing the stored one. */
@@ -1681,7 +1984,7 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
-    AgentsController_list: {
+    listAgents: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -1729,9 +2032,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1740,7 +2045,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_create: {
+    createAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -1806,9 +2111,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1817,7 +2124,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_get: {
+    getAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -1863,9 +2170,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1874,7 +2183,7 @@ export interface operations {
             };
         };
     };
-    AgentsController_replaceDraft: {
+    replaceAgentDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -1942,9 +2251,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1953,7 +2264,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_validate: {
+    validateAgentDraft: {
         parameters: {
             query?: never;
             header?: never;
@@ -1999,9 +2310,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2010,7 +2323,7 @@ export interface operations {
             };
         };
     };
-    McpController_stream: {
+    getAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2078,9 +2391,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2089,7 +2404,7 @@ export interface operations {
             };
         };
     };
-    McpController_post: {
+    postAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2178,9 +2493,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2189,7 +2506,7 @@ export interface operations {
             };
         };
     };
-    McpController_end: {
+    deleteAgentMcp: {
         parameters: {
             query?: {
                 /** @description Pins a published version. Default: the latest one, looked up again on every request. */
@@ -2257,9 +2574,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2268,7 +2587,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_publish: {
+    publishAgent: {
         parameters: {
             query?: never;
             header?: never;
@@ -2333,9 +2652,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2344,7 +2665,100 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_create: {
+    createRuns: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description `wait=N`, N seconds (at most 60). */
+                Prefer?: string;
+            };
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateRunDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such agent or version (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `not_published`, or the version names no model provider (`model_not_configured`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createToolCall: {
         parameters: {
             query?: never;
             header?: {
@@ -2458,7 +2872,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_list: {
+    listAgentVersions: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2517,9 +2931,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2528,7 +2944,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_get: {
+    getAgentVersion: {
         parameters: {
             query?: never;
             header?: never;
@@ -2585,9 +3001,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2596,9 +3014,14 @@ export interface operations {
             };
         };
     };
-    VersionsController_manifest: {
+    getAgentVersionManifest: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Only the capabilities that apply to this profile contribute (empty `profiles` applies to all). */
+                profile?: string;
+                /** @description Only the capabilities that apply to this worker type contribute (empty `workerTypes` applies to all). */
+                workerType?: string;
+            };
             header?: never;
             path: {
                 agentId: string;
@@ -2615,6 +3038,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ManifestView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing, unknown or revoked token (`unauthorized`). */
@@ -2657,9 +3089,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2668,7 +3102,7 @@ export interface operations {
             };
         };
     };
-    VersionsController_tools: {
+    listAgentVersionTools: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -2676,6 +3110,10 @@ export interface operations {
                 /** @description Render the tools in a provider's function-calling shape, to paste in unchanged. */
                 format?: "openai" | "anthropic";
                 limit?: number;
+                /** @description Only the tools of capabilities that apply to this profile (a capability with empty `profiles` applies to all). */
+                profile?: string;
+                /** @description Only the tools of capabilities that apply to this worker type (empty `workerTypes` applies to all). */
+                workerType?: string;
             };
             header?: never;
             path: {
@@ -2744,9 +3182,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2755,7 +3195,7 @@ export interface operations {
             };
         };
     };
-    CapabilitiesController_list: {
+    listCapabilities: {
         parameters: {
             query?: {
                 /** @description Only capabilities of this category. */
@@ -2825,9 +3265,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2836,7 +3278,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_list: {
+    listApprovals: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -2886,9 +3328,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2897,7 +3341,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_get: {
+    getApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -2943,9 +3387,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2954,7 +3400,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_approve: {
+    approveApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -3045,9 +3491,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3056,7 +3504,7 @@ export interface operations {
             };
         };
     };
-    ApprovalsController_reject: {
+    rejectApproval: {
         parameters: {
             query?: never;
             header?: never;
@@ -3137,9 +3585,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3148,7 +3598,7 @@ export interface operations {
             };
         };
     };
-    AuditController_list: {
+    listAuditEvents: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3156,7 +3606,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
             };
             header?: never;
             path?: never;
@@ -3199,9 +3649,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3210,10 +3662,10 @@ export interface operations {
             };
         };
     };
-    EventsController_stream: {
+    streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
                 types?: string;
             };
             header?: {
@@ -3264,6 +3716,8 @@ export interface operations {
             /** @description The organization already has 256 streams open on this node (`rate_limited`). */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3272,7 +3726,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_listCollections: {
+    listKnowledgeCollections: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3320,9 +3774,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3331,7 +3787,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_createCollection: {
+    createKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3388,9 +3844,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3399,7 +3857,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_getCollection: {
+    getKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3445,9 +3903,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3456,7 +3916,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_deleteCollection: {
+    deleteKnowledgeCollection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3510,9 +3970,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3521,7 +3983,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_listDocuments: {
+    listKnowledgeDocuments: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3580,9 +4042,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3591,7 +4055,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_createDocument: {
+    createKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3659,9 +4123,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3670,7 +4136,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_getDocument: {
+    getKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3717,9 +4183,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3728,7 +4196,7 @@ export interface operations {
             };
         };
     };
-    KnowledgeController_deleteDocument: {
+    deleteKnowledgeDocument: {
         parameters: {
             query?: never;
             header?: never;
@@ -3774,9 +4242,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3785,7 +4255,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_list: {
+    listMcpConnections: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -3833,9 +4303,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3844,7 +4316,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_create: {
+    createMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3923,9 +4395,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3934,7 +4408,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_get: {
+    getMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -3980,9 +4454,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3991,7 +4467,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_delete: {
+    deleteMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4045,9 +4521,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4056,7 +4534,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_setCredentials: {
+    setMcpConnectionCredentials: {
         parameters: {
             query?: never;
             header?: never;
@@ -4124,9 +4602,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4135,7 +4615,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_sync: {
+    syncMcpConnection: {
         parameters: {
             query?: never;
             header?: never;
@@ -4181,9 +4661,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4192,7 +4674,7 @@ export interface operations {
             };
         };
     };
-    McpConnectionsController_setRisk: {
+    setMcpToolRisk: {
         parameters: {
             query?: never;
             header?: never;
@@ -4261,9 +4743,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4272,7 +4756,7 @@ export interface operations {
             };
         };
     };
-    McpServersController_list: {
+    listMcpServers: {
         parameters: {
             query?: never;
             header?: never;
@@ -4307,9 +4791,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4318,7 +4804,7 @@ export interface operations {
             };
         };
     };
-    MeController_me: {
+    getMe: {
         parameters: {
             query?: never;
             header?: never;
@@ -4353,9 +4839,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4364,7 +4852,282 @@ export interface operations {
             };
         };
     };
-    OrgsController_list: {
+    listModelProviders: {
+        parameters: {
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    createModelProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateModelProviderDto"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The name is taken in this organization (`conflict`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `baseUrl` is refused by the egress policy (`egress_refused`). */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getModelProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model provider in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    deleteModelProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model provider in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description A published version runs on it (`resource_in_use`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listOrgs: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4412,9 +5175,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4423,7 +5188,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_create: {
+    createOrg: {
         parameters: {
             query?: never;
             header?: never;
@@ -4489,9 +5254,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4500,7 +5267,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_get: {
+    getOrg: {
         parameters: {
             query?: never;
             header?: never;
@@ -4546,9 +5313,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4557,7 +5326,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_listKeys: {
+    listApiKeys: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4616,9 +5385,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4627,7 +5398,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_createKey: {
+    createApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4695,9 +5466,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4706,7 +5479,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_revokeKey: {
+    revokeApiKey: {
         parameters: {
             query?: never;
             header?: never;
@@ -4752,9 +5525,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4763,7 +5538,7 @@ export interface operations {
             };
         };
     };
-    OrgsController_updateScopes: {
+    updateOrgScopes: {
         parameters: {
             query?: never;
             header?: never;
@@ -4831,9 +5606,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4842,7 +5619,251 @@ export interface operations {
             };
         };
     };
-    SkillsController_list: {
+    listRuns: {
+        parameters: {
+            query?: {
+                agentId?: string;
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                limit?: number;
+                status?: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such run in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    cancelRuns: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RunView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such run in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    eventsRuns: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id` of the last event received. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description text/event-stream: `id`, `event` (the type) and `data` (JSON) per event. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such run in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listSkills: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -4890,9 +5911,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4901,7 +5924,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_create: {
+    createSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -4958,9 +5981,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4969,7 +5994,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_get: {
+    getSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -5015,9 +6040,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5026,7 +6053,7 @@ export interface operations {
             };
         };
     };
-    SkillsController_delete: {
+    deleteSkill: {
         parameters: {
             query?: never;
             header?: never;
@@ -5080,9 +6107,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5091,7 +6120,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_list: {
+    listToolCalls: {
         parameters: {
             query?: {
                 agentId?: string;
@@ -5142,9 +6171,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5153,7 +6184,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_get: {
+    getToolCall: {
         parameters: {
             query?: never;
             header?: never;
@@ -5199,9 +6230,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5210,7 +6243,7 @@ export interface operations {
             };
         };
     };
-    ToolCallsController_result: {
+    getToolCallResult: {
         parameters: {
             query?: never;
             header?: never;
@@ -5256,9 +6289,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5267,7 +6302,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_list: {
+    listWebhooks: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5315,9 +6350,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5326,7 +6363,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_create: {
+    createWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -5402,9 +6439,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5413,7 +6452,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_get: {
+    getWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -5459,9 +6498,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5470,7 +6511,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_delete: {
+    deleteWebhook: {
         parameters: {
             query?: never;
             header?: never;
@@ -5515,9 +6556,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5526,7 +6569,7 @@ export interface operations {
             };
         };
     };
-    WebhooksController_deliveries: {
+    listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
@@ -5586,9 +6629,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
             429: {
                 headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5597,7 +6642,7 @@ export interface operations {
             };
         };
     };
-    HealthController_live: {
+    getHealth: {
         parameters: {
             query?: never;
             header?: never;
@@ -5616,7 +6661,7 @@ export interface operations {
             };
         };
     };
-    HealthController_ready: {
+    getReadiness: {
         parameters: {
             query?: never;
             header?: never;
@@ -5635,6 +6680,35 @@ export interface operations {
             };
             /** @description The database does not answer (`service_unavailable`); `checks` names what is down. */
             503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    scrapeMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Prometheus text format 0.0.4. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description METRICS_TOKEN is set and the request does not carry it (`unauthorized`). */
+            401: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -91,7 +91,7 @@ export function ErrorSummary({ title, errors }: { title: string; errors: FieldEr
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: string; loading: boolean; reload(): void } {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
-  // eslint-disable-next-line react-hooks/exhaustive-deps
+  // The caller names what the load depends on (the client, ids); the closure itself is new on every render.
   const run = useCallback(load, deps);
   useEffect(() => {
     let live = true;

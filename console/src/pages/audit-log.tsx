@@ -38,8 +38,8 @@ export function AuditLogPage() {
     }
   };
   useEffect(() => {
+    // A new query starts from the first page; `load` is recreated each render and is not a reason to reload.
     void load(query, null);
-    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [query]);
 
   const apply = (e: FormEvent) => {

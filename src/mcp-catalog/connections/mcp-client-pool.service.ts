@@ -218,7 +218,14 @@ export function classify(err: unknown, target: Pick<McpTarget, 'credentials'>, t
     // The server understood the request and refused it with a JSON-RPC error.
     return new McpUpstreamError('tool_error', redact(`the MCP server answered with an error: ${err.message}`.slice(0, 1000)));
   }
-  if (err instanceof StreamableHTTPError) return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.code ?? 'error'}`));
+  if (err instanceof StreamableHTTPError) {
+    // The transport follows redirects only within the server's origin (then through the egress
+    // policy again); one that leaves it is refused, like any address the policy was not asked about.
+    if (err.code !== undefined && [301, 302, 303, 307, 308].includes(err.code)) {
+      return new McpUpstreamError('egress_refused', redact(`the MCP server redirected the request to another origin; not followed`));
+    }
+    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.code ?? 'error'}`));
+  }
   if (isAbort(err)) return new McpUpstreamError('timeout', 'the call was aborted before the MCP server answered');
   return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be reached: ${messageOf(err)}`.slice(0, 1000)));
 }

@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import type { ToolRisk } from '../../capabilities/capability.types';
-import { newestFirstPage, Page, PageQuery } from '../../common/pagination';
+import { Page, PageQuery } from '../../common/pagination';
+import { newestFirstPage } from '../../database/keyset-page';
 import type { ListedMcpTool } from './mcp-tools';
 
 export interface McpConnectionRow {
@@ -106,14 +107,5 @@ export class McpConnectionsRepository {
 
   async delete(db: Db, orgId: string, id: string): Promise<void> {
     await db.query(`DELETE FROM mcp_connection WHERE org_id = $1 AND id = $2`, [orgId, id]);
-  }
-
-  /** Records which connections a just-published version binds (in the publish transaction). */
-  async bindVersion(db: Db, orgId: string, agentId: string, version: number, connectionIds: readonly string[]): Promise<void> {
-    if (connectionIds.length === 0) return;
-    await db.query(
-      `INSERT INTO agent_version_mcp_connection (org_id, agent_id, version, connection_id) SELECT $1, $2, $3, unnest($4::uuid[])`,
-      [orgId, agentId, version, [...new Set(connectionIds)]],
-    );
   }
 }

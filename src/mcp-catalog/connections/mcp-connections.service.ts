@@ -9,31 +9,19 @@ import { isUniqueViolation } from '../../common/db-errors';
 import { Page, PageQuery } from '../../common/pagination';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressService } from '../../egress/egress.service';
-import { resourceInUse } from '../../knowledge/knowledge.service';
+import { resourceInUse } from '../../knowledge/knowledge.repository';
 import { SecretsService } from '../../secrets/secrets.service';
 import type { McpConnectionView } from '../mcp-catalog.dto';
-import { McpServerRegistry, RegisteredMcpServer } from '../mcp-server-registry.service';
+import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
-import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { parseCredentials } from './mcp-credentials';
+import { ownRisk, toConnectionView } from './mcp-connection-view';
 
-const MAX_CREDENTIAL_CHARS = 8192;
-const MAX_CREDENTIALS = 20;
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 
-/** A connection's tool as the executor and the composer see it: listed definition and effective risk. */
-export interface ConnectionTool extends ListedMcpTool {
-  risk: ToolRisk;
-}
-
-/** What the composer needs of a bound connection. */
-export interface BoundConnection {
-  id: string;
-  name: string;
-  server: string;
-  entry: RegisteredMcpServer | undefined;
-  tools: ConnectionTool[];
-}
+export type { BoundConnection, ConnectionTool } from './mcp-tools';
 
 /**
  * An organization's MCP connections: connect and list on creation, sync, risk decisions,
@@ -87,7 +75,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     const target: McpTarget = { orgId, connectionId: id, entry, url: dto.url ?? null, credentials };
     let tools: ListedMcpTool[];
     try {
-      tools = await this.pool.listTools(target, { timeoutMs: this.config.toolTimeoutMs });
+      tools = await this.pool.listTools(target, { timeoutMs: this.listTimeoutMs('sync') });
     } catch (err) {
       await this.pool.release(id);
       const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
@@ -235,11 +223,14 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     });
   }
 
-  /** `tools/call` on the connection's server. Throws McpUpstreamError; a server's `isError` is a result. */
-  async callTool(orgId: string, connectionId: string, tool: string, args: Record<string, unknown>, options: { signal: AbortSignal; timeoutMs: number }) {
+  /**
+   * What the executor's MCP resolver needs to call a connection's server: its entry, URL and the
+   * credentials opened in memory. Throws McpUpstreamError when the connection or its entry is gone.
+   */
+  async target(orgId: string, connectionId: string): Promise<McpTarget> {
     const row = await this.repository.get(orgId, connectionId);
     if (!row) throw new McpUpstreamError('upstream_unavailable', 'the MCP connection no longer exists');
-    return this.pool.callTool(this.target(row), tool, args, options);
+    return this.targetOf(row);
   }
 
   /** Lists the tools again and stores them, one refresh per connection at a time on this node. */
@@ -261,7 +252,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     let tools: ListedMcpTool[] | undefined;
     let failure: McpUpstreamError | undefined;
     try {
-      tools = await this.pool.listTools(this.target(before), { timeoutMs: this.config.toolTimeoutMs });
+      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why) });
     } catch (err) {
       failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
     }
@@ -284,6 +275,14 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     });
   }
 
+  /**
+   * A person connecting or syncing may wait as long as any outbound request (a stdio server's
+   * first start included); a refresh before a call waits no longer than the call itself would.
+   */
+  private listTimeoutMs(why: 'sync' | 'ttl' | 'list_changed'): number {
+    return why === 'ttl' ? this.config.toolTimeoutMs : Math.max(this.config.toolTimeoutMs, this.config.egress.requestTimeoutMs);
+  }
+
   private async row(orgId: string, id: string): Promise<McpConnectionRow> {
     const row = await this.repository.get(orgId, id);
     if (!row) throw ApiError.notFound('MCP connection');
@@ -294,7 +293,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     return this.registry.get(row.server)?.definition.trustAnnotations ?? false;
   }
 
-  private target(row: McpConnectionRow): McpTarget {
+  private targetOf(row: McpConnectionRow): McpTarget {
     const entry = this.registry.get(row.server);
     if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
     const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};
@@ -302,53 +301,8 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   }
 
   view(row: McpConnectionRow): McpConnectionView {
-    const trust = this.trusts(row);
-    return {
-      id: row.id,
-      server: row.server,
-      name: row.name,
-      ...(row.url !== null ? { url: row.url } : {}),
-      status: row.status,
-      ...(row.error ? { error: row.error } : {}),
-      credentialNames: row.credential_names,
-      tools: row.tools.map((t) => ({ ...t, ...riskOf(t, trust, ownRisk(row.risk_overrides, t.name)) })),
-      syncedAt: new Date(row.synced_at).toISOString(),
-      createdAt: new Date(row.created_at).toISOString(),
-    };
+    return toConnectionView(row, this.trusts(row));
   }
+
 }
 
-function ownRisk(overrides: Record<string, ToolRisk>, tool: string): ToolRisk | undefined {
-  return Object.prototype.hasOwnProperty.call(overrides, tool) ? overrides[tool] : undefined;
-}
-
-/** The credentials a request gives, checked against the entry's fields; problems go to `errors`. */
-export function parseCredentials(entry: RegisteredMcpServer, given: Record<string, unknown> | undefined, path: string, errors: FieldError[]): Record<string, string> {
-  const out: Record<string, string> = {};
-  const fields = new Map(entry.definition.credentials.map((f) => [f.name, f]));
-  const keys = given === undefined ? [] : Object.keys(given);
-  if (keys.length > MAX_CREDENTIALS) {
-    errors.push({ path, code: 'too_many', message: `at most ${MAX_CREDENTIALS} credentials` });
-    return out;
-  }
-  for (const key of keys) {
-    const at = `${path}.${key}`;
-    const field = fields.get(key);
-    if (!field) {
-      errors.push({ path: at, code: 'unknown_credential', message: `the "${entry.definition.id}" server has no credential named "${key}"${fields.size > 0 ? ` (it has: ${[...fields.keys()].join(', ')})` : ''}` });
-      continue;
-    }
-    const value = given![key];
-    // The value is never echoed back in a message: it is a secret even when it is malformed.
-    if (typeof value !== 'string') errors.push({ path: at, code: 'type', message: `${at} must be a string` });
-    else if (value.length === 0 || value.length > MAX_CREDENTIAL_CHARS) errors.push({ path: at, code: 'length', message: `${at} must be 1 to ${MAX_CREDENTIAL_CHARS} characters` });
-    // eslint-disable-next-line no-control-regex
-    else if (/[\u0000-\u001f\u007f]/.test(value)) errors.push({ path: at, code: 'control_character', message: `${at} must not hold control characters (line breaks would inject headers)` });
-    else if (field.header && /[^\u0020-\u00ff]/.test(value)) errors.push({ path: at, code: 'not_latin1', message: `${at} is sent as an HTTP header and must be printable Latin-1` });
-    else out[key] = value;
-  }
-  for (const field of entry.definition.credentials) {
-    if (field.required && !(given && Object.prototype.hasOwnProperty.call(given, field.name))) errors.push({ path: `${path}.${field.name}`, code: 'required', message: `the "${entry.definition.id}" server needs the "${field.name}" credential` });
-  }
-  return out;
-}

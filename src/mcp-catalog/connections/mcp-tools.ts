@@ -1,5 +1,6 @@
 import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
 import { withoutNulCharacters } from '../../common/nul-character';
+import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { McpUpstreamError } from './mcp-client-pool.service';
 
 /** A tool as the server listed it, kept as the connection's data (API.md McpTool without risk). */
@@ -9,6 +10,20 @@ export interface ListedMcpTool {
   description: string;
   inputSchema: Record<string, unknown>;
   annotations?: Record<string, unknown>;
+}
+
+/** A connection's tool as the executor and the composer see it: listed definition and effective risk. */
+export interface ConnectionTool extends ListedMcpTool {
+  risk: ToolRisk;
+}
+
+/** What the composer needs of a bound connection. */
+export interface BoundConnection {
+  id: string;
+  name: string;
+  server: string;
+  entry: RegisteredMcpServer | undefined;
+  tools: ConnectionTool[];
 }
 
 export type RiskSource = 'admin' | 'annotations' | 'default';

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { DataSource } from 'typeorm';
 import { MAX_DOCUMENT_CHARS } from '../../../knowledge/knowledge.dto';
+import { KnowledgeHitRow, KnowledgeRepository } from '../../../knowledge/knowledge.repository';
 import { ResolvedKnowledgeCollection, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
 import { anyWordQuery } from '../../full-text-query';
 import { count, fitList, largestFitting, resultTokens } from '../../tool-output';
@@ -84,54 +84,17 @@ export interface ReadDocumentResult {
   nextOffset: number | null;
 }
 
-interface HitRow {
-  id: string;
-  title: string;
-  collection: string;
-  snippet: string;
-  rank: number;
-}
-
-interface PageRow {
-  title: string;
-  collection: string;
-  total_chars: string | number;
-  page: string;
-}
-
-// ts_headline reads the whole text it is given, so only the few top-ranked documents get one.
-const SEARCH_SQL = `
-  SELECT d.id, d.title, c.name AS collection, top.rank,
-         ts_headline('english'::regconfig, d.content, top.query,
-           'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
-    FROM (
-      SELECT d.id, q.query, ts_rank(d.search, q.query, 1) AS rank
-        FROM knowledge_document d, websearch_to_tsquery('english'::regconfig, $3) AS q(query)
-       WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
-       ORDER BY rank DESC, d.id
-       LIMIT $4
-    ) top
-    JOIN knowledge_document d ON d.org_id = $1 AND d.id = top.id
-    JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
-   ORDER BY top.rank DESC, d.id`;
-
-const READ_SQL = `
-  SELECT d.title, c.name AS collection, length(d.content) AS total_chars, substr(d.content, $4::int + 1, $5::int) AS page
-    FROM knowledge_document d
-    JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
-   WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.id = $3`;
-
 /**
  * The tools' implementations. Every query is bounded by the calling organization and by the
  * collections the agent binds: a document anywhere else does not exist for the agent.
  */
 @Injectable()
 export class KnowledgeTools {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly knowledge: KnowledgeRepository) {}
 
   async search(ctx: ToolContext, collections: readonly ResolvedKnowledgeCollection[], input: SearchKnowledgeInput, maxResults: number): Promise<SearchKnowledgeResult> {
     const limit = Math.min(input.limit ?? maxResults, maxResults);
-    const find = (query: string): Promise<HitRow[]> => this.dataSource.query(SEARCH_SQL, [ctx.orgId, collections.map((c) => c.id), query, limit]);
+    const find = (query: string): Promise<KnowledgeHitRow[]> => this.knowledge.searchDocuments(ctx.orgId, collections.map((c) => c.id), query, limit);
     let rows = await find(input.query);
     const notes: string[] = [];
     const anyWord = rows.length === 0 ? anyWordQuery(input.query) : null;
@@ -148,7 +111,7 @@ export class KnowledgeTools {
   }
 
   async read(ctx: ToolContext, collections: readonly ResolvedKnowledgeCollection[], input: ReadDocumentInput): Promise<ReadDocumentResult> {
-    const [row]: PageRow[] = await this.dataSource.query(READ_SQL, [ctx.orgId, collections.map((c) => c.id), input.documentId, input.offset, input.maxChars]);
+    const row = await this.knowledge.readDocumentPage(ctx.orgId, collections.map((c) => c.id), input.documentId, input.offset, input.maxChars);
     if (!row) {
       throw new ToolError('document_not_found', `No document ${input.documentId} is in the knowledge available to you. Use search_knowledge to find the documentId of what you need.`);
     }
@@ -172,8 +135,7 @@ export class KnowledgeTools {
   }
 
   private async nothingFound(query: string, collections: readonly ResolvedKnowledgeCollection[]): Promise<string> {
-    const [{ words }]: { words: number }[] = await this.dataSource.query(`SELECT numnode(websearch_to_tsquery('english'::regconfig, $1)) AS words`, [query]);
-    if (Number(words) === 0) {
+    if ((await this.knowledge.searchableWords(query)) === 0) {
       return 'The query has no words that can be searched for (very common words such as "the" are ignored). Search with the specific words a matching document would contain.';
     }
     const names = collections.map((c) => `"${c.name}"`).join(', ');

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { IsString, MaxLength, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { DataSource } from 'typeorm';
+import { SkillsRepository } from '../../../skills/skills.repository';
 import { ResolvedSkill, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
 import { count, fitList } from '../../tool-output';
 
@@ -57,12 +57,6 @@ export interface LoadSkillResult {
   instructions: string;
 }
 
-interface SkillRow {
-  id: string;
-  name: string;
-  description: string;
-  instructions: string;
-}
 
 /**
  * The tools' implementations. They read the skills from the database, filtered on the calling
@@ -70,10 +64,10 @@ interface SkillRow {
  */
 @Injectable()
 export class SkillsTools {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly skills: SkillsRepository) {}
 
   async list(ctx: ToolContext, bound: readonly ResolvedSkill[]): Promise<ListSkillsResult> {
-    const rows = await this.rows(ctx, bound, false);
+    const rows = await this.rows(ctx, bound);
     const skills = rows.map((r) => ({ id: r.id, name: r.name, description: r.description }));
     return fitList(skills, LIST_SKILLS_MAX_TOKENS, (kept, omitted) =>
       omitted === 0 ? { skills: kept } : { skills: kept, omitted, message: `Left out to keep this list short: ${count(omitted, 'more skill')}. Their names are in your instructions.` },
@@ -81,7 +75,7 @@ export class SkillsTools {
   }
 
   async load(ctx: ToolContext, bound: readonly ResolvedSkill[], input: LoadSkillInput): Promise<LoadSkillResult> {
-    const rows = await this.rows(ctx, bound, true);
+    const rows = await this.rows(ctx, bound);
     const wanted = input.name.trim();
     const exact = rows.filter((r) => r.name === wanted || r.id === wanted);
     const matches = exact.length > 0 ? exact : rows.filter((r) => r.name.trim().toLowerCase() === wanted.toLowerCase());
@@ -98,13 +92,8 @@ export class SkillsTools {
     throw new ToolError('skill_not_found', `You have no skill named "${wanted}". ${available}`);
   }
 
-  /** The bound skills, in the order the agent binds them. */
-  private async rows(ctx: ToolContext, bound: readonly ResolvedSkill[], withInstructions: boolean): Promise<SkillRow[]> {
-    const ids = bound.map((s) => s.id);
-    const rows: SkillRow[] = await this.dataSource.query(
-      `SELECT id, name, description, ${withInstructions ? 'instructions' : `'' AS instructions`} FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`,
-      [ctx.orgId, ids],
-    );
-    return rows.sort((a, b) => ids.indexOf(a.id) - ids.indexOf(b.id));
+  /** The bound skills as they are now, in the order the agent binds them. */
+  private rows(ctx: ToolContext, bound: readonly ResolvedSkill[]): Promise<ResolvedSkill[]> {
+    return this.skills.resolve(ctx.orgId, bound.map((s) => s.id));
   }
 }

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { DataSource, EntityManager } from 'typeorm';
+import { DataSource } from 'typeorm';
 import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
 import { isForeignKeyViolation } from '../common/db-errors';
-import { newestFirstPage, Page, PageQuery } from '../common/pagination';
-import { resourceInUse } from '../knowledge/knowledge.service';
+import { Page, PageQuery } from '../common/pagination';
+import { newestFirstPage } from '../database/keyset-page';
+import { resourceInUse } from '../knowledge/knowledge.repository';
 import { CreateSkillDto, SkillView } from './skills.dto';
 
 interface SkillRow {
@@ -16,9 +17,12 @@ interface SkillRow {
   created_at: Date;
 }
 
-/** Skills (named instructions an agent can bind), always within one organization. */
+/**
+ * The owner of `skill` (named instructions an agent can bind): the REST resource, the resolution
+ * of an agent's skills and the skills tools all read it here. Every method takes the organization first.
+ */
 @Injectable()
-export class SkillsService {
+export class SkillsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async create(orgId: string, dto: CreateSkillDto): Promise<SkillView> {
@@ -59,9 +63,9 @@ export class SkillsService {
   }
 
   /** The skills among `ids` that exist in the organization, in the order asked. */
-  async resolve(manager: EntityManager | DataSource, orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
+  async resolve(orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
     if (ids.length === 0) return [];
-    const rows: SkillRow[] = await manager.query(`SELECT * FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, ids]);
+    const rows: SkillRow[] = await this.dataSource.query(`SELECT * FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, ids]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => {
       const r = byId.get(id);

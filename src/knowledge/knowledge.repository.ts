@@ -2,8 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
-import { isForeignKeyViolation } from '../common/db-errors';
-import { newestFirstPage, Page, PageQuery } from '../common/pagination';
+import { isForeignKeyViolation, isProgramLimitExceeded } from '../common/db-errors';
+import { Page, PageQuery } from '../common/pagination';
+import { newestFirstPage } from '../database/keyset-page';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
 
@@ -26,12 +27,53 @@ interface DocumentRow {
   created_at: Date;
 }
 
+export interface KnowledgeHitRow {
+  id: string;
+  title: string;
+  collection: string;
+  snippet: string;
+  rank: number;
+}
+
+export interface DocumentPageRow {
+  title: string;
+  collection: string;
+  total_chars: string | number;
+  page: string;
+}
+
+// ts_headline reads the whole text it is given, so only the few top-ranked documents get one.
+const SEARCH_SQL = `
+  SELECT d.id, d.title, c.name AS collection, top.rank,
+         ts_headline('english'::regconfig, d.content, top.query,
+           'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
+    FROM (
+      SELECT d.id, q.query, ts_rank(d.search, q.query, 1) AS rank
+        FROM knowledge_document d, websearch_to_tsquery('english'::regconfig, $3) AS q(query)
+       WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
+       ORDER BY rank DESC, d.id
+       LIMIT $4
+    ) top
+    JOIN knowledge_document d ON d.org_id = $1 AND d.id = top.id
+    JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
+   ORDER BY top.rank DESC, d.id`;
+
+const READ_SQL = `
+  SELECT d.title, c.name AS collection, length(d.content) AS total_chars, substr(d.content, $4::int + 1, $5::int) AS page
+    FROM knowledge_document d
+    JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
+   WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.id = $3`;
+
 const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated_at,
   (SELECT count(*) FROM knowledge_document d WHERE d.org_id = c.org_id AND d.collection_id = c.id) AS document_count`;
 
-/** Knowledge collections and their documents, always within one organization. */
+/**
+ * The owner of `knowledge_collection` and `knowledge_document`: the REST resource, the resolution
+ * of an agent's collections, and the knowledge tools' searches all go through here. Every method
+ * takes the organization first.
+ */
 @Injectable()
-export class KnowledgeService {
+export class KnowledgeRepository {
   constructor(private readonly dataSource: DataSource) {}
 
   async createCollection(orgId: string, dto: CreateCollectionDto): Promise<CollectionView> {
@@ -96,11 +138,20 @@ export class KnowledgeService {
         [orgId, collectionId],
       );
       if (found.length === 0) throw ApiError.notFound('knowledge collection');
-      const [row]: DocumentRow[] = await m.query(
-        `INSERT INTO knowledge_document (id, org_id, collection_id, title, content, metadata) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
-         RETURNING id, collection_id, title, metadata, content, length(content) AS content_length, created_at`,
-        [id, orgId, collectionId, dto.title, dto.content, JSON.stringify(dto.metadata ?? {})],
-      );
+      let row: DocumentRow;
+      try {
+        [row] = await m.query(
+          `INSERT INTO knowledge_document (id, org_id, collection_id, title, content, metadata) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+           RETURNING id, collection_id, title, metadata, content, length(content) AS content_length, created_at`,
+          [id, orgId, collectionId, dto.title, dto.content, JSON.stringify(dto.metadata ?? {})],
+        );
+      } catch (err) {
+        // A search index (tsvector) holds at most 1 MiB of distinct words with their positions: a
+        // text under the size limit made of enough different words does not fit. Refused whole,
+        // never stored unsearchable or half-indexed, so search answers stay true.
+        if (isProgramLimitExceeded(err)) throw notIndexable();
+        throw err;
+      }
       await touch(m, orgId, collectionId);
       return toDocument(row);
     });
@@ -145,9 +196,9 @@ export class KnowledgeService {
    * The collections among `ids` that exist in the organization, in the order asked, with what a
    * capability needs to know about them. Missing (or foreign) ids are simply absent.
    */
-  async resolve(manager: EntityManager | DataSource, orgId: string, ids: readonly string[]): Promise<ResolvedKnowledgeCollection[]> {
+  async resolve(orgId: string, ids: readonly string[]): Promise<ResolvedKnowledgeCollection[]> {
     if (ids.length === 0) return [];
-    const rows: CollectionRow[] = await manager.query(
+    const rows: CollectionRow[] = await this.dataSource.query(
       `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = ANY($2::uuid[])`,
       [orgId, ids],
     );
@@ -156,6 +207,23 @@ export class KnowledgeService {
       const r = byId.get(id);
       return r ? [{ id: r.id, name: r.name, description: r.description, documentCount: Number(r.document_count) }] : [];
     });
+  }
+
+  /** Full-text search in the given collections, best first (the `search_knowledge` tool). */
+  searchDocuments(orgId: string, collectionIds: readonly string[], query: string, limit: number): Promise<KnowledgeHitRow[]> {
+    return this.dataSource.query(SEARCH_SQL, [orgId, collectionIds, query, limit]);
+  }
+
+  /** A page of one document of the given collections (the `read_document` tool). */
+  async readDocumentPage(orgId: string, collectionIds: readonly string[], documentId: string, offset: number, maxChars: number): Promise<DocumentPageRow | undefined> {
+    const [row]: DocumentPageRow[] = await this.dataSource.query(READ_SQL, [orgId, collectionIds, documentId, offset, maxChars]);
+    return row;
+  }
+
+  /** How many searchable words the full-text parser finds in a query (0: only stop words). */
+  async searchableWords(query: string): Promise<number> {
+    const [{ words }]: { words: number }[] = await this.dataSource.query(`SELECT numnode(websearch_to_tsquery('english'::regconfig, $1)) AS words`, [query]);
+    return Number(words);
   }
 
   private async assertCollection(orgId: string, id: string): Promise<void> {
@@ -200,4 +268,12 @@ function toDocumentSummary(r: DocumentRow): DocumentSummaryView {
 
 function toDocument(r: DocumentRow): DocumentView {
   return { ...toDocumentSummary(r), content: r.content ?? '' };
+}
+
+function notIndexable(): ApiError {
+  return new ApiError(
+    'document_not_indexable',
+    'The content has too many distinct words for a full-text search index (PostgreSQL keeps at most 1 MiB of words and positions per document); split it into several documents. Nothing was stored.',
+    [{ path: 'content', code: 'document_not_indexable', message: 'content has too many distinct words to be indexed for search' }],
+  );
 }

@@ -1,0 +1,219 @@
+import type { Type } from '@nestjs/common';
+import { plainToInstance, TransformationType } from 'class-transformer';
+import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
+import { getMetadataStorage } from 'class-validator';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
+import { FieldError, MAX_REPORTED_ERRORS } from './api-error';
+import { joinPath } from './field-path';
+
+/**
+ * Turning untrusted JSON into an instance of a validation class, in time linear in its size and
+ * without losing a key.
+ *
+ * class-transformer alone does neither: it takes time that grows faster than the number of keys
+ * it copies (a 1 MiB body of unknown keys held the event loop for seconds, every tenant's health
+ * check with it), and it silently skips a key that names a member of the target's prototype
+ * (`constructor`, `toString`, `valueOf`, `hasOwnProperty`, `__proto__`, and on a Map `get`, `set`,
+ * ...): skipped at the class level, such a key slipped past the unknown-property check; skipped
+ * inside a free-form object, it was data lost without a word.
+ *
+ * So, before class-transformer sees anything:
+ * - every key of every object that becomes a class instance is checked against the properties the
+ *   class declares (what class-validator's whitelist would do afterwards), and an array against
+ *   its `@ArrayMaxSize`: refusals are counted in one pass and listed up to MAX_REPORTED_ERRORS;
+ * - free-form values (a declared property with neither `@Type` nor `@Transform`: document
+ *   metadata, a capability's config, `toolApproval`) are set aside and put back as they arrived,
+ *   after class-transformer has built the instance around them, so no key of them is lost and
+ *   their size costs one copy;
+ * - a dictionary turned into a Map (`toolOverrides`) gets back the entries class-transformer
+ *   skipped.
+ */
+
+// Where @Type and @Transform are recorded; class-transformer exports it only from its build.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as { defaultMetadataStorage: MetadataStorage };
+
+/** Entries a dictionary turned into a Map may have before it is refused unread. */
+export const MAX_MAP_ENTRIES = 1000;
+
+export interface ShapeCheck {
+  errors: FieldError[];
+  /** Problems found beyond `errors`. */
+  omitted: number;
+  /**
+   * Only a few unknown keys: building and validating the instance stays cheap, so it is done, and
+   * the answer lists every problem at once (API.md), not only the unknown keys.
+   */
+  recoverable: boolean;
+}
+
+/** The shape's problems and the validator's, each once (the whitelist may report a key again). */
+export function mergeErrors(shape: FieldError[], validation: FieldError[]): FieldError[] {
+  const seen = new Set(shape.map((e) => `${e.code} ${e.path}`));
+  return [...shape, ...validation.filter((e) => !seen.has(`${e.code} ${e.path}`))];
+}
+
+interface PropertyInfo {
+  /** The class of a nested object (`@Type(() => X)` on a class with validation rules). */
+  nested?: Type<object>;
+  /** A dictionary of nested objects (`@Type` on a property whose design type is Map). */
+  map: boolean;
+  /** `@Transform` or a `@Type` of a non-class (Number, Date): class-transformer's to convert. */
+  converted: boolean;
+  arrayMaxSize?: number;
+}
+
+const PRIMITIVES = new Set<unknown>([String, Number, Boolean, Date, Object, Array, Map, Set]);
+const classInfo = new WeakMap<Type<object>, Map<string, PropertyInfo>>();
+
+/** What a validation class declares, per property (cached: the metadata never changes after boot). */
+export function declaredProperties(cls: Type<object>): Map<string, PropertyInfo> {
+  const cached = classInfo.get(cls);
+  if (cached) return cached;
+  const metadatas: ValidationMetadata[] = getMetadataStorage().getTargetValidationMetadatas(cls, '', true, false);
+  const info = new Map<string, PropertyInfo>();
+  for (const m of metadatas) {
+    if (!info.has(m.propertyName)) info.set(m.propertyName, describe(cls, m.propertyName));
+    if (m.name === 'arrayMaxSize' && typeof m.constraints?.[0] === 'number') info.get(m.propertyName)!.arrayMaxSize = m.constraints[0];
+  }
+  classInfo.set(cls, info);
+  return info;
+}
+
+function describe(cls: Type<object>, property: string): PropertyInfo {
+  const typeMeta = defaultMetadataStorage.findTypeMetadata(cls, property);
+  const transforms = defaultMetadataStorage.findTransformMetadatas(cls, property, TransformationType.PLAIN_TO_CLASS);
+  let nested: Type<object> | undefined;
+  if (typeMeta?.typeFunction) {
+    const t = typeMeta.typeFunction() as Type<object>;
+    if (typeof t === 'function' && !PRIMITIVES.has(t)) nested = t;
+  }
+  return {
+    nested,
+    map: typeMeta?.reflectedType === Map,
+    converted: transforms.length > 0 || (typeMeta !== undefined && nested === undefined),
+  };
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+class Collector {
+  readonly errors: FieldError[] = [];
+  omitted = 0;
+  get full(): boolean {
+    return this.errors.length >= MAX_REPORTED_ERRORS;
+  }
+  add(error: FieldError): void {
+    if (this.errors.length < MAX_REPORTED_ERRORS) this.errors.push(error);
+    else this.omitted++;
+  }
+}
+
+/**
+ * Unknown keys and over-long arrays, anywhere a class instance will be built, in one linear pass.
+ * Free-form values are not entered: any key is allowed there.
+ */
+export function checkShape(cls: Type<object>, raw: unknown, at = ''): ShapeCheck {
+  const out = new Collector();
+  walk(cls, raw, at, out);
+  const recoverable = out.omitted === 0 && out.errors.length < MAX_REPORTED_ERRORS && out.errors.every((e) => e.code === 'unknown_property');
+  return { errors: out.errors, omitted: out.omitted, recoverable };
+}
+
+function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void {
+  if (!isPlainObject(raw)) return;
+  const declared = declaredProperties(cls);
+  for (const key of Object.keys(raw)) {
+    const info = declared.get(key);
+    if (!info) {
+      // Counted past the bound without building anything: the count is all that is answered.
+      if (out.full) out.omitted++;
+      else out.add({ path: joinPath(at, key), code: 'unknown_property', message: `property ${key} is not allowed` });
+      continue;
+    }
+    const path = joinPath(at, key);
+    const value = raw[key];
+    if (Array.isArray(value) && info.arrayMaxSize !== undefined && value.length > info.arrayMaxSize) {
+      out.add({ path, code: 'arrayMaxSize', message: `${key} must contain no more than ${info.arrayMaxSize} elements` });
+      continue;
+    }
+    if (!info.nested) continue;
+    if (info.map && isPlainObject(value)) {
+      const keys = Object.keys(value);
+      if (keys.length > MAX_MAP_ENTRIES) {
+        out.add({ path, code: 'maxEntries', message: `${key} must have no more than ${MAX_MAP_ENTRIES} entries` });
+        continue;
+      }
+      for (const k of keys) walk(info.nested, value[k], joinPath(path, k), out);
+    } else if (Array.isArray(value)) {
+      value.forEach((v, i) => walk(info.nested!, v, joinPath(path, String(i)), out));
+    } else {
+      walk(info.nested, value, path, out);
+    }
+  }
+}
+
+/**
+ * The instance class-transformer builds, with free-form values and skipped dictionary entries put
+ * back as they arrived. Call after `checkShape` found nothing: unknown keys are not looked for here.
+ */
+export function toInstance<T extends object>(cls: Type<T>, raw: unknown): T {
+  if (!isPlainObject(raw)) return plainToInstance(cls, raw as object, { enableImplicitConversion: false }) as T;
+  const { copy, restore } = setAside(cls as Type<object>, raw);
+  const instance = plainToInstance(cls, copy, { enableImplicitConversion: false }) as T;
+  restore(instance);
+  return instance;
+}
+
+type Restore = (instance: object) => void;
+
+function setAside(cls: Type<object>, raw: Record<string, unknown>): { copy: Record<string, unknown>; restore: Restore } {
+  const declared = declaredProperties(cls);
+  const copy: Record<string, unknown> = {};
+  const steps: Restore[] = [];
+  for (const key of Object.keys(raw)) {
+    const value = raw[key];
+    const info = declared.get(key);
+    if (info && !info.nested && !info.converted && typeof value === 'object' && value !== null) {
+      // Free-form: class-transformer never sees it; the instance gets the parsed JSON itself.
+      steps.push((instance) => define(instance, key, value));
+      continue;
+    }
+    if (info?.nested && info.map && isPlainObject(value)) {
+      const nested = info.nested;
+      steps.push((instance) => {
+        const built = (instance as Record<string, unknown>)[key];
+        if (!(built instanceof Map)) return;
+        // Rebuilt in the order of the request, with the entries class-transformer skipped.
+        const entries = Object.keys(value).map((k) => [k, built.has(k) ? built.get(k) : toInstance(nested, value[k])] as const);
+        define(instance, key, new Map(entries));
+      });
+    } else if (info?.nested && Array.isArray(value)) {
+      const nested = info.nested;
+      const parts = value.map((v) => (isPlainObject(v) ? setAside(nested, v) : undefined));
+      define(copy, key, value.map((v, i) => parts[i]?.copy ?? v));
+      steps.push((instance) => {
+        const built = (instance as Record<string, unknown>)[key];
+        if (Array.isArray(built)) built.forEach((b, i) => b && typeof b === 'object' && parts[i]?.restore(b));
+      });
+      continue;
+    } else if (info?.nested && isPlainObject(value)) {
+      const part = setAside(info.nested, value);
+      define(copy, key, part.copy);
+      steps.push((instance) => {
+        const built = (instance as Record<string, unknown>)[key];
+        if (built && typeof built === 'object') part.restore(built);
+      });
+      continue;
+    }
+    define(copy, key, value);
+  }
+  return { copy, restore: (instance) => steps.forEach((s) => s(instance)) };
+}
+
+/** An own data property, whatever the key: `obj[key] = v` with key `__proto__` would change the prototype. */
+function define(target: object, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}

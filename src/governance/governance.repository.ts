@@ -1,0 +1,116 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import { GovernanceFacts, toolKey } from '../runtime/tool-policy';
+
+export interface RetirementRow {
+  version: number;
+  retired_at: Date;
+  retired_by: string;
+}
+
+export interface DisabledToolRow {
+  capability_id: string;
+  tool_id: string;
+  reason: string | null;
+  disabled_at: Date;
+  disabled_by: string;
+}
+
+
+/**
+ * The two incident-response switches of an organization: versions retired, tools disabled. Every
+ * method takes the organization first (STYLE.md 7). What they decide is read by the tool policy
+ * at every entry point (see src/tool-calls/README.md); nothing here runs a tool.
+ */
+@Injectable()
+export class GovernanceRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** The switches that decide whether one tool of one version may run now, in one query. */
+  async factsFor(orgId: string, agentId: string, version: number, capabilityId: string, toolId: string): Promise<GovernanceFacts> {
+    const [row]: { retired: boolean; reason: string | null; disabled: boolean }[] = await this.dataSource.query(
+      `SELECT EXISTS (SELECT 1 FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2 AND version = $3) AS retired,
+              d.reason, d.tool_id IS NOT NULL AS disabled
+         FROM (SELECT 1) one
+         LEFT JOIN tool_disabled d ON d.org_id = $1 AND d.capability_id = $4 AND d.tool_id = $5`,
+      [orgId, agentId, version, capabilityId, toolId],
+    );
+    return {
+      versionRetired: row.retired,
+      disabledTools: row.disabled ? new Map([[toolKey(capabilityId, toolId), { reason: row.reason }]]) : new Map(),
+    };
+  }
+
+  /** The switches for every tool of one version (MCP's tools/list filters with them). */
+  async factsForVersion(orgId: string, agentId: string, version: number): Promise<GovernanceFacts> {
+    const [retired, disabledTools] = await Promise.all([this.retirementOf(orgId, agentId, version), this.disabledTools(orgId)]);
+    return { versionRetired: retired !== undefined, disabledTools };
+  }
+
+  async retirementsOf(orgId: string, agentId: string, manager: EntityManager | DataSource = this.dataSource): Promise<Map<number, RetirementRow>> {
+    const rows: RetirementRow[] = await manager.query(
+      `SELECT version, retired_at, retired_by FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2`,
+      [orgId, agentId],
+    );
+    return new Map(rows.map((r) => [r.version, r]));
+  }
+
+  async retirementOf(orgId: string, agentId: string, version: number, manager: EntityManager | DataSource = this.dataSource): Promise<RetirementRow | undefined> {
+    const rows: RetirementRow[] = await manager.query(
+      `SELECT version, retired_at, retired_by FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2 AND version = $3`,
+      [orgId, agentId, version],
+    );
+    return rows[0];
+  }
+
+  /** Inserts the retirement unless there is one; answers the retirement as it stands. */
+  async retire(manager: EntityManager, orgId: string, agentId: string, version: number, by: string): Promise<{ row: RetirementRow; created: boolean }> {
+    const inserted: RetirementRow[] = await manager.query(
+      `INSERT INTO agent_version_retirement (org_id, agent_id, version, retired_by) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (agent_id, version) DO NOTHING
+       RETURNING version, retired_at, retired_by`,
+      [orgId, agentId, version, by],
+    );
+    if (inserted[0]) return { row: inserted[0], created: true };
+    return { row: (await this.retirementOf(orgId, agentId, version, manager))!, created: false };
+  }
+
+  async disabledTools(orgId: string, manager: EntityManager | DataSource = this.dataSource): Promise<Map<string, DisabledToolRow>> {
+    const rows: DisabledToolRow[] = await manager.query(
+      `SELECT capability_id, tool_id, reason, disabled_at, disabled_by FROM tool_disabled WHERE org_id = $1 ORDER BY capability_id, tool_id`,
+      [orgId],
+    );
+    return new Map(rows.map((r) => [toolKey(r.capability_id, r.tool_id), r]));
+  }
+
+  async disabledTool(orgId: string, capabilityId: string, toolId: string, manager: EntityManager | DataSource = this.dataSource): Promise<DisabledToolRow | undefined> {
+    const rows: DisabledToolRow[] = await manager.query(
+      `SELECT capability_id, tool_id, reason, disabled_at, disabled_by FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3`,
+      [orgId, capabilityId, toolId],
+    );
+    return rows[0];
+  }
+
+  /** Disables (or updates the reason of) a tool; true when it was enabled before. */
+  async disable(manager: EntityManager, orgId: string, capabilityId: string, toolId: string, reason: string | null, by: string): Promise<{ row: DisabledToolRow; changed: boolean }> {
+    const rows: (DisabledToolRow & { inserted: boolean })[] = await manager.query(
+      `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (org_id, capability_id, tool_id) DO UPDATE SET reason = EXCLUDED.reason
+       RETURNING capability_id, tool_id, reason, disabled_at, disabled_by, (xmax = 0) AS inserted`,
+      [orgId, capabilityId, toolId, reason, by],
+    );
+    const { inserted, ...row } = rows[0];
+    return { row, changed: inserted };
+  }
+
+  /** Enables a tool; true when it was disabled. */
+  async enable(manager: EntityManager, orgId: string, capabilityId: string, toolId: string): Promise<boolean> {
+    const result: unknown[] = await manager.query(
+      `DELETE FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 RETURNING tool_id`,
+      [orgId, capabilityId, toolId],
+    );
+    // TypeORM answers a DELETE ... RETURNING as [rows, count].
+    const rows = Array.isArray(result[0]) ? (result[0] as unknown[]) : result;
+    return rows.length > 0;
+  }
+}

@@ -1,0 +1,105 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { AuditService } from '../audit/audit.service';
+import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { CapabilityRegistry } from '../capabilities/capability-registry.service';
+import { ApiError } from '../common/api-error';
+import { DisabledToolRow, GovernanceRepository, RetirementRow } from './governance.repository';
+import { ToolSwitchView } from './governance.dto';
+
+/** An MCP tool's id: `<connection name>/<tool name>` (API.md "MCP catalog"). */
+const MCP_TOOL_ID = /^[a-z0-9][a-z0-9-]{1,62}\/[^\u0000-\u001f]{1,200}$/;
+
+/**
+ * Incident response: retiring a version and disabling a tool. Both are recorded with their audit
+ * event in one transaction, and both are read by the tool policy at every entry point that runs a
+ * tool; a switch checked only by one route would be a hole.
+ */
+@Injectable()
+export class GovernanceService {
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly repository: GovernanceRepository,
+    private readonly registry: CapabilityRegistry,
+    private readonly audit: AuditService,
+  ) {}
+
+  /**
+   * Retires a published version: calls to it are `409 version_retired` from then on. The latest
+   * version cannot be retired (`409 conflict`): "latest" must always name something that runs;
+   * publish another version first. Retiring a retired version answers it as it stands.
+   */
+  async retire(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<RetirementRow> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    return this.dataSource.transaction(async (m) => {
+      // The agent row is locked so that a publish cannot make this version the latest's
+      // predecessor between the check and the insert, nor the other way round.
+      const agents: { latest_version: number | null }[] = await m.query(`SELECT latest_version FROM agent WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, agentId]);
+      if (agents.length === 0) throw ApiError.notFound('agent');
+      const latest = agents[0].latest_version;
+      if (latest === null) throw ApiError.conflict('The agent has no published version.', 'not_published');
+      const v = version === 'latest' ? latest : version;
+      const found: unknown[] = await m.query(`SELECT 1 FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`, [orgId, agentId, v]);
+      if (found.length === 0) throw ApiError.notFound('agent version');
+      if (v === latest) {
+        throw ApiError.conflict(`Version ${v} is the latest version and cannot be retired; publish a newer version first.`);
+      }
+      const { row, created } = await this.repository.retire(m, orgId, agentId, v, principal.id);
+      if (created) {
+        await this.audit.record(m, {
+          type: 'agent.version_retired',
+          orgId,
+          actor: actorOf(principal),
+          target: { type: 'agent', id: agentId },
+          data: { agentId, version: v },
+        });
+      }
+      return row;
+    });
+  }
+
+  async listDisabled(ctx: RequestContext): Promise<ToolSwitchView[]> {
+    const rows = await this.repository.disabledTools(keyOf(ctx).orgId);
+    return [...rows.values()].map(toSwitchView);
+  }
+
+  /** Disables or enables one tool for the organization; audited only when the state changes. */
+  async setDisabled(ctx: RequestContext, capabilityId: string, toolId: string, body: { disabled: boolean; reason?: string }): Promise<ToolSwitchView> {
+    const principal = keyOf(ctx);
+    const orgId = principal.orgId;
+    this.assertKnownTool(capabilityId, toolId);
+    return this.dataSource.transaction(async (m) => {
+      const actor = actorOf(principal);
+      const target = { type: 'tool', id: `${capabilityId}/${toolId}` };
+      if (body.disabled) {
+        const { row, changed } = await this.repository.disable(m, orgId, capabilityId, toolId, body.reason ?? null, principal.id);
+        if (changed) await this.audit.record(m, { type: 'tool.disabled', orgId, actor, target, data: { capabilityId, toolId, reason: body.reason ?? null } });
+        return toSwitchView(row);
+      }
+      if (await this.repository.enable(m, orgId, capabilityId, toolId)) {
+        await this.audit.record(m, { type: 'tool.enabled', orgId, actor, target, data: { capabilityId, toolId, ...(body.reason ? { reason: body.reason } : {}) } });
+      }
+      return { capabilityId, toolId, disabled: false, reason: null, disabledAt: null, disabledBy: null };
+    });
+  }
+
+  /** A tool the code declares (or, for `mcp`, an id shaped like one): anything else is 404 unknown_tool. */
+  private assertKnownTool(capabilityId: string, toolId: string): void {
+    if (capabilityId === 'mcp') {
+      if (MCP_TOOL_ID.test(toolId)) return;
+    } else if (this.registry.get(capabilityId)?.tools.some((t) => t.declaration.id === toolId)) {
+      return;
+    }
+    throw new ApiError('unknown_tool', `No capability "${capabilityId}" declares a tool "${toolId}".`);
+  }
+}
+
+function toSwitchView(row: DisabledToolRow): ToolSwitchView {
+  return { capabilityId: row.capability_id, toolId: row.tool_id, disabled: true, reason: row.reason, disabledAt: new Date(row.disabled_at).toISOString(), disabledBy: row.disabled_by };
+}
+
+function keyOf(ctx: RequestContext): ApiKeyPrincipal {
+  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key acts on its agents and tools.');
+  return ctx.principal;
+}

@@ -1,0 +1,59 @@
+import type { VersionTool } from '../agents/built-version';
+import { testConfig } from '../../test/support/test-app';
+import { McpToolResolver } from './mcp-tool.resolver';
+
+const tool = (inputSchema: Record<string, unknown>, digest = JSON.stringify(inputSchema)): VersionTool => ({
+  name: 't',
+  description: 'd',
+  inputSchema,
+  capabilityId: 'mcp',
+  toolId: 'conn/t',
+  risk: 'read_only',
+  requiresApproval: false,
+  source: { connectionId: '00000000-0000-4000-8000-000000000000', server: 'remote' },
+  declaration: { id: 'conn/t', description: 'd', risk: 'read_only' },
+  scopes: [],
+  approvalReason: null,
+  digest,
+  pinnedDigest: digest,
+});
+
+describe('McpToolResolver.validate', () => {
+  const resolver = new McpToolResolver({} as never, {} as never, testConfig());
+  const schema = {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    type: 'object',
+    properties: { id: { type: 'string' }, items: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } }, when: { type: 'string', format: 'date-time' } },
+    required: ['id'],
+    additionalProperties: false,
+  };
+
+  it('handles only MCP catalog tools', () => {
+    expect(resolver.handles(tool(schema))).toBe(true);
+    expect(resolver.handles({ ...tool(schema), capabilityId: 'knowledge', source: undefined })).toBe(false);
+  });
+
+  it('accepts arguments the listed schema accepts, as they are', () => {
+    expect(resolver.validate(tool(schema), { id: 'a', items: [{ n: 1 }] })).toEqual({ value: { id: 'a', items: [{ n: 1 }] }, plain: { id: 'a', items: [{ n: 1 }] }, errors: [] });
+  });
+
+  it('names each problem at its path', () => {
+    const { errors } = resolver.validate(tool(schema), { items: [{ n: 'x' }, {}], when: 'yesterday', extra: 1 });
+    expect(errors.map((e) => e.path).sort()).toEqual(['extra', 'id', 'items[0].n', 'items[1].n', 'when']);
+  });
+
+  it('refuses what is not an object', () => {
+    for (const args of [null, [], 'x', 3]) expect(resolver.validate(tool(schema), args).errors).toEqual([{ path: '', code: 'type', message: 'must be an object' }]);
+  });
+
+  it('reads draft 2020-12 schemas too', () => {
+    const s2020 = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { t: { type: 'array', prefixItems: [{ type: 'string' }] } } };
+    expect(resolver.validate(tool(s2020), { t: ['a'] }).errors).toEqual([]);
+    expect(resolver.validate(tool(s2020), { t: [1] }).errors.map((e) => e.path)).toEqual(['t[0]']);
+  });
+
+  it('a schema that cannot be compiled validates nothing: every call is refused', () => {
+    const broken = { type: 'object', properties: { a: { type: 'no-such-type' } } };
+    expect(resolver.validate(tool(broken), { a: 1 }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+  });
+});

@@ -1,0 +1,78 @@
+import fc from 'fast-check';
+import { connect } from 'node:net';
+import { bearer, createTestApp, TestApp } from '../support/test-app';
+
+/**
+ * Issue 13, class 7: every error is a problem document. Fastify's router refused over-long and
+ * malformed path segments with its own JSON, without `x-request-id`; the HTTP parser's refusals
+ * had no request id either.
+ */
+// Property runs make many requests; a loaded CI machine must not fail them on time alone.
+jest.setTimeout(180_000);
+
+describe('refusals of the router and the HTTP parser are problem documents with a request id', () => {
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as { port: number }).port;
+  }, 180_000);
+  afterAll(() => t.close());
+
+  const badSegment = fc.oneof(
+    fc.constantFrom('%', '%z', '%zz', '%E0%A4%A', '%C0%AF', '%ED%A0%80', '%FF', '%E2%82', 'a%', '%%'),
+    fc.tuple(fc.string({ maxLength: 5 }).map(encodeURIComponent), fc.constantFrom('%', '%g1', '%C3')).map(([a, b]) => a + b),
+  );
+  const prefixes = ['/api/v1/agents/', '/api/v1/tool-calls/', '/api/v1/approvals/', '/api/v1/knowledge/collections/', '/api/v1/skills/', '/api/v1/orgs/'];
+
+  it('a path segment that does not decode: 400 problem+json with x-request-id', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...prefixes), badSegment, async (prefix, segment) => {
+        const res = await t.http.get(prefix + segment).set(...bearer('anything'));
+        expect([prefix + segment, res.status, res.headers['content-type']?.split(';')[0]]).toEqual([prefix + segment, 400, 'application/problem+json']);
+        expect(res.body).toMatchObject({ status: 400, code: 'invalid_request', type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+        expect(res.headers['x-request-id']).toEqual(expect.any(String));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('an over-long path segment: 414 uri_too_long, problem+json with x-request-id (also the caller\'s own id)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...prefixes), fc.integer({ min: 101, max: 4000 }), async (prefix, length) => {
+        const res = await t.http.get(prefix + 'a'.repeat(length)).set('x-request-id', 'trace-123').set(...bearer('anything'));
+        expect([prefix, length, res.status, res.body.code]).toEqual([prefix, length, 414, 'uri_too_long']);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.headers['x-request-id']).toBe('trace-123');
+      }),
+      { numRuns: 20 },
+    );
+  });
+
+  /** Raw HTTP: what the parser refuses never reaches the router, and supertest cannot send it. */
+  function raw(request: string | Buffer): Promise<string> {
+    return new Promise((resolve, reject) => {
+      const socket = connect(port, '127.0.0.1');
+      let data = '';
+      socket.on('data', (c) => (data += c.toString('latin1')));
+      socket.on('end', () => resolve(data));
+      socket.on('error', reject);
+      socket.end(request);
+    });
+  }
+
+  it.each([
+    ['headers too large', `GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['a malformed request line', 'GET /health HTTP/9.Z\r\n\r\n', 400],
+    ['a header without a colon', 'GET /health HTTP/1.1\r\nHost: x\r\nbroken header\r\n\r\n', 400],
+    ['a bad Content-Length', 'POST /api/v1/orgs HTTP/1.1\r\nHost: x\r\nContent-Length: -5\r\n\r\n', 400],
+  ])('%s: a problem document with x-request-id', async (_name, request, status) => {
+    const answer = await raw(request as string);
+    expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
+    expect(answer).toMatch(/\r\nContent-Type: application\/problem\+json\r\n/i);
+    expect(answer).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/i);
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(body).toMatchObject({ status, code: expect.any(String) });
+  });
+});
