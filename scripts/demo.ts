@@ -10,7 +10,8 @@
  * It creates an organization and its keys, a knowledge collection with a few documents, a skill,
  * and an agent with the seven builtin capabilities; publishes it; shows its tools and system
  * prompt; searches the knowledge; asks to remember something (pending), approves it as the
- * approver key, shows the result. Then it runs an agent against a scripted OpenAI-compatible model
+ * approver key, shows the result. It connects the catalog's `everything` MCP server (stdio), binds
+ * two of its tools to an agent and calls the mutating one through approval. Then it runs an agent against a scripted OpenAI-compatible model
  * it starts on a loopback port (scripts/scripted-model.ts): the run pauses on a tool call that needs
  * approval and resumes by itself once approved. Last, the audit trail. Everything it creates is
  * new: running it twice against one server is fine. Against a running server (DEMO_URL), that
@@ -153,6 +154,8 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const recall = (await api.post(`/agents/${agent.id}/tool-calls`, agentKey, { tool: 'recall_memories', arguments: { query: 'language' }, runId: 'demo-run' }, [200])).body;
   show(recall.result.memories.map((m: Json) => `- ${m.content} [${m.tags.join(', ')}]`).join('\n'));
 
+  await catalogToolThroughApproval(api, keys, section, show);
+
   await runAgainstScriptedModel(api, keys, section, show);
 
   section('The audit trail, newest first (admin key)');
@@ -164,6 +167,41 @@ export async function runDemo(options: DemoOptions): Promise<void> {
       .join('\n'),
   );
   print('\nDone. Everything above went through the HTTP API; open /api/docs on the server to try more.');
+}
+
+/**
+ * A catalog MCP server: the `everything` reference server, started over stdio by the platform
+ * (offline, no credentials). Its tool annotations are trusted, so its mutating tool needs approval.
+ */
+async function catalogToolThroughApproval(
+  api: Api,
+  keys: Record<string, { id: string; token: string }>,
+  section: (title: string) => void,
+  show: (text: string) => void,
+): Promise<void> {
+  section('The admin connects the "everything" MCP server from the catalog (stdio, started by the platform)');
+  const connection = (await api.post('/mcp-connections', keys.admin.token, { server: 'everything', name: 'reference' })).body;
+  const listed = (name: string) => connection.tools.find((x: Json) => x.name === name);
+  show(`connection ${connection.name} (${connection.id}) lists ${connection.tools.length} tools, e.g.`);
+  show(['echo', 'toggle-simulated-logging'].map((n) => `  ${n.padEnd(25)} ${listed(n)?.risk} (from its ${listed(n)?.riskSource})`).join('\n'));
+
+  section('The builder binds two of its tools to an agent and publishes it (their definitions are pinned)');
+  const builder = keys.builder.token;
+  const agent = (await api.post('/agents', builder, { slug: 'reference-tools', name: 'Reference tools' })).body;
+  await api.put(`/agents/${agent.id}/draft`, builder, {
+    instructions: 'Use the reference server.',
+    capabilities: [],
+    mcpServers: [{ connection: connection.id, tools: ['echo', 'toggle-simulated-logging'] }],
+  });
+  const version = (await api.post(`/agents/${agent.id}/publish`, builder, undefined)).body;
+  show(`version ${version.version} published, tools pinned: ${Object.keys(version.toolDigests).sort().join(', ')}`);
+
+  section('The agent runtime calls toggle-simulated-logging, a mutating tool: it waits for a person');
+  const asked = (await api.post(`/agents/${agent.id}/tool-calls`, keys.agent.token, { tool: 'toggle-simulated-logging', arguments: {} }, [202])).body;
+  show(`status ${asked.status} (${asked.toolId}), approval ${asked.approvalId}`);
+  const decided = (await api.post(`/approvals/${asked.approvalId}/approve`, keys.approver.token, { note: 'Go ahead.' }, [200])).body;
+  show(`approval ${decided.approval.status}; tool call ${decided.toolCall.status} on the MCP server`);
+  show(`result: ${decided.toolCall.result.content.map((c: Json) => c.text).join(' ')}`);
 }
 
 /**

@@ -13,7 +13,7 @@ describe('npm run demo (e2e)', () => {
   });
   afterAll(() => t.close());
 
-  it('walks from a new organization to an approved memory, a run that pauses and resumes, and its audit trail', async () => {
+  it('walks from a new organization to an approved memory, a catalog MCP tool through approval, a run that pauses and resumes, and its audit trail', async () => {
     const lines: string[] = [];
     await runDemo({ url, adminToken: t.adminToken, print: (line) => lines.push(line) });
     const out = lines.join('\n');
@@ -28,6 +28,14 @@ describe('npm run demo (e2e)', () => {
       'status pending_approval, approval ',
       'tool call succeeded',
       '- The customer prefers answers in French [language]',
+      // A catalog MCP server's tool, through approval.
+      /connection reference \([0-9a-f-]{36}\) lists \d+ tools/,
+      /echo +read_only \(from its annotations\)/,
+      /toggle-simulated-logging +mutating \(from its annotations\)/,
+      'tools pinned: echo, toggle-simulated-logging',
+      /status pending_approval \(reference\/toggle-simulated-logging\), approval [0-9a-f-]{36}/,
+      'approval approved; tool call succeeded on the MCP server',
+      /result: .*logging/i,
       // The run against the scripted model: the pause, the approval, the resume by itself.
       /provider scripted-[0-9a-f]{6} at http:\/\/127\.0\.0\.1:\d+\/v1, API key stored sealed \(hasApiKey: true\)/,
       'version 1 published with model scripted-1',
