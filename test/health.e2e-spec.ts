@@ -35,7 +35,10 @@ describe('health (e2e)', () => {
     const doc = (await t.http.get('/api/docs-json').expect(200)).body;
     const ready = doc.paths['/health/ready'].get.responses;
     expect(ready['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/ReadinessView' });
-    expect(ready['503'].content['application/problem+json'].schema.required).toContain('code');
+    // Every error answer points at the one shared Problem component.
+    const problem = ready['503'].content['application/problem+json'].schema;
+    const resolved = problem.$ref ? doc.components.schemas[problem.$ref.split('/').pop()] : problem;
+    expect(resolved.required).toContain('code');
     expect(doc.paths['/health'].get.responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/LivenessView' });
   });
 });

@@ -128,7 +128,8 @@ describe('the OpenAPI document (e2e)', () => {
     const freeIds = new Set(['runId', 'requestId', 'capabilityId', 'toolId', 'entryId', 'modelCallId', 'keyPrefix']);
     // `id`s that are names, not UUIDs: capabilities, tools and MCP catalog entries are declared in
     // code; a principal or audit party may be `platform` or `system`.
-    const namedIds = new Set(['MeView.id', 'AuditPartyView.id', 'CapabilityRefDto.id', 'ToolDescriptorView.id', 'CapabilityDescriptorView.id', 'McpServerEntryView.id']);
+    // A model's tool-call ids in a run's transcript are the model's own strings (`call_abc…`).
+    const namedIds = new Set(['ChatMessageView.toolCallId', 'ChatMessageView.toolCalls[].id', 'MeView.id', 'AuditPartyView.id', 'CapabilityRefDto.id', 'ToolDescriptorView.id', 'CapabilityDescriptorView.id', 'McpServerEntryView.id']);
     const visit = (s: Schema & { format?: string; type?: string }, at: string) => {
       if (!s || typeof s !== 'object') return;
       if (s.$ref) return;

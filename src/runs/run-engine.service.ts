@@ -1,3 +1,5 @@
+// Longer than 300 lines because one step of the run loop (load, compact, call the model, run its
+// tool calls through the executor, persist) reads best as one state machine in one place.
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
