@@ -90,7 +90,7 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(page.url()).not.toContain(org.keys.admin);
     const stored = await page.evaluate('({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })');
     expect(stored).toEqual({ local: 0, session: 0, cookie: '' });
-    for (const name of ['Agents', 'Capabilities', 'Approvals', 'MCP servers', 'Knowledge', 'Skills', 'Audit log', 'API keys', 'Webhooks']) {
+    for (const name of ['Agents', 'Runs', 'Capabilities', 'Approvals', 'MCP servers', 'Knowledge', 'Skills', 'Audit log', 'API keys', 'Webhooks']) {
       await page.getByRole('link', { name, exact: true }).waitFor();
     }
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -222,6 +222,45 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('binds an MCP connection to an agent from the editor', async () => {
+    const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as { id: string };
+    const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'mcp-binder', name: 'MCP binder' }).expect(201)).body as { id: string };
+    const { context, page } = await signedIn(org.keys.builder);
+    await page.getByRole('link', { name: 'MCP binder' }).click();
+    const bind = page.getByRole('checkbox', { name: 'Bind reference-mcp' });
+    await bind.check();
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.getByText('Draft saved.').waitFor();
+    expect((await api('get', `/agents/${agent.id}`, org.keys.viewer).expect(200)).body.draft.mcpServers).toEqual([{ connection: connection.id }]);
+    await bind.uncheck();
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.getByText('Draft saved.').waitFor();
+    expect((await api('get', `/agents/${agent.id}`, org.keys.viewer).expect(200)).body.draft.mcpServers).toBeUndefined();
+    await context.close();
+  });
+
+  it('offers to start runs only to keys that may, and announces a refused run', async () => {
+    const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'no-model', name: 'No model' }).expect(201)).body as { id: string };
+    await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Answer.', capabilities: [] }).expect(200);
+    await api('post', `/agents/${agent.id}/publish`, org.keys.builder).expect(201);
+
+    const viewer = await signedIn(org.keys.viewer);
+    await viewer.page.getByRole('link', { name: 'Runs', exact: true }).click();
+    await viewer.page.getByRole('heading', { name: 'Recent runs' }).waitFor();
+    expect(await viewer.page.getByRole('button', { name: 'Start run' }).count()).toBe(0);
+    await viewer.context.close();
+
+    const { context, page } = await signedIn(org.keys.builder);
+    await page.getByRole('link', { name: 'Runs', exact: true }).click();
+    await page.getByRole('combobox', { name: 'Agent' }).selectOption({ label: 'No model (version 1)' });
+    await page.getByRole('textbox', { name: 'Input' }).fill('Hello?');
+    await page.getByRole('button', { name: 'Start run' }).click();
+    // The agent names no model: the server refuses (409 model_not_configured), and the form says so.
+    await page.getByRole('alert').filter({ hasText: /model/i }).waitFor();
+    expect((await api('get', `/runs?agentId=${agent.id}`, org.keys.viewer).expect(200)).body.items).toEqual([]);
+    await context.close();
+  });
+
   it('has no serious or critical accessibility problem on any page', async () => {
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'axe-check', name: 'Axe check' }).expect(201)).body as { id: string };
     await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: '# Hello', capabilities: [{ id: 'memory-write' }, { id: 'compaction' }, { id: 'knowledge', config: { maxResults: 99 } }] }).expect(200);
@@ -262,6 +301,7 @@ describe('the Builder console in a browser (e2e)', () => {
     await visit('audit log', nav('Audit log'), () => page.getByRole('cell', { name: 'agent.published' }).first().waitFor());
     await visit('api keys', nav('API keys'), () => page.getByRole('button', { name: 'Create key' }).waitFor());
     await visit('mcp servers', nav('MCP servers'), () => page.getByRole('button', { name: 'Connect' }).waitFor());
+    await visit('runs', nav('Runs'), () => page.getByRole('button', { name: 'Start run' }).waitFor());
     await visit('webhooks', nav('Webhooks'), () => page.getByRole('button', { name: 'Create webhook' }).waitFor());
     await context.close();
 

@@ -9,6 +9,7 @@ import { AuditLogPage } from './pages/audit-log';
 import { CapabilitiesPage } from './pages/capabilities';
 import { KnowledgePage } from './pages/knowledge';
 import { McpServersPage } from './pages/mcp-servers';
+import { canReadRuns, RunPage, RunsPage } from './pages/runs';
 import { WebhooksPage } from './pages/webhooks';
 import { SkillsPage } from './pages/skills';
 import { Link, match, PageTitle, Redirect, usePath } from './router';
@@ -105,6 +106,7 @@ function Shell({ session }: { session: Session }) {
   const nav: NavItem[] = [
     { to: '/agents', label: 'Agents', show: can(me, 'read') },
     { to: '/capabilities', label: 'Capabilities', show: true },
+    { to: '/runs', label: 'Runs', show: canReadRuns(me) },
     { to: '/approvals', label: 'Approvals', show: can(me, 'read') },
     { to: '/mcp-servers', label: 'MCP servers', show: can(me, 'read') },
     { to: '/knowledge', label: 'Knowledge', show: can(me, 'read') },
@@ -159,6 +161,8 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   if ((params = match('/agents/:id', path)) && can(me, 'read')) return <AgentEditor agentId={params.id} tab="draft" />;
   if ((params = match('/agents/:id/versions', path)) && can(me, 'read')) return <AgentEditor agentId={params.id} tab="versions" />;
   if (match('/capabilities', path)) return <CapabilitiesPage />;
+  if (match('/runs', path) && canReadRuns(me)) return <RunsPage />;
+  if ((params = match('/runs/:id', path)) && canReadRuns(me)) return <RunPage runId={params.id} />;
   if (match('/approvals', path) && can(me, 'read')) return <ApprovalsPage />;
   if (match('/knowledge', path) && can(me, 'read')) return <KnowledgePage />;
   if ((params = match('/knowledge/:id', path)) && can(me, 'read')) return <KnowledgePage collectionId={params.id} />;

@@ -17,8 +17,7 @@ const RETRY_MS = 5000;
  * dropped connection. Answers false when the server has no stream for this key (an older server
  * without the endpoint, or a role it does not serve), so the caller polls instead.
  */
-async function stream(token: string, types: string[], lastId: { current?: string }, signal: AbortSignal, onEvent: (e: AuditEventMessage) => void, onOpen: () => void): Promise<boolean> {
-  const url = `/api/v1/events?types=${encodeURIComponent(types.join(','))}`;
+export async function readEventStream(url: string, token: string, lastId: { current?: string }, signal: AbortSignal, onEvent: (e: AuditEventMessage) => void, onOpen: () => void): Promise<boolean> {
   const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
   if (lastId.current) headers['Last-Event-ID'] = lastId.current;
   const response = await fetch(url, { headers, signal, cache: 'no-store' });
@@ -84,7 +83,7 @@ export function useLiveUpdates(token: string, types: string[], onChange: () => v
     void (async () => {
       while (!abort.signal.aborted) {
         try {
-          const offered = await stream(token, key.split(','), lastId, abort.signal, () => callback.current(), () => {
+          const offered = await readEventStream(`/api/v1/events?types=${encodeURIComponent(key)}`, token, lastId, abort.signal, () => callback.current(), () => {
             stopPolling();
             setMode('live');
             // Whatever happened while the stream was down is fetched once, not replayed one by one.

@@ -46,6 +46,8 @@ function cleanSpec(spec: AgentSpec): AgentSpec {
   const resources = Object.fromEntries(Object.entries(spec.resources ?? {}).filter(([, ids]) => ids && ids.length > 0));
   if (Object.keys(resources).length) out.resources = resources;
   else delete out.resources;
+  if (spec.mcpServers?.length) out.mcpServers = spec.mcpServers;
+  else delete out.mcpServers;
   if (spec.toolApproval && Object.keys(spec.toolApproval).length) out.toolApproval = spec.toolApproval;
   else delete out.toolApproval;
   const overrides = Object.fromEntries(
@@ -72,6 +74,7 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
   const org = useLoad(() => ok(api.GET('/api/v1/orgs/{orgId}', { params: { path: { orgId: me.orgId! } } })), [api, me.orgId]);
   const collections = useLoad(() => ok(api.GET('/api/v1/knowledge/collections', { params: { query: { limit: 200 } } })), [api]);
   const skills = useLoad(() => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200 } } })), [api]);
+  const connections = useLoad(() => ok(api.GET('/api/v1/mcp-connections', { params: { query: { limit: 200 } } })), [api]);
   const map = useMemo(() => errorMap(errors), [errors]);
   const byId = useMemo(() => new Map((catalog.data?.items ?? []).map((c) => [c.id, c])), [catalog.data]);
 
@@ -274,6 +277,65 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
           readOnly={readOnly}
           onSpec={edit}
         />
+      </section>
+
+      <section aria-labelledby="mcp-title" className="card">
+        <h2 id="mcp-title">MCP connections</h2>
+        <Alert>{connections.error && `The MCP connections could not be loaded: ${connections.error}`}</Alert>
+        {connections.data && connections.data.items.length === 0 && <p className="muted">No MCP connections in this organization yet.</p>}
+        <ul className="checks">
+          {(connections.data?.items ?? []).map((c) => {
+            const index = (spec.mcpServers ?? []).findIndex((b) => b.connection === c.id);
+            const on = index >= 0;
+            const paths = on ? [`mcpServers[${index}]`, `mcpServers[${index}].connection`, `mcpServers[${index}].tools`] : [];
+            const describedBy = [`mcp-${c.id}-desc`, ...paths.filter((p) => map.has(p)).map(errorId)].join(' ');
+            return (
+              <li key={c.id}>
+                <input
+                  type="checkbox"
+                  id={`mcp-${c.id}`}
+                  checked={on}
+                  disabled={readOnly}
+                  aria-invalid={paths.some((p) => map.has(p)) || undefined}
+                  aria-describedby={describedBy}
+                  onChange={(e) =>
+                    edit({
+                      ...spec,
+                      // Bound without `tools`: every tool the connection lists, as the API defines it.
+                      mcpServers: e.target.checked ? [...(spec.mcpServers ?? []), { connection: c.id }] : (spec.mcpServers ?? []).filter((b) => b.connection !== c.id),
+                    })
+                  }
+                />{' '}
+                <label htmlFor={`mcp-${c.id}`}>
+                  Bind <strong>{c.name}</strong>
+                </label>
+                <p id={`mcp-${c.id}-desc`} className="help">
+                  {c.server} · {c.tools.length === 1 ? '1 tool' : `${c.tools.length} tools`}
+                  {c.status === 'error' ? ` · last sync failed: ${c.error?.message ?? 'unknown error'}` : ''}
+                </p>
+                {paths.map((p) => (
+                  <FieldErrors key={p} errors={map} path={p} />
+                ))}
+              </li>
+            );
+          })}
+        </ul>
+        {(spec.mcpServers ?? [])
+          .map((b, i) => ({ b, i }))
+          .filter(({ b }) => connections.data && !connections.data.items.some((c) => c.id === b.connection))
+          .map(({ b, i }) => (
+            <div key={b.connection} className="field">
+              <p className="warning">
+                The draft binds <code>{b.connection}</code>, which no connection of this organization is.
+              </p>
+              <FieldErrors errors={map} path={`mcpServers[${i}].connection`} />
+              {!readOnly && (
+                <button type="button" onClick={() => edit({ ...spec, mcpServers: (spec.mcpServers ?? []).filter((_, j) => j !== i) })}>
+                  Remove {b.connection}
+                </button>
+              )}
+            </div>
+          ))}
       </section>
 
       {!readOnly && (
