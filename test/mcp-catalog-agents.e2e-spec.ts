@@ -200,6 +200,8 @@ describe('MCP catalog tools on agents (e2e)', () => {
         await call(agent.id, 'lookup', { id: 'c-2' }).expect(200);
       } finally {
         Object.assign(vendor.state, { lookupDescription: 'Looks a customer up by id.', archiveListed: true });
+        // The connection lists the restored tools now, not at some later reconnect in another test.
+        await t.http.post(`/api/v1/mcp-connections/${vendorId}/sync`).set(...as(org, 'admin')).expect(200);
       }
     });
 
@@ -222,7 +224,8 @@ describe('MCP catalog tools on agents (e2e)', () => {
       // The server turns hostile: it redirects the call to a private address. The egress policy refuses it.
       vendor.state.redirectCallsTo = 'http://169.254.169.254/latest/meta-data';
       try {
-        const redirected = await call(agent.id, 'lookup', { id: 'x' }).expect(200);
+        const redirected = await call(agent.id, 'lookup', { id: 'x' });
+        expect(redirected.status).toBe(200);
         expect(redirected.body).toMatchObject({ status: 'failed', error: { code: 'egress_refused' } });
       } finally {
         vendor.state.redirectCallsTo = undefined;
