@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from './support/browser';
 import { buildConsole } from './support/console-build';
+import { sequence, startScriptedModel } from './support/scripted-model';
 import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /**
@@ -259,6 +260,34 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByRole('alert').filter({ hasText: /model/i }).waitFor();
     expect((await api('get', `/runs?agentId=${agent.id}`, org.keys.viewer).expect(200)).body.items).toEqual([]);
     await context.close();
+  });
+
+  it('starts a run, shows its transcript as it streams and its answer, without a serious accessibility problem', async () => {
+    const model = await startScriptedModel(sequence({ text: 'Bonjour from the scripted model' }));
+    try {
+      const provider = (await api('post', '/model-providers', org.keys.admin).send({ name: 'console-scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-console-test' }).expect(201)).body as { id: string };
+      const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'greeter', name: 'Greeter' }).expect(201)).body as { id: string };
+      await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Greet.', capabilities: [], model: { provider: provider.id, name: 'scripted-1' } }).expect(200);
+      await api('post', `/agents/${agent.id}/publish`, org.keys.builder).expect(201);
+
+      const { context, page } = await signedIn(org.keys.builder);
+      await page.getByRole('link', { name: 'Runs', exact: true }).click();
+      await page.getByRole('combobox', { name: 'Agent' }).selectOption({ label: 'Greeter (version 1)' });
+      await page.getByRole('textbox', { name: 'Input' }).fill('Say hello');
+      await page.getByRole('button', { name: 'Start run' }).click();
+      await page.getByRole('heading', { name: /^Run / }).waitFor();
+      const transcript = page.getByRole('region', { name: 'Transcript' });
+      await transcript.getByText('run.succeeded').waitFor({ timeout: 30_000 });
+      await page.getByText('The run has finished: the transcript is complete.').waitFor();
+      await page.locator('dd').filter({ hasText: 'Bonjour from the scripted model' }).waitFor();
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await page.getByRole('link', { name: 'All runs' }).click();
+      await page.getByRole('table', { name: /Runs of this organization/ }).getByRole('row').filter({ hasText: 'Say hello' }).getByRole('cell', { name: 'succeeded' }).waitFor();
+      expect(await accessibilityProblems(page)).toEqual([]);
+      await context.close();
+    } finally {
+      await model.close();
+    }
   });
 
   it('has no serious or critical accessibility problem on any page', async () => {
