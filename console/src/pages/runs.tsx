@@ -271,7 +271,15 @@ export function RunPage({ runId }: { runId: string }) {
       )}
       <section aria-labelledby="transcript-title">
         <h2 id="transcript-title">Transcript</h2>
-        <p className="muted">{streamState === 'live' ? 'Live: new events appear as they happen.' : streamState === 'ended' ? 'The run has finished: the transcript is complete.' : streamState === 'connecting' ? 'Connecting…' : ''}</p>
+        <p className="muted">
+          {streamState === 'live'
+            ? 'Live: new events appear as they happen.'
+            : streamState === 'ended'
+              ? 'The run has finished: the transcript is complete.'
+              : streamState === 'connecting'
+                ? 'Connecting…'
+                : ''}
+        </p>
         {events.length === 0 ? (
           <p className="muted">No events yet.</p>
         ) : (
