@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { McpClientPool } from '../src/mcp-catalog/connections/mcp-client-pool.service';
 import { startFixtureMcpServer, FixtureMcpServer } from './support/mcp-fixture-server';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -90,7 +91,7 @@ describe('MCP catalog and connections (e2e)', () => {
       expect(res.body.tools.every((x: { risk: string }) => x.risk === 'destructive')).toBe(true);
       // The server received the credential as the header the entry names.
       expect(fixture.authorizations).toContain(SECRET);
-      const stored = await t.app.get(require('typeorm').DataSource).query(`SELECT credentials FROM mcp_connection WHERE id = $1`, [remoteId]);
+      const stored = await t.app.get(DataSource).query(`SELECT credentials FROM mcp_connection WHERE id = $1`, [remoteId]);
       expect(stored[0].credentials).not.toContain('sk-vendor');
       expect(stored[0].credentials).toMatch(/^v1\./);
     });

@@ -274,6 +274,7 @@ describe('agent runs (e2e)', () => {
       model.setScript(sequence({ garbage: '{not json' }, { text: 'Recovered.' }));
       const garbage = await startRun(agentId, { input: 'x' }).expect(201);
       expect(garbage.body).toMatchObject({ status: 'succeeded', output: 'Recovered.' });
+      expect(since(from)).toHaveLength(2); // the garbage answer, then the retry
 
       from = model.requests.length;
       model.setScript(sequence({ status: 500 }));

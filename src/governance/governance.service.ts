@@ -8,6 +8,7 @@ import { DisabledToolRow, GovernanceRepository, RetirementRow } from './governan
 import { ToolSwitchView } from './governance.dto';
 
 /** An MCP tool's id: `<connection name>/<tool name>` (API.md "MCP catalog"). */
+// eslint-disable-next-line no-control-regex -- control characters are exactly what a tool id may not hold
 const MCP_TOOL_ID = /^[a-z0-9][a-z0-9-]{1,62}\/[^\u0000-\u001f]{1,200}$/;
 
 /**

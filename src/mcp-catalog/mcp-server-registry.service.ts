@@ -135,7 +135,7 @@ export function checkEntry(d: McpServerEntryDefinition | undefined, className: s
   if (d.transport === 'streamable-http') {
     if (d.stdio !== undefined) problems.push(`${name}: stdio is for stdio entries`);
     if (d.url !== undefined) {
-      let ok = false;
+      let ok: boolean;
       try {
         ok = new URL(d.url).protocol === 'https:';
       } catch {

@@ -190,5 +190,6 @@ export function viewOfNewCall(call: NewCall, status: ToolCallStatus, extra: Part
 
 /** A DataSource or a transaction's EntityManager. */
 export interface Queryable {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the rows' shape is each caller's to declare, as TypeORM's own query() does
   query(sql: string, params?: unknown[]): Promise<any>;
 }

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../../src/capabilities/capability-registry.service';
 import type { BuildContext, ResolvedResources, StampedContribution, ToolContext } from '../../src/capabilities/capability.types';
 import { ToolError } from '../../src/capabilities/capability.types';
@@ -41,7 +40,6 @@ export async function createSkill(t: TestApp, org: TestOrg, name: string, descri
 
 /** Resolves the ids as the version builder does: for the organization, in the order given. */
 export async function resolveResources(t: TestApp, orgId: string, ids: { knowledgeCollections?: string[]; skills?: string[] } = {}): Promise<ResolvedResources> {
-  const ds = t.app.get(DataSource);
   return {
     knowledgeCollections: await t.app.get(KnowledgeRepository).resolve(orgId, ids.knowledgeCollections ?? []),
     skills: await t.app.get(SkillsRepository).resolve(orgId, ids.skills ?? []),
