@@ -1,14 +1,17 @@
 /** Every test file gets its own database (see test/support/test-app.ts), so files run in parallel safely. */
-const swc = ['@swc/jest', {
-  sourceMaps: 'inline',
-  jsc: {
-    target: 'es2022',
-    parser: { syntax: 'typescript', decorators: true },
-    transform: { legacyDecorator: true, decoratorMetadata: true },
-    keepClassNames: true,
+const swc = [
+  '@swc/jest',
+  {
+    sourceMaps: 'inline',
+    jsc: {
+      target: 'es2022',
+      parser: { syntax: 'typescript', decorators: true },
+      transform: { legacyDecorator: true, decoratorMetadata: true },
+      keepClassNames: true,
+    },
+    module: { type: 'commonjs' },
   },
-  module: { type: 'commonjs' },
-}];
+];
 
 // ESM-only packages pulled in by our dependencies; Jest must transpile them to CommonJS.
 const esmPackages = ['content-disposition'];

@@ -60,7 +60,10 @@ async function main(): Promise<void> {
   try {
     const database = await b.databaseVersion();
     const result = await runItems(items, options);
-    printThroughput(`Compare — ${labelA} vs ${labelB} — ${database}, ${options.connections} connections, ${options.rounds} interleaved rounds of ${options.duration}s`, result);
+    printThroughput(
+      `Compare — ${labelA} vs ${labelB} — ${database}, ${options.connections} connections, ${options.rounds} interleaved rounds of ${options.duration}s`,
+      result,
+    );
     const byId = new Map(result.rows.map((r) => [r.id, r.measurement]));
     printTable({
       title: `B against A, same run (${labelA} -> ${labelB})`,
@@ -70,11 +73,30 @@ async function main(): Promise<void> {
         .map((s) => {
           const ma = byId.get(`${s.id}@a`)!;
           const mb = byId.get(`${s.id}@b`)!;
-          return [s.name, Math.round(ma.rps), Math.round(mb.rps), fixed(mb.rps / ma.rps, 2), fixed(ma.p50, 1), fixed(mb.p50, 1), fixed(ma.p99, 1), fixed(mb.p99, 1)];
+          return [
+            s.name,
+            Math.round(ma.rps),
+            Math.round(mb.rps),
+            fixed(mb.rps / ma.rps, 2),
+            fixed(ma.p50, 1),
+            fixed(mb.p50, 1),
+            fixed(ma.p99, 1),
+            fixed(mb.p99, 1),
+          ];
         }),
     });
     if (options.save) {
-      const file = saveResults({ date: new Date().toISOString(), machine: machine(), database, options: publicOptions(options), compare: { a: labelA, b: labelB }, throughput: result }, `${a.mode}-compare`);
+      const file = saveResults(
+        {
+          date: new Date().toISOString(),
+          machine: machine(),
+          database,
+          options: publicOptions(options),
+          compare: { a: labelA, b: labelB },
+          throughput: result,
+        },
+        `${a.mode}-compare`,
+      );
       process.stdout.write(`results: ${file}\n`);
     }
   } catch (err) {

@@ -27,7 +27,10 @@ export const SCENARIOS: ThroughputScenario[] = [bareFastify, health, governedFlo
  */
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
-  const only = args.find((a) => a.startsWith('--only='))?.slice('--only='.length).split(',');
+  const only = args
+    .find((a) => a.startsWith('--only='))
+    ?.slice('--only='.length)
+    .split(',');
   const growth = !args.includes('--no-growth');
   const throughput = !args.includes('--growth-only');
   const options = benchOptions();

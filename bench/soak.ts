@@ -90,41 +90,81 @@ async function main(): Promise<void> {
   const [builder, agentKey, approver, viewer] = [await key('builder'), await key('agent'), await key('approver'), await key('viewer')];
   const collection = await must('POST', '/api/v1/knowledge/collections', builder, { name: 'Handbook' }, 201);
   for (let i = 0; i < 20; i++) {
-    await must('POST', `/api/v1/knowledge/collections/${collection.id}/documents`, builder, { title: `Policy ${i}`, content: `Refunds policy number ${i}: refunds are issued within ${i + 1} days. `.repeat(20) }, 201);
+    await must(
+      'POST',
+      `/api/v1/knowledge/collections/${collection.id}/documents`,
+      builder,
+      { title: `Policy ${i}`, content: `Refunds policy number ${i}: refunds are issued within ${i + 1} days. `.repeat(20) },
+      201,
+    );
   }
   const agent = await must('POST', '/api/v1/agents', builder, { slug: 'soaked', name: 'Soaked' }, 201);
-  await must('PUT', `/api/v1/agents/${agent.id}/draft`, builder, {
-    instructions: 'Help customers.',
-    capabilities: [{ id: 'knowledge' }, { id: 'memory' }, { id: 'memory-write', config: { maxMemories: 100000 } }, { id: 'budget' }, { id: 'clock' }],
-    resources: { knowledgeCollections: [collection.id] },
-  }, 200);
+  await must(
+    'PUT',
+    `/api/v1/agents/${agent.id}/draft`,
+    builder,
+    {
+      instructions: 'Help customers.',
+      capabilities: [{ id: 'knowledge' }, { id: 'memory' }, { id: 'memory-write', config: { maxMemories: 100000 } }, { id: 'budget' }, { id: 'clock' }],
+      resources: { knowledgeCollections: [collection.id] },
+    },
+    200,
+  );
   await must('POST', `/api/v1/agents/${agent.id}/publish`, builder, undefined, 201);
 
   type Step = { name: string; weight: number; run: () => Promise<{ status: number; ok: number[] }> };
   let n = 0;
   const steps: Step[] = [
     { name: 'catalog', weight: 10, run: async () => ({ ...(await api('GET', '/api/v1/agents/capabilities', agentKey)), ok: [200] }) },
-    { name: 'offered tools', weight: 15, run: async () => ({ ...(await api('GET', `/api/v1/agents/${agent.id}/versions/latest/tools`, agentKey)), ok: [200] }) },
+    {
+      name: 'offered tools',
+      weight: 15,
+      run: async () => ({ ...(await api('GET', `/api/v1/agents/${agent.id}/versions/latest/tools`, agentKey)), ok: [200] }),
+    },
     { name: 'manifest', weight: 10, run: async () => ({ ...(await api('GET', `/api/v1/agents/${agent.id}/versions/latest/manifest`, agentKey)), ok: [200] }) },
     {
       name: 'search_knowledge',
       weight: 30,
-      run: async () => ({ ...(await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, { tool: 'search_knowledge', arguments: { query: `refunds ${n++ % 20}` }, runId: `run-${Math.floor(n / 20)}` })), ok: [200] }),
+      run: async () => ({
+        ...(await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, {
+          tool: 'search_knowledge',
+          arguments: { query: `refunds ${n++ % 20}` },
+          runId: `run-${Math.floor(n / 20)}`,
+        })),
+        ok: [200],
+      }),
     },
     {
       name: 'remember + approve',
       weight: 10,
       run: async () => {
-        const asked = await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, { tool: 'remember', arguments: { content: `fact ${randomBytes(6).toString('hex')}` } });
+        const asked = await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, {
+          tool: 'remember',
+          arguments: { content: `fact ${randomBytes(6).toString('hex')}` },
+        });
         if (asked.status !== 202) return { status: asked.status, ok: [202] };
         return { ...(await api('POST', `/api/v1/approvals/${asked.json.approvalId}/approve`, approver, {})), ok: [200] };
       },
     },
     { name: 'list tool calls', weight: 10, run: async () => ({ ...(await api('GET', `/api/v1/tool-calls?agentId=${agent.id}&limit=20`, viewer)), ok: [200] }) },
-    { name: 'bad arguments', weight: 5, run: async () => ({ ...(await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, { tool: 'search_knowledge', arguments: { query: 5 } })), ok: [422] }) },
+    {
+      name: 'bad arguments',
+      weight: 5,
+      run: async () => ({
+        ...(await api('POST', `/api/v1/agents/${agent.id}/tool-calls`, agentKey, { tool: 'search_knowledge', arguments: { query: 5 } })),
+        ok: [422],
+      }),
+    },
     // Past RATE_LIMIT_AUTH_FAILURES in a window, failures are answered 429 (valid keys still pass).
     { name: 'unknown key', weight: 5, run: async () => ({ ...(await api('GET', '/api/v1/me', 'cpk_unknown')), ok: [401, 429] }) },
-    { name: 'add document', weight: 5, run: async () => ({ ...(await api('POST', `/api/v1/knowledge/collections/${collection.id}/documents`, builder, { title: 'Note', content: `note ${n}` })), ok: [201] }) },
+    {
+      name: 'add document',
+      weight: 5,
+      run: async () => ({
+        ...(await api('POST', `/api/v1/knowledge/collections/${collection.id}/documents`, builder, { title: 'Note', content: `note ${n}` })),
+        ok: [201],
+      }),
+    },
   ];
   const totalWeight = steps.reduce((s, x) => s + x.weight, 0);
   const pick = () => {
@@ -175,7 +215,9 @@ async function main(): Promise<void> {
   const warm = memory.find((m) => m.t >= 30) ?? memory[0];
   const last = memory[memory.length - 1];
   const max = Math.max(...memory.map((m) => m.rss));
-  console.log(`\nserver RSS (MiB): start ${memory[0].rss}, after warm-up (${warm.t} s) ${warm.rss}, end ${last.rss}, max ${max}; growth after warm-up ${last.rss - warm.rss} MiB`);
+  console.log(
+    `\nserver RSS (MiB): start ${memory[0].rss}, after warm-up (${warm.t} s) ${warm.rss}, end ${last.rss}, max ${max}; growth after warm-up ${last.rss - warm.rss} MiB`,
+  );
   console.log('samples:', memory.map((m) => `${m.t}s=${m.rss}`).join(' '));
   process.exit(unexpected > 0 ? 1 : 0);
 }

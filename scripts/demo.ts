@@ -92,7 +92,11 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     const key = (await api.post(`/orgs/${org.id}/api-keys`, admin, { name: `demo ${role}`, roles: [role] })).body;
     keys[role] = { id: key.id, token: key.token };
   }
-  show(Object.entries(keys).map(([role, k]) => `${role.padEnd(8)} key ${k.id}`).join('\n'));
+  show(
+    Object.entries(keys)
+      .map(([role, k]) => `${role.padEnd(8)} key ${k.id}`)
+      .join('\n'),
+  );
   const builder = keys.builder.token;
 
   section('The builder writes a knowledge collection with a few documents, and a skill');
@@ -123,7 +127,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
     resources: { knowledgeCollections: [collection.id], skills: [skill.id] },
   });
   const version = (await api.post(`/agents/${agent.id}/publish`, builder, undefined)).body;
-  show(`version ${version.version} published, spec hash ${version.specHash.slice(0, 16)}..., ${Object.keys(version.toolDigests).length} tool definitions pinned`);
+  show(
+    `version ${version.version} published, spec hash ${version.specHash.slice(0, 16)}..., ${Object.keys(version.toolDigests).length} tool definitions pinned`,
+  );
 
   section('What the model is offered: its tools, and its manifest (system prompt and settings)');
   const agentKey = keys.agent.token;
@@ -134,12 +140,26 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   show(`settings: ${JSON.stringify(manifest.settings)}`);
 
   section('The agent runtime calls search_knowledge');
-  const search = (await api.post(`/agents/${agent.id}/tool-calls`, agentKey, { tool: 'search_knowledge', arguments: { query: 'How long do I have to ask for a refund?' }, runId: 'demo-run' }, [200])).body;
+  const search = (
+    await api.post(
+      `/agents/${agent.id}/tool-calls`,
+      agentKey,
+      { tool: 'search_knowledge', arguments: { query: 'How long do I have to ask for a refund?' }, runId: 'demo-run' },
+      [200],
+    )
+  ).body;
   show(`status ${search.status}${search.result.message ? `: ${search.result.message}` : ''}`);
   show(search.result.results.map((r: Json, i: number) => `${i + 1}. ${r.title} (${r.collection}, score ${r.score})\n   ${r.snippet}`).join('\n'));
 
   section('It asks to remember something: a side effect, so it waits for a person');
-  const asked = (await api.post(`/agents/${agent.id}/tool-calls`, agentKey, { tool: 'remember', arguments: { content: 'The customer prefers answers in French', tags: ['language'] }, runId: 'demo-run' }, [202])).body;
+  const asked = (
+    await api.post(
+      `/agents/${agent.id}/tool-calls`,
+      agentKey,
+      { tool: 'remember', arguments: { content: 'The customer prefers answers in French', tags: ['language'] }, runId: 'demo-run' },
+      [202],
+    )
+  ).body;
   show(`status ${asked.status}, approval ${asked.approvalId}; nothing has been written yet`);
 
   section('The approver reads the pending approval and approves it; the tool runs once, with exactly those arguments');
@@ -151,7 +171,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   show(`result: ${JSON.stringify(decided.toolCall.result)}`);
 
   section('The memory is there for the next conversation');
-  const recall = (await api.post(`/agents/${agent.id}/tool-calls`, agentKey, { tool: 'recall_memories', arguments: { query: 'language' }, runId: 'demo-run' }, [200])).body;
+  const recall = (
+    await api.post(`/agents/${agent.id}/tool-calls`, agentKey, { tool: 'recall_memories', arguments: { query: 'language' }, runId: 'demo-run' }, [200])
+  ).body;
   show(recall.result.memories.map((m: Json) => `- ${m.content} [${m.tags.join(', ')}]`).join('\n'));
 
   await catalogToolThroughApproval(api, keys, section, show);
@@ -163,7 +185,9 @@ export async function runDemo(options: DemoOptions): Promise<void> {
   const actors = new Map(Object.entries(keys).map(([role, k]) => [k.id, `${role} key`]));
   show(
     events
-      .map((e: Json) => `${e.at.slice(11, 19)}  ${e.type.padEnd(21)} by ${(actors.get(e.actor.id) ?? e.actor.type).padEnd(12)} on ${e.target.type} ${e.target.id}`)
+      .map(
+        (e: Json) => `${e.at.slice(11, 19)}  ${e.type.padEnd(21)} by ${(actors.get(e.actor.id) ?? e.actor.type).padEnd(12)} on ${e.target.type} ${e.target.id}`,
+      )
       .join('\n'),
   );
   print('\nDone. Everything above went through the HTTP API; open /api/docs on the server to try more.');
@@ -224,7 +248,14 @@ async function runAgainstScriptedModel(
   );
   try {
     section('The admin registers a model provider: an OpenAI-compatible server (here a scripted one on a loopback port)');
-    const provider = (await api.post('/model-providers', keys.admin.token, { name: `scripted-${randomBytes(3).toString('hex')}`, kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-demo-not-secret' })).body;
+    const provider = (
+      await api.post('/model-providers', keys.admin.token, {
+        name: `scripted-${randomBytes(3).toString('hex')}`,
+        kind: 'openai-compatible',
+        baseUrl: model.url,
+        apiKey: 'sk-demo-not-secret',
+      })
+    ).body;
     show(`provider ${provider.name} at ${provider.baseUrl}, API key stored sealed (hasApiKey: ${provider.hasApiKey})`);
 
     section('The builder gives an agent that model and publishes it');
@@ -242,7 +273,8 @@ async function runAgainstScriptedModel(
     const agentKey = keys.agent.token;
     const started = (await api.send('POST', `/agents/${agent.id}/runs`, agentKey, { input: 'Please refund order A-1042.' }, [201])).body;
     const waiting = await untilRun(api, started.id, agentKey, ['waiting_for_approval', 'succeeded', 'failed']);
-    if (waiting.status !== 'waiting_for_approval') throw new DemoError(`the run ended ${waiting.status} instead of waiting for approval: ${JSON.stringify(waiting.error ?? null)}`);
+    if (waiting.status !== 'waiting_for_approval')
+      throw new DemoError(`the run ended ${waiting.status} instead of waiting for approval: ${JSON.stringify(waiting.error ?? null)}`);
     show(`run ${waiting.id}: status ${waiting.status}, pending approvals ${waiting.pendingApprovalIds.join(', ')}`);
     show(`transcript so far:\n${transcript(waiting.messages)}`);
 
@@ -294,7 +326,15 @@ async function startOwnServer(): Promise<{ url: string; adminToken: string; stop
   const adminToken = `demo_${randomBytes(24).toString('base64url')}`;
   const root = join(__dirname, '..');
   // 127.0.0.1 is allowed out so that the server reaches the demo's scripted model on a loopback port.
-  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', PLATFORM_ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', EGRESS_ALLOWED_HOSTS: '127.0.0.1' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    PLATFORM_ADMIN_TOKEN: adminToken,
+    LOG_LEVEL: 'warn',
+    EGRESS_ALLOWED_HOSTS: '127.0.0.1',
+  };
   // The embedded database, whatever the caller's environment points at.
   delete env.DATABASE_URL;
   const child = spawn(process.execPath, ['-r', '@swc-node/register', join(root, 'src', 'main.ts')], {
@@ -338,7 +378,9 @@ function adminTokenFor(env: NodeJS.ProcessEnv): string {
   if (env.PLATFORM_ADMIN_TOKEN) return env.PLATFORM_ADMIN_TOKEN;
   const file = join(env.DATA_DIR ?? './.data', 'admin-token');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  throw new DemoError(`DEMO_URL is set but no admin token was found: set PLATFORM_ADMIN_TOKEN, or DATA_DIR to the server's data directory (${file} does not exist).`);
+  throw new DemoError(
+    `DEMO_URL is set but no admin token was found: set PLATFORM_ADMIN_TOKEN, or DATA_DIR to the server's data directory (${file} does not exist).`,
+  );
 }
 
 async function main(): Promise<void> {

@@ -99,18 +99,28 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
     }
     const calls = 'toolCalls' in a ? a.toolCalls : [];
     calls.forEach((c, i) => {
-      chunks.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null }] });
+      chunks.push({
+        ...base,
+        choices: [
+          { index: 0, delta: { tool_calls: [{ index: i, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }, finish_reason: null },
+        ],
+      });
     });
     // Arguments arrive in pieces, the calls' pieces interleaved.
     const pieces = calls.map((c) => c.arguments.match(/.{1,5}/gs) ?? []);
     for (let k = 0; pieces.some((p) => k < p.length); k++) {
       pieces.forEach((p, i) => {
-        if (k < p.length) chunks.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, function: { arguments: p[k] } }] }, finish_reason: null }] });
+        if (k < p.length)
+          chunks.push({ ...base, choices: [{ index: 0, delta: { tool_calls: [{ index: i, function: { arguments: p[k] } }] }, finish_reason: null }] });
       });
     }
     chunks.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: calls.length ? 'tool_calls' : 'stop' }] });
     const usage = a.usage ?? { prompt: 10, completion: 5 };
-    chunks.push({ ...base, choices: [], usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion } });
+    chunks.push({
+      ...base,
+      choices: [],
+      usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
+    });
     if (!req.stream) {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(
@@ -119,7 +129,17 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
           object: 'chat.completion',
           created: base.created,
           model: req.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: text ?? null, ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}) }, finish_reason: calls.length ? 'tool_calls' : 'stop' }],
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: text ?? null,
+                ...(calls.length ? { tool_calls: calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) } : {}),
+              },
+              finish_reason: calls.length ? 'tool_calls' : 'stop',
+            },
+          ],
           usage: { prompt_tokens: usage.prompt, completion_tokens: usage.completion, total_tokens: usage.prompt + usage.completion },
         }),
       );

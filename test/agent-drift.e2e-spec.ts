@@ -19,7 +19,12 @@ describe('drift of published tool definitions across releases (e2e)', () => {
 
   async function boot(imports: ModuleMetadata['imports']): Promise<TestApp> {
     if (current) await current.close();
-    const app = await createApp({ config: { ...config, databaseUrl: db.real ? db.url : undefined }, database: { url: db.url, poolSize: db.poolSize }, imports, logger: false });
+    const app = await createApp({
+      config: { ...config, databaseUrl: db.real ? db.url : undefined },
+      database: { url: db.url, poolSize: db.poolSize },
+      imports,
+      logger: false,
+    });
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
     current = app;
@@ -38,14 +43,25 @@ describe('drift of published tool definitions across releases (e2e)', () => {
     const one = await boot([AgentsFixturesModule]);
     const org: TestOrg = await createOrg(one, [FX_NOTES_SCOPE]);
     const builder = bearer(org.keys.builder);
-    const a = await one.http.post('/api/v1/agents').set(...builder).send({ slug: 'drifty', name: 'Drifty' }).expect(201);
+    const a = await one.http
+      .post('/api/v1/agents')
+      .set(...builder)
+      .send({ slug: 'drifty', name: 'Drifty' })
+      .expect(201);
     const agentId = a.body.id;
     await one.http
       .put(`/api/v1/agents/${agentId}/draft`)
       .set(...builder)
-      .send({ instructions: 'Notes.', capabilities: [{ id: 'fx-agents-notes' }, { id: 'fx-agents-echo' }], toolOverrides: { fx_agents_write: { name: 'jot' } } })
+      .send({
+        instructions: 'Notes.',
+        capabilities: [{ id: 'fx-agents-notes' }, { id: 'fx-agents-echo' }],
+        toolOverrides: { fx_agents_write: { name: 'jot' } },
+      })
       .expect(200);
-    const v1 = await one.http.post(`/api/v1/agents/${agentId}/publish`).set(...builder).expect(201);
+    const v1 = await one.http
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...builder)
+      .expect(201);
     expect(v1.body.drift).toEqual([]);
     const pending = await one.http
       .post(`/api/v1/agents/${agentId}/tool-calls`)
@@ -54,29 +70,48 @@ describe('drift of published tool definitions across releases (e2e)', () => {
       .expect(202);
 
     const two = await boot([AgentsFixturesReleaseTwoModule]);
-    const version = await two.http.get(`/api/v1/agents/${agentId}/versions/1`).set(...bearer(org.keys.agent)).expect(200);
+    const version = await two.http
+      .get(`/api/v1/agents/${agentId}/versions/1`)
+      .set(...bearer(org.keys.agent))
+      .expect(200);
     expect(version.body.toolDigests).toEqual(v1.body.toolDigests);
     expect(version.body.drift).toEqual([
       { tool: 'fx_agents_search', reason: 'changed' },
       { tool: 'jot', reason: 'removed' },
     ]);
-    const listed = await two.http.get(`/api/v1/agents/${agentId}/versions`).set(...bearer(org.keys.viewer)).expect(200);
+    const listed = await two.http
+      .get(`/api/v1/agents/${agentId}/versions`)
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
     expect(listed.body.items[0].drift).toEqual(version.body.drift);
 
     // Calls to a drifted tool are refused, a removed one included (it answered 404 unknown_tool);
     // a name the version never offered is still unknown.
     const callTool = (tool: string, args: object) =>
-      two.http.post(`/api/v1/agents/${agentId}/tool-calls`).set(...bearer(org.keys.agent)).send({ tool, arguments: args });
-    for (const [tool, args] of [['jot', { text: 'x' }], ['fx_agents_search', { query: 'x' }]] as const) {
+      two.http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...bearer(org.keys.agent))
+        .send({ tool, arguments: args });
+    for (const [tool, args] of [
+      ['jot', { text: 'x' }],
+      ['fx_agents_search', { query: 'x' }],
+    ] as const) {
       const refused = await callTool(tool, args).expect(409);
       expect(refused.body.code).toBe('tool_definition_changed');
     }
     expect((await callTool('fx_agents_write', { text: 'x' }).expect(404)).body.code).toBe('unknown_tool');
     await callTool('fx_agents_echo', { text: 'still fine' }).expect(200);
     // Approving a call of a tool the code removed since: refused the same way, and it stays pending.
-    const approve = await two.http.post(`/api/v1/approvals/${pending.body.approvalId}/approve`).set(...bearer(org.keys.approver)).send({}).expect(409);
+    const approve = await two.http
+      .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+      .set(...bearer(org.keys.approver))
+      .send({})
+      .expect(409);
     expect(approve.body.code).toBe('tool_definition_changed');
-    const approval = await two.http.get(`/api/v1/approvals/${pending.body.approvalId}`).set(...bearer(org.keys.approver)).expect(200);
+    const approval = await two.http
+      .get(`/api/v1/approvals/${pending.body.approvalId}`)
+      .set(...bearer(org.keys.approver))
+      .expect(200);
     expect(approval.body.status).toBe('pending');
 
     // What the executor reads: the current digest beside the pinned one.
@@ -90,7 +125,10 @@ describe('drift of published tool definitions across releases (e2e)', () => {
     expect(built.tools.map((t) => t.name)).not.toContain('jot');
 
     // The draft no longer validates (its override names a tool release two does not have)...
-    const check = await two.http.post(`/api/v1/agents/${agentId}/draft/validate`).set(...builder).expect(200);
+    const check = await two.http
+      .post(`/api/v1/agents/${agentId}/draft/validate`)
+      .set(...builder)
+      .expect(200);
     expect(check.body.errors).toEqual([{ path: 'toolOverrides.fx_agents_write', code: 'unknown_tool', message: expect.any(String) }]);
     // ...and once fixed, the same instructions publish as version 2, pinning release two's definitions.
     await two.http
@@ -98,29 +136,55 @@ describe('drift of published tool definitions across releases (e2e)', () => {
       .set(...builder)
       .send({ instructions: 'Notes.', capabilities: [{ id: 'fx-agents-notes' }, { id: 'fx-agents-echo' }] })
       .expect(200);
-    const v2 = await two.http.post(`/api/v1/agents/${agentId}/publish`).set(...builder).expect(201);
+    const v2 = await two.http
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...builder)
+      .expect(201);
     expect(v2.body.version).toBe(2);
     expect(v2.body.drift).toEqual([]);
     expect(v2.body.toolDigests.fx_agents_search).toBe(search.digest);
-    const stillOld = await two.http.get(`/api/v1/agents/${agentId}/versions/1`).set(...bearer(org.keys.viewer)).expect(200);
+    const stillOld = await two.http
+      .get(`/api/v1/agents/${agentId}/versions/1`)
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
     expect(stillOld.body.drift).toHaveLength(2);
   });
 
-  it('republishes an unchanged spec as a new version when only the code\'s definitions changed', async () => {
+  it("republishes an unchanged spec as a new version when only the code's definitions changed", async () => {
     const one = await boot([AgentsFixturesModule]);
     const org = await createOrg(one, [FX_NOTES_SCOPE]);
     const builder = bearer(org.keys.builder);
-    const a = await one.http.post('/api/v1/agents').set(...builder).send({ slug: 'same-spec', name: 'Same spec' }).expect(201);
+    const a = await one.http
+      .post('/api/v1/agents')
+      .set(...builder)
+      .send({ slug: 'same-spec', name: 'Same spec' })
+      .expect(201);
     const draft = { instructions: 'Search only.', capabilities: [{ id: 'fx-agents-notes' }] };
-    await one.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...builder).send(draft).expect(200);
-    const v1 = await one.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...builder).expect(201);
-    await one.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...builder).expect(200);
+    await one.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...builder)
+      .send(draft)
+      .expect(200);
+    const v1 = await one.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...builder)
+      .expect(201);
+    await one.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...builder)
+      .expect(200);
 
     const two = await boot([AgentsFixturesReleaseTwoModule]);
-    const v2 = await two.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...builder).expect(201);
+    const v2 = await two.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...builder)
+      .expect(201);
     expect(v2.body.version).toBe(2);
     expect(v2.body.specHash).toBe(v1.body.specHash);
     expect(Object.keys(v2.body.toolDigests)).toEqual(['fx_agents_search']);
-    await two.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...builder).expect(200);
+    await two.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...builder)
+      .expect(200);
   });
 });

@@ -13,7 +13,11 @@ describe('agents and drafts (e2e)', () => {
   const as = (o: TestOrg, role: keyof TestOrg['keys']) => bearer(o.keys[role]);
 
   it('creates an agent with an empty draft and records agent.created', async () => {
-    const res = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'support-bot', name: 'Support bot', description: 'Answers' }).expect(201);
+    const res = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'support-bot', name: 'Support bot', description: 'Answers' })
+      .expect(201);
     expect(res.body).toEqual({
       id: expect.any(String),
       slug: 'support-bot',
@@ -24,33 +28,70 @@ describe('agents and drafts (e2e)', () => {
       createdAt: expect.any(String),
       updatedAt: expect.any(String),
     });
-    const events = await t.http.get('/api/v1/audit-events?type=agent.created').set(...as(org, 'admin')).expect(200);
+    const events = await t.http
+      .get('/api/v1/audit-events?type=agent.created')
+      .set(...as(org, 'admin'))
+      .expect(200);
     expect(events.body.items[0]).toMatchObject({ target: { type: 'agent', id: res.body.id }, actor: { type: 'api_key', id: org.keyIds.builder } });
   });
 
   it('keeps slugs unique per organization, not across them', async () => {
-    await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'dup', name: 'A' }).expect(201);
-    const again = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'dup', name: 'B' }).expect(409);
+    await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'dup', name: 'A' })
+      .expect(201);
+    const again = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'dup', name: 'B' })
+      .expect(409);
     expect(again.body.code).toBe('conflict');
     const other = await createOrg(t);
-    await t.http.post('/api/v1/agents').set(...as(other, 'builder')).send({ slug: 'dup', name: 'C' }).expect(201);
-    const bad = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'Bad Slug', name: '', x: 1 }).expect(400);
+    await t.http
+      .post('/api/v1/agents')
+      .set(...as(other, 'builder'))
+      .send({ slug: 'dup', name: 'C' })
+      .expect(201);
+    const bad = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'Bad Slug', name: '', x: 1 })
+      .expect(400);
     expect(pathsOf(bad.body)).toEqual(['name', 'slug', 'x']);
   });
 
   it('lists by slug with cursor pages and reads one', async () => {
     const o = await createOrg(t);
-    for (const slug of ['cc', 'aa', 'bb']) await t.http.post('/api/v1/agents').set(...as(o, 'builder')).send({ slug, name: slug }).expect(201);
-    const first = await t.http.get('/api/v1/agents?limit=2').set(...as(o, 'viewer')).expect(200);
+    for (const slug of ['cc', 'aa', 'bb'])
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as(o, 'builder'))
+        .send({ slug, name: slug })
+        .expect(201);
+    const first = await t.http
+      .get('/api/v1/agents?limit=2')
+      .set(...as(o, 'viewer'))
+      .expect(200);
     expect(first.body.items.map((a: { slug: string }) => a.slug)).toEqual(['aa', 'bb']);
-    const second = await t.http.get(`/api/v1/agents?limit=2&cursor=${first.body.nextCursor}`).set(...as(o, 'viewer')).expect(200);
+    const second = await t.http
+      .get(`/api/v1/agents?limit=2&cursor=${first.body.nextCursor}`)
+      .set(...as(o, 'viewer'))
+      .expect(200);
     expect(second.body).toEqual({ items: [expect.objectContaining({ slug: 'cc' })], nextCursor: null });
-    const one = await t.http.get(`/api/v1/agents/${first.body.items[0].id}`).set(...as(o, 'viewer')).expect(200);
+    const one = await t.http
+      .get(`/api/v1/agents/${first.body.items[0].id}`)
+      .set(...as(o, 'viewer'))
+      .expect(200);
     expect(one.body.slug).toBe('aa');
   });
 
   it('saves any well-shaped draft, even one that could not be published', async () => {
-    const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'drafty', name: 'Drafty' }).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'drafty', name: 'Drafty' })
+      .expect(201);
     const draft = {
       instructions: '# Be kind',
       capabilities: [{ id: 'no-such-capability', config: { anything: [1, 2] } }, { id: 'no-such-capability' }],
@@ -58,15 +99,26 @@ describe('agents and drafts (e2e)', () => {
       toolApproval: { whatever_tool: 'required' },
       toolOverrides: { whatever_tool: { name: 'not a valid name!', description: 'Custom' }, other: {} },
     };
-    const res = await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'builder')).send(draft).expect(200);
+    const res = await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'builder'))
+      .send(draft)
+      .expect(200);
     expect(res.body.draft).toEqual(draft);
-    const read = await t.http.get(`/api/v1/agents/${a.body.id}`).set(...as(org, 'viewer')).expect(200);
+    const read = await t.http
+      .get(`/api/v1/agents/${a.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(read.body.draft).toEqual(draft);
     expect(read.body.latestVersion).toBeNull();
   });
 
   it('refuses a draft of the wrong shape, naming each field, and keeps the old draft', async () => {
-    const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'shape', name: 'Shape' }).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'shape', name: 'Shape' })
+      .expect(201);
     const res = await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
       .set(...as(org, 'builder'))
@@ -93,7 +145,11 @@ describe('agents and drafts (e2e)', () => {
       'toolOverrides.search.name',
     ]);
     expect(res.body.errors.find((e: { path: string }) => e.path === 'toolApproval').message).toContain('toolApproval.b');
-    const missing = await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'builder')).send({}).expect(400);
+    const missing = await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'builder'))
+      .send({})
+      .expect(400);
     expect(pathsOf(missing.body)).toEqual(['capabilities', 'instructions']);
     const arrays = await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
@@ -101,13 +157,20 @@ describe('agents and drafts (e2e)', () => {
       .send({ instructions: '', capabilities: [], toolApproval: ['required'], toolOverrides: [{ name: 'x' }] })
       .expect(400);
     expect(pathsOf(arrays.body)).toEqual(['toolApproval', 'toolOverrides']);
-    const read = await t.http.get(`/api/v1/agents/${a.body.id}`).set(...as(org, 'viewer')).expect(200);
+    const read = await t.http
+      .get(`/api/v1/agents/${a.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(read.body.draft).toEqual({ instructions: '', capabilities: [] });
   });
 
   it('refuses null for an optional field of the spec (a wrong type), and keeps the old draft', async () => {
     // These were saved: `config: null` reached the stored draft, `resources: null` and the maps vanished.
-    const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'nulls', name: 'Nulls' }).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'nulls', name: 'Nulls' })
+      .expect(201);
     const res = await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
       .set(...as(org, 'builder'))
@@ -118,33 +181,93 @@ describe('agents and drafts (e2e)', () => {
     const nested = await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
       .set(...as(org, 'builder'))
-      .send({ instructions: '', capabilities: [], resources: { knowledgeCollections: null, skills: null }, toolOverrides: { clock_now: { name: null, description: null } } })
+      .send({
+        instructions: '',
+        capabilities: [],
+        resources: { knowledgeCollections: null, skills: null },
+        toolOverrides: { clock_now: { name: null, description: null } },
+      })
       .expect(400);
-    expect(pathsOf(nested.body)).toEqual(['resources.knowledgeCollections', 'resources.skills', 'toolOverrides.clock_now.description', 'toolOverrides.clock_now.name']);
-    const read = await t.http.get(`/api/v1/agents/${a.body.id}`).set(...as(org, 'viewer')).expect(200);
+    expect(pathsOf(nested.body)).toEqual([
+      'resources.knowledgeCollections',
+      'resources.skills',
+      'toolOverrides.clock_now.description',
+      'toolOverrides.clock_now.name',
+    ]);
+    const read = await t.http
+      .get(`/api/v1/agents/${a.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(read.body.draft).toEqual({ instructions: '', capabilities: [] });
   });
 
   it('accepts instructions of exactly 100,000 characters', async () => {
-    const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'long', name: 'Long' }).expect(201);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'builder')).send({ instructions: 'x'.repeat(100_000), capabilities: [] }).expect(200);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'long', name: 'Long' })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'builder'))
+      .send({ instructions: 'x'.repeat(100_000), capabilities: [] })
+      .expect(200);
   });
 
-  it('hides other organizations\' agents and enforces roles', async () => {
-    const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: 'private', name: 'P' }).expect(201);
+  it("hides other organizations' agents and enforces roles", async () => {
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'private', name: 'P' })
+      .expect(201);
     const other = await createOrg(t);
-    await t.http.get(`/api/v1/agents/${a.body.id}`).set(...as(other, 'admin')).expect(404);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(other, 'admin')).send({ instructions: '', capabilities: [] }).expect(404);
-    const list = await t.http.get('/api/v1/agents').set(...as(other, 'viewer')).expect(200);
+    await t.http
+      .get(`/api/v1/agents/${a.body.id}`)
+      .set(...as(other, 'admin'))
+      .expect(404);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(other, 'admin'))
+      .send({ instructions: '', capabilities: [] })
+      .expect(404);
+    const list = await t.http
+      .get('/api/v1/agents')
+      .set(...as(other, 'viewer'))
+      .expect(200);
     expect(list.body.items.map((x: { id: string }) => x.id)).not.toContain(a.body.id);
-    await t.http.get(`/api/v1/agents/${randomUUID()}`).set(...as(org, 'viewer')).expect(404);
+    await t.http
+      .get(`/api/v1/agents/${randomUUID()}`)
+      .set(...as(org, 'viewer'))
+      .expect(404);
 
-    await t.http.post('/api/v1/agents').set(...as(org, 'viewer')).send({ slug: 'v', name: 'v' }).expect(403);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'approver')).send({ instructions: '', capabilities: [] }).expect(403);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'agent')).send({ instructions: '', capabilities: [] }).expect(403);
-    await t.http.get('/api/v1/agents').set(...as(org, 'agent')).expect(403);
-    await t.http.get('/api/v1/agents').set(...bearer(t.adminToken)).expect(403);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'admin')).send({ instructions: 'ok', capabilities: [] }).expect(200);
+    await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'viewer'))
+      .send({ slug: 'v', name: 'v' })
+      .expect(403);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'approver'))
+      .send({ instructions: '', capabilities: [] })
+      .expect(403);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'agent'))
+      .send({ instructions: '', capabilities: [] })
+      .expect(403);
+    await t.http
+      .get('/api/v1/agents')
+      .set(...as(org, 'agent'))
+      .expect(403);
+    await t.http
+      .get('/api/v1/agents')
+      .set(...bearer(t.adminToken))
+      .expect(403);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(org, 'admin'))
+      .send({ instructions: 'ok', capabilities: [] })
+      .expect(200);
   });
 
   it('documents the agent routes in OpenAPI', async () => {

@@ -12,7 +12,8 @@ function sources(dir = SRC): { path: string; text: string }[] {
   for (const entry of readdirSync(dir)) {
     const full = join(dir, entry);
     if (statSync(full).isDirectory()) out.push(...sources(full));
-    else if (entry.endsWith('.ts') && !entry.endsWith('.spec.ts')) out.push({ path: relative(SRC, full).split(sep).join('/'), text: readFileSync(full, 'utf8') });
+    else if (entry.endsWith('.ts') && !entry.endsWith('.spec.ts'))
+      out.push({ path: relative(SRC, full).split(sep).join('/'), text: readFileSync(full, 'utf8') });
   }
   return out;
 }
@@ -30,7 +31,11 @@ describe('the architecture', () => {
     const sealed = /(^|\/)(tool-implementations|capability-tool\.resolver|mcp-tool\.resolver|tool-runner\.service|run-tool)$/;
     const offenders = files
       .filter((f) => !f.path.startsWith('runtime/'))
-      .flatMap((f) => importsOf(f.text).filter((i) => sealed.test(i)).map((i) => `${f.path} imports ${i}`));
+      .flatMap((f) =>
+        importsOf(f.text)
+          .filter((i) => sealed.test(i))
+          .map((i) => `${f.path} imports ${i}`),
+      );
     expect(offenders).toEqual([]);
   });
 
@@ -39,7 +44,11 @@ describe('the architecture', () => {
     // executor's MCP resolver use it; nothing else may, or it would call a tool past the guards.
     const offenders = files
       .filter((f) => !f.path.startsWith('runtime/') && !f.path.startsWith('mcp-catalog/'))
-      .flatMap((f) => importsOf(f.text).filter((i) => /mcp-client-pool\.service$/.test(i)).map((i) => `${f.path} imports ${i}`));
+      .flatMap((f) =>
+        importsOf(f.text)
+          .filter((i) => /mcp-client-pool\.service$/.test(i))
+          .map((i) => `${f.path} imports ${i}`),
+      );
     expect(offenders).toEqual([]);
   });
 
@@ -65,7 +74,11 @@ describe('the architecture', () => {
     const entryPoints = /^(tool-calls\/([a-z-]+\.(controller|module)|tool-call-sweeper\.service)\.ts|mcp\/|runs\/|runtime\/|app\.module\.ts)/;
     const offenders = files
       .filter((f) => !entryPoints.test(f.path))
-      .flatMap((f) => importsOf(f.text).filter((i) => /\/runtime\/(?!tool-policy$|output-budget$)/.test(i)).map((i) => `${f.path} imports ${i}`));
+      .flatMap((f) =>
+        importsOf(f.text)
+          .filter((i) => /\/runtime\/(?!tool-policy$|output-budget$)/.test(i))
+          .map((i) => `${f.path} imports ${i}`),
+      );
     expect(offenders).toEqual([]);
   });
 

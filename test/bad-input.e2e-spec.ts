@@ -15,7 +15,24 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 25);
 const hostileString = fc.oneof(
   fc.string({ maxLength: 40 }),
   fc.string({ unit: 'binary', maxLength: 40 }),
-  fc.constantFrom('', ' ', '\u0000', '\uFEFF', '\u202E', 'e\u0301', '\uD800', '👩‍👩‍👧', "'; DROP TABLE org; --", '../../etc/passwd', '{{7*7}}', '<script>', 'null', 'NaN', '-1', '1e309'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '\u0000',
+    '\uFEFF',
+    '\u202E',
+    'e\u0301',
+    '\uD800',
+    '👩‍👩‍👧',
+    "'; DROP TABLE org; --",
+    '../../etc/passwd',
+    '{{7*7}}',
+    '<script>',
+    'null',
+    'NaN',
+    '-1',
+    '1e309',
+  ),
   fc.integer({ min: 1000, max: 200_000 }).map((n) => 'x'.repeat(n)),
 );
 
@@ -27,7 +44,21 @@ const deep = fc.integer({ min: 50, max: 2000 }).map((depth) => {
 });
 
 /** Fields an attacker would love the server to accept. */
-const smuggled = fc.constantFrom('orgId', 'org_id', 'status', 'version', 'decidedBy', 'id', 'createdAt', 'requestedBy', '__proto__', 'constructor', 'publishedBy', 'roles', 'scopes');
+const smuggled = fc.constantFrom(
+  'orgId',
+  'org_id',
+  'status',
+  'version',
+  'decidedBy',
+  'id',
+  'createdAt',
+  'requestedBy',
+  '__proto__',
+  'constructor',
+  'publishedBy',
+  'roles',
+  'scopes',
+);
 
 const hostileValue = fc.oneof(fc.anything({ maxDepth: 4 }), hostileString, deep, fc.constantFrom(null, true, 0, -1, 1e308, [], {}));
 
@@ -41,7 +72,11 @@ const hostileBody = fc.oneof(
   }),
 );
 
-const hostileQuery = fc.dictionary(fc.constantFrom('limit', 'cursor', 'status', 'type', 'since', 'agentId', 'runId', 'version', 'format', 'category', 'tag', 'risk', 'x'), hostileString, { maxKeys: 4 });
+const hostileQuery = fc.dictionary(
+  fc.constantFrom('limit', 'cursor', 'status', 'type', 'since', 'agentId', 'runId', 'version', 'format', 'category', 'tag', 'risk', 'x'),
+  hostileString,
+  { maxKeys: 4 },
+);
 
 function isProblem(res: { status: number; headers: Record<string, string>; body: { code?: unknown; status?: unknown } }): boolean {
   return res.headers['content-type']?.startsWith('application/problem+json') && typeof res.body.code === 'string' && res.body.status === res.status;
@@ -58,7 +93,8 @@ describe('hostile input on every route', () => {
   });
   afterAll(() => t.close());
 
-  const tokenFor = (r: Route) => (Array.isArray(r.access) && r.access.includes('platform') && !r.access.some((a) => a !== 'platform') ? t.adminToken : world.org.keys.admin);
+  const tokenFor = (r: Route) =>
+    Array.isArray(r.access) && r.access.includes('platform') && !r.access.some((a) => a !== 'platform') ? t.adminToken : world.org.keys.admin;
 
   it('refuses every hostile body with a 4xx problem document and writes nothing', async () => {
     const withBody = routes.filter((r) => r.body);
@@ -68,7 +104,15 @@ describe('hostile input on every route', () => {
       await fc.assert(
         fc.asyncProperty(hostileBody, async (body) => {
           // The one "smuggled" key that is a real field of a route, alone and well-typed, is a valid body there.
-          fc.pre(!(route.path.endsWith('/scopes') && body !== null && typeof body === 'object' && Object.keys(body).join() === 'scopes' && Array.isArray((body as { scopes: unknown }).scopes)));
+          fc.pre(
+            !(
+              route.path.endsWith('/scopes') &&
+              body !== null &&
+              typeof body === 'object' &&
+              Object.keys(body).join() === 'scopes' &&
+              Array.isArray((body as { scopes: unknown }).scopes)
+            ),
+          );
           const url = fillPath(route.path, world.ids, randomUUID);
           const res = await t.http[route.method.toLowerCase() as 'post'](url)
             .set(...bearer(tokenFor(route)))
@@ -96,7 +140,8 @@ describe('hostile input on every route', () => {
             .set('X-Request-Id', header.slice(0, 200).replace(/[^\x20-\x7e]/g, ''))
             .set('Idempotency-Key', header.slice(0, 300).replace(/[^\x20-\x7e]/g, '') || 'k');
           const res = route.method === 'GET' || route.method === 'DELETE' ? await req : await req.send({});
-          if (res.status >= 500) throw new Error(`${route.method} ${route.path}?${new URLSearchParams(query)} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
+          if (res.status >= 500)
+            throw new Error(`${route.method} ${route.path}?${new URLSearchParams(query)} answered ${res.status}: ${JSON.stringify(res.body).slice(0, 300)}`);
           if (res.status >= 400 && !isProblem(res)) throw new Error(`${route.method} ${route.path} answered ${res.status} without a problem document`);
         }),
         { numRuns: Math.ceil(RUNS / 2) },
@@ -108,7 +153,11 @@ describe('hostile input on every route', () => {
     // PostgreSQL stores no U+0000 in text or jsonb: every write route answered 500 for one.
     const before = await tableCounts(t);
     const withNul = (value: unknown, at: string[]): unknown =>
-      at.length === 0 ? `${value}\u0000` : Array.isArray(value) ? value.map((v, i) => (String(i) === at[0] ? withNul(v, at.slice(1)) : v)) : { ...(value as object), [at[0]]: withNul((value as Record<string, unknown>)[at[0]], at.slice(1)) };
+      at.length === 0
+        ? `${value}\u0000`
+        : Array.isArray(value)
+          ? value.map((v, i) => (String(i) === at[0] ? withNul(v, at.slice(1)) : v))
+          : { ...(value as object), [at[0]]: withNul((value as Record<string, unknown>)[at[0]], at.slice(1)) };
     const stringPaths = (value: unknown, at: string[] = []): string[][] =>
       typeof value === 'string' ? [at] : value && typeof value === 'object' ? Object.entries(value).flatMap(([k, v]) => stringPaths(v, [...at, k])) : [];
     let tried = 0;
@@ -129,11 +178,23 @@ describe('hostile input on every route', () => {
       }
     }
     expect(tried).toBeGreaterThanOrEqual(10);
-    const key = await t.http.post(`/api/v1/orgs/${world.org.id}/api-keys`).set(...bearer(world.org.keys.admin)).send({ name: 'a\u0000b', roles: ['viewer'] }).expect(400);
+    const key = await t.http
+      .post(`/api/v1/orgs/${world.org.id}/api-keys`)
+      .set(...bearer(world.org.keys.admin))
+      .send({ name: 'a\u0000b', roles: ['viewer'] })
+      .expect(400);
     expect(key.body.errors[0]).toMatchObject({ path: 'name', code: 'nul_character' });
-    const query = await t.http.get('/api/v1/tool-calls').query({ runId: 'run\u0000' }).set(...bearer(world.org.keys.viewer)).expect(400);
+    const query = await t.http
+      .get('/api/v1/tool-calls')
+      .query({ runId: 'run\u0000' })
+      .set(...bearer(world.org.keys.viewer))
+      .expect(400);
     expect(query.body.errors[0]).toMatchObject({ path: 'runId', code: 'nul_character' });
-    const inKey = await t.http.post('/api/v1/skills').set(...bearer(world.org.keys.builder)).send({ name: 's', description: 'd', instructions: 'i', 'x\u0000': 1 }).expect(400);
+    const inKey = await t.http
+      .post('/api/v1/skills')
+      .set(...bearer(world.org.keys.builder))
+      .send({ name: 's', description: 'd', instructions: 'i', 'x\u0000': 1 })
+      .expect(400);
     expect(inKey.body.errors[0]).toMatchObject({ path: 'x\\u0000', code: 'nul_character' });
     expect(await tableCounts(t)).toEqual(before);
   });
@@ -172,10 +233,21 @@ describe("a model's arguments are untrusted input", () => {
     t = await createTestApp({ imports: [ExecFixturesModule] });
     const org = await createOrg(t, [FX_EXEC_SCOPE]);
     agentKey = org.keys.agent;
-    const agent = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: 'fuzzed', name: 'Fuzzed' }).expect(201);
+    const agent = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(org.keys.builder))
+      .send({ slug: 'fuzzed', name: 'Fuzzed' })
+      .expect(201);
     agentId = agent.body.id;
-    await t.http.put(`/api/v1/agents/${agentId}/draft`).set(...bearer(org.keys.builder)).send({ instructions: '', capabilities: [{ id: 'fx-exec-tools' }] }).expect(200);
-    await t.http.post(`/api/v1/agents/${agentId}/publish`).set(...bearer(org.keys.builder)).expect(201);
+    await t.http
+      .put(`/api/v1/agents/${agentId}/draft`)
+      .set(...bearer(org.keys.builder))
+      .send({ instructions: '', capabilities: [{ id: 'fx-exec-tools' }] })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...bearer(org.keys.builder))
+      .expect(201);
   });
   afterAll(() => t.close());
 

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto';
 import { CapabilityRegistry } from '../src/capabilities/capability-registry.service';
 import type { StampedContribution, ToolContext } from '../src/capabilities/capability.types';
 import { knowledgePrompt } from '../src/capabilities/builtin/knowledge/knowledge.capability';
-import { READ_DOCUMENT_MAX_TOKENS, ReadDocumentInput, SEARCH_KNOWLEDGE_MAX_TOKENS, SearchKnowledgeInput } from '../src/capabilities/builtin/knowledge/knowledge.tools';
+import {
+  READ_DOCUMENT_MAX_TOKENS,
+  ReadDocumentInput,
+  SEARCH_KNOWLEDGE_MAX_TOKENS,
+  SearchKnowledgeInput,
+} from '../src/capabilities/builtin/knowledge/knowledge.tools';
 import { resultTokens } from '../src/capabilities/tool-output';
 import {
   addDocument,
@@ -20,7 +25,8 @@ import {
 } from './support/builtins';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
-const REFUNDS = 'Customers can ask for a refund within 30 days of delivery. Refunds are paid to the original card within five working days. A refund needs the order number.';
+const REFUNDS =
+  'Customers can ask for a refund within 30 days of delivery. Refunds are paid to the original card within five working days. A refund needs the order number.';
 
 describe('builtin capability: knowledge (e2e)', () => {
   let t: TestApp;
@@ -48,12 +54,24 @@ describe('builtin capability: knowledge (e2e)', () => {
     foreign = await createCollection(t, other, 'Their handbook');
 
     docs.refunds = await addDocument(t, org, handbook, 'Refund policy', REFUNDS);
-    docs.shipping = await addDocument(t, org, handbook, 'Shipping times', 'Parcels ship within two days. Damaged parcels can be returned; see the refund policy for money back.');
+    docs.shipping = await addDocument(
+      t,
+      org,
+      handbook,
+      'Shipping times',
+      'Parcels ship within two days. Damaged parcels can be returned; see the refund policy for money back.',
+    );
     docs.holidays = await addDocument(t, org, handbook, 'Holidays', 'Staff take 25 days of paid leave a year. Book holidays in the HR portal.');
-    docs.password = await addDocument(t, org, faq, 'Resetting a password', 'Open the login page and choose "Forgot password". A reset link arrives by e-mail within minutes.');
+    docs.password = await addDocument(
+      t,
+      org,
+      faq,
+      'Resetting a password',
+      'Open the login page and choose "Forgot password". A reset link arrives by e-mail within minutes.',
+    );
     docs.empty = await addDocument(t, org, faq, 'Blank page', '');
     docs.secret = await addDocument(t, org, unbound, 'Refund fraud playbook', 'Internal refund refund refund notes that the agent must never see.');
-    docs.theirs = await addDocument(t, other, foreign, 'Their refund policy', 'Refund refund refund: another organization\'s text.');
+    docs.theirs = await addDocument(t, other, foreign, 'Their refund policy', "Refund refund refund: another organization's text.");
 
     const resources = await resolveResources(t, org.id, { knowledgeCollections: [handbook, faq] });
     built = await buildWith(registry, 'knowledge', contextFor({ id: org.id, scopes: ['knowledge:read'] }, agent, {}, resources));
@@ -66,7 +84,10 @@ describe('builtin capability: knowledge (e2e)', () => {
 
   describe('declaration and catalog', () => {
     it('is listed with its tools, scope and config schema, unavailable to an organization without knowledge:read', async () => {
-      const res = await t.http.get('/api/v1/agents/capabilities?category=knowledge').set(...bearer((await createOrg(t)).keys.viewer)).expect(200);
+      const res = await t.http
+        .get('/api/v1/agents/capabilities?category=knowledge')
+        .set(...bearer((await createOrg(t)).keys.viewer))
+        .expect(200);
       const knowledge = res.body.items.find((i: { id: string }) => i.id === 'knowledge');
       expect(knowledge).toMatchObject({ scopes: ['knowledge:read'], available: false, sideEffecting: false, risk: 'read_only' });
       expect(knowledge.tools.map((x: Record<string, unknown>) => [x.id, x.risk, x.requiresApproval, x.maxOutputTokens])).toEqual([
@@ -76,7 +97,10 @@ describe('builtin capability: knowledge (e2e)', () => {
       expect(knowledge.configSchema.properties.maxResults).toMatchObject({ type: 'integer', minimum: 1, maximum: 20, default: 5 });
       expect(knowledge.tools[0].inputSchema).toMatchObject({ required: ['query'], additionalProperties: false });
       expect(knowledge.tools[1].inputSchema.properties).toMatchObject({ documentId: { format: 'uuid' }, offset: { default: 0 }, maxChars: { default: 6000 } });
-      const mine = await t.http.get('/api/v1/agents/capabilities?category=knowledge').set(...bearer(org.keys.viewer)).expect(200);
+      const mine = await t.http
+        .get('/api/v1/agents/capabilities?category=knowledge')
+        .set(...bearer(org.keys.viewer))
+        .expect(200);
       expect(mine.body.items.find((i: { id: string }) => i.id === 'knowledge').available).toBe(true);
     });
 
@@ -85,7 +109,12 @@ describe('builtin capability: knowledge (e2e)', () => {
       const tools = registry.get('knowledge')!.tools.map((x) => x.declaration.description);
       expect(tools[0]).toMatch(/^Use this before answering/);
       expect(tools[1]).toMatch(/^Use this when a snippet/);
-      expect(registry.catalog().find((d) => d.id === 'knowledge')!.tools.map((x) => x.description)).toEqual(tools);
+      expect(
+        registry
+          .catalog()
+          .find((d) => d.id === 'knowledge')!
+          .tools.map((x) => x.description),
+      ).toEqual(tools);
     });
   });
 
@@ -116,7 +145,13 @@ describe('builtin capability: knowledge (e2e)', () => {
     it('ranks the obviously relevant document first, with a highlighted snippet and its collection', async () => {
       const res = await search({ query: 'refund' });
       expect(res.results.map((r: { title: string }) => r.title)).toEqual(['Refund policy', 'Shipping times']);
-      expect(res.results[0]).toEqual({ documentId: docs.refunds, title: 'Refund policy', collection: 'Handbook', snippet: expect.stringContaining('**refund**'), score: expect.any(Number) });
+      expect(res.results[0]).toEqual({
+        documentId: docs.refunds,
+        title: 'Refund policy',
+        collection: 'Handbook',
+        snippet: expect.stringContaining('**refund**'),
+        score: expect.any(Number),
+      });
       expect(res.results[0].score).toBeGreaterThan(res.results[1].score);
       expect(res).not.toHaveProperty('message');
 
@@ -147,7 +182,7 @@ describe('builtin capability: knowledge (e2e)', () => {
       expect(stop).toEqual({ query: 'the and of', results: [], message: expect.stringContaining('no words that can be searched for') });
     });
 
-    it('never finds documents outside the bound collections, nor another organization\'s', async () => {
+    it("never finds documents outside the bound collections, nor another organization's", async () => {
       expect((await search({ query: 'fraud playbook' })).results).toEqual([]);
       for (const query of ['refund', 'refund fraud playbook organization']) {
         const found = (await search({ query, limit: 20 })).results.map((r: { documentId: string }) => r.documentId);
@@ -238,7 +273,11 @@ describe('builtin capability: knowledge (e2e)', () => {
     it('refuses arguments its schema refuses', () => {
       expect(inputErrors(registry, 'knowledge', 'read_document', { documentId: 'doc-1' })).toEqual(['documentId']);
       expect(inputErrors(registry, 'knowledge', 'read_document', { documentId: randomUUID(), offset: -1, maxChars: 100 })).toEqual(['maxChars', 'offset']);
-      expect(registry.validateToolInput('knowledge', 'read_document', { documentId: docs.refunds }).plain).toEqual({ documentId: docs.refunds, offset: 0, maxChars: 6000 });
+      expect(registry.validateToolInput('knowledge', 'read_document', { documentId: docs.refunds }).plain).toEqual({
+        documentId: docs.refunds,
+        offset: 0,
+        maxChars: 6000,
+      });
     });
   });
 });

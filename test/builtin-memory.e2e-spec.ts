@@ -35,8 +35,10 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
     const tc = toolContext(o.id, a.id);
     return {
       tc,
-      recall: (query: string, limit?: number, ctx: ToolContext = tc) => callTool(registry, recall, 'recall_memories', limit === undefined ? { query } : { query, limit }, ctx),
-      remember: (content: string, tags?: string[], ctx: ToolContext = tc) => callTool(registry, write, 'remember', tags === undefined ? { content } : { content, tags }, ctx),
+      recall: (query: string, limit?: number, ctx: ToolContext = tc) =>
+        callTool(registry, recall, 'recall_memories', limit === undefined ? { query } : { query, limit }, ctx),
+      remember: (content: string, tags?: string[], ctx: ToolContext = tc) =>
+        callTool(registry, write, 'remember', tags === undefined ? { content } : { content, tags }, ctx),
       forget: (memoryId: string, ctx: ToolContext = tc) => callTool(registry, write, 'forget', { memoryId }, ctx),
       built: { recall, write } as { recall: StampedContribution | null; write: StampedContribution | null },
     };
@@ -44,7 +46,10 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
 
   describe('declarations', () => {
     it('lists memory as read-only behind memory:read, memory-write as side-effecting behind memory:write with every tool approved', async () => {
-      const res = await t.http.get('/api/v1/agents/capabilities?category=memory').set(...bearer((await createOrg(t, ['memory:read'])).keys.viewer)).expect(200);
+      const res = await t.http
+        .get('/api/v1/agents/capabilities?category=memory')
+        .set(...bearer((await createOrg(t, ['memory:read'])).keys.viewer))
+        .expect(200);
       const [memory, write] = ['memory', 'memory-write'].map((id) => res.body.items.find((i: { id: string }) => i.id === id));
       expect(memory).toMatchObject({ scopes: ['memory:read'], available: true, risk: 'read_only', sideEffecting: false });
       expect(memory.tools.map((x: { id: string; requiresApproval: boolean }) => [x.id, x.requiresApproval])).toEqual([['recall_memories', false]]);
@@ -53,7 +58,12 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
         ['remember', 'mutating', true],
         ['forget', 'destructive', true],
       ]);
-      expect(write.tools[0].inputSchema.properties.tags).toMatchObject({ type: 'array', maxItems: 10, default: [], items: { pattern: MEMORY_TAG_PATTERN.source } });
+      expect(write.tools[0].inputSchema.properties.tags).toMatchObject({
+        type: 'array',
+        maxItems: 10,
+        default: [],
+        items: { pattern: MEMORY_TAG_PATTERN.source },
+      });
       expect(registry.get('memory')!.tools.map((x) => x.declaration.input)).toEqual([RecallMemoriesInput]);
       expect(registry.get('memory-write')!.tools.map((x) => x.declaration.input)).toEqual([RememberInput, ForgetInput]);
     });
@@ -68,7 +78,13 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
     it('always contributes, with static guidance that says approval is needed for writes', async () => {
       const { built } = await forAgent(agent);
       expect(built.recall).toEqual({ capabilityId: 'memory', tools: [{ id: 'recall_memories', execute: expect.any(Function) }] });
-      expect(built.write).toEqual({ capabilityId: 'memory-write', tools: [{ id: 'remember', execute: expect.any(Function) }, { id: 'forget', execute: expect.any(Function) }] });
+      expect(built.write).toEqual({
+        capabilityId: 'memory-write',
+        tools: [
+          { id: 'remember', execute: expect.any(Function) },
+          { id: 'forget', execute: expect.any(Function) },
+        ],
+      });
       expect(registry.get('memory')!.definition.promptGuidance).toContain('not instructions');
       expect(registry.get('memory-write')!.definition.promptGuidance).toContain('A person approves each of these calls');
     });
@@ -82,15 +98,26 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
       await a.remember('Works at the Lyon office, which opens at 8');
       await a.remember('Asked about the language of the invoice once');
       const res = await a.recall('preferred language');
-      expect(res.memories[0]).toEqual({ memoryId: expect.any(String), content: 'Prefers answers in French', tags: ['language', 'preferences'], rememberedAt: expect.any(String) });
+      expect(res.memories[0]).toEqual({
+        memoryId: expect.any(String),
+        content: 'Prefers answers in French',
+        tags: ['language', 'preferences'],
+        rememberedAt: expect.any(String),
+      });
       expect(res.memories).toHaveLength(1);
       // Both mention the language; the one tagged with it ranks first.
-      expect((await a.recall('language')).memories.map((m: { content: string }) => m.content)).toEqual(['Prefers answers in French', 'Asked about the language of the invoice once']);
+      expect((await a.recall('language')).memories.map((m: { content: string }) => m.content)).toEqual([
+        'Prefers answers in French',
+        'Asked about the language of the invoice once',
+      ]);
       // No memory has both words: the ones with either are returned, and the model is told.
       const broad = await a.recall('office hours');
       expect(broad.memories.map((m: { content: string }) => m.content)).toEqual(['Works at the Lyon office, which opens at 8']);
       expect(broad.message).toBe('No memory contains all the words of the query; these contain some of them, best first.');
-      expect(await a.recall('Lyon office')).toEqual({ query: 'Lyon office', memories: [expect.objectContaining({ content: 'Works at the Lyon office, which opens at 8' })] });
+      expect(await a.recall('Lyon office')).toEqual({
+        query: 'Lyon office',
+        memories: [expect.objectContaining({ content: 'Works at the Lyon office, which opens at 8' })],
+      });
     });
 
     it('says when nothing matches, and when the query has no searchable words', async () => {
@@ -157,7 +184,10 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
       const one = await a.remember('First fact');
       expect((await a.remember('Second fact')).memoriesKept).toBe(2);
       const err = await toolError(a.remember('Third fact'));
-      expect(err).toEqual({ code: 'memory_full', message: expect.stringContaining('You keep 2 memories, and the most you may keep is 2, so nothing was remembered') });
+      expect(err).toEqual({
+        code: 'memory_full',
+        message: expect.stringContaining('You keep 2 memories, and the most you may keep is 2, so nothing was remembered'),
+      });
       expect(err.message).toContain('Forget a memory');
       expect(await a.forget(one.memoryId)).toEqual({ memoryId: one.memoryId, forgotten: true, content: 'First fact' });
       expect((await a.remember('Third fact')).memoriesKept).toBe(2);
@@ -182,7 +212,10 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
         [a.forget(mine.memoryId, toolContext(other.id, agent.id)), 'another organization'],
         [a.forget(randomUUID()), 'no such memory'],
       ] as const) {
-        expect({ label, err: await toolError(call) }).toEqual({ label, err: { code: 'memory_not_found', message: expect.stringContaining('nothing was forgotten') } });
+        expect({ label, err: await toolError(call) }).toEqual({
+          label,
+          err: { code: 'memory_not_found', message: expect.stringContaining('nothing was forgotten') },
+        });
       }
       expect((await a.forget(mine.memoryId)).forgotten).toBe(true);
       expect((await toolError(a.forget(mine.memoryId))).code).toBe('memory_not_found');
@@ -190,7 +223,10 @@ describe('builtin capabilities: memory and memory-write (e2e)', () => {
 
     it('refuses to remember for an agent that is not in the calling organization', async () => {
       const a = await forAgent(agent);
-      expect(await toolError(a.remember('Misrouted', undefined, toolContext(other.id, agent.id)))).toEqual({ code: 'agent_not_found', message: expect.stringContaining('nothing was remembered') });
+      expect(await toolError(a.remember('Misrouted', undefined, toolContext(other.id, agent.id)))).toEqual({
+        code: 'agent_not_found',
+        message: expect.stringContaining('nothing was remembered'),
+      });
     });
 
     it('writes nothing once the call has been aborted (timed out)', async () => {

@@ -17,7 +17,10 @@ describe('builtin capabilities: thinking, budget, compaction (e2e)', () => {
     registry = t.app.get(CapabilityRegistry);
     org = await createOrg(t);
     agent = await createAgent(t, org);
-    const res = await t.http.get('/api/v1/agents/capabilities').set(...bearer(org.keys.viewer)).expect(200);
+    const res = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
     catalog = Object.fromEntries(res.body.items.map((i: { id: string }) => [i.id, i]));
   });
   afterAll(() => t.close());
@@ -79,10 +82,23 @@ describe('builtin capabilities: thinking, budget, compaction (e2e)', () => {
       });
       expect(COMPACTION_STRATEGIES).toEqual(properties.strategy.enum);
       expect(properties.keepLastTurns).toMatchObject({ type: 'integer', minimum: 1, maximum: 100, default: 10 });
-      expect(properties.summaryPrompt).toMatchObject({ type: 'string', 'x-multiline': true, default: DEFAULT_SUMMARY_PROMPT, maxLength: 10000, title: 'Summary prompt' });
+      expect(properties.summaryPrompt).toMatchObject({
+        type: 'string',
+        'x-multiline': true,
+        default: DEFAULT_SUMMARY_PROMPT,
+        maxLength: 10000,
+        title: 'Summary prompt',
+      });
       expect(properties.strategy.title).toBe('Strategy');
-      expect(registry.validateConfig('compaction', {})).toEqual({ value: { strategy: 'clear_tool_results', keepLastTurns: 10, summaryPrompt: DEFAULT_SUMMARY_PROMPT }, errors: [] });
-      expect(configErrors(registry, 'compaction', { strategy: 'forget_everything', keepLastTurns: 0, summaryPrompt: '' })).toEqual(['keepLastTurns', 'strategy', 'summaryPrompt']);
+      expect(registry.validateConfig('compaction', {})).toEqual({
+        value: { strategy: 'clear_tool_results', keepLastTurns: 10, summaryPrompt: DEFAULT_SUMMARY_PROMPT },
+        errors: [],
+      });
+      expect(configErrors(registry, 'compaction', { strategy: 'forget_everything', keepLastTurns: 0, summaryPrompt: '' })).toEqual([
+        'keepLastTurns',
+        'strategy',
+        'summaryPrompt',
+      ]);
       expect(configErrors(registry, 'compaction', { keepLastTurns: 101, summaryPrompt: 'x'.repeat(10001) })).toEqual(['keepLastTurns', 'summaryPrompt']);
     });
 

@@ -3,7 +3,19 @@ import { CapabilityRegistry } from '../src/capabilities/capability-registry.serv
 import type { StampedContribution, ToolContext } from '../src/capabilities/capability.types';
 import { LIST_SKILLS_MAX_TOKENS, ListSkillsInput, LoadSkillInput } from '../src/capabilities/builtin/skills/skills.tools';
 import { resultTokens } from '../src/capabilities/tool-output';
-import { buildWith, callTool, configErrors, contextFor, createAgent, createSkill, inputErrors, resolveResources, TestAgent, toolContext, toolError } from './support/builtins';
+import {
+  buildWith,
+  callTool,
+  configErrors,
+  contextFor,
+  createAgent,
+  createSkill,
+  inputErrors,
+  resolveResources,
+  TestAgent,
+  toolContext,
+  toolError,
+} from './support/builtins';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 describe('builtin capability: skills (e2e)', () => {
@@ -22,7 +34,13 @@ describe('builtin capability: skills (e2e)', () => {
     org = await createOrg(t);
     other = await createOrg(t);
     agent = await createAgent(t, org);
-    skills.refunds = await createSkill(t, org, 'Refunds', 'When a customer asks\nfor money back', '1. Find the order.\n2. Check it is under 30 days old.\n3. Refund it.');
+    skills.refunds = await createSkill(
+      t,
+      org,
+      'Refunds',
+      'When a customer asks\nfor money back',
+      '1. Find the order.\n2. Check it is under 30 days old.\n3. Refund it.',
+    );
     skills.escalate = await createSkill(t, org, 'Escalation', 'When the customer is angry or asks for a manager', 'Apologize once, then hand over to a human.');
     skills.unbound = await createSkill(t, org, 'Payroll', 'Internal only', 'Never shown to the agent.');
     skills.theirs = await createSkill(t, other, 'Refunds', 'Another organization', 'Their instructions.');
@@ -36,14 +54,22 @@ describe('builtin capability: skills (e2e)', () => {
   const load = (name: string, ctx = tc, from = built) => callTool(registry, from, 'load_skill', { name }, ctx);
 
   it('is listed with two read-only tools, no scope and no config', async () => {
-    const res = await t.http.get('/api/v1/agents/capabilities').set(...bearer(org.keys.viewer)).expect(200);
+    const res = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
     const entry = res.body.items.find((i: { id: string }) => i.id === 'skills');
     expect(entry).toMatchObject({ scopes: [], available: true, risk: 'read_only', sideEffecting: false });
     expect(entry.tools.map((x: { id: string; requiresApproval: boolean }) => [x.id, x.requiresApproval])).toEqual([
       ['list_skills', false],
       ['load_skill', false],
     ]);
-    expect(entry.configSchema).toEqual({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: {}, additionalProperties: false });
+    expect(entry.configSchema).toEqual({
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    });
     expect(entry.tools[0].inputSchema).toMatchObject({ type: 'object', properties: {}, additionalProperties: false });
     expect(configErrors(registry, 'skills', { anything: true })).toEqual(['anything']);
     expect(registry.get('skills')!.tools.map((x) => x.declaration.input)).toEqual([ListSkillsInput, LoadSkillInput]);
@@ -75,7 +101,8 @@ describe('builtin capability: skills (e2e)', () => {
 
   it('list_skills leaves skills out, and says how many, rather than overflowing its output budget', async () => {
     const many: string[] = [];
-    for (let i = 0; i < 12; i++) many.push(await createSkill(t, org, `Skill ${i}`, `Applies to case ${i}: ` + 'a long description of when it applies. '.repeat(50), 'Do it.'));
+    for (let i = 0; i < 12; i++)
+      many.push(await createSkill(t, org, `Skill ${i}`, `Applies to case ${i}: ` + 'a long description of when it applies. '.repeat(50), 'Do it.'));
     const wide = await buildWith(registry, 'skills', contextFor(org, agent, {}, await resolveResources(t, org.id, { skills: many })));
     const res = await callTool(registry, wide, 'list_skills', {}, tc);
     expect(res.omitted).toBeGreaterThan(0);
@@ -85,7 +112,12 @@ describe('builtin capability: skills (e2e)', () => {
   });
 
   it('load_skill returns the instructions of a bound skill, by exact name, any case, or id', async () => {
-    const refunds = { id: skills.refunds, name: 'Refunds', description: 'When a customer asks\nfor money back', instructions: '1. Find the order.\n2. Check it is under 30 days old.\n3. Refund it.' };
+    const refunds = {
+      id: skills.refunds,
+      name: 'Refunds',
+      description: 'When a customer asks\nfor money back',
+      instructions: '1. Find the order.\n2. Check it is under 30 days old.\n3. Refund it.',
+    };
     expect(await load('Refunds')).toEqual(refunds);
     expect(await load('  refunds ')).toEqual(refunds);
     expect(await load(skills.refunds)).toEqual(refunds);
@@ -100,14 +132,21 @@ describe('builtin capability: skills (e2e)', () => {
       });
     }
     // Called in another organization's context, the bound ids match nothing there.
-    expect(await toolError(load('Refunds', toolContext(other.id, agent.id)))).toEqual({ code: 'skill_not_found', message: 'You have no skill named "Refunds". No skill is available to you: carry on without one.' });
+    expect(await toolError(load('Refunds', toolContext(other.id, agent.id)))).toEqual({
+      code: 'skill_not_found',
+      message: 'You have no skill named "Refunds". No skill is available to you: carry on without one.',
+    });
     expect(inputErrors(registry, 'skills', 'load_skill', {})).toEqual(['name']);
     expect(inputErrors(registry, 'skills', 'load_skill', { name: 'x'.repeat(201) })).toEqual(['name']);
   });
 
   it('load_skill asks for the id when two bound skills share a name', async () => {
     const twin = await createSkill(t, org, 'refunds', 'For business customers', 'Send it to accounts.');
-    const both = await buildWith(registry, 'skills', contextFor(org, agent, {}, await resolveResources(t, org.id, { skills: [skills.refunds, twin, randomUUID()] })));
+    const both = await buildWith(
+      registry,
+      'skills',
+      contextFor(org, agent, {}, await resolveResources(t, org.id, { skills: [skills.refunds, twin, randomUUID()] })),
+    );
     const err = await toolError(load('REFUNDS', tc, both));
     expect(err).toEqual({
       code: 'ambiguous_skill',

@@ -19,8 +19,15 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
 
   const as = (o: TestOrg, role: keyof TestOrg['keys']) => bearer(o.keys[role]);
   const call = (tool: string, args: object, extra: object = {}, agent = agentId) =>
-    t.http.post(`/api/v1/agents/${agent}/tool-calls`).set(...as(org, 'agent')).send({ tool, arguments: args, ...extra });
-  const approve = (approvalId: string) => t.http.post(`/api/v1/approvals/${approvalId}/approve`).set(...as(org, 'approver')).send({ note: 'fine' });
+    t.http
+      .post(`/api/v1/agents/${agent}/tool-calls`)
+      .set(...as(org, 'agent'))
+      .send({ tool, arguments: args, ...extra });
+  const approve = (approvalId: string) =>
+    t.http
+      .post(`/api/v1/approvals/${approvalId}/approve`)
+      .set(...as(org, 'approver'))
+      .send({ note: 'fine' });
 
   const spec = (resources: object) => ({
     instructions: 'You are the Acme support assistant. Be brief.',
@@ -37,29 +44,65 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
   });
 
   async function newAgent(o: TestOrg, slug: string): Promise<string> {
-    return (await t.http.post('/api/v1/agents').set(...as(o, 'builder')).send({ slug, name: 'Support assistant' }).expect(201)).body.id;
+    return (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as(o, 'builder'))
+        .send({ slug, name: 'Support assistant' })
+        .expect(201)
+    ).body.id;
   }
 
   beforeAll(async () => {
     t = await createTestApp();
     org = await createOrg(t, SCOPES);
     collection = await createCollection(t, org, 'Support handbook', 'Refunds, shipping and accounts');
-    docs.refunds = await addDocument(t, org, collection, 'Refund policy', 'Customers can ask for a refund within 30 days of delivery. Refunds go back to the original card.');
+    docs.refunds = await addDocument(
+      t,
+      org,
+      collection,
+      'Refund policy',
+      'Customers can ask for a refund within 30 days of delivery. Refunds go back to the original card.',
+    );
     docs.shipping = await addDocument(t, org, collection, 'Shipping', 'Parcels ship within two working days.');
     hidden = await createCollection(t, org, 'Internal');
     docs.hidden = await addDocument(t, org, hidden, 'Refund fraud notes', 'Never shown to the agent.');
-    const skill = await createSkill(t, org, 'Refund request', 'When a customer asks for money back', '1. Ask for the order number.\n2. Check the refund policy.');
+    const skill = await createSkill(
+      t,
+      org,
+      'Refund request',
+      'When a customer asks for money back',
+      '1. Ask for the order number.\n2. Check the refund policy.',
+    );
 
     agentId = await newAgent(org, 'support');
-    await t.http.put(`/api/v1/agents/${agentId}/draft`).set(...as(org, 'builder')).send(spec({ knowledgeCollections: [collection], skills: [skill] })).expect(200);
-    const published = await t.http.post(`/api/v1/agents/${agentId}/publish`).set(...as(org, 'builder')).expect(201);
+    await t.http
+      .put(`/api/v1/agents/${agentId}/draft`)
+      .set(...as(org, 'builder'))
+      .send(spec({ knowledgeCollections: [collection], skills: [skill] }))
+      .expect(200);
+    const published = await t.http
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...as(org, 'builder'))
+      .expect(201);
     expect(published.body.version).toBe(1);
-    expect(Object.keys(published.body.toolDigests).sort()).toEqual(['forget', 'list_skills', 'load_skill', 'read_document', 'recall_memories', 'remember', 'search_knowledge']);
+    expect(Object.keys(published.body.toolDigests).sort()).toEqual([
+      'forget',
+      'list_skills',
+      'load_skill',
+      'read_document',
+      'recall_memories',
+      'remember',
+      'search_knowledge',
+    ]);
   });
   afterAll(() => t.close());
 
   it('publishes the normalized spec with every config default filled in', async () => {
-    const version = await t.http.get(`/api/v1/agents/${agentId}/versions/latest`).set(...as(org, 'viewer')).expect(200);
+    const version = await t.http
+      .get(`/api/v1/agents/${agentId}/versions/latest`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(version.body.spec.capabilities).toEqual([
       { id: 'knowledge', config: { maxResults: 3 } },
       { id: 'skills', config: {} },
@@ -73,7 +116,12 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
   });
 
   it('serves a manifest with the prompt guidance in spec order, the settings, and the seven tools', async () => {
-    const manifest = (await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest`).set(...as(org, 'agent')).expect(200)).body;
+    const manifest = (
+      await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/manifest`)
+        .set(...as(org, 'agent'))
+        .expect(200)
+    ).body;
     const prompt: string = manifest.systemPrompt;
     const order = [
       'You are the Acme support assistant.',
@@ -94,7 +142,14 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
       budget: { limits: { maxToolCallsPerRun: 5 } },
       compaction: { strategy: 'summarize', keepLastTurns: 6, summaryPrompt: expect.stringContaining('Summarize the conversation') },
     });
-    expect(manifest.tools.map((x: { name: string; capabilityId: string; risk: string; requiresApproval: boolean }) => [x.name, x.capabilityId, x.risk, x.requiresApproval])).toEqual([
+    expect(
+      manifest.tools.map((x: { name: string; capabilityId: string; risk: string; requiresApproval: boolean }) => [
+        x.name,
+        x.capabilityId,
+        x.risk,
+        x.requiresApproval,
+      ]),
+    ).toEqual([
       ['search_knowledge', 'knowledge', 'read_only', false],
       ['read_document', 'knowledge', 'read_only', false],
       ['list_skills', 'skills', 'read_only', false],
@@ -112,7 +167,11 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
     expect(search.body.result.results.map((r: { documentId: string }) => r.documentId)).not.toContain(docs.hidden);
 
     const read = await call('read_document', { documentId: docs.refunds, maxChars: 500 }).expect(200);
-    expect(read.body).toMatchObject({ status: 'succeeded', arguments: { documentId: docs.refunds, offset: 0, maxChars: 500 }, result: { title: 'Refund policy', nextOffset: null } });
+    expect(read.body).toMatchObject({
+      status: 'succeeded',
+      arguments: { documentId: docs.refunds, offset: 0, maxChars: 500 },
+      result: { title: 'Refund policy', nextOffset: null },
+    });
 
     const outside = await call('read_document', { documentId: docs.hidden }).expect(200);
     expect(outside.body).toMatchObject({ status: 'failed', error: { code: 'document_not_found', message: expect.stringContaining('Use search_knowledge') } });
@@ -128,7 +187,10 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
     const load = await call('load_skill', { name: 'refund request' }).expect(200);
     expect(load.body.result.instructions).toBe('1. Ask for the order number.\n2. Check the refund policy.');
     const unknown = await call('load_skill', { name: 'Payroll' }).expect(200);
-    expect(unknown.body).toMatchObject({ status: 'failed', error: { code: 'skill_not_found', message: expect.stringContaining('Your skills are: "Refund request"') } });
+    expect(unknown.body).toMatchObject({
+      status: 'failed',
+      error: { code: 'skill_not_found', message: expect.stringContaining('Your skills are: "Refund request"') },
+    });
   });
 
   it('remembers and forgets only through approval, and recalls what was approved', async () => {
@@ -138,18 +200,37 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
     const asked = await call('remember', { content: 'Prefers answers in French', tags: ['language'] }).expect(202);
     expect(asked.body).toMatchObject({ status: 'pending_approval', approvalId: expect.any(String), capabilityId: 'memory-write' });
     expect((await call('recall_memories', { query: 'French' }).expect(200)).body.result.memories).toEqual([]);
-    const approval = await t.http.get(`/api/v1/approvals/${asked.body.approvalId}`).set(...as(org, 'approver')).expect(200);
-    expect(approval.body).toMatchObject({ status: 'pending', reason: 'side_effecting', tool: 'remember', arguments: { content: 'Prefers answers in French', tags: ['language'] } });
+    const approval = await t.http
+      .get(`/api/v1/approvals/${asked.body.approvalId}`)
+      .set(...as(org, 'approver'))
+      .expect(200);
+    expect(approval.body).toMatchObject({
+      status: 'pending',
+      reason: 'side_effecting',
+      tool: 'remember',
+      arguments: { content: 'Prefers answers in French', tags: ['language'] },
+    });
 
     const remembered = await approve(asked.body.approvalId).expect(200);
-    expect(remembered.body.toolCall).toMatchObject({ id: asked.body.id, status: 'succeeded', result: { content: 'Prefers answers in French', alreadyRemembered: false, memoriesKept: 1, maxMemories: 50 } });
+    expect(remembered.body.toolCall).toMatchObject({
+      id: asked.body.id,
+      status: 'succeeded',
+      result: { content: 'Prefers answers in French', alreadyRemembered: false, memoriesKept: 1, maxMemories: 50 },
+    });
     const memoryId = remembered.body.toolCall.result.memoryId;
 
     const recalled = await call('recall_memories', { query: 'French' }).expect(200);
     expect(recalled.body.result.memories).toEqual([{ memoryId, content: 'Prefers answers in French', tags: ['language'], rememberedAt: expect.any(String) }]);
 
     const forgetting = await call('forget', { memoryId }).expect(202);
-    expect((await t.http.get(`/api/v1/approvals/${forgetting.body.approvalId}`).set(...as(org, 'viewer')).expect(200)).body.reason).toBe('side_effecting');
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/approvals/${forgetting.body.approvalId}`)
+          .set(...as(org, 'viewer'))
+          .expect(200)
+      ).body.reason,
+    ).toBe('side_effecting');
     const forgotten = await approve(forgetting.body.approvalId).expect(200);
     expect(forgotten.body.toolCall).toMatchObject({ status: 'succeeded', result: { memoryId, forgotten: true } });
     expect((await call('recall_memories', { query: 'French' }).expect(200)).body.result.memories).toEqual([]);
@@ -158,12 +239,23 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
     const again = await call('forget', { memoryId }).expect(202);
     expect((await approve(again.body.approvalId).expect(200)).body.toolCall).toMatchObject({ status: 'failed', error: { code: 'memory_not_found' } });
 
-    const events = await t.http.get('/api/v1/audit-events?limit=200').set(...as(org, 'admin')).expect(200);
-    const trail = events.body.items.filter((e: { data: { toolCallId?: string }; target: { id: string } }) => e.target.id === asked.body.id || e.target.id === asked.body.approvalId || e.data.toolCallId === asked.body.id);
-    expect(trail.map((e: { type: string }) => e.type).sort()).toEqual(['approval.approved', 'approval.requested', 'tool_call.requested', 'tool_call.succeeded']);
+    const events = await t.http
+      .get('/api/v1/audit-events?limit=200')
+      .set(...as(org, 'admin'))
+      .expect(200);
+    const trail = events.body.items.filter(
+      (e: { data: { toolCallId?: string }; target: { id: string } }) =>
+        e.target.id === asked.body.id || e.target.id === asked.body.approvalId || e.data.toolCallId === asked.body.id,
+    );
+    expect(trail.map((e: { type: string }) => e.type).sort()).toEqual([
+      'approval.approved',
+      'approval.requested',
+      'tool_call.requested',
+      'tool_call.succeeded',
+    ]);
   });
 
-  it('refuses the run\'s calls past the budget with 429 budget_exceeded', async () => {
+  it("refuses the run's calls past the budget with 429 budget_exceeded", async () => {
     const runId = `run-${randomUUID()}`;
     for (let i = 0; i < 5; i++) await call('list_skills', {}, { runId }).expect(200);
     const over = await call('list_skills', {}, { runId }).expect(429);
@@ -174,26 +266,54 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
   it('refuses to publish without the scopes the capabilities need, and refuses the call when a scope is lost', async () => {
     const poor = await createOrg(t, ['memory:read']);
     const poorAgent = await newAgent(poor, 'support');
-    await t.http.put(`/api/v1/agents/${poorAgent}/draft`).set(...as(poor, 'builder')).send(spec({})).expect(200);
-    const refused = await t.http.post(`/api/v1/agents/${poorAgent}/publish`).set(...as(poor, 'builder')).expect(422);
+    await t.http
+      .put(`/api/v1/agents/${poorAgent}/draft`)
+      .set(...as(poor, 'builder'))
+      .send(spec({}))
+      .expect(200);
+    const refused = await t.http
+      .post(`/api/v1/agents/${poorAgent}/publish`)
+      .set(...as(poor, 'builder'))
+      .expect(422);
     expect(refused.body.code).toBe('spec_invalid');
-    expect(refused.body.errors.filter((e: { code: string }) => e.code === 'scope_not_granted').map((e: { path: string }) => e.path)).toEqual(['capabilities[0]', 'capabilities[3]']);
+    expect(refused.body.errors.filter((e: { code: string }) => e.code === 'scope_not_granted').map((e: { path: string }) => e.path)).toEqual([
+      'capabilities[0]',
+      'capabilities[3]',
+    ]);
 
-    await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: ['knowledge:read', 'memory:read'] }).expect(200);
+    await t.http
+      .put(`/api/v1/orgs/${org.id}/scopes`)
+      .set(...bearer(t.adminToken))
+      .send({ scopes: ['knowledge:read', 'memory:read'] })
+      .expect(200);
     try {
       const lost = await call('remember', { content: 'Anything' }).expect(403);
       expect(lost.body.code).toBe('scope_not_granted');
       await call('recall_memories', { query: 'anything' }).expect(200);
     } finally {
-      await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: SCOPES }).expect(200);
+      await t.http
+        .put(`/api/v1/orgs/${org.id}/scopes`)
+        .set(...bearer(t.adminToken))
+        .send({ scopes: SCOPES })
+        .expect(200);
     }
   });
 
   it('offers nothing of knowledge and skills to an agent that binds neither', async () => {
     const bare = await newAgent(org, 'bare');
-    await t.http.put(`/api/v1/agents/${bare}/draft`).set(...as(org, 'builder')).send(spec({})).expect(200);
-    await t.http.post(`/api/v1/agents/${bare}/publish`).set(...as(org, 'builder')).expect(201);
-    const tools = await t.http.get(`/api/v1/agents/${bare}/versions/latest/tools`).set(...as(org, 'agent')).expect(200);
+    await t.http
+      .put(`/api/v1/agents/${bare}/draft`)
+      .set(...as(org, 'builder'))
+      .send(spec({}))
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${bare}/publish`)
+      .set(...as(org, 'builder'))
+      .expect(201);
+    const tools = await t.http
+      .get(`/api/v1/agents/${bare}/versions/latest/tools`)
+      .set(...as(org, 'agent'))
+      .expect(200);
     expect(tools.body.items.map((x: { name: string }) => x.name)).toEqual(['recall_memories', 'remember', 'forget']);
     const res = await call('search_knowledge', { query: 'refund' }, {}, bare).expect(404);
     expect(res.body.code).toBe('unknown_tool');

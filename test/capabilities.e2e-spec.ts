@@ -12,7 +12,10 @@ describe('capability catalog (e2e)', () => {
   const ids = (body: { items: { id: string }[] }) => body.items.map((i) => i.id);
 
   it('lists every capability sorted by id, clock with its schema, the fixtures discovered app-wide', async () => {
-    const res = await t.http.get('/api/v1/agents/capabilities').set(...admin()).expect(200);
+    const res = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...admin())
+      .expect(200);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(ids(res.body)).toEqual(expect.arrayContaining(['clock', 'fixture-echo', 'fixture-notes']));
     expect(ids(res.body)).toEqual([...ids(res.body)].sort());
@@ -41,7 +44,10 @@ describe('capability catalog (e2e)', () => {
   });
 
   it('describes tools, risk and approval as API.md says', async () => {
-    const res = await t.http.get('/api/v1/agents/capabilities').set(...admin()).expect(200);
+    const res = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...admin())
+      .expect(200);
     const notes = res.body.items.find((i: { id: string }) => i.id === 'fixture-notes');
     expect(notes).toMatchObject({ sideEffecting: true, risk: 'destructive', scopes: ['notes:write'], profiles: ['support'], workerTypes: ['chat'] });
     expect(notes.tools.map((tool: { id: string; risk: string; requiresApproval: boolean }) => [tool.id, tool.risk, tool.requiresApproval])).toEqual([
@@ -51,7 +57,11 @@ describe('capability catalog (e2e)', () => {
     ]);
     expect(notes.tools[1]).toMatchObject({ maxOutputTokens: 500, interruptBefore: false, offloadLargeResults: false });
     expect(notes.tools[2]).toMatchObject({ maxOutputTokens: 0, interruptBefore: true, offloadLargeResults: true });
-    expect(notes.configSchema.properties.units).toMatchObject({ enum: ['metric', 'imperial'], default: 'metric', 'x-enum-labels': { metric: expect.any(String), imperial: expect.any(String) } });
+    expect(notes.configSchema.properties.units).toMatchObject({
+      enum: ['metric', 'imperial'],
+      default: 'metric',
+      'x-enum-labels': { metric: expect.any(String), imperial: expect.any(String) },
+    });
     expect(notes.configSchema.properties.style).toMatchObject({ 'x-multiline': true, default: '' });
     expect(notes.configSchema.properties.limits).toMatchObject({ type: 'object', additionalProperties: false, default: { maxNotes: 10 } });
     const echo = res.body.items.find((i: { id: string }) => i.id === 'fixture-echo');
@@ -60,7 +70,15 @@ describe('capability catalog (e2e)', () => {
   });
 
   it('filters by category, tag, profile, workerType and risk, combined with AND', async () => {
-    const get = async (query: string) => ids((await t.http.get(`/api/v1/agents/capabilities?${query}`).set(...admin()).expect(200)).body);
+    const get = async (query: string) =>
+      ids(
+        (
+          await t.http
+            .get(`/api/v1/agents/capabilities?${query}`)
+            .set(...admin())
+            .expect(200)
+        ).body,
+      );
     expect(await get('category=fixture-memory')).toEqual(['fixture-notes']);
     expect(await get('tag=utility')).toEqual(['fixture-echo']);
     // An empty profiles list applies to every profile.
@@ -75,11 +93,20 @@ describe('capability catalog (e2e)', () => {
   });
 
   it('refuses unknown filters and bad values with 400 naming the parameter', async () => {
-    const unknown = await t.http.get('/api/v1/agents/capabilities?colour=red').set(...admin()).expect(400);
+    const unknown = await t.http
+      .get('/api/v1/agents/capabilities?colour=red')
+      .set(...admin())
+      .expect(400);
     expect(unknown.body).toMatchObject({ status: 400, code: 'invalid_request', errors: [{ path: 'colour', code: 'unknown_property' }] });
-    const risk = await t.http.get('/api/v1/agents/capabilities?risk=scary').set(...admin()).expect(400);
+    const risk = await t.http
+      .get('/api/v1/agents/capabilities?risk=scary')
+      .set(...admin())
+      .expect(400);
     expect(risk.body.errors.map((e: { path: string }) => e.path)).toEqual(['risk']);
-    const twice = await t.http.get('/api/v1/agents/capabilities?tag=a&tag=b').set(...admin()).expect(400);
+    const twice = await t.http
+      .get('/api/v1/agents/capabilities?tag=a&tag=b')
+      .set(...admin())
+      .expect(400);
     expect(twice.body.errors[0].path).toBe('tag');
   });
 
@@ -88,7 +115,10 @@ describe('capability catalog (e2e)', () => {
     expect(res.body.code).toBe('unauthorized');
     const org = await createOrg(t);
     for (const role of ['viewer', 'builder', 'agent', 'approver', 'admin'] as const) {
-      await t.http.get('/api/v1/agents/capabilities').set(...bearer(org.keys[role])).expect(200);
+      await t.http
+        .get('/api/v1/agents/capabilities')
+        .set(...bearer(org.keys[role]))
+        .expect(200);
     }
   });
 
@@ -96,7 +126,14 @@ describe('capability catalog (e2e)', () => {
     const granted = await createOrg(t, ['notes:write']);
     const bare = await createOrg(t);
     const availability = async (token: string) =>
-      Object.fromEntries((await t.http.get('/api/v1/agents/capabilities').set(...bearer(token)).expect(200)).body.items.map((i: { id: string; available: boolean }) => [i.id, i.available]));
+      Object.fromEntries(
+        (
+          await t.http
+            .get('/api/v1/agents/capabilities')
+            .set(...bearer(token))
+            .expect(200)
+        ).body.items.map((i: { id: string; available: boolean }) => [i.id, i.available]),
+      );
     expect(await availability(granted.keys.viewer)).toMatchObject({ clock: true, 'fixture-echo': true, 'fixture-notes': true });
     expect(await availability(bare.keys.viewer)).toMatchObject({ clock: true, 'fixture-echo': true, 'fixture-notes': false });
   });
@@ -104,19 +141,46 @@ describe('capability catalog (e2e)', () => {
   it('answers 304 to a matching If-None-Match, with an ETag that differs per organization', async () => {
     const granted = await createOrg(t, ['notes:write']);
     const bare = await createOrg(t);
-    const first = await t.http.get('/api/v1/agents/capabilities').set(...bearer(granted.keys.viewer)).expect(200);
+    const first = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(granted.keys.viewer))
+      .expect(200);
     const etag = first.headers.etag;
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/);
     expect(first.headers.vary).toMatch(/Authorization/i);
-    const again = await t.http.get('/api/v1/agents/capabilities').set(...bearer(granted.keys.admin)).set('If-None-Match', etag).expect(304);
+    const again = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(granted.keys.admin))
+      .set('If-None-Match', etag)
+      .expect(304);
     expect(again.text).toBe('');
     expect(again.headers.etag).toBe(etag);
-    await t.http.get('/api/v1/agents/capabilities').set(...bearer(granted.keys.viewer)).set('If-None-Match', `"other", W/${etag}`).expect(304);
-    await t.http.get('/api/v1/agents/capabilities').set(...bearer(granted.keys.viewer)).set('If-None-Match', '*').expect(304);
-    await t.http.get('/api/v1/agents/capabilities').set(...bearer(granted.keys.viewer)).set('If-None-Match', '"stale"').expect(200);
-    const other = await t.http.get('/api/v1/agents/capabilities').set(...bearer(bare.keys.viewer)).set('If-None-Match', etag).expect(200);
+    await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(granted.keys.viewer))
+      .set('If-None-Match', `"other", W/${etag}`)
+      .expect(304);
+    await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(granted.keys.viewer))
+      .set('If-None-Match', '*')
+      .expect(304);
+    await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(granted.keys.viewer))
+      .set('If-None-Match', '"stale"')
+      .expect(200);
+    const other = await t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(bare.keys.viewer))
+      .set('If-None-Match', etag)
+      .expect(200);
     expect(other.headers.etag).not.toBe(etag);
-    const filtered = await t.http.get('/api/v1/agents/capabilities?tag=utility').set(...bearer(granted.keys.viewer)).set('If-None-Match', etag).expect(200);
+    const filtered = await t.http
+      .get('/api/v1/agents/capabilities?tag=utility')
+      .set(...bearer(granted.keys.viewer))
+      .set('If-None-Match', etag)
+      .expect(200);
     expect(filtered.headers.etag).not.toBe(etag);
   });
 

@@ -11,7 +11,8 @@ describe('builtin capability layout checker', () => {
     mkdirSync(dirname(full), { recursive: true });
     writeFileSync(full, text);
   };
-  const capability = (id: string) => `import { Capability } from '../../capability.decorator';\n\n@Capability({\n  id: '${id}',\n  tools: [],\n})\nexport class X {}\n`;
+  const capability = (id: string) =>
+    `import { Capability } from '../../capability.decorator';\n\n@Capability({\n  id: '${id}',\n  tools: [],\n})\nexport class X {}\n`;
   const good = (id: string) => {
     write(`capabilities/builtin/${id}/${id}.module.ts`);
     write(`capabilities/builtin/${id}/${id}.capability.ts`, capability(id));
@@ -34,13 +35,21 @@ describe('builtin capability layout checker', () => {
 
   it('accepts a tree that follows the pattern', () => {
     expect(checkBuiltinLayout(root)).toEqual([]);
-    expect(checkBuiltinLayout(root, [{ id: 'clock', toolCount: 0 }, { id: 'memory', toolCount: 0 }])).toEqual([]);
+    expect(
+      checkBuiltinLayout(root, [
+        { id: 'clock', toolCount: 0 },
+        { id: 'memory', toolCount: 0 },
+      ]),
+    ).toEqual([]);
   });
 
   it('fails on a folder that builtin.module.ts does not import', () => {
     good('notes');
     expect(checkBuiltinLayout(root)).toEqual(['builtin/notes/: builtin.module.ts does not import its module, so the capability would silently not exist']);
-    write('capabilities/builtin/builtin.module.ts', `import { M0 } from './clock/clock.module';\nimport { M1 } from './memory/memory.module';\nimport { N } from './notes/notes.module';\n@Module({ imports: [M0, M1] })\nexport class B {}\n`);
+    write(
+      'capabilities/builtin/builtin.module.ts',
+      `import { M0 } from './clock/clock.module';\nimport { M1 } from './memory/memory.module';\nimport { N } from './notes/notes.module';\n@Module({ imports: [M0, M1] })\nexport class B {}\n`,
+    );
     expect(checkBuiltinLayout(root)).toEqual(['builtin/notes/: builtin.module.ts does not import its module, so the capability would silently not exist']);
   });
 
@@ -66,10 +75,12 @@ describe('builtin capability layout checker', () => {
     write('capabilities/builtin/clock/clock.tools.ts', capability('clock'));
     write('agents/sneaky.ts', capability('sneaky'));
     write('agents/agents.service.spec.ts', capability('fixture'));
-    expect(checkBuiltinLayout(root)).toEqual([
-      '@Capability() may only appear in capabilities/builtin/<id>/<id>.capability.ts',
-      '@Capability() may only appear in capabilities/builtin/<id>/<id>.capability.ts',
-    ].map((m, i) => `${['agents/sneaky.ts', 'capabilities/builtin/clock/clock.tools.ts'][i]}: ${m}`));
+    expect(checkBuiltinLayout(root)).toEqual(
+      [
+        '@Capability() may only appear in capabilities/builtin/<id>/<id>.capability.ts',
+        '@Capability() may only appear in capabilities/builtin/<id>/<id>.capability.ts',
+      ].map((m, i) => `${['agents/sneaky.ts', 'capabilities/builtin/clock/clock.tools.ts'][i]}: ${m}`),
+    );
   });
 
   it('fails on a badly named folder, a stray file, and a missing builtin.module.ts', () => {
@@ -85,11 +96,19 @@ describe('builtin capability layout checker', () => {
   });
 
   it('cross-checks what the registry found: tools.ts for tools, a folder per capability, a capability per folder', () => {
-    expect(checkBuiltinLayout(root, [{ id: 'clock', toolCount: 2 }, { id: 'memory', toolCount: 0 }, { id: 'ghost', toolCount: 0 }])).toEqual([
+    expect(
+      checkBuiltinLayout(root, [
+        { id: 'clock', toolCount: 2 },
+        { id: 'memory', toolCount: 0 },
+        { id: 'ghost', toolCount: 0 },
+      ]),
+    ).toEqual([
       'builtin/clock/: declares tools, so clock.tools.ts is required',
       'capability "ghost" is registered by the builtin set but has no folder builtin/ghost/',
     ]);
     write('capabilities/builtin/clock/clock.tools.ts', 'export {}');
-    expect(checkBuiltinLayout(root, [{ id: 'clock', toolCount: 2 }])).toEqual(['builtin/memory/: no capability "memory" is registered when the builtin set boots (is its module imported and its provider listed?)']);
+    expect(checkBuiltinLayout(root, [{ id: 'clock', toolCount: 2 }])).toEqual([
+      'builtin/memory/: no capability "memory" is registered when the builtin set boots (is its module imported and its provider listed?)',
+    ]);
   });
 });

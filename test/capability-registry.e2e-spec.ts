@@ -32,7 +32,10 @@ describe('builtin capability registry (e2e)', () => {
         {
           scopes: [...(c.definition.scopes ?? [])],
           tools: Object.fromEntries(
-            c.tools.map((tool) => [tool.declaration.id, { risk: tool.declaration.risk, requiresApproval: tool.requiresApproval, interruptBefore: tool.declaration.interruptBefore ?? false }]),
+            c.tools.map((tool) => [
+              tool.declaration.id,
+              { risk: tool.declaration.risk, requiresApproval: tool.requiresApproval, interruptBefore: tool.declaration.interruptBefore ?? false },
+            ]),
           ),
         },
       ]),
@@ -57,7 +60,11 @@ describe('builtin capability registry (e2e)', () => {
     const ajv = strictAjv();
     for (const descriptor of registry.catalog()) {
       const config = ajv.compile(descriptor.configSchema);
-      expect({ id: descriptor.id, valid: config(registry.validateConfig(descriptor.id, {}).value), errors: config.errors }).toEqual({ id: descriptor.id, valid: true, errors: null });
+      expect({ id: descriptor.id, valid: config(registry.validateConfig(descriptor.id, {}).value), errors: config.errors }).toEqual({
+        id: descriptor.id,
+        valid: true,
+        errors: null,
+      });
       expect(config({ notAField: true })).toBe(false);
       for (const tool of descriptor.tools) {
         expect(tool.inputSchema).toMatchObject({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', additionalProperties: false });

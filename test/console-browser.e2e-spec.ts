@@ -160,7 +160,9 @@ describe('the Builder console in a browser (e2e)', () => {
     }
 
     await results.fill('8');
-    await page.getByRole('combobox', { name: 'Reasoning effort' }).selectOption({ label: 'Deliberates at length before answering: multi-step reasoning, planning, tricky analysis. Slower, and costs the most tokens.' });
+    await page
+      .getByRole('combobox', { name: 'Reasoning effort' })
+      .selectOption({ label: 'Deliberates at length before answering: multi-step reasoning, planning, tricky analysis. Slower, and costs the most tokens.' });
     await page.getByRole('checkbox', { name: 'Require approval for search_knowledge' }).check();
     expect(await page.getByRole('checkbox', { name: 'Require approval for read_document' }).isChecked()).toBe(false);
     await page.getByRole('checkbox', { name: 'Support handbook' }).check();
@@ -187,7 +189,9 @@ describe('the Builder console in a browser (e2e)', () => {
 
   it('shows a pending approval as it is requested, and approves and rejects it without a reload', async () => {
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'note-taker', name: 'Note taker' }).expect(201)).body as { id: string };
-    await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Remember what matters.', capabilities: [{ id: 'memory-write' }] }).expect(200);
+    await api('put', `/agents/${agent.id}/draft`, org.keys.builder)
+      .send({ instructions: 'Remember what matters.', capabilities: [{ id: 'memory-write' }] })
+      .expect(200);
     await api('post', `/agents/${agent.id}/publish`, org.keys.builder).expect(201);
 
     const { context, page } = await signedIn(org.keys.approver);
@@ -197,7 +201,9 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByText('Live: new requests appear as they are made.').waitFor();
     const pending = page.getByRole('list', { name: /Pending/ });
 
-    const call = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'remember', arguments: { content: 'The customer prefers French', tags: ['language'] } }).expect(202);
+    const call = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
+      .send({ tool: 'remember', arguments: { content: 'The customer prefers French', tags: ['language'] } })
+      .expect(202);
     const item = pending.getByRole('listitem').filter({ hasText: 'The customer prefers French' });
     await item.waitFor({ timeout: 20_000 });
     await item.getByRole('heading', { name: 'remember for Note taker' }).waitFor();
@@ -209,7 +215,9 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(toolCall.status).toBe('succeeded');
     await page.getByRole('table', { name: 'Recently decided approvals' }).getByRole('row').filter({ hasText: 'approved' }).first().waitFor();
 
-    await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'forget', arguments: { memoryId: '00000000-0000-4000-8000-000000000000' } }).expect(202);
+    await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
+      .send({ tool: 'forget', arguments: { memoryId: '00000000-0000-4000-8000-000000000000' } })
+      .expect(202);
     const second = pending.getByRole('listitem').filter({ hasText: 'forget' });
     await second.waitFor({ timeout: 20_000 });
     await second.getByRole('button', { name: 'Reject' }).click();
@@ -224,7 +232,9 @@ describe('the Builder console in a browser (e2e)', () => {
   });
 
   it('binds an MCP connection to an agent from the editor', async () => {
-    const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as { id: string };
+    const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
+      id: string;
+    };
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'mcp-binder', name: 'MCP binder' }).expect(201)).body as { id: string };
     const { context, page } = await signedIn(org.keys.builder);
     await page.getByRole('link', { name: 'MCP binder' }).click();
@@ -265,9 +275,15 @@ describe('the Builder console in a browser (e2e)', () => {
   it('starts a run, shows its transcript as it streams and its answer, without a serious accessibility problem', async () => {
     const model = await startScriptedModel(sequence({ text: 'Bonjour from the scripted model' }));
     try {
-      const provider = (await api('post', '/model-providers', org.keys.admin).send({ name: 'console-scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-console-test' }).expect(201)).body as { id: string };
+      const provider = (
+        await api('post', '/model-providers', org.keys.admin)
+          .send({ name: 'console-scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-console-test' })
+          .expect(201)
+      ).body as { id: string };
       const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'greeter', name: 'Greeter' }).expect(201)).body as { id: string };
-      await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Greet.', capabilities: [], model: { provider: provider.id, name: 'scripted-1' } }).expect(200);
+      await api('put', `/agents/${agent.id}/draft`, org.keys.builder)
+        .send({ instructions: 'Greet.', capabilities: [], model: { provider: provider.id, name: 'scripted-1' } })
+        .expect(200);
       await api('post', `/agents/${agent.id}/publish`, org.keys.builder).expect(201);
 
       const { context, page } = await signedIn(org.keys.builder);
@@ -282,7 +298,12 @@ describe('the Builder console in a browser (e2e)', () => {
       await page.locator('dd').filter({ hasText: 'Bonjour from the scripted model' }).waitFor();
       expect(await accessibilityProblems(page)).toEqual([]);
       await page.getByRole('link', { name: 'All runs' }).click();
-      await page.getByRole('table', { name: /Runs of this organization/ }).getByRole('row').filter({ hasText: 'Say hello' }).getByRole('cell', { name: 'succeeded' }).waitFor();
+      await page
+        .getByRole('table', { name: /Runs of this organization/ })
+        .getByRole('row')
+        .filter({ hasText: 'Say hello' })
+        .getByRole('cell', { name: 'succeeded' })
+        .waitFor();
       expect(await accessibilityProblems(page)).toEqual([]);
       await context.close();
     } finally {
@@ -292,7 +313,9 @@ describe('the Builder console in a browser (e2e)', () => {
 
   it('has no serious or critical accessibility problem on any page', async () => {
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'axe-check', name: 'Axe check' }).expect(201)).body as { id: string };
-    await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: '# Hello', capabilities: [{ id: 'memory-write' }, { id: 'compaction' }, { id: 'knowledge', config: { maxResults: 99 } }] }).expect(200);
+    await api('put', `/agents/${agent.id}/draft`, org.keys.builder)
+      .send({ instructions: '# Hello', capabilities: [{ id: 'memory-write' }, { id: 'compaction' }, { id: 'knowledge', config: { maxResults: 99 } }] })
+      .expect(200);
     const collection = (await api('post', '/knowledge/collections', org.keys.builder).send({ name: 'Axe docs' }).expect(201)).body as { id: string };
     await api('post', `/knowledge/collections/${collection.id}/documents`, org.keys.builder).send({ title: 'Doc', content: 'Text' }).expect(201);
     await api('post', '/skills', org.keys.builder).send({ name: 'Tone', description: 'How to sound', instructions: 'Be kind.' }).expect(201);
@@ -312,20 +335,50 @@ describe('the Builder console in a browser (e2e)', () => {
     };
     const nav = (link: string) => () => page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: link, exact: true }).click();
     await visit('agents', nav('Agents'), () => page.getByRole('link', { name: 'Axe check' }).waitFor());
-    await visit('new agent', () => page.getByRole('button', { name: 'New agent' }).click(), () => page.getByRole('textbox', { name: 'Slug' }).waitFor());
-    await visit('editor', () => page.getByRole('link', { name: 'Axe check' }).click(), () => page.getByRole('switch', { name: 'Knowledge search' }).waitFor());
-    await visit('editor with errors', () => page.getByRole('button', { name: 'Validate' }).click(), () => page.getByRole('alert').filter({ hasText: 'from publishing' }).waitFor());
-    await visit('editor preview', () => page.getByRole('button', { name: 'Preview' }).first().click(), () => page.getByRole('region', { name: 'Instructions (preview)' }).waitFor());
+    await visit(
+      'new agent',
+      () => page.getByRole('button', { name: 'New agent' }).click(),
+      () => page.getByRole('textbox', { name: 'Slug' }).waitFor(),
+    );
+    await visit(
+      'editor',
+      () => page.getByRole('link', { name: 'Axe check' }).click(),
+      () => page.getByRole('switch', { name: 'Knowledge search' }).waitFor(),
+    );
+    await visit(
+      'editor with errors',
+      () => page.getByRole('button', { name: 'Validate' }).click(),
+      () => page.getByRole('alert').filter({ hasText: 'from publishing' }).waitFor(),
+    );
+    await visit(
+      'editor preview',
+      () => page.getByRole('button', { name: 'Preview' }).first().click(),
+      () => page.getByRole('region', { name: 'Instructions (preview)' }).waitFor(),
+    );
     await page.getByRole('spinbutton', { name: 'Results per search' }).fill('3');
     await page.getByRole('button', { name: 'Publish' }).click();
     await page.getByText('Version 1 published').waitFor();
-    await visit('versions', () => page.getByRole('link', { name: 'Versions' }).click(), () => page.getByRole('heading', { name: 'System prompt' }).waitFor());
-    await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent).send({ tool: 'remember', arguments: { content: 'Axe' } }).expect(202);
+    await visit(
+      'versions',
+      () => page.getByRole('link', { name: 'Versions' }).click(),
+      () => page.getByRole('heading', { name: 'System prompt' }).waitFor(),
+    );
+    await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
+      .send({ tool: 'remember', arguments: { content: 'Axe' } })
+      .expect(202);
     await visit('approvals', nav('Approvals'), () => page.getByRole('button', { name: 'Approve' }).first().waitFor());
-    await visit('approvals rejecting', () => page.getByRole('button', { name: 'Reject' }).first().click(), () => page.getByRole('textbox', { name: 'Reason' }).waitFor());
+    await visit(
+      'approvals rejecting',
+      () => page.getByRole('button', { name: 'Reject' }).first().click(),
+      () => page.getByRole('textbox', { name: 'Reason' }).waitFor(),
+    );
     await visit('capabilities', nav('Capabilities'), () => page.getByRole('heading', { name: /Knowledge search/ }).waitFor());
     await visit('knowledge', nav('Knowledge'), () => page.getByRole('link', { name: 'Axe docs' }).waitFor());
-    await visit('collection', () => page.getByRole('link', { name: 'Axe docs' }).click(), () => page.getByRole('button', { name: 'Show Doc' }).waitFor());
+    await visit(
+      'collection',
+      () => page.getByRole('link', { name: 'Axe docs' }).click(),
+      () => page.getByRole('button', { name: 'Show Doc' }).waitFor(),
+    );
     await visit('skills', nav('Skills'), () => page.getByRole('heading', { name: 'Tone' }).waitFor());
     await visit('audit log', nav('Audit log'), () => page.getByRole('cell', { name: 'agent.published' }).first().waitFor());
     await visit('api keys', nav('API keys'), () => page.getByRole('button', { name: 'Create key' }).waitFor());

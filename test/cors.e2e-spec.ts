@@ -14,7 +14,12 @@ describe('CORS (e2e)', () => {
   afterAll(() => t.close());
 
   it('answers a preflight from an allowed origin, before authentication', async () => {
-    const res = await preflight(allowed, '/api/v1/agents/00000000-0000-4000-8000-000000000000/tool-calls', 'POST', 'authorization,content-type,idempotency-key').expect(204);
+    const res = await preflight(
+      allowed,
+      '/api/v1/agents/00000000-0000-4000-8000-000000000000/tool-calls',
+      'POST',
+      'authorization,content-type,idempotency-key',
+    ).expect(204);
     expect(res.headers['access-control-allow-origin']).toBe(allowed);
     expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, DELETE');
     const allowedHeaders = res.headers['access-control-allow-headers'].toLowerCase().split(/,\s*/);
@@ -25,7 +30,11 @@ describe('CORS (e2e)', () => {
   });
 
   it('lets an allowed origin read answers, errors included, and see Retry-After and x-request-id', async () => {
-    const ok = await t.http.get('/api/v1/me').set('Origin', 'http://localhost:5173').set(...bearer(t.adminToken)).expect(200);
+    const ok = await t.http
+      .get('/api/v1/me')
+      .set('Origin', 'http://localhost:5173')
+      .set(...bearer(t.adminToken))
+      .expect(200);
     expect(ok.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(ok.headers['access-control-expose-headers']).toBe('Retry-After, x-request-id');
     const refused = await t.http.get('/api/v1/me').set('Origin', allowed).set('Authorization', 'Bearer wrong').expect(401);
@@ -38,14 +47,22 @@ describe('CORS (e2e)', () => {
       expect(pre.headers['access-control-allow-origin']).toBeUndefined();
       expect(pre.headers['access-control-allow-methods']).toBeUndefined();
       expect(pre.headers['access-control-allow-headers']).toBeUndefined();
-      const res = await t.http.get('/api/v1/me').set('Origin', origin).set(...bearer(t.adminToken)).expect(200);
+      const res = await t.http
+        .get('/api/v1/me')
+        .set('Origin', origin)
+        .set(...bearer(t.adminToken))
+        .expect(200);
       expect(res.headers['access-control-allow-origin']).toBeUndefined();
       expect(res.headers['access-control-expose-headers']).toBeUndefined();
     }
   });
 
   it('CORS_ORIGINS takes origins only, and a bad one stops the start naming it', () => {
-    expect(parseOrigins(' https://a.example.com, http://localhost:5173 ,https://b.example.com:8443/ ')).toEqual(['https://a.example.com', 'http://localhost:5173', 'https://b.example.com:8443']);
+    expect(parseOrigins(' https://a.example.com, http://localhost:5173 ,https://b.example.com:8443/ ')).toEqual([
+      'https://a.example.com',
+      'http://localhost:5173',
+      'https://b.example.com:8443',
+    ]);
     expect(parseOrigins('')).toEqual([]);
     for (const bad of ['*', 'a.example.com', 'https://a.example.com/path', 'ftp://a.example.com', 'https://u:p@a.example.com', 'https://A.example.com']) {
       expect(parseOrigins(bad)).toBeUndefined();

@@ -49,7 +49,15 @@ describe('tenant isolation on every route', () => {
   });
 
   it('answers 404 to random ids', async () => {
-    const routes = walkRoutes(t).filter((r) => r.access !== 'public' && !platformOnly(r) && r.path.replace(':orgId', '').replace(/:(capabilityId|toolId)\b/g, '').includes(':'));
+    const routes = walkRoutes(t).filter(
+      (r) =>
+        r.access !== 'public' &&
+        !platformOnly(r) &&
+        r.path
+          .replace(':orgId', '')
+          .replace(/:(capabilityId|toolId)\b/g, '')
+          .includes(':'),
+    );
     const wrong: string[] = [];
     for (const route of routes) {
       // orgId must be the caller's own (another org's is the case above); every other id is random.
@@ -65,7 +73,10 @@ describe('tenant isolation on every route', () => {
     expect(lists.length).toBeGreaterThan(3);
     for (const route of lists) {
       // An event stream is taken at its headers (test/events.e2e-spec.ts shows what it sends whom).
-      const res = await t.http.get(route.path).set(...bearer(b.org.keys.admin)).parse(stopAtEventStream);
+      const res = await t.http
+        .get(route.path)
+        .set(...bearer(b.org.keys.admin))
+        .parse(stopAtEventStream);
       const text = JSON.stringify(res.body);
       expect(res.status).toBeLessThan(500);
       expect(text).not.toContain(a.marker);

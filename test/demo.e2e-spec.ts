@@ -62,6 +62,8 @@ describe('npm run demo (e2e)', () => {
 
   it('stops at the first unexpected answer, naming the request', async () => {
     await expect(runDemo({ url, adminToken: 'wrong-token-of-enough-length', print: () => undefined })).rejects.toThrow(DemoError);
-    await expect(runDemo({ url, adminToken: 'wrong-token-of-enough-length', print: () => undefined })).rejects.toThrow(/^POST \/orgs answered 401, expected 201/);
+    await expect(runDemo({ url, adminToken: 'wrong-token-of-enough-length', print: () => undefined })).rejects.toThrow(
+      /^POST \/orgs answered 401, expected 201/,
+    );
   });
 });

@@ -5,7 +5,13 @@ import { EnvironmentVariables } from '../src/config/app-config';
 
 const root = join(__dirname, '..');
 const read = (file: string) => readFileSync(join(root, file), 'utf8');
-const variables = [...new Set(getMetadataStorage().getTargetValidationMetadatas(EnvironmentVariables, '', true, false).map((m) => m.propertyName))].sort();
+const variables = [
+  ...new Set(
+    getMetadataStorage()
+      .getTargetValidationMetadatas(EnvironmentVariables, '', true, false)
+      .map((m) => m.propertyName),
+  ),
+].sort();
 
 /** The files an operator deploys from say what the code reads; a new variable cannot be forgotten. */
 describe('deployment files', () => {
@@ -30,7 +36,9 @@ describe('deployment files', () => {
   });
 
   it('the Dockerfile builds in a first stage and runs production dependencies only, as a non-root user, with a health check', () => {
-    const stages = read('Dockerfile').split(/^FROM /m).slice(1);
+    const stages = read('Dockerfile')
+      .split(/^FROM /m)
+      .slice(1);
     expect(stages).toHaveLength(2);
     const final = stages[1];
     expect(final).toMatch(/^RUN npm ci --omit=dev\b/m);

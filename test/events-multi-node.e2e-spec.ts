@@ -53,17 +53,45 @@ if (!onRealServer) console.info('events multi-node suite: not run on the embedde
   let agentId: string;
 
   beforeAll(async () => {
-    org = (await node(0).post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'ev-nodes', name: 'Event nodes' }).expect(201)).body;
+    org = (
+      await node(0)
+        .post('/api/v1/orgs')
+        .set(...as(adminToken))
+        .send({ slug: 'ev-nodes', name: 'Event nodes' })
+        .expect(201)
+    ).body;
     for (const role of ['builder', 'agent', 'approver', 'admin']) {
-      keys[role] = (await node(1).post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: role, roles: [role] }).expect(201)).body.token;
+      keys[role] = (
+        await node(1)
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...as(adminToken))
+          .send({ name: role, roles: [role] })
+          .expect(201)
+      ).body.token;
     }
-    agentId = (await node(0).post('/api/v1/agents').set(...as(keys.builder)).send({ slug: 'approvals', name: 'Approvals' }).expect(201)).body.id;
-    await node(1).put(`/api/v1/agents/${agentId}/draft`).set(...as(keys.builder)).send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] }).expect(200);
-    await node(0).post(`/api/v1/agents/${agentId}/publish`).set(...as(keys.builder)).expect(201);
+    agentId = (
+      await node(0)
+        .post('/api/v1/agents')
+        .set(...as(keys.builder))
+        .send({ slug: 'approvals', name: 'Approvals' })
+        .expect(201)
+    ).body.id;
+    await node(1)
+      .put(`/api/v1/agents/${agentId}/draft`)
+      .set(...as(keys.builder))
+      .send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] })
+      .expect(200);
+    await node(0)
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...as(keys.builder))
+      .expect(201);
   }, 60_000);
 
   async function stream(i: number, headers: Record<string, string> = {}): Promise<SseClient> {
-    const c = await SseClient.open(`${nodes[i].url}/api/v1/events?types=approval.requested,agent.created`, { authorization: `Bearer ${keys.approver}`, ...headers });
+    const c = await SseClient.open(`${nodes[i].url}/api/v1/events?types=approval.requested,agent.created`, {
+      authorization: `Bearer ${keys.approver}`,
+      ...headers,
+    });
     clients.push(c);
     await c.waitFor((x) => x.lastId !== undefined);
     return c;
@@ -72,7 +100,13 @@ if (!onRealServer) console.info('events multi-node suite: not run on the embedde
   it('a stream on one node sees an approval requested through the other, woken by NOTIFY rather than the poll', async () => {
     const c = await stream(0);
     const started = Date.now();
-    const call = (await node(1).post(`/api/v1/agents/${agentId}/tool-calls`).set(...as(keys.agent)).send({ tool: 'fx_crash_effect', arguments: { tag: 'sse', ms: 0 } }).expect(202)).body;
+    const call = (
+      await node(1)
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...as(keys.agent))
+        .send({ tool: 'fx_crash_effect', arguments: { tag: 'sse', ms: 0 } })
+        .expect(202)
+    ).body;
     await c.waitFor((x) => x.events.some((e) => e.event.type === 'approval.requested'));
     // The poll comes every 5 s; the wake-up from the other node's NOTIFY is much sooner.
     expect(Date.now() - started).toBeLessThan(3_000);
@@ -81,13 +115,25 @@ if (!onRealServer) console.info('events multi-node suite: not run on the embedde
 
   it('resumes on the other node after a disconnect with exactly the missed events', async () => {
     const c = await stream(0);
-    await node(1).post('/api/v1/agents').set(...as(keys.builder)).send({ slug: 'seen', name: 'Seen' }).expect(201);
+    await node(1)
+      .post('/api/v1/agents')
+      .set(...as(keys.builder))
+      .send({ slug: 'seen', name: 'Seen' })
+      .expect(201);
     await c.waitFor((x) => x.events.length >= 1);
     const last = c.lastId!;
     c.close();
     const missed: string[] = [];
     for (let i = 0; i < 6; i++) {
-      missed.push((await node(i).post('/api/v1/agents').set(...as(keys.builder)).send({ slug: `missed-${i}`, name: `Missed ${i}` }).expect(201)).body.id);
+      missed.push(
+        (
+          await node(i)
+            .post('/api/v1/agents')
+            .set(...as(keys.builder))
+            .send({ slug: `missed-${i}`, name: `Missed ${i}` })
+            .expect(201)
+        ).body.id,
+      );
     }
     const resumed = await stream(1, { 'last-event-id': last });
     await resumed.waitFor((x) => x.events.length >= missed.length);
@@ -96,12 +142,26 @@ if (!onRealServer) console.info('events multi-node suite: not run on the embedde
   });
 
   it('two nodes make each delivery attempt once', async () => {
-    const hook = (await node(0).post('/api/v1/webhooks').set(...as(keys.admin)).send({ url: receiver.url, types: ['agent.created'] }).expect(201)).body;
+    const hook = (
+      await node(0)
+        .post('/api/v1/webhooks')
+        .set(...as(keys.admin))
+        .send({ url: receiver.url, types: ['agent.created'] })
+        .expect(201)
+    ).body;
     receiver.secret = hook.secret;
     // Each event: two failed attempts, then accepted.
     receiver.answer = (_id, nth) => (nth <= 2 ? 502 : 200);
     const count = 20;
-    await Promise.all(Array.from({ length: count }, (_, i) => node(i).post('/api/v1/agents').set(...as(keys.builder)).send({ slug: `many-${i}`, name: `Many ${i}` }).expect(201)));
+    await Promise.all(
+      Array.from({ length: count }, (_, i) =>
+        node(i)
+          .post('/api/v1/agents')
+          .set(...as(keys.builder))
+          .send({ slug: `many-${i}`, name: `Many ${i}` })
+          .expect(201),
+      ),
+    );
     const deadline = Date.now() + 60_000;
     while (receiver.accepted().length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     await new Promise((r) => setTimeout(r, 1_000));
@@ -111,10 +171,12 @@ if (!onRealServer) console.info('events multi-node suite: not run on the embedde
     const pg = new Client({ connectionString: db.url });
     await pg.connect();
     try {
-      const rows: { attempts: number; logged: number; status: string }[] = await pg.query(
-        `SELECT d.attempts, d.status, (SELECT count(*)::int FROM webhook_attempt a WHERE a.delivery_id = d.id) AS logged FROM webhook_delivery d WHERE d.endpoint_id = $1`,
-        [hook.id],
-      ).then((r) => r.rows);
+      const rows: { attempts: number; logged: number; status: string }[] = await pg
+        .query(
+          `SELECT d.attempts, d.status, (SELECT count(*)::int FROM webhook_attempt a WHERE a.delivery_id = d.id) AS logged FROM webhook_delivery d WHERE d.endpoint_id = $1`,
+          [hook.id],
+        )
+        .then((r) => r.rows);
       expect(rows).toHaveLength(count);
       expect(rows.every((r) => r.attempts === 3 && r.logged === 3 && r.status === 'succeeded')).toBe(true);
     } finally {

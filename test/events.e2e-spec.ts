@@ -15,7 +15,9 @@ describe('GET /events (e2e)', () => {
   const open: SseClient[] = [];
 
   beforeAll(async () => {
-    t = await createTestApp({ config: { events: { heartbeatMs: 300, pollMs: 5_000, webhookTimeoutMs: 5_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 3_600_000 } } });
+    t = await createTestApp({
+      config: { events: { heartbeatMs: 300, pollMs: 5_000, webhookTimeoutMs: 5_000, webhookRetryBaseMs: 5_000, webhookRetryWindowMs: 3_600_000 } },
+    });
     await t.app.listen(0, '127.0.0.1');
     const address = t.app.getHttpServer().address() as { port: number };
     base = `http://127.0.0.1:${address.port}/api/v1`;
@@ -37,12 +39,21 @@ describe('GET /events (e2e)', () => {
   }
   let n = 0;
   const createAgent = async (o: TestOrg) => {
-    const res = await t.http.post('/api/v1/agents').set(...bearer(o.keys.builder)).send({ slug: `ev-${++n}`, name: `Events ${n}` }).expect(201);
+    const res = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(o.keys.builder))
+      .send({ slug: `ev-${++n}`, name: `Events ${n}` })
+      .expect(201);
     return res.body.id as string;
   };
-  const createKey = (o: TestOrg) => t.http.post(`/api/v1/orgs/${o.id}/api-keys`).set(...bearer(o.keys.admin)).send({ name: `k${++n}`, roles: ['viewer'] }).expect(201);
+  const createKey = (o: TestOrg) =>
+    t.http
+      .post(`/api/v1/orgs/${o.id}/api-keys`)
+      .set(...bearer(o.keys.admin))
+      .send({ name: `k${++n}`, roles: ['viewer'] })
+      .expect(201);
 
-  it('streams the organization\'s events as they are written, each with its position as id', async () => {
+  it("streams the organization's events as they are written, each with its position as id", async () => {
     const c = await stream(org);
     expect(c.response.headers['content-type']).toBe('text/event-stream; charset=utf-8');
     expect(c.response.headers['x-request-id']).toBeDefined();
@@ -55,7 +66,10 @@ describe('GET /events (e2e)', () => {
     expect(first.id).toMatch(/^\d+-\d+$/);
     expect(first.id).not.toBe(second.id);
     // The same event as the audit log shows.
-    const log = await t.http.get('/api/v1/audit-events?type=agent.created').set(...bearer(org.keys.admin)).expect(200);
+    const log = await t.http
+      .get('/api/v1/audit-events?type=agent.created')
+      .set(...bearer(org.keys.admin))
+      .expect(200);
     expect(log.body.items.find((e: { id: string }) => e.id === first.event.id)).toEqual(first.event);
   });
 
@@ -98,7 +112,7 @@ describe('GET /events (e2e)', () => {
     expect(resumed.events.map((e) => e.event.id)).not.toContain(seen.event.id);
   });
 
-  it('a client that drops before any event resumes from the stream\'s opening id', async () => {
+  it("a client that drops before any event resumes from the stream's opening id", async () => {
     const c = await stream(org);
     const opening = c.lastId!;
     expect(c.events).toHaveLength(0);
@@ -115,13 +129,14 @@ describe('GET /events (e2e)', () => {
   });
 
   it('refuses bad input, other roles and no token before anything streams', async () => {
-    const get = (query: string, headers: Record<string, string>) => SseClient.open(`${base}/events${query}`, headers).then(
-      (c) => {
-        open.push(c);
-        return { status: 200, body: '' };
-      },
-      (err: { status: number; body: string }) => ({ status: err.status, body: err.body }),
-    );
+    const get = (query: string, headers: Record<string, string>) =>
+      SseClient.open(`${base}/events${query}`, headers).then(
+        (c) => {
+          open.push(c);
+          return { status: 200, body: '' };
+        },
+        (err: { status: number; body: string }) => ({ status: err.status, body: err.body }),
+      );
     const admin = { authorization: `Bearer ${org.keys.admin}` };
     expect((await get('', {})).status).toBe(401);
     for (const role of ['viewer', 'builder', 'agent'] as const) expect((await get('', { authorization: `Bearer ${org.keys[role]}` })).status).toBe(403);
@@ -137,11 +152,20 @@ describe('GET /events (e2e)', () => {
   });
 
   it('ends the streams of a key revoked after they opened', async () => {
-    const key = (await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys.admin)).send({ name: 'doomed', roles: ['approver'] }).expect(201)).body;
+    const key = (
+      await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...bearer(org.keys.admin))
+        .send({ name: 'doomed', roles: ['approver'] })
+        .expect(201)
+    ).body;
     const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` });
     open.push(c);
     const ended = new Promise<void>((resolve) => c.response.on('end', () => resolve()));
-    await t.http.delete(`/api/v1/orgs/${org.id}/api-keys/${key.id}`).set(...bearer(org.keys.admin)).expect(204);
+    await t.http
+      .delete(`/api/v1/orgs/${org.id}/api-keys/${key.id}`)
+      .set(...bearer(org.keys.admin))
+      .expect(204);
     await ended;
     await expect(SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` })).rejects.toMatchObject({ status: 401 });
   });
@@ -169,38 +193,46 @@ describe('GET /events (e2e)', () => {
     const after = process.memoryUsage();
     // Client and server share this process: the figure holds both ends of 100 connections.
     const heapPerStream = (after.heapUsed - before.heapUsed) / 100;
-    console.info(`100 idle event streams: heap +${((after.heapUsed - before.heapUsed) / 1024).toFixed(0)} KiB (${(heapPerStream / 1024).toFixed(1)} KiB each, client side included), rss +${((after.rss - before.rss) / 1024 / 1024).toFixed(1)} MiB`);
+    console.info(
+      `100 idle event streams: heap +${((after.heapUsed - before.heapUsed) / 1024).toFixed(0)} KiB (${(heapPerStream / 1024).toFixed(1)} KiB each, client side included), rss +${((after.rss - before.rss) / 1024 / 1024).toFixed(1)} MiB`,
+    );
     expect(heapPerStream).toBeLessThan(64 * 1024);
     // All of them still get what is written.
     await createAgent(org);
     await Promise.all(clients.filter((_, i) => i % 2).map((c) => c.waitFor((x) => x.events.length >= 1)));
   });
 
-  (process.env.DATABASE_URL ? it : it.skip)('holds an event back until every older transaction has finished, so a resumed position never misses one', async () => {
-    // Two writers on their own connections: the older transaction writes its event last.
-    const c = await stream(org);
-    const older = new Client({ connectionString: t.db.url });
-    const newer = new Client({ connectionString: t.db.url });
-    await older.connect();
-    await newer.connect();
-    const insert = (db: Client, id: string) =>
-      db.query(`INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id) VALUES ($1::uuid, $2, 'agent.created', 'system', 'test', 'agent', $1::text)`, [id, org.id]);
-    try {
-      await older.query('BEGIN');
-      await older.query('SELECT pg_current_xact_id()');
-      const first = randomUUID();
-      const second = randomUUID();
-      await insert(newer, second);
-      // Committed, but the older transaction may still write before it: not yet handed out.
-      await new Promise((r) => setTimeout(r, 600));
-      expect(c.events).toHaveLength(0);
-      await insert(older, first);
-      await older.query('COMMIT');
-      await c.waitFor((x) => x.events.length >= 2);
-      expect(c.events.map((e) => e.event.id)).toEqual([first, second]);
-    } finally {
-      await older.end();
-      await newer.end();
-    }
-  });
+  (process.env.DATABASE_URL ? it : it.skip)(
+    'holds an event back until every older transaction has finished, so a resumed position never misses one',
+    async () => {
+      // Two writers on their own connections: the older transaction writes its event last.
+      const c = await stream(org);
+      const older = new Client({ connectionString: t.db.url });
+      const newer = new Client({ connectionString: t.db.url });
+      await older.connect();
+      await newer.connect();
+      const insert = (db: Client, id: string) =>
+        db.query(
+          `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id) VALUES ($1::uuid, $2, 'agent.created', 'system', 'test', 'agent', $1::text)`,
+          [id, org.id],
+        );
+      try {
+        await older.query('BEGIN');
+        await older.query('SELECT pg_current_xact_id()');
+        const first = randomUUID();
+        const second = randomUUID();
+        await insert(newer, second);
+        // Committed, but the older transaction may still write before it: not yet handed out.
+        await new Promise((r) => setTimeout(r, 600));
+        expect(c.events).toHaveLength(0);
+        await insert(older, first);
+        await older.query('COMMIT');
+        await c.waitFor((x) => x.events.length >= 2);
+        expect(c.events.map((e) => e.event.id)).toEqual([first, second]);
+      } finally {
+        await older.end();
+        await newer.end();
+      }
+    },
+  );
 });

@@ -32,14 +32,31 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       .set(...bearer(keys().agent))
       .set('Accept', ACCEPT)
       .send(message)
-      .then((res) => JSON.parse(res.text.split('\n').find((l) => l.startsWith('data: '))!.slice(6)));
+      .then((res) =>
+        JSON.parse(
+          res.text
+            .split('\n')
+            .find((l) => l.startsWith('data: '))!
+            .slice(6),
+        ),
+      );
   async function publish(draft: object, agent = agentId): Promise<number> {
-    await h.t.http.put(`/api/v1/agents/${agent}/draft`).set(...bearer(keys().builder)).send(draft).expect(200);
+    await h.t.http
+      .put(`/api/v1/agents/${agent}/draft`)
+      .set(...bearer(keys().builder))
+      .send(draft)
+      .expect(200);
     const res = await h.t.http.post(`/api/v1/agents/${agent}/publish`).set(...bearer(keys().builder));
     expect([200, 201]).toContain(res.status);
     return res.body.version;
   }
-  const events = async (type: string) => (await h.t.http.get(`/api/v1/audit-events?type=${type}&limit=200`).set(...bearer(keys().admin)).expect(200)).body.items;
+  const events = async (type: string) =>
+    (
+      await h.t.http
+        .get(`/api/v1/audit-events?type=${type}&limit=200`)
+        .set(...bearer(keys().admin))
+        .expect(200)
+    ).body.items;
   const search = { tool: 'search_knowledge', arguments: { query: 'refunds' } };
   const spec = (instructions: string, extra: object = {}) => ({
     instructions,
@@ -54,25 +71,55 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       const v1 = await publish(spec('version one'));
       const remember = await callTool({ tool: 'remember', arguments: { content: 'Prefers French' }, version: v1 }).expect(202);
       pendingOnV1 = remember.body.approvalId;
-      const latest = await h.t.http.post(`/api/v1/agents/${agentId}/versions/latest/retire`).set(...bearer(keys().builder)).expect(409);
+      const latest = await h.t.http
+        .post(`/api/v1/agents/${agentId}/versions/latest/retire`)
+        .set(...bearer(keys().builder))
+        .expect(409);
       expect(latest.body.code).toBe('conflict');
-      await h.t.http.post(`/api/v1/agents/${agentId}/versions/${v1}/retire`).set(...bearer(keys().viewer)).expect(403);
-      await h.t.http.post(`/api/v1/agents/${agentId}/versions/${v1}/retire`).set(...bearer(keys().agent)).expect(403);
+      await h.t.http
+        .post(`/api/v1/agents/${agentId}/versions/${v1}/retire`)
+        .set(...bearer(keys().viewer))
+        .expect(403);
+      await h.t.http
+        .post(`/api/v1/agents/${agentId}/versions/${v1}/retire`)
+        .set(...bearer(keys().agent))
+        .expect(403);
     });
 
     it('retires an older version: 200 with retiredAt, audited once, and every entry point refuses it', async () => {
-      const versions = (await h.t.http.get(`/api/v1/agents/${agentId}/versions`).set(...bearer(keys().viewer)).expect(200)).body.items;
+      const versions = (
+        await h.t.http
+          .get(`/api/v1/agents/${agentId}/versions`)
+          .set(...bearer(keys().viewer))
+          .expect(200)
+      ).body.items;
       const old = versions[0].version;
       const latest = await publish(spec('version two: asks before searching', { toolApproval: { search_knowledge: 'required' } }));
       expect(latest).toBe(old + 1);
-      const retired = await h.t.http.post(`/api/v1/agents/${agentId}/versions/${old}/retire`).set(...bearer(keys().builder)).expect(200);
+      const retired = await h.t.http
+        .post(`/api/v1/agents/${agentId}/versions/${old}/retire`)
+        .set(...bearer(keys().builder))
+        .expect(200);
       expect(retired.body).toMatchObject({ agentId, version: old, retiredAt: expect.any(String) });
-      const again = await h.t.http.post(`/api/v1/agents/${agentId}/versions/${old}/retire`).set(...bearer(keys().builder)).expect(200);
+      const again = await h.t.http
+        .post(`/api/v1/agents/${agentId}/versions/${old}/retire`)
+        .set(...bearer(keys().builder))
+        .expect(200);
       expect(again.body.retiredAt).toBe(retired.body.retiredAt);
       expect((await events('agent.version_retired')).filter((e: { data: { version: number } }) => e.data.version === old)).toHaveLength(1);
-      const read = await h.t.http.get(`/api/v1/agents/${agentId}/versions/${old}`).set(...bearer(keys().viewer)).expect(200);
+      const read = await h.t.http
+        .get(`/api/v1/agents/${agentId}/versions/${old}`)
+        .set(...bearer(keys().viewer))
+        .expect(200);
       expect(read.body.retiredAt).toBe(retired.body.retiredAt);
-      expect((await h.t.http.get(`/api/v1/agents/${agentId}/versions/${latest}`).set(...bearer(keys().viewer)).expect(200)).body.retiredAt).toBeNull();
+      expect(
+        (
+          await h.t.http
+            .get(`/api/v1/agents/${agentId}/versions/${latest}`)
+            .set(...bearer(keys().viewer))
+            .expect(200)
+        ).body.retiredAt,
+      ).toBeNull();
 
       // REST: the older version cannot be used to skip the newer version's toolApproval.
       const calls = await countRows(h.ds, 'tool_call');
@@ -84,9 +131,20 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       expect((await callTool(search)).status).toBe(202);
 
       // An approval asked on the retired version: approving runs nothing, the approval stays pending.
-      const approve = await h.t.http.post(`/api/v1/approvals/${pendingOnV1}/approve`).set(...bearer(keys().approver)).send({}).expect(409);
+      const approve = await h.t.http
+        .post(`/api/v1/approvals/${pendingOnV1}/approve`)
+        .set(...bearer(keys().approver))
+        .send({})
+        .expect(409);
       expect(approve.body.code).toBe('version_retired');
-      expect((await h.t.http.get(`/api/v1/approvals/${pendingOnV1}`).set(...bearer(keys().approver)).expect(200)).body.status).toBe('pending');
+      expect(
+        (
+          await h.t.http
+            .get(`/api/v1/approvals/${pendingOnV1}`)
+            .set(...bearer(keys().approver))
+            .expect(200)
+        ).body.status,
+      ).toBe('pending');
 
       // MCP: nothing listed, a call refused.
       expect((await mcp({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, old)).result.tools).toEqual([]);
@@ -99,30 +157,61 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
 
   describe('PUT /tools/{capabilityId}/{toolId}/disabled', () => {
     it('only an admin switches; an undeclared tool is 404 unknown_tool', async () => {
-      await h.t.http.put('/api/v1/tools/knowledge/search_knowledge/disabled').set(...bearer(keys().builder)).send({ disabled: true }).expect(403);
-      const unknown = await h.t.http.put('/api/v1/tools/knowledge/no_such_tool/disabled').set(...bearer(keys().admin)).send({ disabled: true }).expect(404);
+      await h.t.http
+        .put('/api/v1/tools/knowledge/search_knowledge/disabled')
+        .set(...bearer(keys().builder))
+        .send({ disabled: true })
+        .expect(403);
+      const unknown = await h.t.http
+        .put('/api/v1/tools/knowledge/no_such_tool/disabled')
+        .set(...bearer(keys().admin))
+        .send({ disabled: true })
+        .expect(404);
       expect(unknown.body.code).toBe('unknown_tool');
-      await h.t.http.put('/api/v1/tools/nope/search_knowledge/disabled').set(...bearer(keys().admin)).send({ disabled: true }).expect(404);
-      await h.t.http.put('/api/v1/tools/knowledge/search_knowledge/disabled').set(...bearer(keys().admin)).send({ disabled: 'yes' }).expect(400);
+      await h.t.http
+        .put('/api/v1/tools/nope/search_knowledge/disabled')
+        .set(...bearer(keys().admin))
+        .send({ disabled: true })
+        .expect(404);
+      await h.t.http
+        .put('/api/v1/tools/knowledge/search_knowledge/disabled')
+        .set(...bearer(keys().admin))
+        .send({ disabled: 'yes' })
+        .expect(400);
     });
 
-    it('refuses every version\'s calls with 403 tool_disabled at every entry point, until enabled again', async () => {
+    it("refuses every version's calls with 403 tool_disabled at every entry point, until enabled again", async () => {
       await publish(spec('version three'));
       const admin = bearer(keys().admin);
       // A pending approval of `remember`, asked before the switch.
       const pending = (await callTool({ tool: 'remember', arguments: { content: 'Likes tea' } }).expect(202)).body.approvalId;
-      const off = await h.t.http.put('/api/v1/tools/memory-write/remember/disabled').set(...admin).send({ disabled: true, reason: 'INC-7' }).expect(200);
+      const off = await h.t.http
+        .put('/api/v1/tools/memory-write/remember/disabled')
+        .set(...admin)
+        .send({ disabled: true, reason: 'INC-7' })
+        .expect(200);
       expect(off.body).toMatchObject({ capabilityId: 'memory-write', toolId: 'remember', disabled: true, reason: 'INC-7', disabledAt: expect.any(String) });
-      await h.t.http.put('/api/v1/tools/memory-write/remember/disabled').set(...admin).send({ disabled: true, reason: 'INC-7' }).expect(200);
+      await h.t.http
+        .put('/api/v1/tools/memory-write/remember/disabled')
+        .set(...admin)
+        .send({ disabled: true, reason: 'INC-7' })
+        .expect(200);
       expect((await events('tool.disabled')).length).toBe(1);
-      const listed = await h.t.http.get('/api/v1/tools/disabled').set(...bearer(keys().viewer)).expect(200);
+      const listed = await h.t.http
+        .get('/api/v1/tools/disabled')
+        .set(...bearer(keys().viewer))
+        .expect(200);
       expect(listed.body.items).toEqual([expect.objectContaining({ capabilityId: 'memory-write', toolId: 'remember' })]);
 
       const calls = await countRows(h.ds, 'tool_call');
       const refused = await callTool({ tool: 'remember', arguments: { content: 'x' } }).expect(403);
       expect(refused.body).toMatchObject({ code: 'tool_disabled', reason: 'INC-7' });
       expect(await countRows(h.ds, 'tool_call')).toBe(calls);
-      const approve = await h.t.http.post(`/api/v1/approvals/${pending}/approve`).set(...bearer(keys().approver)).send({}).expect(403);
+      const approve = await h.t.http
+        .post(`/api/v1/approvals/${pending}/approve`)
+        .set(...bearer(keys().approver))
+        .send({})
+        .expect(403);
       expect(approve.body.code).toBe('tool_disabled');
       const tools = (await mcp({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).result.tools.map((t: { name: string }) => t.name);
       expect(tools).toContain('search_knowledge');
@@ -132,23 +221,46 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       // Other tools run.
       expect((await callTool({ tool: 'search_knowledge', arguments: { query: 'refunds' } })).status).toBe(200);
 
-      await h.t.http.put('/api/v1/tools/memory-write/remember/disabled').set(...admin).send({ disabled: false }).expect(200);
+      await h.t.http
+        .put('/api/v1/tools/memory-write/remember/disabled')
+        .set(...admin)
+        .send({ disabled: false })
+        .expect(200);
       expect((await events('tool.enabled')).length).toBe(1);
-      const approved = await h.t.http.post(`/api/v1/approvals/${pending}/approve`).set(...bearer(keys().approver)).send({}).expect(200);
+      const approved = await h.t.http
+        .post(`/api/v1/approvals/${pending}/approve`)
+        .set(...bearer(keys().approver))
+        .send({})
+        .expect(200);
       expect(approved.body.toolCall.status).toBe('succeeded');
     });
 
     it('takes an MCP tool id (<connection>/<tool>, URL-encoded)', async () => {
-      const res = await h.t.http.put(`/api/v1/tools/mcp/${encodeURIComponent('github/create_issue')}/disabled`).set(...bearer(keys().admin)).send({ disabled: true }).expect(200);
+      const res = await h.t.http
+        .put(`/api/v1/tools/mcp/${encodeURIComponent('github/create_issue')}/disabled`)
+        .set(...bearer(keys().admin))
+        .send({ disabled: true })
+        .expect(200);
       expect(res.body).toMatchObject({ capabilityId: 'mcp', toolId: 'github/create_issue', disabled: true });
-      await h.t.http.put(`/api/v1/tools/mcp/${encodeURIComponent('github/create_issue')}/disabled`).set(...bearer(keys().admin)).send({ disabled: false }).expect(200);
+      await h.t.http
+        .put(`/api/v1/tools/mcp/${encodeURIComponent('github/create_issue')}/disabled`)
+        .set(...bearer(keys().admin))
+        .send({ disabled: false })
+        .expect(200);
     });
   });
 
   describe('idempotency keys and run budgets are per agent', () => {
     it('the same Idempotency-Key for another agent is another key; the same run id for another agent another run', async () => {
-      const other = await h.t.http.post('/api/v1/agents').set(...bearer(keys().builder)).send({ slug: 'other-agent', name: 'Other' }).expect(201);
-      const limited = { capabilities: [{ id: 'knowledge' }, { id: 'budget', config: { maxToolCallsPerRun: 1 } }], resources: { knowledgeCollections: [h.world.ids.collectionId] } };
+      const other = await h.t.http
+        .post('/api/v1/agents')
+        .set(...bearer(keys().builder))
+        .send({ slug: 'other-agent', name: 'Other' })
+        .expect(201);
+      const limited = {
+        capabilities: [{ id: 'knowledge' }, { id: 'budget', config: { maxToolCallsPerRun: 1 } }],
+        resources: { knowledgeCollections: [h.world.ids.collectionId] },
+      };
       await publish({ instructions: 'limited', ...limited });
       await publish({ instructions: 'other', ...limited }, other.body.id);
 

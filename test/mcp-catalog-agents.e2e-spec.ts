@@ -28,7 +28,10 @@ describe('MCP catalog tools on agents (e2e)', () => {
     other = await createOrg(t, ['mcp:remote']);
     [vendor, everythingHttp] = await Promise.all([startFixtureMcpServer(), startEverythingHttp()]);
     const connect = async (body: object) => {
-      const res = await t.http.post('/api/v1/mcp-connections').set(...as(org, 'admin')).send(body);
+      const res = await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as(org, 'admin'))
+        .send(body);
       if (res.status !== 201) throw new Error(`connect failed: ${res.status} ${res.text}`);
       return res.body.id as string;
     };
@@ -45,11 +48,23 @@ describe('MCP catalog tools on agents (e2e)', () => {
   const as = (o: TestOrg, role: keyof TestOrg['keys']) => bearer(o.keys[role]);
 
   async function agentWith(draft: object, o: TestOrg = org): Promise<{ id: string; publish: () => Promise<{ status: number; body: Record<string, any> }> }> {
-    const a = await t.http.post('/api/v1/agents').set(...as(o, 'builder')).send({ slug: `mcp-${++slugs}`, name: `MCP ${slugs}` }).expect(201);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(o, 'builder')).send(draft).expect(200);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(o, 'builder'))
+      .send({ slug: `mcp-${++slugs}`, name: `MCP ${slugs}` })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(o, 'builder'))
+      .send(draft)
+      .expect(200);
     return { id: a.body.id, publish: () => t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...as(o, 'builder')) };
   }
-  const call = (agentId: string, tool: string, args: object = {}) => t.http.post(`/api/v1/agents/${agentId}/tool-calls`).set(...as(org, 'agent')).send({ tool, arguments: args });
+  const call = (agentId: string, tool: string, args: object = {}) =>
+    t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...as(org, 'agent'))
+      .send({ tool, arguments: args });
 
   describe('over stdio (the everything entry, annotations trusted)', () => {
     let agentId: string;
@@ -58,37 +73,80 @@ describe('MCP catalog tools on agents (e2e)', () => {
       const agent = await agentWith({
         instructions: 'Use the reference server.',
         capabilities: [],
-        mcpServers: [{ connection: stdioId, tools: ['echo', 'get-structured-content', 'trigger-long-running-operation', 'toggle-simulated-logging', 'get-env'] }],
+        mcpServers: [
+          { connection: stdioId, tools: ['echo', 'get-structured-content', 'trigger-long-running-operation', 'toggle-simulated-logging', 'get-env'] },
+        ],
         toolOverrides: { 'reference/get-env': { name: 'show_environment' } },
       });
       agentId = agent.id;
       const published = await agent.publish();
       expect(published.status).toBe(201);
-      expect(Object.keys(published.body.toolDigests).sort()).toEqual(['echo', 'get-structured-content', 'show_environment', 'toggle-simulated-logging', 'trigger-long-running-operation']);
+      expect(Object.keys(published.body.toolDigests).sort()).toEqual([
+        'echo',
+        'get-structured-content',
+        'show_environment',
+        'toggle-simulated-logging',
+        'trigger-long-running-operation',
+      ]);
     }, 120_000);
 
     it('offers the allow-listed tools as MCP tools, in every shape', async () => {
-      const tools = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/tools`).set(...as(org, 'agent')).expect(200);
+      const tools = await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/tools`)
+        .set(...as(org, 'agent'))
+        .expect(200);
       const echo = tools.body.items.find((x: { name: string }) => x.name === 'echo');
-      expect(echo).toMatchObject({ capabilityId: 'mcp', toolId: 'reference/echo', risk: 'read_only', requiresApproval: false, source: { connectionId: stdioId, server: 'everything' } });
+      expect(echo).toMatchObject({
+        capabilityId: 'mcp',
+        toolId: 'reference/echo',
+        risk: 'read_only',
+        requiresApproval: false,
+        source: { connectionId: stdioId, server: 'everything' },
+      });
       expect(echo.inputSchema).toMatchObject({ type: 'object', properties: { message: expect.any(Object) } });
       expect(tools.body.items.find((x: { name: string }) => x.name === 'toggle-simulated-logging')).toMatchObject({ risk: 'mutating', requiresApproval: true });
       expect(tools.body.items.map((x: { toolId: string }) => x.toolId)).toContain('reference/get-env');
-      const openai = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/tools?format=openai`).set(...as(org, 'agent')).expect(200);
-      expect(openai.body.items).toContainEqual({ type: 'function', function: { name: 'echo', description: expect.any(String), parameters: expect.objectContaining({ type: 'object' }) } });
-      const anthropic = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/tools?format=anthropic`).set(...as(org, 'agent')).expect(200);
+      const openai = await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/tools?format=openai`)
+        .set(...as(org, 'agent'))
+        .expect(200);
+      expect(openai.body.items).toContainEqual({
+        type: 'function',
+        function: { name: 'echo', description: expect.any(String), parameters: expect.objectContaining({ type: 'object' }) },
+      });
+      const anthropic = await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/tools?format=anthropic`)
+        .set(...as(org, 'agent'))
+        .expect(200);
       expect(anthropic.body.items).toContainEqual({ name: 'echo', description: expect.any(String), input_schema: expect.objectContaining({ type: 'object' }) });
-      const manifest = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest`).set(...as(org, 'agent')).expect(200);
+      const manifest = await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/manifest`)
+        .set(...as(org, 'agent'))
+        .expect(200);
       expect(manifest.body.tools.map((x: { name: string }) => x.name)).toContain('echo');
     });
 
     it('calls echo through the executor: 200, the result as the server answered, audited with the connection', async () => {
       const res = await call(agentId, 'echo', { message: 'hello' }).expect(200);
-      expect(res.body).toMatchObject({ status: 'succeeded', capabilityId: 'mcp', toolId: 'reference/echo', result: { content: [{ type: 'text', text: 'Echo: hello' }] } });
-      const events = await t.http.get(`/api/v1/audit-events?type=tool_call.succeeded`).set(...as(org, 'admin')).expect(200);
+      expect(res.body).toMatchObject({
+        status: 'succeeded',
+        capabilityId: 'mcp',
+        toolId: 'reference/echo',
+        result: { content: [{ type: 'text', text: 'Echo: hello' }] },
+      });
+      const events = await t.http
+        .get(`/api/v1/audit-events?type=tool_call.succeeded`)
+        .set(...as(org, 'admin'))
+        .expect(200);
       expect(events.body.items.some((e: { target: { id: string } }) => e.target.id === res.body.id)).toBe(true);
-      const requested = await t.http.get(`/api/v1/audit-events?type=tool_call.requested`).set(...as(org, 'admin')).expect(200);
-      expect(requested.body.items.find((e: { target: { id: string } }) => e.target.id === res.body.id).data).toMatchObject({ capabilityId: 'mcp', toolId: 'reference/echo' });
+      const requested = await t.http
+        .get(`/api/v1/audit-events?type=tool_call.requested`)
+        .set(...as(org, 'admin'))
+        .expect(200);
+      expect(requested.body.items.find((e: { target: { id: string } }) => e.target.id === res.body.id).data).toMatchObject({
+        capabilityId: 'mcp',
+        toolId: 'reference/echo',
+      });
     });
 
     it('422 invalid_arguments against the listed schema; nothing ran', async () => {
@@ -109,9 +167,17 @@ describe('MCP catalog tools on agents (e2e)', () => {
     it('a mutating tool waits for approval; approving runs it once', async () => {
       const pending = await call(agentId, 'toggle-simulated-logging').expect(202);
       expect(pending.body).toMatchObject({ status: 'pending_approval', toolId: 'reference/toggle-simulated-logging' });
-      const approved = await t.http.post(`/api/v1/approvals/${pending.body.approvalId}/approve`).set(...as(org, 'approver')).send({}).expect(200);
+      const approved = await t.http
+        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+        .set(...as(org, 'approver'))
+        .send({})
+        .expect(200);
       expect(approved.body.toolCall).toMatchObject({ status: 'succeeded', result: { content: [{ type: 'text', text: expect.stringMatching(/logging/i) }] } });
-      await t.http.post(`/api/v1/approvals/${pending.body.approvalId}/approve`).set(...as(org, 'approver')).send({}).expect(409);
+      await t.http
+        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+        .set(...as(org, 'approver'))
+        .send({})
+        .expect(409);
     });
 
     it('the process gets only what the entry declares: no environment of the server', async () => {
@@ -146,7 +212,10 @@ describe('MCP catalog tools on agents (e2e)', () => {
     });
 
     it('a bound connection cannot be deleted: 409 resource_in_use', async () => {
-      const res = await t.http.delete(`/api/v1/mcp-connections/${stdioId}`).set(...as(org, 'admin')).expect(409);
+      const res = await t.http
+        .delete(`/api/v1/mcp-connections/${stdioId}`)
+        .set(...as(org, 'admin'))
+        .expect(409);
       expect(res.body.code).toBe('resource_in_use');
       expect(res.body.boundBy).toContainEqual({ agentId, version: 1 });
     });
@@ -157,14 +226,22 @@ describe('MCP catalog tools on agents (e2e)', () => {
       const agent = await agentWith({ instructions: '', capabilities: [], mcpServers: [{ connection: httpId, tools: ['echo'] }] });
       await agent.publish();
       const pending = await call(agent.id, 'echo', { message: 'over http' }).expect(202);
-      const approved = await t.http.post(`/api/v1/approvals/${pending.body.approvalId}/approve`).set(...as(org, 'approver')).send({}).expect(200);
+      const approved = await t.http
+        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+        .set(...as(org, 'approver'))
+        .send({})
+        .expect(200);
       expect(approved.body.toolCall).toMatchObject({ status: 'succeeded', result: { content: [{ type: 'text', text: 'Echo: over http' }] } });
     });
 
     it("an admin's risk decision is pinned: changing it is drift until republished", async () => {
       const agent = await agentWith({ instructions: '', capabilities: [], mcpServers: [{ connection: httpId, tools: ['get-sum'] }] });
       await agent.publish();
-      await t.http.put(`/api/v1/mcp-connections/${httpId}/tools/get-sum/risk`).set(...as(org, 'admin')).send({ risk: 'read_only' }).expect(200);
+      await t.http
+        .put(`/api/v1/mcp-connections/${httpId}/tools/get-sum/risk`)
+        .set(...as(org, 'admin'))
+        .send({ risk: 'read_only' })
+        .expect(200);
       await call(agent.id, 'get-sum', { a: 1, b: 2 }).expect(409);
       await agent.publish().then((r) => expect(r.status).toBe(201));
       const res = await call(agent.id, 'get-sum', { a: 1, b: 2 }).expect(200);
@@ -174,7 +251,11 @@ describe('MCP catalog tools on agents (e2e)', () => {
 
   describe('a vendor server that changes under a published version', () => {
     it('drift: a changed description and a removed tool are refused 409 until republished', async () => {
-      await t.http.put(`/api/v1/mcp-connections/${vendorId}/tools/lookup/risk`).set(...as(org, 'admin')).send({ risk: 'read_only' }).expect(200);
+      await t.http
+        .put(`/api/v1/mcp-connections/${vendorId}/tools/lookup/risk`)
+        .set(...as(org, 'admin'))
+        .send({ risk: 'read_only' })
+        .expect(200);
       const agent = await agentWith({ instructions: '', capabilities: [], mcpServers: [{ connection: vendorId, tools: ['lookup', 'archive'] }] });
       await agent.publish().then((r) => expect(r.status).toBe(201));
       const ok = await call(agent.id, 'lookup', { id: 'c-1' }).expect(200);
@@ -188,20 +269,33 @@ describe('MCP catalog tools on agents (e2e)', () => {
         expect(refused.body.code).toBe('tool_definition_changed');
         const gone = await call(agent.id, 'archive', { id: 'c-1' }).expect(409);
         expect(gone.body.code).toBe('tool_definition_changed');
-        const version = await t.http.get(`/api/v1/agents/${agent.id}/versions/1`).set(...as(org, 'viewer')).expect(200);
-        expect(version.body.drift).toEqual([{ tool: 'archive', reason: 'removed' }, { tool: 'lookup', reason: 'changed' }]);
+        const version = await t.http
+          .get(`/api/v1/agents/${agent.id}/versions/1`)
+          .set(...as(org, 'viewer'))
+          .expect(200);
+        expect(version.body.drift).toEqual([
+          { tool: 'archive', reason: 'removed' },
+          { tool: 'lookup', reason: 'changed' },
+        ]);
 
         // The allow-list names a tool the server no longer lists: publish says where.
         const invalid = await agent.publish();
         expect(invalid.status).toBe(422);
         expect(invalid.body.errors).toEqual([expect.objectContaining({ path: 'mcpServers[0].tools[1]', code: 'unknown_tool' })]);
-        await t.http.put(`/api/v1/agents/${agent.id}/draft`).set(...as(org, 'builder')).send({ instructions: '', capabilities: [], mcpServers: [{ connection: vendorId, tools: ['lookup'] }] }).expect(200);
+        await t.http
+          .put(`/api/v1/agents/${agent.id}/draft`)
+          .set(...as(org, 'builder'))
+          .send({ instructions: '', capabilities: [], mcpServers: [{ connection: vendorId, tools: ['lookup'] }] })
+          .expect(200);
         await agent.publish().then((r) => expect(r.status).toBe(201));
         await call(agent.id, 'lookup', { id: 'c-2' }).expect(200);
       } finally {
         Object.assign(vendor.state, { lookupDescription: 'Looks a customer up by id.', archiveListed: true });
         // The connection lists the restored tools now, not at some later reconnect in another test.
-        await t.http.post(`/api/v1/mcp-connections/${vendorId}/sync`).set(...as(org, 'admin')).expect(200);
+        await t.http
+          .post(`/api/v1/mcp-connections/${vendorId}/sync`)
+          .set(...as(org, 'admin'))
+          .expect(200);
       }
     });
 
@@ -212,7 +306,11 @@ describe('MCP catalog tools on agents (e2e)', () => {
         mcpServers: [{ connection: vendorId, tools: ['fail', 'hang', 'drop', 'lookup'] }],
       });
       for (const tool of ['fail', 'hang', 'drop', 'lookup']) {
-        await t.http.put(`/api/v1/mcp-connections/${vendorId}/tools/${tool}/risk`).set(...as(org, 'admin')).send({ risk: 'read_only' }).expect(200);
+        await t.http
+          .put(`/api/v1/mcp-connections/${vendorId}/tools/${tool}/risk`)
+          .set(...as(org, 'admin'))
+          .send({ risk: 'read_only' })
+          .expect(200);
       }
       await agent.publish().then((r) => expect(r.status).toBe(201));
       const failed = await call(agent.id, 'fail').expect(200);
@@ -234,7 +332,10 @@ describe('MCP catalog tools on agents (e2e)', () => {
       let settled = 0;
       const hanging = call(agent.id, 'hang').then((r) => ((settled = Date.now()), r));
       await new Promise((r) => setTimeout(r, 300));
-      await t.http.get('/api/v1/mcp-connections').set(...as(org, 'viewer')).expect(200);
+      await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as(org, 'viewer'))
+        .expect(200);
       const answered = Date.now();
       expect((await hanging).body.error.code).toBe('timeout');
       expect(answered).toBeLessThan(settled);
@@ -242,16 +343,41 @@ describe('MCP catalog tools on agents (e2e)', () => {
 
     it('no answer holds the credential', async () => {
       const texts: string[] = [];
-      texts.push((await t.http.get('/api/v1/mcp-connections').set(...as(org, 'admin')).expect(200)).text);
-      texts.push((await t.http.get('/api/v1/tool-calls?limit=200').set(...as(org, 'viewer')).expect(200)).text);
-      texts.push((await t.http.get('/api/v1/audit-events?limit=200').set(...as(org, 'admin')).expect(200)).text);
+      texts.push(
+        (
+          await t.http
+            .get('/api/v1/mcp-connections')
+            .set(...as(org, 'admin'))
+            .expect(200)
+        ).text,
+      );
+      texts.push(
+        (
+          await t.http
+            .get('/api/v1/tool-calls?limit=200')
+            .set(...as(org, 'viewer'))
+            .expect(200)
+        ).text,
+      );
+      texts.push(
+        (
+          await t.http
+            .get('/api/v1/audit-events?limit=200')
+            .set(...as(org, 'admin'))
+            .expect(200)
+        ).text,
+      );
       for (const text of texts) expect(text).not.toContain('vendor-secret-777');
     });
   });
 
   describe('publish validation', () => {
     it('every error at its path', async () => {
-      const foreign = await t.http.post('/api/v1/mcp-connections').set(...as(other, 'admin')).send({ server: 'everything', name: 'theirs' }).expect(201);
+      const foreign = await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as(other, 'admin'))
+        .send({ server: 'everything', name: 'theirs' })
+        .expect(201);
       const agent = await agentWith({
         instructions: '',
         capabilities: [],
@@ -279,19 +405,35 @@ describe('MCP catalog tools on agents (e2e)', () => {
 
     it('scope_not_granted at the binding when the organization lost the entry scope', async () => {
       const agent = await agentWith({ instructions: '', capabilities: [], mcpServers: [{ connection: vendorId, tools: ['lookup'] }] });
-      await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: [] }).expect(200);
+      await t.http
+        .put(`/api/v1/orgs/${org.id}/scopes`)
+        .set(...bearer(t.adminToken))
+        .send({ scopes: [] })
+        .expect(200);
       try {
         const res = await agent.publish();
         expect(res.status).toBe(422);
         expect(res.body.errors).toEqual([expect.objectContaining({ path: 'mcpServers[0]', code: 'scope_not_granted' })]);
       } finally {
-        await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: ['mcp:remote'] }).expect(200);
+        await t.http
+          .put(`/api/v1/orgs/${org.id}/scopes`)
+          .set(...bearer(t.adminToken))
+          .send({ scopes: ['mcp:remote'] })
+          .expect(200);
       }
     });
 
     it('a draft with a bad binding shape is 400 at its path', async () => {
-      const a = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: `mcp-bad-${++slugs}`, name: 'Bad' }).expect(201);
-      const res = await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(org, 'builder')).send({ instructions: '', capabilities: [], mcpServers: [{ connection: 'nope', tools: 'echo' }] }).expect(400);
+      const a = await t.http
+        .post('/api/v1/agents')
+        .set(...as(org, 'builder'))
+        .send({ slug: `mcp-bad-${++slugs}`, name: 'Bad' })
+        .expect(201);
+      const res = await t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as(org, 'builder'))
+        .send({ instructions: '', capabilities: [], mcpServers: [{ connection: 'nope', tools: 'echo' }] })
+        .expect(400);
       expect([...new Set(res.body.errors.map((e: { path: string }) => e.path))].sort()).toEqual(['mcpServers[0].connection', 'mcpServers[0].tools']);
     });
   });

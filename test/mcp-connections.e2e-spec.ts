@@ -34,14 +34,20 @@ describe('MCP catalog and connections (e2e)', () => {
     return res;
   };
   const connect = async (body: object, status: number, o: TestOrg = org) => {
-    const res = await t.http.post('/api/v1/mcp-connections').set(...as(o, 'admin')).send(body);
+    const res = await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...as(o, 'admin'))
+      .send(body);
     if (res.status !== status) throw new Error(`expected ${status}, got ${res.status}: ${res.text}`);
     return keep(res);
   };
 
   describe('GET /mcp-servers', () => {
     it('lists the entries sorted by id, with availability for an organization key', async () => {
-      const res = await t.http.get('/api/v1/mcp-servers').set(...as(noRemote, 'viewer')).expect(200);
+      const res = await t.http
+        .get('/api/v1/mcp-servers')
+        .set(...as(noRemote, 'viewer'))
+        .expect(200);
       expect(res.body.items.map((i: { id: string }) => i.id)).toEqual(['everything', 'remote']);
       const [everything, remote] = res.body.items;
       expect(everything).toEqual({
@@ -64,7 +70,10 @@ describe('MCP catalog and connections (e2e)', () => {
         trustAnnotations: false,
         available: false,
       });
-      const platform = await t.http.get('/api/v1/mcp-servers').set(...bearer(t.adminToken)).expect(200);
+      const platform = await t.http
+        .get('/api/v1/mcp-servers')
+        .set(...bearer(t.adminToken))
+        .expect(200);
       expect(platform.body.items[0].available).toBeUndefined();
       await t.http.get('/api/v1/mcp-servers').expect(401);
     });
@@ -129,13 +138,20 @@ describe('MCP catalog and connections (e2e)', () => {
         expect(res.body.code).toBe('egress_refused');
         expect(res.body.errors[0].path).toBe('url');
       }
-      await t.http.get('/api/v1/mcp-connections').set(...as(org, 'viewer')).expect(200).expect((r) => expect(r.body.items.map((c: { name: string }) => c.name)).not.toContain('refused'));
+      await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as(org, 'viewer'))
+        .expect(200)
+        .expect((r) => expect(r.body.items.map((c: { name: string }) => c.name)).not.toContain('refused'));
     });
 
     it('422 mcp_connect_failed when nothing answers; nothing stored', async () => {
       const res = await connect({ server: 'remote', name: 'nobody', url: 'http://127.0.0.1:1/mcp' }, 422);
       expect(res.body).toMatchObject({ code: 'mcp_connect_failed', reason: 'upstream_unavailable' });
-      const list = await t.http.get('/api/v1/mcp-connections').set(...as(org, 'viewer')).expect(200);
+      const list = await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as(org, 'viewer'))
+        .expect(200);
       expect(list.body.items.map((c: { name: string }) => c.name)).not.toContain('nobody');
     });
 
@@ -161,26 +177,69 @@ describe('MCP catalog and connections (e2e)', () => {
 
     it('a viewer, builder or agent may not connect; other organizations see nothing (404)', async () => {
       for (const role of ['viewer', 'builder', 'agent', 'approver'] as const) {
-        await t.http.post('/api/v1/mcp-connections').set(...as(org, role)).send({ server: 'everything', name: 'nope' }).expect(403);
+        await t.http
+          .post('/api/v1/mcp-connections')
+          .set(...as(org, role))
+          .send({ server: 'everything', name: 'nope' })
+          .expect(403);
       }
-      await t.http.get(`/api/v1/mcp-connections/${remoteId}`).set(...as(other, 'admin')).expect(404);
-      await t.http.post(`/api/v1/mcp-connections/${remoteId}/sync`).set(...as(other, 'admin')).expect(404);
-      await t.http.put(`/api/v1/mcp-connections/${remoteId}/tools/lookup/risk`).set(...as(other, 'admin')).send({ risk: 'read_only' }).expect(404);
-      await t.http.put(`/api/v1/mcp-connections/${remoteId}/credentials`).set(...as(other, 'admin')).send({ credentials: {} }).expect(404);
-      await t.http.delete(`/api/v1/mcp-connections/${remoteId}`).set(...as(other, 'admin')).expect(404);
-      const list = await t.http.get('/api/v1/mcp-connections').set(...as(other, 'viewer')).expect(200);
+      await t.http
+        .get(`/api/v1/mcp-connections/${remoteId}`)
+        .set(...as(other, 'admin'))
+        .expect(404);
+      await t.http
+        .post(`/api/v1/mcp-connections/${remoteId}/sync`)
+        .set(...as(other, 'admin'))
+        .expect(404);
+      await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/tools/lookup/risk`)
+        .set(...as(other, 'admin'))
+        .send({ risk: 'read_only' })
+        .expect(404);
+      await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/credentials`)
+        .set(...as(other, 'admin'))
+        .send({ credentials: {} })
+        .expect(404);
+      await t.http
+        .delete(`/api/v1/mcp-connections/${remoteId}`)
+        .set(...as(other, 'admin'))
+        .expect(404);
+      const list = await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as(other, 'viewer'))
+        .expect(200);
       expect(list.body.items).toEqual([]);
     });
 
     it('risk: an admin decision wins over annotations and survives a sync; unknown tool 404; bad risk 400', async () => {
-      const res = await t.http.put(`/api/v1/mcp-connections/${remoteId}/tools/lookup/risk`).set(...as(org, 'admin')).send({ risk: 'read_only' }).then(keep);
+      const res = await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/tools/lookup/risk`)
+        .set(...as(org, 'admin'))
+        .send({ risk: 'read_only' })
+        .then(keep);
       expect(res.status).toBe(200);
       expect(res.body.tools.find((x: { name: string }) => x.name === 'lookup')).toMatchObject({ risk: 'read_only', riskSource: 'admin' });
-      await t.http.put(`/api/v1/mcp-connections/${remoteId}/tools/nothing/risk`).set(...as(org, 'admin')).send({ risk: 'read_only' }).expect(404);
-      await t.http.put(`/api/v1/mcp-connections/${remoteId}/tools/lookup/risk`).set(...as(org, 'admin')).send({ risk: 'harmless' }).expect(400);
-      const synced = await t.http.post(`/api/v1/mcp-connections/${remoteId}/sync`).set(...as(org, 'admin')).expect(200).then(keep);
+      await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/tools/nothing/risk`)
+        .set(...as(org, 'admin'))
+        .send({ risk: 'read_only' })
+        .expect(404);
+      await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/tools/lookup/risk`)
+        .set(...as(org, 'admin'))
+        .send({ risk: 'harmless' })
+        .expect(400);
+      const synced = await t.http
+        .post(`/api/v1/mcp-connections/${remoteId}/sync`)
+        .set(...as(org, 'admin'))
+        .expect(200)
+        .then(keep);
       expect(synced.body.tools.find((x: { name: string }) => x.name === 'lookup')).toMatchObject({ risk: 'read_only', riskSource: 'admin' });
-      const events = await t.http.get('/api/v1/audit-events?type=mcp_connection.risk_set').set(...as(org, 'admin')).expect(200);
+      const events = await t.http
+        .get('/api/v1/audit-events?type=mcp_connection.risk_set')
+        .set(...as(org, 'admin'))
+        .expect(200);
       expect(events.body.items[0].data).toMatchObject({ tool: 'lookup', risk: 'read_only', previousRisk: 'destructive', previousRiskSource: 'default' });
     });
 
@@ -189,10 +248,20 @@ describe('MCP catalog and connections (e2e)', () => {
       fixture.state.archiveListed = false;
       fixture.state.extraTools = 1;
       try {
-        const res = await t.http.post(`/api/v1/mcp-connections/${remoteId}/sync`).set(...as(org, 'admin')).expect(200).then(keep);
+        const res = await t.http
+          .post(`/api/v1/mcp-connections/${remoteId}/sync`)
+          .set(...as(org, 'admin'))
+          .expect(200)
+          .then(keep);
         expect(res.body.tools.map((x: { name: string }) => x.name)).not.toContain('archive');
-        const events = await t.http.get('/api/v1/audit-events?type=mcp_connection.synced').set(...as(org, 'admin')).expect(200);
-        expect(events.body.items[0]).toMatchObject({ target: { type: 'mcp_connection', id: remoteId }, data: { trigger: 'sync', status: 'ready', added: ['extra_0'], removed: ['archive'], changed: ['lookup'] } });
+        const events = await t.http
+          .get('/api/v1/audit-events?type=mcp_connection.synced')
+          .set(...as(org, 'admin'))
+          .expect(200);
+        expect(events.body.items[0]).toMatchObject({
+          target: { type: 'mcp_connection', id: remoteId },
+          data: { trigger: 'sync', status: 'ready', added: ['extra_0'], removed: ['archive'], changed: ['lookup'] },
+        });
       } finally {
         Object.assign(fixture.state, { lookupDescription: 'Looks a customer up by id.', archiveListed: true, extraTools: 0 });
       }
@@ -202,28 +271,68 @@ describe('MCP catalog and connections (e2e)', () => {
       const gone = await startFixtureMcpServer();
       const created = await connect({ server: 'remote', name: 'short-lived', url: gone.url }, 201);
       await gone.close();
-      const res = await t.http.post(`/api/v1/mcp-connections/${created.body.id}/sync`).set(...as(org, 'admin')).expect(200);
+      const res = await t.http
+        .post(`/api/v1/mcp-connections/${created.body.id}/sync`)
+        .set(...as(org, 'admin'))
+        .expect(200);
       expect(res.body.status).toBe('error');
       expect(res.body.error).toMatchObject({ code: 'upstream_unavailable' });
       expect(res.body.tools.length).toBe(created.body.tools.length);
     });
 
     it('credentials: replaced, the names shown, the values never; the next use sends the new one', async () => {
-      const res = await t.http.put(`/api/v1/mcp-connections/${remoteId}/credentials`).set(...as(org, 'admin')).send({ credentials: { authorization: ROTATED } }).expect(200).then(keep);
+      const res = await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/credentials`)
+        .set(...as(org, 'admin'))
+        .send({ credentials: { authorization: ROTATED } })
+        .expect(200)
+        .then(keep);
       expect(res.body.credentialNames).toEqual(['authorization']);
       fixture.authorizations.length = 0;
-      await t.http.post(`/api/v1/mcp-connections/${remoteId}/sync`).set(...as(org, 'admin')).expect(200).then(keep);
+      await t.http
+        .post(`/api/v1/mcp-connections/${remoteId}/sync`)
+        .set(...as(org, 'admin'))
+        .expect(200)
+        .then(keep);
       expect(fixture.authorizations).toContain(ROTATED);
       expect(fixture.authorizations).not.toContain(SECRET);
-      const events = await t.http.get('/api/v1/audit-events?type=mcp_connection.credentials_updated').set(...as(org, 'admin')).expect(200);
+      const events = await t.http
+        .get('/api/v1/audit-events?type=mcp_connection.credentials_updated')
+        .set(...as(org, 'admin'))
+        .expect(200);
       expect(events.body.items[0].data).toEqual({ name: 'vendor', credentialNames: ['authorization'] });
-      await t.http.put(`/api/v1/mcp-connections/${remoteId}/credentials`).set(...as(org, 'admin')).send({ credentials: { nope: 'x' } }).expect(400);
+      await t.http
+        .put(`/api/v1/mcp-connections/${remoteId}/credentials`)
+        .set(...as(org, 'admin'))
+        .send({ credentials: { nope: 'x' } })
+        .expect(400);
     });
 
     it('GET answers and every audit event hold no credential', async () => {
-      answers.push((await t.http.get('/api/v1/mcp-connections').set(...as(org, 'admin')).expect(200)).text);
-      answers.push((await t.http.get(`/api/v1/mcp-connections/${remoteId}`).set(...as(org, 'viewer')).expect(200)).text);
-      answers.push((await t.http.get('/api/v1/audit-events?limit=200').set(...as(org, 'admin')).expect(200)).text);
+      answers.push(
+        (
+          await t.http
+            .get('/api/v1/mcp-connections')
+            .set(...as(org, 'admin'))
+            .expect(200)
+        ).text,
+      );
+      answers.push(
+        (
+          await t.http
+            .get(`/api/v1/mcp-connections/${remoteId}`)
+            .set(...as(org, 'viewer'))
+            .expect(200)
+        ).text,
+      );
+      answers.push(
+        (
+          await t.http
+            .get('/api/v1/audit-events?limit=200')
+            .set(...as(org, 'admin'))
+            .expect(200)
+        ).text,
+      );
       for (const text of answers) {
         expect(text).not.toContain('sk-vendor');
       }
@@ -234,13 +343,25 @@ describe('MCP catalog and connections (e2e)', () => {
       const pool = t.app.get(McpClientPool);
       const pid = pool.processId(created.body.id)!;
       expect(pid).toEqual(expect.any(Number));
-      await t.http.delete(`/api/v1/mcp-connections/${created.body.id}`).set(...as(org, 'admin')).expect(204);
+      await t.http
+        .delete(`/api/v1/mcp-connections/${created.body.id}`)
+        .set(...as(org, 'admin'))
+        .expect(204);
       expect(pool.processId(created.body.id)).toBeUndefined();
       expect(() => process.kill(pid, 0)).toThrow();
-      await t.http.get(`/api/v1/mcp-connections/${created.body.id}`).set(...as(org, 'viewer')).expect(404);
-      const events = await t.http.get('/api/v1/audit-events?type=mcp_connection.deleted').set(...as(org, 'admin')).expect(200);
+      await t.http
+        .get(`/api/v1/mcp-connections/${created.body.id}`)
+        .set(...as(org, 'viewer'))
+        .expect(404);
+      const events = await t.http
+        .get('/api/v1/audit-events?type=mcp_connection.deleted')
+        .set(...as(org, 'admin'))
+        .expect(200);
       expect(events.body.items[0]).toMatchObject({ target: { id: created.body.id }, data: { server: 'everything', name: 'to-delete' } });
-      await t.http.get('/api/v1/mcp-connections/not-a-uuid').set(...as(org, 'viewer')).expect(404);
+      await t.http
+        .get('/api/v1/mcp-connections/not-a-uuid')
+        .set(...as(org, 'viewer'))
+        .expect(404);
     });
   });
 });

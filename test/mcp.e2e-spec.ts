@@ -22,7 +22,7 @@ describe('MCP endpoint (e2e)', () => {
   let agentId: string;
   const clients: Client[] = [];
   const WAIT_SECONDS = 30;
-  const INSTRUCTIONS = 'You keep the support team\'s notes.';
+  const INSTRUCTIONS = "You keep the support team's notes.";
 
   beforeAll(async () => {
     t = await createTestApp({ imports: [McpFixturesModule], config: { mcpApprovalWaitSeconds: WAIT_SECONDS } });
@@ -45,9 +45,20 @@ describe('MCP endpoint (e2e)', () => {
 
   let slugs = 0;
   async function publishedAgent(o: TestOrg, name: string, draft: object): Promise<string> {
-    const a = await t.http.post('/api/v1/agents').set(...bearer(o.keys.builder)).send({ slug: `mcp-${++slugs}`, name }).expect(201);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...bearer(o.keys.builder)).send(draft).expect(200);
-    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...bearer(o.keys.builder)).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(o.keys.builder))
+      .send({ slug: `mcp-${++slugs}`, name })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...bearer(o.keys.builder))
+      .send(draft)
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...bearer(o.keys.builder))
+      .expect(201);
     return a.body.id;
   }
 
@@ -67,12 +78,20 @@ describe('MCP endpoint (e2e)', () => {
     const client = new Client({ name: 'mcp-e2e', version: '1.0.0' });
     const error = await client
       .connect(new StreamableHTTPClientTransport(endpoint(agent, query), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }))
-      .then(() => undefined, (err: { code?: number }) => err);
+      .then(
+        () => undefined,
+        (err: { code?: number }) => err,
+      );
     await client.close();
     return error?.code ?? 0;
   }
 
-  const INITIALIZE = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+  const INITIALIZE = {
+    jsonrpc: '2.0',
+    id: 1,
+    method: 'initialize',
+    params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  };
 
   function rawPost(token: string | undefined, agent = agentId, query = '', body: unknown = INITIALIZE) {
     const req = t.http.post(`/api/v1/agents/${agent}/mcp${query}`).set('Accept', 'application/json, text/event-stream').set('Content-Type', 'application/json');
@@ -89,12 +108,18 @@ describe('MCP endpoint (e2e)', () => {
   }
 
   async function eventsOf(type: string): Promise<{ target: { id: string }; actor: { id: string }; data: Record<string, unknown> }[]> {
-    const res = await t.http.get(`/api/v1/audit-events?type=${type}&limit=200`).set(...bearer(org.keys.admin)).expect(200);
+    const res = await t.http
+      .get(`/api/v1/audit-events?type=${type}&limit=200`)
+      .set(...bearer(org.keys.admin))
+      .expect(200);
     return res.body.items;
   }
 
   async function approvalsTagged(tag: string, o = org): Promise<{ id: string; status: string; toolCallId: string }[]> {
-    const res = await t.http.get(`/api/v1/approvals?limit=200`).set(...bearer(o.keys.approver)).expect(200);
+    const res = await t.http
+      .get(`/api/v1/approvals?limit=200`)
+      .set(...bearer(o.keys.approver))
+      .expect(200);
     return res.body.items.filter((a: { arguments: { tag?: string } }) => a.arguments.tag === tag);
   }
 
@@ -114,10 +139,13 @@ describe('MCP endpoint (e2e)', () => {
   }
 
   describe('initialize', () => {
-    it('answers with the agent\'s name, the version, and the version\'s system prompt as instructions', async () => {
+    it("answers with the agent's name, the version, and the version's system prompt as instructions", async () => {
       const client = await connect(org.keys.agent);
       expect(client.getServerVersion()).toEqual({ name: 'Support notes', version: '1' });
-      const manifest = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest`).set(...bearer(org.keys.agent)).expect(200);
+      const manifest = await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/manifest`)
+        .set(...bearer(org.keys.agent))
+        .expect(200);
       expect(client.getInstructions()).toBe(manifest.body.systemPrompt);
       expect(client.getInstructions()).toBe(`${INSTRUCTIONS}\n\n${NOTES_GUIDANCE}`);
       expect(client.getServerCapabilities()).toEqual({ tools: { listChanged: false } });
@@ -129,7 +157,11 @@ describe('MCP endpoint (e2e)', () => {
       expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
       expect(res.headers['x-request-id']).toBe('mcp-e2e-req-1');
       const message = JSON.parse(/^data: (.*)$/m.exec(res.text)![1]);
-      expect(message).toMatchObject({ jsonrpc: '2.0', id: 1, result: { serverInfo: { name: 'Support notes', version: '1' }, instructions: `${INSTRUCTIONS}\n\n${NOTES_GUIDANCE}` } });
+      expect(message).toMatchObject({
+        jsonrpc: '2.0',
+        id: 1,
+        result: { serverInfo: { name: 'Support notes', version: '1' }, instructions: `${INSTRUCTIONS}\n\n${NOTES_GUIDANCE}` },
+      });
     });
   });
 
@@ -137,13 +169,26 @@ describe('MCP endpoint (e2e)', () => {
     it('lists exactly the offered tools: names and descriptions after overrides, input schemas as JSON Schema', async () => {
       const client = await connect(org.keys.agent);
       const { tools } = await client.listTools();
-      const offered = (await t.http.get(`/api/v1/agents/${agentId}/versions/latest/tools`).set(...bearer(org.keys.agent)).expect(200)).body.items as {
+      const offered = (
+        await t.http
+          .get(`/api/v1/agents/${agentId}/versions/latest/tools`)
+          .set(...bearer(org.keys.agent))
+          .expect(200)
+      ).body.items as {
         name: string;
         description: string;
         inputSchema: Record<string, unknown>;
       }[];
       expect(tools.map((x) => x.name)).toEqual(offered.map((o) => o.name));
-      expect(tools.map((x) => x.name)).toEqual(['search_notes', 'fx-mcp-list', 'fx-mcp-greet', 'fx-mcp-fail', 'fx-mcp-write', 'purgeNotes', 'fx-mcp-crm-lookup']);
+      expect(tools.map((x) => x.name)).toEqual([
+        'search_notes',
+        'fx-mcp-list',
+        'fx-mcp-greet',
+        'fx-mcp-fail',
+        'fx-mcp-write',
+        'purgeNotes',
+        'fx-mcp-crm-lookup',
+      ]);
       for (const tool of tools) {
         const o = offered.find((x) => x.name === tool.name)!;
         const { $schema, ...schema } = o.inputSchema;
@@ -182,7 +227,10 @@ describe('MCP endpoint (e2e)', () => {
         .set(...bearer(org.keys.builder))
         .send({ ...notes, instructions: 'Version two.', toolOverrides: { 'fx-mcp-search': { name: 'find_notes' } } })
         .expect(200);
-      await t.http.post(`/api/v1/agents/${pinned}/publish`).set(...bearer(org.keys.builder)).expect(201);
+      await t.http
+        .post(`/api/v1/agents/${pinned}/publish`)
+        .set(...bearer(org.keys.builder))
+        .expect(201);
 
       const v1 = await connect(org.keys.agent, pinned, '?version=1');
       expect(v1.getServerVersion()).toEqual({ name: 'Pinned', version: '1' });
@@ -195,7 +243,10 @@ describe('MCP endpoint (e2e)', () => {
       expect((await latest.listTools()).tools.map((x) => x.name)).toContain('find_notes');
 
       const onV1 = await v1.callTool({ name: 'search_notes', arguments: { query: randomUUID() } });
-      const call = await t.http.get(`/api/v1/tool-calls/${metaOf(onV1).id}`).set(...bearer(org.keys.agent)).expect(200);
+      const call = await t.http
+        .get(`/api/v1/tool-calls/${metaOf(onV1).id}`)
+        .set(...bearer(org.keys.agent))
+        .expect(200);
       expect(call.body).toMatchObject({ version: 1, tool: 'search_notes', entryPoint: 'mcp' });
       expect((await v2.callTool({ name: 'search_notes', arguments: { query: 'x' } }).catch((e: { code: number }) => e)).code).toBe(ErrorCode.InvalidParams);
     });
@@ -213,7 +264,10 @@ describe('MCP endpoint (e2e)', () => {
 
       const meta = metaOf(result);
       expect(meta.status).toBe('succeeded');
-      const call = await t.http.get(`/api/v1/tool-calls/${meta.id}`).set(...bearer(org.keys.viewer)).expect(200);
+      const call = await t.http
+        .get(`/api/v1/tool-calls/${meta.id}`)
+        .set(...bearer(org.keys.viewer))
+        .expect(200);
       expect(call.body).toMatchObject({
         agentId,
         version: 1,
@@ -226,9 +280,14 @@ describe('MCP endpoint (e2e)', () => {
         entryPoint: 'mcp',
         requestedBy: org.keyIds.agent,
       });
-      expect(mcpRunsTagged(query)).toEqual([{ tool: 'fx-mcp-search', args: { query, limit: 5 }, ctx: { orgId: org.id, agentId, version: 1, callId: meta.id, runId: null } }]);
+      expect(mcpRunsTagged(query)).toEqual([
+        { tool: 'fx-mcp-search', args: { query, limit: 5 }, ctx: { orgId: org.id, agentId, version: 1, callId: meta.id, runId: null } },
+      ]);
       const requested = (await eventsOf('tool_call.requested')).find((e) => e.target.id === meta.id)!;
-      expect(requested).toMatchObject({ actor: { id: org.keyIds.agent }, data: { entryPoint: 'mcp', tool: 'search_notes', argumentsHash: call.body.argumentsHash } });
+      expect(requested).toMatchObject({
+        actor: { id: org.keyIds.agent },
+        data: { entryPoint: 'mcp', tool: 'search_notes', argumentsHash: call.body.argumentsHash },
+      });
       expect((await eventsOf('tool_call.succeeded')).some((e) => e.target.id === meta.id)).toBe(true);
     });
 
@@ -239,17 +298,28 @@ describe('MCP endpoint (e2e)', () => {
       expect(greeting.content).toEqual([{ type: 'text', text: `Hello, ${tag}!` }]);
       expect(greeting.structuredContent).toBeUndefined();
       const list = await client.callTool({ name: 'fx-mcp-list', arguments: { tag } });
-      expect(list.structuredContent).toEqual({ items: [{ tag, n: 1 }, { tag, n: 2 }] });
-      expect(JSON.parse(textOf(list))).toEqual([{ tag, n: 1 }, { tag, n: 2 }]);
+      expect(list.structuredContent).toEqual({
+        items: [
+          { tag, n: 1 },
+          { tag, n: 2 },
+        ],
+      });
+      expect(JSON.parse(textOf(list))).toEqual([
+        { tag, n: 1 },
+        { tag, n: 2 },
+      ]);
     });
 
-    it('a tool\'s failure is isError with the tool\'s message, recorded as failed', async () => {
+    it("a tool's failure is isError with the tool's message, recorded as failed", async () => {
       const client = await connect(org.keys.agent);
       const tag = randomUUID();
       const result = await client.callTool({ name: 'fx-mcp-fail', arguments: { tag } });
       expect(result.isError).toBe(true);
       expect(textOf(result)).toBe(`No note is tagged "${tag}". Search the notes first and use a tag the search returns. (note_not_found)`);
-      const call = await t.http.get(`/api/v1/tool-calls/${metaOf(result).id}`).set(...bearer(org.keys.agent)).expect(200);
+      const call = await t.http
+        .get(`/api/v1/tool-calls/${metaOf(result).id}`)
+        .set(...bearer(org.keys.agent))
+        .expect(200);
       expect(call.body).toMatchObject({ status: 'failed', entryPoint: 'mcp', error: { code: 'note_not_found' } });
     });
 
@@ -276,7 +346,10 @@ describe('MCP endpoint (e2e)', () => {
     it('a name the version does not offer is a protocol error (the original name of an overridden tool too)', async () => {
       const client = await connect(org.keys.agent);
       for (const name of ['nope', 'fx-mcp-search']) {
-        const err = await client.callTool({ name, arguments: {} }).then(() => undefined, (e: { code: number; message: string }) => e);
+        const err = await client.callTool({ name, arguments: {} }).then(
+          () => undefined,
+          (e: { code: number; message: string }) => e,
+        );
         expect(err).toMatchObject({ code: ErrorCode.InvalidParams });
         expect(err!.message).toContain(`offers no tool named "${name}"`);
       }
@@ -284,7 +357,7 @@ describe('MCP endpoint (e2e)', () => {
   });
 
   describe('approvals', () => {
-    it('a mutating call approved over REST while the MCP call waits answers with the tool\'s result; progress while waiting', async () => {
+    it("a mutating call approved over REST while the MCP call waits answers with the tool's result; progress while waiting", async () => {
       const client = await connect(org.keys.agent);
       const tag = randomUUID();
       const call = waitingCall(client, 'fx-mcp-write', { tag, text: 'Refund approved.' });
@@ -292,15 +365,26 @@ describe('MCP endpoint (e2e)', () => {
       expect(mcpRunsTagged(tag)).toEqual([]);
       const [approval] = await approvalsTagged(tag);
       expect(approval).toMatchObject({ status: 'pending' });
-      expect(call.progress[0]).toEqual({ progress: 0, total: WAIT_SECONDS, message: `Waiting up to ${WAIT_SECONDS} s for a person to decide on approval ${approval.id}.` });
+      expect(call.progress[0]).toEqual({
+        progress: 0,
+        total: WAIT_SECONDS,
+        message: `Waiting up to ${WAIT_SECONDS} s for a person to decide on approval ${approval.id}.`,
+      });
 
-      await t.http.post(`/api/v1/approvals/${approval.id}/approve`).set(...bearer(org.keys.approver)).send({ note: 'ok' }).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${approval.id}/approve`)
+        .set(...bearer(org.keys.approver))
+        .send({ note: 'ok' })
+        .expect(200);
       const result = await call.result;
       expect(result.isError).toBeFalsy();
       expect(result.structuredContent).toEqual({ written: tag, text: 'Refund approved.' });
       expect(metaOf(result)).toEqual({ id: approval.toolCallId, status: 'succeeded', approvalId: approval.id });
       expect(mcpRunsTagged(tag)).toHaveLength(1);
-      const stored = await t.http.get(`/api/v1/tool-calls/${approval.toolCallId}`).set(...bearer(org.keys.agent)).expect(200);
+      const stored = await t.http
+        .get(`/api/v1/tool-calls/${approval.toolCallId}`)
+        .set(...bearer(org.keys.agent))
+        .expect(200);
       expect(stored.body).toMatchObject({ status: 'succeeded', entryPoint: 'mcp', requestedBy: org.keyIds.agent });
       const approved = (await eventsOf('approval.approved')).find((e) => e.target.id === approval.id)!;
       expect(approved.actor.id).toBe(org.keyIds.approver);
@@ -312,7 +396,11 @@ describe('MCP endpoint (e2e)', () => {
       const call = waitingCall(client, 'purgeNotes', { tag });
       await call.waiting;
       const [approval] = await approvalsTagged(tag);
-      await t.http.post(`/api/v1/approvals/${approval.id}/reject`).set(...bearer(org.keys.approver)).send({ reason: 'Not during the audit.' }).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${approval.id}/reject`)
+        .set(...bearer(org.keys.approver))
+        .send({ reason: 'Not during the audit.' })
+        .expect(200);
       const result = await call.result;
       expect(result.isError).toBe(true);
       expect(textOf(result)).toBe('A person rejected this call, so it did not run. Their reason: Not during the audit.');
@@ -320,13 +408,17 @@ describe('MCP endpoint (e2e)', () => {
       expect(mcpRunsTagged(tag)).toEqual([]);
     });
 
-    it('an edited approval says so in the result, so the model\'s history stays true', async () => {
+    it("an edited approval says so in the result, so the model's history stays true", async () => {
       const client = await connect(org.keys.agent);
       const tag = randomUUID();
       const call = waitingCall(client, 'fx-mcp-write', { tag, text: 'Refund 500.' });
       await call.waiting;
       const [approval] = await approvalsTagged(tag);
-      await t.http.post(`/api/v1/approvals/${approval.id}/approve`).set(...bearer(org.keys.approver)).send({ arguments: { tag, text: 'Refund 50.' } }).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${approval.id}/approve`)
+        .set(...bearer(org.keys.approver))
+        .send({ arguments: { tag, text: 'Refund 50.' } })
+        .expect(200);
       const result = await call.result;
       expect(result.structuredContent).toEqual({ written: tag, text: 'Refund 50.' });
       expect(textOf(result)).toContain(`It ran with: ${JSON.stringify({ tag, text: 'Refund 50.' })}`);
@@ -349,7 +441,10 @@ describe('MCP endpoint (e2e)', () => {
         const pending = metaOf(first);
         expect(first.isError).toBeFalsy();
         expect(pending).toMatchObject({ status: 'pending_approval', approvalId: expect.any(String) });
-        const approval = await t.http.get(`/api/v1/approvals/${pending.approvalId}`).set(...bearer(org.keys.approver)).expect(200);
+        const approval = await t.http
+          .get(`/api/v1/approvals/${pending.approvalId}`)
+          .set(...bearer(org.keys.approver))
+          .expect(200);
         expect(textOf(first)).toBe(
           `This call needs a person's approval and is still waiting for it (approval ${pending.approvalId}, which expires at ${approval.body.expiresAt}). ` +
             'Nothing has run. Call the tool again later with exactly the same arguments to get the decision; that does not ask again.',
@@ -360,7 +455,11 @@ describe('MCP endpoint (e2e)', () => {
         expect(metaOf(again)).toEqual(pending);
         expect(await approvalsTagged(tag)).toHaveLength(1);
 
-        await t.http.post(`/api/v1/approvals/${pending.approvalId}/approve`).set(...bearer(org.keys.approver)).send({}).expect(200);
+        await t.http
+          .post(`/api/v1/approvals/${pending.approvalId}/approve`)
+          .set(...bearer(org.keys.approver))
+          .send({})
+          .expect(200);
         const decided = await client.callTool({ name: 'fx-mcp-write', arguments: args });
         expect(decided.structuredContent).toEqual({ written: tag, text: 'Close the ticket.' });
         expect(metaOf(decided)).toEqual({ id: pending.id, status: 'succeeded', approvalId: pending.approvalId });
@@ -380,7 +479,11 @@ describe('MCP endpoint (e2e)', () => {
         const first = metaOf(await client.callTool({ name: 'purgeNotes', arguments: { tag } }));
         const other = metaOf(await client.callTool({ name: 'fx-mcp-write', arguments: { tag, text: 'Something else.' } }));
         expect(other.approvalId).not.toBe(first.approvalId);
-        await t.http.post(`/api/v1/approvals/${first.approvalId}/reject`).set(...bearer(org.keys.approver)).send({ reason: 'Keep them.' }).expect(200);
+        await t.http
+          .post(`/api/v1/approvals/${first.approvalId}/reject`)
+          .set(...bearer(org.keys.approver))
+          .send({ reason: 'Keep them.' })
+          .expect(200);
         const decided = await client.callTool({ name: 'purgeNotes', arguments: { tag } });
         expect(decided.isError).toBe(true);
         expect(textOf(decided)).toContain('Their reason: Keep them.');
@@ -389,7 +492,11 @@ describe('MCP endpoint (e2e)', () => {
       });
 
       it('another key of the organization asking the same thing gets its own approval', async () => {
-        const second = await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys.admin)).send({ name: 'second agent', roles: ['agent'] }).expect(201);
+        const second = await t.http
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...bearer(org.keys.admin))
+          .send({ name: 'second agent', roles: ['agent'] })
+          .expect(201);
         const tag = randomUUID();
         const args = { tag, text: 'Same words.' };
         const mine = metaOf(await (await connect(org.keys.agent)).callTool({ name: 'fx-mcp-write', arguments: args }));
@@ -424,7 +531,11 @@ describe('MCP endpoint (e2e)', () => {
       const call = waitingCall(client, 'fx-mcp-write', args);
       await call.waiting;
       const [approval] = await approvalsTagged(tag);
-      await request(baseB).post(`/api/v1/approvals/${approval.id}/approve`).set(...bearer(org.keys.approver)).send({}).expect(200);
+      await request(baseB)
+        .post(`/api/v1/approvals/${approval.id}/approve`)
+        .set(...bearer(org.keys.approver))
+        .send({})
+        .expect(200);
       const result = await call.result;
       expect(result.structuredContent).toEqual({ written: tag, text: 'Across nodes.' });
 
@@ -433,7 +544,11 @@ describe('MCP endpoint (e2e)', () => {
         const other = randomUUID();
         const onA = metaOf(await client.callTool({ name: 'fx-mcp-write', arguments: { tag: other, text: 'x' } }));
         const clientB = new Client({ name: 'mcp-e2e-b', version: '1.0.0' });
-        await clientB.connect(new StreamableHTTPClientTransport(new URL(`${baseB}/api/v1/agents/${agentId}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${org.keys.agent}` } } }));
+        await clientB.connect(
+          new StreamableHTTPClientTransport(new URL(`${baseB}/api/v1/agents/${agentId}/mcp`), {
+            requestInit: { headers: { Authorization: `Bearer ${org.keys.agent}` } },
+          }),
+        );
         clients.push(clientB);
         const onB = metaOf(await clientB.callTool({ name: 'fx-mcp-write', arguments: { tag: other, text: 'x' } }));
         expect(onB).toEqual(onA);
@@ -452,7 +567,14 @@ describe('MCP endpoint (e2e)', () => {
       const call = () => client.callTool({ name: 'fx-mcp-greet', arguments: { tag: runId }, _meta: { [RUN_ID_META]: runId } });
       expect((await call()).isError).toBeFalsy();
       const second = await call();
-      expect((await t.http.get(`/api/v1/tool-calls/${metaOf(second).id}`).set(...bearer(org.keys.agent)).expect(200)).body.runId).toBe(runId);
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/tool-calls/${metaOf(second).id}`)
+            .set(...bearer(org.keys.agent))
+            .expect(200)
+        ).body.runId,
+      ).toBe(runId);
       const third = await call();
       expect(third.isError).toBe(true);
       expect(textOf(third)).toContain('(budget_exceeded)');
@@ -466,7 +588,11 @@ describe('MCP endpoint (e2e)', () => {
       const agent = await publishedAgent(scoped, 'Scoped', { instructions: '', capabilities: [{ id: 'fx-mcp-notes' }, { id: 'fx-mcp-crm' }] });
       const client = await connect(scoped.keys.agent, agent);
       expect((await client.listTools()).tools.map((x) => x.name)).toContain('fx-mcp-crm-lookup');
-      await t.http.put(`/api/v1/orgs/${scoped.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: [] }).expect(200);
+      await t.http
+        .put(`/api/v1/orgs/${scoped.id}/scopes`)
+        .set(...bearer(t.adminToken))
+        .send({ scopes: [] })
+        .expect(200);
       const names = (await client.listTools()).tools.map((x) => x.name);
       expect(names).not.toContain('fx-mcp-crm-lookup');
       expect(names).toContain('fx-mcp-search');
@@ -511,14 +637,17 @@ describe('MCP endpoint (e2e)', () => {
       expect(await refusedConnect(org.keys.viewer)).toBe(403);
     });
 
-    it('404 for another organization\'s agent, and nothing is recorded', async () => {
+    it("404 for another organization's agent, and nothing is recorded", async () => {
       const other = await createOrg(t, [FX_MCP_CRM_SCOPE]);
       const res = await rawPost(other.keys.agent).expect(404);
       expect(res.body).toMatchObject({ status: 404, code: 'not_found' });
       expect(await refusedConnect(other.keys.agent)).toBe(404);
       const body = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: 'fx-mcp-write', arguments: { tag: 'x', text: 'y' } } };
       expect((await rawPost(other.keys.agent, agentId, '', body).expect(404)).body.code).toBe('not_found');
-      const theirs = await t.http.get('/api/v1/audit-events?limit=200').set(...bearer(other.keys.admin)).expect(200);
+      const theirs = await t.http
+        .get('/api/v1/audit-events?limit=200')
+        .set(...bearer(other.keys.admin))
+        .expect(200);
       expect(theirs.body.items.filter((e: { type: string }) => e.type.startsWith('tool_call.'))).toEqual([]);
       // The owner's key reaches the same agent.
       await rawPost(org.keys.agent).expect(200);
@@ -528,7 +657,11 @@ describe('MCP endpoint (e2e)', () => {
       expect((await rawPost(org.keys.agent, randomUUID()).expect(404)).body.code).toBe('not_found');
       expect((await rawPost(org.keys.agent, 'not-a-uuid').expect(404)).body.code).toBe('not_found');
       expect((await rawPost(org.keys.agent, agentId, '?version=99').expect(404)).body.code).toBe('not_found');
-      const draft = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: `mcp-draft-${++slugs}`, name: 'Draft only' }).expect(201);
+      const draft = await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(org.keys.builder))
+        .send({ slug: `mcp-draft-${++slugs}`, name: 'Draft only' })
+        .expect(201);
       expect((await rawPost(org.keys.agent, draft.body.id).expect(409)).body.code).toBe('not_published');
       expect(await refusedConnect(org.keys.agent, draft.body.id)).toBe(409);
       for (const version of ['abc', '0', '1.5', '-1']) {
@@ -541,11 +674,26 @@ describe('MCP endpoint (e2e)', () => {
 
     it('GET and DELETE: 405 with Allow: POST (a stateless endpoint offers no stream and keeps no session), after the same checks', async () => {
       for (const method of ['get', 'delete'] as const) {
-        const res = await t.http[method](`/api/v1/agents/${agentId}/mcp`).set(...bearer(org.keys.agent)).set('Accept', 'text/event-stream').expect(405);
+        const res = await t.http[method](`/api/v1/agents/${agentId}/mcp`)
+          .set(...bearer(org.keys.agent))
+          .set('Accept', 'text/event-stream')
+          .expect(405);
         expect(res.headers.allow).toBe('POST');
         expect(res.body).toMatchObject({ status: 405, code: 'method_not_allowed' });
-        expect((await t.http[method](`/api/v1/agents/${agentId}/mcp`).set(...bearer(org.keys.viewer)).expect(403)).body.code).toBe('forbidden');
-        expect((await t.http[method](`/api/v1/agents/${randomUUID()}/mcp`).set(...bearer(org.keys.agent)).expect(404)).body.code).toBe('not_found');
+        expect(
+          (
+            await t.http[method](`/api/v1/agents/${agentId}/mcp`)
+              .set(...bearer(org.keys.viewer))
+              .expect(403)
+          ).body.code,
+        ).toBe('forbidden');
+        expect(
+          (
+            await t.http[method](`/api/v1/agents/${randomUUID()}/mcp`)
+              .set(...bearer(org.keys.agent))
+              .expect(404)
+          ).body.code,
+        ).toBe('not_found');
         await t.http[method](`/api/v1/agents/${agentId}/mcp`).expect(401);
       }
     });
@@ -554,9 +702,15 @@ describe('MCP endpoint (e2e)', () => {
       const method = fc.constantFrom('initialize', 'tools/list', 'tools/call', 'ping', 'notifications/initialized', 'resources/list', '__proto__', '');
       const params = fc.oneof(
         fc.anything({ maxDepth: 3 }),
-        fc.record({ name: fc.constantFrom('search_notes', 'fx-mcp-write', 'nope', ''), arguments: fc.anything({ maxDepth: 3 }), _meta: fc.anything({ maxDepth: 2 }) }, { requiredKeys: [] }),
+        fc.record(
+          { name: fc.constantFrom('search_notes', 'fx-mcp-write', 'nope', ''), arguments: fc.anything({ maxDepth: 3 }), _meta: fc.anything({ maxDepth: 2 }) },
+          { requiredKeys: [] },
+        ),
       );
-      const message = fc.record({ jsonrpc: fc.constantFrom('2.0', '1.0'), id: fc.oneof(fc.integer(), fc.string(), fc.constant(null)), method, params }, { requiredKeys: [] });
+      const message = fc.record(
+        { jsonrpc: fc.constantFrom('2.0', '1.0'), id: fc.oneof(fc.integer(), fc.string(), fc.constant(null)), method, params },
+        { requiredKeys: [] },
+      );
       const body = fc.oneof(message, fc.array(message, { maxLength: 3 }), fc.anything({ maxDepth: 3 }));
       const before = mcpFixtureRuns.filter((r) => r.tool === 'fx-mcp-write').length;
       await fc.assert(
@@ -596,16 +750,32 @@ describe('MCP endpoint while the server stops (e2e)', () => {
 
   it('a call waiting for a decision answers "still pending" instead of holding up the stop', async () => {
     const org = await createOrg(t);
-    const a = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: 'stopping', name: 'Stopping' }).expect(201);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...bearer(org.keys.builder)).send({ instructions: '', capabilities: [{ id: 'fx-mcp-notes' }] }).expect(200);
-    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...bearer(org.keys.builder)).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(org.keys.builder))
+      .send({ slug: 'stopping', name: 'Stopping' })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...bearer(org.keys.builder))
+      .send({ instructions: '', capabilities: [{ id: 'fx-mcp-notes' }] })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...bearer(org.keys.builder))
+      .expect(201);
     const client = new Client({ name: 'mcp-e2e', version: '1.0.0' });
     await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${await t.app.getUrl()}/api/v1/agents/${a.body.id}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${org.keys.agent}` } } }),
+      new StreamableHTTPClientTransport(new URL(`${await t.app.getUrl()}/api/v1/agents/${a.body.id}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${org.keys.agent}` } },
+      }),
     );
     let started!: () => void;
     const waiting = new Promise<void>((resolve) => (started = resolve));
-    const result = client.callTool({ name: 'fx-mcp-write', arguments: { tag: 'stop', text: 'x' } }, undefined, { timeout: 120_000, onprogress: () => started() });
+    const result = client.callTool({ name: 'fx-mcp-write', arguments: { tag: 'stop', text: 'x' } }, undefined, {
+      timeout: 120_000,
+      onprogress: () => started(),
+    });
     await waiting;
     closed = t.close();
     const answer = await result;

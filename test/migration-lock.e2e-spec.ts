@@ -30,7 +30,12 @@ describe('migrations under a lock', () => {
       // The embedded database serves one connection at a time, so there the runs queue at the
       // socket; on a server they meet at the lock.
       const runs = await Promise.all(Array.from({ length: db.real ? 5 : 1 }, () => runMigrations(db.url)));
-      expect(runs.flat().map((m) => m.name).sort()).toEqual((await appliedMigrations(db.url)).sort());
+      expect(
+        runs
+          .flat()
+          .map((m) => m.name)
+          .sort(),
+      ).toEqual((await appliedMigrations(db.url)).sort());
       expect(await appliedMigrations(db.url)).toHaveLength(migrationFiles.length);
       expect(await runMigrations(db.url)).toEqual([]);
     } finally {

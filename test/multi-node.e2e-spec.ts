@@ -48,29 +48,69 @@ if (!onRealServer) console.info('multi-node suite: not run on the embedded datab
 
   const node = (i: number) => request(nodes[i % nodes.length].url);
   const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
-  const runs = (tag: string) => readFileSync(effects, 'utf8').split('\n').filter((l) => l === `start ${tag}`).length;
+  const runs = (tag: string) =>
+    readFileSync(effects, 'utf8')
+      .split('\n')
+      .filter((l) => l === `start ${tag}`).length;
 
   let org: { id: string };
   let keys: Record<string, { token: string; id: string }>;
   let agentId: string;
 
   beforeAll(async () => {
-    org = (await node(0).post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'nodes', name: 'Nodes' }).expect(201)).body;
+    org = (
+      await node(0)
+        .post('/api/v1/orgs')
+        .set(...as(adminToken))
+        .send({ slug: 'nodes', name: 'Nodes' })
+        .expect(201)
+    ).body;
     keys = {};
     for (const role of ['builder', 'agent', 'approver', 'admin']) {
-      const k = (await node(1).post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: role, roles: [role] }).expect(201)).body;
+      const k = (
+        await node(1)
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...as(adminToken))
+          .send({ name: role, roles: [role] })
+          .expect(201)
+      ).body;
       keys[role] = { token: k.token, id: k.id };
     }
-    agentId = (await node(0).post('/api/v1/agents').set(...as(keys.builder.token)).send({ slug: 'two-nodes', name: 'Two nodes' }).expect(201)).body.id;
-    await node(1).put(`/api/v1/agents/${agentId}/draft`).set(...as(keys.builder.token)).send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] }).expect(200);
-    await node(0).post(`/api/v1/agents/${agentId}/publish`).set(...as(keys.builder.token)).expect(201);
+    agentId = (
+      await node(0)
+        .post('/api/v1/agents')
+        .set(...as(keys.builder.token))
+        .send({ slug: 'two-nodes', name: 'Two nodes' })
+        .expect(201)
+    ).body.id;
+    await node(1)
+      .put(`/api/v1/agents/${agentId}/draft`)
+      .set(...as(keys.builder.token))
+      .send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] })
+      .expect(200);
+    await node(0)
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...as(keys.builder.token))
+      .expect(201);
   });
 
   it('runs an approved call once when approvals race across nodes', async () => {
     const tag = `race-${randomUUID().slice(0, 8)}`;
-    const call = (await node(0).post(`/api/v1/agents/${agentId}/tool-calls`).set(...as(keys.agent.token)).send({ tool: 'fx_crash_effect', arguments: { tag, ms: 0 } }).expect(202)).body;
+    const call = (
+      await node(0)
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...as(keys.agent.token))
+        .send({ tool: 'fx_crash_effect', arguments: { tag, ms: 0 } })
+        .expect(202)
+    ).body;
     const answers = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => node(i).post(`/api/v1/approvals/${call.approvalId}/approve`).set(...as(keys.approver.token)).send({}).then((r) => r.status)),
+      Array.from({ length: 20 }, (_, i) =>
+        node(i)
+          .post(`/api/v1/approvals/${call.approvalId}/approve`)
+          .set(...as(keys.approver.token))
+          .send({})
+          .then((r) => r.status),
+      ),
     );
     expect(answers.filter((s) => s === 200)).toHaveLength(1);
     expect(answers.filter((s) => s !== 200).every((s) => s === 409)).toBe(true);
@@ -82,20 +122,44 @@ if (!onRealServer) console.info('multi-node suite: not run on the embedded datab
     const key = randomUUID();
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
-        node(i).post(`/api/v1/agents/${agentId}/tool-calls`).set(...as(keys.agent.token)).set('Idempotency-Key', key).send({ tool: 'fx_crash_effect', arguments: { tag, ms: 0 } }),
+        node(i)
+          .post(`/api/v1/agents/${agentId}/tool-calls`)
+          .set(...as(keys.agent.token))
+          .set('Idempotency-Key', key)
+          .send({ tool: 'fx_crash_effect', arguments: { tag, ms: 0 } }),
       ),
     );
     const ids = new Set(answers.filter((r) => r.status === 202).map((r) => r.body.id));
     expect(ids.size).toBe(1);
     expect(answers.every((r) => r.status === 202 || (r.status === 409 && r.body.code === 'idempotency_in_progress'))).toBe(true);
-    const calls = (await node(0).get(`/api/v1/tool-calls?agentId=${agentId}&limit=200`).set(...as(keys.agent.token)).expect(200)).body.items;
+    const calls = (
+      await node(0)
+        .get(`/api/v1/tool-calls?agentId=${agentId}&limit=200`)
+        .set(...as(keys.agent.token))
+        .expect(200)
+    ).body.items;
     expect(calls.filter((c: { arguments: { tag: string } }) => c.arguments.tag === tag)).toHaveLength(1);
   });
 
   it('refuses a key on one node the moment it is revoked on the other', async () => {
-    const doomed = (await node(0).post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(keys.admin.token)).send({ name: 'doomed', roles: ['viewer'] }).expect(201)).body;
-    await node(1).get('/api/v1/me').set(...as(doomed.token)).expect(200);
-    await node(0).delete(`/api/v1/orgs/${org.id}/api-keys/${doomed.id}`).set(...as(keys.admin.token)).expect(204);
-    await node(1).get('/api/v1/me').set(...as(doomed.token)).expect(401);
+    const doomed = (
+      await node(0)
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as(keys.admin.token))
+        .send({ name: 'doomed', roles: ['viewer'] })
+        .expect(201)
+    ).body;
+    await node(1)
+      .get('/api/v1/me')
+      .set(...as(doomed.token))
+      .expect(200);
+    await node(0)
+      .delete(`/api/v1/orgs/${org.id}/api-keys/${doomed.id}`)
+      .set(...as(keys.admin.token))
+      .expect(204);
+    await node(1)
+      .get('/api/v1/me')
+      .set(...as(doomed.token))
+      .expect(401);
   });
 });

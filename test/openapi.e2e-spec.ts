@@ -2,8 +2,20 @@ import { ExecFixturesModule } from './fixtures/exec-fixtures.module';
 import { walkRoutes } from './support/routes';
 import { createTestApp, TestApp } from './support/test-app';
 
-type Schema = { $ref?: string; type?: string; properties?: Record<string, Schema>; items?: Schema; oneOf?: Schema[]; allOf?: Schema[]; additionalProperties?: unknown };
-type Operation = { responses: Record<string, { description: string; content?: Record<string, { schema?: Schema }> }>; requestBody?: unknown; security?: unknown[] };
+type Schema = {
+  $ref?: string;
+  type?: string;
+  properties?: Record<string, Schema>;
+  items?: Schema;
+  oneOf?: Schema[];
+  allOf?: Schema[];
+  additionalProperties?: unknown;
+};
+type Operation = {
+  responses: Record<string, { description: string; content?: Record<string, { schema?: Schema }> }>;
+  requestBody?: unknown;
+  security?: unknown[];
+};
 
 /**
  * API.md "Operations": `/api/docs-json` is the OpenAPI document of everything, good enough for a
@@ -107,7 +119,8 @@ describe('the OpenAPI document (e2e)', () => {
   });
 
   it('describes the bearer scheme as opaque API keys', () => {
-    const schemes = (doc as unknown as { components: { securitySchemes: Record<string, { scheme?: string; description?: string; bearerFormat?: string }> } }).components.securitySchemes;
+    const schemes = (doc as unknown as { components: { securitySchemes: Record<string, { scheme?: string; description?: string; bearerFormat?: string }> } })
+      .components.securitySchemes;
     expect(schemes.bearer.scheme).toBe('bearer');
     expect(schemes.bearer.description).toMatch(/opaque API key/);
     expect(schemes.bearer.bearerFormat).not.toBe('JWT');
@@ -129,13 +142,29 @@ describe('the OpenAPI document (e2e)', () => {
     // `id`s that are names, not UUIDs: capabilities, tools and MCP catalog entries are declared in
     // code; a principal or audit party may be `platform` or `system`.
     // A model's tool-call ids in a run's transcript are the model's own strings (`call_abc…`).
-    const namedIds = new Set(['ChatMessageView.toolCallId', 'ChatMessageView.toolCalls[].id', 'MeView.id', 'AuditPartyView.id', 'CapabilityRefDto.id', 'ToolDescriptorView.id', 'CapabilityDescriptorView.id', 'McpServerEntryView.id']);
+    const namedIds = new Set([
+      'ChatMessageView.toolCallId',
+      'ChatMessageView.toolCalls[].id',
+      'MeView.id',
+      'AuditPartyView.id',
+      'CapabilityRefDto.id',
+      'ToolDescriptorView.id',
+      'CapabilityDescriptorView.id',
+      'McpServerEntryView.id',
+    ]);
     const visit = (s: Schema & { format?: string; type?: string }, at: string) => {
       if (!s || typeof s !== 'object') return;
       if (s.$ref) return;
       for (const [name, p] of Object.entries(s.properties ?? {})) {
         const prop = p as Schema & { format?: string };
-        if ((name === 'id' || /[a-z]Id$/.test(name)) && prop.type === 'string' && prop.format !== 'uuid' && !freeIds.has(name) && !namedIds.has(`${at}.${name}`)) notUuid.push(`${at}.${name}`);
+        if (
+          (name === 'id' || /[a-z]Id$/.test(name)) &&
+          prop.type === 'string' &&
+          prop.format !== 'uuid' &&
+          !freeIds.has(name) &&
+          !namedIds.has(`${at}.${name}`)
+        )
+          notUuid.push(`${at}.${name}`);
         if (prop.type === 'number') fractional.push(`${at}.${name}`);
         visit(prop, `${at}.${name}`);
       }
@@ -144,8 +173,9 @@ describe('the OpenAPI document (e2e)', () => {
     };
     for (const [name, schema] of Object.entries(doc.components.schemas)) visit(schema, name);
     for (const { route, op } of operations()) {
-      for (const p of ((op as { parameters?: { name: string; in: string; schema?: { type?: string; format?: string } }[] }).parameters ?? [])) {
-        if ((p.name === 'id' || /[a-z]Id$/.test(p.name)) && p.schema?.type === 'string' && p.schema.format !== 'uuid' && !freeIds.has(p.name)) notUuid.push(`${route} ${p.in} ${p.name}`);
+      for (const p of (op as { parameters?: { name: string; in: string; schema?: { type?: string; format?: string } }[] }).parameters ?? []) {
+        if ((p.name === 'id' || /[a-z]Id$/.test(p.name)) && p.schema?.type === 'string' && p.schema.format !== 'uuid' && !freeIds.has(p.name))
+          notUuid.push(`${route} ${p.in} ${p.name}`);
         if (p.schema?.type === 'number') fractional.push(`${route} ${p.in} ${p.name}`);
       }
     }

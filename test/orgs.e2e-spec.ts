@@ -10,19 +10,34 @@ describe('organizations, API keys and /me (e2e)', () => {
   const admin = () => bearer(t.adminToken);
 
   it('creates an organization and records org.created', async () => {
-    const res = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'acme', name: 'Acme', scopes: ['knowledge:read'] }).expect(201);
+    const res = await t.http
+      .post('/api/v1/orgs')
+      .set(...admin())
+      .send({ slug: 'acme', name: 'Acme', scopes: ['knowledge:read'] })
+      .expect(201);
     expect(res.body).toEqual({ id: expect.any(String), slug: 'acme', name: 'Acme', scopes: ['knowledge:read'], createdAt: expect.any(String) });
-    const again = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'acme', name: 'Other' }).expect(409);
+    const again = await t.http
+      .post('/api/v1/orgs')
+      .set(...admin())
+      .send({ slug: 'acme', name: 'Other' })
+      .expect(409);
     expect(again.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(again.body).toMatchObject({ status: 409, code: 'conflict', title: 'Conflict' });
   });
 
   it('refuses bad bodies naming each field, and writes nothing', async () => {
-    const res = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'A', name: 5, scopes: ['Bad Scope'], orgId: 'x' }).expect(400);
+    const res = await t.http
+      .post('/api/v1/orgs')
+      .set(...admin())
+      .send({ slug: 'A', name: 5, scopes: ['Bad Scope'], orgId: 'x' })
+      .expect(400);
     expect(res.body.code).toBe('invalid_request');
     const paths = res.body.errors.map((e: { path: string }) => e.path).sort();
     expect(paths).toEqual(expect.arrayContaining(['name', 'orgId', 'scopes', 'slug']));
-    const list = await t.http.get('/api/v1/orgs').set(...admin()).expect(200);
+    const list = await t.http
+      .get('/api/v1/orgs')
+      .set(...admin())
+      .expect(200);
     expect(list.body.items.map((o: { slug: string }) => o.slug)).not.toContain('A');
   });
 
@@ -36,62 +51,154 @@ describe('organizations, API keys and /me (e2e)', () => {
 
   it('issues keys shown once, identifies them with /me, and refuses them once revoked', async () => {
     const org = await createOrg(t);
-    const me = await t.http.get('/api/v1/me').set(...bearer(org.keys.viewer)).expect(200);
+    const me = await t.http
+      .get('/api/v1/me')
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
     expect(me.body).toEqual({ type: 'api_key', id: org.keyIds.viewer, orgId: org.id, roles: ['viewer'] });
-    const list = await t.http.get(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys.admin)).expect(200);
+    const list = await t.http
+      .get(`/api/v1/orgs/${org.id}/api-keys`)
+      .set(...bearer(org.keys.admin))
+      .expect(200);
     expect(list.body.items).toHaveLength(5);
     expect(JSON.stringify(list.body)).not.toContain(org.keys.viewer);
-    await t.http.delete(`/api/v1/orgs/${org.id}/api-keys/${org.keyIds.viewer}`).set(...bearer(org.keys.admin)).expect(204);
-    await t.http.get('/api/v1/me').set(...bearer(org.keys.viewer)).expect(401);
-    const platformMe = await t.http.get('/api/v1/me').set(...admin()).expect(200);
+    await t.http
+      .delete(`/api/v1/orgs/${org.id}/api-keys/${org.keyIds.viewer}`)
+      .set(...bearer(org.keys.admin))
+      .expect(204);
+    await t.http
+      .get('/api/v1/me')
+      .set(...bearer(org.keys.viewer))
+      .expect(401);
+    const platformMe = await t.http
+      .get('/api/v1/me')
+      .set(...admin())
+      .expect(200);
     expect(platformMe.body).toEqual({ type: 'platform', id: 'platform' });
   });
 
   it('hides another organization behind 404', async () => {
     const a = await createOrg(t);
     const b = await createOrg(t);
-    await t.http.get(`/api/v1/orgs/${a.id}`).set(...bearer(a.keys.viewer)).expect(200);
-    const res = await t.http.get(`/api/v1/orgs/${a.id}`).set(...bearer(b.keys.admin)).expect(404);
+    await t.http
+      .get(`/api/v1/orgs/${a.id}`)
+      .set(...bearer(a.keys.viewer))
+      .expect(200);
+    const res = await t.http
+      .get(`/api/v1/orgs/${a.id}`)
+      .set(...bearer(b.keys.admin))
+      .expect(404);
     expect(res.body.code).toBe('not_found');
-    await t.http.get(`/api/v1/orgs/${a.id}/api-keys`).set(...bearer(b.keys.admin)).expect(404);
-    await t.http.post(`/api/v1/orgs/${a.id}/api-keys`).set(...bearer(b.keys.admin)).send({ name: 'x', roles: ['viewer'] }).expect(404);
-    await t.http.delete(`/api/v1/orgs/${a.id}/api-keys/${a.keyIds.viewer}`).set(...bearer(b.keys.admin)).expect(404);
-    await t.http.delete(`/api/v1/orgs/${b.id}/api-keys/${a.keyIds.viewer}`).set(...bearer(b.keys.admin)).expect(404);
-    await t.http.get('/api/v1/me').set(...bearer(a.keys.viewer)).expect(200);
+    await t.http
+      .get(`/api/v1/orgs/${a.id}/api-keys`)
+      .set(...bearer(b.keys.admin))
+      .expect(404);
+    await t.http
+      .post(`/api/v1/orgs/${a.id}/api-keys`)
+      .set(...bearer(b.keys.admin))
+      .send({ name: 'x', roles: ['viewer'] })
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/orgs/${a.id}/api-keys/${a.keyIds.viewer}`)
+      .set(...bearer(b.keys.admin))
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/orgs/${b.id}/api-keys/${a.keyIds.viewer}`)
+      .set(...bearer(b.keys.admin))
+      .expect(404);
+    await t.http
+      .get('/api/v1/me')
+      .set(...bearer(a.keys.viewer))
+      .expect(200);
   });
 
   it('refuses roles where API.md says so', async () => {
     const org = await createOrg(t);
-    await t.http.post('/api/v1/orgs').set(...bearer(org.keys.admin)).send({ slug: 'zzz', name: 'z' }).expect(403);
-    await t.http.get('/api/v1/orgs').set(...bearer(org.keys.admin)).expect(403);
-    await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...bearer(org.keys.admin)).send({ scopes: [] }).expect(403);
+    await t.http
+      .post('/api/v1/orgs')
+      .set(...bearer(org.keys.admin))
+      .send({ slug: 'zzz', name: 'z' })
+      .expect(403);
+    await t.http
+      .get('/api/v1/orgs')
+      .set(...bearer(org.keys.admin))
+      .expect(403);
+    await t.http
+      .put(`/api/v1/orgs/${org.id}/scopes`)
+      .set(...bearer(org.keys.admin))
+      .send({ scopes: [] })
+      .expect(403);
     for (const role of ['viewer', 'builder', 'agent', 'approver'] as const) {
-      await t.http.get(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys[role])).expect(403);
-      await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...bearer(org.keys[role])).send({ name: 'x', roles: ['admin'] }).expect(403);
-      await t.http.get('/api/v1/audit-events').set(...bearer(org.keys[role])).expect(403);
+      await t.http
+        .get(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...bearer(org.keys[role]))
+        .expect(403);
+      await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...bearer(org.keys[role]))
+        .send({ name: 'x', roles: ['admin'] })
+        .expect(403);
+      await t.http
+        .get('/api/v1/audit-events')
+        .set(...bearer(org.keys[role]))
+        .expect(403);
     }
-    await t.http.get('/api/v1/audit-events').set(...admin()).expect(403);
+    await t.http
+      .get('/api/v1/audit-events')
+      .set(...admin())
+      .expect(403);
   });
 
   it('keeps the audit trail of an organization, newest first, with cursor pages', async () => {
     const org = await createOrg(t);
-    await t.http.put(`/api/v1/orgs/${org.id}/scopes`).set(...admin()).send({ scopes: ['memory:read', 'knowledge:read'] }).expect(200);
-    const first = await t.http.get('/api/v1/audit-events?limit=3').set(...bearer(org.keys.admin)).expect(200);
+    await t.http
+      .put(`/api/v1/orgs/${org.id}/scopes`)
+      .set(...admin())
+      .send({ scopes: ['memory:read', 'knowledge:read'] })
+      .expect(200);
+    const first = await t.http
+      .get('/api/v1/audit-events?limit=3')
+      .set(...bearer(org.keys.admin))
+      .expect(200);
     expect(first.body.items.map((e: { type: string }) => e.type)).toEqual(['org.scopes_updated', 'api_key.created', 'api_key.created']);
-    expect(first.body.items[0]).toMatchObject({ orgId: org.id, actor: { type: 'platform', id: 'platform' }, target: { type: 'org', id: org.id }, data: { added: ['knowledge:read', 'memory:read'] } });
-    const second = await t.http.get(`/api/v1/audit-events?limit=50&cursor=${first.body.nextCursor}`).set(...bearer(org.keys.admin)).expect(200);
+    expect(first.body.items[0]).toMatchObject({
+      orgId: org.id,
+      actor: { type: 'platform', id: 'platform' },
+      target: { type: 'org', id: org.id },
+      data: { added: ['knowledge:read', 'memory:read'] },
+    });
+    const second = await t.http
+      .get(`/api/v1/audit-events?limit=50&cursor=${first.body.nextCursor}`)
+      .set(...bearer(org.keys.admin))
+      .expect(200);
     expect(second.body.items.map((e: { type: string }) => e.type)).toEqual(['api_key.created', 'api_key.created', 'api_key.created', 'org.created']);
     expect(second.body.nextCursor).toBeNull();
-    const filtered = await t.http.get('/api/v1/audit-events?type=org.created').set(...bearer(org.keys.admin)).expect(200);
+    const filtered = await t.http
+      .get('/api/v1/audit-events?type=org.created')
+      .set(...bearer(org.keys.admin))
+      .expect(200);
     expect(filtered.body.items).toHaveLength(1);
   });
 
   it('filters the audit trail by `since`, an instant read as UTC unless it names its offset', async () => {
     const org = await createOrg(t);
-    const all = (await t.http.get('/api/v1/audit-events').set(...bearer(org.keys.admin)).expect(200)).body.items as { at: string }[];
+    const all = (
+      await t.http
+        .get('/api/v1/audit-events')
+        .set(...bearer(org.keys.admin))
+        .expect(200)
+    ).body.items as { at: string }[];
     const newest = new Date(all[0].at);
     const since = async (value: string) =>
-      ((await t.http.get('/api/v1/audit-events').query({ since: value }).set(...bearer(org.keys.admin)).expect(200)).body.items as { at: string }[]).length;
+      (
+        (
+          await t.http
+            .get('/api/v1/audit-events')
+            .query({ since: value })
+            .set(...bearer(org.keys.admin))
+            .expect(200)
+        ).body.items as { at: string }[]
+      ).length;
     const shifted = (ms: number, hours = 0) => new Date(newest.getTime() + ms + hours * 3_600_000).toISOString().slice(0, 23);
     expect(await since(newest.toISOString())).toBeGreaterThanOrEqual(1);
     expect(await since(`${shifted(1)}Z`)).toBe(0);
@@ -102,21 +209,37 @@ describe('organizations, API keys and /me (e2e)', () => {
     expect(await since('2000-01-01')).toBe(all.length);
     // Forms a validator calls ISO 8601 but the database does not read: `2020-W01` answered 500.
     for (const bad of ['2020-W01', '2020-001', 'yesterday', '2020-02-30', '2020-01-01T24:00:00Z', '2020-01-01T00:00:00+16:00']) {
-      const res = await t.http.get('/api/v1/audit-events').query({ since: bad }).set(...bearer(org.keys.admin)).expect(400);
+      const res = await t.http
+        .get('/api/v1/audit-events')
+        .query({ since: bad })
+        .set(...bearer(org.keys.admin))
+        .expect(400);
       expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'since' }] });
     }
   });
 
   it('answers 413 for bodies over 1 MiB and 400 for broken JSON, as problem documents', async () => {
-    const big = await t.http.post('/api/v1/orgs').set(...admin()).send({ slug: 'big', name: 'x'.repeat(1024 * 1024 + 10) }).expect(413);
+    const big = await t.http
+      .post('/api/v1/orgs')
+      .set(...admin())
+      .send({ slug: 'big', name: 'x'.repeat(1024 * 1024 + 10) })
+      .expect(413);
     expect(big.body.code).toBe('payload_too_large');
     expect(big.headers['content-type']).toMatch(/problem\+json/);
-    const broken = await t.http.post('/api/v1/orgs').set(...admin()).set('Content-Type', 'application/json').send('{"slug":').expect(400);
+    const broken = await t.http
+      .post('/api/v1/orgs')
+      .set(...admin())
+      .set('Content-Type', 'application/json')
+      .send('{"slug":')
+      .expect(400);
     expect(broken.body.code).toBe('invalid_request');
   });
 
   it('answers unknown routes with a 404 problem', async () => {
-    const res = await t.http.get('/api/v1/nothing-here').set(...admin()).expect(404);
+    const res = await t.http
+      .get('/api/v1/nothing-here')
+      .set(...admin())
+      .expect(404);
     expect(res.body.code).toBe('not_found');
   });
 

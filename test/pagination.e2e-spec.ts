@@ -11,9 +11,21 @@ describe('cursor pagination of lists', () => {
     org = await createOrg(t);
     const as = bearer(org.keys.admin);
     for (let i = 0; i < 3; i++) {
-      await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: `c${i}` }).expect(201);
-      await t.http.post('/api/v1/skills').set(...as).send({ name: `skill-${i}`, description: 'd', instructions: 'i' }).expect(201);
-      await t.http.post('/api/v1/agents').set(...as).send({ slug: `agent-${i}`, name: `a${i}` }).expect(201);
+      await t.http
+        .post('/api/v1/knowledge/collections')
+        .set(...as)
+        .send({ name: `c${i}` })
+        .expect(201);
+      await t.http
+        .post('/api/v1/skills')
+        .set(...as)
+        .send({ name: `skill-${i}`, description: 'd', instructions: 'i' })
+        .expect(201);
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as)
+        .send({ slug: `agent-${i}`, name: `a${i}` })
+        .expect(201);
     }
   });
   afterAll(() => t.close());
@@ -34,14 +46,17 @@ describe('cursor pagination of lists', () => {
     return ids;
   }
 
-  it.each(['/api/v1/knowledge/collections', '/api/v1/skills', '/api/v1/agents', 'KEYS'])('%s: every item once, in the same order at any page size', async (route) => {
-    const path = route === 'KEYS' ? `/api/v1/orgs/${org.id}/api-keys` : route;
-    const all = await walk(path, 200);
-    expect(all.length).toBeGreaterThanOrEqual(3);
-    expect(new Set(all).size).toBe(all.length);
-    expect(await walk(path, 1)).toEqual(all);
-    expect(await walk(path, 2)).toEqual(all);
-  });
+  it.each(['/api/v1/knowledge/collections', '/api/v1/skills', '/api/v1/agents', 'KEYS'])(
+    '%s: every item once, in the same order at any page size',
+    async (route) => {
+      const path = route === 'KEYS' ? `/api/v1/orgs/${org.id}/api-keys` : route;
+      const all = await walk(path, 200);
+      expect(all.length).toBeGreaterThanOrEqual(3);
+      expect(new Set(all).size).toBe(all.length);
+      expect(await walk(path, 1)).toEqual(all);
+      expect(await walk(path, 2)).toEqual(all);
+    },
+  );
 
   /** Every list API.md names, with the token that may read it. */
   function lists(agentId: string, collectionId: string): [string, string][] {
@@ -62,9 +77,20 @@ describe('cursor pagination of lists', () => {
   }
 
   it('answers every list with { items, nextCursor }, takes limit 1..200, and refuses any cursor it did not issue with 400', async () => {
-    const agent = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug: 'paged', name: 'Paged' }).expect(201);
-    await t.http.post(`/api/v1/agents/${agent.body.id}/publish`).set(...bearer(org.keys.builder)).expect(201);
-    const collection = await t.http.post('/api/v1/knowledge/collections').set(...bearer(org.keys.builder)).send({ name: 'docs' }).expect(201);
+    const agent = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(org.keys.builder))
+      .send({ slug: 'paged', name: 'Paged' })
+      .expect(201);
+    await t.http
+      .post(`/api/v1/agents/${agent.body.id}/publish`)
+      .set(...bearer(org.keys.builder))
+      .expect(201);
+    const collection = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...bearer(org.keys.builder))
+      .send({ name: 'docs' })
+      .expect(201);
     const cursor = (key: unknown) => Buffer.from(JSON.stringify(key)).toString('base64url');
     // Well-formed cursors of every kind but each list's own: found by this test, most of them reached
     // the database and answered 500. A list answers each with 400, or with a page when it is a key
@@ -84,23 +110,42 @@ describe('cursor pagination of lists', () => {
     const neverIssued = ['garbage!!', cursor([]), cursor([null]), cursor([{ x: 1 }]), cursor({ at: 1 })];
     for (const [path, token] of lists(agent.body.id, collection.body.id)) {
       for (const limit of [1, 200]) {
-        const res = await t.http.get(path).query({ limit }).set(...bearer(token)).expect(200);
+        const res = await t.http
+          .get(path)
+          .query({ limit })
+          .set(...bearer(token))
+          .expect(200);
         expect(Object.keys(res.body).sort()).toEqual(['items', 'nextCursor']);
         expect(res.body.items.length).toBeLessThanOrEqual(limit);
         const next = res.body.nextCursor;
-        if (next !== null) await t.http.get(path).query({ limit, cursor: next }).set(...bearer(token)).expect(200);
+        if (next !== null)
+          await t.http
+            .get(path)
+            .query({ limit, cursor: next })
+            .set(...bearer(token))
+            .expect(200);
       }
       for (const limit of ['0', '201', 'abc', '1.5', '']) {
-        const res = await t.http.get(path).query({ limit }).set(...bearer(token));
+        const res = await t.http
+          .get(path)
+          .query({ limit })
+          .set(...bearer(token));
         expect([res.status, res.body.code, res.body.errors?.[0]?.path]).toEqual([400, 'invalid_request', 'limit']);
       }
       for (const bad of forged) {
-        const res = await t.http.get(path).query({ cursor: bad }).set(...bearer(token));
+        const res = await t.http
+          .get(path)
+          .query({ cursor: bad })
+          .set(...bearer(token));
         if (res.status !== 400 && res.status !== 200) throw new Error(`${path} with cursor ${Buffer.from(bad, 'base64url').toString()} answered ${res.status}`);
         if (res.status === 400) expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'cursor', code: 'invalid_cursor' }] });
       }
       for (const bad of neverIssued) {
-        const res = await t.http.get(path).query({ cursor: bad }).set(...bearer(token)).expect(400);
+        const res = await t.http
+          .get(path)
+          .query({ cursor: bad })
+          .set(...bearer(token))
+          .expect(400);
         expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'cursor', code: 'invalid_cursor' }] });
       }
     }
@@ -109,19 +154,30 @@ describe('cursor pagination of lists', () => {
   it('pages the catalog and the offered tools like every other list, in their own order', async () => {
     // Both answered { items } only, and refused `limit` and `cursor` as unknown parameters (400).
     const o = await createOrg(t, ['memory:read', 'memory:write']);
-    const a = await t.http.post('/api/v1/agents').set(...bearer(o.keys.builder)).send({ slug: 'tools-paged', name: 'Tools' }).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(o.keys.builder))
+      .send({ slug: 'tools-paged', name: 'Tools' })
+      .expect(201);
     await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
       .set(...bearer(o.keys.builder))
       .send({ instructions: '', capabilities: [{ id: 'memory' }, { id: 'memory-write' }] })
       .expect(200);
-    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...bearer(o.keys.builder)).expect(201);
+    await t.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...bearer(o.keys.builder))
+      .expect(201);
     for (const [path, key] of [
       ['/api/v1/agents/capabilities', (i: { id: string }) => i.id],
       [`/api/v1/agents/${a.body.id}/versions/latest/tools`, (i: { name: string }) => i.name],
       [`/api/v1/agents/${a.body.id}/versions/latest/tools?format=anthropic`, (i: { name: string }) => i.name],
     ] as const) {
-      const all = await t.http.get(path).query({ limit: 200 }).set(...bearer(o.keys.agent)).expect(200);
+      const all = await t.http
+        .get(path)
+        .query({ limit: 200 })
+        .set(...bearer(o.keys.agent))
+        .expect(200);
       expect(all.body.nextCursor).toBeNull();
       expect(all.body.items.length).toBeGreaterThanOrEqual(3);
       const walked: unknown[] = [];
@@ -148,13 +204,25 @@ describe('cursor pagination of lists', () => {
     await ds.query(`INSERT INTO knowledge_collection (id, org_id, name) VALUES ($1, $2, 'same ms')`, [collectionId, o.id]);
     const at = (i: number) => `2026-03-01T10:00:00.123${String(100 + i).padStart(3, '0')}Z`;
     for (let i = 0; i < 55; i++) {
-      await ds.query(`INSERT INTO skill (id, org_id, name, description, instructions, created_at) VALUES ($1, $2, $3, 'd', 'i', $4)`, [randomUUID(), o.id, `s${i}`, at(i)]);
+      await ds.query(`INSERT INTO skill (id, org_id, name, description, instructions, created_at) VALUES ($1, $2, $3, 'd', 'i', $4)`, [
+        randomUUID(),
+        o.id,
+        `s${i}`,
+        at(i),
+      ]);
       await ds.query(`INSERT INTO knowledge_document (id, org_id, collection_id, title, content, created_at) VALUES ($1, $2, $3, $4, 'c', $5)`, [
-        randomUUID(), o.id, collectionId, `d${i}`, at(i),
+        randomUUID(),
+        o.id,
+        collectionId,
+        `d${i}`,
+        at(i),
       ]);
     }
     for (const path of ['/api/v1/skills', `/api/v1/knowledge/collections/${collectionId}/documents`]) {
-      const first = await t.http.get(path).set(...bearer(o.keys.viewer)).expect(200);
+      const first = await t.http
+        .get(path)
+        .set(...bearer(o.keys.viewer))
+        .expect(200);
       expect(first.body.items).toHaveLength(50);
       expect(first.body.nextCursor).toEqual(expect.any(String));
       const ids: string[] = [];

@@ -16,7 +16,11 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
   const as = (o: TestOrg, role: keyof TestOrg['keys']) => bearer(o.keys[role]);
 
   it('creates, lists, reads and deletes collections and their documents', async () => {
-    const created = await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'builder')).send({ name: 'Handbook', description: 'How we work' }).expect(201);
+    const created = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'builder'))
+      .send({ name: 'Handbook', description: 'How we work' })
+      .expect(201);
     expect(created.body).toEqual({
       id: expect.any(String),
       name: 'Handbook',
@@ -40,34 +44,80 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
       metadata: { lang: 'en', tags: ['policy'] },
       createdAt: expect.any(String),
     });
-    await t.http.post(`/api/v1/knowledge/collections/${id}/documents`).set(...as(org, 'builder')).send({ title: 'Shipping', content: 'We ship worldwide.' }).expect(201);
+    await t.http
+      .post(`/api/v1/knowledge/collections/${id}/documents`)
+      .set(...as(org, 'builder'))
+      .send({ title: 'Shipping', content: 'We ship worldwide.' })
+      .expect(201);
 
-    const list = await t.http.get(`/api/v1/knowledge/collections/${id}/documents?limit=1`).set(...as(org, 'viewer')).expect(200);
+    const list = await t.http
+      .get(`/api/v1/knowledge/collections/${id}/documents?limit=1`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(list.body.items).toHaveLength(1);
     expect(list.body.items[0]).not.toHaveProperty('content');
-    const rest = await t.http.get(`/api/v1/knowledge/collections/${id}/documents?cursor=${list.body.nextCursor}`).set(...as(org, 'viewer')).expect(200);
+    const rest = await t.http
+      .get(`/api/v1/knowledge/collections/${id}/documents?cursor=${list.body.nextCursor}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(rest.body.nextCursor).toBeNull();
     expect([...list.body.items, ...rest.body.items].map((d: { title: string }) => d.title).sort()).toEqual(['Refunds', 'Shipping']);
 
-    const read = await t.http.get(`/api/v1/knowledge/collections/${id}`).set(...as(org, 'viewer')).expect(200);
+    const read = await t.http
+      .get(`/api/v1/knowledge/collections/${id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(read.body.documentCount).toBe(2);
-    const readDoc = await t.http.get(`/api/v1/knowledge/collections/${id}/documents/${doc.body.id}`).set(...as(org, 'viewer')).expect(200);
+    const readDoc = await t.http
+      .get(`/api/v1/knowledge/collections/${id}/documents/${doc.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(readDoc.body.content).toBe('Customers may return goods within 30 days.');
 
-    const collections = await t.http.get('/api/v1/knowledge/collections').set(...as(org, 'viewer')).expect(200);
+    const collections = await t.http
+      .get('/api/v1/knowledge/collections')
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(collections.body.items.map((c: { id: string }) => c.id)).toContain(id);
 
-    await t.http.delete(`/api/v1/knowledge/collections/${id}/documents/${doc.body.id}`).set(...as(org, 'builder')).expect(204);
-    await t.http.get(`/api/v1/knowledge/collections/${id}/documents/${doc.body.id}`).set(...as(org, 'viewer')).expect(404);
-    await t.http.delete(`/api/v1/knowledge/collections/${id}`).set(...as(org, 'builder')).expect(204);
-    await t.http.get(`/api/v1/knowledge/collections/${id}`).set(...as(org, 'viewer')).expect(404);
-    await t.http.get(`/api/v1/knowledge/collections/${id}/documents`).set(...as(org, 'viewer')).expect(404);
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${id}/documents/${doc.body.id}`)
+      .set(...as(org, 'builder'))
+      .expect(204);
+    await t.http
+      .get(`/api/v1/knowledge/collections/${id}/documents/${doc.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${id}`)
+      .set(...as(org, 'builder'))
+      .expect(204);
+    await t.http
+      .get(`/api/v1/knowledge/collections/${id}`)
+      .set(...as(org, 'viewer'))
+      .expect(404);
+    await t.http
+      .get(`/api/v1/knowledge/collections/${id}/documents`)
+      .set(...as(org, 'viewer'))
+      .expect(404);
   });
 
   it('indexes document text for Postgres full-text search', async () => {
-    const c = await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'builder')).send({ name: 'Search me' }).expect(201);
-    await t.http.post(`/api/v1/knowledge/collections/${c.body.id}/documents`).set(...as(org, 'builder')).send({ title: 'Running shoes', content: 'Our runners love the cushioned soles.' }).expect(201);
-    await t.http.post(`/api/v1/knowledge/collections/${c.body.id}/documents`).set(...as(org, 'builder')).send({ title: 'Tea', content: 'Green and black.' }).expect(201);
+    const c = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'builder'))
+      .send({ name: 'Search me' })
+      .expect(201);
+    await t.http
+      .post(`/api/v1/knowledge/collections/${c.body.id}/documents`)
+      .set(...as(org, 'builder'))
+      .send({ title: 'Running shoes', content: 'Our runners love the cushioned soles.' })
+      .expect(201);
+    await t.http
+      .post(`/api/v1/knowledge/collections/${c.body.id}/documents`)
+      .set(...as(org, 'builder'))
+      .send({ title: 'Tea', content: 'Green and black.' })
+      .expect(201);
     const ds = t.app.get(DataSource);
     const hits: { title: string }[] = await ds.query(
       `SELECT title FROM knowledge_document WHERE org_id = $1 AND collection_id = $2 AND search @@ websearch_to_tsquery('english', $3)`,
@@ -79,22 +129,38 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
   });
 
   it('validates bodies strictly', async () => {
-    const bad = await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'builder')).send({ name: '', extra: 1 }).expect(400);
+    const bad = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'builder'))
+      .send({ name: '', extra: 1 })
+      .expect(400);
     expect(bad.body.code).toBe('invalid_request');
     expect(pathsOf(bad.body)).toEqual(['extra', 'name']);
-    const c = await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'builder')).send({ name: 'x' }).expect(201);
+    const c = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'builder'))
+      .send({ name: 'x' })
+      .expect(201);
     const badDoc = await t.http
       .post(`/api/v1/knowledge/collections/${c.body.id}/documents`)
       .set(...as(org, 'builder'))
       .send({ title: 'x', content: 5, metadata: [1] })
       .expect(400);
     expect(pathsOf(badDoc.body)).toEqual(['content', 'metadata']);
-    const badSkill = await t.http.post('/api/v1/skills').set(...as(org, 'builder')).send({ name: 'x' }).expect(400);
+    const badSkill = await t.http
+      .post('/api/v1/skills')
+      .set(...as(org, 'builder'))
+      .send({ name: 'x' })
+      .expect(400);
     expect(pathsOf(badSkill.body)).toEqual(['description', 'instructions']);
   });
 
   it('accepts a document of nearly 1 MiB and answers 413 past the body limit', async () => {
-    const c = await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'builder')).send({ name: 'big' }).expect(201);
+    const c = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'builder'))
+      .send({ name: 'big' })
+      .expect(201);
     // The content's own limit (1 MiB of characters) is never the first to bite: a body carrying
     // more characters than that is over the 1 MiB body limit already.
     const nearly = await t.http
@@ -112,21 +178,58 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
   });
 
   it('creates, lists, reads and deletes skills', async () => {
-    const s = await t.http.post('/api/v1/skills').set(...as(org, 'builder')).send({ name: 'Triage', description: 'Sort tickets', instructions: '1. Read.\n2. Sort.' }).expect(201);
-    expect(s.body).toEqual({ id: expect.any(String), name: 'Triage', description: 'Sort tickets', instructions: '1. Read.\n2. Sort.', createdAt: expect.any(String) });
-    await t.http.get(`/api/v1/skills/${s.body.id}`).set(...as(org, 'viewer')).expect(200);
-    const list = await t.http.get('/api/v1/skills').set(...as(org, 'viewer')).expect(200);
+    const s = await t.http
+      .post('/api/v1/skills')
+      .set(...as(org, 'builder'))
+      .send({ name: 'Triage', description: 'Sort tickets', instructions: '1. Read.\n2. Sort.' })
+      .expect(201);
+    expect(s.body).toEqual({
+      id: expect.any(String),
+      name: 'Triage',
+      description: 'Sort tickets',
+      instructions: '1. Read.\n2. Sort.',
+      createdAt: expect.any(String),
+    });
+    await t.http
+      .get(`/api/v1/skills/${s.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
+    const list = await t.http
+      .get('/api/v1/skills')
+      .set(...as(org, 'viewer'))
+      .expect(200);
     expect(list.body.items.map((x: { id: string }) => x.id)).toContain(s.body.id);
     expect(list.body.nextCursor).toBeNull();
-    await t.http.delete(`/api/v1/skills/${s.body.id}`).set(...as(org, 'builder')).expect(204);
-    await t.http.get(`/api/v1/skills/${s.body.id}`).set(...as(org, 'viewer')).expect(404);
-    await t.http.delete(`/api/v1/skills/${s.body.id}`).set(...as(org, 'builder')).expect(404);
+    await t.http
+      .delete(`/api/v1/skills/${s.body.id}`)
+      .set(...as(org, 'builder'))
+      .expect(204);
+    await t.http
+      .get(`/api/v1/skills/${s.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/skills/${s.body.id}`)
+      .set(...as(org, 'builder'))
+      .expect(404);
   });
 
   it('keeps every resource inside its organization', async () => {
-    const c = await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'builder')).send({ name: 'mine' }).expect(201);
-    const d = await t.http.post(`/api/v1/knowledge/collections/${c.body.id}/documents`).set(...as(org, 'builder')).send({ title: 't', content: 'c' }).expect(201);
-    const s = await t.http.post('/api/v1/skills').set(...as(org, 'builder')).send({ name: 'n', description: 'd', instructions: 'i' }).expect(201);
+    const c = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'builder'))
+      .send({ name: 'mine' })
+      .expect(201);
+    const d = await t.http
+      .post(`/api/v1/knowledge/collections/${c.body.id}/documents`)
+      .set(...as(org, 'builder'))
+      .send({ title: 't', content: 'c' })
+      .expect(201);
+    const s = await t.http
+      .post('/api/v1/skills')
+      .set(...as(org, 'builder'))
+      .send({ name: 'n', description: 'd', instructions: 'i' })
+      .expect(201);
     const foreign = as(other, 'admin');
     for (const path of [
       `/api/v1/knowledge/collections/${c.body.id}`,
@@ -134,30 +237,82 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
       `/api/v1/knowledge/collections/${c.body.id}/documents/${d.body.id}`,
       `/api/v1/skills/${s.body.id}`,
     ]) {
-      const res = await t.http.get(path).set(...foreign).expect(404);
+      const res = await t.http
+        .get(path)
+        .set(...foreign)
+        .expect(404);
       expect(res.body.code).toBe('not_found');
     }
-    await t.http.post(`/api/v1/knowledge/collections/${c.body.id}/documents`).set(...foreign).send({ title: 't', content: 'c' }).expect(404);
-    await t.http.delete(`/api/v1/knowledge/collections/${c.body.id}/documents/${d.body.id}`).set(...foreign).expect(404);
-    await t.http.delete(`/api/v1/knowledge/collections/${c.body.id}`).set(...foreign).expect(404);
-    await t.http.delete(`/api/v1/skills/${s.body.id}`).set(...foreign).expect(404);
-    const lists = await t.http.get('/api/v1/knowledge/collections').set(...foreign).expect(200);
+    await t.http
+      .post(`/api/v1/knowledge/collections/${c.body.id}/documents`)
+      .set(...foreign)
+      .send({ title: 't', content: 'c' })
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${c.body.id}/documents/${d.body.id}`)
+      .set(...foreign)
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${c.body.id}`)
+      .set(...foreign)
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/skills/${s.body.id}`)
+      .set(...foreign)
+      .expect(404);
+    const lists = await t.http
+      .get('/api/v1/knowledge/collections')
+      .set(...foreign)
+      .expect(200);
     expect(lists.body.items.map((x: { id: string }) => x.id)).not.toContain(c.body.id);
-    const skills = await t.http.get('/api/v1/skills').set(...foreign).expect(200);
+    const skills = await t.http
+      .get('/api/v1/skills')
+      .set(...foreign)
+      .expect(200);
     expect(skills.body.items.map((x: { id: string }) => x.id)).not.toContain(s.body.id);
     // Still there for their owner.
-    await t.http.get(`/api/v1/knowledge/collections/${c.body.id}/documents/${d.body.id}`).set(...as(org, 'viewer')).expect(200);
-    await t.http.get(`/api/v1/knowledge/collections/${randomUUID()}`).set(...as(org, 'viewer')).expect(404);
-    await t.http.get('/api/v1/knowledge/collections/not-a-uuid').set(...as(org, 'viewer')).expect(404);
+    await t.http
+      .get(`/api/v1/knowledge/collections/${c.body.id}/documents/${d.body.id}`)
+      .set(...as(org, 'viewer'))
+      .expect(200);
+    await t.http
+      .get(`/api/v1/knowledge/collections/${randomUUID()}`)
+      .set(...as(org, 'viewer'))
+      .expect(404);
+    await t.http
+      .get('/api/v1/knowledge/collections/not-a-uuid')
+      .set(...as(org, 'viewer'))
+      .expect(404);
   });
 
   it('lets viewers read and only builders write; agent keys read no resources', async () => {
-    await t.http.post('/api/v1/knowledge/collections').set(...as(org, 'viewer')).send({ name: 'x' }).expect(403);
-    await t.http.post('/api/v1/skills').set(...as(org, 'approver')).send({ name: 'x', description: 'd', instructions: 'i' }).expect(403);
-    await t.http.get('/api/v1/knowledge/collections').set(...as(org, 'agent')).expect(403);
-    await t.http.get('/api/v1/skills').set(...as(org, 'agent')).expect(403);
-    await t.http.get('/api/v1/skills').set(...bearer(t.adminToken)).expect(403);
-    await t.http.post('/api/v1/skills').set(...as(org, 'admin')).send({ name: 'x', description: 'd', instructions: 'i' }).expect(201);
+    await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as(org, 'viewer'))
+      .send({ name: 'x' })
+      .expect(403);
+    await t.http
+      .post('/api/v1/skills')
+      .set(...as(org, 'approver'))
+      .send({ name: 'x', description: 'd', instructions: 'i' })
+      .expect(403);
+    await t.http
+      .get('/api/v1/knowledge/collections')
+      .set(...as(org, 'agent'))
+      .expect(403);
+    await t.http
+      .get('/api/v1/skills')
+      .set(...as(org, 'agent'))
+      .expect(403);
+    await t.http
+      .get('/api/v1/skills')
+      .set(...bearer(t.adminToken))
+      .expect(403);
+    await t.http
+      .post('/api/v1/skills')
+      .set(...as(org, 'admin'))
+      .send({ name: 'x', description: 'd', instructions: 'i' })
+      .expect(201);
   });
 });
 

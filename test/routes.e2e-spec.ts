@@ -55,6 +55,10 @@ describe('a route that declares nothing', () => {
     await t.http.get('/api/v1/undeclared').expect(401);
     const res = await t.http.get('/api/v1/undeclared').set('Authorization', `Bearer ${t.adminToken}`).expect(403);
     expect(res.body.code).toBe('forbidden');
-    expect(walkRoutes(t).filter((r) => r.access === undefined).map((r) => r.path)).toEqual(['/api/v1/undeclared']);
+    expect(
+      walkRoutes(t)
+        .filter((r) => r.access === undefined)
+        .map((r) => r.path),
+    ).toEqual(['/api/v1/undeclared']);
   });
 });

@@ -56,31 +56,64 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
 
   const node = (i: number) => request(nodes[i % nodes.length].url);
   const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
-  const executed = (tool: string) => readFileSync(executions, 'utf8').split('\n').filter((l) => l.startsWith(`${tool} `));
+  const executed = (tool: string) =>
+    readFileSync(executions, 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith(`${tool} `));
 
   let keys: Record<string, string>;
   let agentId: string;
 
   beforeAll(async () => {
-    const org = (await node(0).post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'runs-nodes', name: 'Runs' }).expect(201)).body;
+    const org = (
+      await node(0)
+        .post('/api/v1/orgs')
+        .set(...as(adminToken))
+        .send({ slug: 'runs-nodes', name: 'Runs' })
+        .expect(201)
+    ).body;
     keys = {};
     for (const role of ['builder', 'agent', 'approver', 'admin', 'viewer']) {
-      keys[role] = (await node(1).post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: role, roles: [role] }).expect(201)).body.token;
+      keys[role] = (
+        await node(1)
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...as(adminToken))
+          .send({ name: role, roles: [role] })
+          .expect(201)
+      ).body.token;
     }
-    const provider = (await node(0).post('/api/v1/model-providers').set(...as(keys.admin)).send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-nodes' }).expect(201)).body;
-    agentId = (await node(1).post('/api/v1/agents').set(...as(keys.builder)).send({ slug: 'runner', name: 'Runner' }).expect(201)).body.id;
+    const provider = (
+      await node(0)
+        .post('/api/v1/model-providers')
+        .set(...as(keys.admin))
+        .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-nodes' })
+        .expect(201)
+    ).body;
+    agentId = (
+      await node(1)
+        .post('/api/v1/agents')
+        .set(...as(keys.builder))
+        .send({ slug: 'runner', name: 'Runner' })
+        .expect(201)
+    ).body.id;
     await node(0)
       .put(`/api/v1/agents/${agentId}/draft`)
       .set(...as(keys.builder))
       .send({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: { provider: provider.id, name: 'scripted-1' } })
       .expect(200);
-    await node(1).post(`/api/v1/agents/${agentId}/publish`).set(...as(keys.builder)).expect(201);
+    await node(1)
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...as(keys.builder))
+      .expect(201);
   }, 120_000);
 
   async function until(runId: string, statuses: string[], ms = 20_000) {
     const deadline = Date.now() + ms;
     for (let i = 0; ; i++) {
-      const res = await node(i).get(`/api/v1/runs/${runId}`).set(...as(keys.viewer)).expect(200);
+      const res = await node(i)
+        .get(`/api/v1/runs/${runId}`)
+        .set(...as(keys.viewer))
+        .expect(200);
       if (statuses.includes(res.body.status) || Date.now() > deadline) return res.body;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -88,10 +121,23 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
 
   it('a run paused on one node resumes when its approval is decided on the other, and the key is opened there too', async () => {
     const from = model.requests.length;
-    model.setScript(sequence({ toolCalls: [{ id: 'm1', name: 'send_message', arguments: '{"to":"eve@example.com","body":"two nodes"}' }] }, { text: 'Sent from a node.' }));
-    const run = (await node(0).post(`/api/v1/agents/${agentId}/runs`).set(...as(keys.agent)).set('Prefer', 'wait=10').send({ input: 'tell eve' }).expect(201)).body;
+    model.setScript(
+      sequence({ toolCalls: [{ id: 'm1', name: 'send_message', arguments: '{"to":"eve@example.com","body":"two nodes"}' }] }, { text: 'Sent from a node.' }),
+    );
+    const run = (
+      await node(0)
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(keys.agent))
+        .set('Prefer', 'wait=10')
+        .send({ input: 'tell eve' })
+        .expect(201)
+    ).body;
     expect(run.status).toBe('waiting_for_approval');
-    await node(1).post(`/api/v1/approvals/${run.pendingApprovalIds[0]}/approve`).set(...as(keys.approver)).send({}).expect(200);
+    await node(1)
+      .post(`/api/v1/approvals/${run.pendingApprovalIds[0]}/approve`)
+      .set(...as(keys.approver))
+      .send({})
+      .expect(200);
     const done = await until(run.id, ['succeeded', 'failed']);
     expect(done).toMatchObject({ status: 'succeeded', output: 'Sent from a node.' });
     expect(executed('send_message').filter((l) => l.includes('two nodes'))).toHaveLength(1);
@@ -104,14 +150,25 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
     const from = model.requests.length;
     // The first answer asks for a lookup; the second request (after the lookup ran) never gets an answer.
     model.setScript(sequence({ toolCalls: [{ id: 'k1', name: 'lookup_order', arguments: '{"query":"killed-1"}' }] }, { hang: true }));
-    const run = (await request(doomed.url).post(`/api/v1/agents/${agentId}/runs`).set(...as(keys.agent)).send({ input: 'where is killed-1?' }).expect(201)).body;
+    const run = (
+      await request(doomed.url)
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(keys.agent))
+        .send({ input: 'where is killed-1?' })
+        .expect(201)
+    ).body;
     await model.received(from + 2);
     model.setScript(sequence({ text: 'It has shipped.' }));
     doomed.child.kill('SIGKILL');
     const done = await until(run.id, ['succeeded', 'failed'], 30_000);
     expect(done).toMatchObject({ status: 'succeeded', output: 'It has shipped.', usage: { toolCalls: 1 } });
     expect(executed('lookup_order').filter((l) => l.includes('killed-1'))).toHaveLength(1);
-    const calls = (await node(0).get(`/api/v1/tool-calls?runId=${run.id}`).set(...as(keys.viewer)).expect(200)).body.items;
+    const calls = (
+      await node(0)
+        .get(`/api/v1/tool-calls?runId=${run.id}`)
+        .set(...as(keys.viewer))
+        .expect(200)
+    ).body.items;
     expect(calls).toHaveLength(1);
     // The node that took over asked the model again with the lookup's result, once.
     const retried = model.requests.slice(from + 2);

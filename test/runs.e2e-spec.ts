@@ -18,10 +18,17 @@ describe('agent runs (e2e)', () => {
 
   beforeAll(async () => {
     model = await startScriptedModel(sequence({ text: 'unused' }));
-    t = await createTestApp({ imports: [RunFixturesModule], config: { runs: { maxSteps: 6, leaseMs: 30_000, pollIntervalMs: 100, maxConcurrent: 8, modelRetries: 2, modelRetryBaseMs: 10, modelTimeoutMs: 5000 } } });
+    t = await createTestApp({
+      imports: [RunFixturesModule],
+      config: { runs: { maxSteps: 6, leaseMs: 30_000, pollIntervalMs: 100, maxConcurrent: 8, modelRetries: 2, modelRetryBaseMs: 10, modelTimeoutMs: 5000 } },
+    });
     await t.app.listen(0, '127.0.0.1');
     org = await createOrg(t, []);
-    const res = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-test-secret-123' }).expect(201);
+    const res = await t.http
+      .post('/api/v1/model-providers')
+      .set(...as('admin'))
+      .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-test-secret-123' })
+      .expect(201);
     providerId = res.body.id;
     // Starting an app with a fresh database can be slow on a busy machine.
   }, 180_000);
@@ -33,22 +40,40 @@ describe('agent runs (e2e)', () => {
   const as = (role: keyof TestOrg['keys'], o: TestOrg = org) => bearer(o.keys[role]);
 
   async function agentWith(draft: object, o: TestOrg = org): Promise<string> {
-    const a = await t.http.post('/api/v1/agents').set(...as('builder', o)).send({ slug: `run-${++slugs}`, name: `Run ${slugs}` }).expect(201);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as('builder', o)).send(draft).expect(200);
-    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...as('builder', o)).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as('builder', o))
+      .send({ slug: `run-${++slugs}`, name: `Run ${slugs}` })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as('builder', o))
+      .send(draft)
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...as('builder', o))
+      .expect(201);
     return a.body.id;
   }
 
   const modelRef = (extra: object = {}) => ({ provider: providerId, name: 'scripted-1', ...extra });
 
   function startRun(agentId: string, body: object, wait = 10) {
-    return t.http.post(`/api/v1/agents/${agentId}/runs`).set(...as('agent')).set('Prefer', `wait=${wait}`).send(body);
+    return t.http
+      .post(`/api/v1/agents/${agentId}/runs`)
+      .set(...as('agent'))
+      .set('Prefer', `wait=${wait}`)
+      .send(body);
   }
 
   async function until(runId: string, statuses: string[], ms = 10_000) {
     const deadline = Date.now() + ms;
     for (;;) {
-      const res = await t.http.get(`/api/v1/runs/${runId}`).set(...as('viewer')).expect(200);
+      const res = await t.http
+        .get(`/api/v1/runs/${runId}`)
+        .set(...as('viewer'))
+        .expect(200);
       if (statuses.includes(res.body.status) || Date.now() > deadline) return res.body;
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -59,63 +84,141 @@ describe('agent runs (e2e)', () => {
 
   describe('model providers', () => {
     it('201 without the key; lists and reads it; the stored key is sealed', async () => {
-      const res = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'second', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-another-secret' }).expect(201);
-      expect(res.body).toEqual({ id: expect.any(String), name: 'second', kind: 'openai-compatible', baseUrl: model.url, hasApiKey: true, createdAt: expect.any(String) });
+      const res = await t.http
+        .post('/api/v1/model-providers')
+        .set(...as('admin'))
+        .send({ name: 'second', kind: 'openai-compatible', baseUrl: model.url, apiKey: 'sk-another-secret' })
+        .expect(201);
+      expect(res.body).toEqual({
+        id: expect.any(String),
+        name: 'second',
+        kind: 'openai-compatible',
+        baseUrl: model.url,
+        hasApiKey: true,
+        createdAt: expect.any(String),
+      });
       expect(JSON.stringify(res.body)).not.toContain('sk-another-secret');
-      const list = await t.http.get('/api/v1/model-providers').set(...as('viewer')).expect(200);
+      const list = await t.http
+        .get('/api/v1/model-providers')
+        .set(...as('viewer'))
+        .expect(200);
       expect(list.body.items.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['second', 'scripted']));
       expect(JSON.stringify(list.body)).not.toContain('secret');
       const [row] = await t.app.get(DataSource).query(`SELECT api_key_sealed FROM model_provider WHERE id = $1`, [res.body.id]);
       expect(row.api_key_sealed).not.toContain('sk-another-secret');
-      await t.http.get(`/api/v1/model-providers/${res.body.id}`).set(...as('viewer')).expect(200);
-      await t.http.delete(`/api/v1/model-providers/${res.body.id}`).set(...as('admin')).expect(204);
-      await t.http.get(`/api/v1/model-providers/${res.body.id}`).set(...as('viewer')).expect(404);
+      await t.http
+        .get(`/api/v1/model-providers/${res.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
+      await t.http
+        .delete(`/api/v1/model-providers/${res.body.id}`)
+        .set(...as('admin'))
+        .expect(204);
+      await t.http
+        .get(`/api/v1/model-providers/${res.body.id}`)
+        .set(...as('viewer'))
+        .expect(404);
     });
 
     it('400 on bad input naming the field; 409 on a taken name; 403 for a viewer; 422 egress_refused', async () => {
-      const bad = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'x y', kind: 'anthropic', baseUrl: 'ftp://x', extra: 1 }).expect(400);
+      const bad = await t.http
+        .post('/api/v1/model-providers')
+        .set(...as('admin'))
+        .send({ name: 'x y', kind: 'anthropic', baseUrl: 'ftp://x', extra: 1 })
+        .expect(400);
       expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['baseUrl', 'extra', 'kind', 'name']);
-      await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url }).expect(409);
-      await t.http.post('/api/v1/model-providers').set(...as('viewer')).send({ name: 'nope', kind: 'openai-compatible', baseUrl: model.url }).expect(403);
-      const refused = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'private', kind: 'openai-compatible', baseUrl: 'http://10.1.2.3/v1' }).expect(422);
+      await t.http
+        .post('/api/v1/model-providers')
+        .set(...as('admin'))
+        .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url })
+        .expect(409);
+      await t.http
+        .post('/api/v1/model-providers')
+        .set(...as('viewer'))
+        .send({ name: 'nope', kind: 'openai-compatible', baseUrl: model.url })
+        .expect(403);
+      const refused = await t.http
+        .post('/api/v1/model-providers')
+        .set(...as('admin'))
+        .send({ name: 'private', kind: 'openai-compatible', baseUrl: 'http://10.1.2.3/v1' })
+        .expect(422);
       expect(refused.body).toMatchObject({ code: 'egress_refused' });
     });
 
     it('another organization sees none of them', async () => {
       const other = await createOrg(t, []);
-      await t.http.get(`/api/v1/model-providers/${providerId}`).set(...as('viewer', other)).expect(404);
-      await t.http.delete(`/api/v1/model-providers/${providerId}`).set(...as('admin', other)).expect(404);
+      await t.http
+        .get(`/api/v1/model-providers/${providerId}`)
+        .set(...as('viewer', other))
+        .expect(404);
+      await t.http
+        .delete(`/api/v1/model-providers/${providerId}`)
+        .set(...as('admin', other))
+        .expect(404);
     });
 
     it('publish refuses an unknown provider at model.provider; a bound provider cannot be deleted', async () => {
-      const a = await t.http.post('/api/v1/agents').set(...as('builder')).send({ slug: `run-${++slugs}`, name: 'x' }).expect(201);
-      await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as('builder')).send({ instructions: 'x', capabilities: [], model: { provider: '00000000-0000-4000-8000-000000000000', name: 'm' } }).expect(200);
-      const res = await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...as('builder')).expect(422);
+      const a = await t.http
+        .post('/api/v1/agents')
+        .set(...as('builder'))
+        .send({ slug: `run-${++slugs}`, name: 'x' })
+        .expect(201);
+      await t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as('builder'))
+        .send({ instructions: 'x', capabilities: [], model: { provider: '00000000-0000-4000-8000-000000000000', name: 'm' } })
+        .expect(200);
+      const res = await t.http
+        .post(`/api/v1/agents/${a.body.id}/publish`)
+        .set(...as('builder'))
+        .expect(422);
       expect(res.body.errors).toEqual([expect.objectContaining({ path: 'model.provider', code: 'unknown_resource' })]);
-      const bad = await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as('builder')).send({ instructions: 'x', capabilities: [], model: { provider: providerId, name: '', temperature: 9, extra: true } }).expect(400);
+      const bad = await t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as('builder'))
+        .send({ instructions: 'x', capabilities: [], model: { provider: providerId, name: '', temperature: 9, extra: true } })
+        .expect(400);
       expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['model.extra', 'model.name', 'model.temperature']);
 
-      const p = await t.http.post('/api/v1/model-providers').set(...as('admin')).send({ name: 'bound', kind: 'openai-compatible', baseUrl: model.url }).expect(201);
+      const p = await t.http
+        .post('/api/v1/model-providers')
+        .set(...as('admin'))
+        .send({ name: 'bound', kind: 'openai-compatible', baseUrl: model.url })
+        .expect(201);
       await agentWith({ instructions: 'x', capabilities: [], model: { provider: p.body.id, name: 'm' } });
-      const inUse = await t.http.delete(`/api/v1/model-providers/${p.body.id}`).set(...as('admin')).expect(409);
+      const inUse = await t.http
+        .delete(`/api/v1/model-providers/${p.body.id}`)
+        .set(...as('admin'))
+        .expect(409);
       expect(inUse.body.code).toBe('resource_in_use');
     });
   });
 
   describe('runs', () => {
-    it('409 model_not_configured for an agent without a model; 404 for another organization\'s agent', async () => {
+    it("409 model_not_configured for an agent without a model; 404 for another organization's agent", async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [] });
       const res = await startRun(agentId, { input: 'hi' }).expect(409);
       expect(res.body.code).toBe('model_not_configured');
       const other = await createOrg(t, []);
-      await t.http.post(`/api/v1/agents/${agentId}/runs`).set(...as('agent', other)).send({ input: 'hi' }).expect(404);
+      await t.http
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as('agent', other))
+        .send({ input: 'hi' })
+        .expect(404);
     });
 
     it('400 on bad input, and nothing is created', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
-      const res = await t.http.post(`/api/v1/agents/${agentId}/runs`).set(...as('agent')).send({ input: '', version: 0, messages: [{ role: 'system', content: 'x' }], extra: 1 }).expect(400);
+      const res = await t.http
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as('agent'))
+        .send({ input: '', version: 0, messages: [{ role: 'system', content: 'x' }], extra: 1 })
+        .expect(400);
       expect(res.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['extra', 'input', 'messages[0].role', 'version']);
-      const list = await t.http.get(`/api/v1/runs?agentId=${agentId}`).set(...as('viewer')).expect(200);
+      const list = await t.http
+        .get(`/api/v1/runs?agentId=${agentId}`)
+        .set(...as('viewer'))
+        .expect(200);
       expect(list.body.items).toEqual([]);
     });
 
@@ -127,7 +230,13 @@ describe('agent runs (e2e)', () => {
       });
       const from = model.requests.length;
       model.setScript(sequence({ text: 'Hello! How can I help?', usage: { prompt: 42, completion: 7 } }));
-      const res = await startRun(agentId, { input: 'Hi', messages: [{ role: 'user', content: 'Earlier' }, { role: 'assistant', content: 'Earlier answer' }] }).expect(201);
+      const res = await startRun(agentId, {
+        input: 'Hi',
+        messages: [
+          { role: 'user', content: 'Earlier' },
+          { role: 'assistant', content: 'Earlier answer' },
+        ],
+      }).expect(201);
       expect(res.headers['preference-applied']).toBe('wait=10');
       expect(res.body).toMatchObject({
         agentId,
@@ -151,7 +260,10 @@ describe('agent runs (e2e)', () => {
       expect(req.messages.slice(1).map((m) => m.content)).toEqual(['Earlier', 'Earlier answer', 'Hi']);
       expect(model.authorizations[from]).toBe('Bearer sk-test-secret-123');
 
-      const audit = await t.http.get('/api/v1/audit-events?type=run.succeeded').set(...as('admin')).expect(200);
+      const audit = await t.http
+        .get('/api/v1/audit-events?type=run.succeeded')
+        .set(...as('admin'))
+        .expect(200);
       expect(audit.body.items[0]).toMatchObject({ target: { type: 'run', id: res.body.id } });
       expect(JSON.stringify(audit.body)).not.toContain('sk-test-secret');
     });
@@ -173,13 +285,21 @@ describe('agent runs (e2e)', () => {
       const res = await startRun(agentId, { input: 'Where are A-1 and B-2?' }).expect(201);
       expect(res.body).toMatchObject({ status: 'succeeded', output: 'Both have shipped.', usage: { modelCalls: 2, toolCalls: 2 } });
       expect(res.body.toolCallIds).toHaveLength(2);
-      expect(runExecutions.filter((e) => e.runId === res.body.id).map((e) => e.args.query).sort()).toEqual(['A-1', 'B-2']);
+      expect(
+        runExecutions
+          .filter((e) => e.runId === res.body.id)
+          .map((e) => e.args.query)
+          .sort(),
+      ).toEqual(['A-1', 'B-2']);
       const second = since(from)[1];
       expect(second.tools?.map((x) => x.function.name)).toEqual(['lookup_order', 'send_message']);
       const tools = second.messages.filter((m) => m.role === 'tool');
       expect(tools.map((m) => m.tool_call_id)).toEqual(['call_a', 'call_b']);
       expect(JSON.parse(tools[0].content!)).toEqual({ result: { order: 'A-1', status: 'shipped' } });
-      const calls = await t.http.get(`/api/v1/tool-calls?runId=${res.body.id}`).set(...as('viewer')).expect(200);
+      const calls = await t.http
+        .get(`/api/v1/tool-calls?runId=${res.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
       expect(calls.body.items.map((c: { entryPoint: string; status: string }) => [c.entryPoint, c.status])).toEqual([
         ['run', 'succeeded'],
         ['run', 'succeeded'],
@@ -203,20 +323,32 @@ describe('agent runs (e2e)', () => {
       );
       const res = await startRun(agentId, { input: 'go' }).expect(201);
       expect(res.body).toMatchObject({ status: 'succeeded', output: 'Sorry.' });
-      const results = since(from)[1].messages.filter((m) => m.role === 'tool').map((m) => JSON.parse(m.content!).error.code);
+      const results = since(from)[1]
+        .messages.filter((m) => m.role === 'tool')
+        .map((m) => JSON.parse(m.content!).error.code);
       expect(results).toEqual(['unknown_tool', 'invalid_arguments', 'invalid_arguments']);
     });
 
     it('waits for approval, resumes by itself when approved, and the model sees the result', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
       const from = model.requests.length;
-      model.setScript(sequence({ toolCalls: [{ id: 'send1', name: 'send_message', arguments: '{"to":"ann@example.com","body":"Shipped"}' }] }, { text: 'Sent.' }));
+      model.setScript(
+        sequence({ toolCalls: [{ id: 'send1', name: 'send_message', arguments: '{"to":"ann@example.com","body":"Shipped"}' }] }, { text: 'Sent.' }),
+      );
       const res = await startRun(agentId, { input: 'Tell Ann' }).expect(201);
       expect(res.body).toMatchObject({ status: 'waiting_for_approval', pendingApprovalIds: [expect.any(String)] });
       expect(runExecutions.filter((e) => e.runId === res.body.id)).toEqual([]);
       // The key that started the run may not approve its calls.
-      await t.http.post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`).set(...as('agent')).send({}).expect(403);
-      await t.http.post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`).set(...as('approver')).send({}).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`)
+        .set(...as('agent'))
+        .send({})
+        .expect(403);
+      await t.http
+        .post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(200);
       const done = await until(res.body.id, ['succeeded', 'failed']);
       expect(done).toMatchObject({ status: 'succeeded', output: 'Sent.', pendingApprovalIds: [] });
       expect(runExecutions.filter((e) => e.runId === res.body.id)).toHaveLength(1);
@@ -229,7 +361,11 @@ describe('agent runs (e2e)', () => {
       model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"bo@example.com"}' }] }, { text: 'Understood.' }));
       let from = model.requests.length;
       const rejected = await startRun(agentId, { input: 'Tell Bo' }).expect(201);
-      await t.http.post(`/api/v1/approvals/${rejected.body.pendingApprovalIds[0]}/reject`).set(...as('approver')).send({ reason: 'Not to Bo' }).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${rejected.body.pendingApprovalIds[0]}/reject`)
+        .set(...as('approver'))
+        .send({ reason: 'Not to Bo' })
+        .expect(200);
       expect(await until(rejected.body.id, ['succeeded', 'failed'])).toMatchObject({ status: 'succeeded' });
       const rejection = JSON.parse(since(from)[1].messages.find((m) => m.role === 'tool')!.content!);
       expect(rejection).toEqual({ error: { code: 'approval_rejected', message: 'Not to Bo' } });
@@ -239,14 +375,20 @@ describe('agent runs (e2e)', () => {
       const expiring = await startRun(agentId, { input: 'Tell Bo again' }).expect(201);
       expect(expiring.body.status).toBe('waiting_for_approval');
       await t.app.get(DataSource).query(`UPDATE approval SET expires_at = now() - interval '1 second' WHERE id = $1`, [expiring.body.pendingApprovalIds[0]]);
-      await t.app.get(DataSource).query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE approval_id = $1`, [expiring.body.pendingApprovalIds[0]]);
+      await t.app
+        .get(DataSource)
+        .query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE approval_id = $1`, [expiring.body.pendingApprovalIds[0]]);
       expect(await until(expiring.body.id, ['succeeded', 'failed'])).toMatchObject({ status: 'succeeded' });
       const expiry = JSON.parse(since(from)[1].messages.find((m) => m.role === 'tool')!.content!);
       expect(expiry.error.code).toBe('approval_expired');
     });
 
     it('the budget capability limits tool calls per run: the model reads budget_exceeded', async () => {
-      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }, { id: 'budget', config: { maxToolCallsPerRun: 1 } }], model: modelRef() });
+      const agentId = await agentWith({
+        instructions: 'x',
+        capabilities: [{ id: 'fx-run-tools' }, { id: 'budget', config: { maxToolCallsPerRun: 1 } }],
+        model: modelRef(),
+      });
       const from = model.requests.length;
       model.setScript(
         sequence(
@@ -293,7 +435,9 @@ describe('agent runs (e2e)', () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'thinking' }], model: modelRef({ name: 'no-reasoning' }) });
       const from = model.requests.length;
       model.setScript((req) =>
-        req.reasoning_effort ? { status: 400, body: { error: { message: 'Unrecognized request argument supplied: reasoning_effort', param: 'reasoning_effort' } } } : { text: 'fine' },
+        req.reasoning_effort
+          ? { status: 400, body: { error: { message: 'Unrecognized request argument supplied: reasoning_effort', param: 'reasoning_effort' } } }
+          : { text: 'fine' },
       );
       const res = await startRun(agentId, { input: 'x' }).expect(201);
       expect(res.body).toMatchObject({ status: 'succeeded', output: 'fine' });
@@ -317,7 +461,11 @@ describe('agent runs (e2e)', () => {
           { toolCalls: [{ id: 'l3', name: 'lookup_order', arguments: '{"query":"small"}' }] },
           { text: 'Done.' },
         );
-      const draft = (config: object) => ({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }, { id: 'compaction', config }], model: modelRef({ contextWindow: 1200, maxOutputTokens: 100 }) });
+      const draft = (config: object) => ({
+        instructions: 'x',
+        capabilities: [{ id: 'fx-run-tools' }, { id: 'compaction', config }],
+        model: modelRef({ contextWindow: 1200, maxOutputTokens: 100 }),
+      });
 
       const clearing = await agentWith(draft({ strategy: 'clear_tool_results', keepLastTurns: 1 }));
       let from = model.requests.length;
@@ -327,7 +475,9 @@ describe('agent runs (e2e)', () => {
       const last = since(from).pop()!;
       expect(last.messages.filter((m) => m.role === 'tool').map((m) => m.content?.startsWith('[This tool result was removed'))).toEqual([true, true, false]);
       // The transcript itself keeps every result.
-      expect(cleared.body.messages.filter((m: { role: string }) => m.role === 'tool').every((m: { content: string }) => m.content.includes('shipped'))).toBe(true);
+      expect(cleared.body.messages.filter((m: { role: string }) => m.role === 'tool').every((m: { content: string }) => m.content.includes('shipped'))).toBe(
+        true,
+      );
 
       const truncating = await agentWith(draft({ strategy: 'truncate_oldest', keepLastTurns: 2 }));
       from = model.requests.length;
@@ -354,16 +504,36 @@ describe('agent runs (e2e)', () => {
       model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"cy@example.com"}' }] }, { text: 'never' }));
       const res = await startRun(agentId, { input: 'x' }).expect(201);
       expect(res.body.status).toBe('waiting_for_approval');
-      await t.http.post(`/api/v1/runs/${res.body.id}/cancel`).set(...as('viewer')).expect(403);
-      const cancelled = await t.http.post(`/api/v1/runs/${res.body.id}/cancel`).set(...as('agent')).expect(200);
+      await t.http
+        .post(`/api/v1/runs/${res.body.id}/cancel`)
+        .set(...as('viewer'))
+        .expect(403);
+      const cancelled = await t.http
+        .post(`/api/v1/runs/${res.body.id}/cancel`)
+        .set(...as('agent'))
+        .expect(200);
       expect(cancelled.body).toMatchObject({ status: 'cancelled', completedAt: expect.any(String) });
       const from = model.requests.length;
-      await t.http.post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/reject`).set(...as('approver')).send({ reason: 'cancelled anyway' }).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/reject`)
+        .set(...as('approver'))
+        .send({ reason: 'cancelled anyway' })
+        .expect(200);
       await new Promise((r) => setTimeout(r, 300));
       expect(since(from)).toHaveLength(0);
-      expect((await t.http.get(`/api/v1/runs/${res.body.id}`).set(...as('viewer')).expect(200)).body.status).toBe('cancelled');
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/runs/${res.body.id}`)
+            .set(...as('viewer'))
+            .expect(200)
+        ).body.status,
+      ).toBe('cancelled');
       // Cancelling a finished run answers it as it is.
-      await t.http.post(`/api/v1/runs/${res.body.id}/cancel`).set(...as('agent')).expect(200);
+      await t.http
+        .post(`/api/v1/runs/${res.body.id}/cancel`)
+        .set(...as('agent'))
+        .expect(200);
     });
 
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {
@@ -371,7 +541,11 @@ describe('agent runs (e2e)', () => {
       model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"di@example.com"}' }] }, { text: 'Sent.' }));
       const run = await startRun(agentId, { input: 'x' }).expect(201);
       const collected = readEvents(run.body.id);
-      await t.http.post(`/api/v1/approvals/${run.body.pendingApprovalIds[0]}/approve`).set(...as('approver')).send({}).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${run.body.pendingApprovalIds[0]}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(200);
       const events = await collected;
       expect(events.map((e) => e.event)).toEqual([
         'run.started',
@@ -388,22 +562,40 @@ describe('agent runs (e2e)', () => {
       expect([...ids].sort((a, b) => a - b)).toEqual(ids);
       const resumed = await readEvents(run.body.id, events[4].id);
       expect(resumed.map((e) => e.event)).toEqual(['run.resumed', 'tool_call.succeeded', 'model.completed', 'run.succeeded']);
-      await t.http.get(`/api/v1/runs/${run.body.id}/events`).set(...as('viewer')).set('Last-Event-ID', 'abc').expect(400);
+      await t.http
+        .get(`/api/v1/runs/${run.body.id}/events`)
+        .set(...as('viewer'))
+        .set('Last-Event-ID', 'abc')
+        .expect(400);
       const other = await createOrg(t, []);
-      await t.http.get(`/api/v1/runs/${run.body.id}/events`).set(...as('viewer', other)).expect(404);
+      await t.http
+        .get(`/api/v1/runs/${run.body.id}/events`)
+        .set(...as('viewer', other))
+        .expect(404);
     });
 
     it('profiles and worker types: tools, manifest and runs offer only what applies', async () => {
       const agentId = await agentWith({ instructions: 'Team.', capabilities: [{ id: 'fx-run-research' }, { id: 'fx-run-writer' }], model: modelRef() });
       const names = async (q: string) =>
-        (await t.http.get(`/api/v1/agents/${agentId}/versions/latest/tools${q}`).set(...as('agent')).expect(200)).body.items.map((x: { name: string }) => x.name);
+        (
+          await t.http
+            .get(`/api/v1/agents/${agentId}/versions/latest/tools${q}`)
+            .set(...as('agent'))
+            .expect(200)
+        ).body.items.map((x: { name: string }) => x.name);
       expect(await names('')).toEqual(['research', 'draft_text']);
       expect(await names('?workerType=researcher')).toEqual(['research']);
       expect(await names('?workerType=writer')).toEqual(['draft_text']);
       expect(await names('?profile=shallow')).toEqual(['draft_text']);
-      const manifest = await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest?workerType=writer`).set(...as('agent')).expect(200);
+      const manifest = await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/manifest?workerType=writer`)
+        .set(...as('agent'))
+        .expect(200);
       expect(manifest.body.systemPrompt).toBe('Team.\n\nWrite clearly.');
-      await t.http.get(`/api/v1/agents/${agentId}/versions/latest/manifest?workerType=`).set(...as('agent')).expect(400);
+      await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/manifest?workerType=`)
+        .set(...as('agent'))
+        .expect(400);
 
       const from = model.requests.length;
       model.setScript(sequence({ toolCalls: [{ id: 'r', name: 'research', arguments: '{"query":"q"}' }] }, { text: 'ok' }));
@@ -420,13 +612,25 @@ describe('agent runs (e2e)', () => {
       model.setScript(sequence({ text: 'one' }));
       const a = await startRun(agentId, { input: '1' }).expect(201);
       const b = await startRun(agentId, { input: '2' }).expect(201);
-      const page = await t.http.get(`/api/v1/runs?agentId=${agentId}&status=succeeded&limit=1`).set(...as('agent')).expect(200);
+      const page = await t.http
+        .get(`/api/v1/runs?agentId=${agentId}&status=succeeded&limit=1`)
+        .set(...as('agent'))
+        .expect(200);
       expect(page.body.items.map((r: { id: string }) => r.id)).toEqual([b.body.id]);
-      const next = await t.http.get(`/api/v1/runs?agentId=${agentId}&status=succeeded&limit=1&cursor=${page.body.nextCursor}`).set(...as('agent')).expect(200);
+      const next = await t.http
+        .get(`/api/v1/runs?agentId=${agentId}&status=succeeded&limit=1&cursor=${page.body.nextCursor}`)
+        .set(...as('agent'))
+        .expect(200);
       expect(next.body.items.map((r: { id: string }) => r.id)).toEqual([a.body.id]);
-      await t.http.get('/api/v1/runs?status=nope').set(...as('agent')).expect(400);
+      await t.http
+        .get('/api/v1/runs?status=nope')
+        .set(...as('agent'))
+        .expect(400);
       const other = await createOrg(t, []);
-      await t.http.get(`/api/v1/runs/${a.body.id}`).set(...as('viewer', other)).expect(404);
+      await t.http
+        .get(`/api/v1/runs/${a.body.id}`)
+        .set(...as('viewer', other))
+        .expect(404);
       await t.app.get(RunWorker).idle();
     });
   });
@@ -448,7 +652,11 @@ describe('agent runs (e2e)', () => {
             .split('\n\n')
             .filter((block) => block.includes('event: '))
             .map((block) => {
-              const field = (name: string) => block.split('\n').find((l) => l.startsWith(`${name}: `))!.slice(name.length + 2);
+              const field = (name: string) =>
+                block
+                  .split('\n')
+                  .find((l) => l.startsWith(`${name}: `))!
+                  .slice(name.length + 2);
               return { id: field('id'), event: field('event'), data: JSON.parse(field('data')) };
             });
           resolve(events);

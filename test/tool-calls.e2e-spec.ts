@@ -35,22 +35,43 @@ describe('tool calls and approvals (e2e)', () => {
   let slugs = 0;
 
   async function publishedAgent(o: TestOrg, draft: object): Promise<string> {
-    const a = await t.http.post('/api/v1/agents').set(...as(o, 'builder')).send({ slug: `exec-${++slugs}`, name: `Exec ${slugs}` }).expect(201);
-    await t.http.put(`/api/v1/agents/${a.body.id}/draft`).set(...as(o, 'builder')).send(draft).expect(200);
-    await t.http.post(`/api/v1/agents/${a.body.id}/publish`).set(...as(o, 'builder')).expect(201);
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(o, 'builder'))
+      .send({ slug: `exec-${++slugs}`, name: `Exec ${slugs}` })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${a.body.id}/draft`)
+      .set(...as(o, 'builder'))
+      .send(draft)
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${a.body.id}/publish`)
+      .set(...as(o, 'builder'))
+      .expect(201);
     return a.body.id;
   }
 
   const callTool = (body: object, o: TestOrg = org, agent: string = agentId, token = o.keys.agent) =>
-    t.http.post(`/api/v1/agents/${agent}/tool-calls`).set(...bearer(token)).send(body);
+    t.http
+      .post(`/api/v1/agents/${agent}/tool-calls`)
+      .set(...bearer(token))
+      .send(body);
 
   async function extraKey(o: TestOrg, roles: string[]): Promise<string> {
-    const res = await t.http.post(`/api/v1/orgs/${o.id}/api-keys`).set(...bearer(o.keys.admin)).send({ name: roles.join('+'), roles }).expect(201);
+    const res = await t.http
+      .post(`/api/v1/orgs/${o.id}/api-keys`)
+      .set(...bearer(o.keys.admin))
+      .send({ name: roles.join('+'), roles })
+      .expect(201);
     return res.body.token;
   }
 
   async function eventsOf(o: TestOrg, type: string): Promise<{ target: { id: string }; actor: { id: string }; data: Record<string, unknown> }[]> {
-    const res = await t.http.get(`/api/v1/audit-events?type=${type}&limit=200`).set(...as(o, 'admin')).expect(200);
+    const res = await t.http
+      .get(`/api/v1/audit-events?type=${type}&limit=200`)
+      .set(...as(o, 'admin'))
+      .expect(200);
     return res.body.items;
   }
 
@@ -77,10 +98,16 @@ describe('tool calls and approvals (e2e)', () => {
         completedAt: expect.any(String),
       });
       expect(fixtureRuns.at(-1)!.ctx).toEqual({ orgId: org.id, agentId, version: 1, callId: res.body.id, runId: 'run-1' });
-      const read = await t.http.get(`/api/v1/tool-calls/${res.body.id}`).set(...as(org, 'viewer')).expect(200);
+      const read = await t.http
+        .get(`/api/v1/tool-calls/${res.body.id}`)
+        .set(...as(org, 'viewer'))
+        .expect(200);
       expect(read.body).toEqual(res.body);
       const requested = (await eventsOf(org, 'tool_call.requested')).find((e) => e.target.id === res.body.id)!;
-      expect(requested).toMatchObject({ actor: { id: org.keyIds.agent }, data: { argumentsHash: res.body.argumentsHash, tool: 'search_records', entryPoint: 'rest' } });
+      expect(requested).toMatchObject({
+        actor: { id: org.keyIds.agent },
+        data: { argumentsHash: res.body.argumentsHash, tool: 'search_records', entryPoint: 'rest' },
+      });
       expect((await eventsOf(org, 'tool_call.succeeded')).some((e) => e.target.id === res.body.id)).toBe(true);
     });
 
@@ -98,13 +125,28 @@ describe('tool calls and approvals (e2e)', () => {
 
     it('202: holds mutating, destructive, interruptBefore and spec-required tools for approval; nothing runs', async () => {
       const tag = randomUUID();
-      const expected = { 'fx-exec-write': 'side_effecting', 'fx-exec-delete': 'side_effecting', 'fx-exec-confirm': 'interrupt_before', 'fx-exec-fail': 'spec_required', 'fx-exec-crm-update': 'side_effecting' };
+      const expected = {
+        'fx-exec-write': 'side_effecting',
+        'fx-exec-delete': 'side_effecting',
+        'fx-exec-confirm': 'interrupt_before',
+        'fx-exec-fail': 'spec_required',
+        'fx-exec-crm-update': 'side_effecting',
+      };
       for (const [tool, reason] of Object.entries(expected)) {
         const res = await callTool({ tool, arguments: { tag } }).expect(202);
         expect(res.body).toMatchObject({ status: 'pending_approval', approvalId: expect.any(String), tool, arguments: { tag, count: 1 } });
         expect(res.body.result).toBeUndefined();
-        const approval = await t.http.get(`/api/v1/approvals/${res.body.approvalId}`).set(...as(org, 'approver')).expect(200);
-        expect(approval.body).toMatchObject({ status: 'pending', reason, toolCallId: res.body.id, argumentsHash: res.body.argumentsHash, requestedBy: org.keyIds.agent });
+        const approval = await t.http
+          .get(`/api/v1/approvals/${res.body.approvalId}`)
+          .set(...as(org, 'approver'))
+          .expect(200);
+        expect(approval.body).toMatchObject({
+          status: 'pending',
+          reason,
+          toolCallId: res.body.id,
+          argumentsHash: res.body.argumentsHash,
+          requestedBy: org.keyIds.agent,
+        });
       }
       expect(runsTagged(tag)).toEqual([]);
     });
@@ -118,12 +160,16 @@ describe('tool calls and approvals (e2e)', () => {
       expect(denied.find((e) => e.data.tool === 'nope')).toMatchObject({ actor: { id: org.keyIds.agent }, data: { code: 'unknown_tool' } });
     });
 
-    it('404 not_found for another organization\'s agent or an unknown one; 409 not_published', async () => {
+    it("404 not_found for another organization's agent or an unknown one; 409 not_published", async () => {
       const other = await createOrg(t, [FX_EXEC_SCOPE]);
       expect((await callTool({ tool: 'search_records', arguments: { query: 'x' } }, other).expect(404)).body.code).toBe('not_found');
       await callTool({ tool: 'search_records', arguments: { query: 'x' } }, org, randomUUID()).expect(404);
       await callTool({ tool: 'search_records', arguments: { query: 'x' } }, org, 'not-a-uuid').expect(404);
-      const draft = await t.http.post('/api/v1/agents').set(...as(org, 'builder')).send({ slug: `draft-${++slugs}`, name: 'Draft only' }).expect(201);
+      const draft = await t.http
+        .post('/api/v1/agents')
+        .set(...as(org, 'builder'))
+        .send({ slug: `draft-${++slugs}`, name: 'Draft only' })
+        .expect(201);
       expect((await callTool({ tool: 'x', arguments: {} }, org, draft.body.id).expect(409)).body.code).toBe('not_published');
     });
 
@@ -137,7 +183,10 @@ describe('tool calls and approvals (e2e)', () => {
         const res = await callTool({ tool: 'fx-exec-drifting', arguments: { tag } }, org, drifting).expect(409);
         expect(res.body.code).toBe('tool_definition_changed');
         // Publishing again pins the new definition, and the tool runs again.
-        await t.http.post(`/api/v1/agents/${drifting}/publish`).set(...as(org, 'builder')).expect(201);
+        await t.http
+          .post(`/api/v1/agents/${drifting}/publish`)
+          .set(...as(org, 'builder'))
+          .expect(201);
         await callTool({ tool: 'fx-exec-drifting', arguments: { tag } }, org, drifting).expect(200);
         await callTool({ tool: 'fx-exec-drifting', arguments: { tag }, version: 1 }, org, drifting).expect(409);
       } finally {
@@ -158,7 +207,11 @@ describe('tool calls and approvals (e2e)', () => {
       const o = await createOrg(t, [FX_EXEC_SCOPE]);
       const agent = await publishedAgent(o, { instructions: '', capabilities: [{ id: 'fx-exec-crm' }, { id: 'fx-exec-tools' }] });
       await callTool({ tool: 'fx-exec-crm-lookup', arguments: { query: 'acme' } }, o, agent).expect(200);
-      await t.http.put(`/api/v1/orgs/${o.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: [] }).expect(200);
+      await t.http
+        .put(`/api/v1/orgs/${o.id}/scopes`)
+        .set(...bearer(t.adminToken))
+        .send({ scopes: [] })
+        .expect(200);
       const res = await callTool({ tool: 'fx-exec-crm-lookup', arguments: { query: 'acme' } }, o, agent).expect(403);
       expect(res.body).toMatchObject({ code: 'scope_not_granted', missingScopes: [FX_EXEC_SCOPE] });
       await callTool({ tool: 'fx-exec-read', arguments: { query: 'acme' } }, o, agent).expect(200);
@@ -170,7 +223,10 @@ describe('tool calls and approvals (e2e)', () => {
     });
 
     it('429 budget_exceeded once a run reaches the limit a capability contributes', async () => {
-      const agent = await publishedAgent(org, { instructions: '', capabilities: [{ id: 'fx-exec-budget', config: { maxToolCallsPerRun: 2 } }, { id: 'fx-exec-tools' }] });
+      const agent = await publishedAgent(org, {
+        instructions: '',
+        capabilities: [{ id: 'fx-exec-budget', config: { maxToolCallsPerRun: 2 } }, { id: 'fx-exec-tools' }],
+      });
       const runId = `run-${randomUUID()}`;
       await callTool({ tool: 'fx-exec-read', arguments: { query: 'a' }, runId }, org, agent).expect(200);
       await callTool({ tool: 'fx-exec-write', arguments: { tag: 'b' }, runId }, org, agent).expect(202);
@@ -185,18 +241,34 @@ describe('tool calls and approvals (e2e)', () => {
       expect(cut.body).toMatchObject({ status: 'succeeded', resultTruncated: true });
       expect(JSON.stringify(HUGE_ROWS).startsWith(cut.body.result)).toBe(true);
       expect(cut.body.resultRef).toBeUndefined();
-      const none = await t.http.get(`/api/v1/tool-calls/${cut.body.id}/result`).set(...as(org, 'agent')).expect(404);
+      const none = await t.http
+        .get(`/api/v1/tool-calls/${cut.body.id}/result`)
+        .set(...as(org, 'agent'))
+        .expect(404);
       expect(none.body.code).toBe('result_not_available');
 
       const off = await callTool({ tool: 'fx-exec-offload', arguments: { tag } }).expect(200);
       expect(off.body).toMatchObject({ resultTruncated: true, resultRef: `/api/v1/tool-calls/${off.body.id}/result` });
-      const whole = await t.http.get(off.body.resultRef).set(...as(org, 'viewer')).expect(200);
+      const whole = await t.http
+        .get(off.body.resultRef)
+        .set(...as(org, 'viewer'))
+        .expect(200);
       expect(whole.body).toEqual({ toolCallId: off.body.id, result: { rows: HUGE_ROWS } });
 
       const small = await callTool({ tool: 'search_records', arguments: { query: 'q' } }).expect(200);
-      expect((await t.http.get(`/api/v1/tool-calls/${small.body.id}/result`).set(...as(org, 'agent')).expect(200)).body.result).toEqual(small.body.result);
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/tool-calls/${small.body.id}/result`)
+            .set(...as(org, 'agent'))
+            .expect(200)
+        ).body.result,
+      ).toEqual(small.body.result);
       const pending = await callTool({ tool: 'fx-exec-write', arguments: { tag } }).expect(202);
-      await t.http.get(`/api/v1/tool-calls/${pending.body.id}/result`).set(...as(org, 'agent')).expect(404);
+      await t.http
+        .get(`/api/v1/tool-calls/${pending.body.id}/result`)
+        .set(...as(org, 'agent'))
+        .expect(404);
     });
 
     it('runs an explicit version, and refuses bad bodies with 400 invalid_request naming each field', async () => {
@@ -206,7 +278,12 @@ describe('tool calls and approvals (e2e)', () => {
       const res = await callTool({ arguments: 'x', version: 0, runId: '', extra: true }).expect(400);
       expect(res.body.code).toBe('invalid_request');
       expect([...new Set(res.body.errors.map((e: { path: string }) => e.path))].sort()).toEqual(['arguments', 'extra', 'runId', 'tool', 'version']);
-      const header = await t.http.post(`/api/v1/agents/${agentId}/tool-calls`).set(...as(org, 'agent')).set('Idempotency-Key', 'x'.repeat(256)).send({ tool: 'search_records', arguments: {} }).expect(400);
+      const header = await t.http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...as(org, 'agent'))
+        .set('Idempotency-Key', 'x'.repeat(256))
+        .send({ tool: 'search_records', arguments: {} })
+        .expect(400);
       expect(header.body.errors[0].path).toBe('Idempotency-Key');
     });
 
@@ -220,7 +297,12 @@ describe('tool calls and approvals (e2e)', () => {
   });
 
   describe('Idempotency-Key', () => {
-    const withKey = (key: string, body: object) => t.http.post(`/api/v1/agents/${agentId}/tool-calls`).set(...as(org, 'agent')).set('Idempotency-Key', key).send(body);
+    const withKey = (key: string, body: object) =>
+      t.http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...as(org, 'agent'))
+        .set('Idempotency-Key', key)
+        .send(body);
 
     it('replays the first answer (status and body) and runs nothing; another body is 422 idempotency_key_reused', async () => {
       const key = randomUUID();
@@ -234,7 +316,9 @@ describe('tool calls and approvals (e2e)', () => {
 
       const readKey = randomUUID();
       const ran = await withKey(readKey, { tool: 'search_records', arguments: { query: tag } }).expect(200);
-      await withKey(readKey, { tool: 'search_records', arguments: { query: tag } }).expect(200).expect((r) => expect(r.body).toEqual(ran.body));
+      await withKey(readKey, { tool: 'search_records', arguments: { query: tag } })
+        .expect(200)
+        .expect((r) => expect(r.body).toEqual(ran.body));
       expect(fixtureRuns.filter((r) => r.args.query === tag)).toHaveLength(1);
     });
 
@@ -268,7 +352,12 @@ describe('tool calls and approvals (e2e)', () => {
       const otherAgent = await publishedAgent(other, { instructions: '', capabilities: [{ id: 'fx-exec-tools' }] });
       const key = randomUUID();
       await withKey(key, { tool: 'search_records', arguments: { query: 'a' } }).expect(200);
-      await t.http.post(`/api/v1/agents/${otherAgent}/tool-calls`).set(...as(other, 'agent')).set('Idempotency-Key', key).send({ tool: 'fx-exec-read', arguments: { query: 'b' } }).expect(200);
+      await t.http
+        .post(`/api/v1/agents/${otherAgent}/tool-calls`)
+        .set(...as(other, 'agent'))
+        .set('Idempotency-Key', key)
+        .send({ tool: 'fx-exec-read', arguments: { query: 'b' } })
+        .expect(200);
     });
 
     it('50 simultaneous requests with one key create exactly one call', async () => {
@@ -286,16 +375,36 @@ describe('tool calls and approvals (e2e)', () => {
   });
 
   describe('approvals', () => {
-    const approve = (id: string, body: object = {}, token = org.keys.approver) => t.http.post(`/api/v1/approvals/${id}/approve`).set(...bearer(token)).send(body);
-    const reject = (id: string, body: object, token = org.keys.approver) => t.http.post(`/api/v1/approvals/${id}/reject`).set(...bearer(token)).send(body);
+    const approve = (id: string, body: object = {}, token = org.keys.approver) =>
+      t.http
+        .post(`/api/v1/approvals/${id}/approve`)
+        .set(...bearer(token))
+        .send(body);
+    const reject = (id: string, body: object, token = org.keys.approver) =>
+      t.http
+        .post(`/api/v1/approvals/${id}/reject`)
+        .set(...bearer(token))
+        .send(body);
     const pending = async (tool = 'fx-exec-write', args: object = { tag: randomUUID() }) => (await callTool({ tool, arguments: args }).expect(202)).body;
 
     it('200: runs exactly the stored arguments, once; a second decision is 409 approval_already_decided', async () => {
       const tag = randomUUID();
       const call = await pending('fx-exec-write', { tag, count: 2 });
       const res = await approve(call.approvalId, { note: 'ok' }).expect(200);
-      expect(res.body.approval).toMatchObject({ id: call.approvalId, status: 'approved', decidedBy: org.keyIds.approver, note: 'ok', decidedAt: expect.any(String) });
-      expect(res.body.toolCall).toMatchObject({ id: call.id, status: 'succeeded', result: { written: tag, count: 2 }, argumentsEdited: false, approvalId: call.approvalId });
+      expect(res.body.approval).toMatchObject({
+        id: call.approvalId,
+        status: 'approved',
+        decidedBy: org.keyIds.approver,
+        note: 'ok',
+        decidedAt: expect.any(String),
+      });
+      expect(res.body.toolCall).toMatchObject({
+        id: call.id,
+        status: 'succeeded',
+        result: { written: tag, count: 2 },
+        argumentsEdited: false,
+        approvalId: call.approvalId,
+      });
       expect(runsTagged(tag).map((r) => r.args)).toEqual([{ tag, count: 2 }]);
       expect((await approve(call.approvalId).expect(409)).body.code).toBe('approval_already_decided');
       expect((await reject(call.approvalId, { reason: 'late' }).expect(409)).body.code).toBe('approval_already_decided');
@@ -304,18 +413,27 @@ describe('tool calls and approvals (e2e)', () => {
       expect(approved).toMatchObject({ actor: { id: org.keyIds.approver }, data: { toolCallId: call.id, argumentsHash: call.argumentsHash } });
     });
 
-    it('runs the approver\'s edited arguments, validated like the model\'s, kept beside the originals', async () => {
+    it("runs the approver's edited arguments, validated like the model's, kept beside the originals", async () => {
       const tag = randomUUID();
       const call = await pending('fx-exec-write', { tag });
       const bad = await approve(call.approvalId, { arguments: { tag: '', colour: 'red' } }).expect(422);
       expect(bad.body.code).toBe('invalid_arguments');
       expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['arguments.colour', 'arguments.tag']);
-      await t.http.get(`/api/v1/approvals/${call.approvalId}`).set(...as(org, 'viewer')).expect(200).expect((r) => expect(r.body.status).toBe('pending'));
+      await t.http
+        .get(`/api/v1/approvals/${call.approvalId}`)
+        .set(...as(org, 'viewer'))
+        .expect(200)
+        .expect((r) => expect(r.body.status).toBe('pending'));
 
       const edited = { tag: `${tag}-edited`, count: 3 };
       const res = await approve(call.approvalId, { arguments: edited }).expect(200);
       expect(res.body.approval).toMatchObject({ arguments: { tag, count: 1 }, approvedArguments: edited, approvedArgumentsHash: canonicalHash(edited) });
-      expect(res.body.toolCall).toMatchObject({ arguments: { tag, count: 1 }, argumentsEdited: true, executedArguments: edited, result: { written: edited.tag, count: 3 } });
+      expect(res.body.toolCall).toMatchObject({
+        arguments: { tag, count: 1 },
+        argumentsEdited: true,
+        executedArguments: edited,
+        result: { written: edited.tag, count: 3 },
+      });
       expect(runsTagged(edited.tag)).toHaveLength(1);
       expect(runsTagged(tag)).toHaveLength(0);
       const event = (await eventsOf(org, 'approval.approved')).find((e) => e.target.id === call.approvalId)!;
@@ -336,14 +454,34 @@ describe('tool calls and approvals (e2e)', () => {
       const call = await pending();
       await ds.query(`UPDATE approval SET expires_at = now() - interval '1 second' WHERE id = $1`, [call.approvalId]);
       await ds.query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE id = $1`, [call.id]);
-      expect((await t.http.get(`/api/v1/approvals/${call.approvalId}`).set(...as(org, 'approver')).expect(200)).body.status).toBe('expired');
-      const expired = await t.http.get('/api/v1/approvals?status=expired').set(...as(org, 'approver')).expect(200);
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/approvals/${call.approvalId}`)
+            .set(...as(org, 'approver'))
+            .expect(200)
+        ).body.status,
+      ).toBe('expired');
+      const expired = await t.http
+        .get('/api/v1/approvals?status=expired')
+        .set(...as(org, 'approver'))
+        .expect(200);
       expect(expired.body.items.map((a: { id: string }) => a.id)).toContain(call.approvalId);
-      const stillPending = await t.http.get('/api/v1/approvals?status=pending&limit=200').set(...as(org, 'approver')).expect(200);
+      const stillPending = await t.http
+        .get('/api/v1/approvals?status=pending&limit=200')
+        .set(...as(org, 'approver'))
+        .expect(200);
       expect(stillPending.body.items.map((a: { id: string }) => a.id)).not.toContain(call.approvalId);
       expect((await approve(call.approvalId).expect(409)).body.code).toBe('approval_expired');
       expect((await reject(call.approvalId, { reason: 'x' }).expect(409)).body.code).toBe('approval_expired');
-      expect((await t.http.get(`/api/v1/tool-calls/${call.id}`).set(...as(org, 'agent')).expect(200)).body).toMatchObject({ status: 'expired', error: { code: 'approval_expired' } });
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/tool-calls/${call.id}`)
+            .set(...as(org, 'agent'))
+            .expect(200)
+        ).body,
+      ).toMatchObject({ status: 'expired', error: { code: 'approval_expired' } });
       expect((await eventsOf(org, 'approval.expired')).filter((e) => e.target.id === call.approvalId)).toHaveLength(1);
     });
 
@@ -355,15 +493,30 @@ describe('tool calls and approvals (e2e)', () => {
       await approve(call.approvalId).expect(200);
     });
 
-    it('checks the organization\'s scopes again when the approved call runs', async () => {
+    it("checks the organization's scopes again when the approved call runs", async () => {
       const o = await createOrg(t, [FX_EXEC_SCOPE]);
       const agent = await publishedAgent(o, { instructions: '', capabilities: [{ id: 'fx-exec-crm' }] });
       const tag = randomUUID();
       const call = (await callTool({ tool: 'fx-exec-crm-update', arguments: { tag } }, o, agent).expect(202)).body;
-      await t.http.put(`/api/v1/orgs/${o.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: [] }).expect(200);
+      await t.http
+        .put(`/api/v1/orgs/${o.id}/scopes`)
+        .set(...bearer(t.adminToken))
+        .send({ scopes: [] })
+        .expect(200);
       expect((await approve(call.approvalId, {}, o.keys.approver).expect(403)).body.code).toBe('scope_not_granted');
-      expect((await t.http.get(`/api/v1/approvals/${call.approvalId}`).set(...as(o, 'approver')).expect(200)).body.status).toBe('pending');
-      await t.http.put(`/api/v1/orgs/${o.id}/scopes`).set(...bearer(t.adminToken)).send({ scopes: [FX_EXEC_SCOPE] }).expect(200);
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/approvals/${call.approvalId}`)
+            .set(...as(o, 'approver'))
+            .expect(200)
+        ).body.status,
+      ).toBe('pending');
+      await t.http
+        .put(`/api/v1/orgs/${o.id}/scopes`)
+        .set(...bearer(t.adminToken))
+        .send({ scopes: [FX_EXEC_SCOPE] })
+        .expect(200);
       await approve(call.approvalId, {}, o.keys.approver).expect(200);
       expect(runsTagged(tag)).toHaveLength(1);
     });
@@ -374,9 +527,15 @@ describe('tool calls and approvals (e2e)', () => {
         expect((await approve(call.approvalId, {}, org.keys[role]).expect(403)).body.code).toBe('forbidden');
         await reject(call.approvalId, { reason: 'x' }, org.keys[role]).expect(403);
       }
-      await t.http.get('/api/v1/approvals').set(...as(org, 'agent')).expect(403);
+      await t.http
+        .get('/api/v1/approvals')
+        .set(...as(org, 'agent'))
+        .expect(403);
       const other = await createOrg(t);
-      await t.http.get(`/api/v1/approvals/${call.approvalId}`).set(...as(other, 'approver')).expect(404);
+      await t.http
+        .get(`/api/v1/approvals/${call.approvalId}`)
+        .set(...as(other, 'approver'))
+        .expect(404);
       expect((await approve(call.approvalId, {}, other.keys.approver).expect(404)).body.code).toBe('not_found');
       await approve(randomUUID()).expect(404);
       await approve('nope').expect(404);
@@ -404,7 +563,15 @@ describe('tool calls and approvals (e2e)', () => {
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
           store.decide(
-            { orgId: org.id, approvalId: call.approvalId, decidedBy: org.keyIds.approver, decidedAt: new Date(), note: `${i}`, outcome: i % 2 ? 'approved' : 'rejected', leaseMs: 60_000 },
+            {
+              orgId: org.id,
+              approvalId: call.approvalId,
+              decidedBy: org.keyIds.approver,
+              decidedAt: new Date(),
+              note: `${i}`,
+              outcome: i % 2 ? 'approved' : 'rejected',
+              leaseMs: 60_000,
+            },
             () => [],
           ),
         ),
@@ -416,7 +583,9 @@ describe('tool calls and approvals (e2e)', () => {
     it('one INSERT ... ON CONFLICT claims a key: of 50 simultaneous claims one wins', async () => {
       const idempotency = t.app.get(IdempotencyRepository);
       const key = randomUUID();
-      const results = await Promise.all(Array.from({ length: 50 }, () => idempotency.claim(org.id, agentId, key, 'same-body', 60_000).catch((e: { code: string }) => e.code)));
+      const results = await Promise.all(
+        Array.from({ length: 50 }, () => idempotency.claim(org.id, agentId, key, 'same-body', 60_000).catch((e: { code: string }) => e.code)),
+      );
       expect(results.filter((r) => typeof r === 'object' && r.kind === 'claimed')).toHaveLength(1);
       expect(results.filter((r) => r === 'idempotency_in_progress')).toHaveLength(49);
     });
@@ -433,7 +602,10 @@ describe('tool calls and approvals (e2e)', () => {
           fc.subarray(READ_ONLY),
           fc.subarray([...SIDE_EFFECTING, ...READ_ONLY]),
           fc.constantFrom(...SIDE_EFFECTING, ...READ_ONLY),
-          fc.oneof(fc.record({ tag: fc.string({ minLength: 1, maxLength: 20 }), count: fc.integer({ min: -5, max: 200 }) }, { requiredKeys: [] }), fc.dictionary(fc.string(), fc.jsonValue())),
+          fc.oneof(
+            fc.record({ tag: fc.string({ minLength: 1, maxLength: 20 }), count: fc.integer({ min: -5, max: 200 }) }, { requiredKeys: [] }),
+            fc.dictionary(fc.string(), fc.jsonValue()),
+          ),
           async (required, renamed, target, args) => {
             const tag = randomUUID();
             const toolOverrides = Object.fromEntries(renamed.map((id, i) => [id, { name: `renamed_${i}` }]));
@@ -465,25 +637,62 @@ describe('tool calls and approvals (e2e)', () => {
       for (let i = 0; i < 3; i++) made.push((await callTool({ tool: 'fx-exec-read', arguments: { query: `${i}` }, runId: 'r-a' }, o, a).expect(200)).body.id);
       made.push((await callTool({ tool: 'fx-exec-write', arguments: { tag: 'w' } }, o, b).expect(202)).body.id);
 
-      const all = await t.http.get('/api/v1/tool-calls?limit=2').set(...as(o, 'viewer')).expect(200);
+      const all = await t.http
+        .get('/api/v1/tool-calls?limit=2')
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(all.body.items.map((c: { id: string }) => c.id)).toEqual([made[3], made[2]]);
-      const next = await t.http.get(`/api/v1/tool-calls?limit=2&cursor=${all.body.nextCursor}`).set(...as(o, 'agent')).expect(200);
+      const next = await t.http
+        .get(`/api/v1/tool-calls?limit=2&cursor=${all.body.nextCursor}`)
+        .set(...as(o, 'agent'))
+        .expect(200);
       expect(next.body.items.map((c: { id: string }) => c.id)).toEqual([made[1], made[0]]);
       expect(next.body.nextCursor).toBeNull();
-      const byAgent = await t.http.get(`/api/v1/tool-calls?agentId=${b}`).set(...as(o, 'viewer')).expect(200);
+      const byAgent = await t.http
+        .get(`/api/v1/tool-calls?agentId=${b}`)
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(byAgent.body.items.map((c: { id: string }) => c.id)).toEqual([made[3]]);
-      const byStatus = await t.http.get('/api/v1/tool-calls?status=pending_approval').set(...as(o, 'viewer')).expect(200);
+      const byStatus = await t.http
+        .get('/api/v1/tool-calls?status=pending_approval')
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(byStatus.body.items.map((c: { id: string }) => c.id)).toEqual([made[3]]);
-      const byRun = await t.http.get(`/api/v1/tool-calls?runId=r-a&agentId=${a}&status=succeeded`).set(...as(o, 'viewer')).expect(200);
+      const byRun = await t.http
+        .get(`/api/v1/tool-calls?runId=r-a&agentId=${a}&status=succeeded`)
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(byRun.body.items).toHaveLength(3);
-      await t.http.get('/api/v1/tool-calls?status=done').set(...as(o, 'viewer')).expect(400);
-      await t.http.get('/api/v1/tool-calls?agentId=x').set(...as(o, 'viewer')).expect(400);
+      await t.http
+        .get('/api/v1/tool-calls?status=done')
+        .set(...as(o, 'viewer'))
+        .expect(400);
+      await t.http
+        .get('/api/v1/tool-calls?agentId=x')
+        .set(...as(o, 'viewer'))
+        .expect(400);
 
-      expect((await t.http.get(`/api/v1/tool-calls/${made[0]}`).set(...as(org, 'viewer')).expect(404)).body.code).toBe('not_found');
-      const foreign = await t.http.get('/api/v1/tool-calls?limit=200').set(...as(org, 'viewer')).expect(200);
+      expect(
+        (
+          await t.http
+            .get(`/api/v1/tool-calls/${made[0]}`)
+            .set(...as(org, 'viewer'))
+            .expect(404)
+        ).body.code,
+      ).toBe('not_found');
+      const foreign = await t.http
+        .get('/api/v1/tool-calls?limit=200')
+        .set(...as(org, 'viewer'))
+        .expect(200);
       expect(foreign.body.items.some((c: { id: string }) => made.includes(c.id))).toBe(false);
-      await t.http.get(`/api/v1/tool-calls/${made[0]}`).set(...as(o, 'builder')).expect(200);
-      await t.http.get('/api/v1/tool-calls').set(...bearer(t.adminToken)).expect(403);
+      await t.http
+        .get(`/api/v1/tool-calls/${made[0]}`)
+        .set(...as(o, 'builder'))
+        .expect(200);
+      await t.http
+        .get('/api/v1/tool-calls')
+        .set(...bearer(t.adminToken))
+        .expect(403);
     });
 
     it('lists approvals by status', async () => {
@@ -491,15 +700,41 @@ describe('tool calls and approvals (e2e)', () => {
       const a = await publishedAgent(o, { instructions: '', capabilities: [{ id: 'fx-exec-tools' }] });
       const first = (await callTool({ tool: 'fx-exec-write', arguments: { tag: '1' } }, o, a).expect(202)).body;
       const second = (await callTool({ tool: 'fx-exec-delete', arguments: { tag: '2' } }, o, a).expect(202)).body;
-      await t.http.post(`/api/v1/approvals/${first.approvalId}/reject`).set(...as(o, 'approver')).send({ reason: 'no' }).expect(200);
-      const list = await t.http.get('/api/v1/approvals').set(...as(o, 'viewer')).expect(200);
+      await t.http
+        .post(`/api/v1/approvals/${first.approvalId}/reject`)
+        .set(...as(o, 'approver'))
+        .send({ reason: 'no' })
+        .expect(200);
+      const list = await t.http
+        .get('/api/v1/approvals')
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(list.body.items.map((x: { id: string }) => x.id)).toEqual([second.approvalId, first.approvalId]);
-      expect(list.body.items[0]).toMatchObject({ toolCallId: second.id, agentId: a, version: 1, tool: 'fx-exec-delete', capabilityId: 'fx-exec-tools', toolId: 'fx-exec-delete', arguments: { tag: '2', count: 1 }, reason: 'side_effecting', expiresAt: expect.any(String) });
-      const rejected = await t.http.get('/api/v1/approvals?status=rejected').set(...as(o, 'approver')).expect(200);
+      expect(list.body.items[0]).toMatchObject({
+        toolCallId: second.id,
+        agentId: a,
+        version: 1,
+        tool: 'fx-exec-delete',
+        capabilityId: 'fx-exec-tools',
+        toolId: 'fx-exec-delete',
+        arguments: { tag: '2', count: 1 },
+        reason: 'side_effecting',
+        expiresAt: expect.any(String),
+      });
+      const rejected = await t.http
+        .get('/api/v1/approvals?status=rejected')
+        .set(...as(o, 'approver'))
+        .expect(200);
       expect(rejected.body.items.map((x: { id: string }) => x.id)).toEqual([first.approvalId]);
-      const page = await t.http.get('/api/v1/approvals?limit=1').set(...as(o, 'viewer')).expect(200);
+      const page = await t.http
+        .get('/api/v1/approvals?limit=1')
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(page.body.items).toHaveLength(1);
-      const rest = await t.http.get(`/api/v1/approvals?limit=1&cursor=${page.body.nextCursor}`).set(...as(o, 'viewer')).expect(200);
+      const rest = await t.http
+        .get(`/api/v1/approvals?limit=1&cursor=${page.body.nextCursor}`)
+        .set(...as(o, 'viewer'))
+        .expect(200);
       expect(rest.body.items[0].id).toBe(first.approvalId);
     });
   });
@@ -513,19 +748,31 @@ describe('tool calls and approvals (e2e)', () => {
       await ds.query(`UPDATE tool_call SET status = 'running', started_at = now(), lease_expires_at = now() - interval '1 second' WHERE id = $1`, [call.id]);
       const report = await t.app.get(ToolCallSweeper).sweepOnce();
       expect(report.interrupted).toBe(1);
-      const read = await t.http.get(`/api/v1/tool-calls/${call.id}`).set(...as(org, 'viewer')).expect(200);
+      const read = await t.http
+        .get(`/api/v1/tool-calls/${call.id}`)
+        .set(...as(org, 'viewer'))
+        .expect(200);
       expect(read.body).toMatchObject({ status: 'failed', error: { code: 'interrupted' }, completedAt: expect.any(String) });
-      expect((await eventsOf(org, 'tool_call.failed')).find((e) => e.target.id === call.id)).toMatchObject({ actor: { id: 'tool-call-sweeper' }, data: { error: { code: 'interrupted' } } });
+      expect((await eventsOf(org, 'tool_call.failed')).find((e) => e.target.id === call.id)).toMatchObject({
+        actor: { id: 'tool-call-sweeper' },
+        data: { error: { code: 'interrupted' } },
+      });
       expect(runsTagged(tag)).toEqual([]);
       expect((await approve(call.approvalId)).status).toBe(409);
     });
 
-    const approve = (id: string) => t.http.post(`/api/v1/approvals/${id}/approve`).set(...as(org, 'approver')).send({});
+    const approve = (id: string) =>
+      t.http
+        .post(`/api/v1/approvals/${id}/approve`)
+        .set(...as(org, 'approver'))
+        .send({});
   });
 
   it('documents the routes in OpenAPI', async () => {
     const doc = (await t.http.get('/api/docs-json').expect(200)).body;
-    expect(Object.keys(doc.paths['/api/v1/agents/{agentId}/tool-calls'].post.responses).sort()).toEqual(expect.arrayContaining(['200', '202', '403', '404', '409', '422', '429']));
+    expect(Object.keys(doc.paths['/api/v1/agents/{agentId}/tool-calls'].post.responses).sort()).toEqual(
+      expect.arrayContaining(['200', '202', '403', '404', '409', '422', '429']),
+    );
     expect(doc.paths['/api/v1/approvals/{id}/approve'].post).toBeDefined();
     expect(doc.paths['/api/v1/tool-calls/{id}/result'].get).toBeDefined();
     expect(doc.components.schemas.ToolCallView.properties.status.enum).toContain('pending_approval');

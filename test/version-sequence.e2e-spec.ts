@@ -15,10 +15,23 @@ describe('version sequence, guarded by the database', () => {
     ds = t.app.get(DataSource);
     org = await createOrg(t);
     const as = bearer(org.keys.builder);
-    agentId = (await t.http.post('/api/v1/agents').set(...as).send({ slug: 'seq', name: 'Seq' }).expect(201)).body.id;
+    agentId = (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as)
+        .send({ slug: 'seq', name: 'Seq' })
+        .expect(201)
+    ).body.id;
     for (const instructions of ['one', 'two', 'one']) {
-      await t.http.put(`/api/v1/agents/${agentId}/draft`).set(...as).send({ instructions, capabilities: [] }).expect(200);
-      await t.http.post(`/api/v1/agents/${agentId}/publish`).set(...as).expect(201);
+      await t.http
+        .put(`/api/v1/agents/${agentId}/draft`)
+        .set(...as)
+        .send({ instructions, capabilities: [] })
+        .expect(200);
+      await t.http
+        .post(`/api/v1/agents/${agentId}/publish`)
+        .set(...as)
+        .expect(201);
     }
   });
   afterAll(() => t.close());
@@ -31,7 +44,12 @@ describe('version sequence, guarded by the database', () => {
     );
 
   it('took a rollback to older content as a new version', async () => {
-    const versions = (await t.http.get(`/api/v1/agents/${agentId}/versions`).set(...bearer(org.keys.viewer)).expect(200)).body.items;
+    const versions = (
+      await t.http
+        .get(`/api/v1/agents/${agentId}/versions`)
+        .set(...bearer(org.keys.viewer))
+        .expect(200)
+    ).body.items;
     expect(versions.map((v: { version: number; spec: { instructions: string } }) => [v.version, v.spec.instructions])).toEqual([
       [3, 'one'],
       [2, 'two'],

@@ -45,12 +45,35 @@ describe('webhook deliveries across a restart', () => {
     server = await startServerProcess(env);
     const api = () => request(server!.url);
     const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
-    const org = (await api().post('/api/v1/orgs').set(...as(adminToken)).send({ slug: 'hooks', name: 'Hooks' }).expect(201)).body;
-    const key = (await api().post(`/api/v1/orgs/${org.id}/api-keys`).set(...as(adminToken)).send({ name: 'admin', roles: ['admin'] }).expect(201)).body.token;
-    const hook = (await api().post('/api/v1/webhooks').set(...as(key)).send({ url: receiver.url, types: ['agent.created'] }).expect(201)).body;
+    const org = (
+      await api()
+        .post('/api/v1/orgs')
+        .set(...as(adminToken))
+        .send({ slug: 'hooks', name: 'Hooks' })
+        .expect(201)
+    ).body;
+    const key = (
+      await api()
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as(adminToken))
+        .send({ name: 'admin', roles: ['admin'] })
+        .expect(201)
+    ).body.token;
+    const hook = (
+      await api()
+        .post('/api/v1/webhooks')
+        .set(...as(key))
+        .send({ url: receiver.url, types: ['agent.created'] })
+        .expect(201)
+    ).body;
     receiver.secret = hook.secret;
     receiver.answer = (_id, nth) => (nth === 1 ? 500 : 204);
-    for (let i = 0; i < 3; i++) await api().post('/api/v1/agents').set(...as(key)).send({ slug: `a-${i}`, name: `A ${i}` }).expect(201);
+    for (let i = 0; i < 3; i++)
+      await api()
+        .post('/api/v1/agents')
+        .set(...as(key))
+        .send({ slug: `a-${i}`, name: `A ${i}` })
+        .expect(201);
 
     const deadline = Date.now() + 15_000;
     while (receiver.received.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
@@ -63,11 +86,20 @@ describe('webhook deliveries across a restart', () => {
     const until = Date.now() + 30_000;
     let items: { status: string; attempts: number }[] = [];
     while (Date.now() < until) {
-      items = (await api().get(`/api/v1/webhooks/${hook.id}/deliveries`).set(...as(key)).expect(200)).body.items;
+      items = (
+        await api()
+          .get(`/api/v1/webhooks/${hook.id}/deliveries`)
+          .set(...as(key))
+          .expect(200)
+      ).body.items;
       if (items.length === 3 && items.every((d) => d.status === 'succeeded')) break;
       await new Promise((r) => setTimeout(r, 200));
     }
-    expect(items.map((d) => [d.status, d.attempts])).toEqual([['succeeded', 2], ['succeeded', 2], ['succeeded', 2]]);
+    expect(items.map((d) => [d.status, d.attempts])).toEqual([
+      ['succeeded', 2],
+      ['succeeded', 2],
+      ['succeeded', 2],
+    ]);
     expect(receiver.received.every((r) => r.valid)).toBe(true);
     expect(receiver.accepted()).toHaveLength(3);
     expect([...receiver.countsById().values()]).toEqual([2, 2, 2]);

@@ -27,19 +27,40 @@ describe('webhooks (e2e)', () => {
   const admin = (o: TestOrg = org) => bearer(o.keys.admin);
   let n = 0;
   const createAgent = async (o: TestOrg = org) =>
-    (await t.http.post('/api/v1/agents').set(...bearer(o.keys.builder)).send({ slug: `wh-${++n}`, name: `Webhooks ${n}` }).expect(201)).body.id as string;
+    (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(o.keys.builder))
+        .send({ slug: `wh-${++n}`, name: `Webhooks ${n}` })
+        .expect(201)
+    ).body.id as string;
 
   async function endpoint(types: string[], o: TestOrg = org): Promise<{ id: string; receiver: WebhookReceiver }> {
     const receiver = await WebhookReceiver.start();
     receivers.push(receiver);
-    const res = await t.http.post('/api/v1/webhooks').set(...admin(o)).send({ url: receiver.url, types }).expect(201);
+    const res = await t.http
+      .post('/api/v1/webhooks')
+      .set(...admin(o))
+      .send({ url: receiver.url, types })
+      .expect(201);
     receiver.secret = res.body.secret;
     return { id: res.body.id, receiver };
   }
 
   async function deliveries(id: string, o: TestOrg = org, query = '') {
-    return (await t.http.get(`/api/v1/webhooks/${id}/deliveries${query}`).set(...admin(o)).expect(200)).body.items as {
-      id: string; eventId: string; type: string; status: string; attempts: number; lastStatus: number | null; nextAttemptAt: string | null;
+    return (
+      await t.http
+        .get(`/api/v1/webhooks/${id}/deliveries${query}`)
+        .set(...admin(o))
+        .expect(200)
+    ).body.items as {
+      id: string;
+      eventId: string;
+      type: string;
+      status: string;
+      attempts: number;
+      lastStatus: number | null;
+      nextAttemptAt: string | null;
       history: { attempt: number; status: number | null; error: string | null; finishedAt: string | null }[];
     }[];
   }
@@ -55,19 +76,46 @@ describe('webhooks (e2e)', () => {
   }
 
   it('201 shows the signing secret once; reads never show it; the audit log has webhook.created', async () => {
-    const res = await t.http.post('/api/v1/webhooks').set(...admin()).send({ url: 'http://127.0.0.1:9/x#frag', types: ['agent.created'], description: 'CI' }).expect(201);
-    expect(res.body).toEqual({ id: expect.any(String), url: 'http://127.0.0.1:9/x', types: ['agent.created'], description: 'CI', secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/), createdAt: expect.any(String) });
-    const one = await t.http.get(`/api/v1/webhooks/${res.body.id}`).set(...admin()).expect(200);
+    const res = await t.http
+      .post('/api/v1/webhooks')
+      .set(...admin())
+      .send({ url: 'http://127.0.0.1:9/x#frag', types: ['agent.created'], description: 'CI' })
+      .expect(201);
+    expect(res.body).toEqual({
+      id: expect.any(String),
+      url: 'http://127.0.0.1:9/x',
+      types: ['agent.created'],
+      description: 'CI',
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      createdAt: expect.any(String),
+    });
+    const one = await t.http
+      .get(`/api/v1/webhooks/${res.body.id}`)
+      .set(...admin())
+      .expect(200);
     expect(one.body).toEqual({ ...res.body, secret: undefined });
-    const list = await t.http.get('/api/v1/webhooks').set(...admin()).expect(200);
+    const list = await t.http
+      .get('/api/v1/webhooks')
+      .set(...admin())
+      .expect(200);
     expect(JSON.stringify(list.body)).not.toContain(res.body.secret);
     expect(list.body.items.map((w: { id: string }) => w.id)).toContain(res.body.id);
     const stored: { secret_sealed: string }[] = await ds.query(`SELECT secret_sealed FROM webhook_endpoint WHERE id = $1`, [res.body.id]);
     expect(stored[0].secret_sealed).not.toContain(res.body.secret.slice(6));
-    const audit = await t.http.get('/api/v1/audit-events?type=webhook.created').set(...admin()).expect(200);
-    expect(audit.body.items[0]).toMatchObject({ type: 'webhook.created', target: { type: 'webhook', id: res.body.id }, data: { url: 'http://127.0.0.1:9/x', types: ['agent.created'] } });
+    const audit = await t.http
+      .get('/api/v1/audit-events?type=webhook.created')
+      .set(...admin())
+      .expect(200);
+    expect(audit.body.items[0]).toMatchObject({
+      type: 'webhook.created',
+      target: { type: 'webhook', id: res.body.id },
+      data: { url: 'http://127.0.0.1:9/x', types: ['agent.created'] },
+    });
     expect(JSON.stringify(audit.body)).not.toContain(res.body.secret);
-    await t.http.delete(`/api/v1/webhooks/${res.body.id}`).set(...admin()).expect(204);
+    await t.http
+      .delete(`/api/v1/webhooks/${res.body.id}`)
+      .set(...admin())
+      .expect(204);
   });
 
   it('refuses bad endpoints with 400 naming the field, a refused address with 422 egress_refused, and writes nothing', async () => {
@@ -86,11 +134,21 @@ describe('webhooks (e2e)', () => {
       [{ url: `https://example.com/${'x'.repeat(2048)}`, types: ['*'] }, 'url'],
     ];
     for (const [body, path] of bad) {
-      const res = await t.http.post('/api/v1/webhooks').set(...admin()).send(body);
-      expect([res.status, res.body.code, res.body.errors?.map((e: { path: string }) => e.path)]).toEqual([400, 'invalid_request', expect.arrayContaining([path])]);
+      const res = await t.http
+        .post('/api/v1/webhooks')
+        .set(...admin())
+        .send(body);
+      expect([res.status, res.body.code, res.body.errors?.map((e: { path: string }) => e.path)]).toEqual([
+        400,
+        'invalid_request',
+        expect.arrayContaining([path]),
+      ]);
     }
     for (const url of ['http://10.1.2.3/hook', 'https://169.254.169.254/latest', 'http://example.com/plain-http']) {
-      const res = await t.http.post('/api/v1/webhooks').set(...admin()).send({ url, types: ['*'] });
+      const res = await t.http
+        .post('/api/v1/webhooks')
+        .set(...admin())
+        .send({ url, types: ['*'] });
       expect([res.status, res.body.code, res.body.errors?.[0]?.path]).toEqual([422, 'egress_refused', 'url']);
     }
     expect(await ds.query(`SELECT count(*)::int AS n FROM webhook_endpoint`)).toEqual(before);
@@ -101,8 +159,15 @@ describe('webhooks (e2e)', () => {
     // The first two attempts of each event fail, the third is accepted.
     receiver.answer = (_id, nth) => (nth <= 2 ? 503 : 204);
     const agents = [await createAgent(), await createAgent(), await createAgent()];
-    await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...admin()).send({ name: 'not delivered', roles: ['viewer'] }).expect(201);
-    const log = await until(() => deliveries(id), (items) => items.length === 3 && items.every((d) => d.status === 'succeeded'));
+    await t.http
+      .post(`/api/v1/orgs/${org.id}/api-keys`)
+      .set(...admin())
+      .send({ name: 'not delivered', roles: ['viewer'] })
+      .expect(201);
+    const log = await until(
+      () => deliveries(id),
+      (items) => items.length === 3 && items.every((d) => d.status === 'succeeded'),
+    );
     expect(receiver.received.every((r) => r.valid)).toBe(true);
     // Every event accepted exactly once, after exactly three attempts.
     const accepted = receiver.accepted();
@@ -111,7 +176,15 @@ describe('webhooks (e2e)', () => {
     expect([...receiver.countsById().values()]).toEqual([3, 3, 3]);
     const bodies = accepted.map((r) => JSON.parse(r.body));
     expect(bodies.map((b) => b.target.id).sort()).toEqual([...agents].sort());
-    for (const b of bodies) expect(b).toMatchObject({ type: 'agent.created', orgId: org.id, id: expect.any(String), at: expect.any(String), actor: expect.any(Object), data: expect.any(Object) });
+    for (const b of bodies)
+      expect(b).toMatchObject({
+        type: 'agent.created',
+        orgId: org.id,
+        id: expect.any(String),
+        at: expect.any(String),
+        actor: expect.any(Object),
+        data: expect.any(Object),
+      });
     for (const d of log) {
       expect(d).toMatchObject({ type: 'agent.created', status: 'succeeded', attempts: 3, lastStatus: 204, nextAttemptAt: null });
       expect(d.history.map((a) => a.status)).toEqual([503, 503, 204]);
@@ -119,7 +192,7 @@ describe('webhooks (e2e)', () => {
     }
     // The webhook-id is the event id, the same on every attempt.
     expect(accepted.map((r) => r.id).sort()).toEqual(log.map((d) => d.eventId).sort());
-    expect((await deliveries(id, org, '?status=failed'))).toEqual([]);
+    expect(await deliveries(id, org, '?status=failed')).toEqual([]);
   });
 
   it('a receiver that never answers holds up nobody else, and its attempts time out', async () => {
@@ -128,12 +201,22 @@ describe('webhooks (e2e)', () => {
     const fine = await endpoint(['agent.created']);
     const started = Date.now();
     for (let i = 0; i < 5; i++) await createAgent();
-    await until(() => deliveries(fine.id), (items) => items.length === 5 && items.every((d) => d.status === 'succeeded'), 10_000);
+    await until(
+      () => deliveries(fine.id),
+      (items) => items.length === 5 && items.every((d) => d.status === 'succeeded'),
+      10_000,
+    );
     // Delivered while the hung receiver still held its attempts (each times out after 1 s).
     expect(Date.now() - started).toBeLessThan(5_000);
-    const timedOut = await until(() => deliveries(hung.id), (items) => items.some((d) => d.history.some((a) => a.error !== null)));
+    const timedOut = await until(
+      () => deliveries(hung.id),
+      (items) => items.some((d) => d.history.some((a) => a.error !== null)),
+    );
     expect(timedOut.find((d) => d.history.some((a) => a.error))!.history.find((a) => a.error)!.error).toMatch(/within 1000 ms|timeout|abort/i);
-    await t.http.delete(`/api/v1/webhooks/${hung.id}`).set(...admin()).expect(204);
+    await t.http
+      .delete(`/api/v1/webhooks/${hung.id}`)
+      .set(...admin())
+      .expect(204);
   });
 
   it('gives up after the retry window: the delivery is failed, with its attempts', async () => {
@@ -142,9 +225,15 @@ describe('webhooks (e2e)', () => {
     await ds.query(`UPDATE webhook_endpoint SET types = '{agent.created}' WHERE id = $1`, [id]);
     await createAgent();
     // Age the delivery to the end of its window: the next failure is the last.
-    await until(() => deliveries(id), (items) => items.length === 1 && items[0].attempts >= 1);
+    await until(
+      () => deliveries(id),
+      (items) => items.length === 1 && items[0].attempts >= 1,
+    );
     await ds.query(`UPDATE webhook_delivery SET created_at = now() - interval '61 seconds' WHERE endpoint_id = $1`, [id]);
-    const [d] = await until(() => deliveries(id), (items) => items[0].status === 'failed');
+    const [d] = await until(
+      () => deliveries(id),
+      (items) => items[0].status === 'failed',
+    );
     expect(d).toMatchObject({ status: 'failed', lastStatus: 500, nextAttemptAt: null });
     expect(d.attempts).toBeGreaterThanOrEqual(2);
     expect(d.history).toHaveLength(d.attempts);
@@ -154,11 +243,21 @@ describe('webhooks (e2e)', () => {
     const keysOnly = await endpoint(['api_key.created']);
     const all = await endpoint(['*']);
     await createAgent();
-    await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...admin()).send({ name: 'typed', roles: ['viewer'] }).expect(201);
-    const items = await until(() => deliveries(all.id), (x) => x.length >= 3 && x.every((d) => d.status === 'succeeded'));
+    await t.http
+      .post(`/api/v1/orgs/${org.id}/api-keys`)
+      .set(...admin())
+      .send({ name: 'typed', roles: ['viewer'] })
+      .expect(201);
+    const items = await until(
+      () => deliveries(all.id),
+      (x) => x.length >= 3 && x.every((d) => d.status === 'succeeded'),
+    );
     // Its own creation too: the endpoint exists when the event that records it is written.
     expect(items.map((d) => d.type).sort()).toEqual(['agent.created', 'api_key.created', 'webhook.created']);
-    const typed = await until(() => deliveries(keysOnly.id), (x) => x.length >= 1 && x.every((d) => d.status === 'succeeded'));
+    const typed = await until(
+      () => deliveries(keysOnly.id),
+      (x) => x.length >= 1 && x.every((d) => d.status === 'succeeded'),
+    );
     expect(typed.map((d) => d.type)).toEqual(['api_key.created']);
   });
 
@@ -166,30 +265,60 @@ describe('webhooks (e2e)', () => {
     const { id, receiver } = await endpoint(['agent.created']);
     receiver.answer = () => 500;
     await createAgent();
-    await until(() => deliveries(id), (items) => items.length === 1 && items[0].attempts >= 1);
-    await t.http.delete(`/api/v1/webhooks/${id}`).set(...admin()).expect(204);
+    await until(
+      () => deliveries(id),
+      (items) => items.length === 1 && items[0].attempts >= 1,
+    );
+    await t.http
+      .delete(`/api/v1/webhooks/${id}`)
+      .set(...admin())
+      .expect(204);
     const rows: { status: string; last_error: string }[] = await ds.query(`SELECT status, last_error FROM webhook_delivery WHERE endpoint_id = $1`, [id]);
     expect(rows).toEqual([{ status: 'failed', last_error: 'endpoint deleted' }]);
-    const audit = await t.http.get('/api/v1/audit-events?type=webhook.deleted').set(...admin()).expect(200);
+    const audit = await t.http
+      .get('/api/v1/audit-events?type=webhook.deleted')
+      .set(...admin())
+      .expect(200);
     expect(audit.body.items[0]).toMatchObject({ target: { type: 'webhook', id } });
-    await t.http.get(`/api/v1/webhooks/${id}`).set(...admin()).expect(404);
-    await t.http.get(`/api/v1/webhooks/${id}/deliveries`).set(...admin()).expect(404);
-    await t.http.delete(`/api/v1/webhooks/${id}`).set(...admin()).expect(404);
+    await t.http
+      .get(`/api/v1/webhooks/${id}`)
+      .set(...admin())
+      .expect(404);
+    await t.http
+      .get(`/api/v1/webhooks/${id}/deliveries`)
+      .set(...admin())
+      .expect(404);
+    await t.http
+      .delete(`/api/v1/webhooks/${id}`)
+      .set(...admin())
+      .expect(404);
   });
 
-  it('another organization\'s endpoint is not found, and its events never reach ours', async () => {
+  it("another organization's endpoint is not found, and its events never reach ours", async () => {
     const mine = await endpoint(['agent.created']);
     const theirs = await endpoint(['agent.created'], other);
     for (const path of [`/api/v1/webhooks/${mine.id}`, `/api/v1/webhooks/${mine.id}/deliveries`]) {
-      const res = await t.http.get(path).set(...admin(other)).expect(404);
+      const res = await t.http
+        .get(path)
+        .set(...admin(other))
+        .expect(404);
       expect(res.body.code).toBe('not_found');
     }
-    await t.http.delete(`/api/v1/webhooks/${mine.id}`).set(...admin(other)).expect(404);
+    await t.http
+      .delete(`/api/v1/webhooks/${mine.id}`)
+      .set(...admin(other))
+      .expect(404);
     await createAgent(other);
-    await until(() => deliveries(theirs.id, other), (x) => x.length === 1 && x[0].status === 'succeeded');
+    await until(
+      () => deliveries(theirs.id, other),
+      (x) => x.length === 1 && x[0].status === 'succeeded',
+    );
     expect(await deliveries(mine.id)).toEqual([]);
     for (const role of ['viewer', 'builder', 'agent', 'approver'] as const) {
-      await t.http.get('/api/v1/webhooks').set(...bearer(org.keys[role])).expect(403);
+      await t.http
+        .get('/api/v1/webhooks')
+        .set(...bearer(org.keys[role]))
+        .expect(403);
     }
   });
 });

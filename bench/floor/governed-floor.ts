@@ -164,13 +164,34 @@ async function main(): Promise<void> {
     const id = randomUUID();
     const audit = JSON.stringify({ tool: 'echo', argumentsHash });
     const inserted = await pool.query<{ created_at: Date; completed_at: Date }>(INSERT_CALL, [
-      id, key.org_id, agentId, args, argumentsHash, JSON.stringify(result), 8, key.id, randomUUID(), audit, randomUUID(),
+      id,
+      key.org_id,
+      agentId,
+      args,
+      argumentsHash,
+      JSON.stringify(result),
+      8,
+      key.id,
+      randomUUID(),
+      audit,
+      randomUUID(),
     ]);
     const row = inserted.rows[0];
     return reply.code(200).send({
-      id, agentId, version: 1, tool: 'echo', capabilityId: 'floor', toolId: 'echo', runId: null,
-      arguments: body.arguments, status: 'succeeded', result, resultTruncated: false,
-      requestedBy: key.id, createdAt: row.created_at, completedAt: row.completed_at,
+      id,
+      agentId,
+      version: 1,
+      tool: 'echo',
+      capabilityId: 'floor',
+      toolId: 'echo',
+      runId: null,
+      arguments: body.arguments,
+      status: 'succeeded',
+      result,
+      resultTruncated: false,
+      requestedBy: key.id,
+      createdAt: row.created_at,
+      completedAt: row.completed_at,
     });
   });
   const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: process.env.HOST ?? '127.0.0.1' });

@@ -55,12 +55,21 @@ export async function measurePublishValidation(sizes = SPEC_SIZES, repeats = { v
       RATE_LIMIT_PER_ORG: '0',
       ...(db.url ? { DATABASE_URL: db.url } : {}),
     });
-    app = await createApp({ config, database: { url, poolSize: db.url ? config.databasePoolSize : 1 }, imports: syntheticCapabilityModules(largest), logger: false });
+    app = await createApp({
+      config,
+      database: { url, poolSize: db.url ? config.databasePoolSize : 1 },
+      imports: syntheticCapabilityModules(largest),
+      logger: false,
+    });
     await app.listen(0, '127.0.0.1');
     const address = app.getHttpServer().address() as { port: number };
     const admin = new Api(`http://127.0.0.1:${address.port}`, adminToken);
 
-    const org = expectStatus(await admin.post('/api/v1/orgs', { slug: `publish-${randomBytes(3).toString('hex')}`, name: 'Publish', scopes: [SYNTHETIC_SCOPE] }), 201, 'create org');
+    const org = expectStatus(
+      await admin.post('/api/v1/orgs', { slug: `publish-${randomBytes(3).toString('hex')}`, name: 'Publish', scopes: [SYNTHETIC_SCOPE] }),
+      201,
+      'create org',
+    );
     const key = expectStatus(await admin.post(`/api/v1/orgs/${org.body.id}/api-keys`, { name: 'builder', roles: ['builder'] }), 201, 'create key');
     const builder = admin.as(key.body.token);
 
@@ -93,9 +102,15 @@ export async function measurePublishValidation(sizes = SPEC_SIZES, repeats = { v
         tools: size * 2,
         specBytes: JSON.stringify(draft(0)).length,
         validateMedianMs: median(validate),
-        validateP90Ms: percentile([...validate].sort((a, b) => a - b), 90),
+        validateP90Ms: percentile(
+          [...validate].sort((a, b) => a - b),
+          90,
+        ),
         publishMedianMs: median(publish),
-        publishP90Ms: percentile([...publish].sort((a, b) => a - b), 90),
+        publishP90Ms: percentile(
+          [...publish].sort((a, b) => a - b),
+          90,
+        ),
         offeredToolsMedianMs: median(tools),
       });
     }

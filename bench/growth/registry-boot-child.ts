@@ -15,10 +15,14 @@ import { median } from '../lib/load';
 
 /** A tool input like any other, validated the same way at every size: what one validation costs. */
 class ProbeInput {
-  @IsString() @MaxLength(200)
+  @IsString()
+  @MaxLength(200)
   query: string;
 
-  @IsOptional() @IsInt() @Min(1) @Max(20)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(20)
   limit: number = 5;
 }
 

@@ -24,7 +24,10 @@ export async function measureRegistryGrowth(sizes = REGISTRY_SIZES): Promise<Reg
   const out: RegistrySize[] = [];
   for (const count of sizes) {
     process.stderr.write(`[bench] registry with ${count} synthetic capabilities\n`);
-    const { stdout } = await run(process.execPath, ['--expose-gc', '-r', '@swc-node/register', 'bench/growth/registry-boot-child.ts', String(count)], { cwd: ROOT, maxBuffer: 1 << 20 });
+    const { stdout } = await run(process.execPath, ['--expose-gc', '-r', '@swc-node/register', 'bench/growth/registry-boot-child.ts', String(count)], {
+      cwd: ROOT,
+      maxBuffer: 1 << 20,
+    });
     out.push(JSON.parse(stdout.trim().split('\n').pop()!) as RegistrySize);
   }
   return out;

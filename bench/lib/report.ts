@@ -16,8 +16,7 @@ export interface Table {
 export function formatTable(table: Table): string {
   const cells = [table.columns, ...table.rows.map((r) => r.map(String))];
   const widths = table.columns.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  const line = (r: string[], header = false) =>
-    r.map((c, i) => (i === 0 || header ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
+  const line = (r: string[], header = false) => r.map((c, i) => (i === 0 || header ? c.padEnd(widths[i]) : c.padStart(widths[i]))).join('  ');
   const out = [table.title, line(table.columns, true), widths.map((w) => '-'.repeat(w)).join('  '), ...cells.slice(1).map((r) => line(r))];
   for (const note of table.notes ?? []) out.push(`  ${note}`);
   return out.join('\n');
@@ -73,7 +72,10 @@ export function machine(): Record<string, unknown> {
 export function saveResults(report: Record<string, unknown>, mode: string): string {
   const dir = join(ROOT, 'bench', 'results');
   mkdirSync(dir, { recursive: true });
-  const stamp = new Date().toISOString().replace(/\.\d+Z$/, 'Z').replace(/:/g, '-');
+  const stamp = new Date()
+    .toISOString()
+    .replace(/\.\d+Z$/, 'Z')
+    .replace(/:/g, '-');
   const file = join(dir, `${stamp}-${mode}.json`);
   writeFileSync(file, JSON.stringify(report, null, 2) + '\n');
   return file;

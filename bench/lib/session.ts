@@ -163,11 +163,19 @@ export class BenchSession {
 async function bootstrapOrg(admin: Api): Promise<ProductTarget['org']> {
   const catalog = expectStatus(await admin.get<{ items: { scopes: string[] }[] }>('/api/v1/agents/capabilities'), 200, 'catalog');
   const scopes = [...new Set(catalog.body.items.flatMap((c) => c.scopes))].sort();
-  const org = expectStatus(await admin.post<{ id: string }>('/api/v1/orgs', { slug: `bench-${randomBytes(3).toString('hex')}`, name: 'Benchmark', scopes }), 201, 'create org');
+  const org = expectStatus(
+    await admin.post<{ id: string }>('/api/v1/orgs', { slug: `bench-${randomBytes(3).toString('hex')}`, name: 'Benchmark', scopes }),
+    201,
+    'create org',
+  );
   const keys = {} as Record<KeyRole, string>;
   const keyIds = {} as Record<KeyRole, string>;
   for (const role of ['viewer', 'builder', 'agent', 'approver', 'admin'] as KeyRole[]) {
-    const key = expectStatus(await admin.post<{ id: string; token: string }>(`/api/v1/orgs/${org.body.id}/api-keys`, { name: role, roles: [role] }), 201, `create ${role} key`);
+    const key = expectStatus(
+      await admin.post<{ id: string; token: string }>(`/api/v1/orgs/${org.body.id}/api-keys`, { name: role, roles: [role] }),
+      201,
+      `create ${role} key`,
+    );
     keys[role] = key.body.token;
     keyIds[role] = key.body.id;
   }
@@ -189,7 +197,7 @@ async function publishBenchAgent(product: ProductTarget): Promise<BenchAgent> {
     await builder.post<{ id: string }>('/api/v1/skills', {
       name: 'weekly-report',
       description: 'Use when asked for the weekly status report.',
-      instructions: 'Collect the week\'s merged changes, group them by team, and write three short paragraphs.',
+      instructions: "Collect the week's merged changes, group them by team, and write three short paragraphs.",
     }),
     201,
     'create skill',

@@ -12,7 +12,10 @@ export async function runStandalone(title: string, scenarios: ThroughputScenario
     const result = await runThroughput(session, scenarios);
     printThroughput(`${title} — ${database}, ${session.options.connections} connections`, result);
     if (session.options.save) {
-      const file = saveResults({ date: new Date().toISOString(), machine: machine(), database, options: publicOptions(session.options), throughput: result }, `${session.mode}-${scenarios.map((s) => s.id).join('+')}`);
+      const file = saveResults(
+        { date: new Date().toISOString(), machine: machine(), database, options: publicOptions(session.options), throughput: result },
+        `${session.mode}-${scenarios.map((s) => s.id).join('+')}`,
+      );
       process.stdout.write(`\nresults: ${file}\n`);
     }
   } catch (err) {

@@ -33,7 +33,10 @@ function log(message: string): void {
  * load from elsewhere on the machine lands on every row, not on one.
  */
 export async function runThroughput(session: BenchSession, scenarios: readonly ThroughputScenario[]): Promise<ThroughputResult> {
-  return runItems(scenarios.map((scenario) => ({ scenario, session })), session.options);
+  return runItems(
+    scenarios.map((scenario) => ({ scenario, session })),
+    session.options,
+  );
 }
 
 /** One row: a scenario against the targets of one session (bench/compare.ts measures a scenario against two). */

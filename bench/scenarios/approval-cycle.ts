@@ -18,7 +18,8 @@ export const approvalCycle: ThroughputScenario = {
     const body = () => JSON.stringify({ tool: agent.mutatingTool.name, arguments: agent.mutatingTool.arguments(++n) });
 
     const first = await product.api.as(agentKey).post<{ id: string; approvalId: string; status: string }>(path, JSON.parse(body()));
-    if (first.status === 404 && (first.body as unknown as { code?: string }).code !== 'unknown_tool') throw new Unavailable('POST /agents/{id}/tool-calls is not on this branch yet');
+    if (first.status === 404 && (first.body as unknown as { code?: string }).code !== 'unknown_tool')
+      throw new Unavailable('POST /agents/{id}/tool-calls is not on this branch yet');
     expectStatus(first, 202, 'request a mutating call');
     const approved = await product.api.as(approverKey).post<{ toolCall: { status: string } }>(`/api/v1/approvals/${first.body.approvalId}/approve`, {});
     if (approved.status === 404) throw new Unavailable('POST /approvals/{id}/approve is not on this branch yet');
@@ -28,7 +29,8 @@ export const approvalCycle: ThroughputScenario = {
     const timer = new UnitTimer();
     const json = { 'content-type': 'application/json' };
     return {
-      url: product.server.url, serverPid: product.server.pid,
+      url: product.server.url,
+      serverPid: product.server.pid,
       connections: session.options.connections,
       requestsPerUnit: 3,
       unitTimer: timer,

@@ -13,7 +13,12 @@ export const me: ThroughputScenario = {
     const product = await session.product();
     const token = product.org.keys.builder;
     expectStatus(await product.api.as(token).get('/api/v1/me'), 200, 'GET /api/v1/me');
-    return { url: product.server.url, serverPid: product.server.pid, connections: session.options.connections, requests: [{ method: 'GET', path: '/api/v1/me', headers: { authorization: `Bearer ${token}` } }] };
+    return {
+      url: product.server.url,
+      serverPid: product.server.pid,
+      connections: session.options.connections,
+      requests: [{ method: 'GET', path: '/api/v1/me', headers: { authorization: `Bearer ${token}` } }],
+    };
   },
 };
 

@@ -5,7 +5,8 @@ import type { ThroughputScenario } from '../lib/throughput';
 export const health: ThroughputScenario = {
   id: 'health',
   name: 'GET /health (Nest)',
-  description: 'The product server answering its liveness route: Nest on Fastify with the global guard, request ids and request logging, no database. The framework floor.',
+  description:
+    'The product server answering its liveness route: Nest on Fastify with the global guard, request ids and request logging, no database. The framework floor.',
   async prepare(session) {
     const product = await session.product();
     expectStatus(await product.api.get('/health'), 200, 'GET /health');

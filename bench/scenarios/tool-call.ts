@@ -14,11 +14,13 @@ export const toolCall: ThroughputScenario = {
     const path = `/api/v1/agents/${agent.id}/tool-calls`;
     const body = { tool: agent.readOnlyTool.name, arguments: agent.readOnlyTool.arguments };
     const check = await product.api.as(token).post<{ status: string }>(path, body);
-    if (check.status === 404 && (check.body as unknown as { code?: string }).code !== 'unknown_tool') throw new Unavailable('POST /agents/{id}/tool-calls is not on this branch yet');
+    if (check.status === 404 && (check.body as unknown as { code?: string }).code !== 'unknown_tool')
+      throw new Unavailable('POST /agents/{id}/tool-calls is not on this branch yet');
     expectStatus(check, 200, `POST ${path}`);
     if (check.body.status !== 'succeeded') throw new Error(`the read-only call did not succeed: ${JSON.stringify(check.body).slice(0, 300)}`);
     return {
-      url: product.server.url, serverPid: product.server.pid,
+      url: product.server.url,
+      serverPid: product.server.pid,
       connections: session.options.connections,
       requests: [{ method: 'POST', path, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) }],
     };

@@ -17,7 +17,14 @@ const RETRY_MS = 5000;
  * dropped connection. Answers false when the server has no stream for this key (an older server
  * without the endpoint, or a role it does not serve), so the caller polls instead.
  */
-export async function readEventStream(url: string, token: string, lastId: { current?: string }, signal: AbortSignal, onEvent: (e: AuditEventMessage) => void, onOpen: () => void): Promise<boolean> {
+export async function readEventStream(
+  url: string,
+  token: string,
+  lastId: { current?: string },
+  signal: AbortSignal,
+  onEvent: (e: AuditEventMessage) => void,
+  onOpen: () => void,
+): Promise<boolean> {
   const headers: Record<string, string> = { Authorization: `Bearer ${token}`, Accept: 'text/event-stream' };
   if (lastId.current) headers['Last-Event-ID'] = lastId.current;
   const response = await fetch(url, { headers, signal, cache: 'no-store' });
@@ -83,12 +90,19 @@ export function useLiveUpdates(token: string, types: string[], onChange: () => v
     void (async () => {
       while (!abort.signal.aborted) {
         try {
-          const offered = await readEventStream(`/api/v1/events?types=${encodeURIComponent(key)}`, token, lastId, abort.signal, () => callback.current(), () => {
-            stopPolling();
-            setMode('live');
-            // Whatever happened while the stream was down is fetched once, not replayed one by one.
-            callback.current();
-          });
+          const offered = await readEventStream(
+            `/api/v1/events?types=${encodeURIComponent(key)}`,
+            token,
+            lastId,
+            abort.signal,
+            () => callback.current(),
+            () => {
+              stopPolling();
+              setMode('live');
+              // Whatever happened while the stream was down is fetched once, not replayed one by one.
+              callback.current();
+            },
+          );
           if (!offered) return poll();
         } catch {
           if (abort.signal.aborted) return;

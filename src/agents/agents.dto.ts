@@ -56,15 +56,16 @@ function IsApprovalMap(options?: ValidationOptions): PropertyDecorator {
         message: (args: ValidationArguments) => {
           const v = args.value as unknown;
           if (!isPlainObject(v)) return `${args.property} must be an object keyed by tool id`;
-          const bad = Object.entries(v).filter(([, x]) => x !== 'required').map(([k]) => k);
+          const bad = Object.entries(v)
+            .filter(([, x]) => x !== 'required')
+            .map(([k]) => k);
           if (bad.length === 0) return `${args.property} has more than ${MAX_TOOL_KEYS} entries`;
           return `${bad.map((k) => `${args.property}.${k}`).join(', ')} must be "required" (approval can only be made stricter)`;
         },
         ...options,
       },
       validator: {
-        validate: (value: unknown) =>
-          isPlainObject(value) && Object.keys(value).length <= MAX_TOOL_KEYS && Object.values(value).every((x) => x === 'required'),
+        validate: (value: unknown) => isPlainObject(value) && Object.keys(value).length <= MAX_TOOL_KEYS && Object.values(value).every((x) => x === 'required'),
       },
     });
 }
@@ -84,29 +85,37 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 
 export class CreateAgentDto {
   @ApiProperty({ pattern: SLUG_PATTERN.source, example: 'support-bot', description: 'Unique within the organization.' })
-  @IsString() @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
+  @IsString()
+  @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
   slug: string;
 
   @ApiProperty({ example: 'Support bot', maxLength: 200 })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   name: string;
 
   @ApiPropertyOptional({ maxLength: 2000 })
-  @IsOptional() @IsString() @MaxLength(2000)
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
   description?: string;
 }
 
 export class CapabilityRefDto {
   @ApiProperty({ example: 'clock', description: 'A capability id from the catalog.' })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   id: string;
 
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: true,
-    description: 'The capability\'s config (its `configSchema` in the catalog); checked at validate and publish.',
+    description: "The capability's config (its `configSchema` in the catalog); checked at validate and publish.",
   })
-  @OptionalNotNull() @IsObject()
+  @OptionalNotNull()
+  @IsObject()
   config?: Record<string, unknown>;
 }
 
@@ -115,27 +124,45 @@ export class CapabilityRefDto {
  * check, or the same collection listed as `ab…` and `AB…` passed it and was bound twice.
  */
 const lowercaseIds = () =>
-  Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map((v) => (typeof v === 'string' ? v.toLowerCase() : v)) : value), { toClassOnly: true });
+  Transform(({ value }: { value: unknown }) => (Array.isArray(value) ? value.map((v) => (typeof v === 'string' ? v.toLowerCase() : v)) : value), {
+    toClassOnly: true,
+  });
 
 export class AgentResourcesDto {
   @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Knowledge collection ids of this organization; each at most once, in any letter case.' })
   @lowercaseIds()
-  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
+  @OptionalNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_RESOURCES)
+  @ArrayUnique()
+  @IsUUID('all', { each: true })
   knowledgeCollections?: string[];
 
   @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'Skill ids of this organization; each at most once, in any letter case.' })
   @lowercaseIds()
-  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_RESOURCES) @ArrayUnique() @IsUUID('all', { each: true })
+  @OptionalNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_RESOURCES)
+  @ArrayUnique()
+  @IsUUID('all', { each: true })
   skills?: string[];
 }
 
 export class ToolOverrideDto {
-  @ApiPropertyOptional({ description: 'The name the model sees instead of the tool id; `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$` is checked at publish.', maxLength: 200 })
-  @OptionalNotNull() @IsString() @MaxLength(200)
+  @ApiPropertyOptional({
+    description: 'The name the model sees instead of the tool id; `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$` is checked at publish.',
+    maxLength: 200,
+  })
+  @OptionalNotNull()
+  @IsString()
+  @MaxLength(200)
   name?: string;
 
   @ApiPropertyOptional({ description: 'The description the model sees instead of the declared one.', maxLength: 10_000 })
-  @OptionalNotNull() @IsString() @MinLength(1) @MaxLength(10_000)
+  @OptionalNotNull()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(10_000)
   description?: string;
 }
 
@@ -148,23 +175,35 @@ export class ModelRefDto {
   provider: string;
 
   @ApiProperty({ example: 'gpt-4.1-mini', maxLength: 200, description: 'The model name as the provider knows it (for Azure OpenAI, the deployment name).' })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   name: string;
 
   @ApiPropertyOptional({ minimum: 0, maximum: 2 })
-  @OptionalNotNull() @IsNumber({ allowNaN: false, allowInfinity: false }) @Min(0) @Max(2)
+  @OptionalNotNull()
+  @IsNumber({ allowNaN: false, allowInfinity: false })
+  @Min(0)
+  @Max(2)
   temperature?: number;
 
   @ApiPropertyOptional({ minimum: 1, maximum: 1_000_000, description: 'The most tokens one answer of the model may have.' })
-  @OptionalNotNull() @IsInt() @Min(1) @Max(1_000_000)
+  @OptionalNotNull()
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
   maxOutputTokens?: number;
 
   @ApiPropertyOptional({
     minimum: 256,
     maximum: MAX_CONTEXT_WINDOW,
-    description: 'How many tokens the model reads at most; a run compacts the conversation (the `compaction` capability) before it outgrows this. Default 128000.',
+    description:
+      'How many tokens the model reads at most; a run compacts the conversation (the `compaction` capability) before it outgrows this. Default 128000.',
   })
-  @OptionalNotNull() @IsInt() @Min(256) @Max(MAX_CONTEXT_WINDOW)
+  @OptionalNotNull()
+  @IsInt()
+  @Min(256)
+  @Max(MAX_CONTEXT_WINDOW)
   contextWindow?: number;
 }
 
@@ -173,8 +212,14 @@ export class McpServerBindingDto {
   @IsUUID('all')
   connection: string;
 
-  @ApiPropertyOptional({ type: [String], description: 'Allow-list of the connection\'s tool names; absent: every tool it lists.', maxItems: MAX_MCP_TOOLS })
-  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_MCP_TOOLS) @ArrayUnique() @IsString({ each: true }) @MinLength(1, { each: true }) @MaxLength(128, { each: true })
+  @ApiPropertyOptional({ type: [String], description: "Allow-list of the connection's tool names; absent: every tool it lists.", maxItems: MAX_MCP_TOOLS })
+  @OptionalNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_MCP_TOOLS)
+  @ArrayUnique()
+  @IsString({ each: true })
+  @MinLength(1, { each: true })
+  @MaxLength(128, { each: true })
   tools?: string[];
 }
 
@@ -184,15 +229,22 @@ export class McpServerBindingDto {
  */
 export class AgentSpecDto {
   @ApiProperty({ description: 'Markdown; the start of the system prompt.', maxLength: MAX_INSTRUCTIONS_CHARS })
-  @IsString() @MaxLength(MAX_INSTRUCTIONS_CHARS)
+  @IsString()
+  @MaxLength(MAX_INSTRUCTIONS_CHARS)
   instructions: string;
 
   @ApiProperty({ type: [CapabilityRefDto], description: 'Each id at most once (checked at publish); order is kept.' })
-  @IsArray() @ArrayMaxSize(MAX_CAPABILITIES) @ValidateNested({ each: true }) @Type(() => CapabilityRefDto)
+  @IsArray()
+  @ArrayMaxSize(MAX_CAPABILITIES)
+  @ValidateNested({ each: true })
+  @Type(() => CapabilityRefDto)
   capabilities: CapabilityRefDto[];
 
   @ApiPropertyOptional({ type: AgentResourcesDto })
-  @OptionalNotNull() @IsObject() @ValidateNested() @Type(() => AgentResourcesDto)
+  @OptionalNotNull()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => AgentResourcesDto)
   resources?: AgentResourcesDto;
 
   @ApiPropertyOptional({
@@ -201,7 +253,8 @@ export class AgentSpecDto {
     description: 'Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.',
     example: { search_documents: 'required' },
   })
-  @OptionalNotNull() @IsApprovalMap()
+  @OptionalNotNull()
+  @IsApprovalMap()
   toolApproval?: Record<string, 'required'>;
 
   // Arrives as a JSON object; class-transformer turns it into a Map so each entry is validated as
@@ -211,14 +264,31 @@ export class AgentSpecDto {
     additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) },
     description: 'Per tool id: the name and description the model sees.',
   })
-  @OptionalNotNull() @IsDictionary() @ValidateNested({ each: true }) @Type(() => ToolOverrideDto)
+  @OptionalNotNull()
+  @IsDictionary()
+  @ValidateNested({ each: true })
+  @Type(() => ToolOverrideDto)
   toolOverrides?: Map<string, ToolOverrideDto>;
 
-  @ApiPropertyOptional({ type: ModelRefDto, description: 'The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`.' })
-  @OptionalNotNull() @IsObject() @ValidateNested() @Type(() => ModelRefDto)
+  @ApiPropertyOptional({
+    type: ModelRefDto,
+    description: 'The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`.',
+  })
+  @OptionalNotNull()
+  @IsObject()
+  @ValidateNested()
+  @Type(() => ModelRefDto)
   model?: ModelRefDto;
-  @ApiPropertyOptional({ type: [McpServerBindingDto], description: 'MCP connections whose tools the agent offers; keys in toolApproval and toolOverrides are `<connection name>/<tool name>`.', maxItems: MAX_MCP_SERVERS })
-  @OptionalNotNull() @IsArray() @ArrayMaxSize(MAX_MCP_SERVERS) @ValidateNested({ each: true }) @Type(() => McpServerBindingDto)
+  @ApiPropertyOptional({
+    type: [McpServerBindingDto],
+    description: 'MCP connections whose tools the agent offers; keys in toolApproval and toolOverrides are `<connection name>/<tool name>`.',
+    maxItems: MAX_MCP_SERVERS,
+  })
+  @OptionalNotNull()
+  @IsArray()
+  @ArrayMaxSize(MAX_MCP_SERVERS)
+  @ValidateNested({ each: true })
+  @Type(() => McpServerBindingDto)
   mcpServers?: McpServerBindingDto[];
 }
 
@@ -251,7 +321,9 @@ export function toAgentSpec(dto: AgentSpecDto): AgentSpec {
     if (dto.model.contextWindow !== undefined) spec.model.contextWindow = dto.model.contextWindow;
   }
   if (dto.mcpServers) {
-    spec.mcpServers = dto.mcpServers.map((b) => (b.tools === undefined ? { connection: b.connection.toLowerCase() } : { connection: b.connection.toLowerCase(), tools: [...b.tools] }));
+    spec.mcpServers = dto.mcpServers.map((b) =>
+      b.tools === undefined ? { connection: b.connection.toLowerCase() } : { connection: b.connection.toLowerCase(), tools: [...b.tools] },
+    );
   }
   return spec;
 }

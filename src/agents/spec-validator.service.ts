@@ -61,7 +61,11 @@ export class SpecValidator {
     draft.capabilities.forEach((ref, i) => {
       const at = `capabilities[${i}]`;
       if (firstIndex.has(ref.id)) {
-        errors.push({ path: `${at}.id`, code: 'duplicate_capability', message: `capability "${ref.id}" is already listed at capabilities[${firstIndex.get(ref.id)}]` });
+        errors.push({
+          path: `${at}.id`,
+          code: 'duplicate_capability',
+          message: `capability "${ref.id}" is already listed at capabilities[${firstIndex.get(ref.id)}]`,
+        });
         return;
       }
       firstIndex.set(ref.id, i);
@@ -77,7 +81,11 @@ export class SpecValidator {
       omitted += config.omitted ?? 0;
       const missing = missingScopes(registered.definition.scopes ?? [], granted);
       if (missing.length > 0) {
-        errors.push({ path: at, code: 'scope_not_granted', message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that "${ref.id}" needs` });
+        errors.push({
+          path: at,
+          code: 'scope_not_granted',
+          message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that "${ref.id}" needs`,
+        });
       }
       for (const t of registered.tools) tools.set(t.declaration.id, ref.id);
       capabilities.push({ id: ref.id, config: config.value });
@@ -88,7 +96,12 @@ export class SpecValidator {
     const mcpConnections = await this.checkMcpServers(orgId, granted, draft, errors, tools, defaultName);
 
     for (const key of Object.keys(draft.toolApproval ?? {})) {
-      if (!tools.has(key)) errors.push({ path: `toolApproval.${key}`, code: 'unknown_tool', message: `"${key}" is not a tool of an attached capability or a bound MCP connection` });
+      if (!tools.has(key))
+        errors.push({
+          path: `toolApproval.${key}`,
+          code: 'unknown_tool',
+          message: `"${key}" is not a tool of an attached capability or a bound MCP connection`,
+        });
     }
     const overrides = draft.toolOverrides ?? {};
     // The name each tool is offered under, to find collisions; invalid names are reported once, as invalid.
@@ -101,17 +114,29 @@ export class SpecValidator {
     this.checkMcpToolNames(overrides, offeredBy, defaultName, errors);
     for (const [key, override] of Object.entries(overrides)) {
       if (!tools.has(key)) {
-        errors.push({ path: `toolOverrides.${key}`, code: 'unknown_tool', message: `"${key}" is not a tool of an attached capability or a bound MCP connection` });
+        errors.push({
+          path: `toolOverrides.${key}`,
+          code: 'unknown_tool',
+          message: `"${key}" is not a tool of an attached capability or a bound MCP connection`,
+        });
         continue;
       }
       if (override.name === undefined) continue;
       if (!TOOL_NAME_PATTERN.test(override.name)) {
-        errors.push({ path: `toolOverrides.${key}.name`, code: 'invalid_tool_name', message: `"${override.name}" is not a name a model accepts (${TOOL_NAME_PATTERN.source})` });
+        errors.push({
+          path: `toolOverrides.${key}.name`,
+          code: 'invalid_tool_name',
+          message: `"${override.name}" is not a name a model accepts (${TOOL_NAME_PATTERN.source})`,
+        });
         continue;
       }
       const sharing = (offeredBy.get(override.name) ?? []).filter((id) => id !== key);
       if (sharing.length > 0) {
-        errors.push({ path: `toolOverrides.${key}.name`, code: 'duplicate_tool_name', message: `"${override.name}" would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}` });
+        errors.push({
+          path: `toolOverrides.${key}.name`,
+          code: 'duplicate_tool_name',
+          message: `"${override.name}" would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}`,
+        });
       }
     }
 
@@ -131,7 +156,11 @@ export class SpecValidator {
         }
         seen.set(id.toLowerCase(), i);
         if (!known[kind].has(id)) {
-          errors.push({ path: `resources.${kind}[${i}]`, code: 'unknown_resource', message: `no ${kind === 'skills' ? 'skill' : 'knowledge collection'} "${id}" in this organization` });
+          errors.push({
+            path: `resources.${kind}[${i}]`,
+            code: 'unknown_resource',
+            message: `no ${kind === 'skills' ? 'skill' : 'knowledge collection'} "${id}" in this organization`,
+          });
         }
       });
     }
@@ -148,7 +177,10 @@ export class SpecValidator {
       toolOverrides: Object.fromEntries(Object.entries(overrides).map(([k, o]) => [k, { ...o }])),
       ...(draft.model ? { model: { ...draft.model } } : {}),
     };
-    if (draft.mcpServers !== undefined) normalized.mcpServers = draft.mcpServers.map((b) => (b.tools === undefined ? { connection: b.connection } : { connection: b.connection, tools: [...b.tools] }));
+    if (draft.mcpServers !== undefined)
+      normalized.mcpServers = draft.mcpServers.map((b) =>
+        b.tools === undefined ? { connection: b.connection } : { connection: b.connection, tools: [...b.tools] },
+      );
     return { errors, omitted, normalized, resources, mcpConnections };
   }
 
@@ -173,7 +205,11 @@ export class SpecValidator {
     bindings.forEach((binding, i) => {
       const at = `mcpServers[${i}]`;
       if (seen.has(binding.connection)) {
-        errors.push({ path: `${at}.connection`, code: 'duplicate_resource', message: `connection "${binding.connection}" is already bound at mcpServers[${seen.get(binding.connection)}]` });
+        errors.push({
+          path: `${at}.connection`,
+          code: 'duplicate_resource',
+          message: `connection "${binding.connection}" is already bound at mcpServers[${seen.get(binding.connection)}]`,
+        });
         return;
       }
       seen.set(binding.connection, i);
@@ -183,16 +219,29 @@ export class SpecValidator {
         return;
       }
       if (!connection.entry) {
-        errors.push({ path: `${at}.connection`, code: 'unknown_resource', message: `the catalog no longer has the "${connection.server}" server of connection "${connection.name}"` });
+        errors.push({
+          path: `${at}.connection`,
+          code: 'unknown_resource',
+          message: `the catalog no longer has the "${connection.server}" server of connection "${connection.name}"`,
+        });
         return;
       }
       const missing = missingScopes(connection.entry.definition.scopes, granted);
       if (missing.length > 0) {
-        errors.push({ path: at, code: 'scope_not_granted', message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that the "${connection.server}" server needs` });
+        errors.push({
+          path: at,
+          code: 'scope_not_granted',
+          message: `the organization lacks the scope${missing.length > 1 ? 's' : ''} ${missing.join(', ')} that the "${connection.server}" server needs`,
+        });
       }
       const listed = new Set(connection.tools.map((t) => t.name));
       (binding.tools ?? []).forEach((name, j) => {
-        if (!listed.has(name)) errors.push({ path: `${at}.tools[${j}]`, code: 'unknown_tool', message: `connection "${connection.name}" lists no tool "${name}" (sync it if the server added one)` });
+        if (!listed.has(name))
+          errors.push({
+            path: `${at}.tools[${j}]`,
+            code: 'unknown_tool',
+            message: `connection "${connection.name}" lists no tool "${name}" (sync it if the server added one)`,
+          });
       });
       const allowed = binding.tools ? new Set(binding.tools) : undefined;
       for (const tool of connection.tools) {
@@ -210,22 +259,34 @@ export class SpecValidator {
    * accepts and must not collide with another offered tool. Reported at its binding, since no
    * override names it (collisions through an override are reported at the override).
    */
-  private checkMcpToolNames(overrides: Record<string, { name?: string }>, offeredBy: Map<string, string[]>, defaultName: Map<string, { name: string; binding: number }>, errors: SpecError[]): void {
+  private checkMcpToolNames(
+    overrides: Record<string, { name?: string }>,
+    offeredBy: Map<string, string[]>,
+    defaultName: Map<string, { name: string; binding: number }>,
+    errors: SpecError[],
+  ): void {
     for (const [key, { name, binding }] of defaultName) {
       if (ownEntry(overrides, key)?.name !== undefined) continue;
       const at = `mcpServers[${binding}]`;
       if (!TOOL_NAME_PATTERN.test(name)) {
-        errors.push({ path: at, code: 'invalid_tool_name', message: `the server's tool "${name}" has a name a model does not accept (${TOOL_NAME_PATTERN.source}); rename it in toolOverrides["${key}"].name or leave it out of tools` });
+        errors.push({
+          path: at,
+          code: 'invalid_tool_name',
+          message: `the server's tool "${name}" has a name a model does not accept (${TOOL_NAME_PATTERN.source}); rename it in toolOverrides["${key}"].name or leave it out of tools`,
+        });
         continue;
       }
       // A collision made by an override is reported at that override; here only the ones no override made.
       const sharing = (offeredBy.get(name) ?? []).filter((k) => k !== key && ownEntry(overrides, k)?.name === undefined);
       if (sharing.length > 0) {
-        errors.push({ path: at, code: 'duplicate_tool_name', message: `"${name}" (${key}) would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}; rename one in toolOverrides` });
+        errors.push({
+          path: at,
+          code: 'duplicate_tool_name',
+          message: `"${name}" (${key}) would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}; rename one in toolOverrides`,
+        });
       }
     }
   }
-
 }
 
 /**

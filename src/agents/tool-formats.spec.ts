@@ -5,7 +5,13 @@ describe('tool formats', () => {
   const tool: OfferedTool & { digest: string } = {
     name: 'find_notes',
     description: 'Find a note.',
-    inputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+    inputSchema: {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { q: { type: 'string' } },
+      required: ['q'],
+      additionalProperties: false,
+    },
     capabilityId: 'notes',
     toolId: 'search_notes',
     risk: 'read_only',

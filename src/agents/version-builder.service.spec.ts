@@ -6,7 +6,12 @@ import { VersionStore } from './version-store.service';
 
 describe('driftOf', () => {
   it('is empty when every pinned tool is offered with its pinned digest', () => {
-    expect(driftOf({ a: '1', b: '2' }, [{ name: 'b', digest: '2' }, { name: 'a', digest: '1' }])).toEqual([]);
+    expect(
+      driftOf({ a: '1', b: '2' }, [
+        { name: 'b', digest: '2' },
+        { name: 'a', digest: '1' },
+      ]),
+    ).toEqual([]);
     expect(driftOf({}, [])).toEqual([]);
   });
 
@@ -58,9 +63,21 @@ describe('VersionBuilder, published versions kept per process', () => {
     const versions = new Map<number, VersionRow>();
     const agent = { id: AGENT, slug: 'helper', name: 'Helper', latest_version: null as number | null };
     const publish = (version: number) => {
-      const spec: AgentSpec = { instructions: 'Be brief.', capabilities: [{ id: 'cap', config: { depth: 2 } }], resources: { knowledgeCollections: ['kc'], skills: [SKILL.id] } };
+      const spec: AgentSpec = {
+        instructions: 'Be brief.',
+        capabilities: [{ id: 'cap', config: { depth: 2 } }],
+        resources: { knowledgeCollections: ['kc'], skills: [SKILL.id] },
+      };
       versions.set(version, {
-        org_id: ORG, agent_id: AGENT, version, spec, spec_hash: `h${version}`, tool_digests: {}, content_hash: `c${version}`, published_at: new Date(), published_by: 'k',
+        org_id: ORG,
+        agent_id: AGENT,
+        version,
+        spec,
+        spec_hash: `h${version}`,
+        tool_digests: {},
+        content_hash: `c${version}`,
+        published_at: new Date(),
+        published_by: 'k',
       });
       agent.latest_version = version;
     };
@@ -76,7 +93,14 @@ describe('VersionBuilder, published versions kept per process', () => {
     let reads = 0;
     const knowledge = { resolve: jest.fn(async () => [{ id: 'kc', name: 'Handbook', description: null, documentCount: ++reads }]) };
     const skills = { resolve: jest.fn(async () => [{ ...SKILL }]) };
-    const builder = new VersionBuilder(dataSource as never, new VersionStore(dataSource as never), new VersionComposer(registry as never), knowledge as never, skills as never, { bound: jest.fn(async () => []) } as never);
+    const builder = new VersionBuilder(
+      dataSource as never,
+      new VersionStore(dataSource as never),
+      new VersionComposer(registry as never),
+      knowledge as never,
+      skills as never,
+      { bound: jest.fn(async () => []) } as never,
+    );
     return { builder, registry, builds, publish, queries, knowledge, skills, declaration };
   }
 
@@ -123,7 +147,7 @@ describe('VersionBuilder, published versions kept per process', () => {
     expect(s.queries.filter((q) => q.includes('FROM agent_version'))).toHaveLength(2);
   });
 
-  it('runs every capability\'s build on every build, each time with a config of its own', async () => {
+  it("runs every capability's build on every build, each time with a config of its own", async () => {
     const s = setup();
     s.publish(1);
     const first = await s.builder.build(ORG, [], AGENT, 1);

@@ -52,10 +52,25 @@ export class VersionBuilder {
     /** `applicability`: the run's profile and worker type; `refreshMcpTools`: before a call, MCP tool lists older than MCP_TOOLS_TTL_SECONDS are listed again first. */
     options: { applicability?: Applicability; refreshMcpTools?: boolean } = {},
   ): Promise<BuiltVersion> {
-    return (await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), contributions, options.applicability, options.refreshMcpTools ?? false)).built;
+    return (
+      await this.buildFrozen(
+        orgId,
+        orgScopes,
+        await this.store.loadFrozen(orgId, agentId, version),
+        contributions,
+        options.applicability,
+        options.refreshMcpTools ?? false,
+      )
+    ).built;
   }
 
-  async buildDetailed(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<DetailedBuild> {
+  async buildDetailed(
+    orgId: string,
+    orgScopes: readonly string[],
+    agentId: string,
+    version: number | 'latest',
+    applicability?: Applicability,
+  ): Promise<DetailedBuild> {
     return this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), undefined, applicability);
   }
 

@@ -141,7 +141,10 @@ export class VersionComposer {
         if (!builtTool) continue;
         const declaration = registeredTool.declaration;
         const override = ownEntry(spec.toolOverrides, declaration.id) ?? {};
-        const approvalReason = approvalReasonOf({ risk: declaration.risk, interruptBefore: declaration.interruptBefore, toolId: declaration.id }, spec.toolApproval);
+        const approvalReason = approvalReasonOf(
+          { risk: declaration.risk, interruptBefore: declaration.interruptBefore, toolId: declaration.id },
+          spec.toolApproval,
+        );
         const facts = {
           name: override.name ?? declaration.id,
           description: override.description ?? declaration.description,

@@ -77,10 +77,10 @@ export class VersionStore {
 
   /** 404 not_found (no such agent in this organization), 409 not_published (no version yet). */
   private async agentRow(orgId: string, agentId: string): Promise<AgentIdentity> {
-    const [agent]: AgentIdentity[] = await this.dataSource.query(
-      `SELECT id, slug, name, latest_version FROM agent WHERE org_id = $1 AND id = $2`,
-      [orgId, agentId],
-    );
+    const [agent]: AgentIdentity[] = await this.dataSource.query(`SELECT id, slug, name, latest_version FROM agent WHERE org_id = $1 AND id = $2`, [
+      orgId,
+      agentId,
+    ]);
     if (!agent) throw ApiError.notFound('agent');
     if (agent.latest_version === null) throw ApiError.conflict('The agent has no published version yet; publish it first.', 'not_published');
     return agent;
@@ -89,10 +89,11 @@ export class VersionStore {
   private async versionOf(orgId: string, agent: AgentIdentity, version: number): Promise<FrozenVersion> {
     const hit = this.cached(orgId, agent.id, version);
     if (hit) return hit;
-    const [row]: VersionRow[] = await this.dataSource.query(
-      `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`,
-      [orgId, agent.id, version],
-    );
+    const [row]: VersionRow[] = await this.dataSource.query(`SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`, [
+      orgId,
+      agent.id,
+      version,
+    ]);
     if (!row) throw ApiError.notFound('agent version');
     return this.freeze(orgId, agent, row);
   }

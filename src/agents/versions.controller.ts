@@ -36,8 +36,19 @@ import { VersionsService } from './versions.service';
 
 const VERSION_NOT_FOUND = ProblemResponse('No such agent in your organization, or no such version (`not_found`).');
 const NOT_PUBLISHED = ProblemResponse('The agent has no published version (`not_published`).');
-const SCOPE_LOST = ProblemResponse('The role does not allow it (`forbidden`), or the organization no longer holds a scope a contributing capability needs (`scope_not_granted`); `missingScopes` names them.');
-const VERSION_PARAM = ApiParam({ name: 'version', description: 'A version number, or `latest`.', schema: { oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', enum: ['latest'] }] } });
+const SCOPE_LOST = ProblemResponse(
+  'The role does not allow it (`forbidden`), or the organization no longer holds a scope a contributing capability needs (`scope_not_granted`); `missingScopes` names them.',
+);
+const VERSION_PARAM = ApiParam({
+  name: 'version',
+  description: 'A version number, or `latest`.',
+  schema: {
+    oneOf: [
+      { type: 'integer', minimum: 1 },
+      { type: 'string', enum: ['latest'] },
+    ],
+  },
+});
 
 @ApiTags('agents')
 @ApiExtraModels(OfferedToolView, OpenAiToolView, AnthropicToolView)
@@ -60,13 +71,17 @@ export class VersionsController {
   @ApiOperation({
     summary: 'Publish the draft as a new immutable version',
     description:
-      'The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version\'s, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).',
+      "The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).",
   })
   @ApiCreatedResponse({ type: AgentVersionView, description: 'A new version.' })
   @ApiOkResponse({ type: AgentVersionView, description: 'Nothing changed: the latest version.' })
   @ApiNotFoundResponse(AGENT_NOT_FOUND)
   @ApiUnprocessableEntityResponse(ProblemResponse('The draft cannot be published (`spec_invalid`); `errors[]` lists every problem with its `code` and `path`.'))
-  async publish(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<AgentVersionView> {
+  async publish(
+    @Ctx() ctx: RequestContext,
+    @Param('agentId', UuidParam) agentId: string,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<AgentVersionView> {
     const { created, version } = await this.versions.publish(ctx, agentId);
     void reply.status(created ? 201 : 200);
     return version;
@@ -88,7 +103,11 @@ export class VersionsController {
   @ApiOkResponse({ type: AgentVersionView })
   @ApiNotFoundResponse(VERSION_NOT_FOUND)
   @ApiConflictResponse(NOT_PUBLISHED)
-  get(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Param('version', VersionParam) version: number | 'latest'): Promise<AgentVersionView> {
+  get(
+    @Ctx() ctx: RequestContext,
+    @Param('agentId', UuidParam) agentId: string,
+    @Param('version', VersionParam) version: number | 'latest',
+  ): Promise<AgentVersionView> {
     return this.versions.get(ctx, agentId, version);
   }
 
@@ -109,7 +128,11 @@ export class VersionsController {
   @ApiOkResponse({ type: AgentVersionView })
   @ApiNotFoundResponse(VERSION_NOT_FOUND)
   @ApiConflictResponse(ProblemResponse('The latest version cannot be retired (`conflict`), or the agent has no published version (`not_published`).'))
-  retire(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Param('version', VersionParam) version: number | 'latest'): Promise<AgentVersionView> {
+  retire(
+    @Ctx() ctx: RequestContext,
+    @Param('agentId', UuidParam) agentId: string,
+    @Param('version', VersionParam) version: number | 'latest',
+  ): Promise<AgentVersionView> {
     return this.versions.retire(ctx, agentId, version);
   }
 
@@ -118,13 +141,19 @@ export class VersionsController {
   @VERSION_PARAM
   @ApiOperation({
     summary: 'The tools the model is offered',
-    description: 'Overrides applied; `requiresApproval` includes the spec\'s `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.',
+    description:
+      "Overrides applied; `requiresApproval` includes the spec's `toolApproval`. `format` renders them for a provider. A page at a time like every list, in the order they are offered; the manifest holds them all at once.",
   })
   @ApiOkResponse({ type: OfferedToolPage })
   @ApiNotFoundResponse(VERSION_NOT_FOUND)
   @ApiConflictResponse(NOT_PUBLISHED)
   @ApiForbiddenResponse(SCOPE_LOST)
-  tools(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Param('version', VersionParam) version: number | 'latest', @Query() query: ToolsQuery) {
+  tools(
+    @Ctx() ctx: RequestContext,
+    @Param('agentId', UuidParam) agentId: string,
+    @Param('version', VersionParam) version: number | 'latest',
+    @Query() query: ToolsQuery,
+  ) {
     return this.versions.tools(ctx, agentId, version, query);
   }
 

@@ -10,7 +10,8 @@ export class DriftView {
   @ApiProperty({ description: 'The offered tool name.' }) tool: string;
   @ApiProperty({
     enum: ['changed', 'removed', 'added'],
-    description: '`changed`: its definition differs from the pinned digest; `removed`: the code no longer offers it; `added`: offered now but never pinned. Calls to it are refused with `409 tool_definition_changed` until the agent is published again.',
+    description:
+      '`changed`: its definition differs from the pinned digest; `removed`: the code no longer offers it; `added`: offered now but never pinned. Calls to it are refused with `409 tool_definition_changed` until the agent is published again.',
   })
   reason: DriftEntry['reason'];
 }
@@ -18,15 +19,24 @@ export class DriftView {
 export class AgentVersionView {
   @ApiProperty({ format: 'uuid' }) agentId: string;
   @ApiProperty({ minimum: 1 }) version: number;
-  @ApiProperty({ type: AgentSpecView, description: 'The normalized spec: every capability\'s config with its defaults filled in.' })
+  @ApiProperty({ type: AgentSpecView, description: "The normalized spec: every capability's config with its defaults filled in." })
   spec: AgentSpec;
   @ApiProperty({ description: 'SHA-256 hex of the RFC 8785 canonical JSON of `spec`.' }) specHash: string;
-  @ApiProperty({ type: 'object', additionalProperties: { type: 'string' }, description: 'Per offered tool name: the SHA-256 of its definition (name, description, input schema, risk, approval) at publish.' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description: 'Per offered tool name: the SHA-256 of its definition (name, description, input schema, risk, approval) at publish.',
+  })
   toolDigests: Record<string, string>;
   @ApiProperty({ type: [DriftView] }) drift: DriftEntry[];
   @ApiProperty({ format: 'date-time' }) publishedAt: string;
   @ApiProperty({ description: 'The id of the API key that published it.' }) publishedBy: string;
-  @ApiProperty({ nullable: true, type: String, format: 'date-time', description: 'When it was retired (`POST .../retire`); calls to it are `409 version_retired` from then on. Null while it runs.' })
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    format: 'date-time',
+    description: 'When it was retired (`POST .../retire`); calls to it are `409 version_retired` from then on. Null while it runs.',
+  })
   retiredAt: string | null;
 }
 
@@ -38,7 +48,16 @@ export class AgentVersionPage {
 export class SpecErrorView {
   @ApiProperty({ example: 'capabilities[0].config.units' }) path: string;
   @ApiProperty({
-    enum: ['unknown_capability', 'duplicate_capability', 'invalid_config', 'scope_not_granted', 'unknown_tool', 'invalid_tool_name', 'duplicate_tool_name', 'unknown_resource'],
+    enum: [
+      'unknown_capability',
+      'duplicate_capability',
+      'invalid_config',
+      'scope_not_granted',
+      'unknown_tool',
+      'invalid_tool_name',
+      'duplicate_tool_name',
+      'unknown_resource',
+    ],
   })
   code: string;
   @ApiProperty() message: string;
@@ -56,20 +75,24 @@ export class OfferedToolSourceView {
 }
 
 export class OfferedToolView implements OfferedTool {
-  @ApiProperty({ description: 'The name the model calls; an override\'s name when one is set.' }) name: string;
+  @ApiProperty({ description: "The name the model calls; an override's name when one is set." }) name: string;
   @ApiProperty() description: string;
   @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments.' }) inputSchema: Record<string, unknown>;
   @ApiProperty() capabilityId: string;
   @ApiProperty() toolId: string;
   @ApiProperty({ enum: TOOL_RISKS }) risk: ToolRisk;
-  @ApiProperty({ description: 'risk is not read_only, interruptBefore, or the spec\'s toolApproval says required.' }) requiresApproval: boolean;
-  @ApiPropertyOptional({ type: OfferedToolSourceView, description: 'MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves the tool.' }) source?: OfferedToolSourceView;
+  @ApiProperty({ description: "risk is not read_only, interruptBefore, or the spec's toolApproval says required." }) requiresApproval: boolean;
+  @ApiPropertyOptional({ type: OfferedToolSourceView, description: 'MCP catalog tools only (`capabilityId: "mcp"`): the connection that serves the tool.' })
+  source?: OfferedToolSourceView;
 }
 
 export class OpenAiFunctionView {
   @ApiProperty() name: string;
   @ApiProperty() description: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments, without `$schema`.' }) parameters: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments, without `$schema`.' }) parameters: Record<
+    string,
+    unknown
+  >;
 }
 
 /** An offered tool with `format=openai`: OpenAI's function-calling shape. */
@@ -82,7 +105,10 @@ export class OpenAiToolView {
 export class AnthropicToolView {
   @ApiProperty() name: string;
   @ApiProperty() description: string;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments, without `$schema`.' }) input_schema: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema of the arguments, without `$schema`.' }) input_schema: Record<
+    string,
+    unknown
+  >;
 }
 
 export class OfferedToolPage {
@@ -92,7 +118,12 @@ export class OfferedToolPage {
     description: '`OfferedTool[]` by default; `OpenAiTool[]` with `format=openai`; `AnthropicTool[]` with `format=anthropic`.',
   })
   items: (OfferedToolView | OpenAiToolView | AnthropicToolView)[];
-  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one. The manifest holds every tool at once.' }) nextCursor: string | null;
+  @ApiProperty({
+    nullable: true,
+    type: String,
+    description: 'Pass as `cursor` for the next page; null on the last one. The manifest holds every tool at once.',
+  })
+  nextCursor: string | null;
 }
 
 export class ManifestView {
@@ -100,7 +131,11 @@ export class ManifestView {
   @ApiProperty() version: number;
   @ApiProperty({ description: 'The instructions, then the prompt guidance of each contributing capability, in spec order.' }) systemPrompt: string;
   @ApiProperty({ type: [OfferedToolView] }) tools: OfferedTool[];
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'What capabilities contribute besides tools (settings, limits), keyed by capability id.' })
+  @ApiProperty({
+    type: 'object',
+    additionalProperties: true,
+    description: 'What capabilities contribute besides tools (settings, limits), keyed by capability id.',
+  })
   settings: Record<string, unknown>;
 }
 
@@ -108,27 +143,43 @@ export const TOOL_FORMATS = ['openai', 'anthropic'] as const;
 export type ToolFormat = (typeof TOOL_FORMATS)[number];
 
 export class ToolsQuery extends PageQuery {
-  @ApiPropertyOptional({ enum: TOOL_FORMATS, description: 'Render the tools in a provider\'s function-calling shape, to paste in unchanged.' })
-  @IsOptional() @IsIn(TOOL_FORMATS)
+  @ApiPropertyOptional({ enum: TOOL_FORMATS, description: "Render the tools in a provider's function-calling shape, to paste in unchanged." })
+  @IsOptional()
+  @IsIn(TOOL_FORMATS)
   format?: ToolFormat;
 
-  @ApiPropertyOptional({ description: 'Only the tools of capabilities that apply to this profile (a capability with empty `profiles` applies to all).', maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @ApiPropertyOptional({
+    description: 'Only the tools of capabilities that apply to this profile (a capability with empty `profiles` applies to all).',
+    maxLength: 200,
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   profile?: string;
 
   @ApiPropertyOptional({ description: 'Only the tools of capabilities that apply to this worker type (empty `workerTypes` applies to all).', maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   workerType?: string;
 }
 
 /** A worker's view of a version (seed 1's profiles and worker types); see ToolsQuery. */
 export class ManifestQuery {
   @ApiPropertyOptional({ description: 'Only the capabilities that apply to this profile contribute (empty `profiles` applies to all).', maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   profile?: string;
 
   @ApiPropertyOptional({ description: 'Only the capabilities that apply to this worker type contribute (empty `workerTypes` applies to all).', maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   workerType?: string;
 }
 

@@ -108,7 +108,8 @@ export class VersionsService {
     const gone: SpecError[] = [];
     const heldCollections = await lockExisting(m, 'knowledge_collection', orgId, collections);
     collections.forEach((id, i) => {
-      if (!heldCollections.has(id)) gone.push({ path: `resources.knowledgeCollections[${i}]`, code: 'unknown_resource', message: `no knowledge collection "${id}" in this organization` });
+      if (!heldCollections.has(id))
+        gone.push({ path: `resources.knowledgeCollections[${i}]`, code: 'unknown_resource', message: `no knowledge collection "${id}" in this organization` });
     });
     const heldSkills = await lockExisting(m, 'skill', orgId, skills);
     skills.forEach((id, i) => {
@@ -120,7 +121,8 @@ export class VersionsService {
     const connections = (spec.mcpServers ?? []).map((b) => b.connection);
     const heldConnections = await lockExisting(m, 'mcp_connection', orgId, connections);
     connections.forEach((id, i) => {
-      if (!heldConnections.has(id)) gone.push({ path: `mcpServers[${i}].connection`, code: 'unknown_resource', message: `no MCP connection "${id}" in this organization` });
+      if (!heldConnections.has(id))
+        gone.push({ path: `mcpServers[${i}].connection`, code: 'unknown_resource', message: `no MCP connection "${id}" in this organization` });
     });
     if (gone.length > 0) throw specInvalid(gone);
 
@@ -139,10 +141,12 @@ export class VersionsService {
     }
     // Which connections the version binds: a bound connection cannot be deleted (409 resource_in_use).
     if (connections.length > 0) {
-      await m.query(
-        `INSERT INTO agent_version_mcp_connection (org_id, agent_id, version, connection_id) SELECT $1, $2, $3, unnest($4::uuid[])`,
-        [orgId, agentId, version, connections],
-      );
+      await m.query(`INSERT INTO agent_version_mcp_connection (org_id, agent_id, version, connection_id) SELECT $1, $2, $3, unnest($4::uuid[])`, [
+        orgId,
+        agentId,
+        version,
+        connections,
+      ]);
     }
     await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
     await this.audit.record(m, {
@@ -168,7 +172,12 @@ export class VersionsService {
       `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 ${after ? 'AND version < $4' : ''} ORDER BY version DESC LIMIT $3`,
       params,
     );
-    const page = pageOf(rows, limit, (r) => [r.version], (r) => r);
+    const page = pageOf(
+      rows,
+      limit,
+      (r) => [r.version],
+      (r) => r,
+    );
     const items: AgentVersionView[] = [];
     const retired = await this.switches.retirementsOf(orgId, agentId);
     for (const row of page.items) {
@@ -220,7 +229,8 @@ export class VersionsService {
       .map((c) => ({ capabilityId: c.capabilityId, missing: missingScopes(c.scopes, granted) }))
       .filter((c) => c.missing.length > 0);
     if (refused.length > 0) {
-      throw new ApiError('scope_not_granted',
+      throw new ApiError(
+        'scope_not_granted',
         `The organization no longer holds scopes this version needs: ${refused.map((r) => `"${r.capabilityId}" needs ${r.missing.join(', ')}`).join('; ')}.`,
         undefined,
         { missingScopes: refused },

@@ -10,20 +10,30 @@ import { AuditEvent, AUDIT_EVENT_TYPES, AuditEventType, AuditService } from './a
 
 export class AuditQuery extends PageQuery {
   @ApiPropertyOptional({ enum: AUDIT_EVENT_TYPES })
-  @IsOptional() @IsIn(AUDIT_EVENT_TYPES)
+  @IsOptional()
+  @IsIn(AUDIT_EVENT_TYPES)
   type?: AuditEventType;
 
-  @ApiPropertyOptional({ format: 'date-time', description: 'Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one).' })
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description: 'Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one).',
+  })
   @IsOptional()
   @ValidateBy({
     name: 'isInstant',
-    validator: { validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined, defaultMessage: () => 'since must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)' },
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined,
+      defaultMessage: () => 'since must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)',
+    },
   })
   since?: string;
 }
 
 export class AuditPartyView {
-  @ApiProperty({ example: 'api_key', description: '`platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`).' })
+  @ApiProperty({
+    example: 'api_key',
+    description: '`platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`).',
+  })
   type: string;
   @ApiProperty() id: string;
 }
@@ -50,7 +60,7 @@ export class AuditController {
 
   @Get()
   @Access('admin')
-  @ApiOperation({ summary: 'The organization\'s audit log, newest first' })
+  @ApiOperation({ summary: "The organization's audit log, newest first" })
   @ApiOkResponse({ type: AuditEventPage })
   list(@Ctx() ctx: RequestContext, @Query() query: AuditQuery): Promise<AuditEventPage> {
     return this.audit.list(orgIdOf(ctx), query);

@@ -20,7 +20,7 @@ export function Access(...allowed: Allowed[]): MethodDecorator & ClassDecorator 
     AccessMetadata(allowed),
     ApiBearerAuth(),
     ApiUnauthorizedResponse(ProblemResponse('Missing, unknown or revoked token (`unauthorized`).')),
-    ApiForbiddenResponse(ProblemResponse('The token\'s roles do not allow this action (`forbidden`).')),
+    ApiForbiddenResponse(ProblemResponse("The token's roles do not allow this action (`forbidden`).")),
   );
 }
 

@@ -21,10 +21,14 @@ export class CapabilitiesController {
   @Access('authenticated')
   @ApiOperation({
     summary: 'The capability catalog, sorted by id, a page at a time like every list',
-    description: 'Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.',
+    description:
+      'Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.',
   })
   @ApiHeader({ name: 'If-None-Match', required: false, description: 'An ETag from an earlier answer.' })
-  @ApiOkResponse({ type: CapabilityListView, headers: { ETag: { description: 'Identifies this answer (it differs per organization because of `available`).', schema: { type: 'string' } } } })
+  @ApiOkResponse({
+    type: CapabilityListView,
+    headers: { ETag: { description: 'Identifies this answer (it differs per organization because of `available`).', schema: { type: 'string' } } },
+  })
   @ApiResponse({ status: 304, description: 'Not modified: the answer would equal the one named by `If-None-Match`.' })
   @ApiBadRequestResponse(ProblemResponse('An unknown filter, or a bad filter value (`invalid_request`).'))
   list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {

@@ -6,23 +6,32 @@ import { TOOL_RISKS, ToolRisk } from './capability.types';
 /** Catalog filters; each optional, combined with AND; and the page (`limit`, `cursor`) like every list. Anything else is refused. */
 export class CapabilityQuery extends PageQuery {
   @ApiPropertyOptional({ description: 'Only capabilities of this category.' })
-  @IsOptional() @IsString() @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
   category?: string;
 
   @ApiPropertyOptional({ description: 'Only capabilities carrying this tag.' })
-  @IsOptional() @IsString() @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
   tag?: string;
 
   @ApiPropertyOptional({ description: 'Only capabilities that apply to this profile (an empty `profiles` applies to all).' })
-  @IsOptional() @IsString() @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
   profile?: string;
 
   @ApiPropertyOptional({ description: 'Only capabilities that apply to this worker type (an empty `workerTypes` applies to all).' })
-  @IsOptional() @IsString() @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MaxLength(200)
   workerType?: string;
 
   @ApiPropertyOptional({ enum: TOOL_RISKS, description: 'Only capabilities whose risk (the highest of their tools) is exactly this.' })
-  @IsOptional() @IsIn(TOOL_RISKS)
+  @IsOptional()
+  @IsIn(TOOL_RISKS)
   risk?: ToolRisk;
 }
 
@@ -34,7 +43,10 @@ export class ToolDescriptorView {
   @ApiProperty() interruptBefore: boolean;
   @ApiProperty({ description: '0 = no limit.' }) maxOutputTokens: number;
   @ApiProperty() offloadLargeResults: boolean;
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema (draft 2020-12) of the arguments.' }) inputSchema: Record<string, unknown>;
+  @ApiProperty({ type: 'object', additionalProperties: true, description: 'JSON Schema (draft 2020-12) of the arguments.' }) inputSchema: Record<
+    string,
+    unknown
+  >;
 }
 
 export class CapabilityDescriptorView {
@@ -46,14 +58,15 @@ export class CapabilityDescriptorView {
   @ApiProperty({ type: [String], description: 'Empty: applies to every profile.' }) profiles: string[];
   @ApiProperty({ type: [String], description: 'Empty: applies to every worker type.' }) workerTypes: string[];
   @ApiProperty({ type: [String], description: 'Organization scopes the capability needs.' }) scopes: string[];
-  @ApiProperty({ description: 'True iff any tool\'s risk is not read_only.' }) sideEffecting: boolean;
+  @ApiProperty({ description: "True iff any tool's risk is not read_only." }) sideEffecting: boolean;
   @ApiProperty({ enum: TOOL_RISKS, description: 'The highest risk of its tools; read_only without tools.' }) risk: ToolRisk;
   @ApiProperty() promptGuidance: string;
   @ApiProperty({ type: [ToolDescriptorView] }) tools: ToolDescriptorView[];
   @ApiProperty({
     type: 'object',
     additionalProperties: true,
-    description: 'JSON Schema (draft 2020-12) of the config object; every optional field has a default. Forms read `x-enum-labels` beside an `enum` and `x-multiline` on Markdown strings.',
+    description:
+      'JSON Schema (draft 2020-12) of the config object; every optional field has a default. Forms read `x-enum-labels` beside an `enum` and `x-multiline` on Markdown strings.',
   })
   configSchema: Record<string, unknown>;
   @ApiPropertyOptional({ description: 'For an organization key: every scope the capability needs is granted. Absent for the platform admin.' })

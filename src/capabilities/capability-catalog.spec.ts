@@ -36,7 +36,10 @@ describe('catalog', () => {
   it('adds availability only when scopes are given, without touching the shared catalog', () => {
     const catalog = Object.freeze([descriptor({ id: 'a', scopes: ['notes:write', 'notes:read'] }), descriptor({ id: 'b' })]);
     expect(catalogView(catalog, {})).toEqual(catalog);
-    expect(catalogView(catalog, {}, ['notes:read']).map((d) => [d.id, d.available])).toEqual([['a', false], ['b', true]]);
+    expect(catalogView(catalog, {}, ['notes:read']).map((d) => [d.id, d.available])).toEqual([
+      ['a', false],
+      ['b', true],
+    ]);
     expect(catalogView(catalog, {}, ['notes:read', 'notes:write'])[0].available).toBe(true);
     expect(catalog[0]).not.toHaveProperty('available');
   });

@@ -23,7 +23,8 @@ export function checkDefinition(definition: CapabilityDefinition, culprit: strin
   for (const field of ['tags', 'profiles', 'workerTypes'] as const) {
     if (!optionalList(d[field], nonEmpty)) fail(`${field} must be an array of non-empty strings`);
   }
-  if (!optionalList(d.scopes, (s) => typeof s === 'string' && SCOPE_PATTERN.test(s))) fail(`scopes must be an array of scopes matching ${SCOPE_PATTERN.source}`);
+  if (!optionalList(d.scopes, (s) => typeof s === 'string' && SCOPE_PATTERN.test(s)))
+    fail(`scopes must be an array of scopes matching ${SCOPE_PATTERN.source}`);
 
   if (!Array.isArray(d.tools)) {
     fail('tools must be an array ([] for a capability without tools)');
@@ -31,7 +32,8 @@ export function checkDefinition(definition: CapabilityDefinition, culprit: strin
   }
   d.tools.forEach((tool: Record<string, unknown>, i: number) => {
     const name = typeof tool?.id === 'string' ? `tool "${tool.id}"` : `tools[${i}]`;
-    if (typeof tool?.id !== 'string' || !TOOL_NAME_PATTERN.test(tool.id)) fail(`${name}: id must match ${TOOL_NAME_PATTERN.source} (what a model accepts as a tool name)`);
+    if (typeof tool?.id !== 'string' || !TOOL_NAME_PATTERN.test(tool.id))
+      fail(`${name}: id must match ${TOOL_NAME_PATTERN.source} (what a model accepts as a tool name)`);
     if (!nonEmpty(tool?.description)) fail(`${name}: description must be a non-empty string (it is what the model reads)`);
     if (!(TOOL_RISKS as readonly unknown[]).includes(tool?.risk)) fail(`${name}: risk must be one of ${TOOL_RISKS.join(', ')}`);
     if (typeof tool?.input !== 'function') fail(`${name}: input must be a class-validator class`);

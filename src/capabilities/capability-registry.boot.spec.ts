@@ -32,16 +32,23 @@ describe('CapabilityRegistry boot refusals', () => {
     expect(registry.all()).toEqual([]);
     await moduleRef.close();
     const booted = bootRegistry([ClockModule, moduleOf(capabilityClass(def({ id: 'clock', tools: [] }), { className: 'OtherClock' }))]);
-    await expect(booted).rejects.toThrow(/capability "clock" \((ClockCapability|OtherClock)\): id "clock" is already registered by (OtherClock|ClockCapability)/);
+    await expect(booted).rejects.toThrow(
+      /capability "clock" \((ClockCapability|OtherClock)\): id "clock" is already registered by (OtherClock|ClockCapability)/,
+    );
   });
 
   it('refuses a tool id declared by two capabilities', async () => {
-    const message = await refusal(capabilityClass(def({ id: 'fixture-a', tools: [tool({ id: 'shared' })] }), { className: 'A' }), capabilityClass(def({ id: 'fixture-b', tools: [tool({ id: 'shared' })] }), { className: 'B' }));
+    const message = await refusal(
+      capabilityClass(def({ id: 'fixture-a', tools: [tool({ id: 'shared' })] }), { className: 'A' }),
+      capabilityClass(def({ id: 'fixture-b', tools: [tool({ id: 'shared' })] }), { className: 'B' }),
+    );
     expect(message).toMatch(/tool id "shared" is already declared by capability "fixture-(a|b)"/);
   });
 
   it('refuses a tool id declared twice by one capability', async () => {
-    expect(await refusal(capabilityClass(def({ tools: [tool({ id: 'twice' }), tool({ id: 'twice' })] })))).toContain('tool id "twice" is already declared by capability "fixture-probe"');
+    expect(await refusal(capabilityClass(def({ tools: [tool({ id: 'twice' }), tool({ id: 'twice' })] })))).toContain(
+      'tool id "twice" is already declared by capability "fixture-probe"',
+    );
   });
 
   it.each([
@@ -88,7 +95,10 @@ describe('CapabilityRegistry boot refusals', () => {
   });
 
   it('lists every problem at once', async () => {
-    const message = await refusal(capabilityClass(def({ id: 'fixture-x', description: '' }), { className: 'X' }), capabilityClass(def({ id: 'fixture-y', name: '' }), { className: 'Y' }));
+    const message = await refusal(
+      capabilityClass(def({ id: 'fixture-x', description: '' }), { className: 'X' }),
+      capabilityClass(def({ id: 'fixture-y', name: '' }), { className: 'Y' }),
+    );
     expect(message).toMatch(/^The capability registry refused to start \(2 problems\):/);
     expect(message).toContain('capability "fixture-x" (X): description');
     expect(message).toContain('capability "fixture-y" (Y): name');
@@ -98,24 +108,31 @@ describe('CapabilityRegistry boot refusals', () => {
 
   describe('config and input classes', () => {
     class OptionalWithoutDefault {
-      @IsOptional() @IsString()
+      @IsOptional()
+      @IsString()
       units?: string;
     }
     class Inner {
-      @IsOptional() @IsInt()
+      @IsOptional()
+      @IsInt()
       depth?: number;
     }
     class NestedWithoutDefault {
-      @IsOptional() @ValidateNested() @TransformType(() => Inner)
+      @IsOptional()
+      @ValidateNested()
+      @TransformType(() => Inner)
       inner: Inner = new Inner();
     }
     class Undecorated {
-      @IsOptional() @IsString()
+      @IsOptional()
+      @IsString()
       units: string = 'metric';
       secret = 'x';
     }
     class BadLabels {
-      @IsOptional() @IsIn(['a', 'b']) @EnumLabels({ a: 'A', c: 'C' })
+      @IsOptional()
+      @IsIn(['a', 'b'])
+      @EnumLabels({ a: 'A', c: 'C' })
       mode: string = 'a';
     }
 
@@ -161,13 +178,17 @@ describe('CapabilityRegistry boot refusals', () => {
     });
 
     it('refuses a provider without build()', async () => {
-      expect(await refusal(capabilityClass(baseDefinition(), { className: 'NoBuild', noBuild: true }))).toContain('NoBuild: a capability provider must have a build(ctx) method');
+      expect(await refusal(capabilityClass(baseDefinition(), { className: 'NoBuild', noBuild: true }))).toContain(
+        'NoBuild: a capability provider must have a build(ctx) method',
+      );
     });
 
     it('counts an aliased provider once, and sees only class providers (a factory-made instance is not indexed by Nest)', async () => {
       const Probe = capabilityClass(baseDefinition(), { className: 'Probe' });
       const Made = capabilityClass(baseDefinition('fixture-made'), { className: 'Made' });
-      const { registry, moduleRef } = await bootRegistry([moduleOf(Probe, { provide: 'PROBE_ALIAS', useExisting: Probe }, { provide: 'MADE', useFactory: () => new Made() })]);
+      const { registry, moduleRef } = await bootRegistry([
+        moduleOf(Probe, { provide: 'PROBE_ALIAS', useExisting: Probe }, { provide: 'MADE', useFactory: () => new Made() }),
+      ]);
       expect(registry.all().map((c) => c.definition.id)).toEqual(['fixture-probe']);
       await moduleRef.close();
     });

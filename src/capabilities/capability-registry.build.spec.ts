@@ -28,7 +28,15 @@ describe('CapabilityRegistry.build', () => {
   afterAll(() => moduleRef.close());
 
   it('passes the context through and stamps the contribution', async () => {
-    next = { tools: [{ id: 'drift_write', execute: run }, { id: 'drift_read', execute: run }], prompt: 'Hi', settings: { a: 1 }, limits: { maxToolCallsPerRun: 3 } };
+    next = {
+      tools: [
+        { id: 'drift_write', execute: run },
+        { id: 'drift_read', execute: run },
+      ],
+      prompt: 'Hi',
+      settings: { a: 1 },
+      limits: { maxToolCallsPerRun: 3 },
+    };
     expect(await registry.build('fixture-drift', buildContext())).toEqual({ ...next, capabilityId: 'fixture-drift' });
   });
 
@@ -42,13 +50,46 @@ describe('CapabilityRegistry.build', () => {
   });
 
   it.each<[string, () => CapabilityContribution, RegExp]>([
-    ['an undeclared tool', () => ({ tools: [{ id: 'drift_read', execute: run }, { id: 'drift_write', execute: run }, { id: 'drift_sneak', execute: run }] }), /undeclared tools \[drift_sneak\]$/],
+    [
+      'an undeclared tool',
+      () => ({
+        tools: [
+          { id: 'drift_read', execute: run },
+          { id: 'drift_write', execute: run },
+          { id: 'drift_sneak', execute: run },
+        ],
+      }),
+      /undeclared tools \[drift_sneak\]$/,
+    ],
     ['a missing tool', () => ({ tools: [{ id: 'drift_read', execute: run }] }), /missing declared tools \[drift_write\]$/],
     ['no tools at all', () => ({ prompt: 'x' }), /missing declared tools \[drift_read, drift_write\]$/],
-    ['a renamed tool', () => ({ tools: [{ id: 'drift_read', execute: run }, { id: 'drift_writer', execute: run }] }), /undeclared tools \[drift_writer\]; missing declared tools \[drift_write\]$/],
-    ['a tool built twice', () => ({ tools: [{ id: 'drift_read', execute: run }, { id: 'drift_write', execute: run }, { id: 'drift_read', execute: run }] }), /malformed tools \[drift_read\]$/],
+    [
+      'a renamed tool',
+      () => ({
+        tools: [
+          { id: 'drift_read', execute: run },
+          { id: 'drift_writer', execute: run },
+        ],
+      }),
+      /undeclared tools \[drift_writer\]; missing declared tools \[drift_write\]$/,
+    ],
+    [
+      'a tool built twice',
+      () => ({
+        tools: [
+          { id: 'drift_read', execute: run },
+          { id: 'drift_write', execute: run },
+          { id: 'drift_read', execute: run },
+        ],
+      }),
+      /malformed tools \[drift_read\]$/,
+    ],
     ['a tool without execute', () => ({ tools: [{ id: 'drift_read', execute: run }, { id: 'drift_write' } as never] }), /malformed tools \[drift_write\]$/],
-    ['a null tool', () => ({ tools: [{ id: 'drift_read', execute: run }, { id: 'drift_write', execute: run }, null as never] }), /undeclared tools \[undefined\]$/],
+    [
+      'a null tool',
+      () => ({ tools: [{ id: 'drift_read', execute: run }, { id: 'drift_write', execute: run }, null as never] }),
+      /undeclared tools \[undefined\]$/,
+    ],
   ])('refuses %s, naming the capability and the tools', async (_what, make, expected) => {
     next = make();
     const built = registry.build('fixture-drift', buildContext());
@@ -58,9 +99,20 @@ describe('CapabilityRegistry.build', () => {
   });
 
   it('exposes what drifted on the error', async () => {
-    next = { tools: [{ id: 'drift_read', execute: run }, { id: 'drift_other', execute: run }] };
+    next = {
+      tools: [
+        { id: 'drift_read', execute: run },
+        { id: 'drift_other', execute: run },
+      ],
+    };
     const error = (await registry.build('fixture-drift', buildContext()).catch((e: unknown) => e)) as CapabilityDriftError;
-    expect(error).toMatchObject({ name: 'CapabilityDriftError', capabilityId: 'fixture-drift', undeclared: ['drift_other'], missing: ['drift_write'], malformed: [] });
+    expect(error).toMatchObject({
+      name: 'CapabilityDriftError',
+      capabilityId: 'fixture-drift',
+      undeclared: ['drift_other'],
+      missing: ['drift_write'],
+      malformed: [],
+    });
   });
 
   it('throws for an unknown capability', async () => {

@@ -30,8 +30,14 @@ describe('CapabilityRegistry', () => {
 
   describe('validateConfig', () => {
     it('fills every default, also nested ones', () => {
-      expect(registry.validateConfig('fixture-notes', undefined)).toEqual({ value: { units: 'metric', style: '', limits: { maxNotes: 10 }, labels: [] }, errors: [] });
-      expect(registry.validateConfig('fixture-notes', { limits: {}, units: 'imperial' })).toEqual({ value: { units: 'imperial', style: '', limits: { maxNotes: 10 }, labels: [] }, errors: [] });
+      expect(registry.validateConfig('fixture-notes', undefined)).toEqual({
+        value: { units: 'metric', style: '', limits: { maxNotes: 10 }, labels: [] },
+        errors: [],
+      });
+      expect(registry.validateConfig('fixture-notes', { limits: {}, units: 'imperial' })).toEqual({
+        value: { units: 'imperial', style: '', limits: { maxNotes: 10 }, labels: [] },
+        errors: [],
+      });
       expect(registry.validateConfig('clock', {})).toEqual({ value: { timezone: 'UTC' }, errors: [] });
       expect(registry.validateConfig('fixture-echo', {})).toEqual({ value: {}, errors: [] });
     });
@@ -76,7 +82,13 @@ describe('CapabilityRegistry', () => {
 
     it('refuses unknown properties, wrong types and missing fields, with relative paths', () => {
       const { errors } = registry.validateToolInput('fixture-notes', 'search_notes', { limit: '3', sql: 'drop' });
-      expect(errors.map((e) => [e.path, e.code])).toEqual(expect.arrayContaining([['query', 'isString'], ['limit', 'isInt'], ['sql', 'unknown_property']]));
+      expect(errors.map((e) => [e.path, e.code])).toEqual(
+        expect.arrayContaining([
+          ['query', 'isString'],
+          ['limit', 'isInt'],
+          ['sql', 'unknown_property'],
+        ]),
+      );
       expect(registry.validateToolInput('fixture-notes', 'search_notes', 'x').errors[0]).toMatchObject({ path: '', code: 'isObject' });
     });
 

@@ -88,7 +88,11 @@ export class CapabilityRegistry implements OnModuleInit {
    * Validates a tool's arguments. `value` is the instance of the declared input class handed to
    * `execute`; `plain` is its JSON form, which is what gets hashed, stored and approved.
    */
-  validateToolInput(capabilityId: string, toolId: string, args: unknown): { value: object; plain: Record<string, unknown>; errors: FieldError[]; omitted?: number } {
+  validateToolInput(
+    capabilityId: string,
+    toolId: string,
+    args: unknown,
+  ): { value: object; plain: Record<string, unknown>; errors: FieldError[]; omitted?: number } {
     const tool = this.entry(capabilityId).toolsById.get(toolId);
     if (!tool) throw new Error(`Capability "${capabilityId}" declares no tool "${toolId}"`);
     return validateWithClass(tool.declaration.input, args);

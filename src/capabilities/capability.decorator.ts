@@ -10,5 +10,4 @@ import type { CapabilityDefinition } from './capability.types';
  * The type is Nest's, narrowed so that the declaration is required: `@Capability()` with nothing,
  * a declaration without `tools`, or a tool without `risk` do not compile.
  */
-export const Capability: ((definition: CapabilityDefinition) => CustomDecorator) & { KEY: string } =
-  DiscoveryService.createDecorator<CapabilityDefinition>();
+export const Capability: ((definition: CapabilityDefinition) => CustomDecorator) & { KEY: string } = DiscoveryService.createDecorator<CapabilityDefinition>();

@@ -1,7 +1,9 @@
 /** The registered set is malformed: the boot stops, and the message names every culprit. */
 export class CapabilityRegistrationError extends Error {
   constructor(readonly problems: string[]) {
-    super(`The capability registry refused to start (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(
+      `The capability registry refused to start (${problems.length} problem${problems.length === 1 ? '' : 's'}):\n${problems.map((p) => `  - ${p}`).join('\n')}`,
+    );
     this.name = 'CapabilityRegistrationError';
   }
 }

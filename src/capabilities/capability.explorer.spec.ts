@@ -13,7 +13,13 @@ describe('CapabilityExplorer', () => {
 
   it('keeps static providers with build(), refuses the others by class name', () => {
     const good = { build: () => null };
-    const wrappers = [wrapper('Good', good), wrapper('PerRequest', good, { isStatic: false }), wrapper('Fleeting', good, { transient: true }), wrapper('NoBuild', {}), wrapper('NoInstance', undefined)];
+    const wrappers = [
+      wrapper('Good', good),
+      wrapper('PerRequest', good, { isStatic: false }),
+      wrapper('Fleeting', good, { transient: true }),
+      wrapper('NoBuild', {}),
+      wrapper('NoInstance', undefined),
+    ];
     const accessor = { decoratedProviders: () => wrappers, definitionOf: () => baseDefinition() } as unknown as CapabilityMetadataAccessor;
     const { found, problems } = new CapabilityExplorer(accessor).explore();
     expect(found).toEqual([{ definition: baseDefinition(), provider: good, className: 'Good' }]);

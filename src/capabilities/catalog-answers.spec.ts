@@ -6,8 +6,20 @@ import { CATALOG_ANSWERS_BYTES, CatalogAnswers } from './catalog-answers';
 
 function descriptor(id: string, scopes: string[], extra: Partial<CapabilityDescriptor> = {}): CapabilityDescriptor {
   return {
-    id, name: id, category: 'test', description: `The ${id} capability.`, tags: [], profiles: [], workerTypes: [], scopes,
-    sideEffecting: false, risk: 'read_only', promptGuidance: '', tools: [], configSchema: { type: 'object' }, ...extra,
+    id,
+    name: id,
+    category: 'test',
+    description: `The ${id} capability.`,
+    tags: [],
+    profiles: [],
+    workerTypes: [],
+    scopes,
+    sideEffecting: false,
+    risk: 'read_only',
+    promptGuidance: '',
+    tools: [],
+    configSchema: { type: 'object' },
+    ...extra,
   };
 }
 
@@ -16,7 +28,11 @@ describe('CatalogAnswers', () => {
 
   it('answers exactly what the catalog view says, with the ETag of that body', () => {
     const answers = new CatalogAnswers(catalog);
-    for (const [filter, scopes] of [[{}, undefined], [{}, ['b:use']], [{ category: 'other' }, []]] as const) {
+    for (const [filter, scopes] of [
+      [{}, undefined],
+      [{}, ['b:use']],
+      [{ category: 'other' }, []],
+    ] as const) {
       const { body, etag } = answers.answer(filter, scopes);
       expect(body).toBe(JSON.stringify({ items: catalogView(catalog, filter, scopes), nextCursor: null }));
       expect(etag).toBe(`"${createHash('sha256').update(body).digest('base64url')}"`);

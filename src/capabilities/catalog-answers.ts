@@ -40,8 +40,14 @@ export class CatalogAnswers {
   answer(filter: CatalogFilter, grantedScopes?: readonly string[], page: PageQuery = {}): CatalogAnswer {
     const scopes = grantedScopes ? [...new Set(grantedScopes)].sort() : null;
     const key = JSON.stringify([
-      filter.category ?? null, filter.tag ?? null, filter.profile ?? null, filter.workerType ?? null, filter.risk ?? null, scopes,
-      page.limit ?? DEFAULT_LIMIT, page.cursor ?? null,
+      filter.category ?? null,
+      filter.tag ?? null,
+      filter.profile ?? null,
+      filter.workerType ?? null,
+      filter.risk ?? null,
+      scopes,
+      page.limit ?? DEFAULT_LIMIT,
+      page.cursor ?? null,
     ]);
     let answer = this.answers.get(key);
     if (!answer) {

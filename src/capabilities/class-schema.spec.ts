@@ -11,28 +11,47 @@ class Point {
 }
 
 class Shape {
-  @IsString() @MaxLength(50) @JSONSchema({ description: 'What to call it.' })
+  @IsString()
+  @MaxLength(50)
+  @JSONSchema({ description: 'What to call it.' })
   name: string;
 
-  @IsOptional() @IsIn(['circle', 'square']) @EnumLabels({ circle: 'Round', square: 'Four corners' })
+  @IsOptional()
+  @IsIn(['circle', 'square'])
+  @EnumLabels({ circle: 'Round', square: 'Four corners' })
   kind: string = 'circle';
 
-  @IsOptional() @IsString() @Multiline()
+  @IsOptional()
+  @IsString()
+  @Multiline()
   notes: string = '';
 
-  @IsOptional() @ValidateNested() @Type(() => Point)
+  @IsOptional()
+  @ValidateNested()
+  @Type(() => Point)
   origin: Point = Object.assign(new Point(), { x: 1 });
 
-  @IsOptional() @IsArray() @ArrayMaxSize(3) @ValidateNested({ each: true }) @Type(() => Point)
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(3)
+  @ValidateNested({ each: true })
+  @Type(() => Point)
   corners: Point[] = [];
 
-  @IsOptional() @IsArray() @IsIn(['red', 'blue'], { each: true }) @EnumLabels({ red: 'Red', blue: 'Blue' })
+  @IsOptional()
+  @IsArray()
+  @IsIn(['red', 'blue'], { each: true })
+  @EnumLabels({ red: 'Red', blue: 'Blue' })
   colours: string[] = ['red'];
 
-  @IsOptional() @IsBoolean()
+  @IsOptional()
+  @IsBoolean()
   filled: boolean = false;
 
-  @IsOptional() @IsInt() @Min(0) @Max(10)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(10)
   weight: number = 1;
 }
 
@@ -122,7 +141,9 @@ describe('classSchema', () => {
     class Tree {
       @IsOptional() @IsArray() @ValidateNested({ each: true }) @Type(() => Tree) children: Tree[] = [];
     }
-    expect(classSchema(Tree, { requireDefaults: true }).problems).toEqual(['field "children": class Tree contains itself; recursive schemas are not supported']);
+    expect(classSchema(Tree, { requireDefaults: true }).problems).toEqual([
+      'field "children": class Tree contains itself; recursive schemas are not supported',
+    ]);
   });
 
   it('gives a class without fields an empty object schema that refuses every property', () => {

@@ -78,7 +78,15 @@ function objectSchema(cls: Type<object>, options: ClassSchemaOptions, problems: 
 }
 
 /** Replaces the `$ref`s class-validator-jsonschema emits for @ValidateNested by the nested class's own schema. */
-function inlineNested(owner: Type<object>, name: string, property: JSONSchema, options: ClassSchemaOptions, problems: string[], path: string, stack: Function[]): JSONSchema {
+function inlineNested(
+  owner: Type<object>,
+  name: string,
+  property: JSONSchema,
+  options: ClassSchemaOptions,
+  problems: string[],
+  path: string,
+  stack: Function[],
+): JSONSchema {
   const walk = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(walk);
     if (node === null || typeof node !== 'object') return node;

@@ -35,20 +35,24 @@ export function validateWithClass<T extends object>(cls: Type<T>, input: unknown
     return { value, plain: toPlain(value), errors: shape.errors, omitted: shape.omitted };
   }
   const value = toInstance(cls, input);
-  const errors = mergeErrors(shape.errors, flattenValidationErrors(
-    validateSync(value, {
-      whitelist: true,
-      forbidNonWhitelisted: true,
-      // Off because the value is always an instance of a known class; on, a class without fields would refuse `{}`.
-      forbidUnknownValues: false,
-      validationError: { target: false, value: false },
-    }),
-  ));
+  const errors = mergeErrors(
+    shape.errors,
+    flattenValidationErrors(
+      validateSync(value, {
+        whitelist: true,
+        forbidNonWhitelisted: true,
+        // Off because the value is always an instance of a known class; on, a class without fields would refuse `{}`.
+        forbidUnknownValues: false,
+        validationError: { target: false, value: false },
+      }),
+    ),
+  );
   const reported = new Set(errors.map((e) => e.path));
   // A null the validators already refused (at that field or inside a refused list) is reported
   // once: each null's ancestors are looked up, so this stays linear in the size of the input.
   nullPaths(input, '', [], (path, ancestors) => {
-    if (!reported.has(path) && !ancestors.some((a) => reported.has(a))) errors.push({ path, code: 'isNotNull', message: `${path} must not be null; leave it out to use the default` });
+    if (!reported.has(path) && !ancestors.some((a) => reported.has(a)))
+      errors.push({ path, code: 'isNotNull', message: `${path} must not be null; leave it out to use the default` });
   });
   return { value, plain: toPlain(value), errors };
 }

@@ -16,7 +16,8 @@ describe('form hints', () => {
       @JSONSchema((source) => ({ ...source, title: 'Notes' }))
       notes: string = '';
 
-      @IsString() @Multiline()
+      @IsString()
+      @Multiline()
       plain: string = '';
     }
     const { schema, problems } = classSchema(Config, { requireDefaults: true });

@@ -24,6 +24,9 @@ export function Multiline(): PropertyDecorator {
 function extendSchema(extension: Record<string, unknown>): PropertyDecorator {
   return (target, key) => {
     const current = getMetadataSchema(target, key as string);
-    JSONSchema(typeof current === 'function' ? (source, options) => ({ ...current(source, options), ...extension }) : { ...current, ...extension })(target, key as string);
+    JSONSchema(typeof current === 'function' ? (source, options) => ({ ...current(source, options), ...extension }) : { ...current, ...extension })(
+      target,
+      key as string,
+    );
   };
 }

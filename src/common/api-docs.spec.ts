@@ -8,7 +8,7 @@ import { escapeReplacementPatterns, setupApiDocs } from './api-docs';
 
 // Every pattern String.prototype.replace expands in a string replacement, and the one that
 // blanked /api/docs: a `$` then a backtick, as in a regular expression quoted in Markdown.
-const NASTY = 'Names match `^[a-z]$` or $` or $\' or $& or $$ or $1 or $<name>, verbatim.';
+const NASTY = "Names match `^[a-z]$` or $` or $' or $& or $$ or $1 or $<name>, verbatim.";
 
 @Controller('things')
 class ThingsController {

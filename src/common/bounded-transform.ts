@@ -193,7 +193,11 @@ function setAside(cls: Type<object>, raw: Record<string, unknown>): { copy: Reco
     } else if (info?.nested && Array.isArray(value)) {
       const nested = info.nested;
       const parts = value.map((v) => (isPlainObject(v) ? setAside(nested, v) : undefined));
-      define(copy, key, value.map((v, i) => parts[i]?.copy ?? v));
+      define(
+        copy,
+        key,
+        value.map((v, i) => parts[i]?.copy ?? v),
+      );
       steps.push((instance) => {
         const built = (instance as Record<string, unknown>)[key];
         if (Array.isArray(built)) built.forEach((b, i) => b && typeof b === 'object' && parts[i]?.restore(b));

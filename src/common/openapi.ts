@@ -61,7 +61,8 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
       if (op.security?.length && !responses['429']) responses['429'] = common.limited;
       // A route's own 429 that is a rate limit sends Retry-After too.
       const own = responses['429'] as { description?: string; headers?: Record<string, unknown> } | undefined;
-      if (own && own !== common.limited && own.description?.includes('rate_limited') && !own.headers?.['Retry-After']) own.headers = { ...own.headers, ...common.limited.headers };
+      if (own && own !== common.limited && own.description?.includes('rate_limited') && !own.headers?.['Retry-After'])
+        own.headers = { ...own.headers, ...common.limited.headers };
       // API.md: ids are UUIDs, and every id in a path is checked as one (404 otherwise).
       for (const param of op.parameters ?? []) {
         if (!('in' in param) || param.in !== 'path' || !(param.name === 'id' || /[a-z]Id$/.test(param.name))) continue;

@@ -41,8 +41,22 @@ describe('cursor pagination', () => {
 
   it('trims the look-ahead row and points the cursor at the last item kept', () => {
     const rows = [1, 2, 3].map((n) => ({ n }));
-    expect(pageOf(rows, 2, (r) => [r.n], (r) => r.n)).toEqual({ items: [1, 2], nextCursor: encodeCursor([2]) });
-    expect(pageOf(rows, 3, (r) => [r.n], (r) => r.n)).toEqual({ items: [1, 2, 3], nextCursor: null });
+    expect(
+      pageOf(
+        rows,
+        2,
+        (r) => [r.n],
+        (r) => r.n,
+      ),
+    ).toEqual({ items: [1, 2], nextCursor: encodeCursor([2]) });
+    expect(
+      pageOf(
+        rows,
+        3,
+        (r) => [r.n],
+        (r) => r.n,
+      ),
+    ).toEqual({ items: [1, 2, 3], nextCursor: null });
   });
 
   it('pages an in-memory list sorted by key from the key of the last item', () => {
@@ -50,7 +64,11 @@ describe('cursor pagination', () => {
     const first = pageByKey(items, { limit: 2 }, (i) => i.id);
     expect(first).toEqual({ items: [{ id: 'a' }, { id: 'b' }], nextCursor: encodeCursor(['b']) });
     // An item removed at the boundary does not shift the next page.
-    const next = pageByKey(items.filter((i) => i.id !== 'b'), { limit: 2, cursor: first.nextCursor! }, (i) => i.id);
+    const next = pageByKey(
+      items.filter((i) => i.id !== 'b'),
+      { limit: 2, cursor: first.nextCursor! },
+      (i) => i.id,
+    );
     expect(next).toEqual({ items: [{ id: 'c' }, { id: 'd' }], nextCursor: encodeCursor(['d']) });
     expect(pageByKey(items, { limit: 2, cursor: encodeCursor(['d']) }, (i) => i.id)).toEqual({ items: [{ id: 'e' }], nextCursor: null });
     expect(pageByKey(items, {}, (i) => i.id)).toEqual({ items, nextCursor: null });

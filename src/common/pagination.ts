@@ -7,11 +7,17 @@ import { yearInRange } from './instant';
 /** `?limit=` and `?cursor=`, shared by every list. */
 export class PageQuery {
   @ApiPropertyOptional({ minimum: 1, maximum: 200, default: 50 })
-  @IsOptional() @Type(() => Number) @IsInt() @Min(1) @Max(200)
+  @IsOptional()
+  @Type(() => Number)
+  @IsInt()
+  @Min(1)
+  @Max(200)
   limit?: number;
 
-  @ApiPropertyOptional({ description: 'Opaque cursor from a previous page\'s `nextCursor`.' })
-  @IsOptional() @IsString() @MaxLength(512)
+  @ApiPropertyOptional({ description: "Opaque cursor from a previous page's `nextCursor`." })
+  @IsOptional()
+  @IsString()
+  @MaxLength(512)
   cursor?: string;
 }
 
@@ -48,7 +54,13 @@ function partOk(part: CursorPart, v: unknown): boolean {
       return typeof v === 'string' && /^\d{1,19}$/.test(v) && BigInt(v) <= BIGINT_MAX;
     case 'timestamp':
       // Round-tripped to the second: JavaScript reads 2026-02-30 as March 2, PostgreSQL refuses it.
-      return typeof v === 'string' && TIMESTAMP.test(v) && yearInRange(v) && !Number.isNaN(Date.parse(v)) && new Date(v).toISOString().slice(0, 19) === v.slice(0, 19);
+      return (
+        typeof v === 'string' &&
+        TIMESTAMP.test(v) &&
+        yearInRange(v) &&
+        !Number.isNaN(Date.parse(v)) &&
+        new Date(v).toISOString().slice(0, 19) === v.slice(0, 19)
+      );
     case 'uuid':
       return typeof v === 'string' && UUID.test(v);
   }
@@ -80,7 +92,12 @@ export function pageOf<R, T>(rows: R[], limit: number, keyOf: (row: R) => unknow
 export function pageByKey<T>(items: readonly T[], query: PageQuery, keyOf: (item: T) => string): Page<T> {
   const after = decodeCursor(query.cursor, ['text'])?.[0] as string | undefined;
   const rest = after === undefined ? items : items.filter((item) => keyOf(item) > after);
-  return pageOf([...rest.slice(0, (query.limit ?? DEFAULT_LIMIT) + 1)], query.limit ?? DEFAULT_LIMIT, (item) => [keyOf(item)], (item) => item);
+  return pageOf(
+    [...rest.slice(0, (query.limit ?? DEFAULT_LIMIT) + 1)],
+    query.limit ?? DEFAULT_LIMIT,
+    (item) => [keyOf(item)],
+    (item) => item,
+  );
 }
 
 /**
@@ -93,4 +110,3 @@ export function pageByPosition<T>(items: readonly T[], query: PageQuery): Page<T
   const end = start + limit;
   return { items: items.slice(start, end), nextCursor: end < items.length ? encodeCursor([end]) : null };
 }
-

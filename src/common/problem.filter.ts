@@ -56,7 +56,7 @@ export function toProblem(error: unknown): { problem: ProblemDocument; headers: 
     const status = error.getStatus();
     const code = CODE_BY_STATUS[status];
     if (code && status < 500) {
-      const detail = status === 404 ? 'No such resource.' : messageOf(error.getResponse()) ?? titleFor(status);
+      const detail = status === 404 ? 'No such resource.' : (messageOf(error.getResponse()) ?? titleFor(status));
       return { problem: simple(status, code, detail), headers: {}, internal: false };
     }
   }
@@ -70,8 +70,10 @@ export function toProblem(error: unknown): { problem: ProblemDocument; headers: 
         : fastifyStatus === 431
           ? 'The request line or headers are too large.'
           : fastifyStatus === 400
-          ? /nests deeper|not valid JSON/.test(String((error as Error).message)) ? String((error as Error).message) : 'The request is malformed.'
-          : String((error as Error).message ?? titleFor(fastifyStatus));
+            ? /nests deeper|not valid JSON/.test(String((error as Error).message))
+              ? String((error as Error).message)
+              : 'The request is malformed.'
+            : String((error as Error).message ?? titleFor(fastifyStatus));
     return { problem: simple(fastifyStatus, code, detail), headers: {}, internal: false };
   }
   return { problem: simple(500, 'internal_error', 'An unexpected error occurred. It has been logged.'), headers: {}, internal: true };

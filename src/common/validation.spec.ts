@@ -20,9 +20,10 @@ describe('request validation', () => {
 
   it('reports one entry per problem, naming nested fields and unknown properties', async () => {
     const pipe = createValidationPipe();
-    const error = await pipe
-      .transform({ name: 5, items: [{ units: 1 }, { units: 'x', extra: true }], orgId: 'x' }, { type: 'body', metatype: Outer })
-      .then(() => undefined, (e: unknown) => e);
+    const error = await pipe.transform({ name: 5, items: [{ units: 1 }, { units: 'x', extra: true }], orgId: 'x' }, { type: 'body', metatype: Outer }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ApiError);
     const apiError = error as ApiError;
     expect(apiError.status).toBe(400);

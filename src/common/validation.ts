@@ -64,7 +64,8 @@ function validateRequest(cls: Type<object>, value: unknown): object {
     throw ApiError.invalidRequest([{ path: '', code: 'isObject', message: 'the body must be a JSON object' }]);
   }
   const shape = checkShape(cls, value);
-  if (shape.errors.length > 0 && !shape.recoverable) throw new ApiError('invalid_request', 'The request is invalid.', shape.errors, { errorsOmitted: shape.omitted });
+  if (shape.errors.length > 0 && !shape.recoverable)
+    throw new ApiError('invalid_request', 'The request is invalid.', shape.errors, { errorsOmitted: shape.omitted });
   const instance = toInstance(cls, value);
   const errors = mergeErrors(shape.errors, flattenValidationErrors(validateSync(instance, VALIDATOR_OPTIONS)));
   if (errors.length > 0) throw ApiError.invalidRequest(errors);

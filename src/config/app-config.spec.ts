@@ -8,12 +8,26 @@ describe('environment', () => {
   it('applies the documented defaults', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const config = resolveConfig({ DATA_DIR: dir });
-    expect(config).toMatchObject({ port: 3000, host: '127.0.0.1', dataDir: dir, approvalTtlSeconds: 86400, logLevel: 'info', toolTimeoutMs: 30000, mcpApprovalWaitSeconds: 45 });
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '127.0.0.1',
+      dataDir: dir,
+      approvalTtlSeconds: 86400,
+      logLevel: 'info',
+      toolTimeoutMs: 30000,
+      mcpApprovalWaitSeconds: 45,
+    });
     expect(config.databaseUrl).toBeUndefined();
   });
 
   it('parses numbers and keeps given values', () => {
-    const env = parseEnvironment({ PORT: '8080', APPROVAL_TTL_SECONDS: '60', LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db', PLATFORM_ADMIN_TOKEN: 'x'.repeat(20) });
+    const env = parseEnvironment({
+      PORT: '8080',
+      APPROVAL_TTL_SECONDS: '60',
+      LOG_LEVEL: 'debug',
+      DATABASE_URL: 'postgres://u@h/db',
+      PLATFORM_ADMIN_TOKEN: 'x'.repeat(20),
+    });
     expect(env).toMatchObject({ PORT: 8080, APPROVAL_TTL_SECONDS: 60, LOG_LEVEL: 'debug', DATABASE_URL: 'postgres://u@h/db' });
   });
 
@@ -67,7 +81,9 @@ describe('environment', () => {
 describe('a refused secret', () => {
   it('is named without its value', () => {
     const token = 'short-secret';
-    expect(() => parseEnvironment({ PLATFORM_ADMIN_TOKEN: token, DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(/PLATFORM_ADMIN_TOKEN: .*\(value not shown\)/);
+    expect(() => parseEnvironment({ PLATFORM_ADMIN_TOKEN: token, DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(
+      /PLATFORM_ADMIN_TOKEN: .*\(value not shown\)/,
+    );
     try {
       parseEnvironment({ PLATFORM_ADMIN_TOKEN: token, DATABASE_URL: 'mysql://u:hunter2@db/x' });
     } catch (e) {

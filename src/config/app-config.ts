@@ -4,8 +4,7 @@ import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLen
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
-const toInt = ({ value }: { value: unknown }) =>
-  typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value;
+const toInt = ({ value }: { value: unknown }) => (typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value.trim()) : value);
 // 32 bytes are 43 base64 characters and one `=` (or 44 characters with url-safe alphabet variants).
 const BASE64_32_BYTES = /^[A-Za-z0-9+/_-]{43}=?$/;
 const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? undefined : value);
@@ -15,35 +14,67 @@ const emptyToUndefined = ({ value }: { value: unknown }) => (value === '' ? unde
  * so a typo in a value stops the start instead of surfacing as a strange failure later.
  */
 export class EnvironmentVariables {
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(65535)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
   PORT: number = 3000;
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   HOST: string = '127.0.0.1';
 
-  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// URL' })
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// URL' })
   DATABASE_URL?: string;
 
-  @IsOptional() @IsString() @MinLength(1)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
   DATA_DIR: string = './.data';
 
-  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512)
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @MinLength(16, { message: 'must be at least 16 characters' })
+  @MaxLength(512)
   PLATFORM_ADMIN_TOKEN?: string;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 86400)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(30 * 86400)
   APPROVAL_TTL_SECONDS: number = 86400;
 
-  @IsOptional() @IsIn(LOG_LEVELS)
+  @IsOptional()
+  @IsIn(LOG_LEVELS)
   LOG_LEVEL: LogLevel = 'info';
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3_600_000)
   TOOL_TIMEOUT_MS: number = 30000;
 
   /** How long past its timeout a running call is presumed to belong to a process that died. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(86400)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(86400)
   TOOL_LEASE_GRACE_SECONDS: number = 60;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
   SWEEP_INTERVAL_SECONDS: number = 15;
 
   /**
@@ -51,37 +82,73 @@ export class EnvironmentVariables {
    * most MCP clients use by default, so the client gets the "still pending" answer rather than
    * a timeout error (docs/mcp.md).
    */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(3600)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
   MCP_APPROVAL_WAIT_SECONDS: number = 45;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   DATABASE_POOL_SIZE: number = 10;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(86400)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(86400)
   RATE_LIMIT_WINDOW_SECONDS: number = 60;
 
   /** Requests one API key (or the platform token) may make per window; 0 turns the limit off. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(10_000_000)
   RATE_LIMIT_PER_KEY: number = 1200;
 
   /** Requests all keys of one organization may make together per window; 0 turns it off. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(10_000_000)
   RATE_LIMIT_PER_ORG: number = 6000;
 
   /** Failed authentications one client address may make per window; 0 turns it off. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(10_000_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(10_000_000)
   RATE_LIMIT_AUTH_FAILURES: number = 30;
 
   /** How long a client may take to send a request's headers (then 408). */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
   HTTP_HEADERS_TIMEOUT_MS: number = 10_000;
 
   /** How long a client may take to send a whole request, headers and body (then 408). */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
   HTTP_REQUEST_TIMEOUT_MS: number = 30_000;
 
   /** How long a connection may stay silent (no bytes either way) before it is closed. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
   HTTP_IDLE_TIMEOUT_MS: number = 60_000;
 
   /**
@@ -89,99 +156,184 @@ export class EnvironmentVariables {
    * endpoints; a request with another `Origin` is refused (DNS rebinding). Requests without
    * `Origin` (every non-browser client) are not affected.
    */
-  @IsOptional() @IsString() @MaxLength(10_000) @ValidateBy({
+  @IsOptional()
+  @IsString()
+  @MaxLength(10_000)
+  @ValidateBy({
     name: 'isOriginList',
-    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined,
+      defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)',
+    },
   })
   MCP_ALLOWED_ORIGINS: string = '';
   /** Set: every node counts rate limits in this Redis, so limits hold across nodes. Unset: per process. */
-  @IsOptional() @Transform(emptyToUndefined) @IsString() @MaxLength(2048) @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @MaxLength(2048)
+  @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
   RATE_LIMIT_REDIS_URL?: string;
 
   /** Prefix of every rate-limit key in Redis, so several deployments (or test runs) can share one Redis. */
-  @IsOptional() @IsString() @Matches(/^[A-Za-z0-9:._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 : . _ -' })
+  @IsOptional()
+  @IsString()
+  @Matches(/^[A-Za-z0-9:._-]{1,64}$/, { message: 'must be 1 to 64 of A-Z a-z 0-9 : . _ -' })
   RATE_LIMIT_REDIS_PREFIX: string = 'cp:rl:';
 
   /** Set: GET /metrics answers only `Authorization: Bearer <METRICS_TOKEN>`. */
-  @IsOptional() @Transform(emptyToUndefined) @IsString() @MinLength(16, { message: 'must be at least 16 characters' }) @MaxLength(512) @Matches(/^\S+$/, { message: 'must not contain spaces' })
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @MinLength(16, { message: 'must be at least 16 characters' })
+  @MaxLength(512)
+  @Matches(/^\S+$/, { message: 'must not contain spaces' })
   METRICS_TOKEN?: string;
 
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
-  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
   SECRETS_KEY?: string;
 
   /** The key before the last rotation: what it sealed still opens. */
-  @IsOptional() @Transform(emptyToUndefined) @IsString() @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
   SECRETS_KEY_PREVIOUS?: string;
 
   /**
    * Comma-separated hosts, IP addresses or CIDR ranges that outbound connections may reach although
    * private or loopback (each item is parsed, and a bad one named, by resolveConfig).
    */
-  @IsOptional() @IsString() @MaxLength(10_000)
+  @IsOptional()
+  @IsString()
+  @MaxLength(10_000)
   EGRESS_ALLOWED_HOSTS: string = '';
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(600_000)
   EGRESS_CONNECT_TIMEOUT_MS: number = 10_000;
 
   /** How long an outbound request may wait for the response headers (a caller may ask for less). */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3_600_000)
   EGRESS_TIMEOUT_MS: number = 30_000;
 
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(86400 * 30)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(86400 * 30)
   MCP_TOOLS_TTL_SECONDS: number = 300;
   /** Model calls one run may make; then it fails with `max_steps`. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(10_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000)
   RUN_MAX_STEPS: number = 32;
 
   /** How long a node holds a run it steps without renewing; a node that dies is taken over after this. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(3600)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
   RUN_LEASE_SECONDS: number = 30;
 
   /** How often each node looks for runs to take (decided on another node, abandoned, or due for a retry). */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(50) @Max(60_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(50)
+  @Max(60_000)
   RUN_POLL_INTERVAL_MS: number = 1000;
 
   /** Runs one node steps at once. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(1000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
   RUN_MAX_CONCURRENT: number = 16;
 
   /** Retries of a model call that failed with 408/409/429/5xx, a broken answer or no connection. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(0) @Max(20)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(20)
   RUN_MODEL_RETRIES: number = 4;
 
   /** The first backoff (doubled per retry, with jitter, `Retry-After` respected). */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(60_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(60_000)
   RUN_MODEL_RETRY_BASE_MS: number = 1000;
 
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1000) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
   RUN_MODEL_TIMEOUT_MS: number = 120_000;
 
   /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
-  @IsOptional() @IsString() @ValidateBy({
+  @IsOptional()
+  @IsString()
+  @ValidateBy({
     name: 'isOriginList',
-    validator: { validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined, defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)' },
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined,
+      defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)',
+    },
   })
   CORS_ORIGINS: string = '';
 
   /** How long one webhook request may take, connection included. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(100) @Max(120_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(120_000)
   WEBHOOK_TIMEOUT_MS: number = 10_000;
 
   /** The wait before the second attempt; each later wait is three times the one before (at most an hour), with jitter. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(10) @Max(3_600_000)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
   WEBHOOK_RETRY_BASE_MS: number = 5_000;
 
   /** How long a delivery is retried before it is `failed`. */
-  @IsOptional() @Transform(toInt) @IsInt() @Min(1) @Max(30 * 86400)
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(30 * 86400)
   WEBHOOK_RETRY_WINDOW_SECONDS: number = 86_400;
 }
 
 /** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
 export function parseOrigins(value: string): string[] | undefined {
   const origins: string[] = [];
-  for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+  for (const part of value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
     let url: URL;
     try {
       url = new URL(part);
@@ -311,7 +463,8 @@ export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const errors = validateSync(parsed, { whitelist: false });
   if (errors.length > 0) {
     // A secret's value never reaches the log line that refuses it (a database URL holds a password).
-    const got = (e: { property: string; value?: unknown }) => ((SECRET_VARIABLES as readonly string[]).includes(e.property) ? 'value not shown' : `got ${JSON.stringify(e.value)}`);
+    const got = (e: { property: string; value?: unknown }) =>
+      (SECRET_VARIABLES as readonly string[]).includes(e.property) ? 'value not shown' : `got ${JSON.stringify(e.value)}`;
     const lines = errors.map((e) => `${e.property}: ${Object.values(e.constraints ?? {}).join('; ')} (${got(e)})`);
     throw new ConfigError(`Invalid environment:\n  ${lines.join('\n  ')}`);
   }

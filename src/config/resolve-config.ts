@@ -88,7 +88,9 @@ function decodeKey(value: string, name: string): Buffer {
 function resolveSecretsKey(e: EnvironmentVariables, log: (message: string) => void): Buffer {
   if (e.SECRETS_KEY) return decodeKey(e.SECRETS_KEY, 'SECRETS_KEY');
   if (e.DATABASE_URL) {
-    throw new ConfigError('SECRETS_KEY must be set when DATABASE_URL is set (32 bytes, base64: openssl rand -base64 32): every node must open the secrets the others sealed.');
+    throw new ConfigError(
+      'SECRETS_KEY must be set when DATABASE_URL is set (32 bytes, base64: openssl rand -base64 32): every node must open the secrets the others sealed.',
+    );
   }
   return loadOrCreateSecretsKey(e.DATA_DIR, log);
 }

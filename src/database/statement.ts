@@ -17,4 +17,3 @@ export class Statement {
     return this.ctes.length ? `WITH ${this.ctes.join(', ')} ${lastSql}` : lastSql;
   }
 }
-

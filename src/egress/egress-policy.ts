@@ -87,7 +87,8 @@ export function parseAllowList(items: string[]): AllowList {
       hosts.add(address);
       continue;
     }
-    if (!/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?$/.test(item)) throw new Error(`"${raw.trim()}" is not a host name, IP address or CIDR range`);
+    if (!/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?$/.test(item))
+      throw new Error(`"${raw.trim()}" is not a host name, IP address or CIDR range`);
     hosts.add(item.replace(/\.$/, ''));
   }
   return { hosts, ranges, items: items.map((i) => i.trim()).filter(Boolean) };

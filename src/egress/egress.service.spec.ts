@@ -83,7 +83,9 @@ describe('EgressService', () => {
 
   it('follows a redirect to an allowed host, re-judged, and drops credentials across origins', async () => {
     const both = make(['127.0.0.1', 'localhost']);
-    const res = await both.fetch(`http://127.0.0.1:${port}/redirect?to=${encodeURIComponent(`http://localhost:${port}/landed`)}`, { headers: { authorization: 'Bearer secret' } });
+    const res = await both.fetch(`http://127.0.0.1:${port}/redirect?to=${encodeURIComponent(`http://localhost:${port}/landed`)}`, {
+      headers: { authorization: 'Bearer secret' },
+    });
     expect(res.status).toBe(200);
     expect(seen.map((s) => s.url)).toEqual([expect.stringMatching(/^\/redirect/), '/landed']);
     expect(seen[0].authorization).toBe('Bearer secret');

@@ -56,7 +56,11 @@ export class EgressService implements OnModuleDestroy {
       const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
         dnsLookup(parsed.hostname.replace(/^\[|\]$/g, ''), { all: true }, (err, found) => (err ? reject(err) : resolve(found))),
       );
-      checkResolved(this.allow, parsed.hostname, addresses.map((a) => a.address));
+      checkResolved(
+        this.allow,
+        parsed.hostname,
+        addresses.map((a) => a.address),
+      );
     } catch (err) {
       if (err instanceof EgressRefusedError) {
         throw new ApiError('egress_refused', `${field}: ${err.message}`, [{ path: field, code: 'egress_refused', message: err.message }]);
@@ -107,7 +111,11 @@ export class EgressService implements OnModuleDestroy {
     dnsLookup(hostname, { all: true, family }, (err, addresses) => {
       if (err) return callback(err);
       try {
-        checkResolved(this.allow, hostname, addresses.map((a) => a.address));
+        checkResolved(
+          this.allow,
+          hostname,
+          addresses.map((a) => a.address),
+        );
       } catch (refused) {
         return callback(refused);
       }
@@ -124,7 +132,13 @@ function redirectedInit(init: RequestInit, status: number, from: URL, to: URL): 
   if (status === 303 ? method !== 'HEAD' : (status === 301 || status === 302) && method === 'POST') {
     next.method = 'GET';
     delete next.body;
-  } else if (init.body !== undefined && init.body !== null && typeof init.body !== 'string' && !(init.body instanceof URLSearchParams) && !ArrayBuffer.isView(init.body)) {
+  } else if (
+    init.body !== undefined &&
+    init.body !== null &&
+    typeof init.body !== 'string' &&
+    !(init.body instanceof URLSearchParams) &&
+    !ArrayBuffer.isView(init.body)
+  ) {
     throw new TypeError('cannot follow a redirect that resends a streamed body');
   }
   if (from.origin !== to.origin) {

@@ -10,7 +10,20 @@ describe('event positions', () => {
   });
 
   it('refuse anything this server would not have written', () => {
-    for (const bad of ['', '1', '1-', '-1', '1-2-3', ' 1-2', '1.2', '0x1-2', '18446744073709551616-1', '1-9223372036854775808', '1'.repeat(21) + '-1', '1-２']) {
+    for (const bad of [
+      '',
+      '1',
+      '1-',
+      '-1',
+      '1-2-3',
+      ' 1-2',
+      '1.2',
+      '0x1-2',
+      '18446744073709551616-1',
+      '1-9223372036854775808',
+      '1'.repeat(21) + '-1',
+      '1-２',
+    ]) {
       expect(parsePosition(bad)).toBeUndefined();
     }
   });

@@ -169,7 +169,13 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   /** Refuses a stream over the organization's limit before anything is written. */
   admit(orgId: string): void {
     if ((this.byOrg.get(orgId)?.size ?? 0) >= MAX_STREAMS_PER_ORG) {
-      throw new ApiError('rate_limited', `This organization has ${MAX_STREAMS_PER_ORG} event streams open on this server; close one first.`, undefined, undefined, { 'Retry-After': '5' });
+      throw new ApiError(
+        'rate_limited',
+        `This organization has ${MAX_STREAMS_PER_ORG} event streams open on this server; close one first.`,
+        undefined,
+        undefined,
+        { 'Retry-After': '5' },
+      );
     }
   }
 

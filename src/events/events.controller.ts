@@ -18,7 +18,7 @@ export class EventsController {
   @Get()
   @Access('admin', 'approver')
   @ApiOperation({
-    summary: 'The organization\'s audit events as they are written (Server-Sent Events)',
+    summary: "The organization's audit events as they are written (Server-Sent Events)",
     description: [
       'A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens',
       'with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with',
@@ -29,7 +29,10 @@ export class EventsController {
   })
   @ApiProduces('text/event-stream')
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event received: resume after it.' })
-  @ApiOkResponse({ description: 'The stream.', content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 7345-912\ndata: {"id":"…","type":"approval.requested",…}\n\n' } } } })
+  @ApiOkResponse({
+    description: 'The stream.',
+    content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 7345-912\ndata: {"id":"…","type":"approval.requested",…}\n\n' } } },
+  })
   @ApiTooManyRequestsResponse(ProblemResponse(`The organization already has ${MAX_STREAMS_PER_ORG} streams open on this node (\`rate_limited\`).`))
   async stream(
     @Ctx() ctx: RequestContext,

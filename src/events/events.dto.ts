@@ -16,7 +16,11 @@ export class EventsQuery {
     example: 'approval.requested,approval.approved',
     description: `Comma-separated audit event types; only these are sent. One of: ${AUDIT_EVENT_TYPES.join(', ')}.`,
   })
-  @IsOptional() @Transform(splitTypes) @IsArray() @ArrayMinSize(1) @ArrayMaxSize(AUDIT_EVENT_TYPES.length)
+  @IsOptional()
+  @Transform(splitTypes)
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(AUDIT_EVENT_TYPES.length)
   @IsIn(AUDIT_EVENT_TYPES, { each: true, message: 'each of types must be an audit event type' })
   types?: string[];
 }

@@ -170,15 +170,17 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
     } catch (err) {
       error = describe(err);
     }
-    const outcome: AttemptOutcome =
-      error === null && status !== null
-        ? { kind: 'succeeded', status }
-        : this.retryOrFail(d, status, error ?? 'failed');
+    const outcome: AttemptOutcome = error === null && status !== null ? { kind: 'succeeded', status } : this.retryOrFail(d, status, error ?? 'failed');
     await this.repo.finish(d.id, d.attempt, outcome);
   }
 
   private retryOrFail(d: ClaimedDelivery, status: number | null, error: string): AttemptOutcome {
-    const at = nextAttemptAt({ baseMs: this.config.events.webhookRetryBaseMs, windowMs: this.config.events.webhookRetryWindowMs }, d.attempt, d.createdAt, new Date());
+    const at = nextAttemptAt(
+      { baseMs: this.config.events.webhookRetryBaseMs, windowMs: this.config.events.webhookRetryWindowMs },
+      d.attempt,
+      d.createdAt,
+      new Date(),
+    );
     return at ? { kind: 'retry', status, error, at } : { kind: 'failed', status, error };
   }
 }

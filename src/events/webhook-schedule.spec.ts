@@ -29,7 +29,7 @@ describe('webhook retry schedule', () => {
     expect(attempts).toBeLessThan(40);
   });
 
-  it('puts the last attempt at the window\'s end, never past it', () => {
+  it("puts the last attempt at the window's end, never past it", () => {
     const now = new Date(created.getTime() + policy.windowMs - 1_000);
     expect(nextAttemptAt(policy, 20, created, now, () => 0.5)).toEqual(new Date(created.getTime() + policy.windowMs));
     expect(nextAttemptAt(policy, 20, created, new Date(created.getTime() + policy.windowMs), () => 0.5)).toBeUndefined();

@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
@@ -17,7 +26,7 @@ export class WebhooksController {
 
   @Post()
   @ApiOperation({
-    summary: 'Register an endpoint for the organization\'s audit events',
+    summary: "Register an endpoint for the organization's audit events",
     description: [
       'Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id,',
       'the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body',
@@ -34,7 +43,7 @@ export class WebhooksController {
   }
 
   @Get()
-  @ApiOperation({ summary: 'The organization\'s webhook endpoints, newest first (never their secrets)' })
+  @ApiOperation({ summary: "The organization's webhook endpoints, newest first (never their secrets)" })
   @ApiOkResponse({ type: WebhookPage })
   list(@Ctx() ctx: RequestContext, @Query() query: PageQuery): Promise<WebhookPage> {
     return this.webhooks.list(ctx, query);
@@ -58,7 +67,7 @@ export class WebhooksController {
   }
 
   @Get(':id/deliveries')
-  @ApiOperation({ summary: 'The endpoint\'s delivery log, newest first, each delivery with its attempts' })
+  @ApiOperation({ summary: "The endpoint's delivery log, newest first, each delivery with its attempts" })
   @ApiOkResponse({ type: DeliveryPage })
   @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
   deliveries(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Query() query: DeliveriesQuery): Promise<DeliveryPage> {

@@ -9,17 +9,32 @@ export const WEBHOOK_TYPES = ['*', ...AUDIT_EVENT_TYPES] as const;
 export const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 export class CreateWebhookDto {
-  @ApiProperty({ example: 'https://hooks.example.com/platform', maxLength: 2048, description: 'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it.' })
-  @IsString() @MinLength(1) @MaxLength(2048)
+  @ApiProperty({
+    example: 'https://hooks.example.com/platform',
+    maxLength: 2048,
+    description: 'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it.',
+  })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2048)
   url: string;
 
-  @ApiProperty({ type: [String], example: ['approval.requested'], description: `Audit event types to deliver; \`*\` for every type. One or more of: ${WEBHOOK_TYPES.join(', ')}.` })
-  @IsArray() @ArrayMinSize(1) @ArrayMaxSize(WEBHOOK_TYPES.length) @ArrayUnique()
+  @ApiProperty({
+    type: [String],
+    example: ['approval.requested'],
+    description: `Audit event types to deliver; \`*\` for every type. One or more of: ${WEBHOOK_TYPES.join(', ')}.`,
+  })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(WEBHOOK_TYPES.length)
+  @ArrayUnique()
   @IsIn(WEBHOOK_TYPES, { each: true, message: 'each of types must be an audit event type or *' })
   types: string[];
 
   @ApiPropertyOptional({ maxLength: 500 })
-  @IsOptional() @IsString() @MaxLength(500)
+  @IsOptional()
+  @IsString()
+  @MaxLength(500)
   description?: string;
 }
 
@@ -32,7 +47,10 @@ export class WebhookView implements WebhookEndpoint {
 }
 
 export class CreatedWebhookView extends WebhookView {
-  @ApiProperty({ example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', description: 'The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.' })
+  @ApiProperty({
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    description: 'The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.',
+  })
   secret: string;
 }
 
@@ -44,9 +62,16 @@ export class WebhookPage {
 export class DeliveryAttemptView implements DeliveryAttempt {
   @ApiProperty() attempt: number;
   @ApiProperty({ format: 'date-time' }) startedAt: string;
-  @ApiProperty({ format: 'date-time', type: String, nullable: true, description: 'null while the attempt is in flight, or when its node stopped before it ended.' }) finishedAt: string | null;
+  @ApiProperty({
+    format: 'date-time',
+    type: String,
+    nullable: true,
+    description: 'null while the attempt is in flight, or when its node stopped before it ended.',
+  })
+  finishedAt: string | null;
   @ApiProperty({ type: Number, nullable: true, description: 'The HTTP status the receiver answered.' }) status: number | null;
-  @ApiProperty({ type: String, nullable: true, description: 'Why the attempt failed: a status, a timeout, a refused or failed connection.' }) error: string | null;
+  @ApiProperty({ type: String, nullable: true, description: 'Why the attempt failed: a status, a timeout, a refused or failed connection.' }) error:
+    string | null;
 }
 
 export class DeliveryView implements WebhookDelivery {
@@ -70,6 +95,7 @@ export class DeliveryPage {
 
 export class DeliveriesQuery extends PageQuery {
   @ApiPropertyOptional({ enum: DELIVERY_STATUSES })
-  @IsOptional() @IsIn(DELIVERY_STATUSES)
+  @IsOptional()
+  @IsIn(DELIVERY_STATUSES)
   status?: DeliveryStatus;
 }

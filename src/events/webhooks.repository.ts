@@ -93,11 +93,17 @@ export class WebhooksRepository {
   ) {}
 
   async countLive(orgId: string): Promise<number> {
-    const rows: { n: number }[] = await this.dataSource.query(`SELECT count(*)::int AS n FROM webhook_endpoint WHERE org_id = $1 AND deleted_at IS NULL`, [orgId]);
+    const rows: { n: number }[] = await this.dataSource.query(`SELECT count(*)::int AS n FROM webhook_endpoint WHERE org_id = $1 AND deleted_at IS NULL`, [
+      orgId,
+    ]);
     return rows[0].n;
   }
 
-  async create(orgId: string, endpoint: { id: string; url: string; types: string[]; description: string | null; secretSealed: string }, event: AuditEventInput): Promise<WebhookEndpoint> {
+  async create(
+    orgId: string,
+    endpoint: { id: string; url: string; types: string[]; description: string | null; secretSealed: string },
+    event: AuditEventInput,
+  ): Promise<WebhookEndpoint> {
     return this.dataSource.transaction(async (m) => {
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6)
@@ -178,8 +184,21 @@ export class WebhooksRepository {
    */
   async claim(limit: number, busy: string[], leaseMs: number): Promise<ClaimedDelivery[]> {
     const rows: {
-      id: string; endpoint_id: string; attempts: number; url: string; secret_sealed: string; created_at: Date;
-      event_id: string; at: Date; type: string; actor_type: string; actor_id: string; org_id: string | null; target_type: string; target_id: string; data: Record<string, unknown>;
+      id: string;
+      endpoint_id: string;
+      attempts: number;
+      url: string;
+      secret_sealed: string;
+      created_at: Date;
+      event_id: string;
+      at: Date;
+      type: string;
+      actor_type: string;
+      actor_id: string;
+      org_id: string | null;
+      target_type: string;
+      target_id: string;
+      data: Record<string, unknown>;
     }[] = await this.dataSource.query(
       `WITH due AS (
          SELECT id FROM (
@@ -271,6 +290,12 @@ function toDelivery(r: DeliveryRow): WebhookDelivery {
     nextAttemptAt: r.status === 'pending' ? iso(r.next_attempt_at) : null,
     createdAt: iso(r.created_at)!,
     completedAt: iso(r.completed_at),
-    history: r.history.map((a) => ({ attempt: a.attempt, startedAt: iso(a.started_at)!, finishedAt: iso(a.finished_at), status: a.response_status, error: a.error })),
+    history: r.history.map((a) => ({
+      attempt: a.attempt,
+      startedAt: iso(a.started_at)!,
+      finishedAt: iso(a.finished_at),
+      status: a.response_status,
+      error: a.error,
+    })),
   };
 }

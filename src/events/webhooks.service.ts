@@ -80,7 +80,9 @@ function checkedUrl(text: string): string {
     throw ApiError.invalidRequest([{ path: 'url', code: 'url', message: 'url must be an https: (or allowed http:) URL' }]);
   }
   if (url.username || url.password) {
-    throw ApiError.invalidRequest([{ path: 'url', code: 'url', message: 'url must not carry a user name or password; authenticate deliveries by their signature' }]);
+    throw ApiError.invalidRequest([
+      { path: 'url', code: 'url', message: 'url must not carry a user name or password; authenticate deliveries by their signature' },
+    ]);
   }
   url.hash = '';
   return url.toString();

@@ -28,12 +28,12 @@ export class GovernanceController {
     description: [
       'While disabled, every call of the tool, in every agent and every version, at every entry point (the tool-call',
       'endpoint, an approval being granted, MCP, runs), is refused with `403 tool_disabled` and nothing runs. Audited as',
-      '`tool.disabled` / `tool.enabled` when the state changes. An MCP tool\'s `toolId` is `<connection>/<tool>`,',
+      "`tool.disabled` / `tool.enabled` when the state changes. An MCP tool's `toolId` is `<connection>/<tool>`,",
       'URL-encoded (`%2F`). Repeating a request answers the state as it stands.',
     ].join(' '),
   })
   @ApiParam({ name: 'capabilityId', description: 'A capability id from the catalog, or `mcp`.' })
-  @ApiParam({ name: 'toolId', description: 'The tool\'s id in its capability (for `mcp`: `<connection>/<tool>`, URL-encoded).' })
+  @ApiParam({ name: 'toolId', description: "The tool's id in its capability (for `mcp`: `<connection>/<tool>`, URL-encoded)." })
   @ApiOkResponse({ type: ToolSwitchView })
   @ApiForbiddenResponse(ProblemResponse('Only an admin may switch tools (`forbidden`).'))
   @ApiNotFoundResponse(ProblemResponse('No capability declares that tool (`unknown_tool`).'))

@@ -2,12 +2,17 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsBoolean, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 
 export class SetToolDisabledDto {
-  @ApiProperty({ description: '`true` refuses every call of the tool, in every agent and version of the organization, with `403 tool_disabled`; `false` allows them again.' })
+  @ApiProperty({
+    description: '`true` refuses every call of the tool, in every agent and version of the organization, with `403 tool_disabled`; `false` allows them again.',
+  })
   @IsBoolean()
   disabled: boolean;
 
   @ApiPropertyOptional({ maxLength: 500, description: 'Why (an incident number, say); shown in the refusal and the audit event.' })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(500)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(500)
   reason?: string;
 }
 

@@ -16,7 +16,6 @@ export interface DisabledToolRow {
   disabled_by: string;
 }
 
-
 /**
  * The two incident-response switches of an organization: versions retired, tools disabled. Every
  * method takes the organization first (STYLE.md 7). What they decide is read by the tool policy
@@ -55,7 +54,12 @@ export class GovernanceRepository {
     return new Map(rows.map((r) => [r.version, r]));
   }
 
-  async retirementOf(orgId: string, agentId: string, version: number, manager: EntityManager | DataSource = this.dataSource): Promise<RetirementRow | undefined> {
+  async retirementOf(
+    orgId: string,
+    agentId: string,
+    version: number,
+    manager: EntityManager | DataSource = this.dataSource,
+  ): Promise<RetirementRow | undefined> {
     const rows: RetirementRow[] = await manager.query(
       `SELECT version, retired_at, retired_by FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2 AND version = $3`,
       [orgId, agentId, version],
@@ -83,7 +87,12 @@ export class GovernanceRepository {
     return new Map(rows.map((r) => [toolKey(r.capability_id, r.tool_id), r]));
   }
 
-  async disabledTool(orgId: string, capabilityId: string, toolId: string, manager: EntityManager | DataSource = this.dataSource): Promise<DisabledToolRow | undefined> {
+  async disabledTool(
+    orgId: string,
+    capabilityId: string,
+    toolId: string,
+    manager: EntityManager | DataSource = this.dataSource,
+  ): Promise<DisabledToolRow | undefined> {
     const rows: DisabledToolRow[] = await manager.query(
       `SELECT capability_id, tool_id, reason, disabled_at, disabled_by FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3`,
       [orgId, capabilityId, toolId],
@@ -92,7 +101,14 @@ export class GovernanceRepository {
   }
 
   /** Disables (or updates the reason of) a tool; true when it was enabled before. */
-  async disable(manager: EntityManager, orgId: string, capabilityId: string, toolId: string, reason: string | null, by: string): Promise<{ row: DisabledToolRow; changed: boolean }> {
+  async disable(
+    manager: EntityManager,
+    orgId: string,
+    capabilityId: string,
+    toolId: string,
+    reason: string | null,
+    by: string,
+  ): Promise<{ row: DisabledToolRow; changed: boolean }> {
     const rows: (DisabledToolRow & { inserted: boolean })[] = await manager.query(
       `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by) VALUES ($1, $2, $3, $4, $5)
        ON CONFLICT (org_id, capability_id, tool_id) DO UPDATE SET reason = EXCLUDED.reason
@@ -105,10 +121,11 @@ export class GovernanceRepository {
 
   /** Enables a tool; true when it was disabled. */
   async enable(manager: EntityManager, orgId: string, capabilityId: string, toolId: string): Promise<boolean> {
-    const result: unknown[] = await manager.query(
-      `DELETE FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 RETURNING tool_id`,
-      [orgId, capabilityId, toolId],
-    );
+    const result: unknown[] = await manager.query(`DELETE FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 RETURNING tool_id`, [
+      orgId,
+      capabilityId,
+      toolId,
+    ]);
     // TypeORM answers a DELETE ... RETURNING as [rows, count].
     const rows = Array.isArray(result[0]) ? (result[0] as unknown[]) : result;
     return rows.length > 0;

@@ -36,7 +36,10 @@ export class GovernanceService {
     return this.dataSource.transaction(async (m) => {
       // The agent row is locked so that a publish cannot make this version the latest's
       // predecessor between the check and the insert, nor the other way round.
-      const agents: { latest_version: number | null }[] = await m.query(`SELECT latest_version FROM agent WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, agentId]);
+      const agents: { latest_version: number | null }[] = await m.query(`SELECT latest_version FROM agent WHERE org_id = $1 AND id = $2 FOR UPDATE`, [
+        orgId,
+        agentId,
+      ]);
       if (agents.length === 0) throw ApiError.notFound('agent');
       const latest = agents[0].latest_version;
       if (latest === null) throw ApiError.conflict('The agent has no published version.', 'not_published');
@@ -79,7 +82,13 @@ export class GovernanceService {
         return toSwitchView(row);
       }
       if (await this.repository.enable(m, orgId, capabilityId, toolId)) {
-        await this.audit.record(m, { type: 'tool.enabled', orgId, actor, target, data: { capabilityId, toolId, ...(body.reason ? { reason: body.reason } : {}) } });
+        await this.audit.record(m, {
+          type: 'tool.enabled',
+          orgId,
+          actor,
+          target,
+          data: { capabilityId, toolId, ...(body.reason ? { reason: body.reason } : {}) },
+        });
       }
       return { capabilityId, toolId, disabled: false, reason: null, disabledAt: null, disabledBy: null };
     });
@@ -97,10 +106,17 @@ export class GovernanceService {
 }
 
 function toSwitchView(row: DisabledToolRow): ToolSwitchView {
-  return { capabilityId: row.capability_id, toolId: row.tool_id, disabled: true, reason: row.reason, disabledAt: new Date(row.disabled_at).toISOString(), disabledBy: row.disabled_by };
+  return {
+    capabilityId: row.capability_id,
+    toolId: row.tool_id,
+    disabled: true,
+    reason: row.reason,
+    disabledAt: new Date(row.disabled_at).toISOString(),
+    disabledBy: row.disabled_by,
+  };
 }
 
 function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key acts on its agents and tools.');
+  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key acts on its agents and tools.");
   return ctx.principal;
 }

@@ -4,7 +4,6 @@ export class LivenessView {
   @ApiProperty({ enum: ['ok'] }) status: 'ok';
 }
 
-
 const CHECKS: ApiPropertyOptions = {
   type: 'object',
   additionalProperties: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['up', 'down'] } }, additionalProperties: true },

@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
@@ -68,7 +77,7 @@ export class KnowledgeController {
 
   @Get(':id/documents')
   @Access('viewer')
-  @ApiOperation({ summary: 'List a collection\'s documents, newest first, without their content' })
+  @ApiOperation({ summary: "List a collection's documents, newest first, without their content" })
   @ApiOkResponse({ type: DocumentPage })
   @ApiNotFoundResponse(NOT_FOUND)
   listDocuments(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Query() query: PageQuery) {

@@ -6,25 +6,33 @@ export const MAX_DOCUMENT_CHARS = 1024 * 1024;
 
 export class CreateCollectionDto {
   @ApiProperty({ example: 'Product handbook', maxLength: 200 })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   name: string;
 
   @ApiPropertyOptional({ maxLength: 2000, description: 'What the collection holds; a capability may show it to the model.' })
-  @IsOptional() @IsString() @MaxLength(2000)
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
   description?: string;
 }
 
 export class CreateDocumentDto {
   @ApiProperty({ example: 'Refund policy', maxLength: 500 })
-  @IsString() @MinLength(1) @MaxLength(500)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(500)
   title: string;
 
   @ApiProperty({ description: 'The text, indexed for full-text search.', maxLength: MAX_DOCUMENT_CHARS })
-  @IsString() @MaxLength(MAX_DOCUMENT_CHARS)
+  @IsString()
+  @MaxLength(MAX_DOCUMENT_CHARS)
   content: string;
 
   @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Free-form JSON object kept with the document.' })
-  @IsOptional() @IsObject()
+  @IsOptional()
+  @IsObject()
   metadata?: Record<string, unknown>;
 }
 

@@ -97,10 +97,10 @@ export class KnowledgeRepository {
   }
 
   async getCollection(orgId: string, id: string): Promise<CollectionView> {
-    const [row]: CollectionRow[] = await this.dataSource.query(
-      `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = $2`,
-      [orgId, id],
-    );
+    const [row]: CollectionRow[] = await this.dataSource.query(`SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = $2`, [
+      orgId,
+      id,
+    ]);
     if (!row) throw ApiError.notFound('knowledge collection');
     return toCollection(row);
   }
@@ -133,10 +133,7 @@ export class KnowledgeRepository {
     const id = randomUUID();
     return this.dataSource.transaction(async (m) => {
       // FOR KEY SHARE: the collection cannot be deleted while the document goes in.
-      const found: unknown[] = await m.query(
-        `SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR KEY SHARE`,
-        [orgId, collectionId],
-      );
+      const found: unknown[] = await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR KEY SHARE`, [orgId, collectionId]);
       if (found.length === 0) throw ApiError.notFound('knowledge collection');
       let row: DocumentRow;
       try {
@@ -183,10 +180,11 @@ export class KnowledgeRepository {
 
   async deleteDocument(orgId: string, collectionId: string, id: string): Promise<void> {
     await this.dataSource.transaction(async (m) => {
-      const [rows]: [unknown[], number] = await m.query(
-        `DELETE FROM knowledge_document WHERE org_id = $1 AND collection_id = $2 AND id = $3 RETURNING id`,
-        [orgId, collectionId, id],
-      );
+      const [rows]: [unknown[], number] = await m.query(`DELETE FROM knowledge_document WHERE org_id = $1 AND collection_id = $2 AND id = $3 RETURNING id`, [
+        orgId,
+        collectionId,
+        id,
+      ]);
       if (rows.length === 0) throw ApiError.notFound('document');
       await touch(m, orgId, collectionId);
     });
@@ -215,7 +213,13 @@ export class KnowledgeRepository {
   }
 
   /** A page of one document of the given collections (the `read_document` tool). */
-  async readDocumentPage(orgId: string, collectionIds: readonly string[], documentId: string, offset: number, maxChars: number): Promise<DocumentPageRow | undefined> {
+  async readDocumentPage(
+    orgId: string,
+    collectionIds: readonly string[],
+    documentId: string,
+    offset: number,
+    maxChars: number,
+  ): Promise<DocumentPageRow | undefined> {
     const [row]: DocumentPageRow[] = await this.dataSource.query(READ_SQL, [orgId, collectionIds, documentId, offset, maxChars]);
     return row;
   }
@@ -233,7 +237,8 @@ export class KnowledgeRepository {
 }
 
 export function resourceInUse(what: string, bound: { agent_id: string; version: number }[]): ApiError {
-  return new ApiError('resource_in_use',
+  return new ApiError(
+    'resource_in_use',
     `The ${what} is bound by a published agent version and cannot be deleted.`,
     undefined,
     bound.length > 0 ? { boundBy: bound.map((b) => ({ agentId: b.agent_id, version: b.version })) } : undefined,

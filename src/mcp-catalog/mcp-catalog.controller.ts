@@ -39,7 +39,10 @@ export class McpServersController {
 
   @Get()
   @Access('authenticated')
-  @ApiOperation({ summary: 'The MCP catalog: vendor servers the code base allows, sorted by id', description: 'For an organization key each entry says whether the organization holds every scope it needs (`available`).' })
+  @ApiOperation({
+    summary: 'The MCP catalog: vendor servers the code base allows, sorted by id',
+    description: 'For an organization key each entry says whether the organization holds every scope it needs (`available`).',
+  })
   @ApiOkResponse({ type: McpServerEntryList })
   list(@Ctx() ctx: RequestContext): McpServerEntryList {
     const granted = ctx.principal.type === 'api_key' ? new Set(ctx.principal.orgScopes) : undefined;
@@ -60,12 +63,21 @@ export class McpConnectionsController {
 
   @Post()
   @Access('admin')
-  @ApiOperation({ summary: 'Connect a catalog server', description: 'Connects, initializes and lists the tools (every page) before anything is stored. Credentials are encrypted at rest and never shown again.' })
+  @ApiOperation({
+    summary: 'Connect a catalog server',
+    description: 'Connects, initializes and lists the tools (every page) before anything is stored. Credentials are encrypted at rest and never shown again.',
+  })
   @ApiCreatedResponse({ type: McpConnectionView })
-  @ApiBadRequestResponse(ProblemResponse('Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`).'))
+  @ApiBadRequestResponse(
+    ProblemResponse('Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`).'),
+  )
   @ApiForbiddenResponse(ProblemResponse('Not an admin (`forbidden`), or the organization lacks a scope the entry needs (`scope_not_granted`).'))
   @ApiConflictResponse(ProblemResponse('The name is taken in the organization (`conflict`).'))
-  @ApiUnprocessableEntityResponse(ProblemResponse('The URL is refused by the egress policy (`egress_refused`), or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored.'))
+  @ApiUnprocessableEntityResponse(
+    ProblemResponse(
+      'The URL is refused by the egress policy (`egress_refused`), or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored.',
+    ),
+  )
   create(@Ctx() ctx: RequestContext, @Body() dto: CreateMcpConnectionDto): Promise<McpConnectionView> {
     return this.connections.create(ctx, dto);
   }
@@ -90,7 +102,11 @@ export class McpConnectionsController {
   @Post(':id/sync')
   @HttpCode(200)
   @Access('admin')
-  @ApiOperation({ summary: 'List the tools again', description: 'The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.' })
+  @ApiOperation({
+    summary: 'List the tools again',
+    description:
+      'The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.',
+  })
   @ApiOkResponse({ type: McpConnectionView })
   @ApiNotFoundResponse(NOT_FOUND)
   sync(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<McpConnectionView> {
@@ -102,7 +118,12 @@ export class McpConnectionsController {
   @ApiOperation({ summary: "Set a tool's risk", description: "A person's decision; it is kept across syncs and wins over the server's annotations." })
   @ApiOkResponse({ type: McpConnectionView })
   @ApiNotFoundResponse(ProblemResponse('No such connection, or the connection lists no such tool (`not_found`).'))
-  setRisk(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Param('tool') tool: string, @Body() dto: SetMcpToolRiskDto): Promise<McpConnectionView> {
+  setRisk(
+    @Ctx() ctx: RequestContext,
+    @Param('id', UuidParam) id: string,
+    @Param('tool') tool: string,
+    @Body() dto: SetMcpToolRiskDto,
+  ): Promise<McpConnectionView> {
     if (tool.length === 0 || tool.length > 128) throw ApiError.notFound('tool on this connection');
     return this.connections.setRisk(ctx, id, tool, dto.risk);
   }

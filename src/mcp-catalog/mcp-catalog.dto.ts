@@ -30,19 +30,34 @@ export class McpServerEntryList {
 
 export class CreateMcpConnectionDto {
   @ApiProperty({ description: 'A catalog entry id (GET /mcp-servers).', example: 'everything' })
-  @IsString() @MinLength(1) @MaxLength(63)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(63)
   server: string;
 
-  @ApiProperty({ description: 'Unique in the organization; prefixes the keys of its tools in toolApproval and toolOverrides (`<name>/<tool>`).', pattern: CONNECTION_NAME.source, example: 'reference' })
-  @IsString() @Matches(CONNECTION_NAME)
+  @ApiProperty({
+    description: 'Unique in the organization; prefixes the keys of its tools in toolApproval and toolOverrides (`<name>/<tool>`).',
+    pattern: CONNECTION_NAME.source,
+    example: 'reference',
+  })
+  @IsString()
+  @Matches(CONNECTION_NAME)
   name: string;
 
   @ApiPropertyOptional({ description: 'Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy.', maxLength: 2048 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(2048)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2048)
   url?: string;
 
-  @ApiPropertyOptional({ description: 'Values for the entry\'s credential fields, by name. Stored encrypted; never shown again.', type: 'object', additionalProperties: { type: 'string' } })
-  @IsOptional() @IsObject()
+  @ApiPropertyOptional({
+    description: "Values for the entry's credential fields, by name. Stored encrypted; never shown again.",
+    type: 'object',
+    additionalProperties: { type: 'string' },
+  })
+  @IsOptional()
+  @IsObject()
   credentials?: Record<string, unknown>;
 }
 
@@ -79,7 +94,8 @@ export class McpConnectionView {
   @ApiProperty() name: string;
   @ApiPropertyOptional() url?: string;
   @ApiProperty({ enum: ['ready', 'error'] }) status: 'ready' | 'error';
-  @ApiPropertyOptional({ type: McpConnectionErrorView, description: 'Why the last sync failed (the tools are those of the last good one).' }) error?: McpConnectionErrorView;
+  @ApiPropertyOptional({ type: McpConnectionErrorView, description: 'Why the last sync failed (the tools are those of the last good one).' })
+  error?: McpConnectionErrorView;
   @ApiProperty({ type: [String], description: 'The names of the stored credentials; their values are never shown.' }) credentialNames: string[];
   @ApiProperty({ type: [McpToolView] }) tools: McpToolView[];
   @ApiProperty({ format: 'date-time' }) syncedAt: string;

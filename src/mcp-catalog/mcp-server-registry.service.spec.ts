@@ -55,7 +55,10 @@ describe('McpServerRegistry', () => {
 
   it('a fixed-URL vendor entry needs no URL from the connection', async () => {
     const registry = await registryWith(entry(remote));
-    expect(registry.get('vendor')!.descriptor).toMatchObject({ urlRequired: false, credentials: [{ name: 'token', description: 'API token', required: true }] });
+    expect(registry.get('vendor')!.descriptor).toMatchObject({
+      urlRequired: false,
+      credentials: [{ name: 'token', description: 'API token', required: true }],
+    });
   });
 
   it('refuses the boot on a duplicate id, naming both', async () => {
@@ -63,7 +66,14 @@ describe('McpServerRegistry', () => {
   });
 
   it('refuses a stdio package that is not installed', async () => {
-    const broken: McpServerEntryDefinition = { ...remote, id: 'local', transport: 'stdio', url: undefined, credentials: [], stdio: { package: 'no-such-package-xyz', script: 'index.js', args: [] } };
+    const broken: McpServerEntryDefinition = {
+      ...remote,
+      id: 'local',
+      transport: 'stdio',
+      url: undefined,
+      credentials: [],
+      stdio: { package: 'no-such-package-xyz', script: 'index.js', args: [] },
+    };
     await expect(registryWith(entry(broken, 'Local'))).rejects.toThrow(McpCatalogRegistrationError);
     await expect(registryWith(entry(broken, 'Local'))).rejects.toThrow(/not installed/);
   });
@@ -91,7 +101,13 @@ describe('McpServerRegistry', () => {
     ['a bad env name', { stdio: { package: 'p', script: 's.js', args: [], env: { 'bad-name': 'x' } } }, /not a variable name/],
     ['a credential without env', { credentials: [{ name: 'x', description: 'd', required: true }] }, /environment variable/],
   ])('refuses a stdio entry with %s', (_what, change, message) => {
-    const stdio: McpServerEntryDefinition = { ...remote, transport: 'stdio', url: undefined, credentials: [], stdio: { package: 'p', script: 's.js', args: [] } };
+    const stdio: McpServerEntryDefinition = {
+      ...remote,
+      transport: 'stdio',
+      url: undefined,
+      credentials: [],
+      stdio: { package: 'p', script: 's.js', args: [] },
+    };
     expect(checkEntry({ ...stdio, ...change }, 'E').join('\n')).toMatch(message);
   });
 

@@ -39,7 +39,17 @@ const HEADER_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/;
 const ENV_NAME = /^[A-Z_][A-Z0-9_]{0,63}$/;
 const SCOPE = /^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$/;
 /** Headers the transport owns: a credential must never be able to rewrite the protocol. */
-const RESERVED_HEADERS = new Set(['host', 'content-type', 'content-length', 'accept', 'connection', 'mcp-session-id', 'mcp-protocol-version', 'last-event-id', 'transfer-encoding']);
+const RESERVED_HEADERS = new Set([
+  'host',
+  'content-type',
+  'content-length',
+  'accept',
+  'connection',
+  'mcp-session-id',
+  'mcp-protocol-version',
+  'last-event-id',
+  'transfer-encoding',
+]);
 
 /**
  * Every MCP catalog entry the code base declares, validated at boot. The catalog route, the
@@ -123,7 +133,8 @@ export function checkEntry(d: McpServerEntryDefinition | undefined, className: s
       if (!c || !text(c.description)) problems.push(`${cname}: description is required`);
       if (!c || typeof c.required !== 'boolean') problems.push(`${cname}: required must be true or false`);
       if (d.transport === 'streamable-http') {
-        if (!c?.header || !HEADER_NAME.test(c.header) || RESERVED_HEADERS.has(c.header.toLowerCase())) problems.push(`${cname}: a streamable-http credential names the header it is sent in (not a header the transport owns)`);
+        if (!c?.header || !HEADER_NAME.test(c.header) || RESERVED_HEADERS.has(c.header.toLowerCase()))
+          problems.push(`${cname}: a streamable-http credential names the header it is sent in (not a header the transport owns)`);
         if (c?.env !== undefined) problems.push(`${cname}: env is for stdio entries`);
       }
       if (d.transport === 'stdio') {

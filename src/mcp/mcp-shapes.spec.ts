@@ -6,7 +6,13 @@ import { CALL_META, refusalResult, titleOf, toCallToolResult, toMcpTool } from '
 const tool = (over: Partial<OfferedTool> = {}): OfferedTool => ({
   name: 'search_notes',
   description: 'Search the notes.',
-  inputSchema: { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
+  inputSchema: {
+    $schema: 'https://json-schema.org/draft/2020-12/schema',
+    type: 'object',
+    properties: { q: { type: 'string' } },
+    required: ['q'],
+    additionalProperties: false,
+  },
   capabilityId: 'notes',
   toolId: 'search',
   risk: 'read_only',
@@ -81,7 +87,7 @@ describe('toCallToolResult', () => {
     expect(cut.structuredContent).toBeUndefined();
     expect(text(cut)).toBe('{"rows":[\nThe result was cut to the tool\'s output budget. The whole result is kept at /api/v1/tool-calls/c1/result.');
     expect(cut._meta![CALL_META]).toEqual({ id: 'c1', status: 'succeeded', resultTruncated: true, resultRef: '/api/v1/tool-calls/c1/result' });
-    expect(text(toCallToolResult(call({ result: 'abc', resultTruncated: true })))).toBe('abc\nThe result was cut to the tool\'s output budget.');
+    expect(text(toCallToolResult(call({ result: 'abc', resultTruncated: true })))).toBe("abc\nThe result was cut to the tool's output budget.");
   });
 
   it('says when an approver changed the arguments', () => {
@@ -95,7 +101,10 @@ describe('toCallToolResult', () => {
     const rejected = toCallToolResult(call({ status: 'rejected', approvalId: 'p1', error: { code: 'approval_rejected', message: 'No.' } }));
     expect(rejected).toMatchObject({ isError: true, content: [{ text: 'A person rejected this call, so it did not run. Their reason: No.' }] });
     expect(rejected._meta![CALL_META]).toEqual({ id: 'c1', status: 'rejected', approvalId: 'p1', error: { code: 'approval_rejected', message: 'No.' } });
-    expect(toCallToolResult(call({ status: 'expired' }))).toMatchObject({ isError: true, content: [{ text: expect.stringContaining('Call the tool again to ask again.') }] });
+    expect(toCallToolResult(call({ status: 'expired' }))).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringContaining('Call the tool again to ask again.') }],
+    });
     expect(text(toCallToolResult(call({ status: 'failed' })))).toBe('The tool failed. (tool_error)');
     expect(text(toCallToolResult(call({ status: 'rejected' })))).toContain('(none given)');
   });

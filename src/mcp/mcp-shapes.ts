@@ -87,7 +87,9 @@ export function toCallToolResult(call: ToolCallView, pending: PendingFacts = {})
       return errorResult('Nobody decided on the approval of this call before it expired, so it did not run. Call the tool again to ask again.', meta);
     case 'running':
       return {
-        content: [{ type: 'text', text: 'A person approved this call and it is running now. Call the tool again with exactly the same arguments to get its result.' }],
+        content: [
+          { type: 'text', text: 'A person approved this call and it is running now. Call the tool again with exactly the same arguments to get its result.' },
+        ],
         _meta: meta,
       };
     case 'pending_approval':

@@ -38,10 +38,10 @@ export class McpController {
   @Post()
   @Access('agent')
   @ApiOperation({
-    summary: 'Send MCP messages to the agent\'s MCP server',
+    summary: "Send MCP messages to the agent's MCP server",
     description: [
       'A Streamable HTTP endpoint of the Model Context Protocol, served statelessly (no `Mcp-Session-Id`): `initialize`',
-      '(the agent\'s name, the version, and the version\'s system prompt as `instructions`), `tools/list` (the version\'s',
+      "(the agent's name, the version, and the version's system prompt as `instructions`), `tools/list` (the version's",
       'offered tools, with annotations from their risk) and `tools/call` (through the same executor, guards, records and',
       'audit as `POST /agents/{agentId}/tool-calls`, with entry point `mcp`). Requests are answered as JSON-RPC over',
       '`text/event-stream`; notifications and responses with `202`. A call that needs approval waits up to',
@@ -52,8 +52,13 @@ export class McpController {
     ].join('\n'),
   })
   @ApiBody({ description: 'One JSON-RPC 2.0 message. A batch (an array) is refused with JSON-RPC error -32600 and HTTP 400.', schema: { type: 'object' } })
-  @ApiForbiddenResponse(ProblemResponse('The request carries an `Origin` that is neither loopback nor in `MCP_ALLOWED_ORIGINS` (`origin_not_allowed`, DNS rebinding protection).'))
-  @ApiOkResponse({ description: 'The JSON-RPC responses (and progress notifications) as server-sent events.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiForbiddenResponse(
+    ProblemResponse('The request carries an `Origin` that is neither loopback nor in `MCP_ALLOWED_ORIGINS` (`origin_not_allowed`, DNS rebinding protection).'),
+  )
+  @ApiOkResponse({
+    description: 'The JSON-RPC responses (and progress notifications) as server-sent events.',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  })
   @ApiAcceptedResponse({ description: 'Only notifications or responses were sent; nothing to answer.' })
   @ApiBadRequestResponse(INVALID_QUERY)
   @ApiNotFoundResponse(NOT_FOUND)
@@ -75,7 +80,8 @@ export class McpController {
   @Access('agent')
   @ApiOperation({
     summary: 'Open a server-to-client event stream (not offered)',
-    description: 'The endpoint is stateless: it has nothing to send outside the answer to a request, so it offers no stream. `405` with `Allow: POST`, as MCP specifies.',
+    description:
+      'The endpoint is stateless: it has nothing to send outside the answer to a request, so it offers no stream. `405` with `Allow: POST`, as MCP specifies.',
   })
   @ApiResponse({ status: 405, ...ProblemResponse('Not offered by a stateless endpoint (`method_not_allowed`).') })
   @ApiBadRequestResponse(INVALID_QUERY)

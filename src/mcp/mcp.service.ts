@@ -97,7 +97,10 @@ export class McpService implements OnModuleInit {
     if (origin === undefined) return;
     if (typeof origin === 'string' && (this.config.mcpAllowedOrigins ?? []).includes(origin)) return;
     if (typeof origin === 'string' && isLoopbackOrigin(origin)) return;
-    throw new ApiError('origin_not_allowed', 'Requests from this Origin are not allowed on MCP endpoints (DNS rebinding protection); an operator can allow it in MCP_ALLOWED_ORIGINS.');
+    throw new ApiError(
+      'origin_not_allowed',
+      'Requests from this Origin are not allowed on MCP endpoints (DNS rebinding protection); an operator can allow it in MCP_ALLOWED_ORIGINS.',
+    );
   }
 
   /**
@@ -124,7 +127,10 @@ export class McpService implements OnModuleInit {
   }
 
   private sendRpcError(reply: FastifyReply, status: number, id: string | number | null, code: number, message: string): void {
-    void reply.status(status).type('application/json').send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+    void reply
+      .status(status)
+      .type('application/json')
+      .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
   }
 
   /** Answers one POST of JSON-RPC messages: the SDK writes the response (JSON-RPC over SSE) itself. */
@@ -144,7 +150,9 @@ export class McpService implements OnModuleInit {
       { capabilities: { tools: { listChanged: false } }, ...(instructions ? { instructions } : {}) },
     );
     server.setRequestHandler(ListToolsRequestSchema, () => this.guarded(ctx, 'tools/list', () => this.listTools(principal, built)));
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) => this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra)));
+    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+      this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra)),
+    );
 
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     await server.connect(transport);
@@ -267,7 +275,7 @@ function waitingMessage(call: ToolCallView, waitSeconds: number): string {
 }
 
 function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key can use an agent\'s MCP endpoint.');
+  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key can use an agent's MCP endpoint.");
   return ctx.principal;
 }
 

@@ -60,7 +60,7 @@ export class OrgsController {
 
   @Get(':orgId/api-keys')
   @Access('platform', 'admin')
-  @ApiOperation({ summary: 'List the organization\'s API keys (never their tokens)' })
+  @ApiOperation({ summary: "List the organization's API keys (never their tokens)" })
   @ApiOkResponse({ type: ApiKeyPage })
   @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
   listKeys(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Query() query: PageQuery): Promise<ApiKeyPage> {

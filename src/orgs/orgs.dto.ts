@@ -7,35 +7,50 @@ export const SCOPE_PATTERN = /^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$/;
 
 export class CreateOrgDto {
   @ApiProperty({ pattern: SLUG_PATTERN.source, example: 'acme' })
-  @IsString() @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
+  @IsString()
+  @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
   slug: string;
 
   @ApiProperty({ example: 'Acme Corp' })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   name: string;
 
   @ApiPropertyOptional({ type: [String], example: ['knowledge:read'] })
-  @IsOptional() @IsArray() @ArrayMaxSize(200) @ArrayUnique()
-  @IsString({ each: true }) @MaxLength(200, { each: true })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(200)
+  @ArrayUnique()
+  @IsString({ each: true })
+  @MaxLength(200, { each: true })
   @Matches(SCOPE_PATTERN, { each: true, message: 'each scope must match ^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$' })
   scopes?: string[];
 }
 
 export class UpdateScopesDto {
   @ApiProperty({ type: [String] })
-  @IsArray() @ArrayMaxSize(200) @ArrayUnique()
-  @IsString({ each: true }) @MaxLength(200, { each: true })
+  @IsArray()
+  @ArrayMaxSize(200)
+  @ArrayUnique()
+  @IsString({ each: true })
+  @MaxLength(200, { each: true })
   @Matches(SCOPE_PATTERN, { each: true, message: 'each scope must match ^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$' })
   scopes: string[];
 }
 
 export class CreateApiKeyDto {
   @ApiProperty({ example: 'support-bot runtime' })
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   name: string;
 
   @ApiProperty({ enum: ROLES, isArray: true })
-  @IsArray() @ArrayMinSize(1) @ArrayUnique() @IsIn(ROLES, { each: true })
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayUnique()
+  @IsIn(ROLES, { each: true })
   roles: Role[];
 }
 
@@ -73,7 +88,7 @@ export class ApiKeyPage {
 /** `GET /me`: who the token belongs to. */
 export class MeView {
   @ApiProperty({ enum: ['platform', 'api_key'] }) type: 'platform' | 'api_key';
-  @ApiProperty({ description: '`platform` for the platform admin; the API key\'s id otherwise.' }) id: string;
-  @ApiPropertyOptional({ format: 'uuid', description: 'The key\'s organization; absent for the platform admin.' }) orgId?: string;
-  @ApiPropertyOptional({ enum: ROLES, isArray: true, description: 'The key\'s roles; absent for the platform admin.' }) roles?: Role[];
+  @ApiProperty({ description: "`platform` for the platform admin; the API key's id otherwise." }) id: string;
+  @ApiPropertyOptional({ format: 'uuid', description: "The key's organization; absent for the platform admin." }) orgId?: string;
+  @ApiPropertyOptional({ enum: ROLES, isArray: true, description: "The key's roles; absent for the platform admin." }) roles?: Role[];
 }

@@ -18,7 +18,6 @@ interface OrgRow {
   created_at: Date;
 }
 
-
 @Injectable()
 export class OrgsService {
   constructor(
@@ -32,10 +31,7 @@ export class OrgsService {
     const scopes = [...new Set(dto.scopes ?? [])].sort();
     try {
       return await this.dataSource.transaction(async (m) => {
-        const [row]: OrgRow[] = await m.query(
-          `INSERT INTO org (id, slug, name, scopes) VALUES ($1, $2, $3, $4) RETURNING *`,
-          [id, dto.slug, dto.name, scopes],
-        );
+        const [row]: OrgRow[] = await m.query(`INSERT INTO org (id, slug, name, scopes) VALUES ($1, $2, $3, $4) RETURNING *`, [id, dto.slug, dto.name, scopes]);
         await this.audit.record(m, {
           type: 'org.created',
           orgId: id,

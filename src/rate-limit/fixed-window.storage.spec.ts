@@ -8,7 +8,8 @@ describe('FixedWindowThrottlerStorage', () => {
   describe('without a block duration (per key, per organization)', () => {
     it('counts hits up to the limit, refuses the next ones without counting them, and starts again with the next window', async () => {
       const s = store();
-      for (let i = 1; i <= 3; i++) expect(await s.increment('k', 60_000, 3, 0, 'per-key')).toEqual({ totalHits: i, timeToExpire: 60, isBlocked: false, timeToBlockExpire: 0 });
+      for (let i = 1; i <= 3; i++)
+        expect(await s.increment('k', 60_000, 3, 0, 'per-key')).toEqual({ totalHits: i, timeToExpire: 60, isBlocked: false, timeToBlockExpire: 0 });
       now += 20_000;
       expect(await s.increment('k', 60_000, 3, 0, 'per-key')).toEqual({ totalHits: 4, timeToExpire: 40, isBlocked: true, timeToBlockExpire: 40 });
       expect(await s.increment('k', 60_000, 3, 0, 'per-key')).toMatchObject({ totalHits: 4, isBlocked: true });

@@ -4,7 +4,14 @@ const convo: ChatMessage[] = [
   { role: 'user', content: 'find A' },
   { role: 'assistant', content: null, toolCalls: [{ id: 'a', name: 'lookup', arguments: '{"q":"A"}' }] },
   { role: 'tool', toolCallId: 'a', name: 'lookup', content: 'result A' },
-  { role: 'assistant', content: null, toolCalls: [{ id: 'b', name: 'lookup', arguments: '{"q":"B"}' }, { id: 'c', name: 'lookup', arguments: '{}' }] },
+  {
+    role: 'assistant',
+    content: null,
+    toolCalls: [
+      { id: 'b', name: 'lookup', arguments: '{"q":"B"}' },
+      { id: 'c', name: 'lookup', arguments: '{}' },
+    ],
+  },
   { role: 'tool', toolCallId: 'b', name: 'lookup', content: 'result B' },
   { role: 'tool', toolCallId: 'c', name: 'lookup', content: 'result C' },
   { role: 'assistant', content: 'done' },
@@ -14,7 +21,11 @@ describe('conversation', () => {
   it('renders the Chat Completions shape: system first, tool calls and their answers by id', () => {
     const out = toProviderMessages('sys', convo, null);
     expect(out[0]).toEqual({ role: 'system', content: 'sys' });
-    expect(out[2]).toEqual({ role: 'assistant', content: null, tool_calls: [{ id: 'a', type: 'function', function: { name: 'lookup', arguments: '{"q":"A"}' } }] });
+    expect(out[2]).toEqual({
+      role: 'assistant',
+      content: null,
+      tool_calls: [{ id: 'a', type: 'function', function: { name: 'lookup', arguments: '{"q":"A"}' } }],
+    });
     expect(out[3]).toEqual({ role: 'tool', tool_call_id: 'a', content: 'result A' });
     expect(toProviderMessages('  ', convo, null)[0]).toEqual({ role: 'user', content: 'find A' });
   });

@@ -44,7 +44,9 @@ export function toProviderMessages(systemPrompt: string, messages: readonly Chat
       out.push({
         role: 'assistant',
         content: m.content,
-        ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) } : {}),
+        ...(m.toolCalls?.length
+          ? { tool_calls: m.toolCalls.map((c) => ({ id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } })) }
+          : {}),
       });
     } else {
       const cleared = state?.clearedBefore !== undefined && i < state.clearedBefore;

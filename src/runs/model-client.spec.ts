@@ -62,21 +62,35 @@ describe('OpenAiCompatibleModel', () => {
     expect(sleeps).toEqual([2000]);
   });
 
-  it('gives up after the retries with the provider\'s status; a 400 is not retried', async () => {
+  it("gives up after the retries with the provider's status; a 400 is not retried", async () => {
     let calls = 0;
     const failing = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => (calls++, new Response('{}', { status: 502 })), policy, sleep);
     await expect(failing.complete(req)).rejects.toMatchObject({ code: 'model_error', status: 502 });
     expect(calls).toBe(3);
     calls = 0;
-    const bad = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => (calls++, new Response('{"error":{"message":"nope"}}', { status: 400 })), policy, sleep);
+    const bad = new OpenAiCompatibleModel(
+      'p',
+      'http://model.test/v1',
+      null,
+      async () => (calls++, new Response('{"error":{"message":"nope"}}', { status: 400 })),
+      policy,
+      sleep,
+    );
     await expect(bad.complete(req)).rejects.toMatchObject({ retryable: false, status: 400 });
     expect(calls).toBe(1);
   });
 
   it('reports an egress refusal as such, without retrying', async () => {
-    const refusing = new OpenAiCompatibleModel('p', 'http://10.0.0.1/v1', null, async () => {
-      throw Object.assign(new Error('egress refused: 10.0.0.1'), { code: 'egress_refused' });
-    }, policy, sleep);
+    const refusing = new OpenAiCompatibleModel(
+      'p',
+      'http://10.0.0.1/v1',
+      null,
+      async () => {
+        throw Object.assign(new Error('egress refused: 10.0.0.1'), { code: 'egress_refused' });
+      },
+      policy,
+      sleep,
+    );
     await expect(refusing.complete(req)).rejects.toMatchObject({ code: 'egress_refused' });
     expect(sleeps).toEqual([]);
   });

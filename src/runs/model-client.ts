@@ -1,5 +1,10 @@
 import OpenAI from 'openai';
-import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 
 /** One answer of the model, assembled from its stream. */
@@ -131,7 +136,8 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Prom
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   const usage = { inputTokens: 0, outputTokens: 0 };
   for await (const chunk of chunks) {
-    if (chunk === null || typeof chunk !== 'object') throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
+    if (chunk === null || typeof chunk !== 'object')
+      throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
     if (chunk.usage) {
       usage.inputTokens = chunk.usage.prompt_tokens ?? 0;
       usage.outputTokens = chunk.usage.completion_tokens ?? 0;
@@ -177,7 +183,11 @@ function classify(raw: unknown): ModelError {
   if (raw instanceof OpenAI.APIError) {
     const status = raw.status ?? 0;
     const retryable = status === 408 || status === 409 || status === 429 || status >= 500;
-    if (status === 400 && /context|maximum.*tokens|too long/i.test(messageOf(raw)) && /context_length|context window|maximum context/i.test(messageOf(raw) + (raw.code ?? ''))) {
+    if (
+      status === 400 &&
+      /context|maximum.*tokens|too long/i.test(messageOf(raw)) &&
+      /context_length|context window|maximum context/i.test(messageOf(raw) + (raw.code ?? ''))
+    ) {
       return new ModelError('context_length_exceeded', `The provider answered ${status}: ${messageOf(raw)}`, false, status);
     }
     return new ModelError('model_error', `The provider answered ${status}: ${messageOf(raw)}`, retryable, status, retryAfterOf(raw.headers));

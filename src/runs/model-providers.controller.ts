@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags, ApiUnprocessableEntityResponse } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiUnprocessableEntityResponse,
+} from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
@@ -20,7 +29,8 @@ export class ModelProvidersController {
   @Access('admin')
   @ApiOperation({
     summary: 'Add a model provider',
-    description: 'An OpenAI-compatible endpoint (Chat Completions with tools). The API key is stored encrypted and never answered again; `baseUrl` must pass the egress policy.',
+    description:
+      'An OpenAI-compatible endpoint (Chat Completions with tools). The API key is stored encrypted and never answered again; `baseUrl` must pass the egress policy.',
   })
   @ApiCreatedResponse({ type: ModelProviderView })
   @ApiConflictResponse(ProblemResponse('The name is taken in this organization (`conflict`).'))
@@ -31,7 +41,7 @@ export class ModelProvidersController {
 
   @Get()
   @Access('viewer')
-  @ApiOperation({ summary: 'List the organization\'s model providers, newest first' })
+  @ApiOperation({ summary: "List the organization's model providers, newest first" })
   @ApiOkResponse({ type: ModelProviderPage })
   list(@Ctx() ctx: RequestContext, @Query() query: PageQuery) {
     return this.providers.list(ctx, query);

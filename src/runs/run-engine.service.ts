@@ -105,7 +105,9 @@ export class RunEngine {
     const modelRef = built.spec.model;
     const model = modelRef ? await this.providers.modelFor(row.org_id, modelRef.provider) : undefined;
     if (!modelRef || !model) {
-      await this.finish(row, owner, 'failed', { error: { code: 'model_not_configured', message: 'The version names no model provider of this organization.' } });
+      await this.finish(row, owner, 'failed', {
+        error: { code: 'model_not_configured', message: 'The version names no model provider of this organization.' },
+      });
       return;
     }
     const tools: ChatCompletionTool[] = built.tools.map((t) => ({
@@ -133,7 +135,9 @@ export class RunEngine {
         return;
       }
       if (row.usage.modelCalls >= this.config.runs.maxSteps) {
-        await this.finish(row, owner, 'failed', { error: { code: 'max_steps', message: `The run reached its limit of ${this.config.runs.maxSteps} model calls (RUN_MAX_STEPS).` } });
+        await this.finish(row, owner, 'failed', {
+          error: { code: 'max_steps', message: `The run reached its limit of ${this.config.runs.maxSteps} model calls (RUN_MAX_STEPS).` },
+        });
         return;
       }
 
@@ -184,7 +188,13 @@ export class RunEngine {
       const messages = [...row.messages, assistant];
       const completed: RunEventInput = {
         type: 'model.completed',
-        data: { step, content: turn.content, toolCalls: turn.toolCalls.map((c) => ({ id: c.id, name: c.name })), finishReason: turn.finishReason, usage: turn.usage },
+        data: {
+          step,
+          content: turn.content,
+          toolCalls: turn.toolCalls.map((c) => ({ id: c.id, name: c.name })),
+          finishReason: turn.finishReason,
+          usage: turn.usage,
+        },
       };
       if (turn.toolCalls.length === 0) {
         await this.finish({ ...row, messages, usage }, owner, 'succeeded', { output: turn.content ?? '', messages, usage }, [completed]);
@@ -244,7 +254,12 @@ export class RunEngine {
       const pendingToolCallIds = waiting.map((p) => p.toolCallId!);
       const pendingApprovalIds = waiting.map((p) => p.approvalId).filter((id): id is string => Boolean(id));
       events.push({ type: 'run.waiting', data: { pendingApprovalIds, toolCallIds: pendingToolCallIds } });
-      await this.save(row, owner, { status: 'waiting_for_approval', pending, toolCallIds, usage, pendingToolCallIds, pendingApprovalIds, release: true }, events);
+      await this.save(
+        row,
+        owner,
+        { status: 'waiting_for_approval', pending, toolCallIds, usage, pendingToolCallIds, pendingApprovalIds, release: true },
+        events,
+      );
       return undefined;
     }
     // Every call has its answer: the tool messages go into the conversation in the model's order.
@@ -259,7 +274,7 @@ export class RunEngine {
     if (call.status === 'succeeded') {
       events.push({ type: 'tool_call.succeeded', data: { toolCallId: call.id, name: p.name } });
       const body: Record<string, unknown> = { result: call.result };
-      if (call.resultTruncated) body.note = 'The result was cut to the tool\'s output budget.';
+      if (call.resultTruncated) body.note = "The result was cut to the tool's output budget.";
       if (call.argumentsEdited) {
         body.argumentsEdited = true;
         body.executedArguments = call.executedArguments;
@@ -268,7 +283,10 @@ export class RunEngine {
       const plain = typeof call.result === 'string' && Object.keys(body).length === 1;
       return { ...p, result: { role: 'tool', toolCallId: p.id, name: p.name, content: plain ? (call.result as string) : JSON.stringify(body) } };
     }
-    events.push({ type: 'tool_call.failed', data: { toolCallId: call.id, name: p.name, status: call.status, error: call.error ? { code: call.error.code } : undefined } });
+    events.push({
+      type: 'tool_call.failed',
+      data: { toolCallId: call.id, name: p.name, status: call.status, error: call.error ? { code: call.error.code } : undefined },
+    });
     const error = call.error ?? { code: call.status, message: `The call ended ${call.status}.` };
     return { ...p, result: toolMessage(p, { error: { code: error.code, message: error.message } }) };
   }
@@ -284,7 +302,12 @@ export class RunEngine {
     try {
       args = JSON.parse(p.arguments === '' ? '{}' : p.arguments);
     } catch {
-      return { refusal: { code: 'invalid_arguments', message: 'The arguments are not JSON; nothing ran. Send them as a JSON object that matches the tool\'s input schema.' } };
+      return {
+        refusal: {
+          code: 'invalid_arguments',
+          message: "The arguments are not JSON; nothing ran. Send them as a JSON object that matches the tool's input schema.",
+        },
+      };
     }
     try {
       const outcome = await this.executor.request(ctx, {
@@ -363,7 +386,10 @@ export class RunEngine {
       next = compactWithoutModel(row.messages, settings, row.compaction);
     }
     if (!next) return row;
-    const event: RunEventInput = { type: 'run.compacted', data: { strategy: settings.strategy, estimatedTokens: size, budget, before: next.before, clearedBefore: next.clearedBefore } };
+    const event: RunEventInput = {
+      type: 'run.compacted',
+      data: { strategy: settings.strategy, estimatedTokens: size, budget, before: next.before, clearedBefore: next.clearedBefore },
+    };
     if (!(await this.save(row, owner, { compaction: next, usage }, [event]))) return false;
     return { ...row, compaction: next, usage };
   }

@@ -59,14 +59,17 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.stopping || this.active.has(runId)) return;
     const abort = new AbortController();
     const leaseMs = this.config.runs.leaseMs;
-    const renew = setInterval(() => {
-      this.repo
-        .renew(runId, this.owner, leaseMs)
-        .then((held) => {
-          if (!held) abort.abort();
-        })
-        .catch((err) => this.logger.warn({ err, runId }, 'could not renew a run lease'));
-    }, Math.max(50, Math.floor(leaseMs / 3)));
+    const renew = setInterval(
+      () => {
+        this.repo
+          .renew(runId, this.owner, leaseMs)
+          .then((held) => {
+            if (!held) abort.abort();
+          })
+          .catch((err) => this.logger.warn({ err, runId }, 'could not renew a run lease'));
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
     renew.unref();
     const done = this.engine.advance(runId, this.owner, abort.signal).finally(() => {
       clearInterval(renew);

@@ -1,14 +1,5 @@
 import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
-import {
-  ApiConflictResponse,
-  ApiCreatedResponse,
-  ApiHeader,
-  ApiNotFoundResponse,
-  ApiOkResponse,
-  ApiOperation,
-  ApiProduces,
-  ApiTags,
-} from '@nestjs/swagger';
+import { ApiConflictResponse, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
@@ -32,7 +23,7 @@ export class RunsController {
   @ApiOperation({
     summary: 'Run the agent: the model loop, every tool call through the executor',
     description: [
-      'The version\'s system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.',
+      "The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.",
       'A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.',
       '`Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.',
     ].join('\n'),
@@ -56,7 +47,7 @@ export class RunsController {
 
   @Get('runs')
   @Access('viewer', 'agent')
-  @ApiOperation({ summary: 'List the organization\'s runs, newest first' })
+  @ApiOperation({ summary: "List the organization's runs, newest first" })
   @ApiOkResponse({ type: RunPage })
   list(@Ctx() ctx: RequestContext, @Query() query: ListRunsQuery) {
     return this.runs.list(ctx, query);
@@ -76,7 +67,8 @@ export class RunsController {
   @Access('agent', 'builder')
   @ApiOperation({
     summary: 'Cancel a run',
-    description: 'A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.',
+    description:
+      'A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.',
   })
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
@@ -87,16 +79,19 @@ export class RunsController {
   @Get('runs/:id/events')
   @Access('viewer', 'agent')
   @ApiOperation({
-    summary: 'The run\'s events as Server-Sent Events',
+    summary: "The run's events as Server-Sent Events",
     description: [
-      'Every event from the run\'s start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.',
+      "Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.",
       'Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.',
-      'The stream ends after the run\'s last event; a comment every 15 s keeps it open meanwhile.',
+      "The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.",
     ].join('\n'),
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id` of the last event received.' })
   @ApiProduces('text/event-stream')
-  @ApiOkResponse({ description: 'text/event-stream: `id`, `event` (the type) and `data` (JSON) per event.', content: { 'text/event-stream': { schema: { type: 'string' } } } })
+  @ApiOkResponse({
+    description: 'text/event-stream: `id`, `event` (the type) and `data` (JSON) per event.',
+    content: { 'text/event-stream': { schema: { type: 'string' } } },
+  })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
   async events(
     @Ctx() ctx: RequestContext,

@@ -14,19 +14,34 @@ export const MODEL_PROVIDER_KINDS = ['openai-compatible'] as const;
 
 export class CreateModelProviderDto {
   @ApiProperty({ example: 'openai', description: 'Unique in the organization; the org slug pattern.', pattern: '^[a-z0-9][a-z0-9-]{1,62}$' })
-  @IsString() @Matches(/^[a-z0-9][a-z0-9-]{1,62}$/, { message: 'name must match ^[a-z0-9][a-z0-9-]{1,62}$' })
+  @IsString()
+  @Matches(/^[a-z0-9][a-z0-9-]{1,62}$/, { message: 'name must match ^[a-z0-9][a-z0-9-]{1,62}$' })
   name: string;
 
   @ApiProperty({ enum: MODEL_PROVIDER_KINDS, description: 'Chat Completions with tools: OpenAI, Azure OpenAI (v1 API), vLLM, Ollama, LM Studio and the like.' })
   @IsIn(MODEL_PROVIDER_KINDS)
   kind: (typeof MODEL_PROVIDER_KINDS)[number];
 
-  @ApiProperty({ example: 'https://api.openai.com/v1', description: 'The API base the client appends `/chat/completions` to. Checked against the egress policy when saved.', maxLength: 2000 })
-  @IsString() @MaxLength(2000) @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true }, { message: 'baseUrl must be an http(s) URL' })
+  @ApiProperty({
+    example: 'https://api.openai.com/v1',
+    description: 'The API base the client appends `/chat/completions` to. Checked against the egress policy when saved.',
+    maxLength: 2000,
+  })
+  @IsString()
+  @MaxLength(2000)
+  @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true }, { message: 'baseUrl must be an http(s) URL' })
   baseUrl: string;
 
-  @ApiPropertyOptional({ description: 'Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one).', maxLength: 4096, writeOnly: true })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(4096) @Matches(/^[\x21-\x7e]+$/, { message: 'apiKey must be printable ASCII without spaces' })
+  @ApiPropertyOptional({
+    description: 'Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one).',
+    maxLength: 4096,
+    writeOnly: true,
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(4096)
+  @Matches(/^[\x21-\x7e]+$/, { message: 'apiKey must be printable ASCII without spaces' })
   apiKey?: string;
 }
 
@@ -50,49 +65,78 @@ export class PriorMessageDto {
   role: 'user' | 'assistant';
 
   @ApiProperty({ maxLength: MAX_RUN_INPUT_CHARS })
-  @IsString() @MaxLength(MAX_RUN_INPUT_CHARS)
+  @IsString()
+  @MaxLength(MAX_RUN_INPUT_CHARS)
   content: string;
 }
 
 export class CreateRunDto {
   @ApiProperty({ description: 'What the user asks; the last user message of the conversation.', maxLength: MAX_RUN_INPUT_CHARS })
-  @IsString() @MinLength(1) @MaxLength(MAX_RUN_INPUT_CHARS)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(MAX_RUN_INPUT_CHARS)
   input: string;
 
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', enum: ['latest'] }], description: 'Default: the latest published version; the run keeps the version it started with.' })
-  @IsOptional() @IsVersionRef()
+  @ApiPropertyOptional({
+    oneOf: [
+      { type: 'integer', minimum: 1 },
+      { type: 'string', enum: ['latest'] },
+    ],
+    description: 'Default: the latest published version; the run keeps the version it started with.',
+  })
+  @IsOptional()
+  @IsVersionRef()
   version?: number | 'latest';
 
-  @ApiPropertyOptional({ type: [PriorMessageDto], description: 'The conversation before `input` (a chat\'s earlier turns), oldest first.' })
-  @IsOptional() @IsArray() @ArrayMaxSize(MAX_PRIOR_MESSAGES) @ValidateNested({ each: true }) @Type(() => PriorMessageDto)
+  @ApiPropertyOptional({ type: [PriorMessageDto], description: "The conversation before `input` (a chat's earlier turns), oldest first." })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(MAX_PRIOR_MESSAGES)
+  @ValidateNested({ each: true })
+  @Type(() => PriorMessageDto)
   messages?: PriorMessageDto[];
 
-  @ApiPropertyOptional({ description: 'The worker\'s profile: only capabilities that apply to it contribute (empty `profiles` applies to all).', maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @ApiPropertyOptional({
+    description: "The worker's profile: only capabilities that apply to it contribute (empty `profiles` applies to all).",
+    maxLength: 200,
+  })
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   profile?: string;
 
   @ApiPropertyOptional({ description: 'The worker type: only capabilities that apply to it contribute (empty `workerTypes` applies to all).', maxLength: 200 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(200)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   workerType?: string;
 }
 
 export class ListRunsQuery extends PageQuery {
   @ApiPropertyOptional({ format: 'uuid' })
-  @IsOptional() @IsUUID()
+  @IsOptional()
+  @IsUUID()
   agentId?: string;
 
   @ApiPropertyOptional({ enum: RUN_STATUSES })
-  @IsOptional() @IsIn(RUN_STATUSES)
+  @IsOptional()
+  @IsIn(RUN_STATUSES)
   status?: RunStatus;
 }
 
 export class ChatMessageView {
   @ApiProperty({ enum: ['user', 'assistant', 'tool'] }) role: string;
   @ApiProperty({ type: String, nullable: true }) content: string | null;
-  @ApiPropertyOptional({ description: 'assistant: the tool calls it asked for, `arguments` as the model wrote them.', type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } } } })
+  @ApiPropertyOptional({
+    description: 'assistant: the tool calls it asked for, `arguments` as the model wrote them.',
+    type: 'array',
+    items: { type: 'object', properties: { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'string' } } },
+  })
   toolCalls?: { id: string; name: string; arguments: string }[];
-  @ApiPropertyOptional({ description: 'tool: the model\'s id of the call this answers.' }) toolCallId?: string;
-  @ApiPropertyOptional({ description: 'tool: the tool\'s offered name.' }) name?: string;
+  @ApiPropertyOptional({ description: "tool: the model's id of the call this answers." }) toolCallId?: string;
+  @ApiPropertyOptional({ description: "tool: the tool's offered name." }) name?: string;
 }
 
 export class RunUsageView {
@@ -103,7 +147,10 @@ export class RunUsageView {
 }
 
 export class RunErrorView {
-  @ApiProperty({ description: '`model_error`, `max_steps`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...).' })
+  @ApiProperty({
+    description:
+      '`model_error`, `max_steps`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...).',
+  })
   code: string;
   @ApiProperty() message: string;
 }
@@ -114,9 +161,12 @@ export class RunView {
   @ApiProperty() version: number;
   @ApiProperty({ enum: RUN_STATUSES }) status: RunStatus;
   @ApiProperty() input: string;
-  @ApiProperty({ type: [ChatMessageView], description: 'The conversation: prior messages, the input, and every model answer and tool result (the system prompt is the version\'s manifest).' })
+  @ApiProperty({
+    type: [ChatMessageView],
+    description: "The conversation: prior messages, the input, and every model answer and tool result (the system prompt is the version's manifest).",
+  })
   messages: ChatMessage[];
-  @ApiPropertyOptional({ description: 'The model\'s final answer, once succeeded.' }) output?: string;
+  @ApiPropertyOptional({ description: "The model's final answer, once succeeded." }) output?: string;
   @ApiProperty({ type: [String], format: 'uuid' }) toolCallIds: string[];
   @ApiProperty({ type: [String], format: 'uuid', description: 'While `waiting_for_approval`: what it waits for.' }) pendingApprovalIds: string[];
   @ApiProperty({ type: RunUsageView }) usage: RunUsageView;

@@ -41,15 +41,42 @@ export class RunsService implements OnModuleDestroy {
     const built = await this.versions.build(orgId, principal.orgScopes, agentId, dto.version ?? 'latest', undefined, { applicability });
     const model = built.spec.model;
     if (!model || !(await this.providers.exists(orgId, model.provider))) {
-      throw new ApiError('model_not_configured', `Version ${built.version} of this agent names no model (AgentSpec.model with a provider of this organization); publish one that does.`);
+      throw new ApiError(
+        'model_not_configured',
+        `Version ${built.version} of this agent names no model (AgentSpec.model with a provider of this organization); publish one that does.`,
+      );
     }
     const id = randomUUID();
-    const messages: ChatMessage[] = [...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })), { role: 'user', content: dto.input }];
+    const messages: ChatMessage[] = [
+      ...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })),
+      { role: 'user', content: dto.input },
+    ];
     await this.repo.insert(
-      { id, orgId, agentId: built.agentId, version: built.version, profile: dto.profile ?? null, workerType: dto.workerType ?? null, input: dto.input, messages, requestedBy: principal.id },
+      {
+        id,
+        orgId,
+        agentId: built.agentId,
+        version: built.version,
+        profile: dto.profile ?? null,
+        workerType: dto.workerType ?? null,
+        input: dto.input,
+        messages,
+        requestedBy: principal.id,
+      },
       this.worker.owner,
       this.worker.leaseMs,
-      [{ type: 'run.started', data: { agentId: built.agentId, version: built.version, model: { provider: model.provider, name: model.name }, profile: dto.profile, workerType: dto.workerType } }],
+      [
+        {
+          type: 'run.started',
+          data: {
+            agentId: built.agentId,
+            version: built.version,
+            model: { provider: model.provider, name: model.name },
+            profile: dto.profile,
+            workerType: dto.workerType,
+          },
+        },
+      ],
       [
         {
           type: 'run.started',
@@ -79,9 +106,20 @@ export class RunsService implements OnModuleDestroy {
     const principal = keyOf(ctx);
     const row = await this.row(principal.orgId, id);
     if (!FINISHED.has(row.status)) {
-      await this.repo.cancel(principal.orgId, id, [{ type: 'run.cancelled', data: { by: principal.id } }], [
-        { type: 'run.cancelled', orgId: principal.orgId, actor: actorOf(principal), target: { type: 'run', id }, data: { agentId: row.agent_id, version: row.version } },
-      ]);
+      await this.repo.cancel(
+        principal.orgId,
+        id,
+        [{ type: 'run.cancelled', data: { by: principal.id } }],
+        [
+          {
+            type: 'run.cancelled',
+            orgId: principal.orgId,
+            actor: actorOf(principal),
+            target: { type: 'run', id },
+            data: { agentId: row.agent_id, version: row.version },
+          },
+        ],
+      );
       this.signals.notify(id);
       // The node stepping it (maybe this one) loses its lease at its next write or renewal.
     }
@@ -99,7 +137,14 @@ export class RunsService implements OnModuleDestroy {
    * The run's events after `afterSeq`, as they are written, until the run finishes (and its last
    * events are delivered) or `signal` aborts. Each batch is handed to `send` in order.
    */
-  async stream(orgId: string, id: string, afterSeq: string, send: (events: RunEventRow[]) => void, keepAlive: () => void, clientGone: AbortSignal): Promise<void> {
+  async stream(
+    orgId: string,
+    id: string,
+    afterSeq: string,
+    send: (events: RunEventRow[]) => void,
+    keepAlive: () => void,
+    clientGone: AbortSignal,
+  ): Promise<void> {
     const abort = new AbortController();
     const stop = () => abort.abort();
     clientGone.addEventListener('abort', stop, { once: true });
@@ -116,7 +161,14 @@ export class RunsService implements OnModuleDestroy {
     this.streams.forEach((s) => s.abort());
   }
 
-  private async streamUntil(orgId: string, id: string, afterSeq: string, send: (events: RunEventRow[]) => void, keepAlive: () => void, signal: AbortSignal): Promise<void> {
+  private async streamUntil(
+    orgId: string,
+    id: string,
+    afterSeq: string,
+    send: (events: RunEventRow[]) => void,
+    keepAlive: () => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     let last = afterSeq;
     let quietSince = Date.now();
     while (!signal.aborted) {

@@ -18,7 +18,6 @@ export class CallSettledNotifier {
     return () => this.watchers.delete(listener);
   }
 
-
   /** Returns the function that stops listening. */
   listen(callId: string, wake: () => void): () => void {
     let set = this.waiters.get(callId);

@@ -23,7 +23,11 @@ describe('McpToolResolver.validate', () => {
   const schema = {
     $schema: 'http://json-schema.org/draft-07/schema#',
     type: 'object',
-    properties: { id: { type: 'string' }, items: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } }, when: { type: 'string', format: 'date-time' } },
+    properties: {
+      id: { type: 'string' },
+      items: { type: 'array', items: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } },
+      when: { type: 'string', format: 'date-time' },
+    },
     required: ['id'],
     additionalProperties: false,
   };
@@ -34,7 +38,11 @@ describe('McpToolResolver.validate', () => {
   });
 
   it('accepts arguments the listed schema accepts, as they are', () => {
-    expect(resolver.validate(tool(schema), { id: 'a', items: [{ n: 1 }] })).toEqual({ value: { id: 'a', items: [{ n: 1 }] }, plain: { id: 'a', items: [{ n: 1 }] }, errors: [] });
+    expect(resolver.validate(tool(schema), { id: 'a', items: [{ n: 1 }] })).toEqual({
+      value: { id: 'a', items: [{ n: 1 }] },
+      plain: { id: 'a', items: [{ n: 1 }] },
+      errors: [],
+    });
   });
 
   it('names each problem at its path', () => {
@@ -43,11 +51,16 @@ describe('McpToolResolver.validate', () => {
   });
 
   it('refuses what is not an object', () => {
-    for (const args of [null, [], 'x', 3]) expect(resolver.validate(tool(schema), args).errors).toEqual([{ path: '', code: 'type', message: 'must be an object' }]);
+    for (const args of [null, [], 'x', 3])
+      expect(resolver.validate(tool(schema), args).errors).toEqual([{ path: '', code: 'type', message: 'must be an object' }]);
   });
 
   it('reads draft 2020-12 schemas too', () => {
-    const s2020 = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { t: { type: 'array', prefixItems: [{ type: 'string' }] } } };
+    const s2020 = {
+      $schema: 'https://json-schema.org/draft/2020-12/schema',
+      type: 'object',
+      properties: { t: { type: 'array', prefixItems: [{ type: 'string' }] } },
+    };
     expect(resolver.validate(tool(s2020), { t: ['a'] }).errors).toEqual([]);
     expect(resolver.validate(tool(s2020), { t: [1] }).errors.map((e) => e.path)).toEqual(['t[0]']);
   });

@@ -70,7 +70,9 @@ export class McpToolResolver implements ToolImplementationResolver {
           throw err;
         }
         if (result.isError === true) throw new ToolError('tool_error', errorText(result));
-        return result.structuredContent !== undefined ? { content: result.content ?? [], structuredContent: result.structuredContent } : { content: result.content ?? [] };
+        return result.structuredContent !== undefined
+          ? { content: result.content ?? [], structuredContent: result.structuredContent }
+          : { content: result.content ?? [] };
       },
     };
   }
@@ -98,7 +100,10 @@ function withFormats<T extends Ajv>(ajv: T): T {
 
 /** Ajv's instance path (`/items/0/name`) as the API's (`items[0].name`). */
 function toFieldError(e: ErrorObject): FieldError {
-  const parts = e.instancePath.split('/').slice(1).map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const parts = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (e.keyword === 'required') parts.push(String((e.params as { missingProperty?: string }).missingProperty));
   if (e.keyword === 'additionalProperties') parts.push(String((e.params as { additionalProperty?: string }).additionalProperty));
   const path = parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');

@@ -10,30 +10,64 @@ function tool(execute: (args: unknown, ctx: ToolContext) => unknown, maxOutputTo
 describe('runTool', () => {
   it('hands the tool its arguments and context, and returns its result', async () => {
     let seen: ToolContext | undefined;
-    const out = await runTool(tool((args, ctx) => ((seen = ctx), { echo: args })), { q: 1 }, context, 1000, fail);
+    const out = await runTool(
+      tool((args, ctx) => ((seen = ctx), { echo: args })),
+      { q: 1 },
+      context,
+      1000,
+      fail,
+    );
     expect(out).toEqual({ status: 'succeeded', result: { echo: { q: 1 } }, truncated: false });
     expect(seen).toMatchObject(context);
     expect(seen!.signal.aborted).toBe(false);
   });
 
   it('turns a ToolError into a failure the model can read', async () => {
-    const out = await runTool(tool(() => Promise.reject(new ToolError('not_found', 'No such order.'))), {}, context, 1000, fail);
+    const out = await runTool(
+      tool(() => Promise.reject(new ToolError('not_found', 'No such order.'))),
+      {},
+      context,
+      1000,
+      fail,
+    );
     expect(out).toEqual({ status: 'failed', error: { code: 'not_found', message: 'No such order.' } });
   });
 
   it('replaces U+0000 in a ToolError message: it cannot be stored', async () => {
-    const out = await runTool(tool(() => Promise.reject(new ToolError('bad_input', 'No order a\u0000b.'))), {}, context, 1000, fail);
+    const out = await runTool(
+      tool(() => Promise.reject(new ToolError('bad_input', 'No order a\u0000b.'))),
+      {},
+      context,
+      1000,
+      fail,
+    );
     expect(out).toEqual({ status: 'failed', error: { code: 'bad_input', message: 'No order a\uFFFDb.' } });
   });
 
   it('refuses a ToolError code that is not a safe identifier', async () => {
-    const out = await runTool(tool(() => { throw new ToolError('Bad Code!', ''); }), {}, context, 1000, fail);
+    const out = await runTool(
+      tool(() => {
+        throw new ToolError('Bad Code!', '');
+      }),
+      {},
+      context,
+      1000,
+      fail,
+    );
     expect(out).toEqual({ status: 'failed', error: { code: 'tool_error', message: 'The tool failed.' } });
   });
 
   it('hides the message of any other exception and reports it', async () => {
     const seen: unknown[] = [];
-    const out = await runTool(tool(() => { throw new Error('password=hunter2 at db.ts:12'); }), {}, context, 1000, (e) => seen.push(e));
+    const out = await runTool(
+      tool(() => {
+        throw new Error('password=hunter2 at db.ts:12');
+      }),
+      {},
+      context,
+      1000,
+      (e) => seen.push(e),
+    );
     expect(out).toEqual({ status: 'failed', error: { code: 'tool_error', message: 'The tool failed unexpectedly.' } });
     expect(JSON.stringify(out)).not.toContain('hunter2');
     expect(seen).toHaveLength(1);
@@ -59,9 +93,21 @@ describe('runTool', () => {
   });
 
   it('applies the output budget and fails a result that is not JSON', async () => {
-    const out = await runTool(tool(() => 'word '.repeat(100), 5), {}, context, 1000, fail);
+    const out = await runTool(
+      tool(() => 'word '.repeat(100), 5),
+      {},
+      context,
+      1000,
+      fail,
+    );
     expect(out).toMatchObject({ status: 'succeeded', truncated: true });
-    const bad = await runTool(tool(() => ({ n: 1n })), {}, context, 1000, fail);
+    const bad = await runTool(
+      tool(() => ({ n: 1n })),
+      {},
+      context,
+      1000,
+      fail,
+    );
     expect(bad).toEqual({ status: 'failed', error: { code: 'invalid_result', message: 'The tool returned a result that is not JSON.' } });
   });
 });

@@ -2,9 +2,7 @@ import { ToolContext, ToolDeclaration, ToolError } from '../capabilities/capabil
 import { withoutNulCharacters } from '../common/nul-character';
 import { applyOutputBudget, BudgetedResult, UnusableResultError } from './output-budget';
 
-export type ToolOutcome =
-  | ({ status: 'succeeded' } & BudgetedResult)
-  | { status: 'failed'; error: { code: string; message: string } };
+export type ToolOutcome = ({ status: 'succeeded' } & BudgetedResult) | { status: 'failed'; error: { code: string; message: string } };
 
 export interface RunnableImplementation {
   declaration: Pick<ToolDeclaration, 'maxOutputTokens' | 'offloadLargeResults'>;

@@ -40,6 +40,15 @@ import { ToolRunner } from './tool-runner.service';
     IdempotencyRepository,
     CallSettledNotifier,
   ],
-  exports: [ToolExecutor, ToolApprovals, DecisionWaiter, ToolCallsRepository, IdempotencyRepository, ApprovalsRepository, ToolCallMaintenanceRepository, CallSettledNotifier],
+  exports: [
+    ToolExecutor,
+    ToolApprovals,
+    DecisionWaiter,
+    ToolCallsRepository,
+    IdempotencyRepository,
+    ApprovalsRepository,
+    ToolCallMaintenanceRepository,
+    CallSettledNotifier,
+  ],
 })
 export class RuntimeModule {}

@@ -53,7 +53,12 @@ export class ToolApprovals {
     );
   }
 
-  private async approveDecidable(principal: ApiKeyPrincipal, row: ApprovalRow, approvalId: string, decision: { note?: string; arguments?: unknown }): Promise<ApprovalDecision> {
+  private async approveDecidable(
+    principal: ApiKeyPrincipal,
+    row: ApprovalRow,
+    approvalId: string,
+    decision: { note?: string; arguments?: unknown },
+  ): Promise<ApprovalDecision> {
     const orgId = principal.orgId;
     const denial: Denial = {
       principal,
@@ -81,7 +86,10 @@ export class ToolApprovals {
       if (canonicalHash(row.arguments) !== row.arguments_hash || validation.errors.length || canonicalHash(validation.plain) !== row.arguments_hash) {
         return this.guards.deny(
           denial,
-          new ApiError('approval_arguments_changed', 'The stored arguments no longer match what the approval is bound to; nothing ran. Reject it and ask again.'),
+          new ApiError(
+            'approval_arguments_changed',
+            'The stored arguments no longer match what the approval is bound to; nothing ran. Reject it and ask again.',
+          ),
         );
       }
       args = validation.value;
@@ -90,7 +98,16 @@ export class ToolApprovals {
     const decidedAt = new Date();
     const actor = actorOf(principal);
     const result = await this.approvals.decide(
-      { orgId, approvalId, decidedBy: principal.id, decidedAt, note: decision.note ?? null, outcome: 'approved', approvedArguments: edited, leaseMs: this.leaseMs },
+      {
+        orgId,
+        approvalId,
+        decidedBy: principal.id,
+        decidedAt,
+        note: decision.note ?? null,
+        outcome: 'approved',
+        approvedArguments: edited,
+        leaseMs: this.leaseMs,
+      },
       (approval) => [
         {
           type: 'approval.approved',

@@ -46,19 +46,29 @@ export class ToolCallGuards {
     }
     if (why?.code === 'tool_disabled') {
       const reason = why.reason ? ` (${why.reason})` : '';
-      await this.deny(denial, new ApiError('tool_disabled', `An administrator disabled "${tool.name}" for this organization${reason}. Nothing ran.`, undefined, { reason: why.reason }));
+      await this.deny(
+        denial,
+        new ApiError('tool_disabled', `An administrator disabled "${tool.name}" for this organization${reason}. Nothing ran.`, undefined, {
+          reason: why.reason,
+        }),
+      );
     }
     if (why?.code === 'tool_definition_changed') {
       await this.deny(
         denial,
-        new ApiError('tool_definition_changed', `The definition of "${tool.name}" changed since version ${built.version} was published; publish the agent again. Nothing ran.`),
+        new ApiError(
+          'tool_definition_changed',
+          `The definition of "${tool.name}" changed since version ${built.version} was published; publish the agent again. Nothing ran.`,
+        ),
       );
     }
     if (why?.code === 'scope_not_granted') {
       const missing = why.missingScopes;
       await this.deny(
         denial,
-        new ApiError('scope_not_granted', `The organization lacks scopes that "${tool.capabilityId}" needs: ${missing.join(', ')}. Nothing ran.`, undefined, { missingScopes: missing }),
+        new ApiError('scope_not_granted', `The organization lacks scopes that "${tool.capabilityId}" needs: ${missing.join(', ')}. Nothing ran.`, undefined, {
+          missingScopes: missing,
+        }),
       );
     }
   }
@@ -87,7 +97,7 @@ export class ToolCallGuards {
 }
 
 export function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Only an organization\'s API key can run tools.');
+  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key can run tools.");
   return ctx.principal;
 }
 
@@ -97,7 +107,10 @@ export function keyOf(ctx: RequestContext): ApiKeyPrincipal {
  */
 export function missingTool(built: BuiltVersion, name: string): ApiError {
   if (Object.prototype.hasOwnProperty.call(built.pinnedTools, name)) {
-    return new ApiError('tool_definition_changed', `The code no longer offers "${name}", which version ${built.version} was published with; publish the agent again. Nothing ran.`);
+    return new ApiError(
+      'tool_definition_changed',
+      `The code no longer offers "${name}", which version ${built.version} was published with; publish the agent again. Nothing ran.`,
+    );
   }
   return new ApiError('unknown_tool', `Version ${built.version} of this agent offers no tool named "${name}".`);
 }
@@ -105,7 +118,7 @@ export function missingTool(built: BuiltVersion, name: string): ApiError {
 export function invalidArguments(errors: FieldError[], omitted = 0): ApiError {
   return new ApiError(
     'invalid_arguments',
-    'The arguments do not match the tool\'s input schema; nothing ran.',
+    "The arguments do not match the tool's input schema; nothing ran.",
     errors.map((e) => ({ ...e, path: e.path ? `arguments.${e.path}` : 'arguments' })),
     { errorsOmitted: omitted },
   );
@@ -116,14 +129,26 @@ export function settledFields(callId: string, outcome: ToolOutcome): Partial<Too
   return { result: outcome.result, resultTruncated: outcome.truncated, ...(outcome.offloaded ? { resultRef: resultRefOf(callId) } : {}) };
 }
 
-export function settledEvent(orgId: string, actor: { type: string; id: string }, callId: string, argumentsHash: string, outcome: ToolOutcome, edited: boolean): AuditEventInput {
+export function settledEvent(
+  orgId: string,
+  actor: { type: string; id: string },
+  callId: string,
+  argumentsHash: string,
+  outcome: ToolOutcome,
+  edited: boolean,
+): AuditEventInput {
   return outcome.status === 'succeeded'
     ? {
         type: 'tool_call.succeeded',
         orgId,
         actor,
         target: { type: 'tool_call', id: callId },
-        data: { argumentsHash, resultTruncated: outcome.truncated, ...(outcome.offloaded ? { resultRef: resultRefOf(callId) } : {}), ...(edited ? { argumentsEdited: true } : {}) },
+        data: {
+          argumentsHash,
+          resultTruncated: outcome.truncated,
+          ...(outcome.offloaded ? { resultRef: resultRefOf(callId) } : {}),
+          ...(edited ? { argumentsEdited: true } : {}),
+        },
       }
     : {
         type: 'tool_call.failed',

@@ -59,7 +59,8 @@ const implementations = new Map<string, (args: unknown, ctx: ToolContext) => unk
 
 function runnable(spec: ToolSpec): VersionTool {
   const risk = spec.risk ?? 'read_only';
-  const reason = spec.approvalReason !== undefined ? spec.approvalReason : risk !== 'read_only' ? 'side_effecting' : spec.interruptBefore ? 'interrupt_before' : null;
+  const reason =
+    spec.approvalReason !== undefined ? spec.approvalReason : risk !== 'read_only' ? 'side_effecting' : spec.interruptBefore ? 'interrupt_before' : null;
   const tool: VersionTool = {
     name: spec.name,
     description: `the ${spec.name} tool`,
@@ -98,7 +99,8 @@ const registry = {
       return { value: {}, plain: {}, errors: [{ path: '', message: 'must be an object' }] };
     }
     const a = args as Record<string, unknown>;
-    for (const key of Object.keys(a)) if (key !== 'q' && key !== 'n') errors.push({ path: key, code: 'unknown_property', message: `property ${key} is not allowed` });
+    for (const key of Object.keys(a))
+      if (key !== 'q' && key !== 'n') errors.push({ path: key, code: 'unknown_property', message: `property ${key} is not allowed` });
     if (typeof a.q !== 'string') errors.push({ path: 'q', code: 'isString', message: 'q must be a string' });
     if (a.n !== undefined && !Number.isInteger(a.n)) errors.push({ path: 'n', code: 'isInt', message: 'n must be an integer' });
     const plain = { q: a.q, n: a.n ?? 1 } as Record<string, unknown>;
@@ -208,8 +210,18 @@ describe('ToolExecutor', () => {
         runnable({ name: 'strict', approvalReason: 'spec_required' }),
         runnable({ name: 'scoped', scopes: ['crm:write', 'billing:read'] }),
         runnable({ name: 'changed', drifted: true, scopes: ['billing:read'] }),
-        runnable({ name: 'fails', execute: () => { throw new ToolError('no_such_order', 'No order 42.'); } }),
-        runnable({ name: 'crashes', execute: () => { throw new Error('secret internals'); } }),
+        runnable({
+          name: 'fails',
+          execute: () => {
+            throw new ToolError('no_such_order', 'No order 42.');
+          },
+        }),
+        runnable({
+          name: 'crashes',
+          execute: () => {
+            throw new Error('secret internals');
+          },
+        }),
         runnable({ name: 'slow', execute: (_a, ctx) => new Promise((_r, reject) => ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason))) }),
         runnable({ name: 'huge', maxOutputTokens: 10, execute: () => 'word '.repeat(500) }),
         runnable({ name: 'offload', maxOutputTokens: 10, offloadLargeResults: true, execute: () => ({ rows: 'row '.repeat(500) }) }),
@@ -284,7 +296,12 @@ describe('ToolExecutor', () => {
     it('records a denial with its code, tool and actor', async () => {
       await call('nope', {}).catch(() => undefined);
       const [row] = await ds.query(`SELECT actor_id, target_type, target_id, data FROM audit_event WHERE type = 'tool_call.denied' ORDER BY seq DESC LIMIT 1`);
-      expect(row).toMatchObject({ actor_id: agentKey.id, target_type: 'agent', target_id: agentId, data: { code: 'unknown_tool', tool: 'nope', entryPoint: 'rest' } });
+      expect(row).toMatchObject({
+        actor_id: agentKey.id,
+        target_type: 'agent',
+        target_id: agentId,
+        data: { code: 'unknown_tool', tool: 'nope', entryPoint: 'rest' },
+      });
     });
   });
 
@@ -301,7 +318,14 @@ describe('ToolExecutor', () => {
       transaction.mockRestore();
 
       expect(out.status).toBe(200);
-      expect(out.call).toMatchObject({ status: 'succeeded', result: { echo: { q: 'hello', n: 1 } }, resultTruncated: false, arguments: { q: 'hello', n: 1 }, runId: 'r1', entryPoint: 'rest' });
+      expect(out.call).toMatchObject({
+        status: 'succeeded',
+        result: { echo: { q: 'hello', n: 1 } },
+        resultTruncated: false,
+        arguments: { q: 'hello', n: 1 },
+        runId: 'r1',
+        entryPoint: 'rest',
+      });
       expect(out.call.argumentsHash).toBe(canonicalHash({ n: 1, q: 'hello' }));
       expect(runs[0].ctx).toMatchObject({ orgId, agentId, version: 1, callId: out.call.id, runId: 'r1' });
       expect(await reads.get(orgId, out.call.id)).toEqual(out.call);
@@ -345,7 +369,14 @@ describe('ToolExecutor', () => {
       expect(out.call).toMatchObject({ status: 'pending_approval', approvalId: expect.any(String) });
       expect(runs).toHaveLength(0);
       const approval = await reads.getApproval(orgId, out.call.approvalId!);
-      expect(approval).toMatchObject({ status: 'pending', reason, toolCallId: out.call.id, arguments: { q: 'x', n: 1 }, argumentsHash: canonicalHash({ q: 'x', n: 1 }), requestedBy: agentKey.id });
+      expect(approval).toMatchObject({
+        status: 'pending',
+        reason,
+        toolCallId: out.call.id,
+        arguments: { q: 'x', n: 1 },
+        argumentsHash: canonicalHash({ q: 'x', n: 1 }),
+        requestedBy: agentKey.id,
+      });
       expect((await eventsOf(out.call.id)).map((e) => e.type)).toEqual(['tool_call.requested']);
       expect((await eventsOf(approval.id)).map((e) => e.type)).toEqual(['approval.requested']);
     });
@@ -381,10 +412,22 @@ describe('ToolExecutor', () => {
 
       const decided = await approvals.approve(as(approverKey), out.call.approvalId!, { arguments: { q: 'y', n: 3 } });
       expect(runs.map((r) => r.args)).toEqual([{ q: 'y', n: 3 }]);
-      expect(decided.toolCall).toMatchObject({ arguments: { q: 'x', n: 1 }, argumentsEdited: true, executedArguments: { q: 'y', n: 3 }, executedArgumentsHash: canonicalHash({ q: 'y', n: 3 }) });
-      expect(decided.approval).toMatchObject({ approvedArguments: { q: 'y', n: 3 }, approvedArgumentsHash: canonicalHash({ q: 'y', n: 3 }), argumentsHash: canonicalHash({ q: 'x', n: 1 }) });
+      expect(decided.toolCall).toMatchObject({
+        arguments: { q: 'x', n: 1 },
+        argumentsEdited: true,
+        executedArguments: { q: 'y', n: 3 },
+        executedArgumentsHash: canonicalHash({ q: 'y', n: 3 }),
+      });
+      expect(decided.approval).toMatchObject({
+        approvedArguments: { q: 'y', n: 3 },
+        approvedArgumentsHash: canonicalHash({ q: 'y', n: 3 }),
+        argumentsHash: canonicalHash({ q: 'x', n: 1 }),
+      });
       const events = await eventsOf(out.call.approvalId!);
-      expect(events[1]).toMatchObject({ type: 'approval.approved', data: { argumentsHash: canonicalHash({ q: 'x', n: 1 }), approvedArgumentsHash: canonicalHash({ q: 'y', n: 3 }) } });
+      expect(events[1]).toMatchObject({
+        type: 'approval.approved',
+        data: { argumentsHash: canonicalHash({ q: 'x', n: 1 }), approvedArgumentsHash: canonicalHash({ q: 'y', n: 3 }) },
+      });
     });
 
     it('checks the scopes again when the approved call runs, and leaves the approval pending', async () => {

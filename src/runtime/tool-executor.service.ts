@@ -202,28 +202,49 @@ export class ToolExecutor {
       orgId,
       actor,
       target: { type: 'tool_call', id: call.id },
-      data: { agentId: call.agentId, version: call.version, tool: call.tool, capabilityId: call.capabilityId, toolId: call.toolId, runId, entryPoint: call.entryPoint, argumentsHash: call.argumentsHash },
+      data: {
+        agentId: call.agentId,
+        version: call.version,
+        tool: call.tool,
+        capabilityId: call.capabilityId,
+        toolId: call.toolId,
+        runId,
+        entryPoint: call.entryPoint,
+        argumentsHash: call.argumentsHash,
+      },
     };
 
     if (reason) {
       const approvalId = randomUUID();
       const expiresAt = new Date(createdAt.getTime() + this.config.approvalTtlSeconds * 1000);
       const view = viewOfNewCall(call, 'pending_approval', { approvalId });
-      await inSpan('approval gate', () => this.store.insertPending(
-        call,
-        { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
-        [
-          requested,
-          {
-            type: 'approval.requested',
-            orgId,
-            actor,
-            target: { type: 'approval', id: approvalId },
-            data: { toolCallId: call.id, agentId: call.agentId, tool: call.tool, reason, argumentsHash: call.argumentsHash, expiresAt: expiresAt.toISOString() },
-          },
-        ],
-        claim && { ...claim, status: 202, body: view },
-      ), { 'cp.approval.reason': reason });
+      await inSpan(
+        'approval gate',
+        () =>
+          this.store.insertPending(
+            call,
+            { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
+            [
+              requested,
+              {
+                type: 'approval.requested',
+                orgId,
+                actor,
+                target: { type: 'approval', id: approvalId },
+                data: {
+                  toolCallId: call.id,
+                  agentId: call.agentId,
+                  tool: call.tool,
+                  reason,
+                  argumentsHash: call.argumentsHash,
+                  expiresAt: expiresAt.toISOString(),
+                },
+              },
+            ],
+            claim && { ...claim, status: 202, body: view },
+          ),
+        { 'cp.approval.reason': reason },
+      );
       this.metrics.toolCall(tool.capabilityId, tool.toolId, 'pending_approval');
       return { status: 202, call: view, replayed: false, resumed: false };
     }
@@ -234,11 +255,19 @@ export class ToolExecutor {
     const outcome = await this.runner.run(runnable, tool, validation.value, call);
     const completedAt = new Date();
     const view = viewOfNewCall(call, outcome.status, { ...settledFields(call.id, outcome), completedAt: completedAt.toISOString() });
-    await inSpan('record outcome', () => this.store.insertSettled(call, outcome, completedAt, [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)], claim && {
-      ...claim,
-      status: 200,
-      body: view,
-    }));
+    await inSpan('record outcome', () =>
+      this.store.insertSettled(
+        call,
+        outcome,
+        completedAt,
+        [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)],
+        claim && {
+          ...claim,
+          status: 200,
+          body: view,
+        },
+      ),
+    );
     return { status: 200, call: view, replayed: false, resumed: false };
   }
 

@@ -64,11 +64,20 @@ export class ToolImplementations {
   }
 
   /** Builds a published version for running (404 not_found, 409 not_published as VersionBuilder). */
-  async build(orgId: string, orgScopes: readonly string[], agentId: string, version: number | 'latest', applicability?: Applicability): Promise<RunnableVersion> {
+  async build(
+    orgId: string,
+    orgScopes: readonly string[],
+    agentId: string,
+    version: number | 'latest',
+    applicability?: Applicability,
+  ): Promise<RunnableVersion> {
     const contributions = new Map<string, StampedContribution>();
     // A call is about to run: MCP tool lists past MCP_TOOLS_TTL_SECONDS are listed again, so a
     // server that changed a tool is caught (drift, 409) before it runs.
-    const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c), { applicability, refreshMcpTools: true });
+    const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c), {
+      applicability,
+      refreshMcpTools: true,
+    });
     return { built, contributions };
   }
 

@@ -42,7 +42,14 @@ describe('the tool policy', () => {
   });
 
   describe('whyCannotRun / canRunNow', () => {
-    const tool = (over: Partial<{ scopes: string[]; digest: string; pinnedDigest: string | undefined }> = {}) => ({ capabilityId: 'crm', toolId: 'look', scopes: [], digest: 'd1', pinnedDigest: 'd1', ...over });
+    const tool = (over: Partial<{ scopes: string[]; digest: string; pinnedDigest: string | undefined }> = {}) => ({
+      capabilityId: 'crm',
+      toolId: 'look',
+      scopes: [],
+      digest: 'd1',
+      pinnedDigest: 'd1',
+      ...over,
+    });
     it.each([
       ['pinned, no scopes', tool(), [], null],
       ['pinned, scopes held', tool({ scopes: ['crm:read'] }), ['crm:read', 'x'], null],
@@ -64,11 +71,21 @@ describe('the tool policy', () => {
       ['nothing switched: the other rules decide', {}, { code: 'tool_definition_changed' }],
       ['the version retired: named first, whatever else holds', { versionRetired: true, disabledTools: disabled }, { code: 'version_retired' }],
       ['the tool disabled: named before drift and scopes', { disabledTools: disabled }, { code: 'tool_disabled', reason: 'INC-42' }],
-      ['another tool disabled: not this one', { disabledTools: new Map([[toolKey('mcp', 'github/other'), { reason: null }]]) }, { code: 'tool_definition_changed' }],
-      ['the same tool id under another capability: not this one', { disabledTools: new Map([[toolKey('crm', 'github/create_issue'), { reason: null }]]) }, { code: 'tool_definition_changed' }],
+      [
+        'another tool disabled: not this one',
+        { disabledTools: new Map([[toolKey('mcp', 'github/other'), { reason: null }]]) },
+        { code: 'tool_definition_changed' },
+      ],
+      [
+        'the same tool id under another capability: not this one',
+        { disabledTools: new Map([[toolKey('crm', 'github/create_issue'), { reason: null }]]) },
+        { code: 'tool_definition_changed' },
+      ],
     ] as const)('%s', (_name, governance, expected) => {
       expect(whyCannotRun(tool, [], governance)).toEqual(expected);
-      expect(canRunNow({ ...tool, pinnedDigest: 'd1', scopes: [] }, [], governance)).toBe(!('versionRetired' in governance || (governance as { disabledTools?: Map<string, unknown> }).disabledTools?.has(toolKey('mcp', 'github/create_issue'))));
+      expect(canRunNow({ ...tool, pinnedDigest: 'd1', scopes: [] }, [], governance)).toBe(
+        !('versionRetired' in governance || (governance as { disabledTools?: Map<string, unknown> }).disabledTools?.has(toolKey('mcp', 'github/create_issue'))),
+      );
     });
   });
 });

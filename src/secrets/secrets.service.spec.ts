@@ -89,12 +89,21 @@ describe('SECRETS_KEY in the environment', () => {
   it('takes SECRETS_KEY and SECRETS_KEY_PREVIOUS as base64 of 32 bytes', () => {
     const key = randomBytes(32);
     const previous = randomBytes(32);
-    const config = resolveConfig({ DATABASE_URL: 'postgres://u@h/db', PLATFORM_ADMIN_TOKEN: token, SECRETS_KEY: key.toString('base64'), SECRETS_KEY_PREVIOUS: previous.toString('base64url') });
+    const config = resolveConfig({
+      DATABASE_URL: 'postgres://u@h/db',
+      PLATFORM_ADMIN_TOKEN: token,
+      SECRETS_KEY: key.toString('base64'),
+      SECRETS_KEY_PREVIOUS: previous.toString('base64url'),
+    });
     expect(config.secrets.key.equals(key)).toBe(true);
     expect(config.secrets.previousKey!.equals(previous)).toBe(true);
   });
 
-  it.each([['SECRETS_KEY', 'c2hvcnQ='], ['SECRETS_KEY', '!'.repeat(44)], ['SECRETS_KEY_PREVIOUS', randomBytes(24).toString('base64')]])('refuses %s=%s, naming it', (name, value) => {
+  it.each([
+    ['SECRETS_KEY', 'c2hvcnQ='],
+    ['SECRETS_KEY', '!'.repeat(44)],
+    ['SECRETS_KEY_PREVIOUS', randomBytes(24).toString('base64')],
+  ])('refuses %s=%s, naming it', (name, value) => {
     const dir = mkdtempSync(join(tmpdir(), 'secrets-'));
     expect(() => resolveConfig({ DATA_DIR: dir, PLATFORM_ADMIN_TOKEN: token, [name]: value })).toThrow(new RegExp(`${name}:`));
   });

@@ -21,10 +21,12 @@ const DECISION_REFUSALS = {
   notFound: ProblemResponse('No such approval in this organization (`not_found`).'),
   conflict: ProblemResponse('Decided already (`approval_already_decided`), or past `expiresAt` (`approval_expired`; it reads `expired` from then on).'),
   approveConflict: ProblemResponse(
-    'Decided already (`approval_already_decided`); past `expiresAt` (`approval_expired`; it reads `expired` from then on); the tool\'s definition changed or the code removed it since publish (`tool_definition_changed`); the stored arguments no longer match the approval\'s hash (`approval_arguments_changed`).',
+    "Decided already (`approval_already_decided`); past `expiresAt` (`approval_expired`; it reads `expired` from then on); the tool's definition changed or the code removed it since publish (`tool_definition_changed`); the stored arguments no longer match the approval's hash (`approval_arguments_changed`).",
   ),
   forbidden: ProblemResponse('`forbidden` (role), or the key that requested the call (`self_approval_forbidden`).'),
-  approveForbidden: ProblemResponse('`forbidden` (role), the key that requested the call (`self_approval_forbidden`), or the organization no longer holds a scope the tool needs (`scope_not_granted`).'),
+  approveForbidden: ProblemResponse(
+    '`forbidden` (role), the key that requested the call (`self_approval_forbidden`), or the organization no longer holds a scope the tool needs (`scope_not_granted`).',
+  ),
 };
 
 @ApiTags('approvals')
@@ -59,7 +61,7 @@ export class ApprovalsController {
     summary: 'Approve, and run the call once',
     description: [
       'Runs exactly the stored arguments (their hash is checked again first; a mismatch is `409 approval_arguments_changed`',
-      'and nothing runs), or the `arguments` given here, validated like the model\'s (`422 invalid_arguments`, the approval',
+      "and nothing runs), or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval",
       'stays pending), kept beside the originals, with `argumentsEdited: true` on the call. Of any number of simultaneous',
       'approvals exactly one answers `200` and the tool runs once. The guards run again with the organization as it is now:',
       '`409 tool_definition_changed` (the code changed or removed the tool since publish), `403 scope_not_granted` refuse and leave the approval pending.',
@@ -69,7 +71,7 @@ export class ApprovalsController {
   @ApiNotFoundResponse(DECISION_REFUSALS.notFound)
   @ApiConflictResponse(DECISION_REFUSALS.approveConflict)
   @ApiForbiddenResponse(DECISION_REFUSALS.approveForbidden)
-  @ApiUnprocessableEntityResponse(ProblemResponse('Edited arguments break the tool\'s input schema (`invalid_arguments`).'))
+  @ApiUnprocessableEntityResponse(ProblemResponse("Edited arguments break the tool's input schema (`invalid_arguments`)."))
   approve(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: ApproveDto): Promise<ApprovalDecision> {
     return this.approvals.approve(ctx, id, dto);
   }

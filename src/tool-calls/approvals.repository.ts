@@ -80,8 +80,16 @@ export class ApprovalsRepository {
         `UPDATE approval SET status = $3, decided_by = $4, decided_at = $5, note = $6, approved_arguments = $7::jsonb, approved_arguments_hash = $8
           WHERE org_id = $1 AND id = $2 AND status = 'pending' AND expires_at > now()
           RETURNING id`,
-        [d.orgId, d.approvalId, d.outcome, d.decidedBy, d.decidedAt, d.note,
-          d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null, d.approvedArguments?.hash ?? null],
+        [
+          d.orgId,
+          d.approvalId,
+          d.outcome,
+          d.decidedBy,
+          d.decidedAt,
+          d.note,
+          d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null,
+          d.approvedArguments?.hash ?? null,
+        ],
       );
       if (updated.length === 0) {
         const now: { status: string; expired: boolean }[] = await m.query(
@@ -98,8 +106,14 @@ export class ApprovalsRepository {
           `UPDATE tool_call SET status = 'running', started_at = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
                   executed_arguments = $5::jsonb, executed_arguments_hash = $6
             WHERE org_id = $1 AND id = $2 AND status = 'pending_approval'`,
-          [d.orgId, approval.tool_call_id, d.decidedAt, d.leaseMs,
-            d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null, d.approvedArguments?.hash ?? null],
+          [
+            d.orgId,
+            approval.tool_call_id,
+            d.decidedAt,
+            d.leaseMs,
+            d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null,
+            d.approvedArguments?.hash ?? null,
+          ],
         );
       } else {
         await m.query(

@@ -14,9 +14,7 @@ export interface IdempotencyClaim {
   claimId: string;
 }
 
-export type ClaimResult =
-  | { kind: 'claimed'; claim: IdempotencyClaim }
-  | { kind: 'replay'; status: number; body: unknown };
+export type ClaimResult = { kind: 'claimed'; claim: IdempotencyClaim } | { kind: 'replay'; status: number; body: unknown };
 
 interface KeyRow {
   request_hash: string;
@@ -78,7 +76,9 @@ export class IdempotencyRepository {
         }
         if (row.status === 'done') return { kind: 'replay', status: row.response_status!, body: row.response_body };
         if (!row.stale) {
-          throw new ApiError('idempotency_in_progress', 'The first request with this Idempotency-Key has not finished; retry later.', undefined, undefined, { 'Retry-After': '1' });
+          throw new ApiError('idempotency_in_progress', 'The first request with this Idempotency-Key has not finished; retry later.', undefined, undefined, {
+            'Retry-After': '1',
+          });
         }
       }
       // An expired key, or a claim whose holder died: take it over, if nobody else just did.
@@ -98,10 +98,12 @@ export class IdempotencyRepository {
 
   /** Gives the key back when the request was refused before anything was recorded. */
   async release(claim: IdempotencyClaim): Promise<void> {
-    await this.dataSource.query(
-      `DELETE FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND claim_id = $4 AND status = 'in_progress'`,
-      [claim.orgId, claim.agentId, claim.key, claim.claimId],
-    );
+    await this.dataSource.query(`DELETE FROM idempotency_key WHERE org_id = $1 AND agent_id = $2 AND key = $3 AND claim_id = $4 AND status = 'in_progress'`, [
+      claim.orgId,
+      claim.agentId,
+      claim.key,
+      claim.claimId,
+    ]);
   }
 
   /** Keys past their 24 hours, a batch at a time (the sweeper). */

@@ -160,9 +160,7 @@ export interface NewCall {
   createdAt: Date;
 }
 
-export type Settlement =
-  | ({ status: 'succeeded' } & BudgetedResult)
-  | { status: 'failed'; error: { code: string; message: string } };
+export type Settlement = ({ status: 'succeeded' } & BudgetedResult) | { status: 'failed'; error: { code: string; message: string } };
 
 export type { ClaimCompletion } from './idempotency.repository';
 
@@ -186,7 +184,6 @@ export function viewOfNewCall(call: NewCall, status: ToolCallStatus, extra: Part
     ...extra,
   };
 }
-
 
 /** A DataSource or a transaction's EntityManager. */
 export interface Queryable {

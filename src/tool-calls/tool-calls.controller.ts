@@ -43,15 +43,15 @@ export class ToolCallsController {
       'Guards, in this order: the version offers the tool (`404 unknown_tool`); its definition is the one pinned at publish',
       '(`409 tool_definition_changed`, also for a tool the version was published with that the code no longer has); the organization holds every scope its capability needs (`403 scope_not_granted`);',
       'the limits capabilities contribute per `runId` (`429 budget_exceeded`; without `runId` no per-run limit applies;',
-      'a call that passes the guards counts, whatever it then does); the arguments against the tool\'s input schema',
+      "a call that passes the guards counts, whatever it then does); the arguments against the tool's input schema",
       '(`422 invalid_arguments`, paths like `arguments.query`); then the approval gate. Every refusal is audited as',
       '`tool_call.denied` and nothing runs.',
       '',
-      'A tool that is `mutating` or `destructive`, declares `interruptBefore`, or that the spec\'s `toolApproval` requires',
+      "A tool that is `mutating` or `destructive`, declares `interruptBefore`, or that the spec's `toolApproval` requires",
       'is not run: the call and its approval are stored, bound to the SHA-256 of the canonical JSON of the validated',
       'arguments, and the answer is `202` with `approvalId`. Otherwise the tool runs with a timeout (`TOOL_TIMEOUT_MS`,',
-      'default 30000; its abort signal fires then and the call fails with `error.code` `timeout`). A tool\'s own failure',
-      'is `200` with `status: failed` and `error`. A result over the tool\'s `maxOutputTokens` (o200k tokens of its JSON',
+      "default 30000; its abort signal fires then and the call fails with `error.code` `timeout`). A tool's own failure",
+      "is `200` with `status: failed` and `error`. A result over the tool's `maxOutputTokens` (o200k tokens of its JSON",
       'text) is cut to that many tokens, as text, with `resultTruncated: true`; with `offloadLargeResults` the whole',
       'result is kept and `resultRef` names it.',
       '',
@@ -78,7 +78,9 @@ export class ToolCallsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<ToolCallView> {
     if (idempotencyKey !== undefined && !IDEMPOTENCY_KEY.test(idempotencyKey)) {
-      throw ApiError.invalidRequest([{ path: 'Idempotency-Key', code: 'invalid_header', message: 'Idempotency-Key must be 1..255 printable ASCII characters' }]);
+      throw ApiError.invalidRequest([
+        { path: 'Idempotency-Key', code: 'invalid_header', message: 'Idempotency-Key must be 1..255 printable ASCII characters' },
+      ]);
     }
     const outcome = await this.executor.request(ctx, {
       agentId,
@@ -97,7 +99,7 @@ export class ToolCallsController {
   @Get('tool-calls')
   @Access('viewer', 'agent')
   @ApiOperation({
-    summary: 'List the organization\'s tool calls, newest first',
+    summary: "List the organization's tool calls, newest first",
     description: 'Filters combine with AND. A pending call whose approval has expired reads (and filters) as `expired`.',
   })
   @ApiOkResponse({ type: ToolCallPage })
@@ -121,7 +123,9 @@ export class ToolCallsController {
     description: 'For a result cut to the output budget, the whole one exists only when the tool offloads large results.',
   })
   @ApiOkResponse({ type: ToolCallResultView })
-  @ApiNotFoundResponse(ProblemResponse('No such tool call (`not_found`), or it has no whole result: not succeeded, or cut without offloading (`result_not_available`).'))
+  @ApiNotFoundResponse(
+    ProblemResponse('No such tool call (`not_found`), or it has no whole result: not succeeded, or cut without offloading (`result_not_available`).'),
+  )
   result(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<ToolCallResultView> {
     return this.calls.result(orgIdOf(ctx), id);
   }

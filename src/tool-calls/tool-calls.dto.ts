@@ -27,68 +27,94 @@ export function IsVersionRef(): PropertyDecorator {
 
 export class CreateToolCallDto {
   @ApiProperty({ description: 'The name of a tool the version offers (after overrides).', example: 'search_knowledge' })
-  @IsString() @MinLength(1) @MaxLength(64)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(64)
   tool: string;
 
-  @ApiProperty({ type: 'object', additionalProperties: true, description: 'Validated against the tool\'s input schema.' })
+  @ApiProperty({ type: 'object', additionalProperties: true, description: "Validated against the tool's input schema." })
   @IsObject()
   arguments: Record<string, unknown>;
 
-  @ApiPropertyOptional({ oneOf: [{ type: 'integer', minimum: 1 }, { type: 'string', enum: ['latest'] }], description: 'Default: the latest published version.' })
-  @IsOptional() @IsVersionRef()
+  @ApiPropertyOptional({
+    oneOf: [
+      { type: 'integer', minimum: 1 },
+      { type: 'string', enum: ['latest'] },
+    ],
+    description: 'Default: the latest published version.',
+  })
+  @IsOptional()
+  @IsVersionRef()
   version?: number | 'latest';
 
   @ApiPropertyOptional({ description: 'Groups calls of one agent run; limits contributed by capabilities count per run.', maxLength: 255 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(255)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(255)
   runId?: string;
 }
 
 export class ListToolCallsQuery extends PageQuery {
   @ApiPropertyOptional({ format: 'uuid' })
-  @IsOptional() @IsUUID()
+  @IsOptional()
+  @IsUUID()
   agentId?: string;
 
   @ApiPropertyOptional({ enum: TOOL_CALL_STATUSES })
-  @IsOptional() @IsIn(TOOL_CALL_STATUSES)
+  @IsOptional()
+  @IsIn(TOOL_CALL_STATUSES)
   status?: ToolCallStatus;
 
   @ApiPropertyOptional({ maxLength: 255 })
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(255)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(255)
   runId?: string;
 }
 
 export class ListApprovalsQuery extends PageQuery {
   @ApiPropertyOptional({ enum: APPROVAL_STATUSES })
-  @IsOptional() @IsIn(APPROVAL_STATUSES)
+  @IsOptional()
+  @IsIn(APPROVAL_STATUSES)
   status?: ApprovalStatus;
 
   @ApiPropertyOptional({ format: 'uuid' })
-  @IsOptional() @IsUUID()
+  @IsOptional()
+  @IsUUID()
   agentId?: string;
 }
 
 export class ApproveDto {
   @ApiPropertyOptional({ maxLength: 2000 })
-  @IsOptional() @IsString() @MaxLength(2000)
+  @IsOptional()
+  @IsString()
+  @MaxLength(2000)
   note?: string;
 
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: true,
-    description: 'Run with these arguments instead of the requested ones. Validated like the model\'s; kept beside the originals.',
+    description: "Run with these arguments instead of the requested ones. Validated like the model's; kept beside the originals.",
   })
-  @IsOptional() @IsObject()
+  @IsOptional()
+  @IsObject()
   arguments?: Record<string, unknown>;
 }
 
 export class RejectDto {
-  @ApiProperty({ minLength: 1, maxLength: 2000, description: 'Why; shown to the agent as the call\'s error message.' })
-  @IsString() @MinLength(1) @MaxLength(2000)
+  @ApiProperty({ minLength: 1, maxLength: 2000, description: "Why; shown to the agent as the call's error message." })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2000)
   reason: string;
 }
 
 export class ToolCallErrorView {
-  @ApiProperty({ description: 'A tool\'s own code, or `timeout`, `tool_error`, `interrupted`, `invalid_result`, `result_too_large`, `approval_rejected`, `approval_expired`.' })
+  @ApiProperty({
+    description: "A tool's own code, or `timeout`, `tool_error`, `interrupted`, `invalid_result`, `result_too_large`, `approval_rejected`, `approval_expired`.",
+  })
   code: string;
   @ApiProperty() message: string;
 }
@@ -105,7 +131,7 @@ export class ToolCallView {
   arguments: Record<string, unknown>;
   @ApiProperty({ description: 'SHA-256 hex of the RFC 8785 canonical JSON of `arguments`.' }) argumentsHash: string;
   @ApiProperty({ enum: TOOL_CALL_STATUSES }) status: ToolCallStatus;
-  @ApiPropertyOptional({ description: 'When succeeded. When cut, the first `maxOutputTokens` tokens of the result\'s JSON text.' })
+  @ApiPropertyOptional({ description: "When succeeded. When cut, the first `maxOutputTokens` tokens of the result's JSON text." })
   result?: unknown;
   @ApiPropertyOptional() resultTruncated?: boolean;
   @ApiPropertyOptional({ description: 'Names the whole result kept for a cut one (`GET` it).', example: '/api/v1/tool-calls/{id}/result' })
@@ -146,7 +172,7 @@ export class ApprovalView {
   @ApiProperty({ format: 'uuid' }) requestedBy: string;
   @ApiPropertyOptional({ format: 'uuid' }) decidedBy?: string;
   @ApiPropertyOptional({ format: 'date-time' }) decidedAt?: string;
-  @ApiPropertyOptional({ description: 'The approver\'s note, or the rejection reason.' }) note?: string;
+  @ApiPropertyOptional({ description: "The approver's note, or the rejection reason." }) note?: string;
   @ApiProperty({ format: 'date-time' }) expiresAt: string;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiPropertyOptional({ type: 'object', additionalProperties: true }) approvedArguments?: Record<string, unknown>;

@@ -38,9 +38,9 @@ export class ToolCallsRepository {
     s.with(
       `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
          status, result, result_truncated, result_offloaded, error_code, error_message, requested_by, created_at, started_at, completed_at)
-       VALUES (${[
-         call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint,
-       ].map((v) => s.param(v)).join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
+       VALUES (${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
+         .map((v) => s.param(v))
+         .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
          ${s.param(settlement.status)}, ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
          ${s.param(ok && settlement.truncated)}, ${s.param(ok && settlement.offloaded !== undefined)},
          ${s.param(ok ? null : settlement.error.code)}, ${s.param(ok ? null : settlement.error.message)},
@@ -72,9 +72,9 @@ export class ToolCallsRepository {
     s.with(
       `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
          status, approval_id, approval_expires_at, awaiting_requester, requested_by, created_at)
-       VALUES (${[
-         call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint,
-       ].map((v) => s.param(v)).join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
+       VALUES (${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
+         .map((v) => s.param(v))
+         .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
          'pending_approval', ${s.param(approval.id)}, ${s.param(approval.expiresAt)}, ${s.param(approval.awaitingRequester)},
          ${s.param(call.requestedBy)}, ${s.param(call.createdAt)})
        RETURNING id`,
@@ -126,7 +126,15 @@ export class ToolCallsRepository {
   }
 
   /** The newest call of this requester, with these exact arguments, whose decision it has not been handed yet. */
-  async findAwaiting(q: { orgId: string; agentId: string; version: number; capabilityId: string; toolId: string; requestedBy: string; argumentsHash: string }): Promise<ToolCallRow | undefined> {
+  async findAwaiting(q: {
+    orgId: string;
+    agentId: string;
+    version: number;
+    capabilityId: string;
+    toolId: string;
+    requestedBy: string;
+    argumentsHash: string;
+  }): Promise<ToolCallRow | undefined> {
     const rows: ToolCallRow[] = await this.dataSource.query(
       `SELECT ${CALL_COLUMNS} FROM tool_call c
         WHERE c.org_id = $1 AND c.agent_id = $2 AND c.requested_by = $3 AND c.arguments_hash = $4 AND c.awaiting_requester
@@ -146,7 +154,10 @@ export class ToolCallsRepository {
     );
   }
 
-  async listCalls(orgId: string, q: { agentId?: string; status?: ToolCallStatus; runId?: string; limit?: number; cursor?: string }): Promise<Page<ToolCallView>> {
+  async listCalls(
+    orgId: string,
+    q: { agentId?: string; status?: ToolCallStatus; runId?: string; limit?: number; cursor?: string },
+  ): Promise<Page<ToolCallView>> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const where = ['c.org_id = $1'];
     const params: unknown[] = [orgId];
@@ -180,10 +191,10 @@ export class ToolCallsRepository {
     const row = await this.findCall(orgId, callId);
     if (!row) return undefined;
     if (!row.result_offloaded) return { row };
-    const kept: { result: unknown }[] = await this.dataSource.query(
-      `SELECT result FROM tool_call_result WHERE org_id = $1 AND tool_call_id = $2`,
-      [orgId, callId],
-    );
+    const kept: { result: unknown }[] = await this.dataSource.query(`SELECT result FROM tool_call_result WHERE org_id = $1 AND tool_call_id = $2`, [
+      orgId,
+      callId,
+    ]);
     return { row, whole: kept[0]?.result };
   }
 
@@ -191,7 +202,13 @@ export class ToolCallsRepository {
    * Writes the outcome of an approved call that was running. When the sweeper got there first (the
    * lease ran out), its `interrupted` stands and nothing is written: the answer is what is stored.
    */
-  async settleRunning(orgId: string, callId: string, settlement: Settlement, completedAt: Date, events: (call: ToolCallRow) => AuditEventInput[]): Promise<ToolCallRow> {
+  async settleRunning(
+    orgId: string,
+    callId: string,
+    settlement: Settlement,
+    completedAt: Date,
+    events: (call: ToolCallRow) => AuditEventInput[],
+  ): Promise<ToolCallRow> {
     return this.dataSource.transaction(async (m) => {
       const ok = settlement.status === 'succeeded';
       const [updated]: [{ id: string }[], number] = await m.query(
@@ -199,14 +216,26 @@ export class ToolCallsRepository {
                 completed_at = $9, lease_expires_at = NULL
           WHERE org_id = $1 AND id = $2 AND status = 'running'
           RETURNING id`,
-        [orgId, callId, settlement.status, ok ? JSON.stringify(settlement.result) : null, ok && settlement.truncated,
-          ok && settlement.offloaded !== undefined, ok ? null : settlement.error.code, ok ? null : settlement.error.message, completedAt],
+        [
+          orgId,
+          callId,
+          settlement.status,
+          ok ? JSON.stringify(settlement.result) : null,
+          ok && settlement.truncated,
+          ok && settlement.offloaded !== undefined,
+          ok ? null : settlement.error.code,
+          ok ? null : settlement.error.message,
+          completedAt,
+        ],
       );
       const call = (await findCallWith(m, orgId, callId))!;
       if (updated.length === 0) return call;
       if (ok && settlement.offloaded) {
         await m.query(`INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens) VALUES ($1, $2, $3::jsonb, $4)`, [
-          callId, orgId, JSON.stringify(settlement.offloaded.result), settlement.offloaded.tokens,
+          callId,
+          orgId,
+          JSON.stringify(settlement.offloaded.result),
+          settlement.offloaded.tokens,
         ]);
       }
       await this.audit.record(m, ...events(call));

@@ -34,7 +34,10 @@ export class ToolCallsService {
     }
     if (row.result_offloaded) return { toolCallId: row.id, result: whole };
     if (row.result_truncated) {
-      throw new ApiError('result_not_available', 'The result was cut to the tool\'s output budget and the tool does not keep large results; only the cut result exists.');
+      throw new ApiError(
+        'result_not_available',
+        "The result was cut to the tool's output budget and the tool does not keep large results; only the cut result exists.",
+      );
     }
     return { toolCallId: row.id, result: row.result };
   }

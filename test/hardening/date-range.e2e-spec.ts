@@ -12,8 +12,18 @@ const cursorOf = (key: unknown[]) => Buffer.from(JSON.stringify(key), 'utf8').to
 
 /** Instants a client might forge: year 0000, before and after PostgreSQL's and JavaScript's ranges. */
 const outOfRange = fc.oneof(
-  fc.constantFrom('0000-01-01', '0000-12-31T23:59:59Z', '0000-02-29T00:00:00+01:00', '10000-01-01', '+275760-09-13T00:00:00Z', '-000001-01-01T00:00:00Z', '99999-12-31'),
-  fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 }), fc.integer({ min: 0, max: 23 })).map(([m, d, hh]) => `0000-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}T${String(hh).padStart(2, '0')}:00:00Z`),
+  fc.constantFrom(
+    '0000-01-01',
+    '0000-12-31T23:59:59Z',
+    '0000-02-29T00:00:00+01:00',
+    '10000-01-01',
+    '+275760-09-13T00:00:00Z',
+    '-000001-01-01T00:00:00Z',
+    '99999-12-31',
+  ),
+  fc
+    .tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 }), fc.integer({ min: 0, max: 23 }))
+    .map(([m, d, hh]) => `0000-${String(m).padStart(2, '0')}-${String(d).padStart(2, '0')}T${String(hh).padStart(2, '0')}:00:00Z`),
 );
 
 // Property runs make many requests; a loaded CI machine must not fail them on time alone.
@@ -41,7 +51,10 @@ describe('dates and cursors out of range', () => {
   it('a forged cursor naming a year PostgreSQL cannot read is 400 on every list, never 500', async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...lists()), outOfRange, async (list, instant) => {
-        const res = await h.t.http.get(list.path).query({ cursor: cursorOf([instant, randomUUID()]) }).set(...bearer(list.token));
+        const res = await h.t.http
+          .get(list.path)
+          .query({ cursor: cursorOf([instant, randomUUID()]) })
+          .set(...bearer(list.token));
         expect([list.path, instant, res.status, res.body.code, res.body.errors?.[0]?.path]).toEqual([list.path, instant, 400, 'invalid_request', 'cursor']);
         expect(res.body.errors[0].code).toBe('invalid_cursor');
         expect(isProblem(res)).toBe(true);
@@ -50,16 +63,22 @@ describe('dates and cursors out of range', () => {
     );
   });
 
-  it('a `since` out of range is 400 naming `since`; the range\'s own ends are read', async () => {
+  it("a `since` out of range is 400 naming `since`; the range's own ends are read", async () => {
     await fc.assert(
       fc.asyncProperty(outOfRange, async (since) => {
-        const res = await h.t.http.get('/api/v1/audit-events').query({ since }).set(...bearer(h.world.org.keys.admin));
+        const res = await h.t.http
+          .get('/api/v1/audit-events')
+          .query({ since })
+          .set(...bearer(h.world.org.keys.admin));
         expect([since, res.status, res.body.errors?.[0]?.path]).toEqual([since, 400, 'since']);
       }),
       { numRuns: 20 },
     );
     for (const since of ['0001-01-01', '0001-01-01T00:00:00+14:00', '9999-12-31T23:59:59Z', '9999-12-31T23:59:59-12:00']) {
-      const res = await h.t.http.get('/api/v1/audit-events').query({ since }).set(...bearer(h.world.org.keys.admin));
+      const res = await h.t.http
+        .get('/api/v1/audit-events')
+        .query({ since })
+        .set(...bearer(h.world.org.keys.admin));
       expect([since, res.status]).toEqual([since, 200]);
     }
   });

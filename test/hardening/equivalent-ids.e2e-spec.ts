@@ -21,7 +21,12 @@ describe('ids equal but for letter case are duplicates', () => {
 
   it('a draft listing a resource twice in any two casings is 400 at that list, and the old draft stays', async () => {
     const builder = bearer(h.world.org.keys.builder);
-    const before = (await h.t.http.get(`/api/v1/agents/${h.agentId}`).set(...builder).expect(200)).body.draft;
+    const before = (
+      await h.t.http
+        .get(`/api/v1/agents/${h.agentId}`)
+        .set(...builder)
+        .expect(200)
+    ).body.draft;
     await fc.assert(
       fc.asyncProperty(fc.constantFrom('knowledgeCollections', 'skills'), casing, casing, async (kind, a, b) => {
         const id = kind === 'skills' ? h.world.ids.skillId : h.world.ids.collectionId;
@@ -33,7 +38,14 @@ describe('ids equal but for letter case are duplicates', () => {
       }),
       { numRuns: 30 },
     );
-    expect((await h.t.http.get(`/api/v1/agents/${h.agentId}`).set(...builder).expect(200)).body.draft).toEqual(before);
+    expect(
+      (
+        await h.t.http
+          .get(`/api/v1/agents/${h.agentId}`)
+          .set(...builder)
+          .expect(200)
+      ).body.draft,
+    ).toEqual(before);
   });
 
   it('an id in another casing is the same resource, stored once in its canonical form', async () => {
@@ -53,7 +65,10 @@ describe('ids equal but for letter case are duplicates', () => {
       h.agentId,
       JSON.stringify({ instructions: 'x', capabilities: [{ id: 'knowledge' }], resources: { knowledgeCollections: [id, id.toUpperCase()] } }),
     ]);
-    const res = await h.t.http.post(`/api/v1/agents/${h.agentId}/publish`).set(...bearer(h.world.org.keys.builder)).expect(422);
+    const res = await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/publish`)
+      .set(...bearer(h.world.org.keys.builder))
+      .expect(422);
     expect(res.body.errors).toEqual([{ path: 'resources.knowledgeCollections[1]', code: 'duplicate_resource', message: expect.any(String) }]);
   });
 });

@@ -23,7 +23,11 @@ describe('MCP limits', () => {
   afterAll(() => h.t.close());
 
   const mcp = (body: string, headers: Record<string, string> = {}) => {
-    let req = h.t.http.post(`/api/v1/agents/${h.agentId}/mcp`).set(...bearer(h.world.org.keys.agent)).set('Accept', ACCEPT).set('Content-Type', 'application/json');
+    let req = h.t.http
+      .post(`/api/v1/agents/${h.agentId}/mcp`)
+      .set(...bearer(h.world.org.keys.agent))
+      .set('Accept', ACCEPT)
+      .set('Content-Type', 'application/json');
     for (const [k, v] of Object.entries(headers)) req = req.set(k, v);
     return req.send(body);
   };
@@ -63,7 +67,13 @@ describe('MCP limits', () => {
 
   it('refuses a foreign Origin with 403 before anything runs; loopback and configured origins are served', async () => {
     const calls = await countRows(h.ds, 'tool_call');
-    for (const origin of ['http://evil.example.com', 'https://console.example.com.evil.net', 'null', 'http://127.0.0.1.nip.io', 'https://console.example.com:444']) {
+    for (const origin of [
+      'http://evil.example.com',
+      'https://console.example.com.evil.net',
+      'null',
+      'http://127.0.0.1.nip.io',
+      'https://console.example.com:444',
+    ]) {
       const res = await mcp(JSON.stringify(call(1)), { Origin: origin, Host: 'evil.example.com' });
       expect([origin, res.status, res.body.code]).toEqual([origin, 403, 'origin_not_allowed']);
       expect(isProblem(res)).toBe(true);

@@ -10,7 +10,23 @@ import { hardeningWorld, HardeningWorld, isProblem } from '../support/hardening'
  * unknown-property check. Kept as data where a free-form object is allowed; refused like any
  * unknown key where it is not; never dropped.
  */
-const PROTO_KEYS = ['constructor', 'toString', 'valueOf', 'hasOwnProperty', '__proto__', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString', '__defineGetter__', 'prototype', 'get', 'set', 'has', 'size', 'entries'];
+const PROTO_KEYS = [
+  'constructor',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  '__proto__',
+  'isPrototypeOf',
+  'propertyIsEnumerable',
+  'toLocaleString',
+  '__defineGetter__',
+  'prototype',
+  'get',
+  'set',
+  'has',
+  'size',
+  'entries',
+];
 const protoKey = fc.constantFrom(...PROTO_KEYS);
 const jsonValue = fc.oneof(fc.string({ maxLength: 10 }), fc.integer(), fc.boolean(), fc.constant(null), fc.constant({ nested: 1 }));
 
@@ -37,7 +53,10 @@ describe('keys named like Object.prototype members', () => {
           .set('Content-Type', 'application/json')
           .send(`{"title":"t","content":"c","metadata":${metadata}}`)
           .expect(201);
-        const read = await h.t.http.get(`/api/v1/knowledge/collections/${h.world.ids.collectionId}/documents/${created.body.id}`).set(...bearer(h.world.org.keys.viewer)).expect(200);
+        const read = await h.t.http
+          .get(`/api/v1/knowledge/collections/${h.world.ids.collectionId}/documents/${created.body.id}`)
+          .set(...bearer(h.world.org.keys.viewer))
+          .expect(200);
         // jsonb keeps keys in its own order; every key and value must be there, as own data.
         const stored = JSON.parse(read.text).metadata;
         const sent = JSON.parse(metadata);
@@ -53,14 +72,24 @@ describe('keys named like Object.prototype members', () => {
       fc.asyncProperty(protoKey, async (key) => {
         const k = JSON.stringify(key);
         const draft = `{"instructions":"x","capabilities":[{"id":"knowledge","config":{${k}:1}}],"toolApproval":{${k}:"required"},"toolOverrides":{${k}:{"name":"renamed"}}}`;
-        const saved = await h.t.http.put(`/api/v1/agents/${h.agentId}/draft`).set(...bearer(h.world.org.keys.builder)).set('Content-Type', 'application/json').send(draft).expect(200);
+        const saved = await h.t.http
+          .put(`/api/v1/agents/${h.agentId}/draft`)
+          .set(...bearer(h.world.org.keys.builder))
+          .set('Content-Type', 'application/json')
+          .send(draft)
+          .expect(200);
         const spec = JSON.parse(saved.text).draft;
         expect(Object.keys(spec.capabilities[0].config)).toEqual([key]);
         expect(Object.keys(spec.toolApproval)).toEqual([key]);
         expect(Object.keys(spec.toolOverrides)).toEqual([key]);
-        const validate = await h.t.http.post(`/api/v1/agents/${h.agentId}/draft/validate`).set(...bearer(h.world.org.keys.builder)).expect(200);
+        const validate = await h.t.http
+          .post(`/api/v1/agents/${h.agentId}/draft/validate`)
+          .set(...bearer(h.world.org.keys.builder))
+          .expect(200);
         const paths = validate.body.errors.map((e: { path: string; code: string }) => `${e.code} ${e.path}`);
-        expect(paths).toEqual(expect.arrayContaining([`invalid_config capabilities[0].config.${key}`, `unknown_tool toolApproval.${key}`, `unknown_tool toolOverrides.${key}`]));
+        expect(paths).toEqual(
+          expect.arrayContaining([`invalid_config capabilities[0].config.${key}`, `unknown_tool toolApproval.${key}`, `unknown_tool toolOverrides.${key}`]),
+        );
       }),
       { numRuns: PROTO_KEYS.length },
     );
@@ -69,7 +98,11 @@ describe('keys named like Object.prototype members', () => {
   it('are unknown properties at the top of a body, in tool arguments and in a query string', async () => {
     await fc.assert(
       fc.asyncProperty(protoKey, jsonValue, async (key, value) => {
-        const body = await h.t.http.post('/api/v1/knowledge/collections').set(...bearer(h.world.org.keys.builder)).set('Content-Type', 'application/json').send(objectWith(key, JSON.stringify(value), '"name":"n"'));
+        const body = await h.t.http
+          .post('/api/v1/knowledge/collections')
+          .set(...bearer(h.world.org.keys.builder))
+          .set('Content-Type', 'application/json')
+          .send(objectWith(key, JSON.stringify(value), '"name":"n"'));
         expect([key, body.status, body.body.errors?.[0]]).toEqual([key, 400, { path: key, code: 'unknown_property', message: expect.any(String) }]);
         expect(isProblem(body)).toBe(true);
 

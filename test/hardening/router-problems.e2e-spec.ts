@@ -31,17 +31,26 @@ describe('refusals of the router and the HTTP parser are problem documents with 
       fc.asyncProperty(fc.constantFrom(...prefixes), badSegment, async (prefix, segment) => {
         const res = await t.http.get(prefix + segment).set(...bearer('anything'));
         expect([prefix + segment, res.status, res.headers['content-type']?.split(';')[0]]).toEqual([prefix + segment, 400, 'application/problem+json']);
-        expect(res.body).toMatchObject({ status: 400, code: 'invalid_request', type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+        expect(res.body).toMatchObject({
+          status: 400,
+          code: 'invalid_request',
+          type: expect.any(String),
+          title: expect.any(String),
+          detail: expect.any(String),
+        });
         expect(res.headers['x-request-id']).toEqual(expect.any(String));
       }),
       { numRuns: 40 },
     );
   });
 
-  it('an over-long path segment: 414 uri_too_long, problem+json with x-request-id (also the caller\'s own id)', async () => {
+  it("an over-long path segment: 414 uri_too_long, problem+json with x-request-id (also the caller's own id)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...prefixes), fc.integer({ min: 101, max: 4000 }), async (prefix, length) => {
-        const res = await t.http.get(prefix + 'a'.repeat(length)).set('x-request-id', 'trace-123').set(...bearer('anything'));
+        const res = await t.http
+          .get(prefix + 'a'.repeat(length))
+          .set('x-request-id', 'trace-123')
+          .set(...bearer('anything'));
         expect([prefix, length, res.status, res.body.code]).toEqual([prefix, length, 414, 'uri_too_long']);
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
         expect(res.headers['x-request-id']).toBe('trace-123');

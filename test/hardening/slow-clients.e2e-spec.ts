@@ -66,11 +66,25 @@ describe('slow clients are cut off with 408', () => {
   });
 
   it('the timeouts are configurable, validated and defaulted', () => {
-    const config = resolveConfig({ PLATFORM_ADMIN_TOKEN: 'x'.repeat(20), DATABASE_URL: 'postgres://db/x', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'), HTTP_HEADERS_TIMEOUT_MS: '5000', HTTP_REQUEST_TIMEOUT_MS: '20000', HTTP_IDLE_TIMEOUT_MS: '30000' }, () => undefined);
+    const config = resolveConfig(
+      {
+        PLATFORM_ADMIN_TOKEN: 'x'.repeat(20),
+        DATABASE_URL: 'postgres://db/x',
+        SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
+        HTTP_HEADERS_TIMEOUT_MS: '5000',
+        HTTP_REQUEST_TIMEOUT_MS: '20000',
+        HTTP_IDLE_TIMEOUT_MS: '30000',
+      },
+      () => undefined,
+    );
     expect(config.httpTimeouts).toEqual({ headersMs: 5000, requestMs: 20000, idleMs: 30000 });
     const defaults = parseEnvironment({});
     expect([defaults.HTTP_HEADERS_TIMEOUT_MS, defaults.HTTP_REQUEST_TIMEOUT_MS, defaults.HTTP_IDLE_TIMEOUT_MS]).toEqual([10_000, 30_000, 60_000]);
-    for (const [name, value] of [['HTTP_HEADERS_TIMEOUT_MS', '0'], ['HTTP_REQUEST_TIMEOUT_MS', 'soon'], ['HTTP_IDLE_TIMEOUT_MS', '-1']]) {
+    for (const [name, value] of [
+      ['HTTP_HEADERS_TIMEOUT_MS', '0'],
+      ['HTTP_REQUEST_TIMEOUT_MS', 'soon'],
+      ['HTTP_IDLE_TIMEOUT_MS', '-1'],
+    ]) {
       expect(() => parseEnvironment({ [name]: value })).toThrow(ConfigError);
       expect(() => parseEnvironment({ [name]: value })).toThrow(name);
     }

@@ -43,7 +43,7 @@ describe('lone UTF-16 surrogates are refused before anything runs', () => {
   }, 180_000);
   afterAll(() => h.t.close());
 
-  it('in any string of any write route\'s body: 400 naming the path, nothing written, no tool run', async () => {
+  it("in any string of any write route's body: 400 naming the path, nothing written, no tool run", async () => {
     const routes = walkRoutes(h.t).filter((r) => `${r.method} ${r.path}` in VALID_BODIES && stringPaths(VALID_BODIES[`${r.method} ${r.path}`]).length > 0);
     expect(routes.length).toBeGreaterThanOrEqual(6);
     const cases = routes.flatMap((r) => stringPaths(VALID_BODIES[`${r.method} ${r.path}`]).map((at) => ({ route: r, at })));
@@ -51,13 +51,24 @@ describe('lone UTF-16 surrogates are refused before anything runs', () => {
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...cases), fc.constantFrom(...LONE), async ({ route, at }, escape) => {
         const access = Array.isArray(route.access) ? route.access : [];
-        const token = access.includes('platform') && access.every((a) => a === 'platform') ? h.t.adminToken : route.path.includes('tool-calls') || route.path.endsWith('/mcp') ? h.world.org.keys.agent : h.world.org.keys.admin;
+        const token =
+          access.includes('platform') && access.every((a) => a === 'platform')
+            ? h.t.adminToken
+            : route.path.includes('tool-calls') || route.path.endsWith('/mcp')
+              ? h.world.org.keys.agent
+              : h.world.org.keys.admin;
         const body = VALID_BODIES[`${route.method} ${route.path}`];
         const res = await h.t.http[route.method.toLowerCase() as 'post'](fillPath(route.path, { ...h.world.ids, agentId: h.agentId }, randomUUID))
           .set(...bearer(token))
           .set('Content-Type', 'application/json')
           .send(withEscape(body, at, escape));
-        expect([route.path, res.status, res.body.code, res.body.errors?.[0]?.path, res.body.errors?.[0]?.code]).toEqual([route.path, 400, 'invalid_request', pathOf(at), 'lone_surrogate']);
+        expect([route.path, res.status, res.body.code, res.body.errors?.[0]?.path, res.body.errors?.[0]?.code]).toEqual([
+          route.path,
+          400,
+          'invalid_request',
+          pathOf(at),
+          'lone_surrogate',
+        ]);
         expect(isProblem(res)).toBe(true);
       }),
       { numRuns: Math.max(40, cases.length * 2) },
@@ -68,14 +79,32 @@ describe('lone UTF-16 surrogates are refused before anything runs', () => {
   it('in an object key, a free-form object, a query string; paired surrogates (real emoji) are text and kept', async () => {
     const builder = bearer(h.world.org.keys.builder);
     const docs = `/api/v1/knowledge/collections/${h.world.ids.collectionId}/documents`;
-    const key = await h.t.http.post(docs).set(...builder).set('Content-Type', 'application/json').send('{"title":"t","content":"c","metadata":{"a\\udc00":1}}').expect(400);
+    const key = await h.t.http
+      .post(docs)
+      .set(...builder)
+      .set('Content-Type', 'application/json')
+      .send('{"title":"t","content":"c","metadata":{"a\\udc00":1}}')
+      .expect(400);
     expect(key.body.errors[0]).toMatchObject({ path: 'metadata.a\\udc00', code: 'lone_surrogate' });
-    const meta = await h.t.http.post(docs).set(...builder).set('Content-Type', 'application/json').send('{"title":"t","content":"c","metadata":{"deep":[{"x":"\\ud800"}]}}').expect(400);
+    const meta = await h.t.http
+      .post(docs)
+      .set(...builder)
+      .set('Content-Type', 'application/json')
+      .send('{"title":"t","content":"c","metadata":{"deep":[{"x":"\\ud800"}]}}')
+      .expect(400);
     expect(meta.body.errors[0]).toMatchObject({ path: 'metadata.deep[0].x', code: 'lone_surrogate' });
-    const query = await h.t.http.get('/api/v1/tool-calls').query({ runId: 'r\ud800' }).set(...bearer(h.world.org.keys.viewer));
+    const query = await h.t.http
+      .get('/api/v1/tool-calls')
+      .query({ runId: 'r\ud800' })
+      .set(...bearer(h.world.org.keys.viewer));
     // The query string arrives percent-encoded as UTF-8 (U+FFFD for the lone half) or is refused as a bad URL: never a 5xx.
     expect(query.status).toBeLessThan(500);
-    const emoji = await h.t.http.post(docs).set(...builder).set('Content-Type', 'application/json').send('{"title":"\\ud83d\\ude00 refunds","content":"c"}').expect(201);
+    const emoji = await h.t.http
+      .post(docs)
+      .set(...builder)
+      .set('Content-Type', 'application/json')
+      .send('{"title":"\\ud83d\\ude00 refunds","content":"c"}')
+      .expect(201);
     expect(emoji.body.title).toBe('😀 refunds');
   });
 

@@ -27,11 +27,51 @@ describe('validation is linear in the body and its answer bounded', () => {
   afterAll(() => h.t.close());
 
   const bodies = () => [
-    { name: 'tool arguments of unknown null keys', method: 'post' as const, path: `/api/v1/agents/${h.agentId}/tool-calls`, token: h.world.org.keys.agent, body: `{"tool":"search_knowledge","arguments":{"query":"refunds",${flood('null')}}}`, status: 422, code: 'invalid_arguments' },
-    { name: 'tool arguments of unknown keys', method: 'post' as const, path: `/api/v1/agents/${h.agentId}/tool-calls`, token: h.world.org.keys.agent, body: `{"tool":"search_knowledge","arguments":{"query":"refunds",${flood('1')}}}`, status: 422, code: 'invalid_arguments' },
-    { name: 'a body of unknown keys', method: 'post' as const, path: '/api/v1/knowledge/collections', token: h.world.org.keys.builder, body: `{"name":"n",${flood('0')}}`, status: 400, code: 'invalid_request' },
-    { name: 'a query of unknown keys', method: 'get' as const, path: `/api/v1/agents?${Array.from({ length: 1000 }, (_, i) => `q${i}=1`).join('&')}`, token: h.world.org.keys.viewer, body: undefined, status: 400, code: 'invalid_request' },
-    { name: 'a list far over its maximum size', method: 'put' as const, path: `/api/v1/agents/${h.agentId}/draft`, token: h.world.org.keys.builder, body: `{"instructions":"","capabilities":[${Array.from({ length: 150_000 }, () => '{}').join(',')}]}`, status: 400, code: 'invalid_request' },
+    {
+      name: 'tool arguments of unknown null keys',
+      method: 'post' as const,
+      path: `/api/v1/agents/${h.agentId}/tool-calls`,
+      token: h.world.org.keys.agent,
+      body: `{"tool":"search_knowledge","arguments":{"query":"refunds",${flood('null')}}}`,
+      status: 422,
+      code: 'invalid_arguments',
+    },
+    {
+      name: 'tool arguments of unknown keys',
+      method: 'post' as const,
+      path: `/api/v1/agents/${h.agentId}/tool-calls`,
+      token: h.world.org.keys.agent,
+      body: `{"tool":"search_knowledge","arguments":{"query":"refunds",${flood('1')}}}`,
+      status: 422,
+      code: 'invalid_arguments',
+    },
+    {
+      name: 'a body of unknown keys',
+      method: 'post' as const,
+      path: '/api/v1/knowledge/collections',
+      token: h.world.org.keys.builder,
+      body: `{"name":"n",${flood('0')}}`,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'a query of unknown keys',
+      method: 'get' as const,
+      path: `/api/v1/agents?${Array.from({ length: 1000 }, (_, i) => `q${i}=1`).join('&')}`,
+      token: h.world.org.keys.viewer,
+      body: undefined,
+      status: 400,
+      code: 'invalid_request',
+    },
+    {
+      name: 'a list far over its maximum size',
+      method: 'put' as const,
+      path: `/api/v1/agents/${h.agentId}/draft`,
+      token: h.world.org.keys.builder,
+      body: `{"instructions":"","capabilities":[${Array.from({ length: 150_000 }, () => '{}').join(',')}]}`,
+      status: 400,
+      code: 'invalid_request',
+    },
   ];
 
   it.each([0, 1, 2, 3, 4])('answers at most 50 errors and counts the rest (case %i)', async (i) => {
@@ -54,7 +94,10 @@ describe('validation is linear in the body and its answer bounded', () => {
       .send(`{"tool":"search_knowledge","arguments":{"query":"refunds",${flood('null')}}}`)
       .expect(422);
     expect(res.body.errorsOmitted).toBe(FLOOD - 50);
-    const events = await h.t.http.get('/api/v1/audit-events?type=tool_call.denied&limit=1').set(...bearer(h.world.org.keys.admin)).expect(200);
+    const events = await h.t.http
+      .get('/api/v1/audit-events?type=tool_call.denied&limit=1')
+      .set(...bearer(h.world.org.keys.admin))
+      .expect(200);
     const data = events.body.items[0].data;
     expect(data.errors).toHaveLength(50);
     expect(data.errorsOmitted).toBe(FLOOD - 50);
@@ -63,14 +106,24 @@ describe('validation is linear in the body and its answer bounded', () => {
 
   it('bounds what validate and publish answer for a draft config of many keys', async () => {
     const builder = bearer(h.world.org.keys.builder);
-    await h.t.http.put(`/api/v1/agents/${h.agentId}/draft`).set(...builder).set('Content-Type', 'application/json')
-      .send(`{"instructions":"","capabilities":[{"id":"knowledge","config":{${flood('null')}}}]}`).expect(200);
-    const validate = await h.t.http.post(`/api/v1/agents/${h.agentId}/draft/validate`).set(...builder).expect(200);
+    await h.t.http
+      .put(`/api/v1/agents/${h.agentId}/draft`)
+      .set(...builder)
+      .set('Content-Type', 'application/json')
+      .send(`{"instructions":"","capabilities":[{"id":"knowledge","config":{${flood('null')}}}]}`)
+      .expect(200);
+    const validate = await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/draft/validate`)
+      .set(...builder)
+      .expect(200);
     expect(validate.body.valid).toBe(false);
     expect(validate.body.errors).toHaveLength(50);
     expect(validate.body.errorsOmitted).toBe(FLOOD - 50);
     const versions = await countRows(h.ds, 'agent_version');
-    const publish = await h.t.http.post(`/api/v1/agents/${h.agentId}/publish`).set(...builder).expect(422);
+    const publish = await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/publish`)
+      .set(...builder)
+      .expect(422);
     expect(publish.body.errors).toHaveLength(50);
     expect(publish.body.errorsOmitted).toBe(FLOOD - 50);
     expect(await countRows(h.ds, 'agent_version')).toBe(versions);

@@ -19,34 +19,59 @@ export interface TestAgent {
 }
 
 export async function createAgent(t: TestApp, org: TestOrg, slug = `agent-${randomUUID().slice(0, 8)}`): Promise<TestAgent> {
-  const res = await t.http.post('/api/v1/agents').set(...bearer(org.keys.builder)).send({ slug, name: `Agent ${slug}` }).expect(201);
+  const res = await t.http
+    .post('/api/v1/agents')
+    .set(...bearer(org.keys.builder))
+    .send({ slug, name: `Agent ${slug}` })
+    .expect(201);
   return { id: res.body.id, slug, name: res.body.name };
 }
 
 export async function createCollection(t: TestApp, org: TestOrg, name: string, description?: string): Promise<string> {
-  const res = await t.http.post('/api/v1/knowledge/collections').set(...bearer(org.keys.builder)).send({ name, description }).expect(201);
+  const res = await t.http
+    .post('/api/v1/knowledge/collections')
+    .set(...bearer(org.keys.builder))
+    .send({ name, description })
+    .expect(201);
   return res.body.id;
 }
 
 export async function addDocument(t: TestApp, org: TestOrg, collectionId: string, title: string, content: string): Promise<string> {
-  const res = await t.http.post(`/api/v1/knowledge/collections/${collectionId}/documents`).set(...bearer(org.keys.builder)).send({ title, content }).expect(201);
+  const res = await t.http
+    .post(`/api/v1/knowledge/collections/${collectionId}/documents`)
+    .set(...bearer(org.keys.builder))
+    .send({ title, content })
+    .expect(201);
   return res.body.id;
 }
 
 export async function createSkill(t: TestApp, org: TestOrg, name: string, description: string, instructions: string): Promise<string> {
-  const res = await t.http.post('/api/v1/skills').set(...bearer(org.keys.builder)).send({ name, description, instructions }).expect(201);
+  const res = await t.http
+    .post('/api/v1/skills')
+    .set(...bearer(org.keys.builder))
+    .send({ name, description, instructions })
+    .expect(201);
   return res.body.id;
 }
 
 /** Resolves the ids as the version builder does: for the organization, in the order given. */
-export async function resolveResources(t: TestApp, orgId: string, ids: { knowledgeCollections?: string[]; skills?: string[] } = {}): Promise<ResolvedResources> {
+export async function resolveResources(
+  t: TestApp,
+  orgId: string,
+  ids: { knowledgeCollections?: string[]; skills?: string[] } = {},
+): Promise<ResolvedResources> {
   return {
     knowledgeCollections: await t.app.get(KnowledgeRepository).resolve(orgId, ids.knowledgeCollections ?? []),
     skills: await t.app.get(SkillsRepository).resolve(orgId, ids.skills ?? []),
   };
 }
 
-export function contextFor(org: { id: string; scopes?: string[] }, agent: TestAgent, config: unknown, resources: ResolvedResources = { knowledgeCollections: [], skills: [] }): BuildContext {
+export function contextFor(
+  org: { id: string; scopes?: string[] },
+  agent: TestAgent,
+  config: unknown,
+  resources: ResolvedResources = { knowledgeCollections: [], skills: [] },
+): BuildContext {
   return { org: { id: org.id, scopes: org.scopes ?? [] }, agent: { ...agent, version: 1 }, config, resources };
 }
 

@@ -39,7 +39,8 @@ export function checkBuiltinLayout(srcDir: string, registered?: LayoutCapability
       const source = readFileSync(capabilityFile, 'utf8');
       const uses = source.match(new RegExp(DECORATOR_USE.source, 'gm'))?.length ?? 0;
       if (uses !== 1) problems.push(`builtin/${entry}/${entry}.capability.ts: must carry exactly one @Capability() (found ${uses})`);
-      if (!new RegExp(`\\bid:\\s*['"\`]${escape(entry)}['"\`]`).test(source)) problems.push(`builtin/${entry}/${entry}.capability.ts: must declare id '${entry}' (the folder name)`);
+      if (!new RegExp(`\\bid:\\s*['"\`]${escape(entry)}['"\`]`).test(source))
+        problems.push(`builtin/${entry}/${entry}.capability.ts: must declare id '${entry}' (the folder name)`);
     }
     const declared = registered?.find((c) => c.id === entry);
     if (declared && declared.toolCount > 0 && !existsSync(join(path, `${entry}.tools.ts`))) {
@@ -62,7 +63,10 @@ export function checkBuiltinLayout(srcDir: string, registered?: LayoutCapability
       if (!folders.includes(id)) problems.push(`capability "${id}" is registered by the builtin set but has no folder builtin/${id}/`);
     }
     for (const folder of folders) {
-      if (!registered.some((c) => c.id === folder)) problems.push(`builtin/${folder}/: no capability "${folder}" is registered when the builtin set boots (is its module imported and its provider listed?)`);
+      if (!registered.some((c) => c.id === folder))
+        problems.push(
+          `builtin/${folder}/: no capability "${folder}" is registered when the builtin set boots (is its module imported and its provider listed?)`,
+        );
     }
   }
   return problems;
@@ -77,7 +81,12 @@ function checkImports(builtinDir: string, folders: string[]): string[] {
   const problems: string[] = [];
   for (const folder of folders) {
     const imported = new RegExp(`import\\s*\\{([^}]*)\\}\\s*from\\s*['"]\\./${escape(folder)}/${escape(folder)}\\.module['"]`).exec(source);
-    const names = imported ? imported[1].split(',').map((n) => n.trim()).filter(Boolean) : [];
+    const names = imported
+      ? imported[1]
+          .split(',')
+          .map((n) => n.trim())
+          .filter(Boolean)
+      : [];
     if (!names.some((n) => new RegExp(`\\b${n}\\b`).test(listed))) {
       problems.push(`builtin/${folder}/: builtin.module.ts does not import its module, so the capability would silently not exist`);
     }

@@ -35,7 +35,9 @@ export async function generateConsoleSchema(document: Record<string, unknown>): 
   try {
     writeFileSync(join(dir, 'openapi.json'), JSON.stringify(document));
     const cli = join(dirname(require.resolve('openapi-typescript/package.json')), 'bin', 'cli.js');
-    execFileSync(process.execPath, [cli, join(dir, 'openapi.json'), '--alphabetize', '--output', join(dir, 'schema.d.ts')], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(process.execPath, [cli, join(dir, 'openapi.json'), '--alphabetize', '--output', join(dir, 'schema.d.ts')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     return HEADER + readFileSync(join(dir, 'schema.d.ts'), 'utf8');
   } finally {
     rmSync(dir, { recursive: true, force: true });

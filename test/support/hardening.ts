@@ -21,9 +21,16 @@ export async function hardeningWorld(config: Parameters<typeof createTestApp>[0]
   await t.http
     .put(`/api/v1/agents/${agentId}/draft`)
     .set(...as)
-    .send({ instructions: 'Answer from the handbook.', capabilities: [{ id: 'knowledge' }, { id: 'memory' }], resources: { knowledgeCollections: [world.ids.collectionId] } })
+    .send({
+      instructions: 'Answer from the handbook.',
+      capabilities: [{ id: 'knowledge' }, { id: 'memory' }],
+      resources: { knowledgeCollections: [world.ids.collectionId] },
+    })
     .expect(200);
-  await t.http.post(`/api/v1/agents/${agentId}/publish`).set(...as).expect(201);
+  await t.http
+    .post(`/api/v1/agents/${agentId}/publish`)
+    .set(...as)
+    .expect(201);
   return { t, world, agentId, ds: t.app.get(DataSource) };
 }
 

@@ -54,10 +54,14 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
       },
     );
     if (state.archiveListed) {
-      server.registerTool('archive', { description: 'Archives a customer.', inputSchema: { id: z.string() }, annotations: { destructiveHint: false } }, async ({ id }) => {
-        calls.push('archive');
-        return { content: [{ type: 'text', text: `archived ${id}` }] };
-      });
+      server.registerTool(
+        'archive',
+        { description: 'Archives a customer.', inputSchema: { id: z.string() }, annotations: { destructiveHint: false } },
+        async ({ id }) => {
+          calls.push('archive');
+          return { content: [{ type: 'text', text: `archived ${id}` }] };
+        },
+      );
     }
     server.registerTool('fail', { description: 'Always reports a failure.', inputSchema: {} }, async () => {
       calls.push('fail');
@@ -73,7 +77,9 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
       return new Promise(() => undefined);
     });
     for (let i = 0; i < state.extraTools; i++) {
-      server.registerTool(`extra_${i}`, { description: `Extra tool ${i}.`, inputSchema: {}, annotations: { readOnlyHint: true } }, async () => ({ content: [] }));
+      server.registerTool(`extra_${i}`, { description: `Extra tool ${i}.`, inputSchema: {}, annotations: { readOnlyHint: true } }, async () => ({
+        content: [],
+      }));
     }
     if (state.pageSize > 0) {
       // McpServer lists every tool at once; a vendor may page. Same tools, served a page at a time.

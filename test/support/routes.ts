@@ -41,7 +41,6 @@ export function walkRoutes(t: TestApp): Route[] {
   return routes.sort((a, b) => `${a.path} ${a.method}`.localeCompare(`${b.path} ${b.method}`));
 }
 
-
 /**
  * A supertest parser for tests that call every route: an event stream never ends, so its answer
  * is taken as soon as its headers arrive (status and headers are what those tests look at);

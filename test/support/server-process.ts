@@ -14,7 +14,10 @@ export function environment(extra: Record<string, string | undefined>): NodeJS.P
   return { PATH: process.env.PATH, HOME: process.env.HOME, PORT: '0', LOG_LEVEL: 'warn', ...extra };
 }
 
-export function runServer(env: Record<string, string | undefined>, entry = 'src/main.ts'): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+export function runServer(
+  env: Record<string, string | undefined>,
+  entry = 'src/main.ts',
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
   const child = spawn(process.execPath, ['-r', '@swc-node/register', entry], { cwd: root, env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

@@ -46,7 +46,7 @@ export class SseClient {
     const deadline = Date.now() + timeoutMs;
     while (!predicate(this)) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out; received ${JSON.stringify(this.messages.map((m) => m.data ? JSON.parse(m.data).type : `id:${m.id}`))}`);
+      if (left <= 0) throw new Error(`timed out; received ${JSON.stringify(this.messages.map((m) => (m.data ? JSON.parse(m.data).type : `id:${m.id}`)))}`);
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, Math.min(left, 200));
         this.waiters.push(() => {

@@ -50,7 +50,14 @@ export async function createTestApp(
 ): Promise<TestApp> {
   const db = await createTestDatabase();
   const config = testConfig({ ...options.config, databaseUrl: db.real ? db.url : undefined });
-  const app = await createApp({ config, database: { url: db.url, poolSize: db.poolSize }, imports: options.imports, rateLimitStore: options.rateLimitStore, logger: false, consoleDir: options.consoleDir });
+  const app = await createApp({
+    config,
+    database: { url: db.url, poolSize: db.poolSize },
+    imports: options.imports,
+    rateLimitStore: options.rateLimitStore,
+    logger: false,
+    consoleDir: options.consoleDir,
+  });
   await app.init();
   await app.getHttpAdapter().getInstance().ready();
   return {

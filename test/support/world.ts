@@ -16,11 +16,20 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
   const org = await createOrg(t, scopes);
   const as = bearer(org.keys.admin);
   // A key of its own for routes that revoke keys, so the role keys stay usable.
-  const spare = await t.http.post(`/api/v1/orgs/${org.id}/api-keys`).set(...as).send({ name: `${marker} spare`, roles: ['viewer'] });
+  const spare = await t.http
+    .post(`/api/v1/orgs/${org.id}/api-keys`)
+    .set(...as)
+    .send({ name: `${marker} spare`, roles: ['viewer'] });
   const ids: Record<string, string> = { orgId: org.id, keyId: spare.body.id, version: 'latest' };
-  const agent = await t.http.post('/api/v1/agents').set(...as).send({ slug: `w-${org.slug}`.slice(0, 60), name: `${marker} agent`, description: marker });
+  const agent = await t.http
+    .post('/api/v1/agents')
+    .set(...as)
+    .send({ slug: `w-${org.slug}`.slice(0, 60), name: `${marker} agent`, description: marker });
   if (agent.status === 201) ids.agentId = agent.body.id;
-  const collection = await t.http.post('/api/v1/knowledge/collections').set(...as).send({ name: `${marker} docs`, description: marker });
+  const collection = await t.http
+    .post('/api/v1/knowledge/collections')
+    .set(...as)
+    .send({ name: `${marker} docs`, description: marker });
   if (collection.status === 201) {
     ids.collectionId = collection.body.id;
     const doc = await t.http
@@ -29,15 +38,32 @@ export async function createWorld(t: TestApp, scopes: string[] = [], marker = 'w
       .send({ title: `${marker} refunds`, content: `${marker}: refunds are issued within 14 days.` });
     if (doc.status === 201) ids.docId = doc.body.id;
   }
-  const skill = await t.http.post('/api/v1/skills').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
+  const skill = await t.http
+    .post('/api/v1/skills')
+    .set(...as)
+    .send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-skill`, description: marker, instructions: `${marker}: do things well.` });
   if (skill.status === 201) ids.skillId = skill.body.id;
-  const provider = await t.http.post('/api/v1/model-providers').set(...as).send({ name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-model`, kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1', apiKey: `sk-${marker}` });
+  const provider = await t.http
+    .post('/api/v1/model-providers')
+    .set(...as)
+    .send({
+      name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-model`,
+      kind: 'openai-compatible',
+      baseUrl: 'http://127.0.0.1:9/v1',
+      apiKey: `sk-${marker}`,
+    });
   if (provider.status === 201) ids.modelProviderId = provider.body.id;
   // Subscribed to a type the suites never cause for a live endpoint: no delivery writes rows behind their backs.
-  const webhook = await t.http.post('/api/v1/webhooks').set(...as).send({ url: 'http://127.0.0.1:9/hook', types: ['webhook.deleted'], description: marker });
+  const webhook = await t.http
+    .post('/api/v1/webhooks')
+    .set(...as)
+    .send({ url: 'http://127.0.0.1:9/hook', types: ['webhook.deleted'], description: marker });
   if (webhook.status === 201) ids.webhookId = webhook.body.id;
   // The reference server over stdio: no network, no scope, and a process of its own per world.
-  const connection = await t.http.post('/api/v1/mcp-connections').set(...as).send({ server: 'everything', name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-mcp` });
+  const connection = await t.http
+    .post('/api/v1/mcp-connections')
+    .set(...as)
+    .send({ server: 'everything', name: `${marker.toLowerCase().replace(/[^a-z0-9]/g, '')}-mcp` });
   if (connection.status === 201) ids.connectionId = connection.body.id;
   return { org, ids, marker };
 }

@@ -260,7 +260,19 @@ type AriaProps = { id: string; 'aria-invalid'?: boolean; 'aria-describedby'?: st
  * snapping back to the default; stores a number as soon as the text is one. What the schema's
  * bounds say is left to the server's validation, so its message is the one shown.
  */
-function NumberInput({ aria, schema, integer, value, onChange }: { aria: AriaProps; schema: JsonSchema; integer: boolean; value: unknown; onChange(v: unknown): void }) {
+function NumberInput({
+  aria,
+  schema,
+  integer,
+  value,
+  onChange,
+}: {
+  aria: AriaProps;
+  schema: JsonSchema;
+  integer: boolean;
+  value: unknown;
+  onChange(v: unknown): void;
+}) {
   const [text, setText] = useState(value === undefined || value === null ? '' : String(value));
   useEffect(() => {
     setText((current) => (Number(current) === value && current.trim() !== '' ? current : value === undefined || value === null ? '' : String(value)));
@@ -305,4 +317,3 @@ function JsonInput({ aria, value, onChange }: { aria: AriaProps; value: unknown;
     />
   );
 }
-

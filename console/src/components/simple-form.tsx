@@ -15,7 +15,19 @@ export interface SimpleField {
  * A small create form whose refusals (`errors[]` by path) land next to their fields. Values are
  * strings; `submit` maps them onto the request and throws the API's ProblemError.
  */
-export function SimpleForm({ title, fields, submitLabel, submit, children }: { title: string; fields: SimpleField[]; submitLabel: string; submit(values: Record<string, string>): Promise<void>; children?: ReactNode }) {
+export function SimpleForm({
+  title,
+  fields,
+  submitLabel,
+  submit,
+  children,
+}: {
+  title: string;
+  fields: SimpleField[];
+  submitLabel: string;
+  submit(values: Record<string, string>): Promise<void>;
+  children?: ReactNode;
+}) {
   const empty = Object.fromEntries(fields.map((f) => [f.name, '']));
   const [values, setValues] = useState<Record<string, string>>(empty);
   const [errors, setErrors] = useState<FieldError[]>([]);
@@ -51,7 +63,16 @@ export function SimpleForm({ title, fields, submitLabel, submit, children }: { t
         if (f.kind === 'markdown') {
           return (
             <div className="field" key={f.name}>
-              <MarkdownEditor id={id} label={f.label} help={f.help} value={values[f.name]} onChange={set} invalid={map.has(f.name)} describedBy={aria['aria-describedby']} rows={6} />
+              <MarkdownEditor
+                id={id}
+                label={f.label}
+                help={f.help}
+                value={values[f.name]}
+                onChange={set}
+                invalid={map.has(f.name)}
+                describedBy={aria['aria-describedby']}
+                rows={6}
+              />
               <FieldErrors errors={map} path={f.name} />
             </div>
           );

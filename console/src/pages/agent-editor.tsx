@@ -89,7 +89,12 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
     // Approvals and overrides of the tools it offered would name tools no longer attached.
     const toolIds = new Set(cap.tools.map((t) => t.id));
     const drop = <T,>(record?: Record<string, T>) => (record ? Object.fromEntries(Object.entries(record).filter(([k]) => !toolIds.has(k))) : record);
-    edit({ ...spec, capabilities: spec.capabilities.filter((c) => c.id !== cap.id), toolApproval: drop(spec.toolApproval), toolOverrides: drop(spec.toolOverrides) });
+    edit({
+      ...spec,
+      capabilities: spec.capabilities.filter((c) => c.id !== cap.id),
+      toolApproval: drop(spec.toolApproval),
+      toolOverrides: drop(spec.toolOverrides),
+    });
   };
 
   const save = async (): Promise<boolean> => {
@@ -190,7 +195,9 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
             const unavailable = cap.available === false;
             const paths = on ? [`capabilities[${index}]`, `capabilities[${index}].id`] : [];
             const invalid = paths.some((p) => map.has(p));
-            const describedBy = [`cap-${cap.id}-desc`, unavailable ? `cap-${cap.id}-why` : '', ...paths.filter((p) => map.has(p)).map(errorId)].filter(Boolean).join(' ');
+            const describedBy = [`cap-${cap.id}-desc`, unavailable ? `cap-${cap.id}-why` : '', ...paths.filter((p) => map.has(p)).map(errorId)]
+              .filter(Boolean)
+              .join(' ');
             return (
               <li key={cap.id}>
                 <button
@@ -212,8 +219,8 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
                 </p>
                 {unavailable && (
                   <p id={`cap-${cap.id}-why`} className="help warning">
-                    Unavailable: needs {missing.length > 1 ? 'the scopes' : 'the scope'} {(missing.length ? missing : cap.scopes).join(', ')}, which this organization
-                    has not been granted.
+                    Unavailable: needs {missing.length > 1 ? 'the scopes' : 'the scope'} {(missing.length ? missing : cap.scopes).join(', ')}, which this
+                    organization has not been granted.
                   </p>
                 )}
                 {paths.map((p) => (
@@ -302,7 +309,9 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
                     edit({
                       ...spec,
                       // Bound without `tools`: every tool the connection lists, as the API defines it.
-                      mcpServers: e.target.checked ? [...(spec.mcpServers ?? []), { connection: c.id }] : (spec.mcpServers ?? []).filter((b) => b.connection !== c.id),
+                      mcpServers: e.target.checked
+                        ? [...(spec.mcpServers ?? []), { connection: c.id }]
+                        : (spec.mcpServers ?? []).filter((b) => b.connection !== c.id),
                     })
                   }
                 />{' '}
@@ -384,7 +393,14 @@ function CapabilitySettings(props: {
     <section aria-labelledby={titleId} className="card">
       <h2 id={titleId}>{cap.name}</h2>
       <FieldErrors errors={errors} path={`${path}.config`} />
-      <SchemaForm schema={cap.configSchema as JsonSchema} value={ref.config ?? {}} onChange={props.onConfig} path={`${path}.config`} errors={errors} disabled={readOnly} />
+      <SchemaForm
+        schema={cap.configSchema as JsonSchema}
+        value={ref.config ?? {}}
+        onChange={props.onConfig}
+        path={`${path}.config`}
+        errors={errors}
+        disabled={readOnly}
+      />
       {cap.tools.length > 0 && (
         <>
           <h3>Tools</h3>
@@ -408,7 +424,10 @@ function CapabilitySettings(props: {
                       checked={tool.requiresApproval || spec.toolApproval?.[tool.id] === 'required'}
                       disabled={readOnly || tool.requiresApproval}
                       aria-invalid={errors.has(approvalPath) || undefined}
-                      aria-describedby={[tool.requiresApproval ? `why-${tool.id}` : '', errors.has(approvalPath) ? errorId(approvalPath) : ''].filter(Boolean).join(' ') || undefined}
+                      aria-describedby={
+                        [tool.requiresApproval ? `why-${tool.id}` : '', errors.has(approvalPath) ? errorId(approvalPath) : ''].filter(Boolean).join(' ') ||
+                        undefined
+                      }
                       onChange={(e) => setApproval(tool.id, e.target.checked)}
                     />
                     <label htmlFor={fieldId(approvalPath)}>Require approval for {tool.id}</label>

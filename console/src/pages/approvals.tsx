@@ -41,7 +41,9 @@ export function ApprovalsPage() {
   return (
     <>
       <PageTitle>Approvals</PageTitle>
-      <p className="muted live">{mode === 'live' ? 'Live: new requests appear as they are made.' : mode === 'polling' ? 'Checking for new requests every few seconds.' : 'Connecting…'}</p>
+      <p className="muted live">
+        {mode === 'live' ? 'Live: new requests appear as they are made.' : mode === 'polling' ? 'Checking for new requests every few seconds.' : 'Connecting…'}
+      </p>
       <Status>{status}</Status>
       <Alert>{pending.error}</Alert>
       <section aria-labelledby="pending-title">
@@ -102,7 +104,17 @@ export function ApprovalsPage() {
   );
 }
 
-function PendingApproval({ approval: a, agentName, risk, onDecided }: { approval: Approval; agentName: string; risk?: string; onDecided(message: string): void }) {
+function PendingApproval({
+  approval: a,
+  agentName,
+  risk,
+  onDecided,
+}: {
+  approval: Approval;
+  agentName: string;
+  risk?: string;
+  onDecided(message: string): void;
+}) {
   const { api, me } = useSession();
   const mayDecide = can(me, 'approve');
   const [mode, setMode] = useState<'idle' | 'edit' | 'reject'>('idle');

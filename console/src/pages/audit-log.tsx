@@ -8,8 +8,6 @@ import { useSession } from '../session';
 type AuditEvent = Schemas['AuditEventView'];
 type Query = { type?: EventType; since?: string };
 
-
-
 export function AuditLogPage() {
   const { api } = useSession();
   const [type, setType] = useState('');

@@ -51,7 +51,9 @@ function Collections() {
             { name: 'description', label: 'Description' },
           ]}
           submit={async (v) => {
-            const created = await ok(api.POST('/api/v1/knowledge/collections', { body: { name: v.name, ...(v.description ? { description: v.description } : {}) } }));
+            const created = await ok(
+              api.POST('/api/v1/knowledge/collections', { body: { name: v.name, ...(v.description ? { description: v.description } : {}) } }),
+            );
             navigate(`/knowledge/${created.id}`);
           }}
         />
@@ -146,7 +148,10 @@ function Collection({ id }: { id: string }) {
 
 function DocumentBody({ collectionId, docId }: { collectionId: string; docId: string }) {
   const { api } = useSession();
-  const doc = useLoad(() => ok(api.GET('/api/v1/knowledge/collections/{id}/documents/{docId}', { params: { path: { id: collectionId, docId } } })), [api, collectionId, docId]);
+  const doc = useLoad(
+    () => ok(api.GET('/api/v1/knowledge/collections/{id}/documents/{docId}', { params: { path: { id: collectionId, docId } } })),
+    [api, collectionId, docId],
+  );
   if (doc.error) return <Alert>{doc.error}</Alert>;
   if (!doc.data) return <p className="muted">Loading…</p>;
   return <Markdown source={(doc.data as { content?: string }).content ?? ''} />;

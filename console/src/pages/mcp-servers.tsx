@@ -133,7 +133,13 @@ function ConnectionCard({ connection: c, admin, onChanged }: { connection: Conne
                       disabled={busy}
                       onChange={(e) =>
                         void act(
-                          () => ok(api.PUT('/api/v1/mcp-connections/{id}/tools/{tool}/risk', { params: { path: { id: c.id, tool: t.name } }, body: { risk: e.target.value as Risk } })),
+                          () =>
+                            ok(
+                              api.PUT('/api/v1/mcp-connections/{id}/tools/{tool}/risk', {
+                                params: { path: { id: c.id, tool: t.name } },
+                                body: { risk: e.target.value as Risk },
+                              }),
+                            ),
                           `${c.name}/${t.name} is now ${e.target.value.replace('_', ' ')}.`,
                         )
                       }
@@ -157,7 +163,13 @@ function ConnectionCard({ connection: c, admin, onChanged }: { connection: Conne
       </table>
       {admin && (
         <div className="actions">
-          <button type="button" disabled={busy} onClick={() => void act(() => ok(api.POST('/api/v1/mcp-connections/{id}/sync', { params: { path: { id: c.id } } })), `Listed the tools of “${c.name}” again.`)}>
+          <button
+            type="button"
+            disabled={busy}
+            onClick={() =>
+              void act(() => ok(api.POST('/api/v1/mcp-connections/{id}/sync', { params: { path: { id: c.id } } })), `Listed the tools of “${c.name}” again.`)
+            }
+          >
             Sync {c.name}
           </button>
           <button
@@ -165,7 +177,8 @@ function ConnectionCard({ connection: c, admin, onChanged }: { connection: Conne
             className="danger"
             disabled={busy}
             onClick={() => {
-              if (window.confirm(`Delete the connection “${c.name}”?`)) void act(() => ok(api.DELETE('/api/v1/mcp-connections/{id}', { params: { path: { id: c.id } } })), `Deleted “${c.name}”.`);
+              if (window.confirm(`Delete the connection “${c.name}”?`))
+                void act(() => ok(api.DELETE('/api/v1/mcp-connections/{id}', { params: { path: { id: c.id } } })), `Deleted “${c.name}”.`);
             }}
           >
             Delete {c.name}

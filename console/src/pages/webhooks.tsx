@@ -143,7 +143,13 @@ function NewWebhook({ onCreated }: { onCreated(url: string, secret: string): voi
       </div>
       <div className="field">
         <label htmlFor={fieldId('description')}>Description</label>
-        <input id={fieldId('description')} type="text" value={description} onChange={(e) => setDescription(e.target.value)} {...fieldErrorProps(map, 'description')} />
+        <input
+          id={fieldId('description')}
+          type="text"
+          value={description}
+          onChange={(e) => setDescription(e.target.value)}
+          {...fieldErrorProps(map, 'description')}
+        />
         <FieldErrors errors={map} path="description" />
       </div>
       <fieldset id={fieldId('types')} {...fieldErrorProps(map, 'types')}>

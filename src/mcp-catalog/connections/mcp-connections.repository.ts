@@ -44,7 +44,12 @@ export class McpConnectionsRepository {
   }
 
   list(orgId: string, query: PageQuery): Promise<Page<McpConnectionRow>> {
-    return newestFirstPage<McpConnectionRow, McpConnectionRow>(this.dataSource, { select: 'SELECT * FROM mcp_connection', where: 'org_id = $1', params: [orgId] }, query, (r) => r);
+    return newestFirstPage<McpConnectionRow, McpConnectionRow>(
+      this.dataSource,
+      { select: 'SELECT * FROM mcp_connection', where: 'org_id = $1', params: [orgId] },
+      query,
+      (r) => r,
+    );
   }
 
   async get(orgId: string, id: string, db: Db = this.dataSource, lock = false): Promise<McpConnectionRow | undefined> {
@@ -99,10 +104,10 @@ export class McpConnectionsRepository {
 
   /** Published versions that bind the connection (at most 20, for the refusal's `boundBy`). */
   async boundBy(db: Db, orgId: string, id: string): Promise<{ agent_id: string; version: number }[]> {
-    return db.query(
-      `SELECT agent_id, version FROM agent_version_mcp_connection WHERE org_id = $1 AND connection_id = $2 ORDER BY agent_id, version LIMIT 20`,
-      [orgId, id],
-    );
+    return db.query(`SELECT agent_id, version FROM agent_version_mcp_connection WHERE org_id = $1 AND connection_id = $2 ORDER BY agent_id, version LIMIT 20`, [
+      orgId,
+      id,
+    ]);
   }
 
   async delete(db: Db, orgId: string, id: string): Promise<void> {

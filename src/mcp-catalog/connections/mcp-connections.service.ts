@@ -47,7 +47,9 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) => {
-      void this.refresh(orgId, connectionId, 'list_changed').catch((err) => this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`));
+      void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
+        this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
+      );
     });
   }
 
@@ -58,15 +60,22 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   async create(ctx: RequestContext, dto: { server: string; name: string; url?: string; credentials?: Record<string, unknown> }): Promise<McpConnectionView> {
     const orgId = orgIdOf(ctx);
     const entry = this.registry.get(dto.server);
-    if (!entry) throw ApiError.invalidRequest([{ path: 'server', code: 'unknown_server', message: `no catalog entry has the id "${dto.server}" (GET /mcp-servers lists them)` }]);
+    if (!entry)
+      throw ApiError.invalidRequest([
+        { path: 'server', code: 'unknown_server', message: `no catalog entry has the id "${dto.server}" (GET /mcp-servers lists them)` },
+      ]);
     const errors: FieldError[] = [];
     const credentials = parseCredentials(entry, dto.credentials, 'credentials', errors);
-    if (entry.descriptor.urlRequired && dto.url === undefined) errors.push({ path: 'url', code: 'required', message: `the "${entry.definition.id}" server needs a url` });
-    if (!entry.descriptor.urlRequired && dto.url !== undefined) errors.push({ path: 'url', code: 'not_allowed', message: `the "${entry.definition.id}" server's address is fixed by the catalog; send no url` });
+    if (entry.descriptor.urlRequired && dto.url === undefined)
+      errors.push({ path: 'url', code: 'required', message: `the "${entry.definition.id}" server needs a url` });
+    if (!entry.descriptor.urlRequired && dto.url !== undefined)
+      errors.push({ path: 'url', code: 'not_allowed', message: `the "${entry.definition.id}" server's address is fixed by the catalog; send no url` });
     if (errors.length > 0) throw ApiError.invalidRequest(errors);
     const missing = entry.definition.scopes.filter((s) => ctx.principal.type === 'api_key' && !ctx.principal.orgScopes.includes(s));
     if (missing.length > 0) {
-      throw new ApiError('scope_not_granted', `The organization lacks scopes the "${entry.definition.id}" server needs: ${missing.join(', ')}.`, undefined, { missingScopes: missing });
+      throw new ApiError('scope_not_granted', `The organization lacks scopes the "${entry.definition.id}" server needs: ${missing.join(', ')}.`, undefined, {
+        missingScopes: missing,
+      });
     }
     if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
@@ -82,7 +91,12 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       if (failure.code === 'egress_refused') {
         throw new ApiError('egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
       }
-      throw new ApiError('mcp_connect_failed', `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. Nothing was stored.`, undefined, { reason: failure.code });
+      throw new ApiError(
+        'mcp_connect_failed',
+        `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. Nothing was stored.`,
+        undefined,
+        { reason: failure.code },
+      );
     }
     const names = Object.keys(credentials).sort();
     try {
@@ -219,7 +233,15 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       if (!r) return [];
       const entry = this.registry.get(r.server);
       const trust = entry?.definition.trustAnnotations ?? false;
-      return [{ id: r.id, name: r.name, server: r.server, entry, tools: r.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })) }];
+      return [
+        {
+          id: r.id,
+          name: r.name,
+          server: r.server,
+          entry,
+          tools: r.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })),
+        },
+      ];
     });
   }
 
@@ -246,7 +268,12 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     return work;
   }
 
-  private async doRefresh(orgId: string, id: string, why: 'sync' | 'ttl' | 'list_changed', actor: { type: string; id: string }): Promise<McpConnectionRow | undefined> {
+  private async doRefresh(
+    orgId: string,
+    id: string,
+    why: 'sync' | 'ttl' | 'list_changed',
+    actor: { type: string; id: string },
+  ): Promise<McpConnectionRow | undefined> {
     const before = await this.repository.get(orgId, id);
     if (!before) return undefined;
     let tools: ListedMcpTool[] | undefined;
@@ -261,7 +288,11 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       if (failure) {
         const row = await this.repository.saveError(m, orgId, id, { code: failure.code, message: failure.message });
         if (row && (why === 'sync' || before.status !== 'error')) {
-          await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'error', error: { code: failure.code, message: failure.message } } });
+          await this.audit.record(m, {
+            ...base,
+            type: 'mcp_connection.synced',
+            data: { name: before.name, trigger: why, status: 'error', error: { code: failure.code, message: failure.message } },
+          });
         }
         return row;
       }
@@ -303,6 +334,4 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   view(row: McpConnectionRow): McpConnectionView {
     return toConnectionView(row, this.trusts(row));
   }
-
 }
-

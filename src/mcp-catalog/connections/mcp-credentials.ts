@@ -5,7 +5,12 @@ const MAX_CREDENTIAL_CHARS = 8192;
 const MAX_CREDENTIALS = 20;
 
 /** The credentials a request gives, checked against the entry's fields; problems go to `errors`. */
-export function parseCredentials(entry: RegisteredMcpServer, given: Record<string, unknown> | undefined, path: string, errors: FieldError[]): Record<string, string> {
+export function parseCredentials(
+  entry: RegisteredMcpServer,
+  given: Record<string, unknown> | undefined,
+  path: string,
+  errors: FieldError[],
+): Record<string, string> {
   const out: Record<string, string> = {};
   const fields = new Map(entry.definition.credentials.map((f) => [f.name, f]));
   const keys = given === undefined ? [] : Object.keys(given);
@@ -17,20 +22,28 @@ export function parseCredentials(entry: RegisteredMcpServer, given: Record<strin
     const at = `${path}.${key}`;
     const field = fields.get(key);
     if (!field) {
-      errors.push({ path: at, code: 'unknown_credential', message: `the "${entry.definition.id}" server has no credential named "${key}"${fields.size > 0 ? ` (it has: ${[...fields.keys()].join(', ')})` : ''}` });
+      errors.push({
+        path: at,
+        code: 'unknown_credential',
+        message: `the "${entry.definition.id}" server has no credential named "${key}"${fields.size > 0 ? ` (it has: ${[...fields.keys()].join(', ')})` : ''}`,
+      });
       continue;
     }
     const value = given![key];
     // The value is never echoed back in a message: it is a secret even when it is malformed.
     if (typeof value !== 'string') errors.push({ path: at, code: 'type', message: `${at} must be a string` });
-    else if (value.length === 0 || value.length > MAX_CREDENTIAL_CHARS) errors.push({ path: at, code: 'length', message: `${at} must be 1 to ${MAX_CREDENTIAL_CHARS} characters` });
+    else if (value.length === 0 || value.length > MAX_CREDENTIAL_CHARS)
+      errors.push({ path: at, code: 'length', message: `${at} must be 1 to ${MAX_CREDENTIAL_CHARS} characters` });
     // eslint-disable-next-line no-control-regex
-    else if (/[\u0000-\u001f\u007f]/.test(value)) errors.push({ path: at, code: 'control_character', message: `${at} must not hold control characters (line breaks would inject headers)` });
-    else if (field.header && /[^\u0020-\u00ff]/.test(value)) errors.push({ path: at, code: 'not_latin1', message: `${at} is sent as an HTTP header and must be printable Latin-1` });
+    else if (/[\u0000-\u001f\u007f]/.test(value))
+      errors.push({ path: at, code: 'control_character', message: `${at} must not hold control characters (line breaks would inject headers)` });
+    else if (field.header && /[^\u0020-\u00ff]/.test(value))
+      errors.push({ path: at, code: 'not_latin1', message: `${at} is sent as an HTTP header and must be printable Latin-1` });
     else out[key] = value;
   }
   for (const field of entry.definition.credentials) {
-    if (field.required && !(given && Object.prototype.hasOwnProperty.call(given, field.name))) errors.push({ path: `${path}.${field.name}`, code: 'required', message: `the "${entry.definition.id}" server needs the "${field.name}" credential` });
+    if (field.required && !(given && Object.prototype.hasOwnProperty.call(given, field.name)))
+      errors.push({ path: `${path}.${field.name}`, code: 'required', message: `the "${entry.definition.id}" server needs the "${field.name}" credential` });
   }
   return out;
 }

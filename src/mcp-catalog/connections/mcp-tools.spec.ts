@@ -28,8 +28,24 @@ describe('the risk rule (fail-closed)', () => {
 
 describe('sanitizeListedTools', () => {
   it('keeps the fields the platform uses, with U+0000 and lone surrogates replaced', () => {
-    const [t] = sanitizeListedTools([{ name: 'a', title: 'T\u0000', description: 'x\uD800y', inputSchema: { type: 'object', properties: { 'k\u0000': { type: 'string' } } }, annotations: { readOnlyHint: true }, outputSchema: { type: 'object' }, _meta: { x: 1 } }]);
-    expect(t).toEqual({ name: 'a', title: 'T\uFFFD', description: 'x\uFFFDy', inputSchema: { type: 'object', properties: { 'k\uFFFD': { type: 'string' } } }, annotations: { readOnlyHint: true } });
+    const [t] = sanitizeListedTools([
+      {
+        name: 'a',
+        title: 'T\u0000',
+        description: 'x\uD800y',
+        inputSchema: { type: 'object', properties: { 'k\u0000': { type: 'string' } } },
+        annotations: { readOnlyHint: true },
+        outputSchema: { type: 'object' },
+        _meta: { x: 1 },
+      },
+    ]);
+    expect(t).toEqual({
+      name: 'a',
+      title: 'T\uFFFD',
+      description: 'x\uFFFDy',
+      inputSchema: { type: 'object', properties: { 'k\uFFFD': { type: 'string' } } },
+      annotations: { readOnlyHint: true },
+    });
   });
   it.each<[string, unknown[]]>([
     ['a tool without a name', [{ description: 'd', inputSchema: { type: 'object' } }]],
@@ -50,7 +66,11 @@ describe('toolListDiff', () => {
     const a = { name: 'a', description: 'A', inputSchema: { type: 'object', properties: {} } };
     const b = { name: 'b', description: 'B', inputSchema: { type: 'object' } };
     const aReordered = { inputSchema: { properties: {}, type: 'object' }, description: 'A', name: 'a' };
-    expect(toolListDiff([a, b], [aReordered, { name: 'c', description: '', inputSchema: { type: 'object' } }])).toEqual({ added: ['c'], removed: ['b'], changed: [] });
+    expect(toolListDiff([a, b], [aReordered, { name: 'c', description: '', inputSchema: { type: 'object' } }])).toEqual({
+      added: ['c'],
+      removed: ['b'],
+      changed: [],
+    });
     expect(toolListDiff([a], [{ ...a, description: 'A, and more' }])).toEqual({ added: [], removed: [], changed: ['a'] });
   });
 });
@@ -63,7 +83,9 @@ describe('classify', () => {
     expect(classify(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), creds).code).toBe('upstream_unavailable');
     expect(classify(new McpError(ErrorCode.InvalidParams, 'bad'), creds).code).toBe('tool_error');
     expect(classify(new EgressRefusedError('no', 'private_address'), creds).code).toBe('egress_refused');
-    expect(classify(Object.assign(new TypeError('fetch failed'), { cause: new EgressRefusedError('no', 'private_address') }), creds).code).toBe('egress_refused');
+    expect(classify(Object.assign(new TypeError('fetch failed'), { cause: new EgressRefusedError('no', 'private_address') }), creds).code).toBe(
+      'egress_refused',
+    );
     expect(classify(new EgressTimeoutError('slow'), creds).code).toBe('timeout');
     expect(classify(Object.assign(new Error('aborted'), { name: 'AbortError' }), creds).code).toBe('timeout');
     expect(classify(new TypeError('fetch failed'), creds).code).toBe('upstream_unavailable');

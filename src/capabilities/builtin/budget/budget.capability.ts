@@ -8,7 +8,8 @@ import { BudgetConfig } from './budget.config';
   id: 'budget',
   name: 'Tool-call budget',
   category: 'governance',
-  description: 'Caps how many tool calls one run of the agent may make. The platform refuses the calls past the cap, whatever the model or the runtime does, so a looping agent stops.',
+  description:
+    'Caps how many tool calls one run of the agent may make. The platform refuses the calls past the cap, whatever the model or the runtime does, so a looping agent stops.',
   tools: [],
   configSchema: BudgetConfig,
   tags: ['limits', 'cost', 'safety'],

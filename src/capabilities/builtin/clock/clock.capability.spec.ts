@@ -30,7 +30,11 @@ describe('clock capability', () => {
       const { errors } = registry.validateConfig('clock', { timezone });
       expect([...new Set(errors.map((e) => e.path))]).toEqual(['timezone']);
     }
-    expect(registry.validateConfig('clock', { timezone: 'Mars/Olympus_Mons' }).errors[0]).toEqual({ path: 'timezone', code: 'isTimeZone', message: 'timezone must be an IANA time zone such as Europe/Paris' });
+    expect(registry.validateConfig('clock', { timezone: 'Mars/Olympus_Mons' }).errors[0]).toEqual({
+      path: 'timezone',
+      code: 'isTimeZone',
+      message: 'timezone must be an IANA time zone such as Europe/Paris',
+    });
   });
 
   it('contributes the time as of the build as prompt text, and no tools', async () => {

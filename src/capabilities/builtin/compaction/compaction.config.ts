@@ -14,21 +14,30 @@ export const DEFAULT_SUMMARY_PROMPT = [
 ].join('\n');
 
 export class CompactionConfig {
-  @IsOptional() @IsIn(COMPACTION_STRATEGIES)
+  @IsOptional()
+  @IsIn(COMPACTION_STRATEGIES)
   // Above @JSONSchema: it adds to the schema that one sets.
   @EnumLabels({
-    clear_tool_results: 'Removes the results of older tool calls and keeps every message. Cheap and keeps the conversation intact; the agent calls a tool again if it needs an old result.',
-    summarize: 'Replaces older turns with a summary written by the model, using the summary prompt. Keeps the gist of long conversations; costs one extra model call each time.',
+    clear_tool_results:
+      'Removes the results of older tool calls and keeps every message. Cheap and keeps the conversation intact; the agent calls a tool again if it needs an old result.',
+    summarize:
+      'Replaces older turns with a summary written by the model, using the summary prompt. Keeps the gist of long conversations; costs one extra model call each time.',
     truncate_oldest: 'Drops the oldest turns. Cheapest, but the agent forgets what was said early on.',
   })
   @JSONSchema({ title: 'Strategy', description: 'What the runtime does when the conversation grows too long for the model.' })
   strategy: CompactionStrategy = 'clear_tool_results';
 
-  @IsOptional() @IsInt() @Min(1) @Max(100)
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(100)
   @JSONSchema({ title: 'Turns kept as they are', description: 'How many of the most recent turns are never compacted.' })
   keepLastTurns: number = 10;
 
-  @IsOptional() @IsString() @MinLength(1) @MaxLength(10000)
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  @MaxLength(10000)
   @Multiline()
   @JSONSchema({ title: 'Summary prompt', description: 'What the model is asked when it summarizes older turns. Used by the `summarize` strategy only.' })
   summaryPrompt: string = DEFAULT_SUMMARY_PROMPT;

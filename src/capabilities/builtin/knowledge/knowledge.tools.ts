@@ -11,12 +11,20 @@ export const SEARCH_KNOWLEDGE_MAX_TOKENS = 3000;
 export const READ_DOCUMENT_MAX_TOKENS = 4000;
 
 export class SearchKnowledgeInput {
-  @IsString() @MinLength(1) @MaxLength(500)
-  @JSONSchema({ description: 'The key words a matching document would contain. "Quoted words" match a phrase, `or` between words gives alternatives, `-word` excludes a word.' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(500)
+  @JSONSchema({
+    description:
+      'The key words a matching document would contain. "Quoted words" match a phrase, `or` between words gives alternatives, `-word` excludes a word.',
+  })
   query: string;
 
-  @IsOptional() @IsInt() @Min(1) @Max(20)
-  @JSONSchema({ description: 'How many documents to return at most. The agent\'s configuration may cap it lower.' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(20)
+  @JSONSchema({ description: "How many documents to return at most. The agent's configuration may cap it lower." })
   limit?: number;
 }
 
@@ -25,12 +33,18 @@ export class ReadDocumentInput {
   @JSONSchema({ description: 'The documentId that search_knowledge returned.' })
   documentId: string;
 
-  @IsOptional() @IsInt() @Min(0) @Max(MAX_DOCUMENT_CHARS)
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_DOCUMENT_CHARS)
   @JSONSchema({ description: 'Where to start reading, in characters from the start of the document: 0, or the nextOffset of the previous page.' })
   offset: number = 0;
 
-  @IsOptional() @IsInt() @Min(500) @Max(12000)
-  @JSONSchema({ description: 'The most characters to return in this page. A page may be shorter, to stay within the tool\'s output budget.' })
+  @IsOptional()
+  @IsInt()
+  @Min(500)
+  @Max(12000)
+  @JSONSchema({ description: "The most characters to return in this page. A page may be shorter, to stay within the tool's output budget." })
   maxChars: number = 6000;
 }
 
@@ -92,9 +106,20 @@ export interface ReadDocumentResult {
 export class KnowledgeTools {
   constructor(private readonly knowledge: KnowledgeRepository) {}
 
-  async search(ctx: ToolContext, collections: readonly ResolvedKnowledgeCollection[], input: SearchKnowledgeInput, maxResults: number): Promise<SearchKnowledgeResult> {
+  async search(
+    ctx: ToolContext,
+    collections: readonly ResolvedKnowledgeCollection[],
+    input: SearchKnowledgeInput,
+    maxResults: number,
+  ): Promise<SearchKnowledgeResult> {
     const limit = Math.min(input.limit ?? maxResults, maxResults);
-    const find = (query: string): Promise<KnowledgeHitRow[]> => this.knowledge.searchDocuments(ctx.orgId, collections.map((c) => c.id), query, limit);
+    const find = (query: string): Promise<KnowledgeHitRow[]> =>
+      this.knowledge.searchDocuments(
+        ctx.orgId,
+        collections.map((c) => c.id),
+        query,
+        limit,
+      );
     let rows = await find(input.query);
     const notes: string[] = [];
     const anyWord = rows.length === 0 ? anyWordQuery(input.query) : null;
@@ -103,21 +128,42 @@ export class KnowledgeTools {
       if (rows.length > 0) notes.push(`No document contains all the words of the query; these contain some of them, best first.`);
     }
     if (rows.length === 0) return { query: input.query, results: [], message: await this.nothingFound(input.query, collections) };
-    const hits = rows.map((r) => ({ documentId: r.id, title: r.title, collection: r.collection, snippet: r.snippet, score: Math.round(Number(r.rank) * 10000) / 10000 }));
+    const hits = rows.map((r) => ({
+      documentId: r.id,
+      title: r.title,
+      collection: r.collection,
+      snippet: r.snippet,
+      score: Math.round(Number(r.rank) * 10000) / 10000,
+    }));
     return fitList(hits, SEARCH_KNOWLEDGE_MAX_TOKENS, (kept, omitted) => {
-      const said = omitted === 0 ? notes : [...notes, `Left out to keep this result short: ${count(omitted, 'more matching document')}. Search with more specific words to see them.`];
+      const said =
+        omitted === 0
+          ? notes
+          : [...notes, `Left out to keep this result short: ${count(omitted, 'more matching document')}. Search with more specific words to see them.`];
       return { query: input.query, results: kept, ...(omitted > 0 ? { omitted } : {}), ...(said.length > 0 ? { message: said.join(' ') } : {}) };
     });
   }
 
   async read(ctx: ToolContext, collections: readonly ResolvedKnowledgeCollection[], input: ReadDocumentInput): Promise<ReadDocumentResult> {
-    const row = await this.knowledge.readDocumentPage(ctx.orgId, collections.map((c) => c.id), input.documentId, input.offset, input.maxChars);
+    const row = await this.knowledge.readDocumentPage(
+      ctx.orgId,
+      collections.map((c) => c.id),
+      input.documentId,
+      input.offset,
+      input.maxChars,
+    );
     if (!row) {
-      throw new ToolError('document_not_found', `No document ${input.documentId} is in the knowledge available to you. Use search_knowledge to find the documentId of what you need.`);
+      throw new ToolError(
+        'document_not_found',
+        `No document ${input.documentId} is in the knowledge available to you. Use search_knowledge to find the documentId of what you need.`,
+      );
     }
     const totalChars = Number(row.total_chars);
     if (input.offset > 0 && input.offset >= totalChars) {
-      throw new ToolError('offset_out_of_range', `The document has ${totalChars} characters, so offset ${input.offset} is past its end. Leave offset out to read it from the start.`);
+      throw new ToolError(
+        'offset_out_of_range',
+        `The document has ${totalChars} characters, so offset ${input.offset} is past its end. Leave offset out to read it from the start.`,
+      );
     }
     // Offsets count characters (code points) as Postgres does, never UTF-16 halves of one.
     const chars = Array.from(row.page);

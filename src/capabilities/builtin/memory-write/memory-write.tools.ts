@@ -8,12 +8,21 @@ import { MemoryRepository, MemoryRow } from '../memory/memory.repository';
 export const MEMORY_TAG_PATTERN = /^[a-z0-9][a-z0-9_-]{0,49}$/;
 
 export class RememberInput {
-  @IsString() @MinLength(1) @MaxLength(2000) @Matches(/\S/, { message: 'content must not be blank' })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2000)
+  @Matches(/\S/, { message: 'content must not be blank' })
   @JSONSchema({ description: 'One self-contained fact, written so that it makes sense on its own in a later conversation, e.g. "Prefers answers in French".' })
   content: string;
 
-  @IsOptional() @IsArray() @ArrayMaxSize(10) @IsString({ each: true }) @Matches(MEMORY_TAG_PATTERN, { each: true })
-  @JSONSchema({ description: 'A few lowercase words that name what the memory is about, e.g. ["language", "preferences"]. They weigh more than the content when recalling.' })
+  @IsOptional()
+  @IsArray()
+  @ArrayMaxSize(10)
+  @IsString({ each: true })
+  @Matches(MEMORY_TAG_PATTERN, { each: true })
+  @JSONSchema({
+    description: 'A few lowercase words that name what the memory is about, e.g. ["language", "preferences"]. They weigh more than the content when recalling.',
+  })
   tags: string[] = [];
 }
 
@@ -85,7 +94,11 @@ export class MemoryWriteTools {
 
   async forget(ctx: ToolContext, input: ForgetInput): Promise<ForgetResult> {
     const row = await this.memories.forget(ctx, input.memoryId);
-    if (!row) throw new ToolError('memory_not_found', `You keep no memory ${input.memoryId}; nothing was forgotten. Use recall_memories to find the memoryId of what you want to forget.`);
+    if (!row)
+      throw new ToolError(
+        'memory_not_found',
+        `You keep no memory ${input.memoryId}; nothing was forgotten. Use recall_memories to find the memoryId of what you want to forget.`,
+      );
     return { memoryId: row.id, forgotten: true, content: row.content };
   }
 }

@@ -12,10 +12,7 @@ export interface MemoryRow {
 }
 
 export type RememberOutcome =
-  | { kind: 'created'; memory: MemoryRow; count: number }
-  | { kind: 'existing'; memory: MemoryRow }
-  | { kind: 'full'; count: number }
-  | { kind: 'no_agent' };
+  { kind: 'created'; memory: MemoryRow; count: number } | { kind: 'existing'; memory: MemoryRow } | { kind: 'full'; count: number } | { kind: 'no_agent' };
 
 /**
  * The `agent_memory` table, shared by `memory` (reads) and `memory-write` (writes). Every
@@ -39,7 +36,10 @@ export class MemoryRepository {
   }
 
   async count(ctx: ToolContext): Promise<number> {
-    const [{ n }]: { n: string }[] = await this.dataSource.query(`SELECT count(*) AS n FROM agent_memory WHERE org_id = $1 AND agent_id = $2`, [ctx.orgId, ctx.agentId]);
+    const [{ n }]: { n: string }[] = await this.dataSource.query(`SELECT count(*) AS n FROM agent_memory WHERE org_id = $1 AND agent_id = $2`, [
+      ctx.orgId,
+      ctx.agentId,
+    ]);
     return Number(n);
   }
 

@@ -9,12 +9,17 @@ import { MemoryRepository } from './memory.repository';
 export const RECALL_MEMORIES_MAX_TOKENS = 3000;
 
 export class RecallMemoriesInput {
-  @IsString() @MinLength(1) @MaxLength(500)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(500)
   @JSONSchema({ description: 'The key words of what you are trying to remember, e.g. "preferred language" or "invoice address".' })
   query: string;
 
-  @IsOptional() @IsInt() @Min(1) @Max(20)
-  @JSONSchema({ description: 'How many memories to return at most. The agent\'s configuration may cap it lower.' })
+  @IsOptional()
+  @IsInt()
+  @Min(1)
+  @Max(20)
+  @JSONSchema({ description: "How many memories to return at most. The agent's configuration may cap it lower." })
   limit?: number;
 }
 
@@ -61,7 +66,13 @@ export class MemoryTools {
     if (rows.length === 0) return { query: input.query, memories: [], message: await this.nothingFound(ctx, input.query) };
     const memories = rows.map((r) => ({ memoryId: r.id, content: r.content, tags: r.tags, rememberedAt: new Date(r.created_at).toISOString() }));
     return fitList(memories, RECALL_MEMORIES_MAX_TOKENS, (kept, omitted) => {
-      const said = omitted === 0 ? notes : [...notes, `Left out to keep this result short: ${count(omitted, 'more matching memory', 'more matching memories')}. Recall with more specific words to see them.`];
+      const said =
+        omitted === 0
+          ? notes
+          : [
+              ...notes,
+              `Left out to keep this result short: ${count(omitted, 'more matching memory', 'more matching memories')}. Recall with more specific words to see them.`,
+            ];
       return { query: input.query, memories: kept, ...(omitted > 0 ? { omitted } : {}), ...(said.length > 0 ? { message: said.join(' ') } : {}) };
     });
   }

@@ -8,10 +8,11 @@ import { LoadSkillInput, SKILLS_TOOLS, SkillsTools } from './skills.tools';
   name: 'Skills',
   category: 'knowledge',
   description:
-    'Gives the agent the skills you bind to it: named instructions for particular tasks. The agent sees each skill\'s name and when it applies, and loads the full instructions only when a task needs them.',
+    "Gives the agent the skills you bind to it: named instructions for particular tasks. The agent sees each skill's name and when it applies, and loads the full instructions only when a task needs them.",
   tools: SKILLS_TOOLS,
   tags: ['skills', 'instructions'],
-  promptGuidance: 'Lists each bound skill by name with when it applies, and tells the agent to load a skill\'s instructions with load_skill before a task that matches it.',
+  promptGuidance:
+    "Lists each bound skill by name with when it applies, and tells the agent to load a skill's instructions with load_skill before a task that matches it.",
 })
 @Injectable()
 export class SkillsCapability implements CapabilityProvider {

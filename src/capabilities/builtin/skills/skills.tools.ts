@@ -11,7 +11,9 @@ export const LIST_SKILLS_MAX_TOKENS = 4000;
 export class ListSkillsInput {}
 
 export class LoadSkillInput {
-  @IsString() @MinLength(1) @MaxLength(200)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(200)
   @JSONSchema({ description: 'The name of the skill, as listed in your instructions or by list_skills (or its id, when two skills share a name).' })
   name: string;
 }
@@ -28,7 +30,7 @@ export const SKILLS_TOOLS: readonly ToolDeclaration[] = [
   {
     id: 'load_skill',
     description:
-      'Use this before starting a task that matches the description of one of your skills: it returns the skill\'s full instructions, which you then follow. Load only the skills the current task needs.',
+      "Use this before starting a task that matches the description of one of your skills: it returns the skill's full instructions, which you then follow. Load only the skills the current task needs.",
     risk: 'read_only',
     input: LoadSkillInput,
     // No budget: cutting instructions would leave the model following half a procedure. Skills
@@ -57,7 +59,6 @@ export interface LoadSkillResult {
   instructions: string;
 }
 
-
 /**
  * The tools' implementations. They read the skills from the database, filtered on the calling
  * organization and on the skills the agent binds, so a tool never shows more than it was given.
@@ -70,7 +71,9 @@ export class SkillsTools {
     const rows = await this.rows(ctx, bound);
     const skills = rows.map((r) => ({ id: r.id, name: r.name, description: r.description }));
     return fitList(skills, LIST_SKILLS_MAX_TOKENS, (kept, omitted) =>
-      omitted === 0 ? { skills: kept } : { skills: kept, omitted, message: `Left out to keep this list short: ${count(omitted, 'more skill')}. Their names are in your instructions.` },
+      omitted === 0
+        ? { skills: kept }
+        : { skills: kept, omitted, message: `Left out to keep this list short: ${count(omitted, 'more skill')}. Their names are in your instructions.` },
     );
   }
 
@@ -88,12 +91,18 @@ export class SkillsTools {
       throw new ToolError('ambiguous_skill', `Several of your skills are named "${wanted}". Load one by its id instead: ${which}.`);
     }
     const names = rows.map((r) => `"${r.name}"`).join(', ');
-    const available = rows.length > 0 ? `Your skills are: ${names}. Use one of these names exactly, or carry on without a skill.` : 'No skill is available to you: carry on without one.';
+    const available =
+      rows.length > 0
+        ? `Your skills are: ${names}. Use one of these names exactly, or carry on without a skill.`
+        : 'No skill is available to you: carry on without one.';
     throw new ToolError('skill_not_found', `You have no skill named "${wanted}". ${available}`);
   }
 
   /** The bound skills as they are now, in the order the agent binds them. */
   private rows(ctx: ToolContext, bound: readonly ResolvedSkill[]): Promise<ResolvedSkill[]> {
-    return this.skills.resolve(ctx.orgId, bound.map((s) => s.id));
+    return this.skills.resolve(
+      ctx.orgId,
+      bound.map((s) => s.id),
+    );
   }
 }

@@ -7,7 +7,8 @@ import { ThinkingConfig } from './thinking.config';
   id: 'thinking',
   name: 'Reasoning effort',
   category: 'model',
-  description: 'Sets how much the model reasons before it answers: low for quick, cheap replies, high for careful multi-step work. The runtime passes it to models that support it.',
+  description:
+    'Sets how much the model reasons before it answers: low for quick, cheap replies, high for careful multi-step work. The runtime passes it to models that support it.',
   tools: [],
   configSchema: ThinkingConfig,
   tags: ['model', 'reasoning'],

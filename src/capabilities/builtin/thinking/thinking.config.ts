@@ -6,7 +6,8 @@ export const THINKING_EFFORTS = ['low', 'medium', 'high'] as const;
 export type ThinkingEffort = (typeof THINKING_EFFORTS)[number];
 
 export class ThinkingConfig {
-  @IsOptional() @IsIn(THINKING_EFFORTS)
+  @IsOptional()
+  @IsIn(THINKING_EFFORTS)
   // Above @JSONSchema: it adds to the schema that one sets.
   @EnumLabels({
     low: 'Answers quickly after little deliberation: lookups, short replies, routine tool use. Cheapest and fastest.',

@@ -9,7 +9,9 @@ import { McpServerEntry } from '../../mcp-server-entry.decorator';
   description:
     'Any MCP server reachable over Streamable HTTP, by URL. Its tool annotations are not trusted: every tool is destructive (approval on every call) until an admin sets its risk.',
   transport: 'streamable-http',
-  credentials: [{ name: 'authorization', description: 'Sent as the Authorization header, verbatim (e.g. `Bearer <token>`).', required: false, header: 'Authorization' }],
+  credentials: [
+    { name: 'authorization', description: 'Sent as the Authorization header, verbatim (e.g. `Bearer <token>`).', required: false, header: 'Authorization' },
+  ],
   scopes: ['mcp:remote'],
   trustAnnotations: false,
 })
