@@ -254,6 +254,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/agents/{agentId}/versions/{version}/retire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retire a version: calls to it are refused from then on
+         * @description For when an older version must not run any more (it lacks a rule a later version added: an agent key could otherwise call `version: N` to skip it). Every call of the retired version, at every entry point (tool calls, approvals being granted, MCP, runs), is `409 version_retired` and nothing runs. The latest version cannot be retired (`409 conflict`): publish a newer one first. Audited as `agent.version_retired`. Retiring a retired version answers it as it stands.
+         */
+        post: operations["retireVersions"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents/{agentId}/versions/{version}/tools": {
         parameters: {
             query?: never;
@@ -908,6 +928,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tools/{capabilityId}/{toolId}/disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Disable (or enable again) a tool for the whole organization
+         * @description While disabled, every call of the tool, in every agent and every version, at every entry point (the tool-call endpoint, an approval being granted, MCP, runs), is refused with `403 tool_disabled` and nothing runs. Audited as `tool.disabled` / `tool.enabled` when the state changes. An MCP tool's `toolId` is `<connection>/<tool>`, URL-encoded (`%2F`). Repeating a request answers the state as it stands.
+         */
+        put: operations["setDisabledGovernance"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tools/disabled": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tools disabled in this organization
+         * @description Sorted by capability id, then tool id.
+         */
+        get: operations["listDisabledGovernance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhooks": {
         parameters: {
             query?: never;
@@ -1024,9 +1084,9 @@ export interface components {
             nextCursor: string | null;
         };
         AgentResourcesDto: {
-            /** @description Knowledge collection ids of this organization. */
+            /** @description Knowledge collection ids of this organization; each at most once, in any letter case. */
             knowledgeCollections?: string[];
-            /** @description Skill ids of this organization. */
+            /** @description Skill ids of this organization; each at most once, in any letter case. */
             skills?: string[];
         };
         AgentSpecDto: {
@@ -1078,6 +1138,11 @@ export interface components {
             publishedAt: string;
             /** @description The id of the API key that published it. */
             publishedBy: string;
+            /**
+             * Format: date-time
+             * @description When it was retired (`POST .../retire`); calls to it are `409 version_retired` from then on. Null while it runs.
+             */
+            retiredAt: string | null;
             /** @description The normalized spec: every capability's config with its defaults filled in. */
             spec: components["schemas"]["AgentSpecView"];
             /** @description SHA-256 hex of the RFC 8785 canonical JSON of `spec`. */
@@ -1200,7 +1265,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
         };
         AuditPartyView: {
             id: string;
@@ -1431,7 +1496,7 @@ export interface components {
         CreateWebhookDto: {
             description?: string;
             /**
-             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
+             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
              * @example [
              *       "approval.requested"
              *     ]
@@ -1732,11 +1797,14 @@ export interface components {
             /** @description Stable snake_case error code; branch on this. */
             code: string;
             detail: string;
+            /** @description At most 50 entries; `errorsOmitted` counts the rest. */
             errors?: {
                 code?: string;
                 message: string;
                 path: string;
             }[];
+            /** @description How many problems `errors[]` leaves out (present only when it does). */
+            errorsOmitted?: number;
             instance?: string;
             status: number;
             title: string;
@@ -1843,6 +1911,12 @@ export interface components {
         SetMcpToolRiskDto: {
             /** @enum {string} */
             risk: "read_only" | "mutating" | "destructive";
+        };
+        SetToolDisabledDto: {
+            /** @description `true` refuses every call of the tool, in every agent and version of the organization, with `403 tool_disabled`; `false` allows them again. */
+            disabled: boolean;
+            /** @description Why (an incident number, say); shown in the refusal and the audit event. */
+            reason?: string;
         };
         SkillPage: {
             items: components["schemas"]["SkillView"][];
@@ -1954,11 +2028,29 @@ export interface components {
             /** @description The name the model sees instead of the tool id; `^[a-zA-Z][a-zA-Z0-9_-]{0,63}$` is checked at publish. */
             name?: string;
         };
+        ToolSwitchPage: {
+            items: components["schemas"]["ToolSwitchView"][];
+            nextCursor: string | null;
+        };
+        ToolSwitchView: {
+            capabilityId: string;
+            disabled: boolean;
+            /** Format: date-time */
+            disabledAt: string | null;
+            /** @description The key (or principal) that disabled it. */
+            disabledBy: string | null;
+            reason: string | null;
+            /** @description For an MCP tool, `<connection>/<tool>`. */
+            toolId: string;
+        };
         UpdateScopesDto: {
             scopes: string[];
         };
         ValidationResultView: {
+            /** @description At most 50 problems; `errorsOmitted` counts the rest. */
             errors: components["schemas"]["SpecErrorView"][];
+            /** @description How many problems `errors` leaves out; present only when it does. */
+            errorsOmitted?: number;
             /** @description True when the draft can be published. */
             valid: boolean;
         };
@@ -2416,10 +2508,10 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description One JSON-RPC 2.0 message, or a batch of them. */
+        /** @description One JSON-RPC 2.0 message. A batch (an array) is refused with JSON-RPC error -32600 and HTTP 400. */
         requestBody: {
             content: {
-                "application/json": Record<string, never> | Record<string, never>[];
+                "application/json": Record<string, never>;
             };
         };
         responses: {
@@ -2457,7 +2549,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's roles do not allow this action (`forbidden`). */
+            /**
+             * @description The request carries an `Origin` that is neither loopback nor in `MCP_ALLOWED_ORIGINS` (`origin_not_allowed`, DNS rebinding protection).
+             *
+             *     The token's roles do not allow this action (`forbidden`).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -3102,6 +3198,76 @@ export interface operations {
             };
         };
     };
+    retireVersions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+                /** @description A version number, or `latest`. */
+                version: number | "latest";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentVersionView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such agent in your organization, or no such version (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The latest version cannot be retired (`conflict`), or the agent has no published version (`not_published`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listAgentVersionTools: {
         parameters: {
             query?: {
@@ -3606,7 +3772,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
             };
             header?: never;
             path?: never;
@@ -3665,7 +3831,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
                 types?: string;
             };
             header?: {
@@ -4116,6 +4282,15 @@ export interface operations {
             };
             /** @description The body is larger than 1 MiB (`payload_too_large`). */
             413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The content has too many distinct words for its search index (`document_not_indexable`): a PostgreSQL tsvector holds at most 1 MiB of words and positions. The document is refused whole, never stored half-indexed; split it. */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6282,6 +6457,142 @@ export interface operations {
             };
             /** @description No such tool call (`not_found`), or it has no whole result: not succeeded, or cut without offloading (`result_not_available`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setDisabledGovernance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description A capability id from the catalog, or `mcp`. */
+                capabilityId: string;
+                /** @description The tool's id in its capability (for `mcp`: `<connection>/<tool>`, URL-encoded). */
+                toolId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetToolDisabledDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolSwitchView"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /**
+             * @description Only an admin may switch tools (`forbidden`).
+             *
+             *     The token's roles do not allow this action (`forbidden`).
+             */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No capability declares that tool (`unknown_tool`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            429: {
+                headers: {
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listDisabledGovernance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ToolSwitchPage"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
                 headers: {
                     [name: string]: unknown;
                 };
