@@ -1,3 +1,5 @@
+// Longer than 300 lines because it holds every nested shape of the agent spec, each a class with
+// its validation and OpenAPI metadata, so the spec reads as one contract.
 import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger';
 import { Transform, Type } from 'class-transformer';
 import {
