@@ -33,6 +33,8 @@ if [ -n "${DATABASE_URL:-}" ]; then
   node -e "const {Client}=require(process.cwd()+'/node_modules/pg');const c=new Client(process.argv[1]);c.connect().then(()=>c.query('CREATE DATABASE $db')).then(()=>c.end())" "$base"
   DATABASE_URL="${base%/*}/$db"
   export DATABASE_URL PLATFORM_ADMIN_TOKEN="cpa_smoke_$(head -c 18 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+  # A deployment on PostgreSQL must bring its secrets key (the server refuses to start without one).
+  export SECRETS_KEY="$(head -c 32 /dev/urandom | base64)"
   drop() { node -e "const {Client}=require(process.cwd()+'/node_modules/pg');const c=new Client(process.argv[1]);c.connect().then(()=>c.query('DROP DATABASE IF EXISTS $db WITH (FORCE)')).then(()=>c.end())" "$base" || true; }
   trap 'drop; cleanup' EXIT
 fi

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import request from 'supertest';
 import { readdirSync } from 'node:fs';
@@ -58,7 +59,13 @@ describe('migrations under a lock', () => {
     });
 
     it('all start, all serve, and the schema is migrated once', async () => {
-      const env = { DATABASE_URL: db.url, DATABASE_POOL_SIZE: '2', PLATFORM_ADMIN_TOKEN: 'cpa_five_nodes_' + 'z'.repeat(24) };
+      // Every node of one deployment shares the secrets key (the server refuses to start without one on PostgreSQL).
+      const env = {
+        DATABASE_URL: db.url,
+        DATABASE_POOL_SIZE: '2',
+        PLATFORM_ADMIN_TOKEN: 'cpa_five_nodes_' + 'z'.repeat(24),
+        SECRETS_KEY: randomBytes(32).toString('base64'),
+      };
       const started = await Promise.allSettled(Array.from({ length: 5 }, () => startServerProcess(env)));
       nodes = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
       expect(started.filter((s) => s.status === 'rejected').map((s) => String((s as PromiseRejectedResult).reason))).toEqual([]);
