@@ -5,6 +5,7 @@ import { launchBrowser } from './support/browser';
 import { buildConsole } from './support/console-build';
 import { sequence, startScriptedModel } from './support/scripted-model';
 import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { until } from './support/until';
 
 /**
  * The Builder console in headless Chromium, found the way a screen reader finds it: by role and
@@ -211,7 +212,11 @@ describe('the Builder console in a browser (e2e)', () => {
     if (SCREENSHOTS) await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-approvals.png'), fullPage: false });
     await item.getByRole('button', { name: 'Approve' }).click();
     await item.waitFor({ state: 'detached', timeout: 20_000 });
-    const toolCall = (await api('get', `/tool-calls/${call.body.id}`, org.keys.viewer).expect(200)).body;
+    // The item leaves the list on the approval's event, which is written before the tool has run.
+    const toolCall = await until(
+      async () => (await api('get', `/tool-calls/${call.body.id}`, org.keys.viewer).expect(200)).body as { status: string },
+      (c) => c.status !== 'running' && c.status !== 'pending_approval',
+    );
     expect(toolCall.status).toBe('succeeded');
     await page.getByRole('table', { name: 'Recently decided approvals' }).getByRole('row').filter({ hasText: 'approved' }).first().waitFor();
 

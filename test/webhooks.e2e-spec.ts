@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { WebhookReceiver } from './support/webhook-receiver';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { until } from './support/until';
 
 /** API.md "Events, webhooks, browsers": webhook endpoints and their deliveries, on either database. */
 describe('webhooks (e2e)', () => {
@@ -63,16 +64,6 @@ describe('webhooks (e2e)', () => {
       nextAttemptAt: string | null;
       history: { attempt: number; status: number | null; error: string | null; finishedAt: string | null }[];
     }[];
-  }
-
-  async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await read();
-      if (done(v)) return v;
-      if (Date.now() > deadline) throw new Error(`timed out: ${JSON.stringify(v).slice(0, 2000)}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
   }
 
   it('201 shows the signing secret once; reads never show it; the audit log has webhook.created', async () => {
