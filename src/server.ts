@@ -3,7 +3,7 @@ import { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { Server } from 'node:http';
 import { createApp } from './app.factory';
 import { ConfigError } from './config/app-config';
-import { resolveConfig } from './config/resolve-config';
+import { loadConfig } from './config/config-loader';
 import { openDatabase, runMigrations } from './database/database';
 import { DataDirLockedError } from './database/embedded-database';
 import { stopTracing } from './telemetry/tracing';
@@ -19,12 +19,16 @@ export function say(message: string): void {
  * Starts the server as `npm start` does: environment, database (migrated), HTTP. Extra modules
  * are for test harnesses that need a server process with fixture capabilities.
  */
-export async function startServer(env: NodeJS.ProcessEnv, imports: ModuleMetadata['imports'] = []): Promise<NestFastifyApplication> {
-  const config = resolveConfig(env, say);
+export async function startServer(
+  env: NodeJS.ProcessEnv,
+  imports: ModuleMetadata['imports'] = [],
+  options: { envFile?: string } = {},
+): Promise<NestFastifyApplication> {
+  const { config, module: configModule } = await loadConfig(env, { envFile: options.envFile, log: say });
   const database = await openDatabase(config);
   if (database.embedded) say(`embedded database in ${config.dataDir} (set DATABASE_URL to use a PostgreSQL server)`);
   await runMigrations(database.url, say);
-  const app = await createApp({ config, database, imports });
+  const app = await createApp({ config, database, imports: [configModule, ...imports] });
   await app.listen(config.port, config.host);
   const address = app.getHttpServer().address();
   const port = typeof address === 'object' && address ? address.port : config.port;
