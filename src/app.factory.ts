@@ -16,6 +16,7 @@ import { findUnstorableText } from './common/nul-character';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
+import { addExamples } from './common/openapi-examples';
 import { operationIdFor } from './common/operation-ids';
 import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
@@ -176,25 +177,27 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     done();
   });
 
-  const document = addCommonProblems(
-    SwaggerModule.createDocument(
-      app,
-      new DocumentBuilder()
-        .setTitle('Capability platform API')
-        .setDescription(
-          'Assemble AI agents from capabilities, publish immutable versions, and run their tools behind scope, budget and approval guards. Errors are RFC 9457 problem documents with a stable `code`.',
-        )
-        .setVersion('1')
-        .addBearerAuth({
-          type: 'http',
-          scheme: 'bearer',
-          bearerFormat: 'opaque API key',
-          description:
-            'An opaque API key (`cpk_…`, made by `POST /api/v1/orgs/{orgId}/api-keys` and shown once) or the platform admin token. ' +
-            'Not a JWT: nothing in it is meant to be read; it is looked up on every request, so a revoked key is refused at once.',
-        })
-        .build(),
-      { operationIdFactory: operationIdFor },
+  const document = addExamples(
+    addCommonProblems(
+      SwaggerModule.createDocument(
+        app,
+        new DocumentBuilder()
+          .setTitle('Capability platform API')
+          .setDescription(
+            'Assemble AI agents from capabilities, publish immutable versions, and run their tools behind scope, budget and approval guards. Errors are RFC 9457 problem documents with a stable `code`.',
+          )
+          .setVersion('1')
+          .addBearerAuth({
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'opaque API key',
+            description:
+              'An opaque API key (`cpk_…`, made by `POST /api/v1/orgs/{orgId}/api-keys` and shown once) or the platform admin token. ' +
+              'Not a JWT: nothing in it is meant to be read; it is looked up on every request, so a revoked key is refused at once.',
+          })
+          .build(),
+        { operationIdFactory: operationIdFor },
+      ),
     ),
   );
   setupApiDocs(app, document);

@@ -1,3 +1,5 @@
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
 import { ExecFixturesModule } from './fixtures/exec-fixtures.module';
 import { walkRoutes } from './support/routes';
 import { createTestApp, TestApp } from './support/test-app';
@@ -181,5 +183,42 @@ describe('the OpenAPI document (e2e)', () => {
     }
     expect(notUuid).toEqual([]);
     expect(fractional).toEqual([]);
+  });
+  it('has an example on every schema, parameter, request and answer, each valid against its schema', () => {
+    // `strict: false`: the document carries OpenAPI's own keywords (`example`, `nullable` is
+    // understood) beside JSON Schema's.
+    const ajv = new Ajv({ strict: false, allErrors: true });
+    addFormats(ajv);
+    ajv.addSchema({ $id: 'doc', components: doc.components }, 'doc');
+    const check = (schema: Schema | undefined, example: unknown, where: string) => {
+      if (example === undefined) return missing.push(where);
+      if (!schema) return;
+      const rebased = JSON.parse(JSON.stringify(schema).replace(/"#\/components\//g, '"doc#/components/'));
+      const validate = ajv.compile(rebased);
+      if (!validate(example)) invalid.push(`${where}: ${ajv.errorsText(validate.errors)}`);
+    };
+    const missing: string[] = [];
+    const invalid: string[] = [];
+    for (const [name, schema] of Object.entries(doc.components.schemas)) check(schema, (schema as { example?: unknown }).example, `schema ${name}`);
+    for (const { route, op } of operations()) {
+      const o = op as Operation & {
+        parameters?: { name: string; in: string; schema?: Schema; example?: unknown }[];
+        requestBody?: { content?: Record<string, { schema?: Schema; example?: unknown }> };
+      };
+      for (const p of o.parameters ?? []) check(p.schema, p.example, `${route} ${p.in} ${p.name}`);
+      for (const [type, media] of Object.entries(o.requestBody?.content ?? {})) check(media.schema, media.example, `${route} body ${type}`);
+      for (const [status, response] of Object.entries(o.responses)) {
+        for (const [type, media] of Object.entries(response.content ?? {}) as [string, { schema?: Schema; example?: unknown }][]) {
+          check(type.startsWith('text/') ? undefined : media.schema, media.example, `${route} ${status} ${type}`);
+        }
+      }
+    }
+    expect(missing).toEqual([]);
+    expect(invalid).toEqual([]);
+    // A refusal's example is the problem document the route gives, with the code its description names.
+    const create = doc.paths['/api/v1/agents'].post as unknown as {
+      responses: Record<string, { content: Record<string, { example: { code: string; status: number } }> }>;
+    };
+    expect(create.responses['409'].content['application/problem+json'].example).toMatchObject({ status: 409, code: 'conflict' });
   });
 });

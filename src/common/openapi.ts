@@ -23,6 +23,15 @@ export const PROBLEM_SCHEMA = {
     },
     errorsOmitted: { type: 'integer', description: 'How many problems `errors[]` leaves out (present only when it does).' },
   },
+  example: {
+    type: 'urn:capability-platform:problem:invalid_request',
+    title: 'Bad Request',
+    status: 400,
+    detail: 'The request body is invalid.',
+    code: 'invalid_request',
+    instance: '/api/v1/agents',
+    errors: [{ path: 'slug', code: 'matches', message: 'slug must be lowercase letters, digits and hyphens' }],
+  },
 };
 
 export function ProblemResponse(description: string): ApiResponseOptions {

@@ -33,7 +33,12 @@ export async function fetchOpenApiDocument(): Promise<Record<string, unknown>> {
 export async function generateConsoleSchema(document: Record<string, unknown>): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'console-api-'));
   try {
-    writeFileSync(join(dir, 'openapi.json'), JSON.stringify(document));
+    // Types only: the examples (data, on every schema and answer) would add thousands of comment
+    // lines to the console's source and change nothing the compiler checks.
+    writeFileSync(
+      join(dir, 'openapi.json'),
+      JSON.stringify(document, (key, value: unknown) => (key === 'example' ? undefined : value)),
+    );
     const cli = join(dirname(require.resolve('openapi-typescript/package.json')), 'bin', 'cli.js');
     execFileSync(process.execPath, [cli, join(dir, 'openapi.json'), '--alphabetize', '--output', join(dir, 'schema.d.ts')], {
       stdio: ['ignore', 'ignore', 'pipe'],

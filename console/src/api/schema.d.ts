@@ -1099,12 +1099,7 @@ export interface components {
             /** @description The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`. */
             model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
-            /**
-             * @description Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.
-             * @example {
-             *       "search_documents": "required"
-             *     }
-             */
+            /** @description Per tool id: `"required"` makes a tool ask for approval. Never looser than the default. */
             toolApproval?: {
                 [key: string]: "required";
             };
@@ -1269,10 +1264,7 @@ export interface components {
         };
         AuditPartyView: {
             id: string;
-            /**
-             * @description `platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`).
-             * @example api_key
-             */
+            /** @description `platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`). */
             type: string;
         };
         CapabilityDescriptorView: {
@@ -1313,10 +1305,7 @@ export interface components {
             config?: {
                 [key: string]: unknown;
             };
-            /**
-             * @description A capability id from the catalog.
-             * @example clock
-             */
+            /** @description A capability id from the catalog. */
             id: string;
         };
         ChatMessageView: {
@@ -1352,23 +1341,17 @@ export interface components {
         };
         CreateAgentDto: {
             description?: string;
-            /** @example Support bot */
             name: string;
-            /**
-             * @description Unique within the organization.
-             * @example support-bot
-             */
+            /** @description Unique within the organization. */
             slug: string;
         };
         CreateApiKeyDto: {
-            /** @example support-bot runtime */
             name: string;
             roles: ("viewer" | "builder" | "agent" | "approver" | "admin")[];
         };
         CreateCollectionDto: {
             /** @description What the collection holds; a capability may show it to the model. */
             description?: string;
-            /** @example Product handbook */
             name: string;
         };
         CreatedApiKeyView: {
@@ -1392,7 +1375,6 @@ export interface components {
             metadata?: {
                 [key: string]: unknown;
             };
-            /** @example Refund policy */
             title: string;
         };
         CreatedWebhookView: {
@@ -1401,10 +1383,7 @@ export interface components {
             description: string | null;
             /** Format: uuid */
             id: string;
-            /**
-             * @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.
-             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
-             */
+            /** @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
             secret: string;
             types: string[];
             url: string;
@@ -1414,15 +1393,9 @@ export interface components {
             credentials?: {
                 [key: string]: string;
             };
-            /**
-             * @description Unique in the organization; prefixes the keys of its tools in toolApproval and toolOverrides (`<name>/<tool>`).
-             * @example reference
-             */
+            /** @description Unique in the organization; prefixes the keys of its tools in toolApproval and toolOverrides (`<name>/<tool>`). */
             name: string;
-            /**
-             * @description A catalog entry id (GET /mcp-servers).
-             * @example everything
-             */
+            /** @description A catalog entry id (GET /mcp-servers). */
             server: string;
             /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. */
             url?: string;
@@ -1430,32 +1403,19 @@ export interface components {
         CreateModelProviderDto: {
             /** @description Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one). */
             apiKey?: string;
-            /**
-             * @description The API base the client appends `/chat/completions` to. Checked against the egress policy when saved.
-             * @example https://api.openai.com/v1
-             */
+            /** @description The API base the client appends `/chat/completions` to. Checked against the egress policy when saved. */
             baseUrl: string;
             /**
              * @description Chat Completions with tools: OpenAI, Azure OpenAI (v1 API), vLLM, Ollama, LM Studio and the like.
              * @enum {string}
              */
             kind: "openai-compatible";
-            /**
-             * @description Unique in the organization; the org slug pattern.
-             * @example openai
-             */
+            /** @description Unique in the organization; the org slug pattern. */
             name: string;
         };
         CreateOrgDto: {
-            /** @example Acme Corp */
             name: string;
-            /**
-             * @example [
-             *       "knowledge:read"
-             *     ]
-             */
             scopes?: string[];
-            /** @example acme */
             slug: string;
         };
         CreateRunDto: {
@@ -1475,7 +1435,6 @@ export interface components {
             description: string;
             /** @description Markdown: how to carry the skill out. */
             instructions: string;
-            /** @example Refund triage */
             name: string;
         };
         CreateToolCallDto: {
@@ -1485,27 +1444,16 @@ export interface components {
             };
             /** @description Groups calls of one agent run; limits contributed by capabilities count per run. */
             runId?: string;
-            /**
-             * @description The name of a tool the version offers (after overrides).
-             * @example search_knowledge
-             */
+            /** @description The name of a tool the version offers (after overrides). */
             tool: string;
             /** @description Default: the latest published version. */
             version?: number | "latest";
         };
         CreateWebhookDto: {
             description?: string;
-            /**
-             * @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted.
-             * @example [
-             *       "approval.requested"
-             *     ]
-             */
+            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
             types: string[];
-            /**
-             * @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it.
-             * @example https://hooks.example.com/platform
-             */
+            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. */
             url: string;
         };
         DeliveryAttemptView: {
@@ -1661,7 +1609,6 @@ export interface components {
             category: string;
             credentials: components["schemas"]["McpCredentialFieldView"][];
             description: string;
-            /** @example remote */
             id: string;
             name: string;
             scopes: string[];
@@ -1720,10 +1667,7 @@ export interface components {
             contextWindow?: number;
             /** @description The most tokens one answer of the model may have. */
             maxOutputTokens?: number;
-            /**
-             * @description The model name as the provider knows it (for Azure OpenAI, the deployment name).
-             * @example gpt-4.1-mini
-             */
+            /** @description The model name as the provider knows it (for Azure OpenAI, the deployment name). */
             name: string;
             /**
              * Format: uuid
@@ -1811,14 +1755,7 @@ export interface components {
             type: string;
         };
         ReadinessView: {
-            /**
-             * @description Every check, by name.
-             * @example {
-             *       "database": {
-             *         "status": "up"
-             *       }
-             *     }
-             */
+            /** @description Every check, by name. */
             details: {
                 [key: string]: {
                     /** @enum {string} */
@@ -1827,10 +1764,7 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
-            /**
-             * @description The checks that failed, by name: empty in a 200.
-             * @example {}
-             */
+            /** @description The checks that failed, by name: empty in a 200. */
             error: {
                 [key: string]: {
                     /** @enum {string} */
@@ -1839,14 +1773,7 @@ export interface components {
                     [key: string]: unknown;
                 };
             };
-            /**
-             * @description The checks that passed, by name.
-             * @example {
-             *       "database": {
-             *         "status": "up"
-             *       }
-             *     }
-             */
+            /** @description The checks that passed, by name. */
             info: {
                 [key: string]: {
                     /** @enum {string} */
@@ -1935,7 +1862,6 @@ export interface components {
             /** @enum {string} */
             code: "unknown_capability" | "duplicate_capability" | "invalid_config" | "scope_not_granted" | "unknown_tool" | "invalid_tool_name" | "duplicate_tool_name" | "unknown_resource";
             message: string;
-            /** @example capabilities[0].config.units */
             path: string;
         };
         ToolCallErrorView: {
@@ -1991,10 +1917,7 @@ export interface components {
             requestedBy: string;
             /** @description When succeeded. When cut, the first `maxOutputTokens` tokens of the result's JSON text. */
             result?: Record<string, never>;
-            /**
-             * @description Names the whole result kept for a cut one (`GET` it).
-             * @example /api/v1/tool-calls/{id}/result
-             */
+            /** @description Names the whole result kept for a cut one (`GET` it). */
             resultRef?: string;
             resultTruncated?: boolean;
             runId: string | null;
