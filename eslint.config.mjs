@@ -31,7 +31,7 @@ export default tseslint.config(
   },
   {
     // Tests, benchmarks and scripts read JSON answers whose shape the assertions check.
-    files: ['test/**', 'bench/**', 'scripts/**'],
+    files: ['test/**', 'bench/**', 'scripts/**', 'src/**/*.e2e-spec.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },
   },
   {

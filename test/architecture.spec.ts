@@ -12,7 +12,7 @@ function sources(dir = SRC): { path: string; text: string }[] {
   for (const entry of readdirSync(dir)) {
     const full = join(dir, entry);
     if (statSync(full).isDirectory()) out.push(...sources(full));
-    else if (entry.endsWith('.ts') && !entry.endsWith('.spec.ts'))
+    else if (entry.endsWith('.ts') && !/\.(e2e-)?spec\.ts$/.test(entry))
       out.push({ path: relative(SRC, full).split(sep).join('/'), text: readFileSync(full, 'utf8') });
   }
   return out;
@@ -61,6 +61,19 @@ describe('the architecture', () => {
       .map((f) => f.path)
       .filter((p) => !p.startsWith('runtime/') && !['agents/version-composer.service.ts', 'agents/version-builder.service.ts'].includes(p));
     expect(sinks).toEqual([]);
+  });
+
+  it("keeps imports from running upward: capabilities take no rule from another module's HTTP DTO", () => {
+    // A DTO is the REST edge's shape; a limit or a pattern a capability shares with it lives in the
+    // owning module's domain file (knowledge.limits.ts, common/scopes.ts), read by both.
+    const offenders = files
+      .filter((f) => f.path.startsWith('capabilities/') && !f.path.startsWith('capabilities/capabilities.'))
+      .flatMap((f) =>
+        importsOf(f.text)
+          .filter((i) => /\.dto$/.test(i))
+          .map((i) => `${f.path} imports ${i}`),
+      );
+    expect(offenders).toEqual([]);
   });
 
   it('keeps the tool policy a leaf: it imports types only', () => {

@@ -14,7 +14,8 @@ describe('builtin capability layout checker', () => {
   const capability = (id: string) =>
     `import { Capability } from '../../capability.decorator';\n\n@Capability({\n  id: '${id}',\n  tools: [],\n})\nexport class X {}\n`;
   const good = (id: string) => {
-    write(`capabilities/builtin/${id}/${id}.module.ts`);
+    write(`capabilities/builtin/${id}/${id}.module.ts`, `export class ${id.charAt(0).toUpperCase() + id.slice(1)}CapabilityModule {}\n`);
+    write(`capabilities/builtin/${id}/${id}.e2e-spec.ts`);
     write(`capabilities/builtin/${id}/${id}.capability.ts`, capability(id));
     write(`capabilities/builtin/${id}/README.md`, '# x');
   };
@@ -41,6 +42,18 @@ describe('builtin capability layout checker', () => {
         { id: 'memory', toolCount: 0 },
       ]),
     ).toEqual([]);
+  });
+
+  it('fails on a folder without its tests, and on a module class off the naming pattern', () => {
+    rmSync(join(root, 'capabilities/builtin/clock/clock.e2e-spec.ts'));
+    write('capabilities/builtin/memory/memory.module.ts', 'export class MemoryModule {}\n');
+    expect(checkBuiltinLayout(root)).toEqual([
+      'builtin/clock/: its tests live in its folder (no *.spec.ts or *.e2e-spec.ts here)',
+      'builtin/memory/memory.module.ts: the module class is named MemoryCapabilityModule',
+    ]);
+    write('capabilities/builtin/clock/clock.capability.spec.ts');
+    write('capabilities/builtin/memory/memory.module.ts', 'export class MemoryCapabilityModule {}\n');
+    expect(checkBuiltinLayout(root)).toEqual([]);
   });
 
   it('fails on a folder that builtin.module.ts does not import', () => {

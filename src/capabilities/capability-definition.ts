@@ -1,4 +1,4 @@
-import { SCOPE_PATTERN } from '../orgs/orgs.dto';
+import { SCOPE_PATTERN } from '../common/scopes';
 import { CapabilityDefinition, TOOL_NAME_PATTERN, TOOL_RISKS } from './capability.types';
 
 /** Capability ids appear in specs, paths and settings keys; folder names follow them. */

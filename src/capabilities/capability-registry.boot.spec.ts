@@ -5,7 +5,7 @@ import { IsIn, IsInt, IsOptional, IsString, ValidateNested } from 'class-validat
 import { baseDefinition, capabilityClass, moduleOf, TextInput } from '../../test/fixtures/capability-factory';
 import { FixtureCapabilitiesModule } from '../../test/fixtures/fixture-capabilities';
 import { bootRegistry } from '../../test/support/capability-registry';
-import { ClockModule } from './builtin/clock/clock.module';
+import { ClockCapabilityModule } from './builtin/clock/clock.module';
 import { Capability } from './capability.decorator';
 import { CapabilityRegistrationError } from './capability.errors';
 import { EnumLabels } from './form-hints.decorator';
@@ -22,7 +22,7 @@ const tool = (overrides: Record<string, unknown>) => ({ ...baseDefinition().tool
 
 describe('CapabilityRegistry boot refusals', () => {
   it('boots a well-formed set', async () => {
-    const { registry, moduleRef } = await bootRegistry([ClockModule, FixtureCapabilitiesModule, moduleOf(capabilityClass(baseDefinition()))]);
+    const { registry, moduleRef } = await bootRegistry([ClockCapabilityModule, FixtureCapabilitiesModule, moduleOf(capabilityClass(baseDefinition()))]);
     expect(registry.all().map((c) => c.definition.id)).toEqual(['clock', 'fixture-echo', 'fixture-notes', 'fixture-probe']);
     await moduleRef.close();
   });
@@ -31,7 +31,7 @@ describe('CapabilityRegistry boot refusals', () => {
     const { registry, moduleRef } = await bootRegistry([]);
     expect(registry.all()).toEqual([]);
     await moduleRef.close();
-    const booted = bootRegistry([ClockModule, moduleOf(capabilityClass(def({ id: 'clock', tools: [] }), { className: 'OtherClock' }))]);
+    const booted = bootRegistry([ClockCapabilityModule, moduleOf(capabilityClass(def({ id: 'clock', tools: [] }), { className: 'OtherClock' }))]);
     await expect(booted).rejects.toThrow(
       /capability "clock" \((ClockCapability|OtherClock)\): id "clock" is already registered by (OtherClock|ClockCapability)/,
     );

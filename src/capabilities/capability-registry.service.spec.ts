@@ -2,14 +2,14 @@ import { TestingModule } from '@nestjs/testing';
 import { FixtureCapabilitiesModule, NotesLimits, SearchNotesInput } from '../../test/fixtures/fixture-capabilities';
 import { strictAjv } from '../../test/support/json-schema';
 import { bootRegistry } from '../../test/support/capability-registry';
-import { ClockModule } from './builtin/clock/clock.module';
+import { ClockCapabilityModule } from './builtin/clock/clock.module';
 import { CapabilityRegistry } from './capability-registry.service';
 import { buildContext } from '../../test/fixtures/build-context';
 describe('CapabilityRegistry', () => {
   let moduleRef: TestingModule;
   let registry: CapabilityRegistry;
   beforeAll(async () => {
-    ({ registry, moduleRef } = await bootRegistry([ClockModule, FixtureCapabilitiesModule]));
+    ({ registry, moduleRef } = await bootRegistry([ClockCapabilityModule, FixtureCapabilitiesModule]));
   });
   afterAll(() => moduleRef.close());
 

@@ -1,7 +1,7 @@
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { baseDefinition } from '../../test/fixtures/capability-factory';
 import { bootRegistry } from '../../test/support/capability-registry';
-import { ClockModule } from './builtin/clock/clock.module';
+import { ClockCapabilityModule } from './builtin/clock/clock.module';
 import { ClockCapability } from './builtin/clock/clock.capability';
 import { CapabilityMetadataAccessor } from './capability-metadata.accessor';
 import { CapabilityExplorer } from './capability.explorer';
@@ -34,7 +34,7 @@ describe('CapabilityExplorer', () => {
 
 describe('CapabilityMetadataAccessor', () => {
   it('finds the decorated providers through Nest and reads their declaration', async () => {
-    const { moduleRef } = await bootRegistry([ClockModule]);
+    const { moduleRef } = await bootRegistry([ClockCapabilityModule]);
     const accessor = moduleRef.get(CapabilityMetadataAccessor);
     const wrappers = accessor.decoratedProviders();
     expect(wrappers.map((w) => w.metatype)).toEqual([ClockCapability]);

@@ -1,8 +1,6 @@
+import { MAX_DOCUMENT_CHARS } from './knowledge.limits';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsObject, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
-
-/** A document's text may be up to 1 MiB of characters (the request body limit bounds it in bytes too). */
-export const MAX_DOCUMENT_CHARS = 1024 * 1024;
 
 export class CreateCollectionDto {
   @ApiProperty({ example: 'Product handbook', maxLength: 200 })

@@ -1,9 +1,9 @@
+import { SCOPE_PATTERN } from '../common/scopes';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
 import { Role, ROLES } from '../auth/principal';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
-export const SCOPE_PATTERN = /^[a-z0-9_.-]+(:[a-z0-9_.-]+)*$/;
 
 export class CreateOrgDto {
   @ApiProperty({ pattern: SLUG_PATTERN.source, example: 'acme' })

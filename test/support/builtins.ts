@@ -116,3 +116,19 @@ export function inputErrors(registry: CapabilityRegistry, capabilityId: string, 
 export function configErrors(registry: CapabilityRegistry, capabilityId: string, config: unknown): string[] {
   return [...new Set(registry.validateConfig(capabilityId, config).errors.map((e) => e.path))].sort();
 }
+
+/** memory and memory-write built for one agent, and its tool context: the pair the memory tests drive. */
+export async function memoryTools(registry: CapabilityRegistry, o: TestOrg, a: TestAgent, config: { memory?: object; write?: object } = {}) {
+  const recall = await buildWith(registry, 'memory', contextFor(o, a, config.memory ?? {}));
+  const write = await buildWith(registry, 'memory-write', contextFor(o, a, config.write ?? {}));
+  const tc = toolContext(o.id, a.id);
+  return {
+    tc,
+    recall: (query: string, limit?: number, ctx: ToolContext = tc) =>
+      callTool(registry, recall, 'recall_memories', limit === undefined ? { query } : { query, limit }, ctx),
+    remember: (content: string, tags?: string[], ctx: ToolContext = tc) =>
+      callTool(registry, write, 'remember', tags === undefined ? { content } : { content, tags }, ctx),
+    forget: (memoryId: string, ctx: ToolContext = tc) => callTool(registry, write, 'forget', { memoryId }, ctx),
+    built: { recall, write } as { recall: StampedContribution | null; write: StampedContribution | null },
+  };
+}

@@ -34,6 +34,12 @@ export function checkBuiltinLayout(srcDir: string, registered?: LayoutCapability
     for (const file of [`${entry}.module.ts`, `${entry}.capability.ts`, 'README.md']) {
       if (!existsSync(join(path, file))) problems.push(`builtin/${entry}/: ${file} is missing`);
     }
+    const moduleFile = join(path, `${entry}.module.ts`);
+    const moduleClass = `${pascal(entry)}CapabilityModule`;
+    if (existsSync(moduleFile) && !new RegExp(`export class ${moduleClass}\\b`).test(readFileSync(moduleFile, 'utf8')))
+      problems.push(`builtin/${entry}/${entry}.module.ts: the module class is named ${moduleClass}`);
+    if (!readdirSync(path).some((f) => /\.(e2e-)?spec\.ts$/.test(f)))
+      problems.push(`builtin/${entry}/: its tests live in its folder (no *.spec.ts or *.e2e-spec.ts here)`);
     const capabilityFile = join(path, `${entry}.capability.ts`);
     if (existsSync(capabilityFile)) {
       const source = readFileSync(capabilityFile, 'utf8');
@@ -54,7 +60,7 @@ export function checkBuiltinLayout(srcDir: string, registered?: LayoutCapability
     const rel = relative(srcDir, file).split(sep).join('/');
     const m = /^capabilities\/builtin\/([^/]+)\/([^/]+)\.capability\.ts$/.exec(rel);
     // Tests may declare fixture capabilities; the rule is about what ships.
-    if ((m && m[1] === m[2]) || rel.endsWith('.spec.ts')) continue;
+    if ((m && m[1] === m[2]) || /\.(e2e-)?spec\.ts$/.test(rel)) continue;
     if (DECORATOR_USE.test(readFileSync(file, 'utf8'))) problems.push(`${rel}: @Capability() may only appear in capabilities/builtin/<id>/<id>.capability.ts`);
   }
 
@@ -100,6 +106,14 @@ function walk(dir: string): string[] {
     if (statSync(path).isDirectory()) return walk(path);
     return entry.endsWith('.ts') ? [path] : [];
   });
+}
+
+/** `memory-write` → `MemoryWrite`. */
+function pascal(id: string): string {
+  return id
+    .split(/[-_]/)
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('');
 }
 
 function escape(text: string): string {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Capability } from '../../capability.decorator';
 import type { BuildContext, CapabilityContribution, CapabilityProvider } from '../../capability.types';
-import { count } from '../../tool-output';
+import { count } from '../../kit/tool-output';
 import { BudgetConfig } from './budget.config';
 
 @Capability({

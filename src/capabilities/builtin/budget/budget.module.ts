@@ -4,4 +4,4 @@ import { BudgetCapability } from './budget.capability';
 @Module({
   providers: [BudgetCapability],
 })
-export class BudgetModule {}
+export class BudgetCapabilityModule {}

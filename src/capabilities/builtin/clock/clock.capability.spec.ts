@@ -3,13 +3,13 @@ import { buildContext } from '../../../../test/fixtures/build-context';
 import { bootRegistry } from '../../../../test/support/capability-registry';
 import { CapabilityRegistry } from '../../capability-registry.service';
 import { currentDateTime } from './clock.capability';
-import { ClockModule } from './clock.module';
+import { ClockCapabilityModule } from './clock.module';
 
 describe('clock capability', () => {
   let moduleRef: TestingModule;
   let registry: CapabilityRegistry;
   beforeAll(async () => {
-    ({ registry, moduleRef } = await bootRegistry([ClockModule]));
+    ({ registry, moduleRef } = await bootRegistry([ClockCapabilityModule]));
   });
   afterAll(() => moduleRef.close());
 

@@ -4,4 +4,4 @@ import { ClockCapability } from './clock.capability';
 @Module({
   providers: [ClockCapability],
 })
-export class ClockModule {}
+export class ClockCapabilityModule {}

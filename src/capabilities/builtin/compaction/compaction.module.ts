@@ -4,4 +4,4 @@ import { CompactionCapability } from './compaction.capability';
 @Module({
   providers: [CompactionCapability],
 })
-export class CompactionModule {}
+export class CompactionCapabilityModule {}

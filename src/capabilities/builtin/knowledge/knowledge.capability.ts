@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Capability } from '../../capability.decorator';
 import type { BuildContext, CapabilityContribution, CapabilityProvider, ResolvedKnowledgeCollection } from '../../capability.types';
-import { count } from '../../tool-output';
+import { count } from '../../kit/tool-output';
 import { KnowledgeConfig } from './knowledge.config';
 import { KNOWLEDGE_TOOLS, KnowledgeTools, ReadDocumentInput, SearchKnowledgeInput } from './knowledge.tools';
 

@@ -1,11 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { IsInt, IsOptional, IsString, IsUUID, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
-import { MAX_DOCUMENT_CHARS } from '../../../knowledge/knowledge.dto';
+import { MAX_DOCUMENT_CHARS } from '../../../knowledge/knowledge.limits';
 import { KnowledgeHitRow, KnowledgeRepository } from '../../../knowledge/knowledge.repository';
 import { ResolvedKnowledgeCollection, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
-import { anyWordQuery } from '../../full-text-query';
-import { count, fitList, largestFitting, resultTokens } from '../../tool-output';
+import { anyWordQuery } from '../../kit/full-text-query';
+import { count, fitList, largestFitting, resultTokens } from '../../kit/tool-output';
 
 export const SEARCH_KNOWLEDGE_MAX_TOKENS = 3000;
 export const READ_DOCUMENT_MAX_TOKENS = 4000;

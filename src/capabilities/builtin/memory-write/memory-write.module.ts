@@ -1,11 +1,11 @@
 import { Module } from '@nestjs/common';
-import { MemoryModule } from '../memory/memory.module';
+import { MemoryCapabilityModule } from '../memory/memory.module';
 import { MemoryWriteCapability } from './memory-write.capability';
 import { MemoryWriteTools } from './memory-write.tools';
 
 /** Writes the table the `memory` capability reads, through its repository. */
 @Module({
-  imports: [MemoryModule],
+  imports: [MemoryCapabilityModule],
   providers: [MemoryWriteTools, MemoryWriteCapability],
 })
-export class MemoryWriteModule {}
+export class MemoryWriteCapabilityModule {}

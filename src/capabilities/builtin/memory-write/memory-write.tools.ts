@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { ArrayMaxSize, IsArray, IsOptional, IsString, IsUUID, Matches, MaxLength, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
-import { count } from '../../tool-output';
+import { count } from '../../kit/tool-output';
 import { MemoryRepository, MemoryRow } from '../memory/memory.repository';
 
 export const MEMORY_TAG_PATTERN = /^[a-z0-9][a-z0-9_-]{0,49}$/;

@@ -8,4 +8,4 @@ import { MemoryTools } from './memory.tools';
   providers: [MemoryRepository, MemoryTools, MemoryCapability],
   exports: [MemoryRepository],
 })
-export class MemoryModule {}
+export class MemoryCapabilityModule {}

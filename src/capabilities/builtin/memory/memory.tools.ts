@@ -2,8 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import type { ToolContext, ToolDeclaration } from '../../capability.types';
-import { anyWordQuery } from '../../full-text-query';
-import { count, fitList } from '../../tool-output';
+import { anyWordQuery } from '../../kit/full-text-query';
+import { count, fitList } from '../../kit/tool-output';
 import { MemoryRepository } from './memory.repository';
 
 export const RECALL_MEMORIES_MAX_TOKENS = 3000;

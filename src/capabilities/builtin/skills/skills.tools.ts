@@ -3,7 +3,7 @@ import { IsString, MaxLength, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import { SkillsRepository } from '../../../skills/skills.repository';
 import { ResolvedSkill, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
-import { count, fitList } from '../../tool-output';
+import { count, fitList } from '../../kit/tool-output';
 
 export const LIST_SKILLS_MAX_TOKENS = 4000;
 

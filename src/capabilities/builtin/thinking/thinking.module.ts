@@ -4,4 +4,4 @@ import { ThinkingCapability } from './thinking.capability';
 @Module({
   providers: [ThinkingCapability],
 })
-export class ThinkingModule {}
+export class ThinkingCapabilityModule {}

@@ -1,14 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { CapabilityRegistry } from '../src/capabilities/capability-registry.service';
-import type { StampedContribution, ToolContext } from '../src/capabilities/capability.types';
-import { knowledgePrompt } from '../src/capabilities/builtin/knowledge/knowledge.capability';
-import {
-  READ_DOCUMENT_MAX_TOKENS,
-  ReadDocumentInput,
-  SEARCH_KNOWLEDGE_MAX_TOKENS,
-  SearchKnowledgeInput,
-} from '../src/capabilities/builtin/knowledge/knowledge.tools';
-import { resultTokens } from '../src/capabilities/tool-output';
+import { CapabilityRegistry } from '../../capability-registry.service';
+import type { StampedContribution, ToolContext } from '../../capability.types';
+import { knowledgePrompt } from './knowledge.capability';
+import { READ_DOCUMENT_MAX_TOKENS, ReadDocumentInput, SEARCH_KNOWLEDGE_MAX_TOKENS, SearchKnowledgeInput } from './knowledge.tools';
+import { resultTokens } from '../../kit/tool-output';
 import {
   addDocument,
   buildWith,
@@ -22,8 +17,8 @@ import {
   TestAgent,
   toolContext,
   toolError,
-} from './support/builtins';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+} from '../../../../test/support/builtins';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from '../../../../test/support/test-app';
 
 const REFUNDS =
   'Customers can ask for a refund within 30 days of delivery. Refunds are paid to the original card within five working days. A refund needs the order number.';

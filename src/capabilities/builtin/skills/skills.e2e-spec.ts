@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { CapabilityRegistry } from '../src/capabilities/capability-registry.service';
-import type { StampedContribution, ToolContext } from '../src/capabilities/capability.types';
-import { LIST_SKILLS_MAX_TOKENS, ListSkillsInput, LoadSkillInput } from '../src/capabilities/builtin/skills/skills.tools';
-import { resultTokens } from '../src/capabilities/tool-output';
+import { CapabilityRegistry } from '../../capability-registry.service';
+import type { StampedContribution, ToolContext } from '../../capability.types';
+import { LIST_SKILLS_MAX_TOKENS, ListSkillsInput, LoadSkillInput } from './skills.tools';
+import { resultTokens } from '../../kit/tool-output';
 import {
   buildWith,
   callTool,
@@ -15,8 +15,8 @@ import {
   TestAgent,
   toolContext,
   toolError,
-} from './support/builtins';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+} from '../../../../test/support/builtins';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from '../../../../test/support/test-app';
 
 describe('builtin capability: skills (e2e)', () => {
   let t: TestApp;
