@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
-import { isForeignKeyViolation, isProgramLimitExceeded } from '../common/db-errors';
+import { isProgramLimitExceeded } from '../common/db-errors';
+import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
@@ -107,26 +108,18 @@ export class KnowledgeRepository {
 
   /** Refused while a published version binds the collection: that version must keep working. */
   async deleteCollection(orgId: string, id: string): Promise<void> {
-    try {
-      await this.dataSource.transaction(async (m) => {
-        // Row lock first: a publish that binds the collection either committed before (and is
-        // seen below) or waits and then finds the collection gone.
-        const found: unknown[] = await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
-        if (found.length === 0) throw ApiError.notFound('knowledge collection');
-        const bound: { agent_id: string; version: number }[] = await m.query(
-          `SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND collection_id = $2
-            ORDER BY agent_id, version LIMIT 20`,
-          [orgId, id],
-        );
-        if (bound.length > 0) throw resourceInUse('knowledge collection', bound);
+    await this.dataSource.transaction((m) =>
+      deleteUnlessBound('knowledge collection', {
+        lock: async () => (await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]))[0],
+        boundBy: () =>
+          m.query(`SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND collection_id = $2 ORDER BY agent_id, version LIMIT 20`, [
+            orgId,
+            id,
+          ]),
         // Its documents go with it (ON DELETE CASCADE).
-        await m.query(`DELETE FROM knowledge_collection WHERE org_id = $1 AND id = $2`, [orgId, id]);
-      });
-    } catch (err) {
-      // The foreign key is the last word if anything slipped past the check above.
-      if (isForeignKeyViolation(err)) throw resourceInUse('knowledge collection', []);
-      throw err;
-    }
+        remove: () => m.query(`DELETE FROM knowledge_collection WHERE org_id = $1 AND id = $2`, [orgId, id]),
+      }),
+    );
   }
 
   async createDocument(orgId: string, collectionId: string, dto: CreateDocumentDto): Promise<DocumentView> {
@@ -234,15 +227,6 @@ export class KnowledgeRepository {
     const found: unknown[] = await this.dataSource.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2`, [orgId, id]);
     if (found.length === 0) throw ApiError.notFound('knowledge collection');
   }
-}
-
-export function resourceInUse(what: string, bound: { agent_id: string; version: number }[]): ApiError {
-  return new ApiError(
-    'resource_in_use',
-    `The ${what} is bound by a published agent version and cannot be deleted.`,
-    undefined,
-    bound.length > 0 ? { boundBy: bound.map((b) => ({ agentId: b.agent_id, version: b.version })) } : undefined,
-  );
 }
 
 async function touch(m: EntityManager, orgId: string, collectionId: string): Promise<void> {

@@ -3,10 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
-import { isForeignKeyViolation } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
-import { resourceInUse } from '../knowledge/knowledge.repository';
+import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { CreateSkillDto, SkillView } from './skills.dto';
 
 interface SkillRow {
@@ -45,21 +44,14 @@ export class SkillsRepository {
 
   /** Refused while a published version binds the skill, like a knowledge collection. */
   async delete(orgId: string, id: string): Promise<void> {
-    try {
-      await this.dataSource.transaction(async (m) => {
-        const found: unknown[] = await m.query(`SELECT 1 FROM skill WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
-        if (found.length === 0) throw ApiError.notFound('skill');
-        const bound: { agent_id: string; version: number }[] = await m.query(
-          `SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND skill_id = $2 ORDER BY agent_id, version LIMIT 20`,
-          [orgId, id],
-        );
-        if (bound.length > 0) throw resourceInUse('skill', bound);
-        await m.query(`DELETE FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]);
-      });
-    } catch (err) {
-      if (isForeignKeyViolation(err)) throw resourceInUse('skill', []);
-      throw err;
-    }
+    await this.dataSource.transaction((m) =>
+      deleteUnlessBound('skill', {
+        lock: async () => (await m.query(`SELECT 1 FROM skill WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]))[0],
+        boundBy: () =>
+          m.query(`SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND skill_id = $2 ORDER BY agent_id, version LIMIT 20`, [orgId, id]),
+        remove: () => m.query(`DELETE FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]),
+      }),
+    );
   }
 
   /** The skills among `ids` that exist in the organization, in the order asked. */

@@ -9,7 +9,7 @@ import { isUniqueViolation } from '../../common/db-errors';
 import { Page, PageQuery } from '../../common/pagination';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressService } from '../../egress/egress.service';
-import { resourceInUse } from '../../knowledge/knowledge.repository';
+import { deleteUnlessBound } from '../../database/delete-unless-bound';
 import { SecretsService } from '../../secrets/secrets.service';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import { McpServerRegistry } from '../mcp-server-registry.service';
@@ -195,11 +195,11 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   async delete(ctx: RequestContext, id: string): Promise<void> {
     const orgId = orgIdOf(ctx);
     await this.dataSource.transaction(async (m) => {
-      const current = await this.repository.get(orgId, id, m, true);
-      if (!current) throw ApiError.notFound('MCP connection');
-      const bound = await this.repository.boundBy(m, orgId, id);
-      if (bound.length > 0) throw resourceInUse('MCP connection', bound);
-      await this.repository.delete(m, orgId, id);
+      const current = await deleteUnlessBound('MCP connection', {
+        lock: async () => (await this.repository.get(orgId, id, m, true)) ?? undefined,
+        boundBy: () => this.repository.boundBy(m, orgId, id),
+        remove: () => this.repository.delete(m, orgId, id),
+      });
       await this.audit.record(m, {
         type: 'mcp_connection.deleted',
         orgId,
