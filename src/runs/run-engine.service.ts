@@ -14,6 +14,7 @@ import { SETTLED_STATUSES, ToolExecutor } from '../runtime/tool-executor.service
 import { toToolCallView } from '../tool-calls/tool-call-rows';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
+import { CancelledRunApprovals } from './cancelled-run-approvals';
 import {
   ChatMessage,
   CompactionSettings,
@@ -65,6 +66,7 @@ export class RunEngine {
     private readonly versions: VersionBuilder,
     private readonly providers: ModelProvidersService,
     private readonly signals: RunSignals,
+    private readonly cancelledApprovals: CancelledRunApprovals,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -444,6 +446,12 @@ export class RunEngine {
   private async save(row: RunRow, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
     const saved = await this.repo.save(row, owner, patch, events, audit);
     this.signals.notify(row.id);
+    if (!saved && patch.pending?.some((p) => p.approvalId && !p.result)) {
+      // Cancelled while this step was asking for approvals: the cancel may have looked for pending
+      // approvals before these were recorded, so they are settled here, as the cancel would have.
+      const by = await this.repo.cancelledBy(row.org_id, row.id);
+      if (by) await this.cancelledApprovals.settle(row.org_id, row.id, { actor: { type: 'api_key', id: by }, keyId: by });
+    }
     return saved;
   }
 
