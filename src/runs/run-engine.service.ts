@@ -11,6 +11,7 @@ import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.c
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { SETTLED_STATUSES, ToolExecutor } from '../runtime/tool-executor.service';
+import { canRunNow } from '../runtime/tool-policy';
 import { toToolCallView } from '../tool-calls/tool-call-rows';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -115,10 +116,14 @@ export class RunEngine {
       });
       return;
     }
-    const tools: ChatCompletionTool[] = built.tools.map((t) => ({
-      type: 'function',
-      function: { name: t.name, description: t.description, parameters: t.inputSchema },
-    }));
+    // Only what can run now, as MCP's tools/list does: a drifted tool's new description (a vendor's
+    // rug pull) must not reach the model, and a call of it would be refused anyway.
+    const tools: ChatCompletionTool[] = built.tools
+      .filter((t) => canRunNow(t, principal.orgScopes))
+      .map((t) => ({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.inputSchema },
+      }));
 
     if (row.status === 'waiting_for_approval') {
       if (!(await this.save(row, owner, { status: 'running' }, [{ type: 'run.resumed', data: {} }]))) return;
