@@ -6,6 +6,7 @@ import request from 'supertest';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
 import { createTestDatabase, TestDatabase } from './support/test-database';
+import { until as eventually } from './support/until';
 
 /**
  * Runs across API nodes (server processes) on one PostgreSQL server: a run paused on one node is
@@ -44,6 +45,7 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
       RUN_LEASE_SECONDS: '2',
       RUN_POLL_INTERVAL_MS: '200',
       RUN_MODEL_RETRY_BASE_MS: '10',
+      SWEEP_INTERVAL_SECONDS: '1',
     };
     nodes = await Promise.all([startServerProcess(env, ENTRY), startServerProcess(env, ENTRY)]);
     // Two server processes starting at once take a while on a busy machine.
@@ -174,5 +176,89 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
     const retried = model.requests.slice(from + 2);
     expect(retried).toHaveLength(1);
     expect(retried[0].messages.filter((m) => m.role === 'tool')).toHaveLength(1);
+  }, 240_000);
+
+  async function callsOf(runId: string) {
+    return (
+      await node(0)
+        .get(`/api/v1/tool-calls?runId=${runId}`)
+        .set(...as(keys.viewer))
+        .expect(200)
+    ).body.items as { status: string; tool: string; error?: { code: string } }[];
+  }
+
+  it('a read-only tool cut off by its node dying runs again at once on the node that takes over, and is recorded once', async () => {
+    // The doomed node keeps the default tool timeout and grace: the lookup's idempotency claim stays
+    // locked for 90 s, far past this test's wait, so only running it again under the rerun key can finish the run.
+    const doomed = await startServerProcess({ ...env, FX_RUN_HANG: 'hang-read' }, ENTRY);
+    extra.push(doomed);
+    const from = model.requests.length;
+    model.setScript(sequence({ toolCalls: [{ id: 'r1', name: 'lookup_order', arguments: '{"query":"hang-read"}' }] }, { text: 'Found it after all.' }));
+    const run = (
+      await request(doomed.url)
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(keys.agent))
+        .send({ input: 'where is hang-read?' })
+        .expect(201)
+    ).body;
+    await eventually(
+      async () => executed('lookup_order').filter((l) => l.includes('hang-read')).length,
+      (n) => n === 1,
+    );
+    doomed.child.kill('SIGKILL');
+    const done = await until(run.id, ['succeeded', 'failed'], 30_000);
+    expect(done).toMatchObject({ status: 'succeeded', output: 'Found it after all.', usage: { toolCalls: 1 } });
+    // It read twice (allowed: a read has no effect in the world), and one call is on record.
+    expect(executed('lookup_order').filter((l) => l.includes('hang-read'))).toHaveLength(2);
+    expect(await callsOf(run.id)).toEqual([expect.objectContaining({ tool: 'lookup_order', status: 'succeeded' })]);
+    const asked = model.requests.slice(from + 1);
+    expect(asked).toHaveLength(1);
+    expect(asked[0].messages.filter((m) => m.role === 'tool')).toEqual([expect.objectContaining({ tool_call_id: 'r1' })]);
+  }, 240_000);
+
+  it('a mutating tool cut off by its node dying mid-run is never run again: it reads interrupted and the run goes on', async () => {
+    // The approved call runs on the approver's node, recorded as running under a lease (timeout + grace, 7 s here).
+    const doomed = await startServerProcess({ ...env, FX_RUN_HANG: 'hang-write', TOOL_TIMEOUT_MS: '6000', TOOL_LEASE_GRACE_SECONDS: '1' }, ENTRY);
+    extra.push(doomed);
+    const from = model.requests.length;
+    model.setScript(
+      sequence(
+        { toolCalls: [{ id: 'w1', name: 'send_message', arguments: '{"to":"ann@example.com","body":"hang-write"}' }] },
+        { text: 'The message may not have gone out.' },
+      ),
+    );
+    const run = (
+      await node(0)
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(keys.agent))
+        .set('Prefer', 'wait=10')
+        .send({ input: 'tell ann' })
+        .expect(201)
+    ).body;
+    expect(run.status).toBe('waiting_for_approval');
+    // The approval's answer comes when the tool has run, which it never does on this node.
+    const approving = request(doomed.url)
+      .post(`/api/v1/approvals/${run.pendingApprovalIds[0]}/approve`)
+      .set(...as(keys.approver))
+      .send({})
+      .then(
+        () => undefined,
+        () => undefined,
+      );
+    await eventually(
+      async () => executed('send_message').filter((l) => l.includes('hang-write')).length,
+      (n) => n === 1,
+    );
+    doomed.child.kill('SIGKILL');
+    await approving;
+    const done = await until(run.id, ['succeeded', 'failed'], 60_000);
+    expect(done).toMatchObject({ status: 'succeeded', output: 'The message may not have gone out.' });
+    expect(executed('send_message').filter((l) => l.includes('hang-write'))).toHaveLength(1);
+    expect(await callsOf(run.id)).toEqual([
+      expect.objectContaining({ tool: 'send_message', status: 'failed', error: expect.objectContaining({ code: 'interrupted' }) }),
+    ]);
+    const asked = model.requests.slice(from + 1);
+    expect(asked).toHaveLength(1);
+    expect(asked[0].messages.find((m) => m.role === 'tool')?.content).toContain('interrupted');
   }, 240_000);
 });

@@ -499,26 +499,74 @@ describe('agent runs (e2e)', () => {
       expect(requests.pop()!.messages[1]).toEqual({ role: 'user', content: 'A summary of the earlier conversation:\n\nThe user asked about orders.' });
     });
 
-    it('cancel: a waiting run becomes cancelled and takes no further step', async () => {
+    it('cancel: a waiting run becomes cancelled, takes no further step, and its pending approvals are rejected naming the run', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
-      model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"cy@example.com"}' }] }, { text: 'never' }));
+      // Two side effects in one answer: two approvals wait when the run is cancelled.
+      model.setScript(
+        sequence(
+          {
+            toolCalls: [
+              { id: 's1', name: 'send_message', arguments: '{"to":"cy@example.com","body":"one"}' },
+              { id: 's2', name: 'send_message', arguments: '{"to":"cy@example.com","body":"two"}' },
+            ],
+          },
+          { text: 'never' },
+        ),
+      );
       const res = await startRun(agentId, { input: 'x' }).expect(201);
       expect(res.body.status).toBe('waiting_for_approval');
+      const approvalIds: string[] = res.body.pendingApprovalIds;
+      expect(approvalIds).toHaveLength(2);
       await t.http
         .post(`/api/v1/runs/${res.body.id}/cancel`)
         .set(...as('viewer'))
         .expect(403);
+      const executedBefore = runExecutions.length;
+      const from = model.requests.length;
       const cancelled = await t.http
         .post(`/api/v1/runs/${res.body.id}/cancel`)
         .set(...as('agent'))
         .expect(200);
-      expect(cancelled.body).toMatchObject({ status: 'cancelled', completedAt: expect.any(String) });
-      const from = model.requests.length;
-      await t.http
-        .post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/reject`)
-        .set(...as('approver'))
-        .send({ reason: 'cancelled anyway' })
+      expect(cancelled.body).toMatchObject({ status: 'cancelled', completedAt: expect.any(String), pendingApprovalIds: [] });
+
+      const reason = `The run ${res.body.id} was cancelled; the call was not run.`;
+      for (const id of approvalIds) {
+        const approval = await t.http
+          .get(`/api/v1/approvals/${id}`)
+          .set(...as('approver'))
+          .expect(200);
+        expect(approval.body).toMatchObject({ status: 'rejected', note: reason, decidedBy: org.keyIds.agent, decidedAt: expect.any(String) });
+        const call = await t.http
+          .get(`/api/v1/tool-calls/${approval.body.toolCallId}`)
+          .set(...as('viewer'))
+          .expect(200);
+        expect(call.body).toMatchObject({ status: 'rejected', error: { code: 'approval_rejected', message: reason } });
+        // Decided: a person's later decision is refused, and nothing runs.
+        const late = await t.http
+          .post(`/api/v1/approvals/${id}/approve`)
+          .set(...as('approver'))
+          .send({})
+          .expect(409);
+        expect(late.body.code).toBe('approval_already_decided');
+        await t.http
+          .post(`/api/v1/approvals/${id}/reject`)
+          .set(...as('approver'))
+          .send({ reason: 'too late' })
+          .expect(409);
+      }
+      expect(runExecutions.length).toBe(executedBefore);
+
+      // Audited as rejections by the key that cancelled, each naming the run.
+      const audit = await t.http
+        .get('/api/v1/audit-events?type=approval.rejected&limit=50')
+        .set(...as('admin'))
         .expect(200);
+      const rejections = audit.body.items.filter((e: { target: { id: string } }) => approvalIds.includes(e.target.id));
+      expect(rejections).toHaveLength(2);
+      for (const e of rejections) {
+        expect(e).toMatchObject({ actor: { type: 'api_key', id: org.keyIds.agent }, data: { runId: res.body.id, reason, cause: 'run_cancelled' } });
+      }
+
       await new Promise((r) => setTimeout(r, 300));
       expect(since(from)).toHaveLength(0);
       expect(
@@ -529,11 +577,16 @@ describe('agent runs (e2e)', () => {
             .expect(200)
         ).body.status,
       ).toBe('cancelled');
-      // Cancelling a finished run answers it as it is.
+      // Cancelling a finished run answers it as it is, and decides nothing again.
       await t.http
         .post(`/api/v1/runs/${res.body.id}/cancel`)
         .set(...as('agent'))
         .expect(200);
+      const again = await t.http
+        .get('/api/v1/audit-events?type=approval.rejected&limit=50')
+        .set(...as('admin'))
+        .expect(200);
+      expect(again.body.items.filter((e: { target: { id: string } }) => approvalIds.includes(e.target.id))).toHaveLength(2);
     });
 
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {

@@ -11,9 +11,11 @@ import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.c
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { SETTLED_STATUSES, ToolExecutor } from '../runtime/tool-executor.service';
+import { canRunNow } from '../runtime/tool-policy';
 import { toToolCallView } from '../tool-calls/tool-call-rows';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
+import { CancelledRunApprovals } from './cancelled-run-approvals';
 import {
   ChatMessage,
   CompactionSettings,
@@ -31,6 +33,9 @@ import { PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './
 
 /** When the model's window is not given: a common size today, and what compaction aims under. */
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
+
+/** How many times a read-only call cut off by a node's death runs again before the run waits for its claim's lock instead. */
+const MAX_READ_ONLY_RERUNS = 4;
 
 /** Who acts for a run in the audit log when no request is being served. */
 const RUN_ACTOR = (runId: string) => ({ type: 'run', id: runId });
@@ -62,6 +67,7 @@ export class RunEngine {
     private readonly versions: VersionBuilder,
     private readonly providers: ModelProvidersService,
     private readonly signals: RunSignals,
+    private readonly cancelledApprovals: CancelledRunApprovals,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -110,10 +116,14 @@ export class RunEngine {
       });
       return;
     }
-    const tools: ChatCompletionTool[] = built.tools.map((t) => ({
-      type: 'function',
-      function: { name: t.name, description: t.description, parameters: t.inputSchema },
-    }));
+    // Only what can run now, as MCP's tools/list does: a drifted tool's new description (a vendor's
+    // rug pull) must not reach the model, and a call of it would be refused anyway.
+    const tools: ChatCompletionTool[] = built.tools
+      .filter((t) => canRunNow(t, principal.orgScopes))
+      .map((t) => ({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.inputSchema },
+      }));
 
     if (row.status === 'waiting_for_approval') {
       if (!(await this.save(row, owner, { status: 'running' }, [{ type: 'run.resumed', data: {} }]))) return;
@@ -309,26 +319,40 @@ export class RunEngine {
         },
       };
     }
-    try {
-      const outcome = await this.executor.request(ctx, {
-        agentId: row.agent_id,
-        tool: p.name,
-        arguments: args,
-        version: built.version,
-        runId: row.id,
-        profile: row.profile ?? undefined,
-        workerType: row.worker_type ?? undefined,
-        entryPoint: 'run',
-        idempotencyKey: toolCallKey(row.id, p),
-      });
-      return { call: outcome.call };
-    } catch (err) {
-      if (err instanceof ApiError) {
-        if (err.code === 'idempotency_in_progress') return 'retry';
-        return { refusal: { code: err.code, message: err.detail, ...(err.errors ? { errors: err.errors } : {}) } };
+    // A key held "in progress" means a node that stepped this run before us (dead, or too slow to
+    // keep its lease) was between claiming the call and recording it. What happens next is the
+    // tool's risk: a tool that runs without approval only reads (the tool policy), so it runs again
+    // under the next key of a fixed chain; anything else waits for the claim's lock to pass, because
+    // a call that needs approval is recorded before it can run, and must never be asked for twice.
+    const offered = built.tools.find((t) => t.name === p.name);
+    const rerunnable = offered !== undefined && offered.risk === 'read_only' && !offered.requiresApproval;
+    for (let attempt = 0; attempt <= MAX_READ_ONLY_RERUNS; attempt++) {
+      try {
+        const outcome = await this.executor.request(ctx, {
+          agentId: row.agent_id,
+          tool: p.name,
+          arguments: args,
+          version: built.version,
+          runId: row.id,
+          profile: row.profile ?? undefined,
+          workerType: row.worker_type ?? undefined,
+          entryPoint: 'run',
+          idempotencyKey: toolCallKey(row.id, p, attempt),
+        });
+        return { call: outcome.call };
+      } catch (err) {
+        if (err instanceof ApiError) {
+          if (err.code === 'idempotency_in_progress') {
+            if (rerunnable) continue;
+            return 'retry';
+          }
+          return { refusal: { code: err.code, message: err.detail, ...(err.errors ? { errors: err.errors } : {}) } };
+        }
+        throw err;
       }
-      throw err;
     }
+    // Every key of the chain is held: nodes keep dying on this call. Wait for the first lock to pass.
+    return 'retry';
   }
 
   /**
@@ -427,6 +451,12 @@ export class RunEngine {
   private async save(row: RunRow, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
     const saved = await this.repo.save(row, owner, patch, events, audit);
     this.signals.notify(row.id);
+    if (!saved && patch.pending?.some((p) => p.approvalId && !p.result)) {
+      // Cancelled while this step was asking for approvals: the cancel may have looked for pending
+      // approvals before these were recorded, so they are settled here, as the cancel would have.
+      const by = await this.repo.cancelledBy(row.org_id, row.id);
+      if (by) await this.cancelledApprovals.settle(row.org_id, row.id, { actor: { type: 'api_key', id: by }, keyId: by });
+    }
     return saved;
   }
 
@@ -442,9 +472,15 @@ export class RunEngine {
   }
 }
 
-/** The one tool call of a model tool call: the run, the model call that asked, and the model's id for it (some models reuse ids across answers). */
-export function toolCallKey(runId: string, p: Pick<PendingCall, 'id' | 'step'>): string {
-  return `run:${runId}:${p.step}:${createHash('sha256').update(p.id).digest('hex').slice(0, 40)}`;
+/**
+ * The one tool call of a model tool call: the run, the model call that asked, and the model's id
+ * for it (some models reuse ids across answers). `rerun` > 0 names the read-only call run again
+ * after a node died while running it (see `request`): a fixed chain, so that a node taking over
+ * after that finds the rerun's answer too.
+ */
+export function toolCallKey(runId: string, p: Pick<PendingCall, 'id' | 'step'>, rerun = 0): string {
+  const key = `run:${runId}:${p.step}:${createHash('sha256').update(p.id).digest('hex').slice(0, 40)}`;
+  return rerun === 0 ? key : `${key}:rerun-${rerun}`;
 }
 
 function toolMessage(p: PendingCall, body: Record<string, unknown>): ToolMessage {

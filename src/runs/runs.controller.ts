@@ -68,7 +68,7 @@ export class RunsController {
   @ApiOperation({
     summary: 'Cancel a run',
     description:
-      'A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.',
+      'A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for are rejected with a note naming the run; deciding one later answers `409 approval_already_decided`.',
   })
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
 import { RuntimeModule } from '../runtime/runtime.module';
+import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ModelProvidersController } from './model-providers.controller';
 import { ModelProvidersService } from './model-providers.service';
 import { RunEngine } from './run-engine.service';
@@ -14,7 +15,7 @@ import { RunsService } from './runs.service';
 @Module({
   imports: [AgentsModule, RuntimeModule],
   controllers: [ModelProvidersController, RunsController],
-  providers: [ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
+  providers: [CancelledRunApprovals, ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
   exports: [RunWorker],
 })
 export class RunsModule {}

@@ -240,6 +240,16 @@ export class RunsRepository {
     });
   }
 
+  /** The API key that cancelled the run, or undefined when it was not cancelled. */
+  async cancelledBy(orgId: string, runId: string): Promise<string | undefined> {
+    const rows: { by: string | null }[] = await this.dataSource.query(
+      `SELECT e.data->>'by' AS by FROM run r JOIN run_event e ON e.org_id = r.org_id AND e.run_id = r.id AND e.type = 'run.cancelled'
+        WHERE r.org_id = $1 AND r.id = $2 AND r.status = 'cancelled' LIMIT 1`,
+      [orgId, runId],
+    );
+    return rows[0]?.by ?? undefined;
+  }
+
   async events(orgId: string, runId: string, afterSeq: string, limit = 500): Promise<RunEventRow[]> {
     return this.dataSource.query(
       `SELECT seq::text AS seq, type, data, at FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY seq LIMIT $4`,

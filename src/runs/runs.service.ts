@@ -4,6 +4,7 @@ import { VersionBuilder } from '../agents/version-builder.service';
 import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { Page } from '../common/pagination';
+import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ChatMessage } from './conversation';
 import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
@@ -27,6 +28,7 @@ export class RunsService implements OnModuleDestroy {
     private readonly providers: ModelProvidersService,
     private readonly worker: RunWorker,
     private readonly signals: RunSignals,
+    private readonly cancelledApprovals: CancelledRunApprovals,
   ) {}
 
   /**
@@ -101,12 +103,15 @@ export class RunsService implements OnModuleDestroy {
     return { items: page.items.map(toRunView), nextCursor: page.nextCursor };
   }
 
-  /** Cancels a run that has not finished; a finished one is answered as it is. Its pending approvals stay for a person to reject. */
+  /**
+   * Cancels a run that has not finished; a finished one is answered as it is. Its pending
+   * approvals are rejected, naming the run (a call that would run for nobody must not run).
+   */
   async cancel(ctx: RequestContext, id: string): Promise<RunView> {
     const principal = keyOf(ctx);
     const row = await this.row(principal.orgId, id);
     if (!FINISHED.has(row.status)) {
-      await this.repo.cancel(
+      const cancelled = await this.repo.cancel(
         principal.orgId,
         id,
         [{ type: 'run.cancelled', data: { by: principal.id } }],
@@ -121,7 +126,9 @@ export class RunsService implements OnModuleDestroy {
         ],
       );
       this.signals.notify(id);
-      // The node stepping it (maybe this one) loses its lease at its next write or renewal.
+      // The node stepping it (maybe this one) loses its lease at its next write or renewal; an
+      // approval it records meanwhile is rejected when that write fails (RunEngine).
+      if (cancelled) await this.cancelledApprovals.settle(principal.orgId, id, { actor: actorOf(principal), keyId: principal.id });
     }
     return toRunView(await this.row(principal.orgId, id));
   }

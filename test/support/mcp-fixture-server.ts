@@ -1,6 +1,7 @@
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -23,6 +24,13 @@ export interface FixtureState {
   pageSize: number;
   /** When set, every `tools/call` is answered with a 307 to this URL (a server turned hostile). */
   redirectCallsTo?: string;
+  /**
+   * When set, a request without exactly this Authorization header is answered 401, with a body
+   * that echoes the header it got (careless vendors do): nothing of it may reach our logs.
+   */
+  requireAuthorization?: string;
+  /** Also list `count_slowly` (progress), `announce_change` (tools/list_changed) and `render` (an image and an embedded resource). */
+  richTools?: boolean;
 }
 
 export interface FixtureMcpServer {
@@ -34,6 +42,8 @@ export interface FixtureMcpServer {
   calls: string[];
   /** `tools/list` requests received (with a cursor or not). */
   listRequests: (string | undefined)[];
+  /** Per finished `count_slowly` call, how many progress notifications it sent (0: no progress token was asked for). */
+  progressSent: number[];
   close(): Promise<void>;
 }
 
@@ -42,6 +52,76 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
   const authorizations: (string | undefined)[] = [];
   const calls: string[] = [];
   const listRequests: (string | undefined)[] = [];
+  const progressSent: number[] = [];
+
+  const registerRichTools = (server: McpServer): void => {
+    server.registerTool(
+      'count_slowly',
+      {
+        description: 'Counts to `steps`, reporting progress after each step.',
+        inputSchema: { steps: z.number().int().min(1).max(100), stepMs: z.number().int().min(0).max(10_000) },
+        annotations: { readOnlyHint: true },
+      },
+      async ({ steps, stepMs }, extra) => {
+        calls.push('count_slowly');
+        const token = extra._meta?.progressToken;
+        for (let i = 1; i <= steps; i++) {
+          await new Promise((r) => setTimeout(r, stepMs));
+          if (token !== undefined) {
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken: token, progress: i, total: steps, message: `step ${i}` },
+            });
+          }
+        }
+        progressSent.push(token === undefined ? 0 : steps);
+        return { content: [{ type: 'text', text: `counted to ${steps}` }] };
+      },
+    );
+    server.registerTool(
+      'announce_change',
+      { description: 'Says, in its answer, that the tool list changed (what a vendor does after an update).', inputSchema: {} },
+      async (_args, extra) => {
+        calls.push('announce_change');
+        await extra.sendNotification({ method: 'notifications/tools/list_changed' });
+        return { content: [{ type: 'text', text: 'announced' }] };
+      },
+    );
+    server.registerTool(
+      'render',
+      {
+        description: 'Answers with an image and an embedded resource of the given sizes (bytes of base64 / characters).',
+        inputSchema: { imageBytes: z.number().int().min(0).max(2_000_000), resourceChars: z.number().int().min(0).max(2_000_000) },
+        annotations: { readOnlyHint: true },
+      },
+      async ({ imageBytes, resourceChars }) => {
+        calls.push('render');
+        return {
+          content: [
+            { type: 'text', text: 'rendered' },
+            // Random, like real image bytes and prose: a repeated letter would tokenize unrealistically well.
+            {
+              type: 'image',
+              data: randomBytes(Math.ceil(imageBytes * 0.75))
+                .toString('base64')
+                .slice(0, imageBytes),
+              mimeType: 'image/png',
+            },
+            {
+              type: 'resource',
+              resource: {
+                uri: 'file:///report.txt',
+                mimeType: 'text/plain',
+                text: randomBytes(Math.ceil(resourceChars / 2))
+                  .toString('hex')
+                  .slice(0, resourceChars),
+              },
+            },
+          ],
+        };
+      },
+    );
+  };
 
   const build = (res: ServerResponse): McpServer => {
     const server = new McpServer({ name: 'fixture-vendor', version: '1.0.0' });
@@ -76,6 +156,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
       res.socket?.destroy();
       return new Promise(() => undefined);
     });
+    if (state.richTools) registerRichTools(server);
     for (let i = 0; i < state.extraTools; i++) {
       server.registerTool(`extra_${i}`, { description: `Extra tool ${i}.`, inputSchema: {}, annotations: { readOnlyHint: true } }, async () => ({
         content: [],
@@ -98,6 +179,10 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
 
   const http = createServer((req: IncomingMessage, res: ServerResponse) => {
     authorizations.push(req.headers.authorization);
+    if (state.requireAuthorization !== undefined && req.headers.authorization !== state.requireAuthorization) {
+      res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `invalid credentials: ${req.headers.authorization ?? 'none'}` }));
+      return;
+    }
     if (req.method !== 'POST') {
       res.writeHead(405).end();
       return;
@@ -112,7 +197,9 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
         return;
       }
       const server = build(res);
-      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      // Notifications during a call (progress, list_changed) travel on the call's own event stream.
+      const streamed = parsed?.method === 'tools/call' && ['count_slowly', 'announce_change'].includes(parsed.params?.name);
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !streamed });
       res.on('close', () => {
         void transport.close();
         void server.close();
@@ -129,6 +216,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     authorizations,
     calls,
     listRequests,
+    progressSent,
     async close() {
       http.closeAllConnections();
       await new Promise((r) => http.close(r));

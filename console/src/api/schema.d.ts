@@ -804,7 +804,7 @@ export interface paths {
         put?: never;
         /**
          * Cancel a run
-         * @description A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for stay pending until a person decides or they expire.
+         * @description A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for are rejected with a note naming the run; deciding one later answers `409 approval_already_decided`.
          */
         post: operations["cancelRuns"];
         delete?: never;
