@@ -302,6 +302,45 @@ export class EnvironmentVariables {
   })
   CORS_ORIGINS: string = '';
 
+  /**
+   * The identity provider whose JWT access tokens are accepted beside API keys (its OpenID
+   * discovery document is read from `<issuer>/.well-known/openid-configuration`). Unset: API keys only.
+   */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @MaxLength(2048)
+  @Matches(/^https?:\/\/[^\s"]+$/, { message: 'must be an https:// URL (the issuer exactly as the tokens name it)' })
+  OIDC_ISSUER?: string;
+
+  /** The `aud` the tokens must carry (required with OIDC_ISSUER). */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @MaxLength(2048)
+  @Matches(/^\S+$/, { message: 'must not contain spaces' })
+  OIDC_AUDIENCE?: string;
+
+  /** The claim that names the organization, by its id or its slug. */
+  @IsOptional()
+  @IsString()
+  @Matches(/^\S{1,200}$/, { message: 'must be a claim name (1 to 200 characters, no spaces)' })
+  OIDC_ORG_CLAIM: string = 'org_id';
+
+  /** The claim that lists the principal's roles (an array, or a space- or comma-separated string). */
+  @IsOptional()
+  @IsString()
+  @Matches(/^\S{1,200}$/, { message: 'must be a claim name (1 to 200 characters, no spaces)' })
+  OIDC_ROLES_CLAIM: string = 'roles';
+
+  /** How far the clocks of this server and the identity provider may disagree when `exp` and `nbf` are checked. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(300)
+  OIDC_CLOCK_SKEW_SECONDS: number = 60;
+
   /** How long one webhook request may take, connection included. */
   @IsOptional()
   @Transform(toInt)
@@ -385,6 +424,21 @@ export interface AppConfig {
   /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
   corsOrigins: string[];
   events: EventsConfig;
+  /** Unset: no identity provider; bearer tokens are API keys (and the platform token) only. */
+  oidc?: OidcConfig;
+}
+
+export interface OidcConfig {
+  /** Exactly as the tokens' `iss` names it. */
+  issuer: string;
+  audience: string;
+  orgClaim: string;
+  rolesClaim: string;
+  clockSkewSeconds: number;
+  /** The least time between two fetches of the provider's keys, however many unknown `kid`s arrive. */
+  keyRefreshCooldownMs: number;
+  /** Keys older than this are fetched again before the next verification (rotation without a new `kid` in sight). */
+  keysMaxAgeMs: number;
 }
 
 export interface SecretsConfig {
