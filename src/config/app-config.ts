@@ -1,5 +1,5 @@
 import { plainToInstance, Transform } from 'class-transformer';
-import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy, validateSync } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateBy, ValidateIf, validateSync } from 'class-validator';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -306,20 +306,21 @@ export class EnvironmentVariables {
    * The identity provider whose JWT access tokens are accepted beside API keys (its OpenID
    * discovery document is read from `<issuer>/.well-known/openid-configuration`). Unset: API keys only.
    */
-  @IsOptional()
+  @ValidateIf((_o: unknown, v: unknown) => v !== '' && v !== undefined)
   @Transform(emptyToUndefined)
   @IsString()
   @MaxLength(2048)
   @Matches(/^https?:\/\/[^\s"]+$/, { message: 'must be an https:// URL (the issuer exactly as the tokens name it)' })
-  OIDC_ISSUER?: string;
+  // An empty default (read as unset) makes it a key of a fresh instance, which is how parseEnvironment knows what to read.
+  OIDC_ISSUER?: string = '';
 
   /** The `aud` the tokens must carry (required with OIDC_ISSUER). */
-  @IsOptional()
+  @ValidateIf((_o: unknown, v: unknown) => v !== '' && v !== undefined)
   @Transform(emptyToUndefined)
   @IsString()
   @MaxLength(2048)
   @Matches(/^\S+$/, { message: 'must not contain spaces' })
-  OIDC_AUDIENCE?: string;
+  OIDC_AUDIENCE?: string = '';
 
   /** The claim that names the organization, by its id or its slug. */
   @IsOptional()
