@@ -14,7 +14,7 @@ const swc = [
 ];
 
 // ESM-only packages pulled in by our dependencies; Jest must transpile them to CommonJS.
-const esmPackages = ['content-disposition'];
+const esmPackages = ['content-disposition', 'jose'];
 
 module.exports = {
   testEnvironment: 'node',

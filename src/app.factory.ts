@@ -193,7 +193,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
             bearerFormat: 'opaque API key',
             description:
               'An opaque API key (`cpk_…`, made by `POST /api/v1/orgs/{orgId}/api-keys` and shown once) or the platform admin token. ' +
-              'Not a JWT: nothing in it is meant to be read; it is looked up on every request, so a revoked key is refused at once.',
+              'Not a JWT: nothing in it is meant to be read; it is looked up on every request, so a revoked key is refused at once. ' +
+              "When `OIDC_ISSUER` is set, also a JWT access token of the organization's identity provider (docs/security.md).",
           })
           .build(),
         { operationIdFactory: operationIdFor },

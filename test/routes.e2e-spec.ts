@@ -16,12 +16,17 @@ describe('every route declares who may call it', () => {
     expect(routes.find((r) => r.path === '/api/v1/orgs' && r.method === 'POST')?.body?.name).toBe('CreateOrgDto');
   });
 
-  it('has no route without roles, and only health is public', () => {
+  it("has no route without roles, and only health, metrics and the MCP endpoints' protected-resource metadata are public", () => {
     const routes = walkRoutes(t);
     const undeclared = routes.filter((r) => r.access === undefined).map((r) => `${r.method} ${r.path}`);
     expect(undeclared).toEqual([]);
     const publicRoutes = routes.filter((r) => r.access === 'public').map((r) => `${r.method} ${r.path}`);
-    expect(publicRoutes.sort()).toEqual(['GET /health', 'GET /health/ready', 'GET /metrics']);
+    expect(publicRoutes.sort()).toEqual([
+      'GET /.well-known/oauth-protected-resource/api/v1/agents/:agentId/mcp',
+      'GET /health',
+      'GET /health/ready',
+      'GET /metrics',
+    ]);
   });
 
   it('documents every route in the OpenAPI document', async () => {

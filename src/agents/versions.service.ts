@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { missingScopes } from '../runtime/tool-policy';
-import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError, boundErrors } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
@@ -245,8 +245,8 @@ export class VersionsService {
   }
 }
 
-function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw new Error('agent routes are for organization keys only');
+function keyOf(ctx: RequestContext): OrgPrincipal {
+  if (!isOrgPrincipal(ctx.principal)) throw new Error('agent routes are for organization principals only');
   return ctx.principal;
 }
 

@@ -32,7 +32,8 @@ export class AuditQuery extends PageQuery {
 export class AuditPartyView {
   @ApiProperty({
     example: 'api_key',
-    description: '`platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`).',
+    description:
+      "`platform`, `api_key`, `oidc` (a person signed in through the identity provider; `id` is the token's subject) or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`).",
   })
   type: string;
   @ApiProperty() id: string;

@@ -4,6 +4,7 @@ import { ApiError } from '../common/api-error';
 import { AccessMetadata, Allowed, PUBLIC_ROUTE } from './access.decorator';
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { AuthService } from './auth.service';
+import { ResourceChallenge } from './oidc/resource-challenge.service';
 import { effectiveRoles, Principal } from './principal';
 import { RateLimiter, rateLimitHeaders } from '../rate-limit/rate-limiter.service';
 import type { FastifyReply } from 'fastify';
@@ -18,6 +19,7 @@ export class AuthGuard implements CanActivate {
     private readonly reflector: Reflector,
     private readonly auth: AuthService,
     private readonly limiter: RateLimiter,
+    private readonly challenge: ResourceChallenge,
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
@@ -29,7 +31,10 @@ export class AuthGuard implements CanActivate {
     try {
       principal = await this.auth.authenticate(request.headers.authorization);
     } catch (err) {
-      if (err instanceof ApiError && err.status === 401) await this.limiter.recordAuthFailure(request.ip);
+      if (err instanceof ApiError && err.status === 401) {
+        await this.limiter.recordAuthFailure(request.ip);
+        throw this.challenge.unauthorized(request, err);
+      }
       throw err;
     }
     const limits = await this.limiter.hit(principal);
@@ -37,6 +42,7 @@ export class AuthGuard implements CanActivate {
     request.principal = principal;
     if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
     if (!permits(allowed, principal)) throw ApiError.forbidden();
+    this.challenge.assertScopes(request, principal);
     return true;
   }
 }

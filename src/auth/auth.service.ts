@@ -3,10 +3,11 @@ import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { ApiKeysRepository } from './api-keys.repository';
+import { OidcAuthenticator } from './oidc/oidc-authenticator.service';
 import type { Principal } from './principal';
 import { API_KEY_PREFIX, hashToken } from './tokens';
 
-/** Who a bearer token is: the platform admin, an organization's API key, or nobody (401). */
+/** Who a bearer token is: the platform admin, an organization's API key, a person signed in through the identity provider, or nobody (401). */
 @Injectable()
 export class AuthService {
   private readonly platformTokenHash: Buffer;
@@ -14,6 +15,7 @@ export class AuthService {
   constructor(
     private readonly keys: ApiKeysRepository,
     @Inject(APP_CONFIG) config: AppConfig,
+    private readonly oidc: OidcAuthenticator,
   ) {
     this.platformTokenHash = Buffer.from(hashToken(config.platformAdminToken), 'hex');
   }
@@ -24,6 +26,7 @@ export class AuthService {
     const token = match[1];
     const digest = Buffer.from(hashToken(token), 'hex');
     if (timingSafeEqual(digest, this.platformTokenHash)) return { type: 'platform', id: 'platform' };
+    if (this.oidc.handles(token)) return this.oidc.authenticate(token);
     if (!token.startsWith(API_KEY_PREFIX) || token.length > 200) throw ApiError.unauthorized();
     const row = await this.keys.findActiveByDigest(digest.toString('hex'));
     // The lookup is by digest; comparing the digests again keeps the decision itself constant-time.

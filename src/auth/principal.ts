@@ -26,7 +26,31 @@ export interface ApiKeyPrincipal {
   orgScopes: string[];
 }
 
-export type Principal = PlatformPrincipal | ApiKeyPrincipal;
+/** Someone signed in through the organization's identity provider (a JWT access token, src/auth/oidc). */
+export interface OidcPrincipal {
+  type: 'oidc';
+  /**
+   * A UUID derived from the issuer and the subject, stable across tokens: what records that hold
+   * who asked or decided (`requestedBy`, `decidedBy`) store, as they store an API key's id.
+   */
+  id: string;
+  /** The token's `sub`: what `GET /me` and audit actors show. */
+  subject: string;
+  orgId: string;
+  roles: Role[];
+  orgScopes: string[];
+  /** The token's `scope` (or `scp`) claim, when it has one: it narrows the roles (src/auth/oidc/token-scopes.ts). */
+  tokenScopes?: string[];
+}
+
+/** A principal that acts inside one organization: an API key, or a person signed in through its identity provider. */
+export type OrgPrincipal = ApiKeyPrincipal | OidcPrincipal;
+
+export type Principal = PlatformPrincipal | OrgPrincipal;
+
+export function isOrgPrincipal(principal: Principal): principal is OrgPrincipal {
+  return principal.type !== 'platform';
+}
 
 /** The explicit context every service method takes first: who acts, and for which request. */
 export interface RequestContext {
@@ -34,14 +58,15 @@ export interface RequestContext {
   requestId: string;
 }
 
-/** The organization an API key acts for; the platform admin acts for none. */
+/** The organization an API key (or a signed-in person) acts for; the platform admin acts for none. */
 export function orgIdOf(ctx: RequestContext): string {
-  if (ctx.principal.type !== 'api_key') {
+  if (!isOrgPrincipal(ctx.principal)) {
     throw new Error('orgIdOf called for a platform principal: the route must not allow it');
   }
   return ctx.principal.orgId;
 }
 
+/** Who acted, as audit events record it: a signed-in person by the token's subject. */
 export function actorOf(principal: Principal): { type: string; id: string } {
-  return { type: principal.type, id: principal.id };
+  return { type: principal.type, id: principal.type === 'oidc' ? principal.subject : principal.id };
 }

@@ -3,7 +3,7 @@ import { ApiBadRequestResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiRespo
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
-import { RequestContext } from '../auth/principal';
+import { isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { CatalogAnswers } from './catalog-answers';
 import { CapabilityRegistry } from './capability-registry.service';
@@ -32,7 +32,7 @@ export class CapabilitiesController {
   @ApiResponse({ status: 304, description: 'Not modified: the answer would equal the one named by `If-None-Match`.' })
   @ApiBadRequestResponse(ProblemResponse('An unknown filter, or a bad filter value (`invalid_request`).'))
   list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
-    const grantedScopes = ctx.principal.type === 'api_key' ? ctx.principal.orgScopes : undefined;
+    const grantedScopes = isOrgPrincipal(ctx.principal) ? ctx.principal.orgScopes : undefined;
     const { limit, cursor, ...filter } = query;
     const { body, etag } = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(filter, grantedScopes, { limit, cursor });
     void reply

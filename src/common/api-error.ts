@@ -6,6 +6,7 @@ export type ErrorCode =
   | 'invalid_request'
   | 'unauthorized'
   | 'forbidden'
+  | 'insufficient_scope'
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'
@@ -48,6 +49,7 @@ export const ERROR_STATUS = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
+  insufficient_scope: 403,
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,

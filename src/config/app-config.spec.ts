@@ -92,3 +92,27 @@ describe('a refused secret', () => {
     }
   });
 });
+
+describe('the identity provider', () => {
+  const dir = () => mkdtempSync(join(tmpdir(), 'cfg-'));
+
+  it('is off unless OIDC_ISSUER is set, and takes the documented defaults', () => {
+    expect(resolveConfig({ DATA_DIR: dir() }).oidc).toBeUndefined();
+    expect(resolveConfig({ DATA_DIR: dir(), OIDC_ISSUER: '', OIDC_AUDIENCE: '' }).oidc).toBeUndefined();
+    expect(resolveConfig({ DATA_DIR: dir(), OIDC_ISSUER: 'https://login.example.com/tenant/v2.0', OIDC_AUDIENCE: 'api://gateway' }).oidc).toMatchObject({
+      issuer: 'https://login.example.com/tenant/v2.0',
+      audience: 'api://gateway',
+      orgClaim: 'org_id',
+      rolesClaim: 'roles',
+      clockSkewSeconds: 60,
+    });
+  });
+
+  it('refuses an issuer without an audience, an audience without an issuer, and an issuer that is no URL', () => {
+    expect(() => resolveConfig({ DATA_DIR: dir(), OIDC_ISSUER: 'https://login.example.com' })).toThrow(/OIDC_AUDIENCE: must be set with OIDC_ISSUER/);
+    expect(() => resolveConfig({ DATA_DIR: dir(), OIDC_AUDIENCE: 'api://gateway' })).toThrow(/OIDC_AUDIENCE: is set but OIDC_ISSUER is not/);
+    expect(() => parseEnvironment({ OIDC_ISSUER: 'login.example.com' })).toThrow(/OIDC_ISSUER:/);
+    expect(() => parseEnvironment({ OIDC_CLOCK_SKEW_SECONDS: '3600' })).toThrow(/OIDC_CLOCK_SKEW_SECONDS:/);
+    expect(() => parseEnvironment({ OIDC_ROLES_CLAIM: 'two words' })).toThrow(/OIDC_ROLES_CLAIM:/);
+  });
+});

@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment, parseOrigins } from './app-config';
+import { AppConfig, ConfigError, EnvironmentVariables, OidcConfig, parseEnvironment, parseOrigins } from './app-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 
 /**
@@ -25,6 +25,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
   } catch (err) {
     throw new ConfigError(`Invalid environment:\n  EGRESS_ALLOWED_HOSTS: ${(err as Error).message}`);
   }
+  const oidc = resolveOidc(e);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -72,6 +73,29 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       webhookRetryBaseMs: e.WEBHOOK_RETRY_BASE_MS,
       webhookRetryWindowMs: e.WEBHOOK_RETRY_WINDOW_SECONDS * 1000,
     },
+    ...(oidc ? { oidc } : {}),
+  };
+}
+
+/** The identity provider, when one is named; an issuer without an audience is refused (any token of the provider would do). */
+function resolveOidc(e: EnvironmentVariables): OidcConfig | undefined {
+  if (!e.OIDC_ISSUER) {
+    if (e.OIDC_AUDIENCE) throw new ConfigError('Invalid environment:\n  OIDC_AUDIENCE: is set but OIDC_ISSUER is not; set both or neither');
+    return undefined;
+  }
+  if (!e.OIDC_AUDIENCE) {
+    throw new ConfigError(
+      "Invalid environment:\n  OIDC_AUDIENCE: must be set with OIDC_ISSUER (the `aud` this server's tokens carry), or every token of the provider would be accepted",
+    );
+  }
+  return {
+    issuer: e.OIDC_ISSUER,
+    audience: e.OIDC_AUDIENCE,
+    orgClaim: e.OIDC_ORG_CLAIM,
+    rolesClaim: e.OIDC_ROLES_CLAIM,
+    clockSkewSeconds: e.OIDC_CLOCK_SKEW_SECONDS,
+    keyRefreshCooldownMs: 30_000,
+    keysMaxAgeMs: 600_000,
   };
 }
 

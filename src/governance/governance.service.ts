@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
-import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { ApiError } from '../common/api-error';
 import { DisabledToolRow, GovernanceRepository, RetirementRow } from './governance.repository';
@@ -116,7 +116,7 @@ function toSwitchView(row: DisabledToolRow): ToolSwitchView {
   };
 }
 
-function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key acts on its agents and tools.");
+function keyOf(ctx: RequestContext): OrgPrincipal {
+  if (!isOrgPrincipal(ctx.principal)) throw ApiError.forbidden("Only an organization's API key or member acts on its agents and tools.");
   return ctx.principal;
 }

@@ -13,7 +13,7 @@ import {
 } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
-import { orgIdOf, RequestContext } from '../auth/principal';
+import { isOrgPrincipal, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
@@ -45,7 +45,7 @@ export class McpServersController {
   })
   @ApiOkResponse({ type: McpServerEntryList })
   list(@Ctx() ctx: RequestContext): McpServerEntryList {
-    const granted = ctx.principal.type === 'api_key' ? new Set(ctx.principal.orgScopes) : undefined;
+    const granted = isOrgPrincipal(ctx.principal) ? new Set(ctx.principal.orgScopes) : undefined;
     const items: McpServerEntryView[] = this.registry.all().map(({ descriptor }) => ({
       ...descriptor,
       credentials: descriptor.credentials.map((c) => ({ ...c })),

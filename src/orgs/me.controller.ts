@@ -14,6 +14,8 @@ export class MeController {
   @ApiOkResponse({ type: MeView })
   me(@Ctx() ctx: RequestContext): MeView {
     const p = ctx.principal;
-    return p.type === 'platform' ? { type: p.type, id: p.id } : { type: p.type, id: p.id, orgId: p.orgId, roles: p.roles };
+    if (p.type === 'platform') return { type: p.type, id: p.id };
+    // A signed-in person is named by the token's subject, as in audit events.
+    return { type: p.type, id: p.type === 'oidc' ? p.subject : p.id, orgId: p.orgId, roles: p.roles };
   }
 }

@@ -87,8 +87,9 @@ export class ApiKeyPage {
 
 /** `GET /me`: who the token belongs to. */
 export class MeView {
-  @ApiProperty({ enum: ['platform', 'api_key'] }) type: 'platform' | 'api_key';
-  @ApiProperty({ description: "`platform` for the platform admin; the API key's id otherwise." }) id: string;
+  @ApiProperty({ enum: ['platform', 'api_key', 'oidc'] }) type: 'platform' | 'api_key' | 'oidc';
+  @ApiProperty({ description: "`platform` for the platform admin; the API key's id; or the identity provider's subject (`sub`) for `oidc`." })
+  id: string;
   @ApiPropertyOptional({ format: 'uuid', description: "The key's organization; absent for the platform admin." }) orgId?: string;
   @ApiPropertyOptional({ enum: ROLES, isArray: true, description: "The key's roles; absent for the platform admin." }) roles?: Role[];
 }

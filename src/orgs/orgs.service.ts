@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
-import { actorOf, RequestContext } from '../auth/principal';
+import { actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
@@ -129,7 +129,7 @@ export class OrgsService {
   }
 
   private assertReach(ctx: RequestContext, orgId: string): void {
-    if (ctx.principal.type === 'api_key' && ctx.principal.orgId !== orgId) throw ApiError.notFound('organization');
+    if (isOrgPrincipal(ctx.principal) && ctx.principal.orgId !== orgId) throw ApiError.notFound('organization');
   }
 }
 

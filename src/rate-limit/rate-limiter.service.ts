@@ -69,7 +69,7 @@ export class RateLimiter {
       }
       status = { limit: perKey, remaining: perKey - r.totalHits, resetSeconds: r.timeToExpire };
     }
-    if (perOrg > 0 && principal.type === 'api_key') {
+    if (perOrg > 0 && principal.type !== 'platform') {
       const r = await this.storage.increment(`org:${principal.orgId}`, this.windowMs, perOrg, 0, 'per-org');
       if (r.totalHits > perOrg) {
         this.metrics.rateLimited('per_org');

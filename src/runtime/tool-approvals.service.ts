@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { canonicalHash } from '../agents/digests';
-import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { ApprovalView, ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -54,7 +54,7 @@ export class ToolApprovals {
   }
 
   private async approveDecidable(
-    principal: ApiKeyPrincipal,
+    principal: OrgPrincipal,
     row: ApprovalRow,
     approvalId: string,
     decision: { note?: string; arguments?: unknown },
@@ -166,7 +166,7 @@ export class ToolApprovals {
   }
 
   /** The approval as it stands, if the principal may still decide it; refuses otherwise (and records an expiry it finds). */
-  private async decidable(principal: ApiKeyPrincipal, approvalId: string): Promise<ApprovalRow> {
+  private async decidable(principal: OrgPrincipal, approvalId: string): Promise<ApprovalRow> {
     const row = await this.approvals.findApproval(principal.orgId, approvalId);
     if (!row) throw ApiError.notFound('approval');
     if (row.requested_by === principal.id) {

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import type { AuditEventInput } from '../audit/audit.service';
-import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError, FieldError } from '../common/api-error';
 import { resultRefOf, ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -13,7 +13,7 @@ import { inSpan } from '../telemetry/tool-tracing';
 
 /** Who is refused, about what, and the facts the `tool_call.denied` event records. */
 export interface Denial {
-  principal: ApiKeyPrincipal;
+  principal: OrgPrincipal;
   target: { type: 'agent' | 'tool_call'; id: string };
   data: Record<string, unknown>;
   /** The declared tool, once the version offered one (metric labels; never the offered name). */
@@ -96,8 +96,8 @@ export class ToolCallGuards {
   }
 }
 
-export function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key can run tools.");
+export function keyOf(ctx: RequestContext): OrgPrincipal {
+  if (!isOrgPrincipal(ctx.principal)) throw ApiError.forbidden("Only an organization's API key or member can run tools.");
   return ctx.principal;
 }
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import { canonicalHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
-import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -109,7 +109,7 @@ export class ToolExecutor {
     );
   }
 
-  private async requestTraced(principal: ApiKeyPrincipal, req: ToolCallRequest, span: Span): Promise<ToolCallOutcome> {
+  private async requestTraced(principal: OrgPrincipal, req: ToolCallRequest, span: Span): Promise<ToolCallOutcome> {
     let claim: IdempotencyClaim | undefined;
     if (req.idempotencyKey !== undefined) {
       const fingerprint = canonicalHash({
@@ -136,7 +136,7 @@ export class ToolExecutor {
     }
   }
 
-  private async requestClaimed(principal: ApiKeyPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
+  private async requestClaimed(principal: OrgPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
     const orgId = principal.orgId;
     const createdAt = new Date();
     const runnable = await inSpan('build version', () =>
@@ -271,7 +271,7 @@ export class ToolExecutor {
     return { status: 200, call: view, replayed: false, resumed: false };
   }
 
-  private async resume(principal: ApiKeyPrincipal, built: BuiltVersion, tool: VersionTool, argumentsHash: string): Promise<ToolCallOutcome | undefined> {
+  private async resume(principal: OrgPrincipal, built: BuiltVersion, tool: VersionTool, argumentsHash: string): Promise<ToolCallOutcome | undefined> {
     const row = await this.store.findAwaiting({
       orgId: principal.orgId,
       agentId: built.agentId,

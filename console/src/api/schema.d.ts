@@ -9,6 +9,26 @@
  */
 
 export interface paths {
+    "/.well-known/oauth-protected-resource/api/v1/agents/{agentId}/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The OAuth protected-resource metadata (RFC 9728) of an agent's MCP endpoint
+         * @description Names the identity provider (`OIDC_ISSUER`) whose access tokens the endpoint accepts. `404` when no identity provider is configured: the endpoint then takes the organization's API keys only.
+         */
+        get: operations["metadataProtectedResource"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/agents": {
         parameters: {
             query?: never;
@@ -1264,7 +1284,7 @@ export interface components {
         };
         AuditPartyView: {
             id: string;
-            /** @description `platform`, `api_key` or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`). */
+            /** @description `platform`, `api_key`, `oidc` (a person signed in through the identity provider; `id` is the token's subject) or `system` for an actor; the kind of object for a target (`org`, `api_key`, `agent`, `tool_call`, `approval`). */
             type: string;
         };
         CapabilityDescriptorView: {
@@ -1635,7 +1655,7 @@ export interface components {
             title?: string;
         };
         MeView: {
-            /** @description `platform` for the platform admin; the API key's id otherwise. */
+            /** @description `platform` for the platform admin; the API key's id; or the identity provider's subject (`sub`) for `oidc`. */
             id: string;
             /**
              * Format: uuid
@@ -1645,7 +1665,7 @@ export interface components {
             /** @description The key's roles; absent for the platform admin. */
             roles?: ("viewer" | "builder" | "agent" | "approver" | "admin")[];
             /** @enum {string} */
-            type: "platform" | "api_key";
+            type: "platform" | "api_key" | "oidc";
         };
         ModelProviderPage: {
             items: components["schemas"]["ModelProviderView"][];
@@ -1753,6 +1773,18 @@ export interface components {
             status: number;
             title: string;
             type: string;
+        };
+        ProtectedResourceMetadataView: {
+            /** @description The identity provider (`OIDC_ISSUER`). */
+            authorization_servers: string[];
+            /** @description Only `Authorization: Bearer`. */
+            bearer_methods_supported: string[];
+            /** @description The agent's MCP endpoint, as an absolute URL. */
+            resource: string;
+            /** @description A name to show people. */
+            resource_name?: string;
+            /** @description The scopes a token may carry for this endpoint (docs/security.md). */
+            scopes_supported: string[];
         };
         ReadinessView: {
             /** @description Every check, by name. */
@@ -1999,6 +2031,36 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    metadataProtectedResource: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                agentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ProtectedResourceMetadataView"];
+                };
+            };
+            /** @description No identity provider is configured, or the agent id is not a UUID (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listAgents: {
         parameters: {
             query?: {

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../../audit/audit.service';
-import { actorOf, orgIdOf, RequestContext } from '../../auth/principal';
+import { actorOf, isOrgPrincipal, orgIdOf, RequestContext } from '../../auth/principal';
 import type { ToolRisk } from '../../capabilities/capability.types';
 import { ApiError, FieldError } from '../../common/api-error';
 import { isUniqueViolation } from '../../common/db-errors';
@@ -71,7 +71,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     if (!entry.descriptor.urlRequired && dto.url !== undefined)
       errors.push({ path: 'url', code: 'not_allowed', message: `the "${entry.definition.id}" server's address is fixed by the catalog; send no url` });
     if (errors.length > 0) throw ApiError.invalidRequest(errors);
-    const missing = entry.definition.scopes.filter((s) => ctx.principal.type === 'api_key' && !ctx.principal.orgScopes.includes(s));
+    const missing = entry.definition.scopes.filter((s) => isOrgPrincipal(ctx.principal) && !ctx.principal.orgScopes.includes(s));
     if (missing.length > 0) {
       throw new ApiError('scope_not_granted', `The organization lacks scopes the "${entry.definition.id}" server needs: ${missing.join(', ')}.`, undefined, {
         missingScopes: missing,

@@ -1,0 +1,136 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { ApiError } from '../../common/api-error';
+import { APP_CONFIG, AppConfig, OidcConfig } from '../../config/app-config';
+import { EgressService } from '../../egress/egress.service';
+import type { OidcPrincipal } from '../principal';
+import { ClaimError, mapClaims, principalIdOf } from './oidc-claims';
+import { KeysUnavailableError, OidcKeyStore } from './oidc-keys';
+import { OidcOrgsRepository } from './oidc-orgs.repository';
+
+/** Asymmetric algorithms only: `none` and HMAC (whose key would be public) never verify a token. */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+/** Three base64url segments; the signature may be empty so that an unsigned token is refused by the verifier, by name. */
+const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
+const MAX_TOKEN_LENGTH = 16 * 1024;
+const MAX_DOCUMENT_BYTES = 512 * 1024;
+const FETCH_TIMEOUT_MS = 10_000;
+
+/**
+ * Sign-in through the organization's identity provider: a JWT access token from `OIDC_ISSUER`,
+ * verified against the provider's published keys (fetched through the egress policy), becomes an
+ * `oidc` principal of the organization its org claim names. See docs/security.md.
+ */
+@Injectable()
+export class OidcAuthenticator {
+  private readonly logger = new Logger('OidcAuthenticator');
+  private readonly oidc?: OidcConfig;
+  private readonly keys?: OidcKeyStore;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly egress: EgressService,
+    private readonly orgs: OidcOrgsRepository,
+  ) {
+    this.oidc = config.oidc;
+    if (this.oidc) {
+      this.keys = new OidcKeyStore({
+        issuer: this.oidc.issuer,
+        fetchJson: (url) => this.fetchJson(url),
+        refreshCooldownMs: this.oidc.keyRefreshCooldownMs,
+        maxAgeMs: this.oidc.keysMaxAgeMs,
+      });
+    }
+  }
+
+  /** The identity provider's issuer, when one is configured. */
+  get issuer(): string | undefined {
+    return this.oidc?.issuer;
+  }
+
+  /** True when the token is the identity provider's to judge: one is configured and the token is shaped like a JWT. */
+  handles(token: string): boolean {
+    return this.oidc !== undefined && token.length <= MAX_TOKEN_LENGTH && JWT_SHAPE.test(token);
+  }
+
+  async authenticate(token: string): Promise<OidcPrincipal> {
+    const { oidc, keys } = this;
+    if (!oidc || !keys) throw ApiError.unauthorized();
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, keys.resolve, {
+        issuer: oidc.issuer,
+        audience: oidc.audience,
+        clockTolerance: oidc.clockSkewSeconds,
+        algorithms: ALGORITHMS,
+        requiredClaims: ['sub', 'exp'],
+      }));
+    } catch (err) {
+      throw this.refusal(err);
+    }
+    let claims;
+    try {
+      claims = mapClaims(payload as Record<string, unknown>, oidc);
+    } catch (err) {
+      if (err instanceof ClaimError) throw ApiError.unauthorized(err.message);
+      throw err;
+    }
+    const org = await this.orgs.findByIdOrSlug(claims.orgRef);
+    if (!org) throw ApiError.unauthorized("The token's organization is not known here.");
+    return {
+      type: 'oidc',
+      id: principalIdOf(oidc.issuer, claims.subject),
+      subject: claims.subject,
+      orgId: org.id,
+      roles: claims.roles,
+      orgScopes: org.scopes,
+      ...(claims.scopes ? { tokenScopes: claims.scopes } : {}),
+    };
+  }
+
+  /** Why a token was refused, in words its bearer can act on; the provider being unreachable is not the token's fault. */
+  private refusal(err: unknown): ApiError {
+    if (err instanceof KeysUnavailableError) {
+      this.logger.warn(err.message);
+      return new ApiError('service_unavailable', "The identity provider's signing keys could not be fetched; try again shortly.");
+    }
+    if (err instanceof errors.JWTExpired) return ApiError.unauthorized('The token has expired.');
+    if (err instanceof errors.JWTClaimValidationFailed) return ApiError.unauthorized(`The token's ${err.claim} claim is not accepted (${err.reason}).`);
+    if (err instanceof errors.JOSEAlgNotAllowed) return ApiError.unauthorized("The token's signing algorithm is not accepted.");
+    if (err instanceof errors.JWSSignatureVerificationFailed) return ApiError.unauthorized("The token's signature does not verify.");
+    if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) {
+      return ApiError.unauthorized('The token is not signed by a key the identity provider publishes.');
+    }
+    if (err instanceof errors.JOSEError) return ApiError.unauthorized('The token is not a well-formed, signed JWT.');
+    if (err instanceof TypeError) return ApiError.unauthorized('The token is not a well-formed, signed JWT.');
+    return err instanceof ApiError ? err : ApiError.unauthorized();
+  }
+
+  /** One document of the provider, through the egress policy, refused past a size no discovery document or key set reaches. */
+  private async fetchJson(url: string): Promise<unknown> {
+    const response = await this.egress.fetch(url, { headers: { accept: 'application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
+    if (!response.ok) {
+      await response.body?.cancel().catch(() => undefined);
+      throw new KeysUnavailableError(`${url} answered ${response.status}`);
+    }
+    const reader = response.body?.getReader();
+    if (!reader) throw new KeysUnavailableError(`${url} answered without a body`);
+    const chunks: Uint8Array[] = [];
+    let size = 0;
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      size += value.byteLength;
+      if (size > MAX_DOCUMENT_BYTES) {
+        await reader.cancel().catch(() => undefined);
+        throw new KeysUnavailableError(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
+      }
+      chunks.push(value);
+    }
+    try {
+      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    } catch {
+      throw new KeysUnavailableError(`${url} did not answer JSON`);
+    }
+  }
+}

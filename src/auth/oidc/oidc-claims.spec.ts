@@ -1,0 +1,87 @@
+import { ClaimError, mapClaims, principalIdOf, scopesOf } from './oidc-claims';
+import { missingScope } from './token-scopes';
+import type { OidcPrincipal } from '../principal';
+
+const names = { orgClaim: 'org_id', rolesClaim: 'roles' };
+
+describe('claim mapping', () => {
+  it('maps subject, organization, known roles and scopes', () => {
+    expect(mapClaims({ sub: 'alice', org_id: 'acme', roles: ['builder', 'root', 'viewer', 'builder'], scope: 'api mcp:tools' }, names)).toEqual({
+      subject: 'alice',
+      orgRef: 'acme',
+      roles: ['viewer', 'builder'],
+      scopes: ['api', 'mcp:tools'],
+    });
+  });
+
+  it('reads configured claim names, roles given as a string, and scp arrays', () => {
+    const mapped = mapClaims(
+      { sub: 's', 'https://example.com/org': 'acme', groups: 'agent, approver admin2', scp: ['mcp:tools'] },
+      {
+        orgClaim: 'https://example.com/org',
+        rolesClaim: 'groups',
+      },
+    );
+    expect(mapped).toMatchObject({ orgRef: 'acme', roles: ['agent', 'approver'], scopes: ['mcp:tools'] });
+  });
+
+  it('keeps no roles it does not know, and no scopes when the token has no scope claim', () => {
+    expect(mapClaims({ sub: 's', org_id: 'acme', roles: [{ admin: true }, 42, 'superuser'] }, names)).toEqual({
+      subject: 's',
+      orgRef: 'acme',
+      roles: [],
+      scopes: undefined,
+    });
+    expect(mapClaims({ sub: 's', org_id: 'acme', roles: 'admin' }, names).roles).toEqual(['admin']);
+    expect(scopesOf({ scope: '' })).toEqual([]);
+  });
+
+  it('refuses a token without a usable subject or organization', () => {
+    expect(() => mapClaims({ org_id: 'acme' }, names)).toThrow(ClaimError);
+    expect(() => mapClaims({ sub: '', org_id: 'acme' }, names)).toThrow(/sub claim/);
+    expect(() => mapClaims({ sub: 'x'.repeat(256), org_id: 'acme' }, names)).toThrow(/sub claim/);
+    expect(() => mapClaims({ sub: 'a\nb', org_id: 'acme' }, names)).toThrow(/sub claim/);
+    expect(() => mapClaims({ sub: 's' }, names)).toThrow(/org_id claim/);
+    expect(() => mapClaims({ sub: 's', org_id: ['acme'] }, names)).toThrow(/org_id claim/);
+  });
+
+  it('reads only own claims: prototype names configured as claims find nothing', () => {
+    const payload = JSON.parse('{"sub":"s","org_id":"acme","__proto__":{"roles":["admin"]}}') as Record<string, unknown>;
+    expect(mapClaims(payload, { orgClaim: 'org_id', rolesClaim: 'roles' }).roles).toEqual([]);
+    expect(() => mapClaims({ sub: 's' }, { orgClaim: 'constructor', rolesClaim: 'toString' })).toThrow(/constructor claim/);
+    expect(mapClaims({ sub: 's', org_id: 'acme' }, { orgClaim: 'org_id', rolesClaim: '__proto__' }).roles).toEqual([]);
+  });
+
+  it('derives one stable UUID per issuer and subject', () => {
+    const id = principalIdOf('https://idp.example.com', 'alice');
+    expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(principalIdOf('https://idp.example.com', 'alice')).toBe(id);
+    expect(principalIdOf('https://other.example.com', 'alice')).not.toBe(id);
+    expect(principalIdOf('https://idp.example.com', 'bob')).not.toBe(id);
+  });
+});
+
+describe('token scopes', () => {
+  const person = (tokenScopes?: string[]): OidcPrincipal => ({ type: 'oidc', id: 'i', subject: 's', orgId: 'o', roles: ['admin'], orgScopes: [], tokenScopes });
+  const mcp = '/api/v1/agents/:agentId/mcp';
+  const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } };
+  const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+
+  it('do not narrow a token without a scope claim, nor an API key', () => {
+    expect(missingScope(person(), mcp, call)).toBeUndefined();
+    expect(missingScope(person(), '/api/v1/agents', undefined)).toBeUndefined();
+    expect(missingScope({ type: 'api_key', id: 'k', orgId: 'o', roles: ['agent'], orgScopes: [] }, mcp, call)).toBeUndefined();
+  });
+
+  it('need mcp:tools for tools/call (also inside a batch) but not to list tools', () => {
+    expect(missingScope(person(['api']), mcp, call)).toBe('mcp:tools');
+    expect(missingScope(person(['api']), mcp, [list, call])).toBe('mcp:tools');
+    expect(missingScope(person([]), mcp, list)).toBeUndefined();
+    expect(missingScope(person(['mcp:tools']), mcp, call)).toBeUndefined();
+  });
+
+  it('need api for the REST API', () => {
+    expect(missingScope(person(['mcp:tools']), '/api/v1/agents', undefined)).toBe('api');
+    expect(missingScope(person(['api']), '/api/v1/agents', undefined)).toBeUndefined();
+  });
+});

@@ -1,0 +1,111 @@
+import { createLocalJWKSet, errors, type CryptoKey, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
+
+/** Reads a JSON document from the provider (through the egress policy, size-capped). */
+export type JsonFetcher = (url: string) => Promise<unknown>;
+
+export interface KeyStoreOptions {
+  /** Exactly as the tokens' `iss` names it; the discovery document must name the same. */
+  issuer: string;
+  fetchJson: JsonFetcher;
+  /** The least time between two fetches, whatever arrives meanwhile. */
+  refreshCooldownMs: number;
+  /** Keys older than this are fetched again (within the cooldown) before they are used. */
+  maxAgeMs: number;
+  now?: () => number;
+}
+
+/** The provider's keys could not be had (unreachable, or it answered nonsense). Not the token's fault. */
+export class KeysUnavailableError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'KeysUnavailableError';
+  }
+}
+
+interface KeySet {
+  resolve: ReturnType<typeof createLocalJWKSet>;
+  fetchedAt: number;
+}
+
+/**
+ * The identity provider's signing keys: discovered, cached, and fetched again when a token names a
+ * `kid` the cache lacks (key rotation) or when they grow old. Fetches are rate-limited: however
+ * many tokens with unknown `kid`s arrive, the provider is asked at most once per cooldown, and
+ * concurrent askers share that one fetch. A failed fetch counts too, so a provider that is down
+ * is not hammered either; the keys already held stay in use meanwhile.
+ */
+export class OidcKeyStore {
+  private keys?: KeySet;
+  private inFlight?: Promise<void>;
+  private lastFetchAt = -Infinity;
+  private lastError?: string;
+  /** How many times the provider was asked (discovery and keys count as one); for tests and metrics. */
+  fetches = 0;
+
+  constructor(private readonly options: KeyStoreOptions) {}
+
+  /** The key resolver `jwtVerify` takes: the key the header names, or a refusal. */
+  readonly resolve = async (header: JWSHeaderParameters): Promise<CryptoKey> => {
+    const now = this.now();
+    if (!this.keys || now - this.keys.fetchedAt >= this.options.maxAgeMs) await this.refresh();
+    const keys = this.keys;
+    if (!keys) throw new KeysUnavailableError(`the identity provider's keys could not be fetched: ${this.lastError ?? 'not yet fetched'}`);
+    try {
+      return await keys.resolve(header);
+    } catch (err) {
+      if (!(err instanceof errors.JWKSNoMatchingKey)) throw err;
+      // Perhaps rotated: fetch again, unless that was done a moment ago (then the kid is simply unknown).
+      if (!(await this.refresh()) || this.keys === keys) throw err;
+      return this.keys!.resolve(header);
+    }
+  };
+
+  /** Fetches discovery and keys unless that was done within the cooldown; true when a fetch ran (or was joined). */
+  private async refresh(): Promise<boolean> {
+    if (this.inFlight) {
+      await this.inFlight;
+      return true;
+    }
+    const now = this.now();
+    if (now - this.lastFetchAt < this.options.refreshCooldownMs) return false;
+    this.lastFetchAt = now;
+    this.fetches++;
+    this.inFlight = this.fetchKeys()
+      .then((keys) => {
+        this.keys = keys;
+        this.lastError = undefined;
+      })
+      .catch((err: unknown) => {
+        this.lastError = err instanceof Error ? err.message : String(err);
+      })
+      .finally(() => {
+        this.inFlight = undefined;
+      });
+    await this.inFlight;
+    return true;
+  }
+
+  private async fetchKeys(): Promise<KeySet> {
+    const { issuer, fetchJson } = this.options;
+    const discoveryUrl = `${issuer.replace(/\/+$/, '')}/.well-known/openid-configuration`;
+    const discovery = await fetchJson(discoveryUrl);
+    if (!isRecord(discovery)) throw new KeysUnavailableError(`${discoveryUrl} is not a JSON object`);
+    // OpenID Connect Discovery 1.0, section 4.3: the document must name exactly the issuer asked about.
+    if (discovery.issuer !== issuer) throw new KeysUnavailableError(`${discoveryUrl} names issuer ${JSON.stringify(discovery.issuer)}, not ${issuer}`);
+    const jwksUri = discovery.jwks_uri;
+    if (typeof jwksUri !== 'string' || !/^https?:\/\//.test(jwksUri)) throw new KeysUnavailableError(`${discoveryUrl} has no jwks_uri`);
+    const jwks = await fetchJson(jwksUri);
+    if (!isRecord(jwks) || !Array.isArray(jwks.keys)) throw new KeysUnavailableError(`${jwksUri} is not a JSON Web Key Set`);
+    // Only public signing keys: a symmetric (`oct`) key in a public document would let anyone sign.
+    const keys = jwks.keys.filter((k) => isRecord(k) && (k.kty === 'RSA' || k.kty === 'EC' || k.kty === 'OKP') && k.d === undefined && k.use !== 'enc');
+    return { resolve: createLocalJWKSet({ keys } as JSONWebKeySet), fetchedAt: this.now() };
+  }
+
+  private now(): number {
+    return (this.options.now ?? Date.now)();
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

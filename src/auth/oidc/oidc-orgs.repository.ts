@@ -1,0 +1,31 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const SLUG = /^[a-z0-9][a-z0-9-]{1,62}$/;
+
+/** The organization a token names (by id or slug), with its granted scopes. */
+export interface TokenOrgRow {
+  id: string;
+  scopes: string[];
+}
+
+/**
+ * Reads `org` for sign-in through the identity provider. Not tenant-scoped: this is how the
+ * tenant of a token is learned, as the API-key lookup learns it from the key.
+ */
+@Injectable()
+export class OidcOrgsRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async findByIdOrSlug(ref: string): Promise<TokenOrgRow | undefined> {
+    // A value that is neither shape cannot match; no query for it.
+    if (UUID.test(ref)) {
+      const rows: TokenOrgRow[] = await this.dataSource.query(`SELECT id, scopes FROM org WHERE id = $1`, [ref.toLowerCase()]);
+      return rows[0];
+    }
+    if (!SLUG.test(ref)) return undefined;
+    const rows: TokenOrgRow[] = await this.dataSource.query(`SELECT id, scopes FROM org WHERE slug = $1`, [ref]);
+    return rows[0];
+  }
+}

@@ -1,0 +1,54 @@
+import { Controller, Get, Header, Param, Req } from '@nestjs/common';
+import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
+import type { FastifyRequest } from 'fastify';
+import { PublicRoute } from '../access.decorator';
+import { ApiError } from '../../common/api-error';
+import { ProblemResponse } from '../../common/openapi';
+import { isUuid } from '../../common/uuid-param.pipe';
+import { OidcAuthenticator } from './oidc-authenticator.service';
+import { PROTECTED_RESOURCE_PREFIX, resourceUrlsOf } from './resource-challenge.service';
+import { MCP_SCOPES_SUPPORTED } from './token-scopes';
+
+/** RFC 9728 §2: what a client needs to sign in before it calls the resource. */
+export class ProtectedResourceMetadataView {
+  @ApiProperty({ description: "The agent's MCP endpoint, as an absolute URL." }) resource: string;
+  @ApiProperty({ type: [String], description: 'The identity provider (`OIDC_ISSUER`).' }) authorization_servers: string[];
+  @ApiProperty({ type: [String], example: ['mcp:tools'], description: 'The scopes a token may carry for this endpoint (docs/security.md).' })
+  scopes_supported: string[];
+  @ApiProperty({ type: [String], example: ['header'], description: 'Only `Authorization: Bearer`.' }) bearer_methods_supported: string[];
+  @ApiPropertyOptional({ description: 'A name to show people.' }) resource_name?: string;
+}
+
+/**
+ * The protected-resource metadata of every agent's MCP endpoint, so an MCP client that met a 401
+ * can find the identity provider. Public by nature, and it reads nothing: it answers the same for
+ * every agent id (whether that agent exists, and in which organization, stays unsaid).
+ */
+@ApiTags('mcp')
+@Controller(PROTECTED_RESOURCE_PREFIX.slice(1))
+export class ProtectedResourceController {
+  constructor(private readonly oidc: OidcAuthenticator) {}
+
+  @Get('api/v1/agents/:agentId/mcp')
+  @PublicRoute()
+  @Header('Cache-Control', 'public, max-age=300')
+  @ApiOperation({
+    summary: "The OAuth protected-resource metadata (RFC 9728) of an agent's MCP endpoint",
+    description:
+      "Names the identity provider (`OIDC_ISSUER`) whose access tokens the endpoint accepts. `404` when no identity provider is configured: the endpoint then takes the organization's API keys only.",
+  })
+  @ApiOkResponse({ type: ProtectedResourceMetadataView })
+  @ApiNotFoundResponse(ProblemResponse('No identity provider is configured, or the agent id is not a UUID (`not_found`).'))
+  metadata(@Param('agentId') agentId: string, @Req() request: FastifyRequest): ProtectedResourceMetadataView {
+    const issuer = this.oidc.issuer;
+    const urls = issuer && isUuid(agentId) ? resourceUrlsOf(request, agentId) : undefined;
+    if (!issuer || !urls) throw ApiError.notFound('protected-resource metadata');
+    return {
+      resource: urls.resource,
+      authorization_servers: [issuer],
+      scopes_supported: [...MCP_SCOPES_SUPPORTED],
+      bearer_methods_supported: ['header'],
+      resource_name: "An agent's MCP endpoint",
+    };
+  }
+}

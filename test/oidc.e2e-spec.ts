@@ -1,0 +1,332 @@
+import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } from '@modelcontextprotocol/client';
+import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
+import { TestIdentityProvider } from './support/oidc-provider';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+const KEY_REFRESH_COOLDOWN_MS = 300;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Issue 20, API.md "Identity providers": a JWT access token of the organization's identity
+ * provider is a bearer token beside API keys. The provider runs on a loopback port inside the
+ * test (its own keys, discovery document and JWKS); the app reaches it through the egress policy.
+ */
+describe('sign-in through an identity provider (e2e)', () => {
+  let idp: TestIdentityProvider;
+  let t: TestApp;
+  let base: string;
+  let a: TestOrg;
+  let b: TestOrg;
+  let agentA: string;
+  let agentB: string;
+
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+    t = await createTestApp({
+      imports: [McpFixturesModule],
+      config: {
+        oidc: {
+          issuer: idp.issuer,
+          audience: idp.audience,
+          orgClaim: 'org_id',
+          rolesClaim: 'roles',
+          clockSkewSeconds: 60,
+          keyRefreshCooldownMs: KEY_REFRESH_COOLDOWN_MS,
+          keysMaxAgeMs: 600_000,
+        },
+      },
+    });
+    await t.app.listen(0, '127.0.0.1');
+    base = await t.app.getUrl();
+    [a, b] = [await createOrg(t), await createOrg(t)];
+    agentA = await publishedAgent(a);
+    agentB = await publishedAgent(b);
+  });
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
+
+  let slugs = 0;
+  async function publishedAgent(o: TestOrg): Promise<string> {
+    const agent = await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(o.keys.builder))
+      .send({ slug: `oidc-${++slugs}`, name: `Notes ${slugs}` })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${agent.body.id}/draft`)
+      .set(...bearer(o.keys.builder))
+      .send({ instructions: 'Keep notes.', capabilities: [{ id: 'fx-mcp-notes' }], toolOverrides: { 'fx-mcp-search': { name: 'search_notes' } } })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${agent.body.id}/publish`)
+      .set(...bearer(o.keys.builder))
+      .expect(201);
+    return agent.body.id;
+  }
+
+  /** A token of a person of `org` (named by its id unless told otherwise) with these roles. */
+  const person = (org: TestOrg, roles: string[], claims: Record<string, unknown> = {}) => idp.token({ claims: { org_id: org.id, roles, ...claims } });
+  const mcpUrl = (agent: string) => new URL(`${base}/api/v1/agents/${agent}/mcp`);
+  const metadataUrl = (agent: string) => `${base}/.well-known/oauth-protected-resource/api/v1/agents/${agent}/mcp`;
+
+  function expectUnauthorized(res: { status: number; headers: Record<string, string>; body: { code?: string } }) {
+    expect(res.status).toBe(401);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body.code).toBe('unauthorized');
+  }
+
+  describe('REST', () => {
+    it('lets valid tokens of two organizations see only their own agents (the org claim by id or by slug)', async () => {
+      const tokenA = await person(a, ['viewer']);
+      const tokenB = await person(b, ['viewer'], { org_id: b.slug });
+      const seenByA = await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(tokenA))
+        .expect(200);
+      const seenByB = await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(tokenB))
+        .expect(200);
+      expect(seenByA.body.items.map((x: { id: string }) => x.id)).toEqual([agentA]);
+      expect(seenByB.body.items.map((x: { id: string }) => x.id)).toEqual([agentB]);
+      await t.http
+        .get(`/api/v1/agents/${agentB}`)
+        .set(...bearer(tokenA))
+        .expect(404);
+      await t.http
+        .get(`/api/v1/orgs/${b.id}`)
+        .set(...bearer(tokenA))
+        .expect(404);
+      await t.http
+        .get(`/api/v1/orgs/${a.id}`)
+        .set(...bearer(tokenA))
+        .expect(200);
+    });
+
+    it('shows the principal on GET /me: type oidc, the subject, the organization, only known roles', async () => {
+      const sub = `alice-${randomUUID()}`;
+      const token = await person(a, ['builder', 'superuser', 'viewer'], { sub });
+      const me = await t.http
+        .get('/api/v1/me')
+        .set(...bearer(token))
+        .expect(200);
+      expect(me.body).toEqual({ type: 'oidc', id: sub, orgId: a.id, roles: ['viewer', 'builder'] });
+    });
+
+    it('respects roles (a viewer cannot create agents) and names the subject as the audit actor', async () => {
+      const viewer = await person(a, ['viewer']);
+      const refused = await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(viewer))
+        .send({ slug: 'by-viewer', name: 'No' })
+        .expect(403);
+      expect(refused.body.code).toBe('forbidden');
+      const sub = `builder-${randomUUID()}`;
+      const builder = await person(a, ['builder'], { sub });
+      const created = await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(builder))
+        .send({ slug: 'by-builder', name: 'Yes' })
+        .expect(201);
+      const audit = await t.http
+        .get('/api/v1/audit-events?type=agent.created')
+        .set(...bearer(a.keys.admin))
+        .expect(200);
+      const event = audit.body.items.find((e: { target: { id: string } }) => e.target.id === created.body.id);
+      expect(event.actor).toEqual({ type: 'oidc', id: sub });
+      // A token with no role the product knows may only say who it is.
+      const nobody = await person(a, ['owner']);
+      await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(nobody))
+        .expect(403);
+      expect(
+        (
+          await t.http
+            .get('/api/v1/me')
+            .set(...bearer(nobody))
+            .expect(200)
+        ).body.roles,
+      ).toEqual([]);
+    });
+
+    it('keeps API keys working beside it', async () => {
+      const res = await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(a.keys.viewer))
+        .expect(200);
+      expect(res.body.items.map((x: { id: string }) => x.id)).toContain(agentA);
+      expect(
+        (
+          await t.http
+            .get('/api/v1/me')
+            .set(...bearer(a.keys.viewer))
+            .expect(200)
+        ).body.type,
+      ).toBe('api_key');
+    });
+
+    it.each([
+      ['a bad signature', async () => idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, key: (await generateKeyPair('RS256')).privateKey })],
+      ['the wrong audience', () => person(a, ['viewer'], { aud: 'https://someone-else.example.com' })],
+      ['the wrong issuer', () => person(a, ['viewer'], { iss: 'https://login.example.com' })],
+      ['an expiry past the clock skew', () => idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, expiresIn: -120 })],
+      ['an unknown organization (id)', () => person(a, ['viewer'], { org_id: randomUUID() })],
+      ['an unknown organization (slug)', () => person(a, ['viewer'], { org_id: 'no-such-org' })],
+      ['no organization', () => person(a, ['viewer'], { org_id: undefined })],
+      ['no subject', () => person(a, ['viewer'], { sub: undefined })],
+      [
+        'alg none',
+        () =>
+          Promise.resolve(
+            new UnsecuredJWT({ org_id: a.id, roles: ['admin'], sub: 'x' }).setIssuer(idp.issuer).setAudience(idp.audience).setExpirationTime('5m').encode(),
+          ),
+      ],
+      [
+        'HS256 (a symmetric algorithm)',
+        () =>
+          new SignJWT({ org_id: a.id, roles: ['admin'], sub: 'x' })
+            .setProtectedHeader({ alg: 'HS256', kid: idp.currentKid })
+            .setIssuer(idp.issuer)
+            .setAudience(idp.audience)
+            .setExpirationTime('5m')
+            .sign(new TextEncoder().encode('x'.repeat(32))),
+      ],
+      ['an unknown kid', () => idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, kid: 'nobody-published-this' })],
+    ])('refuses a token with %s: 401 with a problem document', async (_why, make) => {
+      const res = await t.http.get('/api/v1/agents').set(...bearer(await make()));
+      expectUnauthorized(res);
+      expect(res.headers['www-authenticate']).toBe('Bearer');
+    });
+
+    it('accepts a token that expired within the clock skew', async () => {
+      const token = await idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, expiresIn: -10 });
+      await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(token))
+        .expect(200);
+    });
+
+    it('picks up a rotated key (a new kid) and refuses a retired one once the keys are fetched again', async () => {
+      const before = idp.requests.filter((p) => p === '/jwks').length;
+      const oldToken = await person(a, ['viewer']);
+      await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(oldToken))
+        .expect(200);
+      await sleep(KEY_REFRESH_COOLDOWN_MS + 50);
+      await idp.rotate({ retire: true });
+      await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(await person(a, ['viewer'])))
+        .expect(200);
+      expect(idp.requests.filter((p) => p === '/jwks').length).toBe(before + 1);
+      // The fetch that found the new key also dropped the retired one.
+      expectUnauthorized(await t.http.get('/api/v1/agents').set(...bearer(oldToken)));
+    });
+
+    it('narrows by the token scopes when it has them: REST needs api', async () => {
+      const mcpOnly = await person(a, ['viewer'], { scope: 'openid mcp:tools' });
+      const res = await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(mcpOnly))
+        .expect(403);
+      expect(res.body).toMatchObject({ code: 'insufficient_scope', scope: 'api' });
+      expect(res.headers['www-authenticate']).toBe('Bearer error="insufficient_scope", scope="api"');
+      await t.http
+        .get('/api/v1/agents')
+        .set(...bearer(await person(a, ['viewer'], { scope: 'openid api' })))
+        .expect(200);
+    });
+  });
+
+  describe("an agent's MCP endpoint", () => {
+    it('answers 401 with WWW-Authenticate pointing at its protected-resource metadata, which names the provider', async () => {
+      const anonymous = await fetch(mcpUrl(agentA), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: '{}',
+      });
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl(agentA)}"`);
+      const params = extractWWWAuthenticateParams(anonymous);
+      expect(params.resourceMetadataUrl?.href).toBe(metadataUrl(agentA));
+
+      const forged = await fetch(mcpUrl(agentA), {
+        method: 'POST',
+        headers: { authorization: 'Bearer not.a.token', 'content-type': 'application/json' },
+        body: '{}',
+      });
+      expect(forged.status).toBe(401);
+      expect(extractWWWAuthenticateParams(forged)).toMatchObject({ error: 'invalid_token', resourceMetadataUrl: new URL(metadataUrl(agentA)) });
+
+      // What an MCP client does next: the SDK's own discovery reads the document.
+      const metadata = await discoverOAuthProtectedResourceMetadata(mcpUrl(agentA), { resourceMetadataUrl: params.resourceMetadataUrl });
+      expect(metadata).toMatchObject({
+        resource: mcpUrl(agentA).href,
+        authorization_servers: [idp.issuer],
+        scopes_supported: ['mcp:tools'],
+        bearer_methods_supported: ['header'],
+      });
+      // Found also by the well-known path alone, for clients that never saw the header.
+      expect((await discoverOAuthProtectedResourceMetadata(mcpUrl(agentB))).resource).toBe(mcpUrl(agentB).href);
+      const notAnAgent = await t.http.get('/.well-known/oauth-protected-resource/api/v1/agents/not-a-uuid/mcp').expect(404);
+      expect(notAnAgent.body.code).toBe('not_found');
+    });
+
+    it('refuses tools/call to a token without mcp:tools: 403 insufficient_scope naming the scope', async () => {
+      const token = await person(a, ['agent'], { scope: 'api' });
+      const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_notes', arguments: { query: 'x' } } };
+      const res = await fetch(mcpUrl(agentA), {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify(call),
+      });
+      expect(res.status).toBe(403);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await res.json()).toMatchObject({ code: 'insufficient_scope', scope: 'mcp:tools' });
+      expect(extractWWWAuthenticateParams(res)).toMatchObject({
+        error: 'insufficient_scope',
+        scope: 'mcp:tools',
+        resourceMetadataUrl: new URL(metadataUrl(agentA)),
+      });
+    });
+  });
+});
+
+describe('without an identity provider (e2e)', () => {
+  let idp: TestIdentityProvider;
+  let t: TestApp;
+  let agentId: string;
+
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+    t = await createTestApp();
+    agentId = randomUUID();
+  });
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
+
+  it('has no metadata, a plain Bearer challenge, and refuses JWTs without asking anyone', async () => {
+    const metadata = await t.http.get(`/.well-known/oauth-protected-resource/api/v1/agents/${agentId}/mcp`).expect(404);
+    expect(metadata.headers['content-type']).toMatch(/^application\/problem\+json/);
+    const res = await t.http.post(`/api/v1/agents/${agentId}/mcp`).send({});
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Bearer');
+    const org = await createOrg(t);
+    const jwt = await idp.token({ claims: { org_id: org.id, roles: ['admin'] } });
+    expect((await t.http.get('/api/v1/me').set(...bearer(jwt))).status).toBe(401);
+    expect(idp.requests).toEqual([]);
+  });
+});

@@ -1,0 +1,92 @@
+import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+
+interface SigningKey {
+  kid: string;
+  privateKey: CryptoKey;
+  jwk: JWK;
+}
+
+export interface TokenOptions {
+  /** Claims beside the defaults (iss, aud, sub, exp); `undefined` removes a default. */
+  claims?: Record<string, unknown>;
+  /** Seconds from now; negative for a token that has expired. */
+  expiresIn?: number;
+  kid?: string;
+  /** Sign with this key instead of a published one (a forged token). */
+  key?: CryptoKey;
+}
+
+/**
+ * An identity provider on a loopback port, as a customer's would be: an OpenID discovery document
+ * and a JWKS of keys it made itself with `jose`, and tokens signed by them. Keys rotate on demand,
+ * and it counts what it is asked, so a test can see the server cache and refresh.
+ */
+export class TestIdentityProvider {
+  issuer!: string;
+  readonly audience = `https://gateway.test/${randomBytes(4).toString('hex')}`;
+  /** Paths asked for, in order. */
+  readonly requests: string[] = [];
+  private keys: SigningKey[] = [];
+  private server!: http.Server;
+
+  static async start(): Promise<TestIdentityProvider> {
+    const idp = new TestIdentityProvider();
+    await idp.rotate();
+    idp.server = http.createServer((req, res) => idp.handle(req, res));
+    await new Promise<void>((resolve) => idp.server.listen(0, '127.0.0.1', resolve));
+    idp.issuer = `http://127.0.0.1:${(idp.server.address() as { port: number }).port}`;
+    return idp;
+  }
+
+  get currentKid(): string {
+    return this.keys[this.keys.length - 1].kid;
+  }
+
+  /** Publishes a new key and signs with it from now on; `retire` drops the older ones from the JWKS. */
+  async rotate(options: { retire?: boolean } = {}): Promise<string> {
+    const { privateKey, publicKey } = await generateKeyPair('RS256');
+    const kid = `k-${randomBytes(6).toString('hex')}`;
+    const key = { kid, privateKey, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+    this.keys = options.retire ? [key] : [...this.keys, key];
+    return kid;
+  }
+
+  async token(options: TokenOptions = {}): Promise<string> {
+    const signer = this.keys[this.keys.length - 1];
+    const claims: JWTPayload = { iss: this.issuer, aud: this.audience, sub: `user-${randomBytes(4).toString('hex')}`, ...options.claims };
+    for (const [name, value] of Object.entries(claims)) if (value === undefined) delete claims[name];
+    const now = Math.floor(Date.now() / 1000);
+    return new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? signer.kid, typ: 'at+jwt' })
+      .setIssuedAt(now)
+      .setExpirationTime(now + (options.expiresIn ?? 300))
+      .sign(options.key ?? signer.privateKey);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    this.requests.push(req.url ?? '');
+    const send = (body: unknown) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.url === '/.well-known/openid-configuration') {
+      return send({
+        issuer: this.issuer,
+        jwks_uri: `${this.issuer}/jwks`,
+        authorization_endpoint: `${this.issuer}/authorize`,
+        token_endpoint: `${this.issuer}/token`,
+        response_types_supported: ['code'],
+        subject_types_supported: ['public'],
+        id_token_signing_alg_values_supported: ['RS256'],
+      });
+    }
+    if (req.url === '/jwks') return send({ keys: this.keys.map((k) => k.jwk) });
+    res.writeHead(404).end();
+  }
+}
