@@ -93,11 +93,6 @@ describe('the architecture', () => {
       'orgs/orgs.service.ts',
       'events/event-wakeups.service.ts',
       'telemetry/database-metrics.ts',
-      // Landed with agent runs in the same round as this rule: model_provider, run and run_event
-      // still have their SQL in the services that use them, and publish asks model_provider itself.
-      'runs/model-providers.service.ts',
-      'runs/run-engine.service.ts',
-      'agents/spec-validator.service.ts',
       // Retiring a version locks the agent row in the same transaction as the governance write.
       'governance/governance.service.ts',
     ]);
