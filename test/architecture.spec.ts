@@ -89,7 +89,6 @@ describe('the architecture', () => {
       'agents/agents.service.ts',
       'agents/versions.service.ts',
       'agents/version-store.service.ts',
-      'audit/audit.service.ts',
       'orgs/orgs.service.ts',
       'events/event-wakeups.service.ts',
       'telemetry/database-metrics.ts',
