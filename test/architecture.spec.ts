@@ -90,8 +90,6 @@ describe('the architecture', () => {
       'agents/versions.service.ts',
       'agents/version-store.service.ts',
       'orgs/orgs.service.ts',
-      'events/event-wakeups.service.ts',
-      'telemetry/database-metrics.ts',
       // Retiring a version locks the agent row in the same transaction as the governance write.
       'governance/governance.service.ts',
     ]);
