@@ -89,7 +89,6 @@ describe('the architecture', () => {
       'agents/agents.service.ts',
       'agents/versions.service.ts',
       'agents/version-store.service.ts',
-      'orgs/orgs.service.ts',
       // Retiring a version locks the agent row in the same transaction as the governance write.
       'governance/governance.service.ts',
     ]);
