@@ -14,6 +14,12 @@ export interface AgentRow {
   updated_at: Date;
 }
 
+/** The agent row with the caller's manager; with `lock`, FOR UPDATE until its transaction ends (publish and retire serialize on it). */
+export async function findAgentWith(m: Pick<DataSource, 'query'>, orgId: string, agentId: string, lock = false): Promise<AgentRow | undefined> {
+  const [row]: AgentRow[] = await m.query(`SELECT * FROM agent WHERE org_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [orgId, agentId]);
+  return row;
+}
+
 /**
  * The owner of `agent` (its versions are the version store's). Every method takes the
  * organization first; writes that carry an audit event, and reads that lock, take the manager.
@@ -41,10 +47,8 @@ export class AgentsRepository {
       : this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 ORDER BY slug LIMIT $2`, [orgId, limit]);
   }
 
-  /** With `lock`, held FOR UPDATE until `manager`'s transaction ends (publish and retire serialize on it). */
-  async find(orgId: string, agentId: string, manager: Pick<DataSource, 'query'> = this.dataSource, lock = false): Promise<AgentRow | undefined> {
-    const [row]: AgentRow[] = await manager.query(`SELECT * FROM agent WHERE org_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [orgId, agentId]);
-    return row;
+  find(orgId: string, agentId: string, manager: Pick<DataSource, 'query'> = this.dataSource, lock = false): Promise<AgentRow | undefined> {
+    return findAgentWith(manager, orgId, agentId, lock);
   }
 
   async replaceDraft(orgId: string, agentId: string, draft: AgentSpec): Promise<AgentRow | undefined> {
@@ -53,5 +57,10 @@ export class AgentsRepository {
       [orgId, agentId, JSON.stringify(draft)],
     );
     return rows[0];
+  }
+
+  /** Publish's last write, in its transaction (the agent row is already locked there). */
+  async setLatestVersion(orgId: string, agentId: string, version: number, m: EntityManager): Promise<void> {
+    await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
   }
 }

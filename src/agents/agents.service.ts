@@ -61,6 +61,10 @@ export class AgentsService {
     return toAgent(row);
   }
 
+  setLatestVersion(m: EntityManager, orgId: string, agentId: string, version: number): Promise<void> {
+    return this.repo.setLatestVersion(orgId, agentId, version, m);
+  }
+
   async findRow(manager: EntityManager | DataSource, orgId: string, agentId: string, lock = false): Promise<AgentRow> {
     const row = await this.repo.find(orgId, agentId, manager, lock);
     if (!row) throw ApiError.notFound('agent');
