@@ -5,6 +5,7 @@ import { KnowledgeModule } from '../knowledge/knowledge.module';
 import { SkillsModule } from '../skills/skills.module';
 import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
 import { AgentsController } from './agents.controller';
+import { AgentsRepository } from './agents.repository';
 import { AgentsService } from './agents.service';
 import { SpecValidator } from './spec-validator.service';
 import { VersionBuilder } from './version-builder.service';
@@ -20,7 +21,7 @@ import { VersionsService } from './versions.service';
 @Module({
   imports: [CapabilitiesModule, GovernanceModule, KnowledgeModule, SkillsModule, McpCatalogModule],
   controllers: [AgentsController, VersionsController],
-  providers: [AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
+  providers: [AgentsRepository, AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
   exports: [AgentsService, VersionBuilder],
 })
 export class AgentsModule {}

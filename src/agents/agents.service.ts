@@ -7,19 +7,10 @@ import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
 import { AgentSpecDto, AgentView, CreateAgentDto, toAgentSpec } from './agents.dto';
+import { AgentRow, AgentsRepository } from './agents.repository';
 import type { AgentSpec } from './built-version';
 
-export interface AgentRow {
-  id: string;
-  org_id: string;
-  slug: string;
-  name: string;
-  description: string | null;
-  draft: AgentSpec;
-  latest_version: number | null;
-  created_at: Date;
-  updated_at: Date;
-}
+export type { AgentRow } from './agents.repository';
 
 export const EMPTY_SPEC: AgentSpec = { instructions: '', capabilities: [] };
 
@@ -27,7 +18,7 @@ export const EMPTY_SPEC: AgentSpec = { instructions: '', capabilities: [] };
 @Injectable()
 export class AgentsService {
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly repo: AgentsRepository,
     private readonly audit: AuditService,
   ) {}
 
@@ -35,11 +26,8 @@ export class AgentsService {
     const orgId = orgIdOf(ctx);
     const id = randomUUID();
     try {
-      return await this.dataSource.transaction(async (m) => {
-        const [row]: AgentRow[] = await m.query(
-          `INSERT INTO agent (id, org_id, slug, name, description, draft) VALUES ($1, $2, $3, $4, $5, $6::jsonb) RETURNING *`,
-          [id, orgId, dto.slug, dto.name, dto.description ?? null, JSON.stringify(EMPTY_SPEC)],
-        );
+      return await this.repo.dataSource.transaction(async (m) => {
+        const row = await this.repo.insert(orgId, { id, slug: dto.slug, name: dto.name, description: dto.description ?? null, draft: EMPTY_SPEC }, m);
         await this.audit.record(m, {
           type: 'agent.created',
           orgId,
@@ -58,28 +46,27 @@ export class AgentsService {
   async list(orgId: string, query: PageQuery): Promise<Page<AgentView>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor, ['text']);
-    const rows: AgentRow[] = after
-      ? await this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 AND slug > $2 ORDER BY slug LIMIT $3`, [orgId, after[0], limit + 1])
-      : await this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 ORDER BY slug LIMIT $2`, [orgId, limit + 1]);
+    const rows = await this.repo.listBySlug(orgId, after ? String(after[0]) : undefined, limit + 1);
     return pageOf(rows, limit, (r) => [r.slug], toAgent);
   }
 
   async get(orgId: string, agentId: string): Promise<AgentView> {
-    return toAgent(await this.findRow(this.dataSource, orgId, agentId));
+    return toAgent(await this.findRow(this.repo.dataSource, orgId, agentId));
   }
 
   /** Any well-shaped spec is saved; whether it can be published is `validate`'s question. */
   async replaceDraft(orgId: string, agentId: string, dto: AgentSpecDto): Promise<AgentView> {
-    const [rows]: [AgentRow[], number] = await this.dataSource.query(
-      `UPDATE agent SET draft = $3::jsonb, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING *`,
-      [orgId, agentId, JSON.stringify(toAgentSpec(dto))],
-    );
-    if (rows.length === 0) throw ApiError.notFound('agent');
-    return toAgent(rows[0]);
+    const row = await this.repo.replaceDraft(orgId, agentId, toAgentSpec(dto));
+    if (!row) throw ApiError.notFound('agent');
+    return toAgent(row);
+  }
+
+  setLatestVersion(m: EntityManager, orgId: string, agentId: string, version: number): Promise<void> {
+    return this.repo.setLatestVersion(orgId, agentId, version, m);
   }
 
   async findRow(manager: EntityManager | DataSource, orgId: string, agentId: string, lock = false): Promise<AgentRow> {
-    const [row]: AgentRow[] = await manager.query(`SELECT * FROM agent WHERE org_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [orgId, agentId]);
+    const row = await this.repo.find(orgId, agentId, manager, lock);
     if (!row) throw ApiError.notFound('agent');
     return row;
   }

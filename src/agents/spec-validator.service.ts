@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { modelProviderExists } from '../runs/model-providers.repository';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { ResolvedResources, TOOL_NAME_PATTERN } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
@@ -287,15 +288,6 @@ export class SpecValidator {
       }
     }
   }
-}
-
-/**
- * The provider table belongs to runs; publish only asks whether the row exists (and, at insert,
- * holds it with `FOR KEY SHARE` so a concurrent delete waits and then sees the binding).
- */
-export async function modelProviderExists(db: Pick<DataSource, 'query'>, orgId: string, providerId: string, lock = false): Promise<boolean> {
-  const rows: unknown[] = await db.query(`SELECT 1 FROM model_provider WHERE org_id = $1 AND id = $2 ${lock ? 'FOR KEY SHARE' : ''}`, [orgId, providerId]);
-  return rows.length > 0;
 }
 
 /** Config error paths are relative to the config object: `units` -> `capabilities[0].config.units`. */

@@ -8,10 +8,12 @@ import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { GovernanceService } from '../governance/governance.service';
+import { findVersion, insertVersion, listVersions, lockExisting } from './agent-versions.repository';
 import { AgentsService } from './agents.service';
 import type { AgentSpec, OfferedTool } from './built-version';
 import { canonicalHash, contentHash } from './digests';
-import { modelProviderExists, SpecError, SpecValidator } from './spec-validator.service';
+import { modelProviderExists } from '../runs/model-providers.repository';
+import { SpecError, SpecValidator } from './spec-validator.service';
 import { renderTool, toOfferedTool } from './tool-formats';
 import { AgentIdentity, Applicability, DetailedBuild, DriftEntry, VersionBuilder, VersionRow } from './version-builder.service';
 import { AgentVersionView, ManifestView, ToolsQuery, ValidationResultView } from './versions.dto';
@@ -93,11 +95,7 @@ export class VersionsService {
     // "nothing changed" is judged against the latest version as it is at commit.
     const agent = await this.agents.findRow(m, orgId, agentId, true);
     if (agent.latest_version !== null) {
-      const [latest]: VersionRow[] = await m.query(`SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`, [
-        orgId,
-        agentId,
-        agent.latest_version,
-      ]);
+      const latest = await findVersion(m, orgId, agentId, agent.latest_version);
       // Only the latest: an older version's content published again is a new version (a rollback).
       if (latest?.content_hash === content) return { created: false, row: latest };
     }
@@ -128,27 +126,20 @@ export class VersionsService {
 
     const version = (agent.latest_version ?? 0) + 1;
     const publishedBy = ctx.principal.id;
-    const [row]: VersionRow[] = await m.query(
-      `INSERT INTO agent_version (org_id, agent_id, version, spec, spec_hash, tool_digests, content_hash, published_by)
-       VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8) RETURNING *`,
-      [orgId, agentId, version, JSON.stringify(spec), specHash, JSON.stringify(toolDigests), content, publishedBy],
-    );
-    for (const id of collections) {
-      await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, collection_id) VALUES ($1, $2, $3, $4)`, [orgId, agentId, version, id]);
-    }
-    for (const id of skills) {
-      await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, skill_id) VALUES ($1, $2, $3, $4)`, [orgId, agentId, version, id]);
-    }
-    // Which connections the version binds: a bound connection cannot be deleted (409 resource_in_use).
-    if (connections.length > 0) {
-      await m.query(`INSERT INTO agent_version_mcp_connection (org_id, agent_id, version, connection_id) SELECT $1, $2, $3, unnest($4::uuid[])`, [
-        orgId,
-        agentId,
-        version,
-        connections,
-      ]);
-    }
-    await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
+    const row = await insertVersion(m, orgId, {
+      agentId,
+      version,
+      spec,
+      specHash,
+      toolDigests,
+      contentHash: content,
+      publishedBy,
+      collections,
+      skills,
+      // Which connections the version binds: a bound connection cannot be deleted (409 resource_in_use).
+      connections,
+    });
+    await this.agents.setLatestVersion(m, orgId, agentId, version);
     await this.audit.record(m, {
       type: 'agent.published',
       orgId,
@@ -166,12 +157,7 @@ export class VersionsService {
     const agent = await this.identity(orgId, agentId);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor, ['int']);
-    const params: unknown[] = [orgId, agentId, limit + 1];
-    if (after) params.push(Number(after[0]));
-    const rows: VersionRow[] = await this.dataSource.query(
-      `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 ${after ? 'AND version < $4' : ''} ORDER BY version DESC LIMIT $3`,
-      params,
-    );
+    const rows = await listVersions(this.dataSource, orgId, agentId, after ? Number(after[0]) : undefined, limit + 1);
     const page = pageOf(
       rows,
       limit,
@@ -253,12 +239,6 @@ function keyOf(ctx: RequestContext): OrgPrincipal {
 function specInvalid(errors: SpecError[], omitted = 0): ApiError {
   const count = errors.length + omitted;
   return new ApiError('spec_invalid', `The draft cannot be published (${count} problem${count === 1 ? '' : 's'}).`, errors, { errorsOmitted: omitted });
-}
-
-async function lockExisting(m: EntityManager, table: 'knowledge_collection' | 'skill' | 'mcp_connection', orgId: string, ids: string[]): Promise<Set<string>> {
-  if (ids.length === 0) return new Set();
-  const rows: { id: string }[] = await m.query(`SELECT id FROM ${table} WHERE org_id = $1 AND id = ANY($2::uuid[]) FOR KEY SHARE`, [orgId, ids]);
-  return new Set(rows.map((r) => r.id));
 }
 
 export function toVersionView(row: VersionRow, drift: DriftEntry[], retiredAt?: Date | string): AgentVersionView {

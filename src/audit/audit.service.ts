@@ -1,8 +1,10 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
-import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager, EntitySubscriberInterface, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
-import { normalizeInstant } from '../common/instant';
-import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import type { Page } from '../common/pagination';
+import { AuditRepository } from './audit.repository';
+
+// The statement builder lives with the table's SQL; callers that write events in their own statement import it from here.
+export { auditInsert } from './audit.repository';
 
 export const AUDIT_EVENT_TYPES = [
   'org.created',
@@ -56,19 +58,6 @@ export interface AuditEvent {
   data: Record<string, unknown>;
 }
 
-interface AuditRow {
-  seq: string;
-  id: string;
-  org_id: string | null;
-  at: Date;
-  type: AuditEventType;
-  actor_type: string;
-  actor_id: string;
-  target_type: string;
-  target_id: string;
-  data: Record<string, unknown>;
-}
-
 /** Told, after a commit, which organizations have new events: a wake-up, never the events themselves. */
 export type CommittedListener = (orgIds: ReadonlySet<string>) => void;
 
@@ -84,7 +73,10 @@ const PENDING_ORGS = 'auditPendingOrgs';
 export class AuditService implements OnModuleInit, EntitySubscriberInterface {
   private readonly listeners: CommittedListener[] = [];
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly repo: AuditRepository,
+  ) {}
 
   onModuleInit(): void {
     // Told of every commit of this data source, so `record` can wake readers once its events
@@ -94,8 +86,7 @@ export class AuditService implements OnModuleInit, EntitySubscriberInterface {
 
   async record(manager: EntityManager, ...events: AuditEventInput[]): Promise<void> {
     if (events.length === 0) return;
-    const { sql, params } = auditInsert(events, 1);
-    await manager.query(sql, params);
+    await this.repo.insert(manager, events);
     const runner = manager.queryRunner;
     if (runner?.isTransactionActive) {
       const pending: Set<string> = (runner.data[PENDING_ORGS] ??= new Set<string>());
@@ -149,58 +140,7 @@ export class AuditService implements OnModuleInit, EntitySubscriberInterface {
     }
   }
 
-  async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
-    const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, ['bigint']);
-    const where = ['org_id = $1'];
-    const params: unknown[] = [orgId];
-    if (query.type) {
-      params.push(query.type);
-      where.push(`type = $${params.length}`);
-    }
-    if (query.since) {
-      params.push(normalizeInstant(query.since));
-      where.push(`at >= $${params.length}::timestamptz`);
-    }
-    if (after) {
-      params.push(String(after[0]));
-      where.push(`seq < $${params.length}`);
-    }
-    params.push(limit + 1);
-    const rows: AuditRow[] = await this.dataSource.query(
-      `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`,
-      params,
-    );
-    return pageOf(rows, limit, (r) => [r.seq], toAuditEvent);
+  list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
+    return this.repo.list(orgId, query);
   }
-}
-
-/**
- * The INSERT of `events` with its parameters numbered from `firstParam`. For a hot path that writes
- * its change and its audit events in ONE statement (a data-modifying CTE), which is still "with the
- * change it records": a statement is atomic.
- */
-export function auditInsert(events: AuditEventInput[], firstParam: number): { sql: string; params: unknown[] } {
-  const params: unknown[] = [];
-  const rows = events.map((e, i) => {
-    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
-    const b = firstParam + i * 8;
-    return `($${b}, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}::jsonb)`;
-  });
-  return {
-    sql: `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data) VALUES ${rows.join(', ')}`,
-    params,
-  };
-}
-
-function toAuditEvent(r: AuditRow): AuditEvent {
-  return {
-    id: r.id,
-    at: new Date(r.at).toISOString(),
-    type: r.type,
-    actor: { type: r.actor_type, id: r.actor_id },
-    orgId: r.org_id,
-    target: { type: r.target_type, id: r.target_id },
-    data: r.data,
-  };
 }

@@ -70,4 +70,14 @@ export class ApiKeysRepository {
     const known: unknown[] = await m.query(`SELECT 1 FROM api_key WHERE id = $1 AND org_id = $2`, [keyId, orgId]);
     return known.length > 0 ? 'already' : 'missing';
   }
+
+  /** The unrevoked key with this id, with its organization's scopes as they are now (a run acting for the key that started it). */
+  async findActiveById(orgId: string, keyId: string): Promise<Omit<ActiveKeyRow, 'token_hash'> | undefined> {
+    const rows: Omit<ActiveKeyRow, 'token_hash'>[] = await this.dataSource.query(
+      `SELECT k.id, k.org_id, k.roles, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
+        WHERE k.org_id = $1 AND k.id = $2 AND k.revoked_at IS NULL`,
+      [orgId, keyId],
+    );
+    return rows[0];
+  }
 }

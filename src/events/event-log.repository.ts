@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AuditEvent, AuditEventType } from '../audit/audit.service';
+import { AuditRow, toAuditEvent } from '../audit/audit.repository';
+import type { AuditEvent } from '../audit/audit.service';
 import { EventPosition } from './event-position';
 
 export interface StreamEvent {
@@ -18,19 +19,10 @@ export interface StreamRead {
   heldBack: boolean;
 }
 
-interface Row {
-  seq: string;
+/** An audit row with its stream position and the snapshot's horizon. */
+interface Row extends AuditRow {
   tx: string;
   horizon: string;
-  id: string;
-  org_id: string | null;
-  at: Date;
-  type: AuditEventType;
-  actor_type: string;
-  actor_id: string;
-  target_type: string;
-  target_id: string;
-  data: Record<string, unknown>;
 }
 
 /**
@@ -79,15 +71,7 @@ export class EventLogRepository {
       if (tx >= BigInt(r.horizon)) return { events, heldBack: true };
       events.push({
         position: { tx, seq: BigInt(r.seq) },
-        event: {
-          id: r.id,
-          at: new Date(r.at).toISOString(),
-          type: r.type,
-          actor: { type: r.actor_type, id: r.actor_id },
-          orgId: r.org_id,
-          target: { type: r.target_type, id: r.target_id },
-          data: r.data,
-        },
+        event: toAuditEvent(r),
       });
     }
     return { events, heldBack: false };

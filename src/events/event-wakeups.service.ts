@@ -4,6 +4,7 @@ import { Client, Notification } from 'pg';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { listen, notify } from '../database/notifications';
 
 /** Which organizations have new events; `all` when that is unknown (a wake-up may have been missed). */
 export type Wakeup = ReadonlySet<string> | 'all';
@@ -95,7 +96,7 @@ export class EventWakeups implements OnModuleInit, OnModuleDestroy {
         const orgs = [...this.pending];
         this.pending.clear();
         const payload = `${this.nodeId}:${orgs.length > MAX_ORGS_PER_NOTIFY ? '*' : orgs.join(',')}`;
-        await this.dataSource.query(`SELECT pg_notify($1, $2)`, [CHANNEL, payload]);
+        await notify(this.dataSource, CHANNEL, payload);
       }
     } catch (err) {
       // The other nodes find these events when they next poll.
@@ -116,7 +117,7 @@ export class EventWakeups implements OnModuleInit, OnModuleDestroy {
     client.on('end', () => this.reconnect(client));
     try {
       await client.connect();
-      await client.query(`LISTEN ${CHANNEL}`);
+      await listen(client, CHANNEL);
       this.listenClient = client;
       this.reconnectDelay = 1000;
     } catch (err) {

@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
+import { findAgentWith } from '../agents/agents.repository';
+import { versionExists } from '../agents/agent-versions.repository';
 import { ApiError } from '../common/api-error';
 import { DisabledToolRow, GovernanceRepository, RetirementRow } from './governance.repository';
 import { ToolSwitchView } from './governance.dto';
@@ -36,16 +38,12 @@ export class GovernanceService {
     return this.dataSource.transaction(async (m) => {
       // The agent row is locked so that a publish cannot make this version the latest's
       // predecessor between the check and the insert, nor the other way round.
-      const agents: { latest_version: number | null }[] = await m.query(`SELECT latest_version FROM agent WHERE org_id = $1 AND id = $2 FOR UPDATE`, [
-        orgId,
-        agentId,
-      ]);
-      if (agents.length === 0) throw ApiError.notFound('agent');
-      const latest = agents[0].latest_version;
+      const agent = await findAgentWith(m, orgId, agentId, true);
+      if (!agent) throw ApiError.notFound('agent');
+      const latest = agent.latest_version;
       if (latest === null) throw ApiError.conflict('The agent has no published version.', 'not_published');
       const v = version === 'latest' ? latest : version;
-      const found: unknown[] = await m.query(`SELECT 1 FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`, [orgId, agentId, v]);
-      if (found.length === 0) throw ApiError.notFound('agent version');
+      if (!(await versionExists(m, orgId, agentId, v))) throw ApiError.notFound('agent version');
       if (v === latest) {
         throw ApiError.conflict(`Version ${v} is the latest version and cannot be retired; publish a newer version first.`);
       }

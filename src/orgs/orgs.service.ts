@@ -1,6 +1,5 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
 import { actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
@@ -9,19 +8,12 @@ import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
 import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView } from './orgs.dto';
-
-interface OrgRow {
-  id: string;
-  slug: string;
-  name: string;
-  scopes: string[];
-  created_at: Date;
-}
+import { OrgRow, OrgsRepository } from './orgs.repository';
 
 @Injectable()
 export class OrgsService {
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly orgs: OrgsRepository,
     private readonly audit: AuditService,
     private readonly keys: ApiKeysRepository,
   ) {}
@@ -30,8 +22,8 @@ export class OrgsService {
     const id = randomUUID();
     const scopes = [...new Set(dto.scopes ?? [])].sort();
     try {
-      return await this.dataSource.transaction(async (m) => {
-        const [row]: OrgRow[] = await m.query(`INSERT INTO org (id, slug, name, scopes) VALUES ($1, $2, $3, $4) RETURNING *`, [id, dto.slug, dto.name, scopes]);
+      return await this.orgs.dataSource.transaction(async (m) => {
+        const row = await this.orgs.insert({ id, slug: dto.slug, name: dto.name, scopes }, m);
         await this.audit.record(m, {
           type: 'org.created',
           orgId: id,
@@ -50,26 +42,24 @@ export class OrgsService {
   async list(query: PageQuery): Promise<Page<OrgView>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor, ['text']);
-    const rows: OrgRow[] = after
-      ? await this.dataSource.query(`SELECT * FROM org WHERE slug > $1 ORDER BY slug LIMIT $2`, [after[0], limit + 1])
-      : await this.dataSource.query(`SELECT * FROM org ORDER BY slug LIMIT $1`, [limit + 1]);
+    const rows = await this.orgs.listBySlug(after ? String(after[0]) : undefined, limit + 1);
     return pageOf(rows, limit, (r) => [r.slug], toOrg);
   }
 
   /** Platform admin, or a key of that very organization; any other caller learns nothing. */
   async get(ctx: RequestContext, orgId: string): Promise<OrgView> {
     this.assertReach(ctx, orgId);
-    const [row]: OrgRow[] = await this.dataSource.query(`SELECT * FROM org WHERE id = $1`, [orgId]);
+    const row = await this.orgs.find(orgId);
     if (!row) throw ApiError.notFound('organization');
     return toOrg(row);
   }
 
   async updateScopes(ctx: RequestContext, orgId: string, scopes: string[]): Promise<OrgView> {
     const sorted = [...new Set(scopes)].sort();
-    return this.dataSource.transaction(async (m) => {
-      const before: { scopes: string[] }[] = await m.query(`SELECT scopes FROM org WHERE id = $1 FOR UPDATE`, [orgId]);
-      if (before.length === 0) throw ApiError.notFound('organization');
-      const [rows]: [OrgRow[], number] = await m.query(`UPDATE org SET scopes = $2 WHERE id = $1 RETURNING *`, [orgId, sorted]);
+    return this.orgs.dataSource.transaction(async (m) => {
+      const before = await this.orgs.lockScopes(orgId, m);
+      if (before === undefined) throw ApiError.notFound('organization');
+      const row = await this.orgs.setScopes(orgId, sorted, m);
       await this.audit.record(m, {
         type: 'org.scopes_updated',
         orgId,
@@ -77,11 +67,11 @@ export class OrgsService {
         target: { type: 'org', id: orgId },
         data: {
           scopes: sorted,
-          added: sorted.filter((s) => !before[0].scopes.includes(s)),
-          removed: before[0].scopes.filter((s) => !sorted.includes(s)),
+          added: sorted.filter((s) => !before.includes(s)),
+          removed: before.filter((s) => !sorted.includes(s)),
         },
       });
-      return toOrg(rows[0]);
+      return toOrg(row);
     });
   }
 
@@ -90,9 +80,8 @@ export class OrgsService {
     const id = randomUUID();
     const token = generateApiKeyToken();
     const roles = [...new Set(dto.roles)];
-    return this.dataSource.transaction(async (m) => {
-      const exists: unknown[] = await m.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
-      if (exists.length === 0) throw ApiError.notFound('organization');
+    return this.orgs.dataSource.transaction(async (m) => {
+      if (!(await this.orgs.exists(orgId, m))) throw ApiError.notFound('organization');
       const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token) }, m);
       await this.audit.record(m, {
         type: 'api_key.created',
@@ -107,14 +96,13 @@ export class OrgsService {
 
   async listKeys(ctx: RequestContext, orgId: string, query: PageQuery): Promise<Page<ApiKeyView>> {
     this.assertReach(ctx, orgId);
-    const exists: unknown[] = await this.dataSource.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
-    if (exists.length === 0) throw ApiError.notFound('organization');
+    if (!(await this.orgs.exists(orgId))) throw ApiError.notFound('organization');
     return this.keys.list(orgId, query, toKey);
   }
 
   async revokeKey(ctx: RequestContext, orgId: string, keyId: string): Promise<void> {
     this.assertReach(ctx, orgId);
-    await this.dataSource.transaction(async (m) => {
+    await this.orgs.dataSource.transaction(async (m) => {
       const revoked = await this.keys.revoke(orgId, keyId, m);
       if (revoked === 'missing') throw ApiError.notFound('API key');
       // Revoking twice is a no-op that still answers 204: the client's intent holds.

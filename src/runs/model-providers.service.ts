@@ -1,27 +1,16 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
-import { newestFirstPage } from '../database/keyset-page';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { EgressService } from '../egress/egress.service';
 import { SecretsService } from '../secrets/secrets.service';
 import { ChatModel, OpenAiCompatibleModel } from './model-client';
+import { ModelProviderRow, ModelProvidersRepository } from './model-providers.repository';
 import type { CreateModelProviderDto, ModelProviderView } from './runs.dto';
-
-interface ProviderRow {
-  id: string;
-  org_id: string;
-  name: string;
-  kind: 'openai-compatible';
-  base_url: string;
-  api_key_sealed: string | null;
-  created_at: Date;
-}
 
 /**
  * An organization's model providers: where its agents' models are, and the key to them. The key is
@@ -30,7 +19,7 @@ interface ProviderRow {
 @Injectable()
 export class ModelProvidersService {
   constructor(
-    private readonly dataSource: DataSource,
+    private readonly repo: ModelProvidersRepository,
     private readonly audit: AuditService,
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,
@@ -44,11 +33,8 @@ export class ModelProvidersService {
     const id = randomUUID();
     const sealed = dto.apiKey === undefined ? null : this.secrets.seal(dto.apiKey);
     try {
-      const row = await this.dataSource.transaction(async (m) => {
-        const [created]: ProviderRow[] = await m.query(
-          `INSERT INTO model_provider (id, org_id, name, kind, base_url, api_key_sealed) VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-          [id, orgId, dto.name, dto.kind, dto.baseUrl, sealed],
-        );
+      const row = await this.repo.dataSource.transaction(async (m) => {
+        const created = await this.repo.insert(orgId, { id, name: dto.name, kind: dto.kind, baseUrl: dto.baseUrl, apiKeySealed: sealed }, m);
         await this.audit.record(m, {
           type: 'model_provider.created',
           orgId,
@@ -66,7 +52,7 @@ export class ModelProvidersService {
   }
 
   async list(ctx: RequestContext, query: PageQuery): Promise<Page<ModelProviderView>> {
-    return newestFirstPage(this.dataSource, { select: 'SELECT * FROM model_provider', where: 'org_id = $1', params: [orgIdOf(ctx)] }, query, toView);
+    return this.repo.page(orgIdOf(ctx), query, toView);
   }
 
   async get(ctx: RequestContext, id: string): Promise<ModelProviderView> {
@@ -76,18 +62,15 @@ export class ModelProvidersService {
   /** 409 resource_in_use while a published version names it: that version could no longer run. */
   async delete(ctx: RequestContext, id: string): Promise<void> {
     const orgId = orgIdOf(ctx);
-    await this.dataSource.transaction(async (m) => {
-      // FOR UPDATE waits for a publish holding the row (FOR KEY SHARE); the check below then sees its version.
-      const [row]: ProviderRow[] = await m.query(`SELECT * FROM model_provider WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
+    await this.repo.dataSource.transaction(async (m) => {
+      // The lock waits for a publish holding the row; the check below then sees its version.
+      const row = await this.repo.lock(orgId, id, m);
       if (!row) throw ApiError.notFound('model provider');
-      const bound: { agent_id: string; version: number }[] = await m.query(
-        `SELECT agent_id, version FROM agent_version WHERE org_id = $1 AND spec ? 'model' AND spec->'model'->>'provider' = $2 LIMIT 1`,
-        [orgId, id],
-      );
-      if (bound.length > 0) {
-        throw new ApiError('resource_in_use', `Version ${bound[0].version} of agent ${bound[0].agent_id} runs on this provider; it cannot be deleted.`);
+      const bound = await this.repo.firstBoundVersion(orgId, id, m);
+      if (bound) {
+        throw new ApiError('resource_in_use', `Version ${bound.version} of agent ${bound.agent_id} runs on this provider; it cannot be deleted.`);
       }
-      await m.query(`DELETE FROM model_provider WHERE org_id = $1 AND id = $2`, [orgId, id]);
+      await this.repo.delete(orgId, id, m);
       await this.audit.record(m, {
         type: 'model_provider.deleted',
         orgId,
@@ -99,14 +82,12 @@ export class ModelProvidersService {
   }
 
   async exists(orgId: string, id: string): Promise<boolean> {
-    const rows: unknown[] = await this.dataSource.query(`SELECT 1 FROM model_provider WHERE org_id = $1 AND id = $2`, [orgId, id]);
-    return rows.length > 0;
+    return this.repo.exists(orgId, id);
   }
 
   /** The model a run calls, with the key opened for this client only; 404-like absence is the caller's to report. */
   async modelFor(orgId: string, providerId: string): Promise<ChatModel | undefined> {
-    const rows: ProviderRow[] = await this.dataSource.query(`SELECT * FROM model_provider WHERE org_id = $1 AND id = $2`, [orgId, providerId]);
-    const row = rows[0];
+    const row = await this.repo.find(orgId, providerId);
     if (!row) return undefined;
     const apiKey = row.api_key_sealed === null ? null : this.secrets.open(row.api_key_sealed);
     return new OpenAiCompatibleModel(row.id, row.base_url, apiKey, (url, init) => this.egress.fetch(url, init), {
@@ -117,13 +98,13 @@ export class ModelProvidersService {
     });
   }
 
-  private async row(orgId: string, id: string): Promise<ProviderRow> {
-    const rows: ProviderRow[] = await this.dataSource.query(`SELECT * FROM model_provider WHERE org_id = $1 AND id = $2`, [orgId, id]);
-    if (!rows[0]) throw ApiError.notFound('model provider');
-    return rows[0];
+  private async row(orgId: string, id: string): Promise<ModelProviderRow> {
+    const row = await this.repo.find(orgId, id);
+    if (!row) throw ApiError.notFound('model provider');
+    return row;
   }
 }
 
-function toView(r: ProviderRow): ModelProviderView {
+function toView(r: ModelProviderRow): ModelProviderView {
   return { id: r.id, name: r.name, kind: r.kind, baseUrl: r.base_url, hasApiKey: r.api_key_sealed !== null, createdAt: new Date(r.created_at).toISOString() };
 }

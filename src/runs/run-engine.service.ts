@@ -6,6 +6,7 @@ import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { BuiltVersion } from '../agents/built-version';
 import { VersionBuilder } from '../agents/version-builder.service';
 import type { AuditEventInput } from '../audit/audit.service';
+import { ApiKeysRepository } from '../auth/api-keys.repository';
 import type { ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { ApiError } from '../common/api-error';
@@ -68,6 +69,7 @@ export class RunEngine {
     private readonly providers: ModelProvidersService,
     private readonly signals: RunSignals,
     private readonly cancelledApprovals: CancelledRunApprovals,
+    private readonly apiKeys: ApiKeysRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -461,12 +463,7 @@ export class RunEngine {
   }
 
   private async principalOf(row: RunRow): Promise<ApiKeyPrincipal | undefined> {
-    const rows: { id: string; org_id: string; roles: ApiKeyPrincipal['roles']; scopes: string[] }[] = await this.repo.dataSource.query(
-      `SELECT k.id, k.org_id, k.roles, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
-        WHERE k.org_id = $1 AND k.id = $2 AND k.revoked_at IS NULL`,
-      [row.org_id, row.requested_by],
-    );
-    const k = rows[0];
+    const k = await this.apiKeys.findActiveById(row.org_id, row.requested_by);
     // The organization's scopes as they are now: a scope revoked mid-run stops the tools that need it.
     return k && { type: 'api_key', id: k.id, orgId: k.org_id, roles: k.roles, orgScopes: k.scopes };
   }

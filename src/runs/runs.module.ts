@@ -3,6 +3,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { RuntimeModule } from '../runtime/runtime.module';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ModelProvidersController } from './model-providers.controller';
+import { ModelProvidersRepository } from './model-providers.repository';
 import { ModelProvidersService } from './model-providers.service';
 import { RunEngine } from './run-engine.service';
 import { RunSignals } from './run-signals';
@@ -15,7 +16,7 @@ import { RunsService } from './runs.service';
 @Module({
   imports: [AgentsModule, RuntimeModule],
   controllers: [ModelProvidersController, RunsController],
-  providers: [CancelledRunApprovals, ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
+  providers: [CancelledRunApprovals, ModelProvidersRepository, ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
   exports: [RunWorker],
 })
 export class RunsModule {}

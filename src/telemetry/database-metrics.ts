@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { pendingApprovalsSummary } from '../tool-calls/approvals.repository';
 import { Metrics } from './metrics';
 
 /** What a `pg` pool says about itself (pg.Pool's public counters). */
@@ -51,15 +52,11 @@ export class DatabaseMetrics implements OnModuleInit {
   private async readPendingApprovals(): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     try {
-      // An operator's figure across organizations; the partial index on pending approvals serves it.
-      const query = this.dataSource.query(
-        `SELECT count(*)::int AS n, COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 AS oldest
-           FROM approval WHERE status = 'pending'`,
-      ) as Promise<Array<{ n: number; oldest: number }>>;
+      const query = pendingApprovalsSummary(this.dataSource);
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => reject(new Error('timed out')), SCRAPE_QUERY_TIMEOUT_MS);
       });
-      const [row] = await Promise.race([query, timeout]);
+      const row = await Promise.race([query, timeout]);
       this.metrics.approvalsWaiting(row.n, row.oldest);
     } catch (err) {
       // A scrape must answer while the database does not: the gauges keep their last values, and

@@ -1,0 +1,66 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+import type { AgentSpec } from './built-version';
+
+export interface AgentRow {
+  id: string;
+  org_id: string;
+  slug: string;
+  name: string;
+  description: string | null;
+  draft: AgentSpec;
+  latest_version: number | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** The agent row with the caller's manager; with `lock`, FOR UPDATE until its transaction ends (publish and retire serialize on it). */
+export async function findAgentWith(m: Pick<DataSource, 'query'>, orgId: string, agentId: string, lock = false): Promise<AgentRow | undefined> {
+  const [row]: AgentRow[] = await m.query(`SELECT * FROM agent WHERE org_id = $1 AND id = $2${lock ? ' FOR UPDATE' : ''}`, [orgId, agentId]);
+  return row;
+}
+
+/**
+ * The owner of `agent` (its versions are the version store's). Every method takes the
+ * organization first; writes that carry an audit event, and reads that lock, take the manager.
+ */
+@Injectable()
+export class AgentsRepository {
+  constructor(readonly dataSource: DataSource) {}
+
+  async insert(
+    orgId: string,
+    a: { id: string; slug: string; name: string; description: string | null; draft: AgentSpec },
+    m: EntityManager,
+  ): Promise<AgentRow> {
+    const [row]: AgentRow[] = await m.query(
+      `INSERT INTO agent (id, org_id, slug, name, description, draft) VALUES ($1, $2, $3, $4, $5, $6::jsonb) RETURNING *`,
+      [a.id, orgId, a.slug, a.name, a.description, JSON.stringify(a.draft)],
+    );
+    return row;
+  }
+
+  /** Ordered by slug, after `afterSlug` when given. */
+  listBySlug(orgId: string, afterSlug: string | undefined, limit: number): Promise<AgentRow[]> {
+    return afterSlug !== undefined
+      ? this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 AND slug > $2 ORDER BY slug LIMIT $3`, [orgId, afterSlug, limit])
+      : this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 ORDER BY slug LIMIT $2`, [orgId, limit]);
+  }
+
+  find(orgId: string, agentId: string, manager: Pick<DataSource, 'query'> = this.dataSource, lock = false): Promise<AgentRow | undefined> {
+    return findAgentWith(manager, orgId, agentId, lock);
+  }
+
+  async replaceDraft(orgId: string, agentId: string, draft: AgentSpec): Promise<AgentRow | undefined> {
+    const [rows]: [AgentRow[], number] = await this.dataSource.query(
+      `UPDATE agent SET draft = $3::jsonb, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING *`,
+      [orgId, agentId, JSON.stringify(draft)],
+    );
+    return rows[0];
+  }
+
+  /** Publish's last write, in its transaction (the agent row is already locked there). */
+  async setLatestVersion(orgId: string, agentId: string, version: number, m: EntityManager): Promise<void> {
+    await m.query(`UPDATE agent SET latest_version = $3, updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, agentId, version]);
+  }
+}

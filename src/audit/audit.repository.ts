@@ -1,0 +1,91 @@
+import { Injectable } from '@nestjs/common';
+import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
+import { normalizeInstant } from '../common/instant';
+import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import type { AuditEvent, AuditEventInput, AuditEventType } from './audit.service';
+
+/** A row of `audit_event` as stored; every reader (the list here, the event stream in src/events) maps it with `toAuditEvent`. */
+export interface AuditRow {
+  seq: string;
+  id: string;
+  org_id: string | null;
+  at: Date;
+  type: AuditEventType;
+  actor_type: string;
+  actor_id: string;
+  target_type: string;
+  target_id: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * The owner of `audit_event`'s SQL: the insert (on its own, or as part of a caller's statement
+ * through `auditInsert`) and the newest-first list. The stream's reads (by transaction position)
+ * are the event log's (src/events/event-log.repository.ts), over this row type.
+ */
+@Injectable()
+export class AuditRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  /** Writes the events with the caller's manager, so they commit (or not) with its change. */
+  async insert(manager: EntityManager, events: AuditEventInput[]): Promise<void> {
+    const { sql, params } = auditInsert(events, 1);
+    await manager.query(sql, params);
+  }
+
+  async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor(query.cursor, ['bigint']);
+    const where = ['org_id = $1'];
+    const params: unknown[] = [orgId];
+    if (query.type) {
+      params.push(query.type);
+      where.push(`type = $${params.length}`);
+    }
+    if (query.since) {
+      params.push(normalizeInstant(query.since));
+      where.push(`at >= $${params.length}::timestamptz`);
+    }
+    if (after) {
+      params.push(String(after[0]));
+      where.push(`seq < $${params.length}`);
+    }
+    params.push(limit + 1);
+    const rows: AuditRow[] = await this.dataSource.query(
+      `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`,
+      params,
+    );
+    return pageOf(rows, limit, (r) => [r.seq], toAuditEvent);
+  }
+}
+
+/**
+ * The INSERT of `events` with its parameters numbered from `firstParam`. For a hot path that writes
+ * its change and its audit events in ONE statement (a data-modifying CTE), which is still "with the
+ * change it records": a statement is atomic.
+ */
+export function auditInsert(events: AuditEventInput[], firstParam: number): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const rows = events.map((e, i) => {
+    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
+    const b = firstParam + i * 8;
+    return `($${b}, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}::jsonb)`;
+  });
+  return {
+    sql: `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data) VALUES ${rows.join(', ')}`,
+    params,
+  };
+}
+
+export function toAuditEvent(r: Omit<AuditRow, 'seq'>): AuditEvent {
+  return {
+    id: r.id,
+    at: new Date(r.at).toISOString(),
+    type: r.type,
+    actor: { type: r.actor_type, id: r.actor_id },
+    orgId: r.org_id,
+    target: { type: r.target_type, id: r.target_id },
+    data: r.data,
+  };
+}

@@ -1,0 +1,57 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource, EntityManager } from 'typeorm';
+
+export interface OrgRow {
+  id: string;
+  slug: string;
+  name: string;
+  scopes: string[];
+  created_at: Date;
+}
+
+/**
+ * The owner of `org`. The organization is the tenant itself, so its id comes first like every
+ * other repository's tenant; writes that carry an audit event take the transaction's manager.
+ */
+@Injectable()
+export class OrgsRepository {
+  constructor(readonly dataSource: DataSource) {}
+
+  async insert(org: { id: string; slug: string; name: string; scopes: string[] }, m: EntityManager): Promise<OrgRow> {
+    const [row]: OrgRow[] = await m.query(`INSERT INTO org (id, slug, name, scopes) VALUES ($1, $2, $3, $4) RETURNING *`, [
+      org.id,
+      org.slug,
+      org.name,
+      org.scopes,
+    ]);
+    return row;
+  }
+
+  /** Ordered by slug, after `afterSlug` when given (the platform admin's list). */
+  async listBySlug(afterSlug: string | undefined, limit: number): Promise<OrgRow[]> {
+    return afterSlug !== undefined
+      ? this.dataSource.query(`SELECT * FROM org WHERE slug > $1 ORDER BY slug LIMIT $2`, [afterSlug, limit])
+      : this.dataSource.query(`SELECT * FROM org ORDER BY slug LIMIT $1`, [limit]);
+  }
+
+  async find(orgId: string): Promise<OrgRow | undefined> {
+    const [row]: OrgRow[] = await this.dataSource.query(`SELECT * FROM org WHERE id = $1`, [orgId]);
+    return row;
+  }
+
+  async exists(orgId: string, m: Pick<DataSource, 'query'> = this.dataSource): Promise<boolean> {
+    const rows: unknown[] = await m.query(`SELECT 1 FROM org WHERE id = $1`, [orgId]);
+    return rows.length > 0;
+  }
+
+  /** The scopes, locked for the rest of `m`'s transaction. */
+  async lockScopes(orgId: string, m: EntityManager): Promise<string[] | undefined> {
+    const rows: { scopes: string[] }[] = await m.query(`SELECT scopes FROM org WHERE id = $1 FOR UPDATE`, [orgId]);
+    return rows[0]?.scopes;
+  }
+
+  async setScopes(orgId: string, scopes: string[], m: EntityManager): Promise<OrgRow> {
+    const [rows]: [OrgRow[], number] = await m.query(`UPDATE org SET scopes = $2 WHERE id = $1 RETURNING *`, [orgId, scopes]);
+    return rows[0];
+  }
+}
