@@ -330,3 +330,67 @@ describe('without an identity provider (e2e)', () => {
     expect(idp.requests).toEqual([]);
   });
 });
+
+describe('the identity provider, reached through the egress policy (e2e)', () => {
+  let idp: TestIdentityProvider;
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+  });
+  afterAll(() => idp.close());
+
+  const oidc = () => ({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    orgClaim: 'org_id',
+    rolesClaim: 'roles',
+    clockSkewSeconds: 60,
+    keyRefreshCooldownMs: 30_000,
+    keysMaxAgeMs: 600_000,
+  });
+
+  it('is not asked again by a flood of tokens with unknown kids', async () => {
+    const t = await createTestApp({ config: { oidc: oidc() } });
+    try {
+      const org = await createOrg(t);
+      const valid = await idp.token({ claims: { org_id: org.id, roles: ['viewer'] } });
+      await t.http
+        .get('/api/v1/me')
+        .set(...bearer(valid))
+        .expect(200);
+      const asked = idp.requests.length;
+      const flood = await Promise.all(
+        Array.from({ length: 40 }, async (_, i) =>
+          t.http.get('/api/v1/me').set(...bearer(await idp.token({ claims: { org_id: org.id, roles: ['viewer'] }, kid: `forged-${i}-${randomUUID()}` }))),
+        ),
+      );
+      expect(flood.map((r) => r.status)).toEqual(flood.map(() => 401));
+      // Within the cooldown of the fetch the valid token caused: not one more request.
+      expect(idp.requests.length).toBe(asked);
+      await t.http
+        .get('/api/v1/me')
+        .set(...bearer(valid))
+        .expect(200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('is not reached when the egress policy refuses its address: 503, not a verdict on the token', async () => {
+    const t = await createTestApp({ config: { oidc: oidc(), egress: { allowedHosts: [], connectTimeoutMs: 5000, requestTimeoutMs: 30000 } } });
+    try {
+      const org = await createOrg(t);
+      const before = idp.requests.length;
+      const res = await t.http.get('/api/v1/me').set(...bearer(await idp.token({ claims: { org_id: org.id, roles: ['viewer'] } })));
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('service_unavailable');
+      expect(idp.requests.length).toBe(before);
+      // API keys are not affected by the provider being out of reach.
+      await t.http
+        .get('/api/v1/me')
+        .set(...bearer(org.keys.viewer))
+        .expect(200);
+    } finally {
+      await t.close();
+    }
+  });
+});
