@@ -229,6 +229,37 @@ describe('sign-in through an identity provider (e2e)', () => {
       expectUnauthorized(await t.http.get('/api/v1/agents').set(...bearer(oldToken)));
     });
 
+    it('lets a signed-in person call a tool and another decide its approval, but never their own', async () => {
+      const requester = `requester-${randomUUID()}`;
+      const asking = await person(a, ['agent', 'approver'], { sub: requester });
+      const call = await t.http
+        .post(`/api/v1/agents/${agentA}/tool-calls`)
+        .set(...bearer(asking))
+        .send({ tool: 'fx-mcp-write', arguments: { tag: 'oidc', text: 'from a person' } })
+        .expect(202);
+      expect(call.body.status).toBe('pending_approval');
+      // The same person, with another token: still the requester.
+      const again = await person(a, ['approver'], { sub: requester });
+      const own = await t.http
+        .post(`/api/v1/approvals/${call.body.approvalId}/approve`)
+        .set(...bearer(again))
+        .send({})
+        .expect(403);
+      expect(own.body.code).toBe('self_approval_forbidden');
+      const approver = `approver-${randomUUID()}`;
+      const decided = await t.http
+        .post(`/api/v1/approvals/${call.body.approvalId}/approve`)
+        .set(...bearer(await person(a, ['approver'], { sub: approver })))
+        .send({})
+        .expect(200);
+      expect(decided.body.toolCall.status).toBe('succeeded');
+      const audit = await t.http
+        .get('/api/v1/audit-events?type=approval.approved')
+        .set(...bearer(a.keys.admin))
+        .expect(200);
+      expect(audit.body.items.find((e: { target: { id: string } }) => e.target.id === call.body.approvalId).actor).toEqual({ type: 'oidc', id: approver });
+    });
+
     it('narrows by the token scopes when it has them: REST needs api', async () => {
       const mcpOnly = await person(a, ['viewer'], { scope: 'openid mcp:tools' });
       const res = await t.http
