@@ -1,4 +1,5 @@
 import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } from '@modelcontextprotocol/client';
+import fc from 'fast-check';
 import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
@@ -258,6 +259,24 @@ describe('sign-in through an identity provider (e2e)', () => {
         .set(...bearer(a.keys.admin))
         .expect(200);
       expect(audit.body.items.find((e: { target: { id: string } }) => e.target.id === call.body.approvalId).actor).toEqual({ type: 'oidc', id: approver });
+    });
+
+    it('answers hostile JWT-shaped tokens (random headers, claims and signatures) with 401, never a 5xx', async () => {
+      const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
+      const header = fc.oneof(
+        fc.record({ alg: fc.constantFrom('RS256', 'ES256', 'none', 'HS256', 'PS512', '__proto__', ''), kid: fc.option(fc.string(), { nil: undefined }) }),
+        fc.jsonValue(),
+        fc.string(),
+      );
+      const payload = fc.oneof(fc.jsonValue(), fc.record({ sub: fc.jsonValue(), org_id: fc.constantFrom(a.id, a.slug, '__proto__'), roles: fc.jsonValue() }));
+      await fc.assert(
+        fc.asyncProperty(header, payload, fc.string(), async (h, p, sig) => {
+          const res = await t.http.get('/api/v1/me').set(...bearer(`${b64(h)}.${b64(p)}.${b64(sig)}`));
+          expect(res.status).toBe(401);
+          expect(res.body.code).toBe('unauthorized');
+        }),
+        { numRuns: 60 },
+      );
     });
 
     it('narrows by the token scopes when it has them: REST needs api', async () => {
