@@ -1,4 +1,5 @@
 import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } from '@modelcontextprotocol/client';
+import fc from 'fast-check';
 import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
@@ -229,6 +230,55 @@ describe('sign-in through an identity provider (e2e)', () => {
       expectUnauthorized(await t.http.get('/api/v1/agents').set(...bearer(oldToken)));
     });
 
+    it('lets a signed-in person call a tool and another decide its approval, but never their own', async () => {
+      const requester = `requester-${randomUUID()}`;
+      const asking = await person(a, ['agent', 'approver'], { sub: requester });
+      const call = await t.http
+        .post(`/api/v1/agents/${agentA}/tool-calls`)
+        .set(...bearer(asking))
+        .send({ tool: 'fx-mcp-write', arguments: { tag: 'oidc', text: 'from a person' } })
+        .expect(202);
+      expect(call.body.status).toBe('pending_approval');
+      // The same person, with another token: still the requester.
+      const again = await person(a, ['approver'], { sub: requester });
+      const own = await t.http
+        .post(`/api/v1/approvals/${call.body.approvalId}/approve`)
+        .set(...bearer(again))
+        .send({})
+        .expect(403);
+      expect(own.body.code).toBe('self_approval_forbidden');
+      const approver = `approver-${randomUUID()}`;
+      const decided = await t.http
+        .post(`/api/v1/approvals/${call.body.approvalId}/approve`)
+        .set(...bearer(await person(a, ['approver'], { sub: approver })))
+        .send({})
+        .expect(200);
+      expect(decided.body.toolCall.status).toBe('succeeded');
+      const audit = await t.http
+        .get('/api/v1/audit-events?type=approval.approved')
+        .set(...bearer(a.keys.admin))
+        .expect(200);
+      expect(audit.body.items.find((e: { target: { id: string } }) => e.target.id === call.body.approvalId).actor).toEqual({ type: 'oidc', id: approver });
+    });
+
+    it('answers hostile JWT-shaped tokens (random headers, claims and signatures) with 401, never a 5xx', async () => {
+      const b64 = (v: unknown) => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
+      const header = fc.oneof(
+        fc.record({ alg: fc.constantFrom('RS256', 'ES256', 'none', 'HS256', 'PS512', '__proto__', ''), kid: fc.option(fc.string(), { nil: undefined }) }),
+        fc.jsonValue(),
+        fc.string(),
+      );
+      const payload = fc.oneof(fc.jsonValue(), fc.record({ sub: fc.jsonValue(), org_id: fc.constantFrom(a.id, a.slug, '__proto__'), roles: fc.jsonValue() }));
+      await fc.assert(
+        fc.asyncProperty(header, payload, fc.string(), async (h, p, sig) => {
+          const res = await t.http.get('/api/v1/me').set(...bearer(`${b64(h)}.${b64(p)}.${b64(sig)}`));
+          expect(res.status).toBe(401);
+          expect(res.body.code).toBe('unauthorized');
+        }),
+        { numRuns: 60 },
+      );
+    });
+
     it('narrows by the token scopes when it has them: REST needs api', async () => {
       const mcpOnly = await person(a, ['viewer'], { scope: 'openid mcp:tools' });
       const res = await t.http
@@ -328,5 +378,69 @@ describe('without an identity provider (e2e)', () => {
     const jwt = await idp.token({ claims: { org_id: org.id, roles: ['admin'] } });
     expect((await t.http.get('/api/v1/me').set(...bearer(jwt))).status).toBe(401);
     expect(idp.requests).toEqual([]);
+  });
+});
+
+describe('the identity provider, reached through the egress policy (e2e)', () => {
+  let idp: TestIdentityProvider;
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+  });
+  afterAll(() => idp.close());
+
+  const oidc = () => ({
+    issuer: idp.issuer,
+    audience: idp.audience,
+    orgClaim: 'org_id',
+    rolesClaim: 'roles',
+    clockSkewSeconds: 60,
+    keyRefreshCooldownMs: 30_000,
+    keysMaxAgeMs: 600_000,
+  });
+
+  it('is not asked again by a flood of tokens with unknown kids', async () => {
+    const t = await createTestApp({ config: { oidc: oidc() } });
+    try {
+      const org = await createOrg(t);
+      const valid = await idp.token({ claims: { org_id: org.id, roles: ['viewer'] } });
+      await t.http
+        .get('/api/v1/me')
+        .set(...bearer(valid))
+        .expect(200);
+      const asked = idp.requests.length;
+      const flood = await Promise.all(
+        Array.from({ length: 40 }, async (_, i) =>
+          t.http.get('/api/v1/me').set(...bearer(await idp.token({ claims: { org_id: org.id, roles: ['viewer'] }, kid: `forged-${i}-${randomUUID()}` }))),
+        ),
+      );
+      expect(flood.map((r) => r.status)).toEqual(flood.map(() => 401));
+      // Within the cooldown of the fetch the valid token caused: not one more request.
+      expect(idp.requests.length).toBe(asked);
+      await t.http
+        .get('/api/v1/me')
+        .set(...bearer(valid))
+        .expect(200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('is not reached when the egress policy refuses its address: 503, not a verdict on the token', async () => {
+    const t = await createTestApp({ config: { oidc: oidc(), egress: { allowedHosts: [], connectTimeoutMs: 5000, requestTimeoutMs: 30000 } } });
+    try {
+      const org = await createOrg(t);
+      const before = idp.requests.length;
+      const res = await t.http.get('/api/v1/me').set(...bearer(await idp.token({ claims: { org_id: org.id, roles: ['viewer'] } })));
+      expect(res.status).toBe(503);
+      expect(res.body.code).toBe('service_unavailable');
+      expect(idp.requests.length).toBe(before);
+      // API keys are not affected by the provider being out of reach.
+      await t.http
+        .get('/api/v1/me')
+        .set(...bearer(org.keys.viewer))
+        .expect(200);
+    } finally {
+      await t.close();
+    }
   });
 });

@@ -39,6 +39,7 @@ export class OidcAuthenticator {
         fetchJson: (url) => this.fetchJson(url),
         refreshCooldownMs: this.oidc.keyRefreshCooldownMs,
         maxAgeMs: this.oidc.keysMaxAgeMs,
+        onFetchError: (message) => this.logger.warn(`identity provider keys not fetched: ${message}`),
       });
     }
   }
@@ -91,7 +92,6 @@ export class OidcAuthenticator {
   /** Why a token was refused, in words its bearer can act on; the provider being unreachable is not the token's fault. */
   private refusal(err: unknown): ApiError {
     if (err instanceof KeysUnavailableError) {
-      this.logger.warn(err.message);
       return new ApiError('service_unavailable', "The identity provider's signing keys could not be fetched; try again shortly.");
     }
     if (err instanceof errors.JWTExpired) return ApiError.unauthorized('The token has expired.');

@@ -78,12 +78,21 @@ describe('the identity provider key store', () => {
   it('keeps the keys it has while the provider is down, and does not hammer it', async () => {
     const a = await signingKey('a');
     const idp = provider([a.jwk]);
-    const store = new OidcKeyStore({ issuer: ISSUER, fetchJson: idp.fetchJson, refreshCooldownMs: 30_000, maxAgeMs: 60_000, now });
+    const warnings: string[] = [];
+    const store = new OidcKeyStore({
+      issuer: ISSUER,
+      fetchJson: idp.fetchJson,
+      refreshCooldownMs: 30_000,
+      maxAgeMs: 60_000,
+      now,
+      onFetchError: (m) => warnings.push(m),
+    });
     await jwtVerify(await a.sign(), store.resolve);
     idp.state.down = true;
     clock += 60_000;
     for (let i = 0; i < 20; i++) await jwtVerify(await a.sign(), store.resolve);
     expect(store.fetches).toBe(2);
+    expect(warnings).toEqual(['connect ECONNREFUSED']);
   });
 
   it('says the keys are unavailable when it never had any, and refuses a discovery document of another issuer', async () => {

@@ -12,6 +12,8 @@ export interface KeyStoreOptions {
   /** Keys older than this are fetched again (within the cooldown) before they are used. */
   maxAgeMs: number;
   now?: () => number;
+  /** Told once per failed fetch (so at most once per cooldown), not once per token refused meanwhile. */
+  onFetchError?: (message: string) => void;
 }
 
 /** The provider's keys could not be had (unreachable, or it answered nonsense). Not the token's fault. */
@@ -77,6 +79,7 @@ export class OidcKeyStore {
       })
       .catch((err: unknown) => {
         this.lastError = err instanceof Error ? err.message : String(err);
+        this.options.onFetchError?.(this.lastError);
       })
       .finally(() => {
         this.inFlight = undefined;
