@@ -88,7 +88,6 @@ describe('the architecture', () => {
     const notYetRepositories = new Set([
       'agents/agents.service.ts',
       'agents/versions.service.ts',
-      'agents/version-store.service.ts',
       'audit/audit.service.ts',
       'orgs/orgs.service.ts',
       'events/event-wakeups.service.ts',
