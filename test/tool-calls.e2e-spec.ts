@@ -560,24 +560,28 @@ describe('tool calls and approvals (e2e)', () => {
     it('one conditional UPDATE decides an approval: of 50 simultaneous decisions one wins', async () => {
       const call = (await callTool({ tool: 'fx-exec-write', arguments: { tag: randomUUID() } }).expect(202)).body;
       const store = t.app.get(ApprovalsRepository);
+      const { row } = (await store.findDecidable(org.id, call.approvalId))!;
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
           store.decide(
-            {
-              orgId: org.id,
-              approvalId: call.approvalId,
-              decidedBy: org.keyIds.approver,
-              decidedAt: new Date(),
-              note: `${i}`,
-              outcome: i % 2 ? 'approved' : 'rejected',
-              leaseMs: 60_000,
-            },
-            () => [],
+            row,
+            { decidedBy: org.keyIds.approver, decidedAt: new Date(), note: `${i}`, outcome: i % 2 ? 'approved' : 'rejected', leaseMs: 60_000 },
+            [
+              {
+                type: i % 2 ? 'approval.approved' : 'approval.rejected',
+                orgId: org.id,
+                actor: { type: 'api_key', id: org.keyIds.approver },
+                target: { type: 'approval', id: call.approvalId },
+              },
+            ],
           ),
         ),
       );
       expect(results.filter((r) => r.won)).toHaveLength(1);
       expect(results.filter((r) => !r.won && r.why === 'decided')).toHaveLength(49);
+      // The decision's events are part of its statement: the losers wrote none.
+      const decided = [...(await eventsOf(org, 'approval.approved')), ...(await eventsOf(org, 'approval.rejected'))];
+      expect(decided.filter((e) => e.target.id === call.approvalId)).toHaveLength(1);
     });
 
     it('one INSERT ... ON CONFLICT claims a key: of 50 simultaneous claims one wins', async () => {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AuditEventInput, auditInsert, AuditService } from '../audit/audit.service';
+import { AuditEventInput, auditInsert, auditInsertWhen, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { Statement } from '../database/statement';
 import { completeClaimSql } from './idempotency.repository';
@@ -199,47 +199,34 @@ export class ToolCallsRepository {
   }
 
   /**
-   * Writes the outcome of an approved call that was running. When the sweeper got there first (the
-   * lease ran out), its `interrupted` stands and nothing is written: the answer is what is stored.
+   * Writes the outcome of an approved call that was running, with its whole result when offloaded
+   * and its audit events, in ONE statement. When the sweeper got there first (the lease ran out),
+   * its `interrupted` stands and nothing is written: the answer is what is stored.
    */
-  async settleRunning(
-    orgId: string,
-    callId: string,
-    settlement: Settlement,
-    completedAt: Date,
-    events: (call: ToolCallRow) => AuditEventInput[],
-  ): Promise<ToolCallRow> {
-    return this.dataSource.transaction(async (m) => {
-      const ok = settlement.status === 'succeeded';
-      const [updated]: [{ id: string }[], number] = await m.query(
-        `UPDATE tool_call SET status = $3, result = $4::jsonb, result_truncated = $5, result_offloaded = $6, error_code = $7, error_message = $8,
-                completed_at = $9, lease_expires_at = NULL
-          WHERE org_id = $1 AND id = $2 AND status = 'running'
-          RETURNING id`,
-        [
-          orgId,
-          callId,
-          settlement.status,
-          ok ? JSON.stringify(settlement.result) : null,
-          ok && settlement.truncated,
-          ok && settlement.offloaded !== undefined,
-          ok ? null : settlement.error.code,
-          ok ? null : settlement.error.message,
-          completedAt,
-        ],
+  async settleRunning(orgId: string, callId: string, settlement: Settlement, completedAt: Date, events: AuditEventInput[]): Promise<ToolCallRow> {
+    const ok = settlement.status === 'succeeded';
+    const s = new Statement();
+    const org = s.param(orgId);
+    s.with(
+      `UPDATE tool_call SET status = ${s.param(settlement.status)}, result = ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
+              result_truncated = ${s.param(ok && settlement.truncated)}, result_offloaded = ${s.param(ok && settlement.offloaded !== undefined)},
+              error_code = ${s.param(ok ? null : settlement.error.code)}, error_message = ${s.param(ok ? null : settlement.error.message)},
+              completed_at = ${s.param(completedAt)}, lease_expires_at = NULL
+        WHERE org_id = ${org} AND id = ${s.param(callId)} AND status = 'running'
+        RETURNING *`,
+    );
+    if (ok && settlement.offloaded) {
+      s.with(
+        `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
+         SELECT w0.id, ${org}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer FROM w0`,
       );
-      const call = (await findCallWith(m, orgId, callId))!;
-      if (updated.length === 0) return call;
-      if (ok && settlement.offloaded) {
-        await m.query(`INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens) VALUES ($1, $2, $3::jsonb, $4)`, [
-          callId,
-          orgId,
-          JSON.stringify(settlement.offloaded.result),
-          settlement.offloaded.tokens,
-        ]);
-      }
-      await this.audit.record(m, ...events(call));
-      return call;
-    });
+    }
+    const audit = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');
+    s.params.push(...audit.params);
+    s.with(audit.sql);
+    const [settled]: ToolCallRow[] = await this.dataSource.query(s.finish(`SELECT ${CALL_COLUMNS} FROM w0 c`), s.params);
+    if (!settled) return (await this.findCall(orgId, callId))!;
+    this.audit.committed(events);
+    return settled;
   }
 }
