@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AuditEventInput, auditInsert, auditInsertWhen, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { GroupCommit } from '../database/group-commit';
 import { Statement } from '../database/statement';
 import { completeClaimSql } from './idempotency.repository';
 import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
@@ -13,6 +14,17 @@ export * from './tool-call-rows';
 export async function findCallWith(manager: Queryable, orgId: string, callId: string): Promise<ToolCallRow | undefined> {
   const rows: ToolCallRow[] = await manager.query(`SELECT ${CALL_COLUMNS} FROM tool_call c WHERE c.org_id = $1 AND c.id = $2`, [orgId, callId]);
   return rows[0];
+}
+
+/** Calls one group commit writes at most (21 parameters each, and their events'). */
+const SETTLED_BATCH_MAX = 64;
+
+interface SettledWrite {
+  call: NewCall;
+  settlement: Settlement;
+  completedAt: Date;
+  events: AuditEventInput[];
+  claim?: ClaimCompletion;
 }
 
 /**
@@ -30,31 +42,49 @@ export class ToolCallsRepository {
 
   /**
    * A call that ran without approval: the call, its whole result when offloaded, its audit events
-   * and the idempotency answer, in ONE statement (the governed hot path's only write).
+   * and the idempotency answer, in ONE statement (the governed hot path's only write), shared with
+   * the calls that finished during the previous write's round trip (group commit, see
+   * GroupCommit): one statement and one commit for all of them. It returns once its rows are
+   * committed.
    */
-  async insertSettled(call: NewCall, settlement: Settlement, completedAt: Date, events: AuditEventInput[], claim?: ClaimCompletion): Promise<void> {
+  insertSettled(call: NewCall, settlement: Settlement, completedAt: Date, events: AuditEventInput[], claim?: ClaimCompletion): Promise<void> {
+    return this.settledWrites.submit({ call, settlement, completedAt, events, claim });
+  }
+
+  private readonly settledWrites = new GroupCommit<SettledWrite>((writes) => this.writeSettled(writes), {
+    maxBatch: SETTLED_BATCH_MAX,
+    maxInFlight: 1,
+  });
+
+  private async writeSettled(writes: SettledWrite[]): Promise<void> {
     const s = new Statement();
-    const ok = settlement.status === 'succeeded';
-    s.with(
-      `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
-         status, result, result_truncated, result_offloaded, error_code, error_message, requested_by, created_at, started_at, completed_at)
-       VALUES (${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
-         .map((v) => s.param(v))
-         .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
+    const rows = writes.map(({ call, settlement, completedAt }) => {
+      const ok = settlement.status === 'succeeded';
+      return `(${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
+        .map((v) => s.param(v))
+        .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
          ${s.param(settlement.status)}, ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
          ${s.param(ok && settlement.truncated)}, ${s.param(ok && settlement.offloaded !== undefined)},
          ${s.param(ok ? null : settlement.error.code)}, ${s.param(ok ? null : settlement.error.message)},
-         ${s.param(call.requestedBy)}, ${s.param(call.createdAt)}, ${s.param(call.createdAt)}, ${s.param(completedAt)})
+         ${s.param(call.requestedBy)}, ${s.param(call.createdAt)}, ${s.param(call.createdAt)}, ${s.param(completedAt)})`;
+    });
+    s.with(
+      `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
+         status, result, result_truncated, result_offloaded, error_code, error_message, requested_by, created_at, started_at, completed_at)
+       VALUES ${rows.join(', ')}
        RETURNING id`,
     );
-    if (ok && settlement.offloaded) {
-      s.with(
-        `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
-         SELECT w0.id, ${s.param(call.orgId)}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer
-           FROM w0`,
-      );
+    for (const { call, settlement, claim } of writes) {
+      if (settlement.status === 'succeeded' && settlement.offloaded) {
+        s.with(
+          `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
+           SELECT w0.id, ${s.param(call.orgId)}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer
+             FROM w0 WHERE w0.id = ${s.param(call.id)}::uuid`,
+        );
+      }
+      if (claim) s.with(completeClaimSql(s, claim, call.id));
     }
-    if (claim) s.with(completeClaimSql(s, claim, call.id));
+    const events = writes.flatMap((w) => w.events);
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
