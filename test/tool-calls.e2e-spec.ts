@@ -275,6 +275,13 @@ describe('tool calls and approvals (e2e)', () => {
       await callTool({ tool: 'search_records', arguments: { query: 'x' }, version: 1 }).expect(200);
       await callTool({ tool: 'search_records', arguments: { query: 'x' }, version: 'latest' }).expect(200);
       expect((await callTool({ tool: 'search_records', arguments: { query: 'x' }, version: 9 }).expect(404)).body.code).toBe('not_found');
+      // The guard reads the agent with the key before the body is validated: no version it is
+      // handed (past the integer range, not a number, a body that is no object) reaches the database as one.
+      for (const version of [2147483648, 1e300, -1, 1.5, '1']) {
+        const refused = await callTool({ tool: 'search_records', arguments: { query: 'x' }, version }).expect(400);
+        expect(refused.body.errors.map((e: { path: string }) => e.path)).toEqual(['version']);
+      }
+      expect((await callTool([{ version: 1 }] as unknown as object).expect(400)).body.code).toBe('invalid_request');
       const res = await callTool({ arguments: 'x', version: 0, runId: '', extra: true }).expect(400);
       expect(res.body.code).toBe('invalid_request');
       expect([...new Set(res.body.errors.map((e: { path: string }) => e.path))].sort()).toEqual(['arguments', 'extra', 'runId', 'tool', 'version']);
