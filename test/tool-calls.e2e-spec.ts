@@ -275,6 +275,13 @@ describe('tool calls and approvals (e2e)', () => {
       await callTool({ tool: 'search_records', arguments: { query: 'x' }, version: 1 }).expect(200);
       await callTool({ tool: 'search_records', arguments: { query: 'x' }, version: 'latest' }).expect(200);
       expect((await callTool({ tool: 'search_records', arguments: { query: 'x' }, version: 9 }).expect(404)).body.code).toBe('not_found');
+      // The guard reads the agent with the key before the body is validated: no version it is
+      // handed (past the integer range, not a number, a body that is no object) reaches the database as one.
+      for (const version of [2147483648, 1e300, -1, 1.5, '1']) {
+        const refused = await callTool({ tool: 'search_records', arguments: { query: 'x' }, version }).expect(400);
+        expect(refused.body.errors.map((e: { path: string }) => e.path)).toEqual(['version']);
+      }
+      expect((await callTool([{ version: 1 }] as unknown as object).expect(400)).body.code).toBe('invalid_request');
       const res = await callTool({ arguments: 'x', version: 0, runId: '', extra: true }).expect(400);
       expect(res.body.code).toBe('invalid_request');
       expect([...new Set(res.body.errors.map((e: { path: string }) => e.path))].sort()).toEqual(['arguments', 'extra', 'runId', 'tool', 'version']);
@@ -560,24 +567,28 @@ describe('tool calls and approvals (e2e)', () => {
     it('one conditional UPDATE decides an approval: of 50 simultaneous decisions one wins', async () => {
       const call = (await callTool({ tool: 'fx-exec-write', arguments: { tag: randomUUID() } }).expect(202)).body;
       const store = t.app.get(ApprovalsRepository);
+      const { row } = (await store.findDecidable(org.id, call.approvalId))!;
       const results = await Promise.all(
         Array.from({ length: 50 }, (_, i) =>
           store.decide(
-            {
-              orgId: org.id,
-              approvalId: call.approvalId,
-              decidedBy: org.keyIds.approver,
-              decidedAt: new Date(),
-              note: `${i}`,
-              outcome: i % 2 ? 'approved' : 'rejected',
-              leaseMs: 60_000,
-            },
-            () => [],
+            row,
+            { decidedBy: org.keyIds.approver, decidedAt: new Date(), note: `${i}`, outcome: i % 2 ? 'approved' : 'rejected', leaseMs: 60_000 },
+            [
+              {
+                type: i % 2 ? 'approval.approved' : 'approval.rejected',
+                orgId: org.id,
+                actor: { type: 'api_key', id: org.keyIds.approver },
+                target: { type: 'approval', id: call.approvalId },
+              },
+            ],
           ),
         ),
       );
       expect(results.filter((r) => r.won)).toHaveLength(1);
       expect(results.filter((r) => !r.won && r.why === 'decided')).toHaveLength(49);
+      // The decision's events are part of its statement: the losers wrote none.
+      const decided = [...(await eventsOf(org, 'approval.approved')), ...(await eventsOf(org, 'approval.rejected'))];
+      expect(decided.filter((e) => e.target.id === call.approvalId)).toHaveLength(1);
     });
 
     it('one INSERT ... ON CONFLICT claims a key: of 50 simultaneous claims one wins', async () => {

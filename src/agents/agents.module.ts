@@ -11,6 +11,7 @@ import { SpecValidator } from './spec-validator.service';
 import { VersionBuilder } from './version-builder.service';
 import { VersionComposer } from './version-composer.service';
 import { VersionStore } from './version-store.service';
+import { PublishedVersionsRepository } from './published-versions.repository';
 import { VersionsController } from './versions.controller';
 import { VersionsService } from './versions.service';
 
@@ -21,7 +22,7 @@ import { VersionsService } from './versions.service';
 @Module({
   imports: [CapabilitiesModule, GovernanceModule, KnowledgeModule, SkillsModule, McpCatalogModule],
   controllers: [AgentsController, VersionsController],
-  providers: [AgentsRepository, AgentsService, SpecValidator, VersionStore, VersionComposer, VersionBuilder, VersionsService],
+  providers: [AgentsRepository, AgentsService, SpecValidator, PublishedVersionsRepository, VersionStore, VersionComposer, VersionBuilder, VersionsService],
   exports: [AgentsService, VersionBuilder],
 })
 export class AgentsModule {}

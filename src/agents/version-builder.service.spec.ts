@@ -3,6 +3,7 @@ import type { AgentSpec } from './built-version';
 import { driftOf, FROZEN_VERSIONS_CACHED, VersionBuilder, VersionRow } from './version-builder.service';
 import { VersionComposer } from './version-composer.service';
 import { VersionStore } from './version-store.service';
+import { PublishedVersionsRepository } from './published-versions.repository';
 
 describe('driftOf', () => {
   it('is empty when every pinned tool is offered with its pinned digest', () => {
@@ -95,7 +96,7 @@ describe('VersionBuilder, published versions kept per process', () => {
     const skills = { resolve: jest.fn(async () => [{ ...SKILL }]) };
     const builder = new VersionBuilder(
       dataSource as never,
-      new VersionStore(dataSource as never),
+      new VersionStore(new PublishedVersionsRepository(dataSource as never)),
       new VersionComposer(registry as never),
       knowledge as never,
       skills as never,

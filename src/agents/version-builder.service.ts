@@ -50,13 +50,14 @@ export class VersionBuilder {
     version: number | 'latest',
     contributions?: ContributionSink,
     /** `applicability`: the run's profile and worker type; `refreshMcpTools`: before a call, MCP tool lists older than MCP_TOOLS_TTL_SECONDS are listed again first. */
-    options: { applicability?: Applicability; refreshMcpTools?: boolean } = {},
+    /** `agent`: the agent as the request already read it (VersionStore.loadFrozen's `preread`). */
+    options: { applicability?: Applicability; refreshMcpTools?: boolean; agent?: { agent: AgentIdentity | null } } = {},
   ): Promise<BuiltVersion> {
     return (
       await this.buildFrozen(
         orgId,
         orgScopes,
-        await this.store.loadFrozen(orgId, agentId, version),
+        await this.store.loadFrozen(orgId, agentId, version, options.agent),
         contributions,
         options.applicability,
         options.refreshMcpTools ?? false,

@@ -1,9 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
 import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
 import { LruCache } from '../common/lru-cache';
 import type { AgentSpec } from './built-version';
+import { PublishedVersionsRepository } from './published-versions.repository';
 import type { ComposeMemo } from './version-composer.service';
 
 export interface VersionRow {
@@ -49,7 +49,7 @@ export const FROZEN_VERSIONS_CACHED = 1000;
 export class VersionStore {
   private readonly frozen = new LruCache<string, FrozenVersion>(FROZEN_VERSIONS_CACHED);
 
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(private readonly published: PublishedVersionsRepository) {}
 
   /**
    * The agent (in this organization, with its current pointer) and one of its versions; `latest`
@@ -65,35 +65,27 @@ export class VersionStore {
    * Like `load`, for building: a numbered version already seen costs no query at all (nothing
    * deletes agents or versions, and a version cannot change). `latest` always reads the agent's
    * pointer, one primary-key read, so a publish on any node is seen by the next call on every node.
+   * `preread`: the agent as this request already read it (with the key: AgentSnapshot); no
+   * query then, and the same answers (404, 409) as reading it here.
    */
-  async loadFrozen(orgId: string, agentId: string, version: number | 'latest'): Promise<FrozenVersion> {
+  async loadFrozen(orgId: string, agentId: string, version: number | 'latest', preread?: { agent: AgentIdentity | null }): Promise<FrozenVersion> {
     if (version !== 'latest') {
       const hit = this.cached(orgId, agentId, version);
       if (hit) return hit;
     }
-    const agent = await this.agentRow(orgId, agentId);
+    const agent = preread ? checked(preread.agent ?? undefined) : await this.agentRow(orgId, agentId);
     return this.versionOf(orgId, agent, version === 'latest' ? agent.latest_version! : version);
   }
 
   /** 404 not_found (no such agent in this organization), 409 not_published (no version yet). */
   private async agentRow(orgId: string, agentId: string): Promise<AgentIdentity> {
-    const [agent]: AgentIdentity[] = await this.dataSource.query(`SELECT id, slug, name, latest_version FROM agent WHERE org_id = $1 AND id = $2`, [
-      orgId,
-      agentId,
-    ]);
-    if (!agent) throw ApiError.notFound('agent');
-    if (agent.latest_version === null) throw ApiError.conflict('The agent has no published version yet; publish it first.', 'not_published');
-    return agent;
+    return checked(await this.published.agent(orgId, agentId));
   }
 
   private async versionOf(orgId: string, agent: AgentIdentity, version: number): Promise<FrozenVersion> {
     const hit = this.cached(orgId, agent.id, version);
     if (hit) return hit;
-    const [row]: VersionRow[] = await this.dataSource.query(`SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 AND version = $3`, [
-      orgId,
-      agent.id,
-      version,
-    ]);
+    const row = await this.published.version(orgId, agent.id, version);
     if (!row) throw ApiError.notFound('agent version');
     return this.freeze(orgId, agent, row);
   }
@@ -118,6 +110,12 @@ export class VersionStore {
     this.frozen.set(`${orgId}/${agent.id}/${row.version}`, frozen);
     return frozen;
   }
+}
+
+function checked(agent: AgentIdentity | undefined): AgentIdentity {
+  if (!agent) throw ApiError.notFound('agent');
+  if (agent.latest_version === null) throw ApiError.conflict('The agent has no published version yet; publish it first.', 'not_published');
+  return agent;
 }
 
 export function deepFreeze<T>(value: T): T {

@@ -89,3 +89,22 @@ export function toAuditEvent(r: Omit<AuditRow, 'seq'>): AuditEvent {
     data: r.data,
   };
 }
+
+/**
+ * Like `auditInsert`, as a part of a data-modifying statement whose events are written only when
+ * `condition` holds (an SQL boolean over the statement's other parts: `EXISTS (SELECT 1 FROM w0)`,
+ * "the conditional UPDATE matched"), so a decision and its events stay one statement.
+ */
+export function auditInsertWhen(events: AuditEventInput[], firstParam: number, condition: string): { sql: string; params: unknown[] } {
+  const params: unknown[] = [];
+  const rows = events.map((e, i) => {
+    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
+    const b = firstParam + i * 8;
+    return `($${b}::uuid, $${b + 1}::uuid, $${b + 2}::text, $${b + 3}::text, $${b + 4}::text, $${b + 5}::text, $${b + 6}::text, $${b + 7}::jsonb)`;
+  });
+  return {
+    sql: `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data)
+          SELECT * FROM (VALUES ${rows.join(', ')}) AS e(id, org_id, type, actor_type, actor_id, target_type, target_id, data) WHERE ${condition}`,
+    params,
+  };
+}

@@ -2,6 +2,7 @@ import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ApiBearerAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { ProblemResponse } from '../common/openapi';
+import type { AgentRead } from './auth.service';
 import { Role } from './principal';
 
 /** Who may call a route: `platform`, any role of an organization key, or `authenticated` (anyone with a valid token). */
@@ -27,4 +28,19 @@ export function Access(...allowed: Allowed[]): MethodDecorator & ClassDecorator 
 /** The only way to open a route to anonymous callers; grep for it to audit what is public. */
 export function PublicRoute(): MethodDecorator & ClassDecorator {
   return applyDecorators(SetMetadata(PUBLIC_ROUTE, true));
+}
+
+/**
+ * The route names an agent in the path parameter `param`, and a call's `version` in its body:
+ * the guard reads that agent (its `latest` pointer, the switches of the version) in the same
+ * query as the key (AuthService, AgentSnapshot). One round trip instead of three on a tool call.
+ */
+export const ReadsAgentWithKey = Reflector.createDecorator<string>();
+
+/** What the guard asks AuthService to read with the key; the body is not validated yet, so only a positive integer counts as a version. */
+export function agentReadOf(request: { params?: unknown; body?: unknown }, param: string): AgentRead | undefined {
+  const agentId = (request.params as Record<string, unknown> | undefined)?.[param];
+  if (typeof agentId !== 'string') return undefined;
+  const version = (request.body as { version?: unknown } | null | undefined)?.version;
+  return { agentId, version: typeof version === 'number' && Number.isInteger(version) && version >= 1 && version <= 2147483647 ? version : 'latest' };
 }

@@ -23,6 +23,16 @@ export interface ActiveKeyRow {
   scopes: string[];
 }
 
+/** `ActiveKeyRow` with the agent of the route and its switches (`findActiveWithAgent`). */
+export interface ActiveKeyWithAgentRow extends ActiveKeyRow {
+  agent_id: string | null;
+  agent_slug: string | null;
+  agent_name: string | null;
+  agent_latest_version: number | null;
+  version_retired: boolean;
+  disabled_tools: { capabilityId: string; toolId: string; reason: string | null }[] | null;
+}
+
 /**
  * The owner of `api_key`. Writes take the organization first and, when they are part of a larger
  * change (an audit event beside them), the transaction's manager.
@@ -38,6 +48,30 @@ export class ApiKeysRepository {
          FROM api_key k JOIN org o ON o.id = k.org_id
         WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
       [digestHex],
+    );
+    return rows[0];
+  }
+
+  /**
+   * The key as `findActiveByDigest`, with the agent a tool call names and the switches that
+   * apply to it, in one round trip (docs/benchmarks.md): the agent's row and `latest` pointer,
+   * whether the version asked for (the pointer when null) is retired, and the organization's
+   * disabled tools (one row per disabled tool; there are never many). The agent and switch
+   * tables are owned elsewhere (governance.repository.ts, the agents' files); this only reads them,
+   * in the one statement that must come first on every call anyway.
+   */
+  async findActiveWithAgent(digestHex: string, agentId: string, version: number | null): Promise<ActiveKeyWithAgentRow | undefined> {
+    const rows: ActiveKeyWithAgentRow[] = await this.dataSource.query(
+      `SELECT k.id, k.org_id, k.roles, k.token_hash, o.scopes,
+              a.id AS agent_id, a.slug AS agent_slug, a.name AS agent_name, a.latest_version AS agent_latest_version,
+              EXISTS (SELECT 1 FROM agent_version_retirement r
+                       WHERE r.org_id = k.org_id AND r.agent_id = a.id AND r.version = COALESCE($3::integer, a.latest_version)) AS version_retired,
+              (SELECT json_agg(json_build_object('capabilityId', d.capability_id, 'toolId', d.tool_id, 'reason', d.reason))
+                 FROM tool_disabled d WHERE d.org_id = k.org_id) AS disabled_tools
+         FROM api_key k JOIN org o ON o.id = k.org_id
+         LEFT JOIN agent a ON a.org_id = k.org_id AND a.id = $2::uuid
+        WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
+      [digestHex, agentId, version],
     );
     return rows[0];
   }

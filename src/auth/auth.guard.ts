@@ -1,7 +1,7 @@
 import { CanActivate, ExecutionContext, Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { ApiError } from '../common/api-error';
-import { AccessMetadata, Allowed, PUBLIC_ROUTE } from './access.decorator';
+import { AccessMetadata, agentReadOf, Allowed, PUBLIC_ROUTE, ReadsAgentWithKey } from './access.decorator';
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { AuthService } from './auth.service';
 import { ResourceChallenge } from './oidc/resource-challenge.service';
@@ -27,9 +27,10 @@ export class AuthGuard implements CanActivate {
     if (this.reflector.getAllAndOverride<boolean>(PUBLIC_ROUTE, targets)) return true;
     const allowed = this.reflector.getAllAndOverride(AccessMetadata, targets);
     const request = context.switchToHttp().getRequest<AuthenticatedRequest>();
+    const agentParam = this.reflector.getAllAndOverride(ReadsAgentWithKey, targets);
     let principal: Principal;
     try {
-      principal = await this.auth.authenticate(request.headers.authorization);
+      principal = await this.auth.authenticate(request.headers.authorization, agentParam ? agentReadOf(request, agentParam) : undefined);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) {
         await this.limiter.recordAuthFailure(request.ip);

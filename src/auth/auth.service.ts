@@ -2,9 +2,10 @@ import { Inject, Injectable } from '@nestjs/common';
 import { timingSafeEqual } from 'node:crypto';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { ApiKeysRepository } from './api-keys.repository';
+import { toolKey } from '../runtime/tool-policy';
+import { ActiveKeyWithAgentRow, ApiKeysRepository } from './api-keys.repository';
 import { OidcAuthenticator } from './oidc/oidc-authenticator.service';
-import type { Principal } from './principal';
+import type { AgentSnapshot, ApiKeyPrincipal, Principal } from './principal';
 import { API_KEY_PREFIX, hashToken } from './tokens';
 
 /** Who a bearer token is: the platform admin, an organization's API key, a person signed in through the identity provider, or nobody (401). */
@@ -20,7 +21,11 @@ export class AuthService {
     this.platformTokenHash = Buffer.from(hashToken(config.platformAdminToken), 'hex');
   }
 
-  async authenticate(header: string | undefined): Promise<Principal> {
+  /**
+   * `agent`: the route names an agent (a tool call): it is read in the same query as the key and
+   * handed on as the principal's `agent` (AgentSnapshot). Revocation is unchanged: the key is read.
+   */
+  async authenticate(header: string | undefined, agent?: AgentRead): Promise<Principal> {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     if (!match) throw ApiError.unauthorized();
     const token = match[1];
@@ -28,9 +33,32 @@ export class AuthService {
     if (timingSafeEqual(digest, this.platformTokenHash)) return { type: 'platform', id: 'platform' };
     if (this.oidc.handles(token)) return this.oidc.authenticate(token);
     if (!token.startsWith(API_KEY_PREFIX) || token.length > 200) throw ApiError.unauthorized();
-    const row = await this.keys.findActiveByDigest(digest.toString('hex'));
+    const withAgent = agent && UUID.test(agent.agentId);
+    const row = withAgent
+      ? await this.keys.findActiveWithAgent(digest.toString('hex'), agent.agentId, agent.version === 'latest' ? null : agent.version)
+      : await this.keys.findActiveByDigest(digest.toString('hex'));
     // The lookup is by digest; comparing the digests again keeps the decision itself constant-time.
     if (!row || !timingSafeEqual(Buffer.from(row.token_hash, 'hex'), digest)) throw ApiError.unauthorized();
-    return { type: 'api_key', id: row.id, orgId: row.org_id, roles: row.roles, orgScopes: row.scopes };
+    const principal: ApiKeyPrincipal = { type: 'api_key', id: row.id, orgId: row.org_id, roles: row.roles, orgScopes: row.scopes };
+    if (withAgent) principal.agent = snapshotOf(agent, row as ActiveKeyWithAgentRow);
+    return principal;
   }
+}
+
+/** The agent a route names, as the guard found it in the request (see ReadsAgentWithKey). */
+export interface AgentRead {
+  agentId: string;
+  version: number | 'latest';
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+function snapshotOf(asked: AgentRead, row: ActiveKeyWithAgentRow): AgentSnapshot {
+  return {
+    agentId: asked.agentId.toLowerCase(),
+    version: asked.version,
+    agent: row.agent_id === null ? null : { id: row.agent_id, slug: row.agent_slug!, name: row.agent_name!, latest_version: row.agent_latest_version },
+    versionRetired: row.version_retired,
+    disabledTools: new Map((row.disabled_tools ?? []).map((d) => [toolKey(d.capabilityId, d.toolId), { reason: d.reason }])),
+  };
 }

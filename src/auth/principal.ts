@@ -24,6 +24,27 @@ export interface ApiKeyPrincipal {
   roles: Role[];
   /** The organization's granted scopes, read with the key in the same query. */
   orgScopes: string[];
+  /**
+   * On a route that names an agent and declares @ReadsAgentWithKey (a tool call): that agent as
+   * it stood in the same query as the key, so the hot path reads the database once for both.
+   */
+  agent?: AgentSnapshot;
+}
+
+/**
+ * An agent read together with the key, and the incident-response switches that apply to one of
+ * its versions. Read on every request like the key itself: nothing of it is cached.
+ */
+export interface AgentSnapshot {
+  /** What was asked: the route's agent id (lower case) and the body's version (`latest` unless a positive integer). */
+  agentId: string;
+  version: number | 'latest';
+  /** null: no such agent in the key's organization. */
+  agent: { id: string; slug: string; name: string; latest_version: number | null } | null;
+  /** The version `version` names (the pointer for `latest`) is retired. */
+  versionRetired: boolean;
+  /** Every tool the organization disabled, by `toolKey(capabilityId, toolId)`. */
+  disabledTools: ReadonlyMap<string, { reason: string | null }>;
 }
 
 /** Someone signed in through the organization's identity provider (a JWT access token, src/auth/oidc). */

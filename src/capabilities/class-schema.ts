@@ -1,10 +1,14 @@
 import type { Type } from '@nestjs/common';
 import { targetConstructorToSchema } from 'class-validator-jsonschema';
+import { installValidationMetadataIndex } from '../common/validation-metadata-index';
 import { X_ENUM_LABELS } from './form-hints.decorator';
 
 // class-transformer keeps @Type() metadata in a storage it exports without typings for the CommonJS path.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as typeof import('class-transformer/types/storage');
+
+// Generating a schema looks the class's rules up: without the index that is O(classes) each (validation-metadata-index.ts).
+installValidationMetadataIndex();
 
 /** A JSON Schema document or subschema, as served in the catalog and offered to models. */
 export type JSONSchema = Record<string, unknown>;

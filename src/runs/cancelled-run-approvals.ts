@@ -1,5 +1,4 @@
 import { Injectable, Logger } from '@nestjs/common';
-import type { AuditEventInput } from '../audit/audit.service';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
 import { Metrics } from '../telemetry/metrics';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
@@ -41,18 +40,17 @@ export class CancelledRunApprovals {
       const pending = (await this.calls.listCalls(orgId, { runId, status: 'pending_approval', limit: 100 })).items.filter((c) => c.approvalId);
       if (pending.length === 0) break;
       for (const call of pending) {
-        const result = await this.approvals.decide(
-          { orgId, approvalId: call.approvalId!, decidedBy: by.keyId, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: 0 },
-          (approval): AuditEventInput[] => [
-            {
-              type: 'approval.rejected',
-              orgId,
-              actor: by.actor,
-              target: { type: 'approval', id: approval.id },
-              data: { toolCallId: approval.tool_call_id, argumentsHash: approval.arguments_hash, reason, runId, cause: 'run_cancelled' },
-            },
-          ],
-        );
+        const approval = await this.approvals.findApproval(orgId, call.approvalId!);
+        if (!approval || approval.status !== 'pending') continue;
+        const result = await this.approvals.decide(approval, { decidedBy: by.keyId, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: 0 }, [
+          {
+            type: 'approval.rejected',
+            orgId,
+            actor: by.actor,
+            target: { type: 'approval', id: approval.id },
+            data: { toolCallId: approval.tool_call_id, argumentsHash: approval.arguments_hash, reason, runId, cause: 'run_cancelled' },
+          },
+        ]);
         // Lost to a person's decision or to its expiry: it is settled either way.
         if (result.won) {
           decided.push(result.call.id);

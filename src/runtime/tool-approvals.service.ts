@@ -12,6 +12,7 @@ import { CallSettledNotifier } from './call-settled.notifier';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, ToolCallGuards } from './tool-call-guards';
 import { ToolImplementations } from './tool-implementations';
 import { ToolRunner } from './tool-runner.service';
+import type { GovernanceFacts } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
 import { inToolCallSpan } from '../telemetry/tool-tracing';
 
@@ -45,20 +46,21 @@ export class ToolApprovals {
 
   async approve(ctx: RequestContext, approvalId: string, decision: { note?: string; arguments?: unknown }): Promise<ApprovalDecision> {
     const principal = keyOf(ctx);
-    const row = await this.decidable(principal, approvalId);
+    const { row, facts } = await this.decidable(principal, approvalId);
     // The approved run is the call's execution: its span, like the request's, is execute_tool.
     return inToolCallSpan(
       { toolName: row.tool, orgId: principal.orgId, agentId: row.agent_id, version: row.version, entryPoint: 'approval', callId: row.tool_call_id },
-      () => this.approveDecidable(principal, row, approvalId, decision),
+      () => this.approveDecidable(principal, row, facts, decision),
     );
   }
 
   private async approveDecidable(
     principal: OrgPrincipal,
     row: ApprovalRow,
-    approvalId: string,
+    facts: GovernanceFacts,
     decision: { note?: string; arguments?: unknown },
   ): Promise<ApprovalDecision> {
+    const approvalId = row.id;
     const orgId = principal.orgId;
     const denial: Denial = {
       principal,
@@ -71,7 +73,8 @@ export class ToolApprovals {
     const tool = built.tools.find((t) => t.capabilityId === row.capability_id && t.toolId === row.tool_id);
     if (!tool) return this.guards.deny(denial, missingTool(built, row.tool));
     denial.tool = tool;
-    await this.guards.canRunNow(built, tool, denial);
+    // The switches as read with the approval, in this request: an incident response still stops it.
+    await this.guards.canRunNow(built, tool, denial, facts);
 
     let args: object;
     let edited: { value: Record<string, unknown>; hash: string } | undefined;
@@ -98,25 +101,17 @@ export class ToolApprovals {
     const decidedAt = new Date();
     const actor = actorOf(principal);
     const result = await this.approvals.decide(
-      {
-        orgId,
-        approvalId,
-        decidedBy: principal.id,
-        decidedAt,
-        note: decision.note ?? null,
-        outcome: 'approved',
-        approvedArguments: edited,
-        leaseMs: this.leaseMs,
-      },
-      (approval) => [
+      row,
+      { decidedBy: principal.id, decidedAt, note: decision.note ?? null, outcome: 'approved', approvedArguments: edited, leaseMs: this.leaseMs },
+      [
         {
           type: 'approval.approved',
           orgId,
           actor,
-          target: { type: 'approval', id: approval.id },
+          target: { type: 'approval', id: approvalId },
           data: {
-            toolCallId: approval.tool_call_id,
-            argumentsHash: approval.arguments_hash,
+            toolCallId: row.tool_call_id,
+            argumentsHash: row.arguments_hash,
             ...(edited ? { approvedArgumentsHash: edited.hash, argumentsEdited: true } : {}),
             ...(decision.note ? { note: decision.note } : {}),
           },
@@ -134,8 +129,8 @@ export class ToolApprovals {
       version: call.version,
       runId: call.run_id,
     });
-    const stored = await this.store.settleRunning(orgId, call.id, outcome, new Date(), (c) => [
-      settledEvent(orgId, actor, c.id, edited?.hash ?? c.arguments_hash, outcome, edited !== undefined),
+    const stored = await this.store.settleRunning(orgId, call.id, outcome, new Date(), [
+      settledEvent(orgId, actor, call.id, edited?.hash ?? call.arguments_hash, outcome, edited !== undefined),
     ]);
     this.settled.notify([call.id]);
     return { approval: toApprovalView(result.approval), toolCall: toToolCallView(stored) };
@@ -145,17 +140,18 @@ export class ToolApprovals {
   async reject(ctx: RequestContext, approvalId: string, reason: string): Promise<ApprovalDecision> {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
-    await this.decidable(principal, approvalId);
+    const { row } = await this.decidable(principal, approvalId);
     const actor = actorOf(principal);
     const result = await this.approvals.decide(
-      { orgId, approvalId, decidedBy: principal.id, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: this.leaseMs },
-      (approval) => [
+      row,
+      { decidedBy: principal.id, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: this.leaseMs },
+      [
         {
           type: 'approval.rejected',
           orgId,
           actor,
-          target: { type: 'approval', id: approval.id },
-          data: { toolCallId: approval.tool_call_id, argumentsHash: approval.arguments_hash, reason },
+          target: { type: 'approval', id: row.id },
+          data: { toolCallId: row.tool_call_id, argumentsHash: row.arguments_hash, reason },
         },
       ],
     );
@@ -166,15 +162,16 @@ export class ToolApprovals {
   }
 
   /** The approval as it stands, if the principal may still decide it; refuses otherwise (and records an expiry it finds). */
-  private async decidable(principal: OrgPrincipal, approvalId: string): Promise<ApprovalRow> {
-    const row = await this.approvals.findApproval(principal.orgId, approvalId);
-    if (!row) throw ApiError.notFound('approval');
+  private async decidable(principal: OrgPrincipal, approvalId: string): Promise<{ row: ApprovalRow; facts: GovernanceFacts }> {
+    const found = await this.approvals.findDecidable(principal.orgId, approvalId);
+    if (!found) throw ApiError.notFound('approval');
+    const row = found.row;
     if (row.requested_by === principal.id) {
       throw new ApiError('self_approval_forbidden', 'The key that requested this call may not decide its approval.');
     }
     if (row.status === 'expired') return this.refuseDecision('expired', approvalId);
     if (row.status !== 'pending') return this.refuseDecision('decided', approvalId);
-    return row;
+    return found;
   }
 
   private async refuseDecision(why: 'decided' | 'expired' | 'missing', approvalId: string): Promise<never> {

@@ -7,7 +7,7 @@ import { resultRefOf, ToolCallsRepository } from '../tool-calls/tool-calls.repos
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import type { ToolOutcome } from './run-tool';
 import { GovernanceRepository } from '../governance/governance.repository';
-import { whyCannotRun } from './tool-policy';
+import { GovernanceFacts, whyCannotRun } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
 import { inSpan } from '../telemetry/tool-tracing';
 
@@ -32,14 +32,17 @@ export class ToolCallGuards {
     private readonly governance: GovernanceRepository,
   ) {}
 
-  /** The tool policy's "can it run now", as the executor's refusals (409 tool_definition_changed, 403 scope_not_granted). */
-  canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
-    return inSpan('guard tool_policy', () => this.checkCanRunNow(built, tool, denial));
+  /**
+   * The tool policy's "can it run now", as the executor's refusals (409 tool_definition_changed,
+   * 403 scope_not_granted). `read`: the switches as this request already read them (with the key).
+   */
+  canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial, read?: GovernanceFacts): Promise<void> {
+    return inSpan('guard tool_policy', () => this.checkCanRunNow(built, tool, denial, read));
   }
 
-  private async checkCanRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial): Promise<void> {
+  private async checkCanRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial, read?: GovernanceFacts): Promise<void> {
     // The switches are read on every call, on every node: an incident response takes effect at once.
-    const facts = await this.governance.factsFor(denial.principal.orgId, built.agentId, built.version, tool.capabilityId, tool.toolId);
+    const facts = read ?? (await this.governance.factsFor(denial.principal.orgId, built.agentId, built.version, tool.capabilityId, tool.toolId));
     const why = whyCannotRun(tool, denial.principal.orgScopes, facts);
     if (why?.code === 'version_retired') {
       await this.deny(denial, new ApiError('version_retired', `Version ${built.version} of this agent was retired; call a current version. Nothing ran.`));

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import { canonicalHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
-import { actorOf, OrgPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, AgentSnapshot, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -11,7 +11,7 @@ import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../
 import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
 import { ToolImplementations } from './tool-implementations';
-import { approvalReasonOf } from './tool-policy';
+import { approvalReasonOf, GovernanceFacts } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
@@ -50,6 +50,12 @@ export interface ToolCallOutcome {
   replayed: boolean;
   /** `resumePending` found an earlier call; nothing new was created. */
   resumed: boolean;
+}
+
+/** The snapshot's switches, when they are those of the version that was built. */
+function factsOf(snapshot: AgentSnapshot, built: number): GovernanceFacts | undefined {
+  const named = snapshot.version === 'latest' ? snapshot.agent?.latest_version : snapshot.version;
+  return named === built ? { versionRetired: snapshot.versionRetired, disabledTools: snapshot.disabledTools } : undefined;
 }
 
 /** Statuses after which nothing about the call changes any more. */
@@ -139,8 +145,12 @@ export class ToolExecutor {
   private async requestClaimed(principal: OrgPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
     const orgId = principal.orgId;
     const createdAt = new Date();
+    const version = req.version ?? 'latest';
+    // The agent, its pointer and the switches, read with the key when the route asked for it.
+    const read = principal.type === 'api_key' ? principal.agent : undefined;
+    const snapshot = read?.agentId === req.agentId.toLowerCase() && read.version === version ? read : undefined;
     const runnable = await inSpan('build version', () =>
-      this.implementations.build(orgId, principal.orgScopes, req.agentId, req.version ?? 'latest', { profile: req.profile, workerType: req.workerType }),
+      this.implementations.build(orgId, principal.orgScopes, req.agentId, version, { profile: req.profile, workerType: req.workerType }, snapshot),
     );
     const built = runnable.built;
     span.setAttribute('cp.agent.version', String(built.version));
@@ -161,7 +171,7 @@ export class ToolExecutor {
     const valid = validation.errors.length === 0;
     const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
     if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
-    await this.guards.canRunNow(built, tool, denial);
+    await this.guards.canRunNow(built, tool, denial, snapshot && factsOf(snapshot, built.version));
     const reason = approvalReasonOf({ risk: tool.risk, interruptBefore: tool.declaration.interruptBefore, toolId: tool.toolId }, built.spec.toolApproval);
 
     if (valid && reason && req.resumePending) {

@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import { Applicability, VersionBuilder } from '../agents/version-builder.service';
+import type { AgentIdentity } from '../agents/version-store.service';
 import type { StampedContribution, ToolContext, ToolDeclaration } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
 import { CapabilityToolResolver } from './capability-tool.resolver';
@@ -70,6 +71,8 @@ export class ToolImplementations {
     agentId: string,
     version: number | 'latest',
     applicability?: Applicability,
+    /** The agent as the request already read it with the key (AgentSnapshot). */
+    agent?: { agent: AgentIdentity | null },
   ): Promise<RunnableVersion> {
     const contributions = new Map<string, StampedContribution>();
     // A call is about to run: MCP tool lists past MCP_TOOLS_TTL_SECONDS are listed again, so a
@@ -77,6 +80,7 @@ export class ToolImplementations {
     const built = await this.versions.build(orgId, orgScopes, agentId, version, (c) => contributions.set(c.capabilityId, c), {
       applicability,
       refreshMcpTools: true,
+      agent,
     });
     return { built, contributions };
   }

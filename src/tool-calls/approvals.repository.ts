@@ -1,8 +1,11 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
+import { auditInsertWhen } from '../audit/audit.repository';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
+import { Statement } from '../database/statement';
+import { GovernanceFacts, toolKey } from '../runtime/tool-policy';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
-import { APPROVAL_COLUMNS, ApprovalRow, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
+import { APPROVAL_COLUMNS, ApprovalRow, CALL_COLUMNS, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
 import { findCallWith } from './tool-calls.repository';
 import type { ApprovalStatus, ApprovalView } from './tool-calls.dto';
 
@@ -16,7 +19,7 @@ export async function findApprovalWith(manager: Queryable, orgId: string, approv
   return rows[0];
 }
 
-/** The statements about approvals: reading them, and the one conditional update that decides one. */
+/** The statements about approvals: reading them, and the one conditional statement that decides one. */
 @Injectable()
 export class ApprovalsRepository {
   constructor(
@@ -59,13 +62,42 @@ export class ApprovalsRepository {
   }
 
   /**
-   * The one conditional update that decides an approval. Only the transaction whose UPDATE matched
-   * the pending row goes on; every simultaneous one matches nothing and learns why.
+   * An approval about to be decided, with the incident-response switches of its tool and version
+   * (GovernanceRepository.factsFor's answer) in the same query: approving reads the database once
+   * before it decides.
+   */
+  async findDecidable(orgId: string, approvalId: string): Promise<{ row: ApprovalRow; facts: GovernanceFacts } | undefined> {
+    const rows: (ApprovalRow & { version_retired: boolean; disabled: boolean; disabled_reason: string | null })[] = await this.dataSource.query(
+      `SELECT ${APPROVAL_COLUMNS},
+              EXISTS (SELECT 1 FROM agent_version_retirement r
+                       WHERE r.org_id = a.org_id AND r.agent_id = a.agent_id AND r.version = a.version) AS version_retired,
+              d.tool_id IS NOT NULL AS disabled, d.reason AS disabled_reason
+         FROM approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id
+         LEFT JOIN tool_disabled d ON d.org_id = a.org_id AND d.capability_id = a.capability_id AND d.tool_id = a.tool_id
+        WHERE a.org_id = $1 AND a.id = $2`,
+      [orgId, approvalId],
+    );
+    if (!rows[0]) return undefined;
+    const { version_retired, disabled, disabled_reason, ...row } = rows[0];
+    return {
+      row,
+      facts: {
+        versionRetired: version_retired,
+        disabledTools: disabled ? new Map([[toolKey(row.capability_id, row.tool_id), { reason: disabled_reason }]]) : new Map(),
+      },
+    };
+  }
+
+  /**
+   * The one conditional update that decides an approval, in ONE statement with the call's change
+   * and the decision's audit events (data-modifying CTEs): only the request whose UPDATE matched
+   * the pending row changes anything; every simultaneous one matches nothing, writes nothing, and
+   * learns why from the same statement. `approval` is the row as read before (what the events
+   * and the answer are made of: nothing a decision changes but its own fields).
    */
   async decide(
+    approval: ApprovalRow,
     d: {
-      orgId: string;
-      approvalId: string;
       decidedBy: string;
       decidedAt: Date;
       note: string | null;
@@ -73,60 +105,65 @@ export class ApprovalsRepository {
       approvedArguments?: { value: Record<string, unknown>; hash: string };
       leaseMs: number;
     },
-    events: (approval: ApprovalRow) => AuditEventInput[],
+    events: AuditEventInput[],
   ): Promise<{ won: true; approval: ApprovalRow; call: ToolCallRow } | { won: false; why: 'decided' | 'expired' | 'missing' }> {
-    const result = await this.dataSource.transaction(async (m) => {
-      const [updated]: [{ id: string }[], number] = await m.query(
-        `UPDATE approval SET status = $3, decided_by = $4, decided_at = $5, note = $6, approved_arguments = $7::jsonb, approved_arguments_hash = $8
-          WHERE org_id = $1 AND id = $2 AND status = 'pending' AND expires_at > now()
-          RETURNING id`,
-        [
-          d.orgId,
-          d.approvalId,
-          d.outcome,
-          d.decidedBy,
-          d.decidedAt,
-          d.note,
-          d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null,
-          d.approvedArguments?.hash ?? null,
-        ],
-      );
-      if (updated.length === 0) {
-        const now: { status: string; expired: boolean }[] = await m.query(
-          `SELECT status, status = 'pending' AND expires_at <= now() AS expired FROM approval WHERE org_id = $1 AND id = $2`,
-          [d.orgId, d.approvalId],
-        );
-        if (now.length === 0) return { won: false as const, why: 'missing' as const };
-        if (now[0].expired || now[0].status === 'expired') return { won: false as const, why: 'expired' as const };
-        return { won: false as const, why: 'decided' as const };
-      }
-      const approval = (await findApprovalWith(m, d.orgId, d.approvalId))!;
-      if (d.outcome === 'approved') {
-        await m.query(
-          `UPDATE tool_call SET status = 'running', started_at = $3, lease_expires_at = now() + make_interval(secs => $4::double precision / 1000),
-                  executed_arguments = $5::jsonb, executed_arguments_hash = $6
-            WHERE org_id = $1 AND id = $2 AND status = 'pending_approval'`,
-          [
-            d.orgId,
-            approval.tool_call_id,
-            d.decidedAt,
-            d.leaseMs,
-            d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null,
-            d.approvedArguments?.hash ?? null,
-          ],
-        );
-      } else {
-        await m.query(
-          `UPDATE tool_call SET status = 'rejected', error_code = 'approval_rejected', error_message = $3, completed_at = $4
-            WHERE org_id = $1 AND id = $2 AND status = 'pending_approval'`,
-          [d.orgId, approval.tool_call_id, d.note, d.decidedAt],
-        );
-      }
-      await this.audit.record(m, ...events(approval));
-      const call = (await findCallWith(m, d.orgId, approval.tool_call_id))!;
-      return { won: true as const, approval, call };
-    });
-    return result;
+    const s = new Statement();
+    const org = s.param(approval.org_id);
+    const id = s.param(approval.id);
+    const at = s.param(d.decidedAt);
+    const note = s.param(d.note);
+    const args = s.param(d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null);
+    const hash = s.param(d.approvedArguments?.hash ?? null);
+    s.with(
+      `UPDATE approval SET status = ${s.param(d.outcome)}, decided_by = ${s.param(d.decidedBy)}, decided_at = ${at}, note = ${note},
+              approved_arguments = ${args}::jsonb, approved_arguments_hash = ${hash}
+        WHERE org_id = ${org} AND id = ${id} AND status = 'pending' AND expires_at > now()
+        RETURNING tool_call_id`,
+    );
+    s.with(
+      d.outcome === 'approved'
+        ? `UPDATE tool_call c SET status = 'running', started_at = ${at},
+                  lease_expires_at = now() + make_interval(secs => ${s.param(d.leaseMs)}::double precision / 1000),
+                  executed_arguments = ${args}::jsonb, executed_arguments_hash = ${hash}
+             FROM w0 WHERE c.org_id = ${org} AND c.id = w0.tool_call_id AND c.status = 'pending_approval'
+           RETURNING c.*`
+        : `UPDATE tool_call c SET status = 'rejected', error_code = 'approval_rejected', error_message = ${note}, completed_at = ${at}
+             FROM w0 WHERE c.org_id = ${org} AND c.id = w0.tool_call_id AND c.status = 'pending_approval'
+           RETURNING c.*`,
+    );
+    const audit = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');
+    s.params.push(...audit.params);
+    s.with(audit.sql);
+    // The approval as this statement's snapshot saw it, for a loser's reason: a decision another
+    // request committed meanwhile still reads `pending` here, and "decided" is then the answer.
+    const [result]: (ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null })[] = await this.dataSource.query(
+      s.finish(
+        `SELECT (SELECT count(*) FROM w0)::integer AS won, st.status AS approval_status, st.expired AS approval_expired, ${CALL_COLUMNS}
+           FROM (SELECT 1) one
+           LEFT JOIN w1 c ON true
+           LEFT JOIN LATERAL (SELECT status, status = 'pending' AND expires_at <= now() AS expired
+                                FROM approval WHERE org_id = ${org} AND id = ${id}) st ON true`,
+      ),
+      s.params,
+    );
+    const { won, approval_status, approval_expired, ...call } = result;
+    if (!won) {
+      if (approval_status === null) return { won: false, why: 'missing' };
+      return { won: false, why: approval_expired || approval_status === 'expired' ? 'expired' : 'decided' };
+    }
+    this.audit.committed(events);
+    const decided: ApprovalRow = {
+      ...approval,
+      status: d.outcome,
+      decided_by: d.decidedBy,
+      decided_at: d.decidedAt,
+      note: d.note,
+      approved_arguments: d.approvedArguments?.value ?? null,
+      approved_arguments_hash: d.approvedArguments?.hash ?? null,
+    };
+    // The call moves with its approval; were it ever not pending, the answer is the call as it is.
+    const row = call.id ? (call as ToolCallRow) : (await findCallWith(this.dataSource, approval.org_id, approval.tool_call_id))!;
+    return { won: true, approval: decided, call: row };
   }
 }
 

@@ -13,7 +13,7 @@ import {
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
 import type { FastifyReply } from 'fastify';
-import { Access } from '../auth/access.decorator';
+import { Access, ReadsAgentWithKey } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -37,6 +37,7 @@ export class ToolCallsController {
 
   @Post('agents/:agentId/tool-calls')
   @Access('agent')
+  @ReadsAgentWithKey('agentId')
   @ApiOperation({
     summary: 'Call a tool of a published version, through every guard',
     description: [

@@ -1,7 +1,9 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AuditEventInput, auditInsert, AuditService } from '../audit/audit.service';
+import { auditInsert, auditInsertWhen } from '../audit/audit.repository';
+import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { GroupCommit } from '../database/group-commit';
 import { Statement } from '../database/statement';
 import { completeClaimSql } from './idempotency.repository';
 import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
@@ -13,6 +15,17 @@ export * from './tool-call-rows';
 export async function findCallWith(manager: Queryable, orgId: string, callId: string): Promise<ToolCallRow | undefined> {
   const rows: ToolCallRow[] = await manager.query(`SELECT ${CALL_COLUMNS} FROM tool_call c WHERE c.org_id = $1 AND c.id = $2`, [orgId, callId]);
   return rows[0];
+}
+
+/** Calls one group commit writes at most (21 parameters each, and their events'). */
+const SETTLED_BATCH_MAX = 64;
+
+interface SettledWrite {
+  call: NewCall;
+  settlement: Settlement;
+  completedAt: Date;
+  events: AuditEventInput[];
+  claim?: ClaimCompletion;
 }
 
 /**
@@ -30,31 +43,49 @@ export class ToolCallsRepository {
 
   /**
    * A call that ran without approval: the call, its whole result when offloaded, its audit events
-   * and the idempotency answer, in ONE statement (the governed hot path's only write).
+   * and the idempotency answer, in ONE statement (the governed hot path's only write), shared with
+   * the calls that finished during the previous write's round trip (group commit, see
+   * GroupCommit): one statement and one commit for all of them. It returns once its rows are
+   * committed.
    */
-  async insertSettled(call: NewCall, settlement: Settlement, completedAt: Date, events: AuditEventInput[], claim?: ClaimCompletion): Promise<void> {
+  insertSettled(call: NewCall, settlement: Settlement, completedAt: Date, events: AuditEventInput[], claim?: ClaimCompletion): Promise<void> {
+    return this.settledWrites.submit({ call, settlement, completedAt, events, claim });
+  }
+
+  private readonly settledWrites = new GroupCommit<SettledWrite>((writes) => this.writeSettled(writes), {
+    maxBatch: SETTLED_BATCH_MAX,
+    maxInFlight: 1,
+  });
+
+  private async writeSettled(writes: SettledWrite[]): Promise<void> {
     const s = new Statement();
-    const ok = settlement.status === 'succeeded';
-    s.with(
-      `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
-         status, result, result_truncated, result_offloaded, error_code, error_message, requested_by, created_at, started_at, completed_at)
-       VALUES (${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
-         .map((v) => s.param(v))
-         .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
+    const rows = writes.map(({ call, settlement, completedAt }) => {
+      const ok = settlement.status === 'succeeded';
+      return `(${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
+        .map((v) => s.param(v))
+        .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
          ${s.param(settlement.status)}, ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
          ${s.param(ok && settlement.truncated)}, ${s.param(ok && settlement.offloaded !== undefined)},
          ${s.param(ok ? null : settlement.error.code)}, ${s.param(ok ? null : settlement.error.message)},
-         ${s.param(call.requestedBy)}, ${s.param(call.createdAt)}, ${s.param(call.createdAt)}, ${s.param(completedAt)})
+         ${s.param(call.requestedBy)}, ${s.param(call.createdAt)}, ${s.param(call.createdAt)}, ${s.param(completedAt)})`;
+    });
+    s.with(
+      `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
+         status, result, result_truncated, result_offloaded, error_code, error_message, requested_by, created_at, started_at, completed_at)
+       VALUES ${rows.join(', ')}
        RETURNING id`,
     );
-    if (ok && settlement.offloaded) {
-      s.with(
-        `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
-         SELECT w0.id, ${s.param(call.orgId)}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer
-           FROM w0`,
-      );
+    for (const { call, settlement, claim } of writes) {
+      if (settlement.status === 'succeeded' && settlement.offloaded) {
+        s.with(
+          `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
+           SELECT w0.id, ${s.param(call.orgId)}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer
+             FROM w0 WHERE w0.id = ${s.param(call.id)}::uuid`,
+        );
+      }
+      if (claim) s.with(completeClaimSql(s, claim, call.id));
     }
-    if (claim) s.with(completeClaimSql(s, claim, call.id));
+    const events = writes.flatMap((w) => w.events);
     const auditSql = auditInsert(events, s.params.length + 1);
     s.params.push(...auditSql.params);
     await this.dataSource.query(s.finish(auditSql.sql), s.params);
@@ -199,47 +230,34 @@ export class ToolCallsRepository {
   }
 
   /**
-   * Writes the outcome of an approved call that was running. When the sweeper got there first (the
-   * lease ran out), its `interrupted` stands and nothing is written: the answer is what is stored.
+   * Writes the outcome of an approved call that was running, with its whole result when offloaded
+   * and its audit events, in ONE statement. When the sweeper got there first (the lease ran out),
+   * its `interrupted` stands and nothing is written: the answer is what is stored.
    */
-  async settleRunning(
-    orgId: string,
-    callId: string,
-    settlement: Settlement,
-    completedAt: Date,
-    events: (call: ToolCallRow) => AuditEventInput[],
-  ): Promise<ToolCallRow> {
-    return this.dataSource.transaction(async (m) => {
-      const ok = settlement.status === 'succeeded';
-      const [updated]: [{ id: string }[], number] = await m.query(
-        `UPDATE tool_call SET status = $3, result = $4::jsonb, result_truncated = $5, result_offloaded = $6, error_code = $7, error_message = $8,
-                completed_at = $9, lease_expires_at = NULL
-          WHERE org_id = $1 AND id = $2 AND status = 'running'
-          RETURNING id`,
-        [
-          orgId,
-          callId,
-          settlement.status,
-          ok ? JSON.stringify(settlement.result) : null,
-          ok && settlement.truncated,
-          ok && settlement.offloaded !== undefined,
-          ok ? null : settlement.error.code,
-          ok ? null : settlement.error.message,
-          completedAt,
-        ],
+  async settleRunning(orgId: string, callId: string, settlement: Settlement, completedAt: Date, events: AuditEventInput[]): Promise<ToolCallRow> {
+    const ok = settlement.status === 'succeeded';
+    const s = new Statement();
+    const org = s.param(orgId);
+    s.with(
+      `UPDATE tool_call SET status = ${s.param(settlement.status)}, result = ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
+              result_truncated = ${s.param(ok && settlement.truncated)}, result_offloaded = ${s.param(ok && settlement.offloaded !== undefined)},
+              error_code = ${s.param(ok ? null : settlement.error.code)}, error_message = ${s.param(ok ? null : settlement.error.message)},
+              completed_at = ${s.param(completedAt)}, lease_expires_at = NULL
+        WHERE org_id = ${org} AND id = ${s.param(callId)} AND status = 'running'
+        RETURNING *`,
+    );
+    if (ok && settlement.offloaded) {
+      s.with(
+        `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
+         SELECT w0.id, ${org}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer FROM w0`,
       );
-      const call = (await findCallWith(m, orgId, callId))!;
-      if (updated.length === 0) return call;
-      if (ok && settlement.offloaded) {
-        await m.query(`INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens) VALUES ($1, $2, $3::jsonb, $4)`, [
-          callId,
-          orgId,
-          JSON.stringify(settlement.offloaded.result),
-          settlement.offloaded.tokens,
-        ]);
-      }
-      await this.audit.record(m, ...events(call));
-      return call;
-    });
+    }
+    const audit = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');
+    s.params.push(...audit.params);
+    s.with(audit.sql);
+    const [settled]: ToolCallRow[] = await this.dataSource.query(s.finish(`SELECT ${CALL_COLUMNS} FROM w0 c`), s.params);
+    if (!settled) return (await this.findCall(orgId, callId))!;
+    this.audit.committed(events);
+    return settled;
   }
 }

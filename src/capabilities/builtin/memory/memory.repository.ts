@@ -51,27 +51,37 @@ export class MemoryRepository {
   /**
    * Keeps a memory unless the agent already keeps the same text (then that one is returned) or
    * already keeps `max` memories. The agent's row is locked first, so concurrent calls for one
-   * agent count one after the other and the limit holds.
+   * agent count one after the other and the limit holds; the look for the same text, the count
+   * and the insert are then one statement (its snapshot is taken after the lock was granted, so it
+   * sees what the previous holder committed): four round trips with BEGIN and COMMIT, not six.
    */
   async remember(ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
     return this.dataSource.transaction(async (m) => {
       const agent: unknown[] = await m.query(`SELECT 1 FROM agent WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`, [ctx.orgId, ctx.agentId]);
       if (agent.length === 0) return { kind: 'no_agent' as const };
-      const [existing]: MemoryRow[] = await m.query(
-        `SELECT id, content, tags, created_at FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND content = $3 ORDER BY created_at LIMIT 1`,
-        [ctx.orgId, ctx.agentId, content],
-      );
-      if (existing) return { kind: 'existing' as const, memory: existing };
-      const [{ n }]: { n: string }[] = await m.query(`SELECT count(*) AS n FROM agent_memory WHERE org_id = $1 AND agent_id = $2`, [ctx.orgId, ctx.agentId]);
-      const count = Number(n);
-      if (count >= max) return { kind: 'full' as const, count };
       // Past the timeout the executor has already answered "failed": writing now would be a side effect nobody sees.
       ctx.signal.throwIfAborted();
-      const [memory]: MemoryRow[] = await m.query(
-        `INSERT INTO agent_memory (id, org_id, agent_id, content, tags) VALUES ($1, $2, $3, $4, $5::text[]) RETURNING id, content, tags, created_at`,
-        [randomUUID(), ctx.orgId, ctx.agentId, content, tags],
+      const [row]: (MemoryRow & { kind: 'created' | 'existing' | 'full'; n: number })[] = await m.query(
+        `WITH existing AS (
+           SELECT id, content, tags, created_at FROM agent_memory
+            WHERE org_id = $1::uuid AND agent_id = $2::uuid AND content = $3::text ORDER BY created_at LIMIT 1
+         ), kept AS (
+           SELECT count(*)::integer AS n FROM agent_memory WHERE org_id = $1::uuid AND agent_id = $2::uuid
+         ), created AS (
+           INSERT INTO agent_memory (id, org_id, agent_id, content, tags)
+           SELECT $4::uuid, $1::uuid, $2::uuid, $3::text, $5::text[]
+            WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT n FROM kept) < $6::integer
+           RETURNING id, content, tags, created_at
+         )
+         SELECT 'created' AS kind, c.id, c.content, c.tags, c.created_at, (SELECT n FROM kept) + 1 AS n FROM created c
+         UNION ALL SELECT 'existing', e.id, e.content, e.tags, e.created_at, NULL FROM existing e
+         UNION ALL SELECT 'full', NULL, NULL, NULL, NULL, k.n FROM kept k WHERE NOT EXISTS (SELECT 1 FROM existing) AND k.n >= $6::integer`,
+        [ctx.orgId, ctx.agentId, content, randomUUID(), tags, max],
       );
-      return { kind: 'created' as const, memory, count: count + 1 };
+      const { kind, n, ...memory } = row;
+      if (kind === 'existing') return { kind, memory };
+      if (kind === 'full') return { kind, count: n };
+      return { kind, memory, count: n };
     });
   }
 
