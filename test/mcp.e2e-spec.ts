@@ -725,8 +725,9 @@ describe('MCP endpoint (e2e)', () => {
     });
 
     it('what is not MCP is answered by the transport as JSON-RPC', async () => {
+      // JSON that is not a JSON-RPC message is an invalid request (-32600; the 1.x SDK said parse error, -32700).
       const res = await rawPost(org.keys.agent, agentId, '', { hello: 'world' }).expect(400);
-      expect(res.body).toMatchObject({ jsonrpc: '2.0', error: { code: ErrorCode.ParseError } });
+      expect(res.body).toMatchObject({ jsonrpc: '2.0', error: { code: ErrorCode.InvalidRequest } });
       const notAccepting = await t.http
         .post(`/api/v1/agents/${agentId}/mcp`)
         .set(...bearer(org.keys.agent))

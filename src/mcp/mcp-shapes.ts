@@ -1,4 +1,4 @@
-import { ErrorCode as McpErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolErrorCode as McpErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
 import type { OfferedTool } from '../agents/built-version';
 import type { ApiError, ErrorCode } from '../common/api-error';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
