@@ -70,16 +70,21 @@ describe('MCP endpoint, both protocol revisions (e2e)', () => {
       expect(client.getServerCapabilities()?.tools).toBeDefined();
     });
 
-    it('lists the offered tools', async () => {
+    it('lists the offered tools with their annotations and declared output shape', async () => {
       const client = await connect(negotiation);
       const { tools } = await client.listTools();
       expect(tools.map((tool) => tool.name).sort()).toEqual(
         ['fx-mcp-fail', 'fx-mcp-greet', 'fx-mcp-list', 'fx-mcp-purge', 'fx-mcp-write', 'search_notes'].sort(),
       );
+      const search = tools.find((tool) => tool.name === 'search_notes')!;
+      expect(search.annotations).toEqual({ title: 'Search notes', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false });
+      expect(search.outputSchema).toMatchObject({ type: 'object', required: ['query', 'limit', 'hits'] });
     });
 
-    it('calls a tool through the executor: recorded with entry point mcp', async () => {
+    it('calls a tool through the executor: recorded with entry point mcp; the result conforms to the listed output shape', async () => {
       const client = await connect(negotiation);
+      // Listed first, so that the client checks structuredContent against the outputSchema.
+      await client.listTools();
       const query = randomUUID();
       const result = await client.callTool({ name: 'search_notes', arguments: { query } });
       expect(result.isError).toBeFalsy();

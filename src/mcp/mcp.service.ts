@@ -25,6 +25,7 @@ import { canRunNow } from '../runtime/tool-policy';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { isLoopbackOrigin, isRecord, refuseMalformed } from './mcp-guards';
 import { sendWebResponse, toWebRequest } from './mcp-http';
+import { factsOf } from './mcp-tool-facts';
 import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
 /** The agent and the version one MCP request talks to, resolved before MCP starts. */
@@ -176,7 +177,7 @@ export class McpService implements OnModuleInit {
     const version = await built();
     const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version);
     const tools = version.tools.filter((t) => canRunNow(t, granted, governance));
-    return { tools: tools.map(toMcpTool) };
+    return { tools: tools.map((t) => toMcpTool(t, factsOf(t))) };
   }
 
   private async callTool(
