@@ -25,6 +25,7 @@ import { canRunNow } from '../runtime/tool-policy';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { isLoopbackOrigin, isRecord, refuseMalformed } from './mcp-guards';
 import { sendWebResponse, toWebRequest } from './mcp-http';
+import { createTaskResult, declaresTasks, TASK_PARAMS, TASKS_EXTENSION, taskOf } from './mcp-tasks';
 import { factsOf } from './mcp-tool-facts';
 import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
@@ -121,7 +122,7 @@ export class McpService implements OnModuleInit {
     // A client that goes away aborts what its request is doing (a wait for a decision ends).
     const gone = new AbortController();
     raw.once('close', () => gone.abort());
-    const handler = createMcpHandler(() => this.server(ctx, target, principal, built, instructions, gone.signal), {
+    const handler = createMcpHandler(({ era }) => this.server(ctx, target, principal, built, instructions, gone.signal, era), {
       legacy: 'stateless',
       responseMode: 'sse',
       onerror: (err) => this.logger.debug({ err, requestId: ctx.requestId }, 'MCP request refused'),
@@ -155,11 +156,19 @@ export class McpService implements OnModuleInit {
     built: () => Promise<BuiltVersion>,
     instructions: string | undefined,
     gone: AbortSignal,
+    era: 'legacy' | 'modern',
   ): Server {
+    // The Tasks extension is a 2026-07-28 one: 2025 clients are told nothing new.
+    const extensions = era === 'modern' ? { extensions: { [TASKS_EXTENSION]: {} } } : {};
     const server = new Server(
       { name: target.agent.name, version: String(target.row.version) },
-      { capabilities: { tools: { listChanged: false } }, ...(instructions ? { instructions } : {}) },
+      { capabilities: { tools: { listChanged: false }, ...extensions }, ...(instructions ? { instructions } : {}) },
     );
+    if (era === 'modern') {
+      server.setRequestHandler('tasks/get', { params: TASK_PARAMS }, (params, extra) =>
+        this.guarded(ctx, 'tasks/get', () => this.getTask(principal, target, params.taskId, extra)),
+      );
+    }
     server.setRequestHandler('tools/list', () => this.guarded(ctx, 'tools/list', () => this.listTools(principal, built)));
     server.setRequestHandler('tools/call', (request, extra) => this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra, gone)));
     return server;
@@ -213,6 +222,8 @@ export class McpService implements OnModuleInit {
       if (protocolError !== undefined) throw new ProtocolError(protocolError, err.detail);
       return refusalResult(err);
     }
+    // A client that declared the Tasks extension gets a task at once instead of a held request.
+    if (waits && declaresTasks(extra)) return createTaskResult(call, await this.pendingFacts(orgId, call));
     if (waits) call = await this.awaitDecision(orgId, call, extra, gone);
     return toCallToolResult(call, call.status === 'pending_approval' ? await this.pendingFacts(orgId, call) : {});
   }
@@ -241,6 +252,25 @@ export class McpService implements OnModuleInit {
       signal: AbortSignal.any([extra.mcpReq.signal, gone, this.closing.signal]),
       onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),
     });
+  }
+
+  /**
+   * `tasks/get`: the task derived from the stored tool call, whichever node asks. Only the key that
+   * made the call, through this agent's endpoint, can follow it; anything else is "not found".
+   * Reading a settled call hands its outcome over (as a held request's answer does).
+   */
+  private async getTask(principal: ApiKeyPrincipal, target: McpTarget, taskId: string, extra: ServerContext): Promise<Record<string, unknown>> {
+    if (!declaresTasks(extra)) {
+      throw new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, 'Missing required client capability', {
+        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      });
+    }
+    const notFound = new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
+    if (!UUID.test(taskId)) throw notFound;
+    const stored = await this.calls.get(principal.orgId, taskId).catch(() => undefined);
+    if (!stored || stored.agentId !== target.agent.id || stored.requestedBy !== principal.id || stored.entryPoint !== 'mcp') throw notFound;
+    const call = await this.waiter.waitForDecision(principal.orgId, taskId, { timeoutMs: 0 });
+    return taskOf(call, call.status === 'pending_approval' ? await this.pendingFacts(principal.orgId, call) : {});
   }
 
   private async pendingFacts(orgId: string, call: ToolCallView): Promise<PendingFacts> {
@@ -272,3 +302,5 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
   if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key can use an agent's MCP endpoint.");
   return ctx.principal;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
