@@ -321,7 +321,7 @@ function indent(text: string): string {
 }
 
 /** A server of the demo's own, as `npm start` runs it, on a temporary embedded database. */
-async function startOwnServer(): Promise<{ url: string; adminToken: string; stop(): Promise<void> }> {
+export async function startOwnServer(): Promise<{ url: string; adminToken: string; stop(): Promise<void> }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'capability-demo-'));
   const adminToken = `demo_${randomBytes(24).toString('base64url')}`;
   const root = join(__dirname, '..');

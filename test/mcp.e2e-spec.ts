@@ -206,16 +206,32 @@ describe('MCP endpoint (e2e)', () => {
       });
     });
 
-    it('annotates each tool from its risk: readOnlyHint for read_only, destructiveHint only for destructive, and a title', async () => {
+    it('annotates each tool from its risk and declaration, with a title; a declared output shape is its outputSchema', async () => {
       const client = await connect(org.keys.agent);
       const byName = new Map((await client.listTools()).tools.map((x) => [x.name, x]));
-      expect(byName.get('search_notes')!.annotations).toEqual({ title: 'Search notes', readOnlyHint: true, destructiveHint: false });
-      expect(byName.get('fx-mcp-write')!.annotations).toEqual({ title: 'Fx mcp write', readOnlyHint: false, destructiveHint: false });
-      expect(byName.get('purgeNotes')!.annotations).toEqual({ title: 'Purge notes', readOnlyHint: false, destructiveHint: true });
+      const hints = (readOnlyHint: boolean, destructiveHint: boolean, idempotentHint: boolean, openWorldHint: boolean) => ({
+        readOnlyHint,
+        destructiveHint,
+        idempotentHint,
+        openWorldHint,
+      });
+      expect(byName.get('search_notes')!.annotations).toEqual({ title: 'Search notes', ...hints(true, false, true, false) });
+      expect(byName.get('fx-mcp-write')!.annotations).toEqual({ title: 'Fx mcp write', ...hints(false, false, false, false) });
+      expect(byName.get('purgeNotes')!.annotations).toEqual({ title: 'Purge notes', ...hints(false, true, true, false) });
+      expect(byName.get('fx-mcp-crm-lookup')!.annotations).toEqual({ title: 'Fx mcp crm lookup', ...hints(true, false, true, true) });
       expect(byName.get('purgeNotes')!.title).toBe('Purge notes');
       expect(byName.get('purgeNotes')!._meta).toEqual({
         'capability-platform/tool': { capabilityId: 'fx-mcp-notes', toolId: 'fx-mcp-purge', risk: 'destructive', requiresApproval: true },
       });
+      expect(byName.get('search_notes')!.outputSchema).toMatchObject({
+        type: 'object',
+        properties: { query: { type: 'string' }, limit: { type: 'integer' }, hits: { type: 'array', items: { properties: { title: { type: 'string' } } } } },
+        required: ['query', 'limit', 'hits'],
+      });
+      expect(byName.get('search_notes')!.outputSchema).not.toHaveProperty('$schema');
+      // Declared, but a call waiting for approval has no structured result to conform to it.
+      expect(byName.get('fx-mcp-write')!.outputSchema).toBeUndefined();
+      expect(byName.get('fx-mcp-greet')!.outputSchema).toBeUndefined();
     });
 
     it('?version=N pins a version; without it each request follows the latest', async () => {
@@ -725,8 +741,9 @@ describe('MCP endpoint (e2e)', () => {
     });
 
     it('what is not MCP is answered by the transport as JSON-RPC', async () => {
+      // JSON that is not a JSON-RPC message is an invalid request (-32600; the 1.x SDK said parse error, -32700).
       const res = await rawPost(org.keys.agent, agentId, '', { hello: 'world' }).expect(400);
-      expect(res.body).toMatchObject({ jsonrpc: '2.0', error: { code: ErrorCode.ParseError } });
+      expect(res.body).toMatchObject({ jsonrpc: '2.0', error: { code: ErrorCode.InvalidRequest } });
       const notAccepting = await t.http
         .post(`/api/v1/agents/${agentId}/mcp`)
         .set(...bearer(org.keys.agent))

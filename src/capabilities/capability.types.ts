@@ -20,6 +20,16 @@ export interface ToolDeclaration {
   /** A class-validator class: its JSON Schema is what the model is offered, and it validates the arguments. */
   input: Type<object>;
   interruptBefore?: boolean;
+  /**
+   * The shape of a successful result, when it is always an object: a class-validator class like
+   * `input`. MCP clients get its JSON Schema as the tool's `outputSchema` (and may check results
+   * against it); nothing else reads it.
+   */
+  output?: Type<object>;
+  /** Calling again with the same arguments changes nothing more (MCP `idempotentHint`). Read-only tools are. */
+  idempotent?: boolean;
+  /** The tool reaches systems outside this platform (MCP `openWorldHint`). Tools of vendor MCP servers do. */
+  openWorld?: boolean;
   /** 0 = no limit. */
   maxOutputTokens?: number;
   offloadLargeResults?: boolean;

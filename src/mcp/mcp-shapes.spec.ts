@@ -1,7 +1,7 @@
 import type { OfferedTool } from '../agents/built-version';
 import { ApiError } from '../common/api-error';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
-import { CALL_META, refusalResult, titleOf, toCallToolResult, toMcpTool } from './mcp-shapes';
+import { annotationsOf, CALL_META, refusalResult, titleOf, toCallToolResult, toMcpTool } from './mcp-shapes';
 
 const tool = (over: Partial<OfferedTool> = {}): OfferedTool => ({
   name: 'search_notes',
@@ -46,7 +46,7 @@ describe('toMcpTool', () => {
       title: 'Search notes',
       description: 'Search the notes.',
       inputSchema: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'], additionalProperties: false },
-      annotations: { title: 'Search notes', readOnlyHint: true, destructiveHint: false },
+      annotations: { title: 'Search notes', readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
       _meta: { 'capability-platform/tool': { capabilityId: 'notes', toolId: 'search', risk: 'read_only', requiresApproval: false } },
     });
   });
@@ -55,6 +55,34 @@ describe('toMcpTool', () => {
     expect(toMcpTool(tool({ risk: 'mutating' })).annotations).toMatchObject({ readOnlyHint: false, destructiveHint: false });
     expect(toMcpTool(tool({ risk: 'destructive' })).annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
   });
+
+  it('lists a declared output shape as outputSchema, without $schema', () => {
+    const outputSchema = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { n: { type: 'integer' } } };
+    expect(toMcpTool(tool(), { outputSchema }).outputSchema).toEqual({ type: 'object', properties: { n: { type: 'integer' } } });
+    expect(toMcpTool(tool())).not.toHaveProperty('outputSchema');
+  });
+
+  it.each([
+    // risk, declared idempotent, declared open-world -> readOnly, destructive, idempotent, openWorld
+    ['read_only', undefined, undefined, true, false, true, false],
+    ['read_only', false, true, true, false, true, true],
+    ['mutating', undefined, undefined, false, false, false, false],
+    ['mutating', true, undefined, false, false, true, false],
+    ['mutating', undefined, true, false, false, false, true],
+    ['destructive', undefined, undefined, false, true, false, false],
+    ['destructive', true, true, false, true, true, true],
+  ] as const)(
+    'derives the hints of a %s tool (idempotent %s, open world %s)',
+    (risk, idempotent, openWorld, readOnlyHint, destructiveHint, idempotentHint, openWorldHint) => {
+      expect(annotationsOf(tool({ risk }), { idempotent, openWorld })).toEqual({
+        title: 'Search notes',
+        readOnlyHint,
+        destructiveHint,
+        idempotentHint,
+        openWorldHint,
+      });
+    },
+  );
 
   it('makes a title of any tool name', () => {
     expect(titleOf('search_notes')).toBe('Search notes');

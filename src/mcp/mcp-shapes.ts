@@ -1,4 +1,4 @@
-import { ErrorCode as McpErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolErrorCode as McpErrorCode, type CallToolResult, type Tool } from '@modelcontextprotocol/server';
 import type { OfferedTool } from '../agents/built-version';
 import type { ApiError, ErrorCode } from '../common/api-error';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -15,27 +15,55 @@ export const TOOL_META = 'capability-platform/tool';
 /** The `_meta` key of `tools/call` params under which a client may name the run a call belongs to (per-run limits). */
 export const RUN_ID_META = 'capability-platform/runId';
 
+/** What the declaration says beyond the offered tool: its output shape and the two hints risk does not decide. */
+export interface ToolFacts {
+  /** JSON Schema of a successful result (from the declaration's `output`). */
+  outputSchema?: Record<string, unknown>;
+  idempotent?: boolean;
+  openWorld?: boolean;
+}
+
 /**
- * An offered tool as MCP lists it. Annotations come from the declared risk, the one fact about a
- * tool that review fixes: `destructiveHint` is explicit because MCP's default is `true`.
- * `$schema` is dropped like in the provider formats: MCP's default dialect is the one we generate
- * (2020-12), and clients pass the schema on to model providers, some of which refuse the keyword.
+ * MCP's behaviour hints, each explicit because MCP's defaults assume the worst (destructive,
+ * open-world). Risk is the one fact review fixes, so it decides `readOnlyHint` and
+ * `destructiveHint`; a read-only tool is idempotent by definition, another only when its
+ * declaration says so; the open world is what the declaration says (vendor MCP tools always are).
  */
-export function toMcpTool(tool: OfferedTool): Tool {
+export function annotationsOf(tool: Pick<OfferedTool, 'name' | 'risk'>, facts: ToolFacts = {}): NonNullable<Tool['annotations']> {
+  return {
+    title: titleOf(tool.name),
+    readOnlyHint: tool.risk === 'read_only',
+    destructiveHint: tool.risk === 'destructive',
+    idempotentHint: tool.risk === 'read_only' || facts.idempotent === true,
+    openWorldHint: facts.openWorld === true,
+  };
+}
+
+/**
+ * An offered tool as MCP lists it, with its annotations (above) and, when the tool declares the
+ * shape of its result, that shape as `outputSchema` (successful results then carry it as
+ * `structuredContent`). `$schema` is dropped like in the provider formats: MCP's default dialect
+ * is the one we generate (2020-12), and clients pass the schema on to model providers, some of
+ * which refuse the keyword.
+ */
+export function toMcpTool(tool: OfferedTool, facts: ToolFacts = {}): Tool {
   const { $schema: _dialect, ...inputSchema } = tool.inputSchema;
   const title = titleOf(tool.name);
+  const output = facts.outputSchema ? withoutDialect(facts.outputSchema) : undefined;
   return {
     name: tool.name,
     title,
     description: tool.description,
     inputSchema: inputSchema as Tool['inputSchema'],
-    annotations: {
-      title,
-      readOnlyHint: tool.risk === 'read_only',
-      destructiveHint: tool.risk === 'destructive',
-    },
+    ...(output ? { outputSchema: output as Tool['outputSchema'] } : {}),
+    annotations: annotationsOf(tool, facts),
     _meta: { [TOOL_META]: { capabilityId: tool.capabilityId, toolId: tool.toolId, risk: tool.risk, requiresApproval: tool.requiresApproval } },
   };
+}
+
+function withoutDialect(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
 }
 
 /** `search_notes` -> `Search notes`; `fetchInvoice` -> `Fetch invoice`. */

@@ -1,19 +1,15 @@
 import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
 import { HttpAdapterHost } from '@nestjs/core';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { RequestHandlerExtra } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import {
-  CallToolRequest,
-  CallToolRequestSchema,
-  CallToolResult,
-  ErrorCode,
-  ListToolsRequestSchema,
-  ListToolsResult,
-  McpError,
-  ServerNotification,
-  ServerRequest,
-} from '@modelcontextprotocol/sdk/types.js';
+  createMcpHandler,
+  ProtocolError,
+  ProtocolErrorCode,
+  Server,
+  type CallToolRequest,
+  type CallToolResult,
+  type ListToolsResult,
+  type ServerContext,
+} from '@modelcontextprotocol/server';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BuiltVersion } from '../agents/built-version';
 import { AgentIdentity, VersionBuilder, VersionRow } from '../agents/version-builder.service';
@@ -27,6 +23,10 @@ import { DecisionWaiter } from '../runtime/decision-waiter.service';
 import { ToolExecutor } from '../runtime/tool-executor.service';
 import { canRunNow } from '../runtime/tool-policy';
 import { GovernanceRepository } from '../governance/governance.repository';
+import { isLoopbackOrigin, isRecord, refuseMalformed } from './mcp-guards';
+import { sendWebResponse, toWebRequest } from './mcp-http';
+import { createTaskResult, declaresTasks, TASK_PARAMS, TASKS_EXTENSION, taskOf } from './mcp-tasks';
+import { factsOf } from './mcp-tool-facts';
 import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
 /** The agent and the version one MCP request talks to, resolved before MCP starts. */
@@ -34,8 +34,6 @@ export interface McpTarget {
   agent: AgentIdentity;
   row: VersionRow;
 }
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
 const PROGRESS_EVERY_MS = 1000;
 
@@ -104,77 +102,76 @@ export class McpService implements OnModuleInit {
   }
 
   /**
-   * What the SDK would answer badly, answered here: a JSON-RPC batch (which would run many tool
-   * calls under one rate-limited request, and which the negotiated protocol revisions no longer
-   * have) is -32600; `tools/call` params that are not `{ name, arguments? }` are -32602 with a
-   * short message (the SDK answered -32603 with its whole validation dump). True when answered.
+   * Answers one POST: a 2026-07-28 request (it carries the per-request `_meta` envelope) or a
+   * 2025-era one (`initialize`, then requests without it), each by a fresh SDK server built from
+   * the database for this request. The SDK's HTTP entry picks the era and writes the answer
+   * (JSON-RPC over SSE); nothing is kept once it is written.
    */
-  private refuseMalformed(reply: FastifyReply, body: unknown): boolean {
-    if (Array.isArray(body)) {
-      this.sendRpcError(reply, 400, null, ErrorCode.InvalidRequest, 'JSON-RPC batches are not supported: send one message per request.');
-      return true;
-    }
-    if (isRecord(body) && body.method === 'tools/call' && (typeof body.id === 'string' || typeof body.id === 'number')) {
-      const parsed = CallToolRequestSchema.safeParse(body);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        const where = issue?.path.length ? issue.path.join('.') : 'params';
-        this.sendRpcError(reply, 200, body.id, ErrorCode.InvalidParams, `Invalid params: ${where}: ${String(issue?.message ?? 'invalid').slice(0, 200)}`);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  private sendRpcError(reply: FastifyReply, status: number, id: string | number | null, code: number, message: string): void {
-    void reply
-      .status(status)
-      .type('application/json')
-      .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
-  }
-
-  /** Answers one POST of JSON-RPC messages: the SDK writes the response (JSON-RPC over SSE) itself. */
   async serve(ctx: RequestContext, target: McpTarget, req: FastifyRequest, reply: FastifyReply, body: unknown): Promise<void> {
     const principal = keyOf(ctx);
-    if (this.refuseMalformed(reply, body)) return;
+    if (refuseMalformed(reply, body)) return;
     let building: Promise<BuiltVersion> | undefined;
     const built = () => (building ??= this.versions.buildRow(principal.orgId, principal.orgScopes, target.agent, target.row).then((d) => d.built));
-    // The system prompt is only sent in answer to `initialize`; other requests need not compose it.
-    const initializing = (Array.isArray(body) ? body : [body]).some((m) => isRecord(m) && m.method === 'initialize');
-    const instructions = initializing ? (await built()).systemPrompt : undefined;
+    // The system prompt is only sent in answer to `initialize` (2025) or `server/discover` (2026-07-28).
+    const method = isRecord(body) ? body.method : undefined;
+    const instructions = method === 'initialize' || method === 'server/discover' ? (await built()).systemPrompt : undefined;
 
-    // The low-level Server, not McpServer: our tools are JSON Schema (not zod), their arguments are
-    // validated by the executor (not the SDK), and the tool list is known only per request.
-    const server = new Server(
-      { name: target.agent.name, version: String(target.row.version) },
-      { capabilities: { tools: { listChanged: false } }, ...(instructions ? { instructions } : {}) },
-    );
-    server.setRequestHandler(ListToolsRequestSchema, () => this.guarded(ctx, 'tools/list', () => this.listTools(principal, built)));
-    server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-      this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra)),
-    );
-
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
-    await server.connect(transport);
-    // From here the SDK owns the response; Fastify's own send (and its onSend hooks) stay out of it.
+    // From here the SDK's answer is written to the socket; Fastify's own send (and its onSend hooks) stay out of it.
     reply.hijack();
     const raw = reply.raw;
-    raw.setHeader('x-request-id', String(req.id));
-    // A client that goes away aborts what its requests are doing (a wait for a decision ends).
-    raw.once('close', () => void server.close().catch(() => undefined));
+    // A client that goes away aborts what its request is doing (a wait for a decision ends).
+    const gone = new AbortController();
+    raw.once('close', () => gone.abort());
+    const handler = createMcpHandler(({ era }) => this.server(ctx, target, principal, built, instructions, gone.signal, era), {
+      legacy: 'stateless',
+      responseMode: 'sse',
+      onerror: (err) => this.logger.debug({ err, requestId: ctx.requestId }, 'MCP request refused'),
+    });
     try {
-      // Fastify has read the body already; the transport must never try to read the stream again.
-      await transport.handleRequest(req.raw, raw, body ?? null);
+      const res = await handler.fetch(toWebRequest(req, gone.signal), { parsedBody: body ?? null });
+      await sendWebResponse(reply, res, String(req.id));
     } catch (err) {
       this.logger.error({ err, requestId: ctx.requestId }, 'MCP transport failed');
       if (!raw.headersSent) {
         const { problem } = toProblem(err);
-        raw.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE });
+        raw.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': String(req.id) });
         raw.end(JSON.stringify(problem));
       } else {
         raw.end();
       }
+    } finally {
+      await handler.close().catch(() => undefined);
     }
+  }
+
+  /**
+   * The SDK server for one request. The low-level Server, not McpServer: our tools are JSON Schema
+   * (not Standard Schema), their arguments are validated by the executor (not the SDK), and the
+   * tool list is known only per request.
+   */
+  private server(
+    ctx: RequestContext,
+    target: McpTarget,
+    principal: ApiKeyPrincipal,
+    built: () => Promise<BuiltVersion>,
+    instructions: string | undefined,
+    gone: AbortSignal,
+    era: 'legacy' | 'modern',
+  ): Server {
+    // The Tasks extension is a 2026-07-28 one: 2025 clients are told nothing new.
+    const extensions = era === 'modern' ? { extensions: { [TASKS_EXTENSION]: {} } } : {};
+    const server = new Server(
+      { name: target.agent.name, version: String(target.row.version) },
+      { capabilities: { tools: { listChanged: false }, ...extensions }, ...(instructions ? { instructions } : {}) },
+    );
+    if (era === 'modern') {
+      server.setRequestHandler('tasks/get', { params: TASK_PARAMS }, (params, extra) =>
+        this.guarded(ctx, 'tasks/get', () => this.getTask(principal, target, params.taskId, extra)),
+      );
+    }
+    server.setRequestHandler('tools/list', () => this.guarded(ctx, 'tools/list', () => this.listTools(principal, built)));
+    server.setRequestHandler('tools/call', (request, extra) => this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra, gone)));
+    return server;
   }
 
   /**
@@ -189,14 +186,20 @@ export class McpService implements OnModuleInit {
     const version = await built();
     const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version);
     const tools = version.tools.filter((t) => canRunNow(t, granted, governance));
-    return { tools: tools.map(toMcpTool) };
+    return { tools: tools.map((t) => toMcpTool(t, factsOf(t))) };
   }
 
-  private async callTool(ctx: RequestContext, target: McpTarget, params: CallToolRequest['params'], extra: Extra): Promise<CallToolResult> {
+  private async callTool(
+    ctx: RequestContext,
+    target: McpTarget,
+    params: CallToolRequest['params'],
+    extra: ServerContext,
+    gone: AbortSignal,
+  ): Promise<CallToolResult> {
     const orgId = keyOf(ctx).orgId;
     const runId = params._meta?.[RUN_ID_META];
     if (runId !== undefined && (typeof runId !== 'string' || runId.length < 1 || runId.length > 255)) {
-      throw new McpError(ErrorCode.InvalidParams, `_meta["${RUN_ID_META}"] must be a string of 1 to 255 characters`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${RUN_ID_META}"] must be a string of 1 to 255 characters`);
     }
     let call: ToolCallView;
     let waits: boolean;
@@ -216,10 +219,12 @@ export class McpService implements OnModuleInit {
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       const protocolError = protocolErrorOfCall(err.code);
-      if (protocolError !== undefined) throw new McpError(protocolError, err.detail);
+      if (protocolError !== undefined) throw new ProtocolError(protocolError, err.detail);
       return refusalResult(err);
     }
-    if (waits) call = await this.awaitDecision(orgId, call, extra);
+    // A client that declared the Tasks extension gets a task at once instead of a held request.
+    if (waits && declaresTasks(extra)) return createTaskResult(call, await this.pendingFacts(orgId, call));
+    if (waits) call = await this.awaitDecision(orgId, call, extra, gone);
     return toCallToolResult(call, call.status === 'pending_approval' ? await this.pendingFacts(orgId, call) : {});
   }
 
@@ -228,25 +233,44 @@ export class McpService implements OnModuleInit {
    * MCP_APPROVAL_WAIT_SECONDS pass, sending progress notifications when the client asked for
    * them. The setting is read per call so that it can change without a restart of this object.
    */
-  private async awaitDecision(orgId: string, call: ToolCallView, extra: Extra): Promise<ToolCallView> {
+  private async awaitDecision(orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView> {
     const waitSeconds = this.config.mcpApprovalWaitSeconds;
-    const token = extra._meta?.progressToken;
+    const token = extra.mcpReq._meta?.progressToken;
     let last: number | undefined;
     const progress = (waitedMs: number, message: string) => {
       // One at once (it names the approval), then about one a second; each larger than the last, as MCP requires.
       if (token === undefined || (last !== undefined && waitedMs < last + PROGRESS_EVERY_MS)) return;
       last = waitedMs;
-      extra
-        .sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: waitedMs / 1000, total: waitSeconds, message } })
+      extra.mcpReq
+        .notify({ method: 'notifications/progress', params: { progressToken: token, progress: waitedMs / 1000, total: waitSeconds, message } })
         .catch(() => undefined);
     };
     progress(0, waitingMessage(call, waitSeconds));
     if (waitSeconds === 0) return call;
     return this.waiter.waitForDecision(orgId, call.id, {
       timeoutMs: waitSeconds * 1000,
-      signal: AbortSignal.any([extra.signal, this.closing.signal]),
+      signal: AbortSignal.any([extra.mcpReq.signal, gone, this.closing.signal]),
       onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),
     });
+  }
+
+  /**
+   * `tasks/get`: the task derived from the stored tool call, whichever node asks. Only the key that
+   * made the call, through this agent's endpoint, can follow it; anything else is "not found".
+   * Reading a settled call hands its outcome over (as a held request's answer does).
+   */
+  private async getTask(principal: ApiKeyPrincipal, target: McpTarget, taskId: string, extra: ServerContext): Promise<Record<string, unknown>> {
+    if (!declaresTasks(extra)) {
+      throw new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, 'Missing required client capability', {
+        requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+      });
+    }
+    const notFound = new ProtocolError(ProtocolErrorCode.InvalidParams, 'Failed to retrieve task: Task not found');
+    if (!UUID.test(taskId)) throw notFound;
+    const stored = await this.calls.get(principal.orgId, taskId).catch(() => undefined);
+    if (!stored || stored.agentId !== target.agent.id || stored.requestedBy !== principal.id || stored.entryPoint !== 'mcp') throw notFound;
+    const call = await this.waiter.waitForDecision(principal.orgId, taskId, { timeoutMs: 0 });
+    return taskOf(call, call.status === 'pending_approval' ? await this.pendingFacts(principal.orgId, call) : {});
   }
 
   private async pendingFacts(orgId: string, call: ToolCallView): Promise<PendingFacts> {
@@ -260,10 +284,10 @@ export class McpService implements OnModuleInit {
     try {
       return await run();
     } catch (err) {
-      if (err instanceof McpError) throw err;
-      if (err instanceof ApiError) throw new McpError(protocolErrorOf(err.code), `${err.detail} (${err.code})`);
+      if (err instanceof ProtocolError) throw err;
+      if (err instanceof ApiError) throw new ProtocolError(protocolErrorOf(err.code), `${err.detail} (${err.code})`);
       this.logger.error({ err, requestId: ctx.requestId, method }, 'MCP request failed');
-      throw new McpError(ErrorCode.InternalError, 'Internal error');
+      throw new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error');
     }
   }
 }
@@ -279,15 +303,4 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
   return ctx.principal;
 }
 
-function isLoopbackOrigin(origin: string): boolean {
-  try {
-    const url = new URL(origin);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) && url.origin === origin;
-  } catch {
-    return false;
-  }
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null;
-}
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

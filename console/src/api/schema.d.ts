@@ -119,14 +119,17 @@ export interface paths {
         put?: never;
         /**
          * Send MCP messages to the agent's MCP server
-         * @description A Streamable HTTP endpoint of the Model Context Protocol, served statelessly (no `Mcp-Session-Id`): `initialize`
-         *     (the agent's name, the version, and the version's system prompt as `instructions`), `tools/list` (the version's
-         *     offered tools, with annotations from their risk) and `tools/call` (through the same executor, guards, records and
+         * @description A Streamable HTTP endpoint of the Model Context Protocol, served statelessly (no `Mcp-Session-Id`), speaking the
+         *     2026-07-28 revision (`server/discover`, the per-request `_meta` envelope) and the 2025 ones (`initialize`) on the
+         *     same URL: the agent's name, the version, and the version's system prompt as `instructions`; `tools/list` (the
+         *     version's offered tools, with annotations from their risk and declaration, and `outputSchema` where declared) and
+         *     `tools/call` (through the same executor, guards, records and
          *     audit as `POST /agents/{agentId}/tool-calls`, with entry point `mcp`). Requests are answered as JSON-RPC over
          *     `text/event-stream`; notifications and responses with `202`. A call that needs approval waits up to
          *     `MCP_APPROVAL_WAIT_SECONDS` for a decision, with progress notifications when the request carries a
          *     `progressToken`; still undecided, the result names the approval, and the same call with the same arguments made
-         *     again hands over the decision instead of asking again. Errors of the JSON-RPC layer (a malformed message, a
+         *     again hands over the decision instead of asking again. A 2026-07-28 client that declares the Tasks extension gets
+         *     a task at once instead, followed with `tasks/get` (the task id is the tool call id). Errors of the JSON-RPC layer (a malformed message, a
          *     missing `Accept`) are JSON-RPC errors, not problem documents.
          */
         post: operations["postAgentMcp"];

@@ -1,7 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { ReadBuffer, serializeMessage, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/client';
 
 /** How much of a process's stderr is kept to explain why it died (it is never logged whole). */
 const STDERR_TAIL = 2048;

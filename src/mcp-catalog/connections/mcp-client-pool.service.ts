@@ -1,8 +1,14 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolResult, ErrorCode, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  SdkHttpError,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { createHash } from 'node:crypto';
 import { EgressService } from '../../egress/egress.service';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
@@ -89,12 +95,15 @@ export class McpClientPool implements OnModuleDestroy {
   /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
     return this.withClient(target, options, async (client) => {
-      const result = await client.callTool({ name, arguments: args }, undefined, {
-        signal: options.signal,
-        timeout: options.timeoutMs,
-        // Asking for progress lets long-running tools report it; each report extends nothing.
-        onprogress: () => undefined,
-      });
+      const result = await client.callTool(
+        { name, arguments: args },
+        {
+          signal: options.signal,
+          timeout: options.timeoutMs,
+          // Asking for progress lets long-running tools report it; each report extends nothing.
+          onprogress: () => undefined,
+        },
+      );
       return result as CallToolResult;
     });
   }
@@ -149,8 +158,10 @@ export class McpClientPool implements OnModuleDestroy {
     if (existing) void this.release(target.connectionId);
 
     const transport = this.transportFor(target);
+    // Without versionNegotiation the 2.x client speaks the 2025 revisions (the initialize handshake,
+    // no server/discover probe), which every vendor server of the catalog speaks.
     const client = new Client(CLIENT_INFO, { capabilities: {} });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
+    client.setNotificationHandler('notifications/tools/list_changed', () => {
       for (const listener of this.toolsChanged) listener(target.orgId, target.connectionId);
     });
     const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client) };
@@ -209,22 +220,25 @@ export function classify(err: unknown, target: Pick<McpTarget, 'credentials'>, t
   const code = codeOf(err);
   if (code === 'egress_refused') return new McpUpstreamError('egress_refused', redact(`the egress policy refused the connection: ${messageOf(err)}`));
   if (code === 'timeout') return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
-  if (err instanceof McpError) {
-    if (err.code === ErrorCode.RequestTimeout) return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
-    if (err.code === ErrorCode.ConnectionClosed) {
+  if (err instanceof SdkHttpError) {
+    // The transport follows redirects only within the server's origin (then through the egress
+    // policy again); one that leaves it is refused, like any address the policy was not asked about.
+    if ([301, 302, 303, 307, 308].includes(err.status)) {
+      return new McpUpstreamError('egress_refused', redact(`the MCP server redirected the request to another origin; not followed`));
+    }
+    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.status || 'error'}`));
+  }
+  if (err instanceof SdkError) {
+    if (err.code === SdkErrorCode.RequestTimeout) return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
+    if (err.code === SdkErrorCode.ConnectionClosed) {
       const tail = transport instanceof CleanStdioTransport && transport.stderr ? ` (its last output: ${transport.stderr.trim().slice(-300)})` : '';
       return new McpUpstreamError('upstream_unavailable', redact(`the MCP server closed the connection${tail}`));
     }
+    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be used: ${err.message}`.slice(0, 1000)));
+  }
+  if (err instanceof ProtocolError) {
     // The server understood the request and refused it with a JSON-RPC error.
     return new McpUpstreamError('tool_error', redact(`the MCP server answered with an error: ${err.message}`.slice(0, 1000)));
-  }
-  if (err instanceof StreamableHTTPError) {
-    // The transport follows redirects only within the server's origin (then through the egress
-    // policy again); one that leaves it is refused, like any address the policy was not asked about.
-    if (err.code !== undefined && [301, 302, 303, 307, 308].includes(err.code)) {
-      return new McpUpstreamError('egress_refused', redact(`the MCP server redirected the request to another origin; not followed`));
-    }
-    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.code ?? 'error'}`));
   }
   if (isAbort(err)) return new McpUpstreamError('timeout', 'the call was aborted before the MCP server answered');
   return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be reached: ${messageOf(err)}`.slice(0, 1000)));

@@ -1,4 +1,4 @@
-import { McpError, ErrorCode } from '@modelcontextprotocol/sdk/types.js';
+import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
 import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
 import { riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
@@ -79,9 +79,9 @@ describe('classify', () => {
   const secret = { authorization: 'Bearer sk-secret-123456' };
   const creds = { credentials: secret };
   it('maps failures to the codes API.md gives failed calls', () => {
-    expect(classify(new McpError(ErrorCode.RequestTimeout, 'Request timed out'), creds).code).toBe('timeout');
-    expect(classify(new McpError(ErrorCode.ConnectionClosed, 'Connection closed'), creds).code).toBe('upstream_unavailable');
-    expect(classify(new McpError(ErrorCode.InvalidParams, 'bad'), creds).code).toBe('tool_error');
+    expect(classify(new SdkError(SdkErrorCode.RequestTimeout, 'Request timed out'), creds).code).toBe('timeout');
+    expect(classify(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed'), creds).code).toBe('upstream_unavailable');
+    expect(classify(new ProtocolError(ProtocolErrorCode.InvalidParams, 'bad'), creds).code).toBe('tool_error');
     expect(classify(new EgressRefusedError('no', 'private_address'), creds).code).toBe('egress_refused');
     expect(classify(Object.assign(new TypeError('fetch failed'), { cause: new EgressRefusedError('no', 'private_address') }), creds).code).toBe(
       'egress_refused',

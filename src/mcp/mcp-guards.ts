@@ -1,0 +1,55 @@
+import { ProtocolErrorCode } from '@modelcontextprotocol/server';
+import type { FastifyReply } from 'fastify';
+
+/** What the MCP endpoint refuses before the SDK sees a message. Pure: no database, no SDK server. */
+
+/**
+ * What the SDK would answer badly, answered here: a JSON-RPC batch (which would run many tool
+ * calls under one rate-limited request, and which the negotiated protocol revisions no longer
+ * have) is -32600; `tools/call` params that are not `{ name, arguments? }` are -32602 with a
+ * short message (the 1.x SDK answered -32603 with its whole validation dump). True when answered.
+ */
+export function refuseMalformed(reply: FastifyReply, body: unknown): boolean {
+  if (Array.isArray(body)) {
+    sendRpcError(reply, 400, null, ProtocolErrorCode.InvalidRequest, 'JSON-RPC batches are not supported: send one message per request.');
+    return true;
+  }
+  if (isRecord(body) && body.method === 'tools/call' && (typeof body.id === 'string' || typeof body.id === 'number')) {
+    const problem = callParamsProblem(body.params);
+    if (problem) {
+      sendRpcError(reply, 200, body.id, ProtocolErrorCode.InvalidParams, `Invalid params: ${problem}`);
+      return true;
+    }
+  }
+  return false;
+}
+
+function sendRpcError(reply: FastifyReply, status: number, id: string | number | null, code: number, message: string): void {
+  void reply
+    .status(status)
+    .type('application/json')
+    .send(JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } }));
+}
+
+/** What is wrong with `tools/call` params, in one short line; undefined when they are `{ name, arguments?, _meta? }`. */
+function callParamsProblem(params: unknown): string | undefined {
+  if (!isRecord(params) || Array.isArray(params)) return 'params: expected an object';
+  if (typeof params.name !== 'string') return 'params.name: expected a string';
+  if (params.arguments !== undefined && (!isRecord(params.arguments) || Array.isArray(params.arguments))) return 'params.arguments: expected an object';
+  if (params._meta !== undefined && (!isRecord(params._meta) || Array.isArray(params._meta))) return 'params._meta: expected an object';
+  return undefined;
+}
+
+/** `http(s)://` on localhost, 127.0.0.1 or [::1], written exactly as a browser sends it. */
+export function isLoopbackOrigin(origin: string): boolean {
+  try {
+    const url = new URL(origin);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) && url.origin === origin;
+  } catch {
+    return false;
+  }
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}

@@ -1,0 +1,50 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/**
+ * The bridge between Fastify and the MCP SDK's web-standard HTTP entry (`Request` in, `Response`
+ * out). Fastify has parsed the body already (the SDK gets it as `parsedBody`), so the `Request`
+ * carries headers and an abort signal only; the `Response` is streamed to the raw socket as it
+ * comes, because an SSE answer (progress while a call waits for approval) must reach the client
+ * before it ends.
+ */
+
+/** Headers a body-less `Request` must not carry (the body was read by Fastify). */
+const DROPPED = new Set(['content-length', 'transfer-encoding', 'connection', 'keep-alive', 'expect', 'upgrade']);
+
+export function toWebRequest(req: FastifyRequest, signal: AbortSignal): Request {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined || DROPPED.has(name) || name.startsWith(':')) continue;
+    for (const v of Array.isArray(value) ? value : [value]) headers.append(name, v);
+  }
+  // The URL only names the endpoint to the SDK; its host is not trusted for anything.
+  return new Request(new URL(req.url, 'http://mcp.invalid'), { method: req.method, headers, signal });
+}
+
+/** Writes the SDK's answer to the hijacked reply, streaming the body; resolves when it is written or the client left. */
+export async function sendWebResponse(reply: FastifyReply, res: Response, requestId: string): Promise<void> {
+  const raw = reply.raw;
+  const headers: Record<string, string> = {};
+  res.headers.forEach((value, name) => (headers[name] = value));
+  headers['x-request-id'] = requestId;
+  raw.writeHead(res.status, headers);
+  if (!res.body) {
+    raw.end();
+    return;
+  }
+  const reader = res.body.getReader();
+  const stop = () => void reader.cancel().catch(() => undefined);
+  raw.once('close', stop);
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      raw.write(value);
+    }
+  } catch {
+    // The client went away, or the stream was cancelled: nothing left to tell anyone.
+  } finally {
+    raw.off('close', stop);
+    raw.end();
+  }
+}
