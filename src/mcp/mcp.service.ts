@@ -13,7 +13,7 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BuiltVersion } from '../agents/built-version';
 import { AgentIdentity, VersionBuilder, VersionRow } from '../agents/version-builder.service';
-import { ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '../common/problem.filter';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
@@ -152,7 +152,7 @@ export class McpService implements OnModuleInit {
   private server(
     ctx: RequestContext,
     target: McpTarget,
-    principal: ApiKeyPrincipal,
+    principal: OrgPrincipal,
     built: () => Promise<BuiltVersion>,
     instructions: string | undefined,
     gone: AbortSignal,
@@ -181,7 +181,7 @@ export class McpService implements OnModuleInit {
    * can only ever be refused is worse than none: the model keeps trying it. tools/call checks
    * both again anyway.
    */
-  private async listTools(principal: ApiKeyPrincipal, built: () => Promise<BuiltVersion>): Promise<ListToolsResult> {
+  private async listTools(principal: OrgPrincipal, built: () => Promise<BuiltVersion>): Promise<ListToolsResult> {
     const granted = new Set(principal.orgScopes);
     const version = await built();
     const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version);
@@ -259,7 +259,7 @@ export class McpService implements OnModuleInit {
    * made the call, through this agent's endpoint, can follow it; anything else is "not found".
    * Reading a settled call hands its outcome over (as a held request's answer does).
    */
-  private async getTask(principal: ApiKeyPrincipal, target: McpTarget, taskId: string, extra: ServerContext): Promise<Record<string, unknown>> {
+  private async getTask(principal: OrgPrincipal, target: McpTarget, taskId: string, extra: ServerContext): Promise<Record<string, unknown>> {
     if (!declaresTasks(extra)) {
       throw new ProtocolError(ProtocolErrorCode.MissingRequiredClientCapability, 'Missing required client capability', {
         requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
@@ -298,8 +298,11 @@ function waitingMessage(call: ToolCallView, waitSeconds: number): string {
     : `Waiting up to ${waitSeconds} s for a person to decide on approval ${call.approvalId}.`;
 }
 
-function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden("Only an organization's API key can use an agent's MCP endpoint.");
+function keyOf(ctx: RequestContext): OrgPrincipal {
+  if (!isOrgPrincipal(ctx.principal))
+    throw ApiError.forbidden(
+      "Only an organization's API key, or a person of the organization signed in through its identity provider, can use an agent's MCP endpoint.",
+    );
   return ctx.principal;
 }
 
