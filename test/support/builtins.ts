@@ -4,7 +4,7 @@ import type { BuildContext, ResolvedResources, StampedContribution, ToolContext 
 import { ToolError } from '../../src/capabilities/capability.types';
 import { KnowledgeRepository } from '../../src/knowledge/knowledge.repository';
 import { SkillsRepository } from '../../src/skills/skills.repository';
-import { bearer, TestApp, TestOrg } from './test-app';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './test-app';
 
 /**
  * Helpers for the builtin capability tests: build a capability through the registry with the
@@ -131,4 +131,36 @@ export async function memoryTools(registry: CapabilityRegistry, o: TestOrg, a: T
     forget: (memoryId: string, ctx: ToolContext = tc) => callTool(registry, write, 'forget', { memoryId }, ctx),
     built: { recall, write } as { recall: StampedContribution | null; write: StampedContribution | null },
   };
+}
+
+/**
+ * The harness of a tool-less builtin's tests (thinking, budget, compaction): an app, an org with an
+ * agent, the catalog as a viewer reads it, and `build(id, config)`; and the test every one of them
+ * shares, that it offers no tools and needs no scope.
+ */
+export function toollessBuiltin(id: string) {
+  const h = {} as {
+    t: TestApp;
+    registry: CapabilityRegistry;
+    catalog: Record<string, any>;
+    build: (capabilityId: string, config?: object) => Promise<StampedContribution | null>;
+  };
+  beforeAll(async () => {
+    h.t = await createTestApp();
+    h.registry = h.t.app.get(CapabilityRegistry);
+    const org = await createOrg(h.t);
+    const agent = await createAgent(h.t, org);
+    const res = await h.t.http
+      .get('/api/v1/agents/capabilities')
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
+    h.catalog = Object.fromEntries(res.body.items.map((i: { id: string }) => [i.id, i]));
+    h.build = (capabilityId, config = {}) => buildWith(h.registry, capabilityId, contextFor(org, agent, config));
+  });
+  afterAll(() => h.t.close());
+
+  it('has no tools and needs no scope', () => {
+    expect(h.catalog[id]).toMatchObject({ tools: [], scopes: [], available: true, risk: 'read_only', sideEffecting: false });
+  });
+  return h;
 }
