@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import type { Page, PageQuery } from '../common/pagination';
+import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
 import type { Role } from './principal';
 
@@ -33,6 +34,18 @@ export interface ActiveKeyWithAgentRow extends ActiveKeyRow {
   disabled_tools: { capabilityId: string; toolId: string; reason: string | null }[] | null;
 }
 
+interface KeyLookup {
+  digest: string;
+  /** A UUID (the caller checked), or null for the key alone. */
+  agentId: string | null;
+  version: number | null;
+}
+
+/** Past this many a lookup waits for the next statement (a bound on one statement's size). */
+const KEY_LOOKUP_BATCH_MAX = 64;
+/** Statements out at once: with one, every lookup would wait for the previous one. */
+const KEY_LOOKUPS_IN_FLIGHT = 2;
+
 /**
  * The owner of `api_key`. Writes take the organization first and, when they are part of a larger
  * change (an audit event beside them), the transaction's manager.
@@ -43,13 +56,7 @@ export class ApiKeysRepository {
 
   /** The unrevoked key with this token digest, with its organization's scopes. Not tenant-scoped: this is how the tenant is learned. */
   async findActiveByDigest(digestHex: string): Promise<ActiveKeyRow | undefined> {
-    const rows: ActiveKeyRow[] = await this.dataSource.query(
-      `SELECT k.id, k.org_id, k.roles, k.token_hash, o.scopes
-         FROM api_key k JOIN org o ON o.id = k.org_id
-        WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
-      [digestHex],
-    );
-    return rows[0];
+    return (await this.lookups.submit({ digest: digestHex, agentId: null, version: null })) ?? undefined;
   }
 
   /**
@@ -61,19 +68,38 @@ export class ApiKeysRepository {
    * in the one statement that must come first on every call anyway.
    */
   async findActiveWithAgent(digestHex: string, agentId: string, version: number | null): Promise<ActiveKeyWithAgentRow | undefined> {
-    const rows: ActiveKeyWithAgentRow[] = await this.dataSource.query(
-      `SELECT k.id, k.org_id, k.roles, k.token_hash, o.scopes,
+    return (await this.lookups.submit({ digest: digestHex, agentId, version })) ?? undefined;
+  }
+
+  /**
+   * Every request's first statement, so the one most worth sharing: the lookups of requests that
+   * arrive while earlier ones are out are made by one statement (Batcher). Each request's key is
+   * still read after the request arrived, so revocation stays immediate on every node.
+   */
+  private readonly lookups = new Batcher<KeyLookup, ActiveKeyWithAgentRow | null>((qs) => this.lookupMany(qs), {
+    maxBatch: KEY_LOOKUP_BATCH_MAX,
+    maxInFlight: KEY_LOOKUPS_IN_FLIGHT,
+  });
+
+  private async lookupMany(qs: KeyLookup[]): Promise<(ActiveKeyWithAgentRow | null)[]> {
+    const rows: (ActiveKeyWithAgentRow & { i: string })[] = await this.dataSource.query(
+      `SELECT q.i, k.id, k.org_id, k.roles, k.token_hash, o.scopes,
               a.id AS agent_id, a.slug AS agent_slug, a.name AS agent_name, a.latest_version AS agent_latest_version,
               EXISTS (SELECT 1 FROM agent_version_retirement r
-                       WHERE r.org_id = k.org_id AND r.agent_id = a.id AND r.version = COALESCE($3::integer, a.latest_version)) AS version_retired,
-              (SELECT json_agg(json_build_object('capabilityId', d.capability_id, 'toolId', d.tool_id, 'reason', d.reason))
-                 FROM tool_disabled d WHERE d.org_id = k.org_id) AS disabled_tools
-         FROM api_key k JOIN org o ON o.id = k.org_id
-         LEFT JOIN agent a ON a.org_id = k.org_id AND a.id = $2::uuid
-        WHERE k.token_hash = $1 AND k.revoked_at IS NULL`,
-      [digestHex, agentId, version],
+                       WHERE r.org_id = k.org_id AND r.agent_id = a.id AND r.version = COALESCE(q.version, a.latest_version)) AS version_retired,
+              CASE WHEN q.agent_id IS NOT NULL THEN
+                (SELECT json_agg(json_build_object('capabilityId', d.capability_id, 'toolId', d.tool_id, 'reason', d.reason))
+                   FROM tool_disabled d WHERE d.org_id = k.org_id) END AS disabled_tools
+         FROM unnest($1::text[], $2::uuid[], $3::integer[]) WITH ORDINALITY AS q(digest, agent_id, version, i)
+         JOIN api_key k ON k.token_hash = q.digest AND k.revoked_at IS NULL
+         JOIN org o ON o.id = k.org_id
+         LEFT JOIN agent a ON a.org_id = k.org_id AND a.id = q.agent_id`,
+      [qs.map((q) => q.digest), qs.map((q) => q.agentId), qs.map((q) => q.version)],
     );
-    return rows[0];
+    const found: (ActiveKeyWithAgentRow | null)[] = qs.map(() => null);
+    // `i` is a bigint, which pg answers as a string; ordinality counts from 1.
+    for (const { i, ...row } of rows) found[Number(i) - 1] = row;
+    return found;
   }
 
   async insert(orgId: string, key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string }, m: EntityManager): Promise<ApiKeyRow> {

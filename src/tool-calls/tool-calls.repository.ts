@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { auditInsert, auditInsertWhen } from '../audit/audit.repository';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
-import { GroupCommit } from '../database/group-commit';
+import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
 import { completeClaimSql } from './idempotency.repository';
 import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
