@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
 import { Page, PageQuery } from '../common/pagination';
+import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
 import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { CreateSkillDto, SkillView } from './skills.dto';
@@ -54,15 +55,46 @@ export class SkillsRepository {
     );
   }
 
-  /** The skills among `ids` that exist in the organization, in the order asked. */
+  /**
+   * The skills among `ids` that exist in the organization, in the order asked, as they are now.
+   * The skills tools ask this on every call, so concurrent calls share one statement (Batcher);
+   * each is still read after it was asked.
+   */
   async resolve(orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
     if (ids.length === 0) return [];
-    const rows: SkillRow[] = await this.dataSource.query(`SELECT * FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, ids]);
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    return ids.flatMap((id) => {
-      const r = byId.get(id);
-      return r ? [{ id: r.id, name: r.name, description: r.description, instructions: r.instructions }] : [];
+    return this.resolutions.submit({ orgId, ids });
+  }
+
+  private readonly resolutions = new Batcher<{ orgId: string; ids: readonly string[] }, ResolvedSkill[]>((asks) => this.resolveMany(asks), {
+    maxBatch: 32,
+    maxInFlight: 2,
+  });
+
+  private async resolveMany(asks: { orgId: string; ids: readonly string[] }[]): Promise<ResolvedSkill[][]> {
+    const ask: number[] = [];
+    const orgs: string[] = [];
+    const ids: string[] = [];
+    asks.forEach((a, i) => {
+      for (const id of a.ids) {
+        ask.push(i);
+        orgs.push(a.orgId);
+        ids.push(id);
+      }
     });
+    const rows: (SkillRow & { ask: number })[] = await this.dataSource.query(
+      `SELECT DISTINCT q.ask, s.id, s.name, s.description, s.instructions
+         FROM unnest($1::integer[], $2::uuid[], $3::uuid[]) AS q(ask, org_id, id)
+         JOIN skill s ON s.org_id = q.org_id AND s.id = q.id`,
+      [ask, orgs, ids],
+    );
+    const found = asks.map(() => new Map<string, ResolvedSkill>());
+    for (const r of rows) found[r.ask].set(r.id, { id: r.id, name: r.name, description: r.description, instructions: r.instructions });
+    return asks.map((a, i) =>
+      a.ids.flatMap((id) => {
+        const s = found[i].get(id);
+        return s ? [s] : [];
+      }),
+    );
   }
 }
 

@@ -99,6 +99,25 @@ describe('builtin capability: skills (e2e)', () => {
     expect(inputErrors(registry, 'skills', 'list_skills', { all: true })).toEqual(['all']);
   });
 
+  it('list_skills called concurrently from two organizations answers each from its own skills only', async () => {
+    // Concurrent reads share one statement (the repository batches them): none may see another's rows.
+    const theirAgent = await createAgent(t, other);
+    const theirs = await buildWith(registry, 'skills', contextFor(other, theirAgent, {}, await resolveResources(t, other.id, { skills: [skills.theirs] })));
+    const ours = {
+      skills: [
+        { id: skills.refunds, name: 'Refunds', description: 'When a customer asks\nfor money back' },
+        { id: skills.escalate, name: 'Escalation', description: 'When the customer is angry or asks for a manager' },
+      ],
+    };
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? callTool(registry, theirs, 'list_skills', {}, toolContext(other.id, theirAgent.id)) : list())),
+    );
+    answers.forEach((a, i) => expect(a).toEqual(i % 2 ? { skills: [{ id: skills.theirs, name: 'Refunds', description: 'Another organization' }] } : ours));
+    // The other organization's ids asked from ours, in the same burst, match nothing.
+    const crossed = await Promise.all([callTool(registry, theirs, 'list_skills', {}, tc), list(toolContext(other.id, agent.id)), list()]);
+    expect(crossed).toEqual([{ skills: [] }, { skills: [] }, ours]);
+  });
+
   it('list_skills leaves skills out, and says how many, rather than overflowing its output budget', async () => {
     const many: string[] = [];
     for (let i = 0; i < 12; i++)
