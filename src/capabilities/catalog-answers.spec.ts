@@ -34,7 +34,7 @@ describe('CatalogAnswers', () => {
       [{ category: 'other' }, []],
     ] as const) {
       const { body, etag } = answers.answer(filter, scopes);
-      expect(body).toBe(JSON.stringify({ items: catalogView(catalog, filter, scopes), nextCursor: null }));
+      expect(body.toString()).toBe(JSON.stringify({ items: catalogView(catalog, filter, scopes), nextCursor: null }));
       expect(etag).toBe(`"${createHash('sha256').update(body).digest('base64url')}"`);
     }
   });
@@ -49,9 +49,9 @@ describe('CatalogAnswers', () => {
 
   it('answers a page at a time, each page kept apart, and refuses a cursor it did not issue', () => {
     const answers = new CatalogAnswers(catalog);
-    const first = JSON.parse(answers.answer({}, undefined, { limit: 1 }).body);
+    const first = JSON.parse(answers.answer({}, undefined, { limit: 1 }).body.toString());
     expect(first).toEqual({ items: [expect.objectContaining({ id: 'a' })], nextCursor: encodeCursor(['a']) });
-    const second = JSON.parse(answers.answer({}, undefined, { limit: 1, cursor: first.nextCursor }).body);
+    const second = JSON.parse(answers.answer({}, undefined, { limit: 1, cursor: first.nextCursor }).body.toString());
     expect(second).toEqual({ items: [expect.objectContaining({ id: 'b' })], nextCursor: null });
     expect(answers.answer({}, undefined, { limit: 1 })).toBe(answers.answer({}, undefined, { limit: 1 }));
     expect(answers.answer({}, undefined, { limit: 1 })).not.toBe(answers.answer({}, undefined, { limit: 2 }));
@@ -60,8 +60,8 @@ describe('CatalogAnswers', () => {
 
   it('tells an organization with no scopes apart from the platform admin (no `available`)', () => {
     const answers = new CatalogAnswers(catalog);
-    expect(JSON.parse(answers.answer({}, []).body).items[1].available).toBe(false);
-    expect(JSON.parse(answers.answer({}).body).items[1]).not.toHaveProperty('available');
+    expect(JSON.parse(answers.answer({}, []).body.toString()).items[1].available).toBe(false);
+    expect(JSON.parse(answers.answer({}).body.toString()).items[1]).not.toHaveProperty('available');
   });
 
   it('keeps fewer answers of a larger catalog, within a memory budget', () => {

@@ -4,8 +4,8 @@ import { DEFAULT_LIMIT, pageByKey, PageQuery } from '../common/pagination';
 import { CapabilityDescriptor, catalogView, CatalogFilter } from './capability-catalog';
 
 export interface CatalogAnswer {
-  /** The JSON of `{ items, nextCursor }`. */
-  body: string;
+  /** The JSON of `{ items, nextCursor }`, encoded once: sent as is, not re-encoded per request. */
+  body: Buffer;
   /** A strong ETag of the body. */
   etag: string;
 }
@@ -51,7 +51,7 @@ export class CatalogAnswers {
     ]);
     let answer = this.answers.get(key);
     if (!answer) {
-      const body = JSON.stringify(pageByKey(catalogView(this.catalog, filter, scopes ?? undefined), page, (d) => d.id));
+      const body = Buffer.from(JSON.stringify(pageByKey(catalogView(this.catalog, filter, scopes ?? undefined), page, (d) => d.id)));
       answer = { body, etag: `"${createHash('sha256').update(body).digest('base64url')}"` };
       this.answers.set(key, answer);
     }

@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsInt, IsString, ValidateNested } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, ValidateNested } from 'class-validator';
 import { ApiError } from './api-error';
 import { createValidationPipe, flattenValidationErrors, joinPath } from './validation';
 
@@ -9,6 +9,11 @@ class Inner {
 class Outer {
   @IsString() name: string;
   @ValidateNested({ each: true }) @Type(() => Inner) items: Inner[];
+}
+
+class Listing {
+  @IsOptional() @IsInt() @Max(100) limit: number = 20;
+  @IsOptional() @IsString() cursor?: string;
 }
 
 describe('request validation', () => {
@@ -36,6 +41,22 @@ describe('request validation', () => {
         { path: 'orgId', code: 'unknown_property', message: 'property orgId is not allowed' },
       ]),
     );
+  });
+
+  it('answers an empty query with a fresh instance and its defaults every time, and still refuses {} where it is invalid', async () => {
+    const pipe = createValidationPipe();
+    const first = (await pipe.transform({}, { type: 'query', metatype: Listing })) as Listing;
+    expect(first).toBeInstanceOf(Listing);
+    expect(first).toEqual({ limit: 20 });
+    first.limit = 99;
+    const second = (await pipe.transform({}, { type: 'query', metatype: Listing })) as Listing;
+    expect(second).not.toBe(first);
+    expect(second).toEqual({ limit: 20 });
+    // Known valid when empty does not make a non-empty query valid.
+    await expect(pipe.transform({ limit: 101 }, { type: 'query', metatype: Listing })).rejects.toMatchObject({ errors: [{ path: 'limit', code: 'max' }] });
+    for (let i = 0; i < 2; i++) {
+      await expect(pipe.transform({}, { type: 'body', metatype: Outer })).rejects.toMatchObject({ code: 'invalid_request' });
+    }
   });
 
   it('flattens an empty tree to nothing', () => {
