@@ -1,7 +1,7 @@
 import type { Type } from '@nestjs/common';
-import { targetConstructorToSchema } from 'class-validator-jsonschema';
 import { installValidationMetadataIndex } from '../common/validation-metadata-index';
 import { X_ENUM_LABELS } from './form-hints.decorator';
+import { rawClassSchema } from './raw-class-schema';
 
 // class-transformer keeps @Type() metadata in a storage it exports without typings for the CommonJS path.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -50,7 +50,7 @@ function objectSchema(cls: Type<object>, options: ClassSchemaOptions, problems: 
     problems.push(`${where(at)}: class ${cls.name} cannot be constructed without arguments (${(err as Error).message})`);
     return { type: 'object' };
   }
-  const raw = targetConstructorToSchema(cls, { classTransformerMetadataStorage: defaultMetadataStorage }) as JSONSchema;
+  const raw = rawClassSchema(cls);
   const rawProperties = (raw.properties ?? {}) as Record<string, JSONSchema>;
   const rawRequired = (raw.required ?? []) as string[];
   const properties: Record<string, JSONSchema> = {};
@@ -91,6 +91,8 @@ function inlineNested(
   path: string,
   stack: Function[],
 ): JSONSchema {
+  // The schema is the caller's own (rawClassSchema shares nothing), so only a `$ref` needs a copy.
+  if (!containsRef(property)) return property;
   const walk = (node: unknown): unknown => {
     if (Array.isArray(node)) return node.map(walk);
     if (node === null || typeof node !== 'object') return node;
@@ -106,6 +108,12 @@ function inlineNested(
     return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, walk(v)]));
   };
   return walk(property) as JSONSchema;
+}
+
+function containsRef(node: unknown): boolean {
+  if (node === null || typeof node !== 'object') return false;
+  if (Array.isArray(node)) return node.some(containsRef);
+  return typeof (node as JSONSchema).$ref === 'string' || Object.values(node).some(containsRef);
 }
 
 function nestedClassOf(owner: Type<object>, name: string): Function | undefined {
@@ -126,6 +134,7 @@ function checkEnumLabels(property: JSONSchema, problems: string[], path: string)
 }
 
 function toJson(value: unknown): unknown {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value))) return value;
   return JSON.parse(JSON.stringify(value));
 }
 
