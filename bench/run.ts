@@ -76,6 +76,12 @@ async function main(): Promise<void> {
       const registry: RegistrySize[] = await measureRegistryGrowth();
       printTable(registryTable(registry));
       report.registry = registry;
+      const largest = registry.find((r) => r.count === 1000);
+      if (largest) {
+        process.stdout.write(
+          `  registry at 1,000 capabilities: load ${largest.registryLoadMs.toFixed(0)} ms (target <= 200), one validation ${largest.validationMs.toFixed(3)} ms (target <= 0.05)\n`,
+        );
+      }
       const publish: PublishSize[] = await measurePublishValidation();
       printTable(publishTable(publish));
       report.publish = publish;
@@ -114,7 +120,8 @@ function targetChecks(result: ThroughputResult): { what: string; value: number; 
     }
   }
   if (me && catalog) checks.push({ what: 'catalog / GET /me, req/s', value: catalog.rps / me.rps, target: '>= 0.95' });
-  if (health && catalog) checks.push({ what: 'catalog / GET /health, req/s', value: catalog.rps / health.rps, target: '>= 0.70 (issue #7)' });
+  // Issue #7 asked 0.70 of /health, out of reach while every request reads its key (docs/benchmarks.md); #21 replaced it with /me.
+  if (health && catalog) checks.push({ what: 'catalog / GET /health, req/s', value: catalog.rps / health.rps, target: 'none: replaced by catalog / GET /me (issue #21)' });
   return checks;
 }
 
