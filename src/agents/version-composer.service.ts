@@ -152,8 +152,14 @@ export class VersionComposer {
           risk: declaration.risk,
           requiresApproval: approvalReason !== null,
         };
+        // Every field written out (no spread of `facts`): the spread made each entry a slow object
+        // to build and to read, measurable per call (docs/benchmarks.md, issue 21).
         tools.push({
-          ...facts,
+          name: facts.name,
+          description: facts.description,
+          inputSchema: facts.inputSchema,
+          risk: facts.risk,
+          requiresApproval: facts.requiresApproval,
           capabilityId: definition.id,
           toolId: declaration.id,
           declaration,
