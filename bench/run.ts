@@ -9,7 +9,7 @@ import { printThroughput, runThroughput, ThroughputResult, ThroughputScenario } 
 import { approvalCycle } from './scenarios/approval-cycle';
 import { bareFastify } from './scenarios/bare-fastify';
 import { catalog } from './scenarios/catalog';
-import { DIAGNOSTICS } from './scenarios/diagnostics';
+import { DIAGNOSTICS, me } from './scenarios/diagnostics';
 import { governedFloor } from './scenarios/governed-floor';
 import { health } from './scenarios/health';
 import { offeredTools } from './scenarios/offered-tools';
@@ -18,7 +18,8 @@ import { toolCallPinned } from './scenarios/tool-call-pinned';
 import { Unavailable } from './lib/throughput';
 
 /** In the order of the table: the first row is what every ratio is measured against. */
-export const SCENARIOS: ThroughputScenario[] = [bareFastify, health, governedFloor, catalog, offeredTools, toolCall, toolCallPinned, approvalCycle];
+/** `GET /me` is the catalog's measure (the same authentication, a tiny answer): issue #21's target is the catalog against it. */
+export const SCENARIOS: ThroughputScenario[] = [bareFastify, health, governedFloor, me, catalog, offeredTools, toolCall, toolCallPinned, approvalCycle];
 
 /**
  * `npm run bench`: every throughput scenario side by side in one run, then the growth benchmarks.
@@ -121,7 +122,8 @@ function targetChecks(result: ThroughputResult): { what: string; value: number; 
   }
   if (me && catalog) checks.push({ what: 'catalog / GET /me, req/s', value: catalog.rps / me.rps, target: '>= 0.95' });
   // Issue #7 asked 0.70 of /health, out of reach while every request reads its key (docs/benchmarks.md); #21 replaced it with /me.
-  if (health && catalog) checks.push({ what: 'catalog / GET /health, req/s', value: catalog.rps / health.rps, target: 'none: replaced by catalog / GET /me (issue #21)' });
+  if (health && catalog)
+    checks.push({ what: 'catalog / GET /health, req/s', value: catalog.rps / health.rps, target: 'none: replaced by catalog / GET /me (issue #21)' });
   return checks;
 }
 
