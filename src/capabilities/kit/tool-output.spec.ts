@@ -1,5 +1,5 @@
 import { countTokens } from 'gpt-tokenizer';
-import { count, fitList, largestFitting, resultTokens } from './tool-output';
+import { count, fitList, fitsIn, largestFitting, resultTokens } from './tool-output';
 
 describe('tool output helpers', () => {
   it('measures a result as the executor does: a string as itself, anything else as its JSON text', () => {
@@ -10,6 +10,17 @@ describe('tool output helpers', () => {
   it('measures text that spells a special token as ordinary text instead of throwing', () => {
     expect(resultTokens('a <|endoftext|> b')).toBe(countTokens('a <|endoftext|> b', { disallowedSpecial: new Set() }));
     expect(resultTokens({ page: '<|im_start|>' })).toBeGreaterThan(3);
+  });
+
+  it('answers whether a result fits exactly as measuring it would, at, under and over the limit', () => {
+    const values: unknown[] = ['', 'hello world', 'a <|endoftext|> b', { a: ['hello world'] }, 'word '.repeat(300), { text: 'naïve café 🙂 '.repeat(40) }];
+    for (const value of values) {
+      const tokens = resultTokens(value);
+      for (const limit of [0, 1, tokens - 1, tokens, tokens + 1, 10_000]) {
+        if (limit < 0) continue;
+        expect([value, limit, fitsIn(value, limit)]).toEqual([value, limit, tokens <= limit]);
+      }
+    }
   });
 
   it('finds the largest n that fits, trying the whole first', () => {

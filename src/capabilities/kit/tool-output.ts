@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer';
+import { countTokens, isWithinTokenLimit } from 'gpt-tokenizer';
 
 /**
  * Helpers for tools that keep their own results within their declared `maxOutputTokens`. The
@@ -13,6 +13,16 @@ const AS_TEXT = { disallowedSpecial: new Set<string>() };
 /** A result's size as the executor measures it: tokens (o200k_base) of its JSON text, or of the string itself. */
 export function resultTokens(value: unknown): number {
   return countTokens(typeof value === 'string' ? value : JSON.stringify(value), AS_TEXT);
+}
+
+/**
+ * Whether a result is within `maxTokens` as `resultTokens` measures it. A token is at least one
+ * character, so a text no longer than the limit fits without being tokenized (most results, on
+ * every call); a longer one is tokenized only until it passes the limit.
+ */
+export function fitsIn(value: unknown, maxTokens: number): boolean {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length <= maxTokens || isWithinTokenLimit(text, maxTokens, AS_TEXT) !== false;
 }
 
 /**
@@ -37,7 +47,7 @@ export function largestFitting(max: number, fits: (n: number) => boolean): numbe
  * `maxTokens`. `make` should tell the model that `omitted` items were left out.
  */
 export function fitList<T, R>(items: readonly T[], maxTokens: number, make: (kept: T[], omitted: number) => R): R {
-  const n = largestFitting(items.length, (k) => resultTokens(make(items.slice(0, k), items.length - k)) <= maxTokens);
+  const n = largestFitting(items.length, (k) => fitsIn(make(items.slice(0, k), items.length - k), maxTokens));
   return make(items.slice(0, n), items.length - n);
 }
 
