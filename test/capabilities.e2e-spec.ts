@@ -138,35 +138,6 @@ describe('capability catalog (e2e)', () => {
     expect(await availability(bare.keys.viewer)).toMatchObject({ clock: true, 'fixture-echo': true, 'fixture-notes': false });
   });
 
-  it('sends the catalog gzipped to a client that takes gzip, as the same items, with its own ETag', async () => {
-    const org = await createOrg(t);
-    const get = (acceptEncoding: string, ifNoneMatch?: string) => {
-      const req = t.http
-        .get('/api/v1/agents/capabilities')
-        .set(...bearer(org.keys.viewer))
-        .set('Accept-Encoding', acceptEncoding);
-      return ifNoneMatch ? req.set('If-None-Match', ifNoneMatch) : req;
-    };
-    const plain = await get('identity').expect(200);
-    expect(plain.headers['content-encoding']).toBeUndefined();
-    expect(plain.headers.vary).toBe('Authorization, Accept-Encoding');
-    const zipped = await get('br;q=1, gzip;q=0.8').expect(200);
-    expect(zipped.headers['content-encoding']).toBe('gzip');
-    expect(zipped.headers.vary).toBe('Authorization, Accept-Encoding');
-    expect(Number(zipped.headers['content-length'])).toBeLessThan(Number(plain.headers['content-length']) / 3);
-    expect(zipped.body).toEqual(plain.body);
-    // One ETag per representation: each revalidates itself only.
-    expect(zipped.headers.etag).toBe(plain.headers.etag.replace(/"$/, '-gzip"'));
-    await get('gzip', zipped.headers.etag).expect(304);
-    await get('gzip', plain.headers.etag).expect(200);
-    await get('identity', zipped.headers.etag).expect(200);
-    // Refused or not named: the identity coding.
-    for (const refused of ['gzip;q=0', 'deflate, br', '*;q=0']) {
-      const res = await get(refused).expect(200);
-      expect([refused, res.headers['content-encoding'], res.headers.etag]).toEqual([refused, undefined, plain.headers.etag]);
-    }
-  });
-
   it('answers 304 to a matching If-None-Match, with an ETag that differs per organization', async () => {
     const granted = await createOrg(t, ['notes:write']);
     const bare = await createOrg(t);

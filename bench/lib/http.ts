@@ -58,9 +58,3 @@ export class UnexpectedAnswer extends Error {
     super(message);
   }
 }
-
-/**
- * What browsers and fetch (undici) send unasked: the rows that read answers as clients do send it
- * too, so that an answer the product compresses is measured the way clients receive it.
- */
-export const CLIENT_ACCEPT_ENCODING = 'gzip, deflate, br';

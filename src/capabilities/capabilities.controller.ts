@@ -5,8 +5,7 @@ import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
-import { acceptsGzip } from '../common/accept-encoding';
-import { CatalogAnswers, gzipped } from './catalog-answers';
+import { CatalogAnswers } from './catalog-answers';
 import { CapabilityRegistry } from './capability-registry.service';
 import { CapabilityListView, CapabilityQuery } from './capabilities.dto';
 
@@ -23,7 +22,7 @@ export class CapabilitiesController {
   @ApiOperation({
     summary: 'The capability catalog, sorted by id, a page at a time like every list',
     description:
-      'Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed. Sent gzipped (compressed once per answer) when `Accept-Encoding` takes gzip.',
+      'Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.',
   })
   @ApiHeader({ name: 'If-None-Match', required: false, description: 'An ETag from an earlier answer.' })
   @ApiOkResponse({
@@ -35,19 +34,16 @@ export class CapabilitiesController {
   list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
     const grantedScopes = isOrgPrincipal(ctx.principal) ? ctx.principal.orgScopes : undefined;
     const { limit, cursor, ...filter } = query;
-    const answer = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(filter, grantedScopes, { limit, cursor });
-    const gzip = acceptsGzip(request.headers['accept-encoding']) ? gzipped(answer) : undefined;
-    const { body, etag } = gzip ?? answer;
+    const { body, etag } = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(filter, grantedScopes, { limit, cursor });
     void reply
       .header('ETag', etag)
       // The answer depends on the caller's organization (`available`): shared caches must keep them apart.
       .header('Cache-Control', 'private, no-cache')
-      .header('Vary', 'Authorization, Accept-Encoding');
+      .header('Vary', 'Authorization');
     if (etagMatches(request.headers['if-none-match'], etag)) {
       void reply.status(304).send();
       return;
     }
-    if (gzip) void reply.header('Content-Encoding', 'gzip');
     void reply.status(200).type('application/json; charset=utf-8').send(body);
   }
 }

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
 import { LruCache } from '../common/lru-cache';
 import { DEFAULT_LIMIT, pageByKey, PageQuery } from '../common/pagination';
 import { CapabilityDescriptor, catalogView, CatalogFilter } from './capability-catalog';
@@ -9,21 +8,6 @@ export interface CatalogAnswer {
   body: Buffer;
   /** A strong ETag of the body. */
   etag: string;
-  /** The body gzipped, made at the first request that accepts it (see `gzipped`). */
-  gzip?: { body: Buffer; etag: string };
-}
-
-/** Below this an answer is sent as it is: gzip's header and the client's work would cost more than the bytes saved. */
-export const GZIP_MIN_BYTES = 1024;
-
-/**
- * The answer gzipped, once: the catalog is the largest answer clients read often (15 KiB with the
- * builtins), and compressing it per request would cost more than sending it. A strong ETag names
- * one representation (RFC 9110 8.8.1), so the gzipped one has its own.
- */
-export function gzipped(answer: CatalogAnswer): { body: Buffer; etag: string } | undefined {
-  if (answer.body.length < GZIP_MIN_BYTES) return undefined;
-  return (answer.gzip ??= { body: gzipSync(answer.body), etag: `${answer.etag.slice(0, -1)}-gzip"` });
 }
 
 /** Memory the kept answers may take, whatever the size of the catalog. */

@@ -326,7 +326,7 @@ export interface paths {
         };
         /**
          * The capability catalog, sorted by id, a page at a time like every list
-         * @description Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed. Sent gzipped (compressed once per answer) when `Accept-Encoding` takes gzip.
+         * @description Computed once at boot from the code. For an organization key each item says whether the organization holds every scope it needs (`available`). Answers carry an `ETag`; send it back in `If-None-Match` to get `304` while nothing changed.
          */
         get: operations["listCapabilities"];
         put?: never;
