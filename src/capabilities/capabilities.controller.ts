@@ -1,6 +1,6 @@
-import { Controller, Get, Query, Req, Res } from '@nestjs/common';
+import { Controller, Get, Query, Res } from '@nestjs/common';
 import { ApiBadRequestResponse, ApiHeader, ApiOkResponse, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { isOrgPrincipal, RequestContext } from '../auth/principal';
@@ -31,7 +31,7 @@ export class CapabilitiesController {
   })
   @ApiResponse({ status: 304, description: 'Not modified: the answer would equal the one named by `If-None-Match`.' })
   @ApiBadRequestResponse(ProblemResponse('An unknown filter, or a bad filter value (`invalid_request`).'))
-  list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Req() request: FastifyRequest, @Res() reply: FastifyReply): void {
+  list(@Ctx() ctx: RequestContext, @Query() query: CapabilityQuery, @Res() reply: FastifyReply): void {
     const grantedScopes = isOrgPrincipal(ctx.principal) ? ctx.principal.orgScopes : undefined;
     const { limit, cursor, ...filter } = query;
     const { body, etag } = (this.answers ??= new CatalogAnswers(this.registry.catalog())).answer(filter, grantedScopes, { limit, cursor });
@@ -40,7 +40,7 @@ export class CapabilitiesController {
       // The answer depends on the caller's organization (`available`): shared caches must keep them apart.
       .header('Cache-Control', 'private, no-cache')
       .header('Vary', 'Authorization');
-    if (etagMatches(request.headers['if-none-match'], etag)) {
+    if (etagMatches(reply.request.headers['if-none-match'], etag)) {
       void reply.status(304).send();
       return;
     }
