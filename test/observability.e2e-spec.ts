@@ -1,5 +1,6 @@
+import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { startTracing, stopTracing } from '../src/telemetry/tracing';
+import { DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT, startTracing, stopTracing } from '../src/telemetry/tracing';
 import { ExecFixturesModule, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -175,6 +176,17 @@ describe('observability (e2e)', () => {
       expect(nanos(guards.endTime)).toBeLessThanOrEqual(nanos(spans.find((s) => s.name.startsWith('tool '))!.startTime));
       const tool = spans.find((s) => s.name === 'tool fx-exec-tools/fx-exec-read')!;
       expect(tool.attributes).toMatchObject({ 'gen_ai.tool.call.id': res.body.id, 'cp.tool_call.status': 'succeeded' });
+    });
+
+    it('cut attribute values to a bounded length when the operator sets no limit (a batched statement is kilobytes of SQL)', () => {
+      exporter.reset();
+      trace
+        .getTracer('test')
+        .startSpan('long', { attributes: { 'db.query.text': 'x'.repeat(8000), short: 'kept' } })
+        .end();
+      const [span] = exporter.getFinishedSpans();
+      expect(span.attributes['db.query.text']).toBe('x'.repeat(DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT));
+      expect(span.attributes.short).toBe('kept');
     });
 
     it("mark a refused call with the guard's code, and trace the approved run as the call's execution", async () => {

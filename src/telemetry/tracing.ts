@@ -11,6 +11,9 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
  */
 let sdk: NodeSDK | undefined;
 
+/** Characters of an attribute value kept when the operator sets no OTEL_*_ATTRIBUTE_VALUE_LENGTH_LIMIT. */
+export const DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT = 1024;
+
 /** Whether the environment asks for traces to be exported. */
 export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
   if ((env.OTEL_SDK_DISABLED ?? '').trim().toLowerCase() === 'true') return false;
@@ -40,6 +43,13 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   // measured; an operator who wants them sets these variables.
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  // A statement batched for concurrent requests is long (a group commit of 32 calls is about 8,000
+  // characters of SQL, docs/benchmarks.md), and writing such texts into every export was the largest
+  // single cost left in tracing. Attribute values are cut at 1,024 characters (every single-request
+  // statement of this product fits) unless the operator sets a limit of their own.
+  if (process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT === undefined && process.env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT === undefined) {
+    process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = String(DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT);
+  }
   // Loaded only when tracing is on: a node without it pays nothing for the SDK.
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
