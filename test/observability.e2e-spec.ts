@@ -1,5 +1,6 @@
+import { trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { startTracing, stopTracing } from '../src/telemetry/tracing';
+import { DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT, startTracing, stopTracing } from '../src/telemetry/tracing';
 import { ExecFixturesModule, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -166,12 +167,28 @@ describe('observability (e2e)', () => {
         'cp.tool_call.status': 'succeeded',
       });
       const spans = spansOf(root.spanContext().traceId);
-      const names = childrenOf(spans, root).map((s) => s.name);
-      expect(names).toEqual(
-        expect.arrayContaining(['build version', 'guard arguments', 'guard tool_policy', 'tool fx-exec-tools/fx-exec-read', 'record outcome']),
-      );
+      // One span for the guards, each guard passed named in it, in order (no run budget applies to
+      // this agent); then the tool, after the guards.
+      expect(childrenOf(spans, root).map((s) => s.name)).toEqual(['guards', 'tool fx-exec-tools/fx-exec-read']);
+      const guards = spans.find((s) => s.name === 'guards')!;
+      expect(guards.attributes['cp.guards.passed']).toEqual(['tool_offered', 'tool_policy', 'arguments']);
+      const nanos = (t: [number, number]) => t[0] * 1e9 + t[1];
+      expect(nanos(guards.endTime)).toBeLessThanOrEqual(nanos(spans.find((s) => s.name.startsWith('tool '))!.startTime));
+      // The tool's span says how the run ended; the call, capability and tool are its parent's.
       const tool = spans.find((s) => s.name === 'tool fx-exec-tools/fx-exec-read')!;
-      expect(tool.attributes).toMatchObject({ 'gen_ai.tool.call.id': res.body.id, 'cp.tool_call.status': 'succeeded' });
+      expect(tool.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
+      expect(tool.attributes).toEqual({ 'cp.tool_call.status': 'succeeded' });
+    });
+
+    it('cut attribute values to a bounded length when the operator sets no limit (a batched statement is kilobytes of SQL)', () => {
+      exporter.reset();
+      trace
+        .getTracer('test')
+        .startSpan('long', { attributes: { 'db.query.text': 'x'.repeat(8000), short: 'kept' } })
+        .end();
+      const [span] = exporter.getFinishedSpans();
+      expect(span.attributes['db.query.text']).toBe('x'.repeat(DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT));
+      expect(span.attributes.short).toBe('kept');
     });
 
     it("mark a refused call with the guard's code, and trace the approved run as the call's execution", async () => {
@@ -180,6 +197,10 @@ describe('observability (e2e)', () => {
       const refused = exporter.getFinishedSpans().find((s) => s.name === 'execute_tool fx-exec-read')!;
       expect(refused.attributes['error.type']).toBe('invalid_arguments');
       expect(refused.status.code).toBe(2);
+      // The guards' span says which refused (its code) and which passed before it.
+      const refusedGuards = childrenOf(spansOf(refused.spanContext().traceId), refused);
+      expect(refusedGuards.map((s) => s.name)).toEqual(['guards']);
+      expect(refusedGuards[0].attributes).toMatchObject({ 'error.type': 'invalid_arguments', 'cp.guards.passed': ['tool_offered', 'tool_policy'] });
 
       const asked = await callTool({ tool: 'fx-exec-write', arguments: { tag: 'traced' } }).expect(202);
       const gate = exporter.getFinishedSpans().find((s) => s.name === 'approval gate')!;
@@ -192,9 +213,9 @@ describe('observability (e2e)', () => {
         .expect(200);
       const run = exporter.getFinishedSpans().find((s) => s.name === 'execute_tool fx-exec-write')!;
       expect(run.attributes).toMatchObject({ 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.call.id': asked.body.id, 'cp.entry_point': 'approval' });
-      expect(childrenOf(spansOf(run.spanContext().traceId), run).map((s) => s.name)).toEqual(
-        expect.arrayContaining(['guard tool_policy', 'tool fx-exec-tools/fx-exec-write']),
-      );
+      const runChildren = childrenOf(spansOf(run.spanContext().traceId), run);
+      expect(runChildren.map((s) => s.name)).toEqual(expect.arrayContaining(['guards', 'tool fx-exec-tools/fx-exec-write']));
+      expect(runChildren.find((s) => s.name === 'guards')!.attributes['cp.guards.passed']).toEqual(['tool_offered', 'tool_policy', 'arguments']);
     });
   });
 });

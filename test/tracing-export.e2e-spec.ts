@@ -1,5 +1,5 @@
 import { mkdtempSync } from 'node:fs';
-import { createServer, IncomingMessage, Server } from 'node:http';
+import { createServer, IncomingMessage, request as httpRequest, Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,8 +10,9 @@ import { ServerProcess, startServerProcess, stopServerProcess } from './support/
 /**
  * Tracing as an operator turns it on: the server process started with the standard OTEL_*
  * variables, exporting OTLP (http/json) to a collector this test plays. One request with the
- * caller's `traceparent` is one trace: the HTTP and Fastify spans, the tool call's span and its
- * database queries; the request's log lines carry the trace id.
+ * caller's `traceparent` is one trace: the request's server span (made by the Fastify
+ * instrumentation), the tool call's span, its guards and its database queries; the request's log
+ * lines carry the trace id.
  */
 jest.setTimeout(300_000);
 
@@ -21,6 +22,8 @@ interface OtlpSpan {
   parentSpanId?: string;
   name: string;
   kind: number;
+  /** The instrumentation that made it (from the export's scope). */
+  scope?: string;
   attributes?: { key: string; value: Record<string, unknown> }[];
 }
 
@@ -36,8 +39,8 @@ describe('traces exported over OTLP by the server process', () => {
       req.on('data', (d: Buffer) => (body += d.toString()));
       req.on('end', () => {
         if (req.url === '/v1/traces') {
-          const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[] };
-          for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans);
+          const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { scope?: { name: string }; spans: OtlpSpan[] }[] }[] };
+          for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans.map((s) => ({ ...s, scope: ss.scope?.name })));
         }
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
@@ -80,7 +83,7 @@ describe('traces exported over OTLP by the server process', () => {
     return false;
   };
 
-  it("continues the caller's trace through HTTP, Fastify, the tool call and its queries, and logs its id", async () => {
+  it("continues the caller's trace through the server span, the tool call, its guards and its queries, and logs its id", async () => {
     const http = request(server.url);
     const org = (
       await http
@@ -131,16 +134,29 @@ describe('traces exported over OTLP by the server process', () => {
         s.some((x) => attr(x, 'db.system') === 'postgresql' || attr(x, 'db.system.name') === 'postgresql') &&
         s.some((x) => x.kind === 2),
     );
-    const serverSpan = spans.find((s) => s.kind === 2)!;
-    expect(serverSpan).toBeDefined();
+    // One span for the request (not one from node:http and another from Fastify), named by its route.
+    const serverSpans = spans.filter((s) => s.kind === 2);
+    expect(serverSpans).toHaveLength(1);
+    const serverSpan = serverSpans[0];
+    expect(serverSpan.scope).toBe('@fastify/otel');
+    expect(serverSpan.name).toBe('POST /api/v1/agents/:agentId/tool-calls');
+    expect(attr(serverSpan, 'http.route')).toBe('/api/v1/agents/:agentId/tool-calls');
+    expect(attr(serverSpan, 'http.request.method')).toBe('POST');
+    expect(Number(attr(serverSpan, 'http.response.status_code'))).toBe(202);
     // The caller's span is the parent: one trace end to end.
     expect(serverSpan.parentSpanId).toBe(callerSpanId);
-    expect(spans.some((s) => /fastify|handler|request/i.test(s.name) && s.spanId !== serverSpan.spanId)).toBe(true);
     const call = spans.find((s) => s.name === 'execute_tool fx_crash_effect')!;
     expect(attr(call, 'gen_ai.operation.name')).toBe('execute_tool');
     expect(attr(call, 'gen_ai.tool.call.id')).toBe(res.body.id);
     expect(attr(call, 'cp.org.id')).toBe(org.id);
     expect(descends(spans, call, serverSpan)).toBe(true);
+    const guards = spans.find((s) => s.name === 'guards')!;
+    expect(guards.parentSpanId).toBe(call.spanId);
+    expect((attr(guards, 'cp.guards.passed') as { values: { stringValue: string }[] }).values.map((v) => v.stringValue)).toEqual([
+      'tool_offered',
+      'tool_policy',
+      'arguments',
+    ]);
     const queries = spans.filter((s) => attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql');
     expect(queries.some((q) => descends(spans, q, call))).toBe(true);
 
@@ -151,5 +167,40 @@ describe('traces exported over OTLP by the server process', () => {
     expect(logged.length).toBeGreaterThan(0);
     // Once per line: the trace is the request's, bound when its logger is made.
     for (const line of logged) expect(line.split('"trace_id"').length).toBe(2);
+
+    // A body that arrives in parts is read in the socket's later events, after the Fastify
+    // instrumentation entered the request's trace: the handler still runs in that trace.
+    const partsTrace = randomBytes(16).toString('hex');
+    const body = JSON.stringify({ tool: 'fx_crash_effect', arguments: { tag: 'in-parts', ms: 1 } });
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest(`${server.url}/api/v1/agents/${a.id}/tool-calls`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${agent}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          traceparent: `00-${partsTrace}-${callerSpanId}-01`,
+        },
+      });
+      req.on('response', (r) => {
+        r.resume();
+        r.on('end', () => resolve(r.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.flushHeaders();
+      req.write(body.slice(0, 10));
+      setTimeout(() => req.end(body.slice(10)), 100);
+    });
+    expect(status).toBe(202);
+    const parts = await spansOf(partsTrace, (x) => x.some((y) => y.name === 'execute_tool fx_crash_effect') && x.some((y) => y.kind === 2));
+    const partsCall = parts.find((x) => x.name === 'execute_tool fx_crash_effect');
+    expect(partsCall).toBeDefined();
+    expect(
+      descends(
+        parts,
+        partsCall!,
+        parts.find((x) => x.kind === 2)!,
+      ),
+    ).toBe(true);
   });
 });

@@ -1,4 +1,5 @@
 import { Inject, Injectable } from '@nestjs/common';
+import type { VersionTool } from '../agents/built-version';
 import { canonicalHash } from '../agents/digests';
 import { actorOf, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -10,11 +11,11 @@ import { ApprovalRow, toApprovalView, toToolCallView } from '../tool-calls/tool-
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, ToolCallGuards } from './tool-call-guards';
-import { ToolImplementations } from './tool-implementations';
+import { RunnableVersion, ToolImplementations } from './tool-implementations';
 import { ToolRunner } from './tool-runner.service';
 import type { GovernanceFacts } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
-import { inToolCallSpan } from '../telemetry/tool-tracing';
+import { inGuardsSpan, inToolCallSpan } from '../telemetry/tool-tracing';
 
 export interface ApprovalDecision {
   approval: ApprovalView;
@@ -62,41 +63,7 @@ export class ToolApprovals {
   ): Promise<ApprovalDecision> {
     const approvalId = row.id;
     const orgId = principal.orgId;
-    const denial: Denial = {
-      principal,
-      target: { type: 'tool_call', id: row.tool_call_id },
-      data: { agentId: row.agent_id, version: row.version, tool: row.tool, approvalId: row.id, argumentsHash: row.arguments_hash },
-    };
-
-    const runnable = await this.implementations.build(orgId, principal.orgScopes, row.agent_id, row.version);
-    const built = runnable.built;
-    const tool = built.tools.find((t) => t.capabilityId === row.capability_id && t.toolId === row.tool_id);
-    if (!tool) return this.guards.deny(denial, missingTool(built, row.tool));
-    denial.tool = tool;
-    // The switches as read with the approval, in this request: an incident response still stops it.
-    await this.guards.canRunNow(built, tool, denial, facts);
-
-    let args: object;
-    let edited: { value: Record<string, unknown>; hash: string } | undefined;
-    if (decision.arguments !== undefined) {
-      const validation = this.implementations.validate(tool, decision.arguments);
-      if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
-      args = validation.value;
-      edited = { value: validation.plain, hash: canonicalHash(validation.plain) };
-    } else {
-      // Fail closed: run only what the approval is bound to, checked again byte for byte.
-      const validation = this.implementations.validate(tool, row.arguments);
-      if (canonicalHash(row.arguments) !== row.arguments_hash || validation.errors.length || canonicalHash(validation.plain) !== row.arguments_hash) {
-        return this.guards.deny(
-          denial,
-          new ApiError(
-            'approval_arguments_changed',
-            'The stored arguments no longer match what the approval is bound to; nothing ran. Reject it and ask again.',
-          ),
-        );
-      }
-      args = validation.value;
-    }
+    const { runnable, tool, args, edited } = await inGuardsSpan((passed) => this.guard(principal, row, facts, decision, passed));
 
     const decidedAt = new Date();
     const actor = actorOf(principal);
@@ -134,6 +101,56 @@ export class ToolApprovals {
     ]);
     this.settled.notify([call.id]);
     return { approval: toApprovalView(result.approval), toolCall: toToolCallView(stored) };
+  }
+
+  /** The guards again, as the approved call is about to run: what to run, with which arguments. */
+  private async guard(
+    principal: OrgPrincipal,
+    row: ApprovalRow,
+    facts: GovernanceFacts,
+    decision: { arguments?: unknown },
+    passed: string[],
+  ): Promise<{ runnable: RunnableVersion; tool: VersionTool; args: object; edited?: { value: Record<string, unknown>; hash: string } }> {
+    const orgId = principal.orgId;
+    const denial: Denial = {
+      principal,
+      target: { type: 'tool_call', id: row.tool_call_id },
+      data: { agentId: row.agent_id, version: row.version, tool: row.tool, approvalId: row.id, argumentsHash: row.arguments_hash },
+    };
+
+    const runnable = await this.implementations.build(orgId, principal.orgScopes, row.agent_id, row.version);
+    const built = runnable.built;
+    const tool = built.tools.find((t) => t.capabilityId === row.capability_id && t.toolId === row.tool_id);
+    if (!tool) return this.guards.deny(denial, missingTool(built, row.tool));
+    passed.push('tool_offered');
+    denial.tool = tool;
+    // The switches as read with the approval, in this request: an incident response still stops it.
+    await this.guards.canRunNow(built, tool, denial, facts);
+    passed.push('tool_policy');
+
+    let args: object;
+    let edited: { value: Record<string, unknown>; hash: string } | undefined;
+    if (decision.arguments !== undefined) {
+      const validation = this.implementations.validate(tool, decision.arguments);
+      if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
+      args = validation.value;
+      edited = { value: validation.plain, hash: canonicalHash(validation.plain) };
+    } else {
+      // Fail closed: run only what the approval is bound to, checked again byte for byte.
+      const validation = this.implementations.validate(tool, row.arguments);
+      if (canonicalHash(row.arguments) !== row.arguments_hash || validation.errors.length || canonicalHash(validation.plain) !== row.arguments_hash) {
+        return this.guards.deny(
+          denial,
+          new ApiError(
+            'approval_arguments_changed',
+            'The stored arguments no longer match what the approval is bound to; nothing ran. Reject it and ask again.',
+          ),
+        );
+      }
+      args = validation.value;
+    }
+    passed.push('arguments');
+    return { runnable, tool, args, edited };
   }
 
   /** Rejects a pending approval; the call becomes `rejected` with the reason as its error message. */

@@ -9,7 +9,6 @@ import type { ToolOutcome } from './run-tool';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { GovernanceFacts, whyCannotRun } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
-import { inSpan } from '../telemetry/tool-tracing';
 
 /** Who is refused, about what, and the facts the `tool_call.denied` event records. */
 export interface Denial {
@@ -36,11 +35,7 @@ export class ToolCallGuards {
    * The tool policy's "can it run now", as the executor's refusals (409 tool_definition_changed,
    * 403 scope_not_granted). `read`: the switches as this request already read them (with the key).
    */
-  canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial, read?: GovernanceFacts): Promise<void> {
-    return inSpan('guard tool_policy', () => this.checkCanRunNow(built, tool, denial, read));
-  }
-
-  private async checkCanRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial, read?: GovernanceFacts): Promise<void> {
+  async canRunNow(built: BuiltVersion, tool: VersionTool, denial: Denial, read?: GovernanceFacts): Promise<void> {
     // The switches are read on every call, on every node: an incident response takes effect at once.
     const facts = read ?? (await this.governance.factsFor(denial.principal.orgId, built.agentId, built.version, tool.capabilityId, tool.toolId));
     const why = whyCannotRun(tool, denial.principal.orgScopes, facts);

@@ -10,12 +10,12 @@ import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/too
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
 import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
-import { ToolImplementations } from './tool-implementations';
-import { approvalReasonOf, GovernanceFacts } from './tool-policy';
+import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
+import { ApprovalReason, approvalReasonOf, GovernanceFacts } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
-import { inSpan, inSpanSync, inToolCallSpan } from '../telemetry/tool-tracing';
+import { inGuardsSpan, inSpan, inToolCallSpan } from '../telemetry/tool-tracing';
 
 /** What any entry point (REST, MCP, an agent run) asks the executor to do. */
 export interface ToolCallRequest {
@@ -143,53 +143,15 @@ export class ToolExecutor {
   }
 
   private async requestClaimed(principal: OrgPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
+    // One span for every guard (their outcomes as its attributes), not one per guard: spans are
+    // most of what tracing costs a call (docs/benchmarks.md), and a refusal's code already names
+    // the guard that refused.
+    const guarded = await inGuardsSpan((passed) => this.guard(principal, req, span, passed));
+    if ('resumed' in guarded) return guarded.resumed;
+    const { runnable, built, tool, validation, argumentsHash, reason } = guarded;
     const orgId = principal.orgId;
-    const createdAt = new Date();
-    const version = req.version ?? 'latest';
-    // The agent, its pointer and the switches, read with the key when the route asked for it.
-    const read = principal.type === 'api_key' ? principal.agent : undefined;
-    const snapshot = read?.agentId === req.agentId.toLowerCase() && read.version === version ? read : undefined;
-    const runnable = await inSpan('build version', () =>
-      this.implementations.build(orgId, principal.orgScopes, req.agentId, version, { profile: req.profile, workerType: req.workerType }, snapshot),
-    );
-    const built = runnable.built;
-    span.setAttribute('cp.agent.version', String(built.version));
     const runId = req.runId ?? null;
-    const denial: Denial = {
-      principal,
-      target: { type: 'agent', id: built.agentId },
-      data: { agentId: built.agentId, version: built.version, tool: req.tool, runId, entryPoint: req.entryPoint },
-    };
-
-    const tool = built.tools.find((t) => t.name === req.tool);
-    if (!tool) return this.guards.deny(denial, missingTool(built, req.tool));
-    denial.tool = tool;
-    span.setAttributes({ 'cp.capability.id': tool.capabilityId, 'cp.tool.id': tool.toolId });
-    // Validated ahead of the guards that come before it only so that their denials can name the
-    // arguments' hash; a refusal still follows the guard order.
-    const validation = inSpanSync('guard arguments', () => this.implementations.validate(tool, req.arguments));
-    const valid = validation.errors.length === 0;
-    const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
-    if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
-    await this.guards.canRunNow(built, tool, denial, snapshot && factsOf(snapshot, built.version));
-    const reason = approvalReasonOf({ risk: tool.risk, interruptBefore: tool.declaration.interruptBefore, toolId: tool.toolId }, built.spec.toolApproval);
-
-    if (valid && reason && req.resumePending) {
-      const resumed = await this.resume(principal, built, tool, argumentsHash!);
-      if (resumed) return resumed;
-    }
-
-    const limit = built.limits.maxToolCallsPerRun;
-    if (limit !== undefined && runId !== null) {
-      // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
-      const within = await inSpan('guard budget', async () =>
-        valid ? this.store.reserveRunCall(orgId, built.agentId, runId, limit) : (await this.store.runCalls(orgId, built.agentId, runId)) < limit,
-      );
-      if (!within) {
-        return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
-      }
-    }
-    if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
+    const createdAt = guarded.createdAt;
 
     const call: NewCall = {
       id: randomUUID(),
@@ -202,7 +164,7 @@ export class ToolExecutor {
       runId,
       entryPoint: req.entryPoint,
       arguments: validation.plain,
-      argumentsHash: argumentsHash!,
+      argumentsHash,
       requestedBy: principal.id,
       createdAt,
     };
@@ -265,20 +227,95 @@ export class ToolExecutor {
     const outcome = await this.runner.run(runnable, tool, validation.value, call);
     const completedAt = new Date();
     const view = viewOfNewCall(call, outcome.status, { ...settledFields(call.id, outcome), completedAt: completedAt.toISOString() });
-    await inSpan('record outcome', () =>
-      this.store.insertSettled(
-        call,
-        outcome,
-        completedAt,
-        [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)],
-        claim && {
-          ...claim,
-          status: 200,
-          body: view,
-        },
-      ),
+    await this.store.insertSettled(
+      call,
+      outcome,
+      completedAt,
+      [requested, settledEvent(orgId, actor, call.id, call.argumentsHash, outcome, false)],
+      claim && {
+        ...claim,
+        status: 200,
+        body: view,
+      },
     );
     return { status: 200, call: view, replayed: false, resumed: false };
+  }
+
+  /** Every guard of a new call, in order (see above): what passed them, or the earlier call `resumePending` found. */
+  private async guard(
+    principal: OrgPrincipal,
+    req: ToolCallRequest,
+    span: Span,
+    passed: string[],
+  ): Promise<
+    | { resumed: ToolCallOutcome }
+    | {
+        runnable: RunnableVersion;
+        built: BuiltVersion;
+        tool: VersionTool;
+        validation: ValidatedArguments;
+        argumentsHash: string;
+        reason: ApprovalReason | null;
+        createdAt: Date;
+      }
+  > {
+    const orgId = principal.orgId;
+    const createdAt = new Date();
+    const version = req.version ?? 'latest';
+    // The agent, its pointer and the switches, read with the key when the route asked for it.
+    const read = principal.type === 'api_key' ? principal.agent : undefined;
+    const snapshot = read?.agentId === req.agentId.toLowerCase() && read.version === version ? read : undefined;
+    const runnable = await this.implementations.build(
+      orgId,
+      principal.orgScopes,
+      req.agentId,
+      version,
+      { profile: req.profile, workerType: req.workerType },
+      snapshot,
+    );
+    const built = runnable.built;
+    span.setAttribute('cp.agent.version', String(built.version));
+    const runId = req.runId ?? null;
+    const denial: Denial = {
+      principal,
+      target: { type: 'agent', id: built.agentId },
+      data: { agentId: built.agentId, version: built.version, tool: req.tool, runId, entryPoint: req.entryPoint },
+    };
+
+    const tool = built.tools.find((t) => t.name === req.tool);
+    if (!tool) return this.guards.deny(denial, missingTool(built, req.tool));
+    passed.push('tool_offered');
+    denial.tool = tool;
+    span.setAttributes({ 'cp.capability.id': tool.capabilityId, 'cp.tool.id': tool.toolId });
+    // Validated ahead of the guards that come before it only so that their denials can name the
+    // arguments' hash; a refusal still follows the guard order.
+    const validation = this.implementations.validate(tool, req.arguments);
+    const valid = validation.errors.length === 0;
+    const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
+    if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
+    await this.guards.canRunNow(built, tool, denial, snapshot && factsOf(snapshot, built.version));
+    passed.push('tool_policy');
+    const reason = approvalReasonOf({ risk: tool.risk, interruptBefore: tool.declaration.interruptBefore, toolId: tool.toolId }, built.spec.toolApproval);
+
+    if (valid && reason && req.resumePending) {
+      const resumed = await this.resume(principal, built, tool, argumentsHash!);
+      if (resumed) return { resumed };
+    }
+
+    const limit = built.limits.maxToolCallsPerRun;
+    if (limit !== undefined && runId !== null) {
+      // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
+      const within = valid
+        ? await this.store.reserveRunCall(orgId, built.agentId, runId, limit)
+        : (await this.store.runCalls(orgId, built.agentId, runId)) < limit;
+      if (!within) {
+        return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
+      }
+      passed.push('budget');
+    }
+    if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
+    passed.push('arguments');
+    return { runnable, built, tool, validation, argumentsHash: argumentsHash!, reason, createdAt };
   }
 
   private async resume(principal: OrgPrincipal, built: BuiltVersion, tool: VersionTool, argumentsHash: string): Promise<ToolCallOutcome | undefined> {

@@ -30,20 +30,20 @@ export class ToolRunner {
     private readonly metrics: Metrics,
   ) {}
 
-  /** Every run of every path passes here, so this is where a run is timed, counted and traced. */
+  /**
+   * Every run of every path passes here, so this is where a run is timed, counted and traced. The
+   * span is always under the call's `execute_tool`, which names the capability, the tool and the
+   * call: this one says only how the run ended (every attribute is paid for in every export).
+   */
   run(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
-    return inSpan(
-      `tool ${tool.capabilityId}/${tool.toolId}`,
-      async (span) => {
-        const started = performance.now();
-        const outcome = await this.runUntimed(version, tool, args, call);
-        this.metrics.toolCall(tool.capabilityId, tool.toolId, outcome.status, { seconds: (performance.now() - started) / 1000 });
-        span.setAttribute('cp.tool_call.status', outcome.status);
-        if (outcome.status === 'failed') span.setAttribute('error.type', outcome.error.code);
-        return outcome;
-      },
-      { 'cp.capability.id': tool.capabilityId, 'cp.tool.id': tool.toolId, 'gen_ai.tool.call.id': call.id },
-    );
+    return inSpan(`tool ${tool.capabilityId}/${tool.toolId}`, async (span) => {
+      const started = performance.now();
+      const outcome = await this.runUntimed(version, tool, args, call);
+      this.metrics.toolCall(tool.capabilityId, tool.toolId, outcome.status, { seconds: (performance.now() - started) / 1000 });
+      span.setAttribute('cp.tool_call.status', outcome.status);
+      if (outcome.status === 'failed') span.setAttribute('error.type', outcome.error.code);
+      return outcome;
+    });
   }
 
   private async runUntimed(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {

@@ -39,13 +39,20 @@ export function inSpan<T>(name: string, fn: (span: Span) => Promise<T>, attribut
   return tracer().startActiveSpan(name, { kind: SpanKind.INTERNAL, attributes }, (span) => ended(span, fn));
 }
 
-/** A child span around synchronous work (validating arguments). */
-export function inSpanSync<T>(name: string, fn: () => T): T {
-  return tracer().startActiveSpan(name, (span) => {
+/**
+ * The guards of one call as ONE span, `guards`, rather than a span per guard: a span is most of
+ * what tracing costs a call (docs/benchmarks.md), and a guard's own span would only say that it
+ * passed. `fn` pushes the name of each guard it passes; they are recorded in order as
+ * `cp.guards.passed`, and a refusal ends the span with its code as `error.type`, as it does the
+ * call's span.
+ */
+export function inGuardsSpan<T>(fn: (passed: string[]) => Promise<T>): Promise<T> {
+  return inSpan('guards', async (span) => {
+    const passed: string[] = [];
     try {
-      return fn();
+      return await fn(passed);
     } finally {
-      span.end();
+      span.setAttribute('cp.guards.passed', passed);
     }
   });
 }

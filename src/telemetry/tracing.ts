@@ -1,6 +1,5 @@
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { IncomingMessage } from 'node:http';
 
 /**
  * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
@@ -11,6 +10,9 @@ import type { IncomingMessage } from 'node:http';
  * as they are required, so a module loaded earlier runs unpatched (main.ts imports this first).
  */
 let sdk: NodeSDK | undefined;
+
+/** Characters of an attribute value kept when the operator sets no OTEL_*_ATTRIBUTE_VALUE_LENGTH_LIMIT. */
+export const DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT = 1024;
 
 /** Whether the environment asks for traces to be exported. */
 export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
@@ -41,10 +43,16 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   // measured; an operator who wants them sets these variables.
   process.env.OTEL_METRICS_EXPORTER ??= 'none';
   process.env.OTEL_LOGS_EXPORTER ??= 'none';
+  // A statement batched for concurrent requests is long (a group commit of 32 calls is about 8,000
+  // characters of SQL, docs/benchmarks.md), and writing such texts into every export was the largest
+  // single cost left in tracing. Attribute values are cut at 1,024 characters (every single-request
+  // statement of this product fits) unless the operator sets a limit of their own.
+  if (process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT === undefined && process.env.OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT === undefined) {
+    process.env.OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT = String(DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT);
+  }
   // Loaded only when tracing is on: a node without it pays nothing for the SDK.
   /* eslint-disable @typescript-eslint/no-require-imports */
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
-  const { HttpInstrumentation } = require('@opentelemetry/instrumentation-http') as typeof import('@opentelemetry/instrumentation-http');
   const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
   /* eslint-enable @typescript-eslint/no-require-imports */
@@ -55,22 +63,24 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
       options.instrumentModules === false
         ? []
         : [
-            new HttpInstrumentation({
-              ignoreIncomingRequestHook: (req: IncomingMessage) => isOperatorProbe(req.url),
-              // The product's outbound calls go through fetch (undici), not node:http; what remains on
-              // node:http is the exporter's own traffic, which must not be traced anyway.
-              disableOutgoingRequestInstrumentation: true,
-            }),
-            // Fastify 5 is instrumented by Fastify's own plugin; @opentelemetry/instrumentation-fastify
-            // stops at Fastify 4. One `request` span per route: hook and handler spans off, because with
-            // Nest every request passes the same hooks and one handler, so they would double the spans
-            // (and the cost, measured in docs/benchmarks.md) without telling anything the request span
-            // and ours under it do not.
+            // The HTTP side of a request is Fastify's own instrumentation (@opentelemetry/
+            // instrumentation-fastify stops at Fastify 4), not the node:http one: with no HTTP span
+            // above it, @fastify/otel makes the request's SERVER span itself and continues the
+            // caller's `traceparent`. Both together made two spans of every request, and the node:http
+            // one was the costlier (it binds the request's and the response's event emitters to the
+            // context); measured in docs/benchmarks.md. Outgoing calls go through fetch (undici), not
+            // node:http, so nothing was traced on that side either. One span per request: hook and
+            // handler spans off (with Nest every request passes the same hooks and one handler).
             new FastifyOtelInstrumentation({
               registerOnInitialization: true,
               instrumentHooks: false,
               instrumentHandler: false,
               ignorePaths: (r) => isOperatorProbe(r.url),
+              // Named as the HTTP semantic conventions name a server span: method and route template.
+              requestHook: (span, request) => {
+                const route = request.routeOptions.url;
+                span.updateName(route ? `${request.method} ${route}` : request.method);
+              },
             }),
             // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
             // trace each), and no span per pool checkout: a query's span already includes any wait.
