@@ -172,8 +172,11 @@ describe('observability (e2e)', () => {
       expect(childrenOf(spans, root).map((s) => s.name)).toEqual(['guards', 'tool fx-exec-tools/fx-exec-read']);
       const guards = spans.find((s) => s.name === 'guards')!;
       expect(guards.attributes['cp.guards.passed']).toEqual(['tool_offered', 'tool_policy', 'arguments']);
-      const nanos = (t: [number, number]) => t[0] * 1e9 + t[1];
-      expect(nanos(guards.endTime)).toBeLessThanOrEqual(nanos(spans.find((s) => s.name.startsWith('tool '))!.startTime));
+      // The guards end before the tool starts. The SDK takes a span's start from Date.now() (whole
+      // milliseconds) and its end from that plus a precise duration, so one span's end and another's
+      // start compare only to the millisecond. BigInt: seconds * 1e9 as a double loses nanoseconds.
+      const nanos = (t: [number, number]) => BigInt(t[0]) * 1_000_000_000n + BigInt(t[1]);
+      expect(nanos(guards.endTime)).toBeLessThanOrEqual(nanos(spans.find((s) => s.name.startsWith('tool '))!.startTime) + 1_000_000n);
       // The tool's span says how the run ended; the call, capability and tool are its parent's.
       const tool = spans.find((s) => s.name === 'tool fx-exec-tools/fx-exec-read')!;
       expect(tool.parentSpanContext?.spanId).toBe(root.spanContext().spanId);

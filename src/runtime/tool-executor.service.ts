@@ -1,3 +1,6 @@
+// Longer than 300 lines because one tool call's guard order is the product's contract and reads
+// best top to bottom in one place (request, guards, approval gate or run, record); the guards, the
+// runner and the approvals already live in files of their own beside it.
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
