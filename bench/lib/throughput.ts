@@ -1,3 +1,4 @@
+import { expectStatus } from './http';
 import { combine, LoadSpec, Measurement, runLoad } from './load';
 import { printTable, ThroughputRow, throughputTable } from './report';
 import type { BenchSession } from './session';
@@ -92,4 +93,22 @@ export function printThroughput(title: string, result: ThroughputResult, notes: 
     ...notes,
   ];
   printTable(table);
+}
+
+/**
+ * The `prepare` of a row that GETs one path with the organization's builder key: checked once to
+ * answer 200, then requested as it is.
+ */
+export function getWithBuilderKey(path: string): ThroughputScenario['prepare'] {
+  return async (session) => {
+    const product = await session.product();
+    const token = product.org.keys.builder;
+    expectStatus(await product.api.as(token).get(path), 200, `GET ${path}`);
+    return {
+      url: product.server.url,
+      serverPid: product.server.pid,
+      connections: session.options.connections,
+      requests: [{ method: 'GET', path, headers: { authorization: `Bearer ${token}` } }],
+    };
+  };
 }

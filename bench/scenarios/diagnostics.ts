@@ -1,25 +1,16 @@
 import { expectStatus } from '../lib/http';
-import type { ThroughputScenario } from '../lib/throughput';
+import { getWithBuilderKey, type ThroughputScenario } from '../lib/throughput';
 
 /**
- * Not in the default run: rows that take a request apart, to show where its time goes.
+ * Rows that take a request apart, to show where its time goes (`me` is also in the default run:
+ * the catalog is measured against it).
  * `npm run bench -- --no-growth --only=health,me,catalog-platform,catalog`.
  */
 export const me: ThroughputScenario = {
   id: 'me',
   name: 'GET /me (key lookup, tiny answer)',
   description: 'Authentication alone: the key looked up by hash with its organization, the rate limiter, a few bytes of answer.',
-  async prepare(session) {
-    const product = await session.product();
-    const token = product.org.keys.builder;
-    expectStatus(await product.api.as(token).get('/api/v1/me'), 200, 'GET /api/v1/me');
-    return {
-      url: product.server.url,
-      serverPid: product.server.pid,
-      connections: session.options.connections,
-      requests: [{ method: 'GET', path: '/api/v1/me', headers: { authorization: `Bearer ${token}` } }],
-    };
-  },
+  prepare: getWithBuilderKey('/api/v1/me'),
 };
 
 export const catalogPlatform: ThroughputScenario = {
@@ -44,17 +35,7 @@ export const catalogOneItem: ThroughputScenario = {
   name: 'GET /agents/capabilities?limit=1',
   description:
     'The catalog route as `catalog` (an organization key), one item a page: what is left when the answer is small, and what a query to validate costs.',
-  async prepare(session) {
-    const product = await session.product();
-    const token = product.org.keys.builder;
-    expectStatus(await product.api.as(token).get('/api/v1/agents/capabilities?limit=1'), 200, 'GET /api/v1/agents/capabilities?limit=1');
-    return {
-      url: product.server.url,
-      serverPid: product.server.pid,
-      connections: session.options.connections,
-      requests: [{ method: 'GET', path: '/api/v1/agents/capabilities?limit=1', headers: { authorization: `Bearer ${token}` } }],
-    };
-  },
+  prepare: getWithBuilderKey('/api/v1/agents/capabilities?limit=1'),
 };
 
 export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem];
