@@ -46,12 +46,10 @@ export async function startServer(
     // An event stream never finishes by itself: end them now (not after the grace period); their
     // clients reconnect with Last-Event-ID to a node that is still up.
     app.get(EventStreamService).closeAll();
-    // Keep-alive connections that are idle (or become idle once their request is answered) are
-    // closed as they appear; whatever is still open after the grace period is cut.
-    const reaper = setInterval(() => server.closeIdleConnections(), 50);
+    // Keep-alive connections are closed as they become idle (app.factory.ts); whatever is still
+    // open after the grace period is cut.
     const deadline = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
     await closed;
-    clearInterval(reaper);
     clearTimeout(deadline);
     await app.close();
     await database.embedded?.stop();

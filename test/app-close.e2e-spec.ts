@@ -1,0 +1,76 @@
+import { connect, Socket } from 'node:net';
+import { createTestApp, TestApp } from './support/test-app';
+
+/**
+ * Closing the app (a node stopping, or a test's afterAll) answers what is in flight and then
+ * lets go: a keep-alive connection whose answer is written after the close began must not keep
+ * the close waiting for its 72-second keep-alive timeout.
+ */
+describe('closing the app', () => {
+  let t: TestApp;
+  let port: number;
+  let closed: Promise<void> | undefined;
+
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen(0, '127.0.0.1');
+    port = Number(new URL(await t.app.getUrl()).port);
+  });
+  afterAll(() => closed ?? t.close());
+
+  it('answers a request in flight, then closes its keep-alive connection and finishes', async () => {
+    const body = JSON.stringify({ slug: 'closing', name: 'Closing' });
+    const socket = await open(port);
+    const received = collect(socket);
+    // Headers and half the body: the request is in flight, so the close cannot count the
+    // connection idle.
+    socket.write(
+      `POST /api/v1/orgs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${t.adminToken}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: keep-alive\r\n\r\n` +
+        body.slice(0, 10),
+    );
+
+    closed = t.close();
+    await untilRefused(port);
+    socket.write(body.slice(10));
+
+    // The close finishes well before the keep-alive timeout would have let the connection go.
+    const outcome = await Promise.race([closed.then(() => 'closed'), new Promise((r) => setTimeout(() => r('still open'), 10_000).unref())]);
+    expect(outcome).toBe('closed');
+    const answer = await received.ended;
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+    expect(answer).toMatch(/\r\nconnection: keep-alive\r\n/i);
+  });
+});
+
+function open(port: number): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => resolve(socket));
+    socket.once('error', reject);
+  });
+}
+
+/** Everything the server sends, and a promise of it all once the server closes the connection. */
+function collect(socket: Socket): { ended: Promise<string> } {
+  let text = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (chunk: string) => (text += chunk));
+  const ended = new Promise<string>((resolve) => socket.once('close', () => resolve(text)));
+  return { ended };
+}
+
+/** Resolves once the server has stopped accepting connections (its close has begun). */
+async function untilRefused(port: number): Promise<void> {
+  for (;;) {
+    const refused = await new Promise<boolean>((resolve) => {
+      const probe = connect(port, '127.0.0.1');
+      probe.once('connect', () => {
+        probe.destroy();
+        resolve(false);
+      });
+      probe.once('error', () => resolve(true));
+    });
+    if (refused) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
