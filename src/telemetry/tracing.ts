@@ -1,5 +1,6 @@
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { useNativeOtlpStrings } from './otlp-strings';
 
 /**
  * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
@@ -56,6 +57,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
   /* eslint-enable @typescript-eslint/no-require-imports */
+  useNativeOtlpStrings();
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
