@@ -5,6 +5,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
 
 /**
@@ -31,6 +32,7 @@ describe('traces exported over OTLP by the server process', () => {
   const received: OtlpSpan[] = [];
   let collector: Server;
   let server: ServerProcess;
+  let vendor: FixtureMcpServer;
   const adminToken = 'cpa_trace_' + 'z'.repeat(24);
 
   beforeAll(async () => {
@@ -46,6 +48,7 @@ describe('traces exported over OTLP by the server process', () => {
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
+    vendor = await startFixtureMcpServer();
     const { port } = collector.address() as AddressInfo;
     server = await startServerProcess(
       {
@@ -56,6 +59,7 @@ describe('traces exported over OTLP by the server process', () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '100',
         OTEL_SERVICE_NAME: 'cp-trace-test',
+        EGRESS_ALLOWED_HOSTS: '127.0.0.1',
       },
       'test/support/fixture-server.ts',
     );
@@ -63,6 +67,7 @@ describe('traces exported over OTLP by the server process', () => {
   afterAll(async () => {
     if (server) await stopServerProcess(server);
     await new Promise((resolve) => collector.close(resolve));
+    await vendor?.close();
   });
 
   const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
@@ -202,5 +207,85 @@ describe('traces exported over OTLP by the server process', () => {
         parts.find((x) => x.kind === 2)!,
       ),
     ).toBe(true);
+  });
+
+  it("follows a tool call into a vendor's MCP server: a CLIENT span under the call, its traceparent sent on, the URL's secrets not exported", async () => {
+    const http = request(server.url);
+    const org = (
+      await http
+        .post('/api/v1/orgs')
+        .set(...as(adminToken))
+        .send({ slug: 'traced-mcp', name: 'Traced MCP', scopes: ['mcp:remote'] })
+        .expect(201)
+    ).body;
+    const key = async (role: string) =>
+      (
+        await http
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...as(adminToken))
+          .send({ name: role, roles: [role] })
+          .expect(201)
+      ).body.token;
+    const [admin, builder, agent] = [await key('admin'), await key('builder'), await key('agent')];
+    const connection = (
+      await http
+        .post('/api/v1/mcp-connections')
+        .set(...as(admin))
+        .send({ server: 'remote', name: 'vendor', url: `${vendor.url}?api_key=query-secret-555` })
+        .expect(201)
+    ).body;
+    // A vendor's own annotations are not trusted: the admin decides the tool is read-only.
+    await http
+      .put(`/api/v1/mcp-connections/${connection.id}/tools/lookup/risk`)
+      .set(...as(admin))
+      .send({ risk: 'read_only' })
+      .expect(200);
+    const a = (
+      await http
+        .post('/api/v1/agents')
+        .set(...as(builder))
+        .send({ slug: 'traced-mcp', name: 'Traced MCP' })
+        .expect(201)
+    ).body;
+    await http
+      .put(`/api/v1/agents/${a.id}/draft`)
+      .set(...as(builder))
+      .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection: connection.id, tools: ['lookup'] }] })
+      .expect(200);
+    await http
+      .post(`/api/v1/agents/${a.id}/publish`)
+      .set(...as(builder))
+      .expect(201);
+
+    const traceId = randomBytes(16).toString('hex');
+    const seenBefore = vendor.traceparents.length;
+    await http
+      .post(`/api/v1/agents/${a.id}/tool-calls`)
+      .set(...as(agent))
+      .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
+      .send({ tool: 'lookup', arguments: { id: 'c-1' } })
+      .expect(200);
+
+    const sent = vendor.traceparents.slice(seenBefore);
+    // An outgoing HTTP request's span (a database query's is a CLIENT span too).
+    const isHttpClient = (s: OtlpSpan) => s.kind === 3 && s.scope === '@opentelemetry/instrumentation-undici';
+    const spans = await spansOf(traceId, (s) => s.some((x) => x.name === 'execute_tool lookup') && s.filter(isHttpClient).length >= sent.length);
+    const call = spans.find((s) => s.name === 'execute_tool lookup')!;
+    expect(call).toBeDefined();
+    const clients = spans.filter(isHttpClient);
+    expect(clients.length).toBeGreaterThan(0);
+    for (const client of clients) {
+      expect(client.name).toBe('POST');
+      expect(descends(spans, client, call)).toBe(true);
+      expect(attr(client, 'url.full')).toBe(`${vendor.url}?api_key=REDACTED`);
+    }
+    // Each request the vendor got carries this trace, its parent the CLIENT span that sent it.
+    expect(sent.length).toBeGreaterThan(0);
+    for (const header of sent) {
+      const [, trace, parent] = header!.split('-');
+      expect(trace).toBe(traceId);
+      expect(clients.map((c) => c.spanId)).toContain(parent);
+    }
+    expect(JSON.stringify(received)).not.toContain('query-secret-555');
   });
 });

@@ -56,6 +56,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { NodeSDK } = require('@opentelemetry/sdk-node') as typeof import('@opentelemetry/sdk-node');
   const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
+  const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
   /* eslint-enable @typescript-eslint/no-require-imports */
   useNativeOtlpStrings();
   sdk = new NodeSDK({
@@ -87,10 +88,35 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
             // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
             // trace each), and no span per pool checkout: a query's span already includes any wait.
             new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+            // Outgoing HTTP (an MCP server's tools, a model, a JWKS): every one goes through the
+            // egress policy's fetch (undici), which this instrumentation follows. A CLIENT span
+            // under the operation that made the call, and `traceparent` sent on, so a slow tool
+            // call is followed into the vendor's server. Only inside a trace, like pg.
+            new UndiciInstrumentation({ requireParentforSpans: true, startSpanHook: (request) => redactedUrlAttributes(request.origin, request.path) }),
           ],
   });
   sdk.start();
   return true;
+}
+
+/**
+ * A URL's query and user information may carry a vendor's key (`?api_key=…`): their values are
+ * not exported (`REDACTED`, as the HTTP semantic conventions suggest), their names are. Empty when
+ * there is nothing to hide, so the instrumentation's own `url.full` stands.
+ */
+export function redactedUrlAttributes(origin: string, path: string): Record<string, string> {
+  let url: URL;
+  try {
+    url = new URL(path, origin);
+  } catch {
+    return {};
+  }
+  if (url.search.length <= 1 && !url.username && !url.password) return {};
+  if (url.username) url.username = 'REDACTED';
+  if (url.password) url.password = 'REDACTED';
+  const query = [...new Set(url.searchParams.keys())].map((name) => `${encodeURIComponent(name)}=REDACTED`).join('&');
+  url.search = query;
+  return { 'url.full': url.toString(), 'url.query': query };
 }
 
 /** Flushes what is buffered and stops (at the end of a graceful stop). */

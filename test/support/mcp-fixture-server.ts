@@ -38,6 +38,8 @@ export interface FixtureMcpServer {
   state: FixtureState;
   /** Authorization headers the server received, in order. */
   authorizations: (string | undefined)[];
+  /** `traceparent` headers the server received, in order. */
+  traceparents: (string | undefined)[];
   /** Names of the tools called, in order. */
   calls: string[];
   /** `tools/list` requests received (with a cursor or not). */
@@ -50,6 +52,7 @@ export interface FixtureMcpServer {
 export async function startFixtureMcpServer(initial: Partial<FixtureState> = {}): Promise<FixtureMcpServer> {
   const state: FixtureState = { lookupDescription: 'Looks a customer up by id.', archiveListed: true, extraTools: 0, pageSize: 0, ...initial };
   const authorizations: (string | undefined)[] = [];
+  const traceparents: (string | undefined)[] = [];
   const calls: string[] = [];
   const listRequests: (string | undefined)[] = [];
   const progressSent: number[] = [];
@@ -179,6 +182,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
 
   const http = createServer((req: IncomingMessage, res: ServerResponse) => {
     authorizations.push(req.headers.authorization);
+    traceparents.push(req.headers.traceparent as string | undefined);
     if (state.requireAuthorization !== undefined && req.headers.authorization !== state.requireAuthorization) {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `invalid credentials: ${req.headers.authorization ?? 'none'}` }));
       return;
@@ -214,6 +218,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     url: `http://127.0.0.1:${port}/mcp`,
     state,
     authorizations,
+    traceparents,
     calls,
     listRequests,
     progressSent,
