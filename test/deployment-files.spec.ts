@@ -1,5 +1,5 @@
 import { getMetadataStorage } from 'class-validator';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { EnvironmentVariables } from '../src/config/app-config';
 
@@ -33,6 +33,19 @@ describe('deployment files', () => {
   it('the README configuration table has a row for every variable', () => {
     const readme = read('README.md');
     expect(variables.filter((name) => !readme.includes(`| \`${name}\` |`))).toEqual([]);
+  });
+
+  it('the README links only inside the repository (and to the server it starts), each to a file that exists', () => {
+    // Code (blocks and spans) is text to copy, not a link.
+    const readme = read('README.md')
+      .replace(/^```[\s\S]*?^```/gm, '')
+      .replace(/`[^`\n]*`/g, '');
+    const targets = [...readme.matchAll(/\]\(([^)\s]+)\)|<(https?:\/\/[^>]+)>|(?<![(<])\bhttps?:\/\/[^\s)>`'"]+/g)].map((m) => m[1] ?? m[2] ?? m[0]);
+    const local = /^https?:\/\/(127\.0\.0\.1|localhost)(:\d+)?(\/|$)/;
+    const leaving = targets.filter((t) => /^[a-z][a-z0-9+.-]*:/i.test(t) && !local.test(t));
+    expect(leaving).toEqual([]);
+    const missing = targets.filter((t) => !/^[a-z][a-z0-9+.-]*:|^#/i.test(t)).filter((t) => !existsSync(join(root, t.split('#')[0])));
+    expect(missing).toEqual([]);
   });
 
   it('the Dockerfile builds in a first stage and runs production dependencies only, as a non-root user, with a health check', () => {
