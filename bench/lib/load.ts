@@ -20,6 +20,8 @@ export interface LoadSpec {
   unitTimer?: UnitTimer;
   /** The server process: its CPU time over the measurement is divided by the requests it answered. */
   serverPid?: number;
+  /** Statuses that are the expected answer (default: any 2xx); any other counts as an error. */
+  okStatuses?: number[];
 }
 
 /** What one measurement gives. Latencies in milliseconds. */
@@ -85,7 +87,9 @@ export async function runLoad(spec: LoadSpec, durationS: number): Promise<Measur
   const perUnit = spec.requestsPerUnit ?? 1;
   const requests = result.requests.total;
   const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, s]) => [code, Number(s.count)]));
-  const errors = result.errors + result.non2xx;
+  const ok = spec.okStatuses;
+  const unexpected = ok ? Object.entries(statusCodes).reduce((n, [code, count]) => (ok.includes(Number(code)) ? n : n + count), 0) : result.non2xx;
+  const errors = result.errors + unexpected;
   const cpuAfter = cpuMs(spec.serverPid);
   const cpuUsed = cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined;
   const base = { requests, errors, statusCodes, durationS: result.duration, load1: loadavg()[0] };

@@ -38,4 +38,31 @@ export const catalogOneItem: ThroughputScenario = {
   prepare: getWithBuilderKey('/api/v1/agents/capabilities?limit=1'),
 };
 
-export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem];
+/**
+ * The catalog as a client that already holds it asks (browsers revalidate an answer sent with an
+ * ETag and `no-cache`): the same route, key lookup and answer lookup as `catalog`, and a 304 with
+ * no body. Against `me` it shows what the route's own work costs; against `catalog`, what the
+ * 15 KB of the full answer cost.
+ */
+export const catalogRevalidated: ThroughputScenario = {
+  id: 'catalog-304',
+  name: 'GET /agents/capabilities, If-None-Match (304)',
+  description: 'The catalog route as `catalog` (an organization key), with the ETag of the answer in If-None-Match: everything but the body.',
+  async prepare(session) {
+    const product = await session.product();
+    const token = product.org.keys.builder;
+    const path = '/api/v1/agents/capabilities';
+    const etag = expectStatus(await product.api.as(token).get(path), 200, `GET ${path}`).headers.get('etag');
+    if (!etag) throw new Error(`GET ${path} answered no ETag`);
+    expectStatus(await product.api.as(token).send('GET', path, undefined, { 'if-none-match': etag }), 304, `GET ${path} with If-None-Match`);
+    return {
+      url: product.server.url,
+      serverPid: product.server.pid,
+      connections: session.options.connections,
+      requests: [{ method: 'GET', path, headers: { authorization: `Bearer ${token}`, 'if-none-match': etag } }],
+      okStatuses: [304],
+    };
+  },
+};
+
+export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem, catalogRevalidated];
