@@ -7,6 +7,7 @@ import { fixed, machine, printTable, saveResults } from './lib/report';
 import { BenchSession } from './lib/session';
 import { printThroughput, runItems, ThroughputItem } from './lib/throughput';
 import { SCENARIOS } from './run';
+import { DIAGNOSTICS } from './scenarios/diagnostics';
 
 /**
  * Before and after in ONE run: the same scenarios against two product servers at once, measured
@@ -48,7 +49,9 @@ async function main(): Promise<void> {
 
   const a = new BenchSession(options, { root: treeA.root, label: 'product-a', env: envA });
   const b = new BenchSession(options, { root: treeB.root, label: 'product-b', env: envB });
-  const product = SCENARIOS.filter((s) => !['bare-fastify', 'governed-floor'].includes(s.id) && (!only || only.includes(s.id)));
+  // Diagnostic rows only when named (`--only=catalog-304`), as in `npm run bench`.
+  const known = only ? [...SCENARIOS, ...DIAGNOSTICS.filter((d) => !SCENARIOS.includes(d))] : SCENARIOS;
+  const product = known.filter((s) => !['bare-fastify', 'governed-floor'].includes(s.id) && (!only || only.includes(s.id)));
   const floor = SCENARIOS.find((s) => s.id === 'governed-floor')!;
   const items: ThroughputItem[] = [{ scenario: floor, session: b }];
   for (const scenario of product) {

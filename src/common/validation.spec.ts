@@ -1,7 +1,7 @@
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, ValidateNested } from 'class-validator';
+import { IsInt, IsOptional, IsString, Max, ValidateBy, ValidateNested } from 'class-validator';
 import { ApiError } from './api-error';
-import { createValidationPipe, flattenValidationErrors, joinPath } from './validation';
+import { createValidationPipe, flattenValidationErrors, joinPath, VALID_QUERIES_PER_CLASS } from './validation';
 
 class Inner {
   @IsInt() units: number;
@@ -15,6 +15,15 @@ class Listing {
   @IsOptional() @IsInt() @Max(100) limit: number = 20;
   @IsOptional() @IsString() cursor?: string;
 }
+
+/** Counts how often its class is validated: a query answered from what was validated before is not. */
+let validations = 0;
+class Counted {
+  @IsOptional() @Type(() => Number) @IsInt() @Max(100) limit?: number;
+  @IsOptional() @IsString({ each: true }) tag?: string | string[];
+  @ValidateBy({ name: 'counted', validator: { validate: () => (validations++, true) } }) always?: string = 'x';
+}
+class OtherCounted extends Counted {}
 
 describe('request validation', () => {
   it('joins paths the way clients read them', () => {
@@ -57,6 +66,46 @@ describe('request validation', () => {
     for (let i = 0; i < 2; i++) {
       await expect(pipe.transform({}, { type: 'body', metatype: Outer })).rejects.toMatchObject({ code: 'invalid_request' });
     }
+  });
+
+  it('validates a query once: the same query again is a fresh copy of the instance, a refusal is refused every time', async () => {
+    const pipe = createValidationPipe();
+    const query = (value: unknown, metatype: typeof Counted = Counted) => pipe.transform(value, { type: 'query', metatype }) as Promise<Counted>;
+    validations = 0;
+    const first = await query({ limit: '7' });
+    expect(first).toBeInstanceOf(Counted);
+    expect(first).toEqual({ limit: 7, always: 'x' });
+    first.limit = 99;
+    const second = await query({ limit: '7' });
+    expect(second).not.toBe(first);
+    expect(second).toBeInstanceOf(Counted);
+    expect(second).toEqual({ limit: 7, always: 'x' });
+    expect(validations).toBe(1);
+    // Another query, another class: validated on their own.
+    await query({ limit: '8' });
+    await query({ limit: '7' }, OtherCounted);
+    expect(validations).toBe(3);
+    // Refusals are never kept.
+    for (let i = 0; i < 2; i++) await expect(query({ limit: '101' })).rejects.toMatchObject({ errors: [{ path: 'limit', code: 'max' }] });
+    for (let i = 0; i < 2; i++)
+      await expect(query({ limit: '7', extra: '1' })).rejects.toMatchObject({ errors: [{ path: 'extra', code: 'unknown_property' }] });
+    for (let i = 0; i < 2; i++) await expect(query({ tag: 'a\u0000b' })).rejects.toMatchObject({ errors: [{ path: 'tag' }] });
+    // A query holding a list is validated each time (its instance is not plain values).
+    validations = 0;
+    const lists = [await query({ tag: ['a', 'b'] }), await query({ tag: ['a', 'b'] })];
+    expect(lists[0].tag).not.toBe(lists[1].tag);
+    expect(validations).toBe(2);
+  });
+
+  it('keeps a bounded number of queries per class, forgetting the least recently used', async () => {
+    const pipe = createValidationPipe();
+    const query = (tag: string) => pipe.transform({ tag }, { type: 'query', metatype: OtherCounted });
+    for (let i = 0; i <= VALID_QUERIES_PER_CLASS; i++) await query(`t${i}`);
+    validations = 0;
+    await query(`t${VALID_QUERIES_PER_CLASS}`);
+    expect(validations).toBe(0);
+    await query('t0');
+    expect(validations).toBe(1);
   });
 
   it('flattens an empty tree to nothing', () => {

@@ -1,6 +1,7 @@
 import { ArgumentMetadata, Type, ValidationError, ValidationPipe } from '@nestjs/common';
 import { validateSync, ValidatorOptions } from 'class-validator';
 import { findUnstorableText } from './nul-character';
+import { LruCache } from './lru-cache';
 import { ApiError, FieldError } from './api-error';
 import { checkShape, declaredProperties, mergeErrors, toInstance } from './bounded-transform';
 import { joinPath } from './field-path';
@@ -44,17 +45,60 @@ const VALIDATOR_OPTIONS: ValidatorOptions = {
  */
 class RequestValidationPipe extends ValidationPipe {
   override async transform(value: unknown, metadata: ArgumentMetadata): Promise<unknown> {
+    const metatype = metadata.metatype as Type<object> | undefined;
+    const isClass = metatype !== undefined && declaredProperties(metatype).size > 0;
+    if (metadata.type === 'query' && isClass) return validQuery(metatype, value);
     // Bodies are checked where they are parsed (app.factory.ts), at the cost of one scan of the text.
     if (metadata.type === 'query') {
       const found = findUnstorableText(value);
       if (found) throw ApiError.invalidRequest([found]);
     }
-    const metatype = metadata.metatype as Type<object> | undefined;
-    if (metatype && (metadata.type === 'body' || metadata.type === 'query') && declaredProperties(metatype).size > 0) {
-      return validateRequest(metatype, value);
-    }
+    if (isClass && metadata.type === 'body') return validateRequest(metatype, value);
     return super.transform(value, metadata);
   }
+}
+
+/** Queries kept per request class, and the longest query (as JSON) kept. */
+export const VALID_QUERIES_PER_CLASS = 256;
+const VALID_QUERY_MAX_CHARS = 512;
+const validQueries = new WeakMap<Type<object>, LruCache<string, object>>();
+
+/**
+ * A query validated as a class, once per distinct query: validation is a function of the class
+ * and the query alone, and clients page through lists sending the same few queries again and
+ * again (`?limit=50`, a filter): class-validator took more of such a request than the rest of it
+ * (docs/benchmarks.md). Each request gets its own copy of the instance. Only valid queries of
+ * plain values are kept, a bounded number per class, each at most a few hundred characters.
+ */
+function validQuery(cls: Type<object>, value: unknown): object {
+  const key = queryKey(value);
+  const kept = key === undefined ? undefined : validQueries.get(cls)?.get(key);
+  if (kept) return copyOf(kept);
+  const found = findUnstorableText(value);
+  if (found) throw ApiError.invalidRequest([found]);
+  const instance = validateRequest(cls, value);
+  if (key !== undefined && Object.values(instance).every(isPlainValue) && !Object.prototype.hasOwnProperty.call(instance, '__proto__')) {
+    let queries = validQueries.get(cls);
+    if (!queries) validQueries.set(cls, (queries = new LruCache(VALID_QUERIES_PER_CLASS)));
+    queries.set(key, copyOf(instance));
+  }
+  return instance;
+}
+
+function queryKey(value: unknown): string | undefined {
+  if (value === undefined || value === null) return '{}';
+  if (typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const key = JSON.stringify(value);
+  return key.length <= VALID_QUERY_MAX_CHARS ? key : undefined;
+}
+
+function isPlainValue(v: unknown): boolean {
+  return v === null || (typeof v !== 'object' && typeof v !== 'function');
+}
+
+/** Own enumerable properties, assigned: only instances without a `__proto__` key are kept. */
+function copyOf<T extends object>(instance: T): T {
+  return Object.assign(Object.create(Object.getPrototypeOf(instance) as object | null) as T, instance);
 }
 
 function validateRequest(cls: Type<object>, value: unknown): object {
