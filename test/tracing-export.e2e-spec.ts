@@ -88,45 +88,61 @@ describe('traces exported over OTLP by the server process', () => {
     return false;
   };
 
-  it("continues the caller's trace through the server span, the tool call, its guards and its queries, and logs its id", async () => {
+  /** An organization with one key per role asked for, through the server's own API. */
+  async function orgWithKeys(slug: string, roles: string[], scopes: string[] = []): Promise<{ id: string; keys: Record<string, string> }> {
     const http = request(server.url);
     const org = (
       await http
         .post('/api/v1/orgs')
         .set(...as(adminToken))
-        .send({ slug: 'traced', name: 'Traced' })
+        .send({ slug, name: slug, scopes })
         .expect(201)
     ).body;
-    const key = async (role: string) =>
-      (
+    const keys: Record<string, string> = {};
+    for (const role of roles) {
+      keys[role] = (
         await http
           .post(`/api/v1/orgs/${org.id}/api-keys`)
           .set(...as(adminToken))
           .send({ name: role, roles: [role] })
           .expect(201)
       ).body.token;
-    const [builder, agent] = [await key('builder'), await key('agent')];
+    }
+    return { id: org.id, keys };
+  }
+
+  /** An agent with this draft, published; answers its id. */
+  async function publishedAgent(builder: string, slug: string, draft: object): Promise<string> {
+    const http = request(server.url);
     const a = (
       await http
         .post('/api/v1/agents')
         .set(...as(builder))
-        .send({ slug: 'traced', name: 'Traced' })
+        .send({ slug, name: slug })
         .expect(201)
     ).body;
     await http
       .put(`/api/v1/agents/${a.id}/draft`)
       .set(...as(builder))
-      .send({ instructions: 'x', capabilities: [{ id: 'fx-crash' }] })
+      .send(draft)
       .expect(200);
     await http
       .post(`/api/v1/agents/${a.id}/publish`)
       .set(...as(builder))
       .expect(201);
+    return a.id;
+  }
+
+  it("continues the caller's trace through the server span, the tool call, its guards and its queries, and logs its id", async () => {
+    const http = request(server.url);
+    const org = await orgWithKeys('traced', ['builder', 'agent']);
+    const { builder, agent } = org.keys;
+    const agentId = await publishedAgent(builder, 'traced', { instructions: 'x', capabilities: [{ id: 'fx-crash' }] });
 
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
     const res = await http
-      .post(`/api/v1/agents/${a.id}/tool-calls`)
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
       .set(...as(agent))
       .set('traceparent', `00-${traceId}-${callerSpanId}-01`)
       .send({ tool: 'fx_crash_effect', arguments: { tag: 'traced', ms: 1 } })
@@ -178,7 +194,7 @@ describe('traces exported over OTLP by the server process', () => {
     const partsTrace = randomBytes(16).toString('hex');
     const body = JSON.stringify({ tool: 'fx_crash_effect', arguments: { tag: 'in-parts', ms: 1 } });
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${server.url}/api/v1/agents/${a.id}/tool-calls`, {
+      const req = httpRequest(`${server.url}/api/v1/agents/${agentId}/tool-calls`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${agent}`,
@@ -211,22 +227,7 @@ describe('traces exported over OTLP by the server process', () => {
 
   it("follows a tool call into a vendor's MCP server: a CLIENT span under the call, its traceparent sent on, the URL's secrets not exported", async () => {
     const http = request(server.url);
-    const org = (
-      await http
-        .post('/api/v1/orgs')
-        .set(...as(adminToken))
-        .send({ slug: 'traced-mcp', name: 'Traced MCP', scopes: ['mcp:remote'] })
-        .expect(201)
-    ).body;
-    const key = async (role: string) =>
-      (
-        await http
-          .post(`/api/v1/orgs/${org.id}/api-keys`)
-          .set(...as(adminToken))
-          .send({ name: role, roles: [role] })
-          .expect(201)
-      ).body.token;
-    const [admin, builder, agent] = [await key('admin'), await key('builder'), await key('agent')];
+    const { admin, builder, agent } = (await orgWithKeys('traced-mcp', ['admin', 'builder', 'agent'], ['mcp:remote'])).keys;
     const connection = (
       await http
         .post('/api/v1/mcp-connections')
@@ -240,27 +241,16 @@ describe('traces exported over OTLP by the server process', () => {
       .set(...as(admin))
       .send({ risk: 'read_only' })
       .expect(200);
-    const a = (
-      await http
-        .post('/api/v1/agents')
-        .set(...as(builder))
-        .send({ slug: 'traced-mcp', name: 'Traced MCP' })
-        .expect(201)
-    ).body;
-    await http
-      .put(`/api/v1/agents/${a.id}/draft`)
-      .set(...as(builder))
-      .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection: connection.id, tools: ['lookup'] }] })
-      .expect(200);
-    await http
-      .post(`/api/v1/agents/${a.id}/publish`)
-      .set(...as(builder))
-      .expect(201);
+    const agentId = await publishedAgent(builder, 'traced-mcp', {
+      instructions: 'x',
+      capabilities: [],
+      mcpServers: [{ connection: connection.id, tools: ['lookup'] }],
+    });
 
     const traceId = randomBytes(16).toString('hex');
     const seenBefore = vendor.traceparents.length;
     await http
-      .post(`/api/v1/agents/${a.id}/tool-calls`)
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
       .set(...as(agent))
       .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
       .send({ tool: 'lookup', arguments: { id: 'c-1' } })
