@@ -90,7 +90,8 @@ function keepOnlyBodiesThatAreRead(): void {
   if (proto[patched]) return;
   const addBody = proto.addBody;
   // If a release moves this, the benchmark says so instead of measuring differently unnoticed.
-  if (typeof addBody !== 'function' || typeof proto.peek !== 'function') throw new Error('autocannon: PipelinedRequestsQueue.addBody/peek not found; see keepOnlyBodiesThatAreRead in bench/lib/load.ts');
+  if (typeof addBody !== 'function' || typeof proto.peek !== 'function')
+    throw new Error('autocannon: PipelinedRequestsQueue.addBody/peek not found; see keepOnlyBodiesThatAreRead in bench/lib/load.ts');
   proto.addBody = function (this: typeof proto, data: Buffer) {
     if (typeof this.peek()?.req?.onResponse === 'function') addBody.call(this, data);
   };
