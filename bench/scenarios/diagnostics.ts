@@ -1,5 +1,6 @@
 import { expectStatus } from '../lib/http';
 import { getWithBuilderKey, type ThroughputScenario } from '../lib/throughput';
+import { catalog } from './catalog';
 
 /**
  * Rows that take a request apart, to show where its time goes (`me` is also in the default run:
@@ -65,4 +66,19 @@ export const catalogRevalidated: ThroughputScenario = {
   },
 };
 
-export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem, catalogRevalidated];
+/**
+ * The catalog as every row was measured before the load generator left unread bodies undecoded
+ * (bench/lib/load.ts): an `onResponse` that reads nothing makes autocannon decode each answer into a
+ * string again. Against `catalog`, in the same run, what that client work cost the row.
+ */
+export const catalogDecoded: ThroughputScenario = {
+  id: 'catalog-decoded',
+  name: 'GET /agents/capabilities, body decoded by the client',
+  description: 'The `catalog` row with every answer decoded into a string by the load generator, as autocannon does for a request with an onResponse.',
+  async prepare(session) {
+    const spec = await catalog.prepare(session);
+    return { ...spec, requests: spec.requests.map((r) => ({ ...r, onResponse: () => undefined })) };
+  },
+};
+
+export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem, catalogRevalidated, catalogDecoded];
