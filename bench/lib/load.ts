@@ -97,6 +97,7 @@ function keepOnlyBodiesThatAreRead(): void {
   };
   proto[patched] = true;
 }
+
 export async function runLoad(spec: LoadSpec, durationS: number): Promise<Measurement> {
   keepOnlyBodiesThatAreRead();
   spec.unitTimer?.take();
