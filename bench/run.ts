@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { measurePublishValidation, publishTable, PublishSize } from './growth/publish-validation';
+import type { PublishSize } from './growth/publish-validation';
 import { measureRegistryGrowth, registryTable, RegistrySize } from './growth/registry-boot';
 import { measureToolCallGrowth, RowLevel, rowsTable } from './growth/tool-call-rows';
 import { benchOptions, publicOptions } from './lib/options';
@@ -83,6 +83,10 @@ async function main(): Promise<void> {
           `  registry at 1,000 capabilities: load ${largest.registryLoadMs.toFixed(0)} ms (target <= 200), one validation ${largest.validationMs.toFixed(3)} ms (target <= 0.05)\n`,
         );
       }
+      // Loaded here, not at the top: it imports the whole product (Nest, TypeORM, every module),
+      // 60 MB of heap that the load generator would otherwise carry through the throughput rounds,
+      // and every full collection there walks it (docs/benchmarks.md, "The load generator's heap").
+      const { measurePublishValidation, publishTable } = await import('./growth/publish-validation');
       const publish: PublishSize[] = await measurePublishValidation();
       printTable(publishTable(publish));
       report.publish = publish;

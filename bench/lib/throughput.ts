@@ -22,6 +22,8 @@ export interface ThroughputScenario {
 export interface ThroughputResult {
   rows: ThroughputRow[];
   skipped: { id: string; name: string; reason: string }[];
+  /** The load generator's (this process's) heap in use when the rounds began, MB: what each of its full collections walks. */
+  loadGeneratorHeapMb?: number;
 }
 
 function log(message: string): void {
@@ -69,6 +71,7 @@ export async function runItems(items: readonly ThroughputItem[], options: BenchS
     await runLoad(spec, warmup);
   }
   const measured = new Map<string, Measurement[]>(ready.map((r) => [r.scenario.id, []]));
+  const loadGeneratorHeapMb = Math.round(process.memoryUsage().heapUsed / 1e5) / 10;
   for (let round = 1; round <= rounds; round++) {
     // Each round starts one scenario later (A B C, B C A, C A B): whatever being first or last in
     // a round does (the first ran right after the others' warm-up, say) falls on every row alike.
@@ -82,7 +85,7 @@ export async function runItems(items: readonly ThroughputItem[], options: BenchS
     const all = measured.get(scenario.id)!;
     return { id: scenario.id, name: scenario.name, measurement: combine(all), rounds: all };
   });
-  return { rows, skipped };
+  return { rows, skipped, loadGeneratorHeapMb };
 }
 
 export function printThroughput(title: string, result: ThroughputResult, notes: string[] = []): void {
@@ -90,6 +93,9 @@ export function printThroughput(title: string, result: ThroughputResult, notes: 
   table.notes = [
     ...result.skipped.map((s) => `skipped: ${s.name}: ${s.reason}`),
     ...result.rows.filter((r) => r.measurement.errors > 0).map((r) => `${r.name}: errors by status ${JSON.stringify(r.measurement.statusCodes)}`),
+    `load generator (${result.loadGeneratorHeapMb ?? '?'} MB of heap), CPU ms per unit and ms stopped for GC over the rounds: ${result.rows
+      .map((r) => `${r.id} ${r.measurement.loadGeneratorCpuMsPerUnit?.toFixed(3) ?? '-'} / ${(r.measurement.loadGeneratorGcMs ?? 0).toFixed(0)}`)
+      .join(', ')}`,
     ...notes,
   ];
   printTable(table);
