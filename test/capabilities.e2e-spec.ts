@@ -108,6 +108,22 @@ describe('capability catalog (e2e)', () => {
       .set(...admin())
       .expect(400);
     expect(twice.body.errors[0].path).toBe('tag');
+    // The route validates its query itself (not through @Query()): the same refusals as every list.
+    const nul = await t.http
+      .get('/api/v1/agents/capabilities?category=a%00b')
+      .set(...admin())
+      .expect(400);
+    expect(nul.body.errors[0].path).toBe('category');
+    const proto = await t.http
+      .get('/api/v1/agents/capabilities?__proto__=x&constructor=y')
+      .set(...admin())
+      .expect(400);
+    expect(proto.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['__proto__', 'constructor']);
+    const limit = await t.http
+      .get('/api/v1/agents/capabilities?limit=0')
+      .set(...admin())
+      .expect(400);
+    expect(limit.body.errors[0].path).toBe('limit');
   });
 
   it('needs a token, and serves every role', async () => {
@@ -187,7 +203,20 @@ describe('capability catalog (e2e)', () => {
   it('documents the route in OpenAPI', async () => {
     const doc = await t.http.get('/api/docs-json').expect(200);
     const op = doc.body.paths['/api/v1/agents/capabilities'].get;
-    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual(expect.arrayContaining(['category', 'tag', 'profile', 'workerType', 'risk']));
+    expect(op.parameters.map((p: { name: string }) => p.name)).toEqual([
+      'limit',
+      'cursor',
+      'category',
+      'tag',
+      'profile',
+      'workerType',
+      'risk',
+      'If-None-Match',
+    ]);
+    // Documented from the query class (ApiQueryOf), as @Query() documents every other list: enums and bounds included.
+    const param = (name: string) => op.parameters.find((p: { name: string }) => p.name === name);
+    expect(param('risk')).toMatchObject({ in: 'query', required: false, schema: { type: 'string', enum: ['read_only', 'mutating', 'destructive'] } });
+    expect(param('limit')).toMatchObject({ in: 'query', required: false, schema: { type: 'integer', minimum: 1, maximum: 200, default: 50 } });
     expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['200', '304', '400', '401']));
   });
 });

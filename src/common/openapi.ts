@@ -1,3 +1,4 @@
+import type { Type } from '@nestjs/common';
 import { ApiResponseOptions, OpenAPIObject } from '@nestjs/swagger';
 
 /** The problem document schema (RFC 9457), referenced by every error answer in the OpenAPI document. */
@@ -121,4 +122,35 @@ function referenceProblem(document: OpenAPIObject): OpenAPIObject {
     }
   }
   return document;
+}
+
+/** @nestjs/swagger's metadata keys (its `DECORATORS`, not exported by the package). */
+const DECORATORS = {
+  API_PARAMETERS: 'swagger/apiParameters',
+  API_MODEL_PROPERTIES: 'swagger/apiModelProperties',
+  API_MODEL_PROPERTIES_ARRAY: 'swagger/apiModelPropertiesArray',
+} as const;
+
+/**
+ * Documents a route's query as `@Query() query: cls` would, for a handler that reads and validates
+ * its query itself (the catalog: docs/benchmarks.md, issue 21). `@ApiQuery({ type: cls })` is not
+ * the same: it drops its properties' enums. This gives @nestjs/swagger the very parameters it
+ * derives from a `@Query()` class (each property's own `@ApiProperty` options, required unless it
+ * says otherwise), so the document does not change.
+ */
+export function ApiQueryOf(cls: Type<object>): MethodDecorator {
+  return (_target, _key, descriptor) => {
+    const prototype = cls.prototype as object;
+    const names = ((Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES_ARRAY, prototype) as unknown[] | undefined) ?? [])
+      .filter((k): k is string => typeof k === 'string' && k.startsWith(':'))
+      .map((k) => k.slice(1));
+    const parameters = names.map((name) => {
+      const declared = (Reflect.getMetadata(DECORATORS.API_MODEL_PROPERTIES, prototype, name) as Record<string, unknown> | undefined) ?? {};
+      // As swagger merges them (its ParametersMetadataMapper), so that even the keys' order is the same.
+      return Object.assign({ type: cls, name: undefined, required: true, in: 'query' }, declared, { name: (declared.name as string | undefined) || name });
+    });
+    const existing = (Reflect.getMetadata(DECORATORS.API_PARAMETERS, descriptor.value as object) as unknown[] | undefined) ?? [];
+    Reflect.defineMetadata(DECORATORS.API_PARAMETERS, [...existing, ...parameters], descriptor.value as object);
+    return descriptor;
+  };
 }

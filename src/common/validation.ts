@@ -69,8 +69,10 @@ const validQueries = new WeakMap<Type<object>, LruCache<string, object>>();
  * again (`?limit=50`, a filter): class-validator took more of such a request than the rest of it
  * (docs/benchmarks.md). Each request gets its own copy of the instance. Only valid queries of
  * plain values are kept, a bounded number per class, each at most a few hundred characters.
+ * Synchronous, so a hot route may call it itself (the catalog does) instead of through `@Query()`.
  */
-function validQuery(cls: Type<object>, value: unknown): object {
+export function validQuery<T extends object>(cls: Type<T>, value: unknown): T;
+export function validQuery(cls: Type<object>, value: unknown): object {
   const key = queryKey(value);
   const kept = key === undefined ? undefined : validQueries.get(cls)?.get(key);
   if (kept) return copyOf(kept);
