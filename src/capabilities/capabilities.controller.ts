@@ -36,8 +36,8 @@ export class CapabilitiesController {
   list(@Ctx() ctx: RequestContext, @Res() reply: FastifyReply): void {
     // The query is validated here, by the function the global pipe uses for every `@Query()` class
     // (the same refusals, the same cache of valid queries), not through Nest's parameter pipes: that
-    // path (an async resolver, the pipe consumer, the pipe) cost this route about 6 µs of its
-    // answer, 5% of its requests per second against `GET /me` (docs/benchmarks.md, issue 21).
+    // path (an async resolver, the pipe consumer, the pipe) cost this route about 4 µs of its
+    // answer, 5% of its requests per second (docs/benchmarks.md, issue 21).
     const query = validQuery(CapabilityQuery, reply.request.query);
     const grantedScopes = isOrgPrincipal(ctx.principal) ? ctx.principal.orgScopes : undefined;
     const { limit, cursor, ...filter } = query;
