@@ -46,6 +46,11 @@ describe('GET /events (e2e)', () => {
       .expect(201);
     return res.body.id as string;
   };
+  const insertEvent = (db: Client, id: string) =>
+    db.query(
+      `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id) VALUES ($1::uuid, $2, 'agent.created', 'system', 'test', 'agent', $1::text)`,
+      [id, org.id],
+    );
   const createKey = (o: TestOrg) =>
     t.http
       .post(`/api/v1/orgs/${o.id}/api-keys`)
@@ -203,6 +208,36 @@ describe('GET /events (e2e)', () => {
   });
 
   (process.env.DATABASE_URL ? it : it.skip)(
+    'a new stream sends nothing that had committed before it opened, even while an older transaction runs',
+    async () => {
+      // A transaction left running (anywhere on the server) holds the horizon back; an event
+      // committed after it began is already history when the stream opens.
+      const older = new Client({ connectionString: t.db.url });
+      const newer = new Client({ connectionString: t.db.url });
+      await older.connect();
+      await newer.connect();
+      try {
+        await older.query('BEGIN');
+        await older.query('SELECT pg_current_xact_id()');
+        const before = randomUUID();
+        const during = randomUUID();
+        await insertEvent(newer, before);
+        const c = await stream(org);
+        // Running when the stream opened, committed after: the stream's to send.
+        await insertEvent(older, during);
+        await older.query('COMMIT');
+        const after = await createAgent(org);
+        await c.waitFor((x) => x.events.length >= 2);
+        await new Promise((r) => setTimeout(r, 300));
+        expect(c.events.map((e) => e.event.target)).toEqual([during, after].map((id) => ({ type: 'agent', id })));
+      } finally {
+        await older.end();
+        await newer.end();
+      }
+    },
+  );
+
+  (process.env.DATABASE_URL ? it : it.skip)(
     'holds an event back until every older transaction has finished, so a resumed position never misses one',
     async () => {
       // Two writers on their own connections: the older transaction writes its event last.
@@ -211,21 +246,16 @@ describe('GET /events (e2e)', () => {
       const newer = new Client({ connectionString: t.db.url });
       await older.connect();
       await newer.connect();
-      const insert = (db: Client, id: string) =>
-        db.query(
-          `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id) VALUES ($1::uuid, $2, 'agent.created', 'system', 'test', 'agent', $1::text)`,
-          [id, org.id],
-        );
       try {
         await older.query('BEGIN');
         await older.query('SELECT pg_current_xact_id()');
         const first = randomUUID();
         const second = randomUUID();
-        await insert(newer, second);
+        await insertEvent(newer, second);
         // Committed, but the older transaction may still write before it: not yet handed out.
         await new Promise((r) => setTimeout(r, 600));
         expect(c.events).toHaveLength(0);
-        await insert(older, first);
+        await insertEvent(older, first);
         await older.query('COMMIT');
         await c.waitFor((x) => x.events.length >= 2);
         expect(c.events.map((e) => e.event.id)).toEqual([first, second]);

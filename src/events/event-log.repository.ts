@@ -19,6 +19,20 @@ export interface StreamRead {
   heldBack: boolean;
 }
 
+/**
+ * Where a stream without Last-Event-ID begins: at the horizon, skipping what had already
+ * committed when it opened. The horizon alone is not "now": a transaction still running anywhere
+ * on the server holds it back, and every event committed after that transaction began would be
+ * sent again as new.
+ */
+export interface StreamStart {
+  from: EventPosition;
+  /** The snapshot taken at the opening (`pg_snapshot` text), when it had transactions running. */
+  skipVisibleIn?: string;
+  /** Past this transaction id nothing was visible to that snapshot, so the skip can end. */
+  skipBelow?: bigint;
+}
+
 /** An audit row with its stream position and the snapshot's horizon. */
 interface Row extends AuditRow {
   tx: string;
@@ -35,10 +49,14 @@ interface Row extends AuditRow {
 export class EventLogRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** The position a new reader starts at: no transaction still running can write before it. */
-  async head(): Promise<EventPosition> {
-    const rows: { horizon: string }[] = await this.dataSource.query(`SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon`);
-    return { tx: BigInt(rows[0].horizon), seq: 0n };
+  /** Where a new reader starts: no transaction still running can write before it. */
+  async head(): Promise<StreamStart> {
+    const rows: { snapshot: string }[] = await this.dataSource.query(`SELECT pg_current_snapshot()::text AS snapshot`);
+    // `xmin:xmax:running,...`; with nothing running xmin = xmax and every earlier transaction has ended.
+    const snapshot = rows[0].snapshot;
+    const [xmin, xmax] = snapshot.split(':').map(BigInt);
+    if (xmin === xmax) return { from: { tx: xmin, seq: 0n } };
+    return { from: { tx: xmin, seq: 0n }, skipVisibleIn: snapshot, skipBelow: xmax };
   }
 
   /** Which of these API keys are not revoked. */
@@ -47,12 +65,17 @@ export class EventLogRepository {
     return rows.map((r) => r.id);
   }
 
-  async readAfter(orgId: string, after: EventPosition, types: readonly string[] | undefined, limit: number): Promise<StreamRead> {
+  /** Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`. */
+  async readAfter(orgId: string, after: EventPosition, types: readonly string[] | undefined, limit: number, skipVisibleIn?: string): Promise<StreamRead> {
     const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString()];
     let typeFilter = '';
     if (types) {
       params.push(types);
       typeFilter = `AND type = ANY ($${params.length}::text[])`;
+    }
+    if (skipVisibleIn) {
+      params.push(skipVisibleIn);
+      typeFilter += ` AND NOT pg_visible_in_snapshot(tx, $${params.length}::pg_snapshot)`;
     }
     params.push(limit);
     // One statement, so the horizon belongs to the snapshot the rows were read with.

@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import type { ServerResponse } from 'node:http';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { EventLogRepository } from './event-log.repository';
+import { EventLogRepository, StreamStart } from './event-log.repository';
 import { EventPosition, formatPosition } from './event-position';
 import { EventWakeups } from './event-wakeups.service';
 
@@ -27,18 +27,23 @@ class Stream {
   private wakeUp?: () => void;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
+  private cursor: EventPosition;
+  private skip?: { visibleIn: string; below: bigint };
 
   constructor(
     readonly orgId: string,
     /** The API key the stream was opened with: a revoked key's streams end. */
     readonly keyId: string | undefined,
     private readonly types: readonly string[] | undefined,
-    private cursor: EventPosition,
+    start: StreamStart,
     private readonly res: ServerResponse,
     private readonly log: EventLogRepository,
     private readonly logger: Logger,
     private readonly onClosed: (s: Stream) => void,
-  ) {}
+  ) {
+    this.cursor = start.from;
+    if (start.skipVisibleIn !== undefined && start.skipBelow !== undefined) this.skip = { visibleIn: start.skipVisibleIn, below: start.skipBelow };
+  }
 
   start(): void {
     this.res.on('close', () => this.close());
@@ -76,7 +81,7 @@ class Stream {
       this.dirty = false;
       let read;
       try {
-        read = await this.log.readAfter(this.orgId, this.cursor, this.types, BATCH);
+        read = await this.log.readAfter(this.orgId, this.cursor, this.types, BATCH, this.skip?.visibleIn);
       } catch (err) {
         this.logger.warn(`event stream read failed: ${(err as Error).message}`);
         this.later(1000);
@@ -86,6 +91,7 @@ class Stream {
         if (this.closed) return;
         const accepted = this.res.write(`id: ${formatPosition(position)}\ndata: ${JSON.stringify(event)}\n\n`);
         this.cursor = position;
+        if (this.skip && position.tx >= this.skip.below) this.skip = undefined;
         if (!accepted && !(await this.drained())) return this.close();
       }
       if (read.events.length === BATCH) this.dirty = true;
@@ -162,7 +168,7 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** Where a stream without Last-Event-ID starts. */
-  head(): Promise<EventPosition> {
+  head(): Promise<StreamStart> {
     return this.log.head();
   }
 
@@ -179,7 +185,7 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     }
   }
 
-  open(orgId: string, keyId: string | undefined, types: readonly string[] | undefined, from: EventPosition, res: ServerResponse): void {
+  open(orgId: string, keyId: string | undefined, types: readonly string[] | undefined, from: StreamStart, res: ServerResponse): void {
     const stream = new Stream(orgId, keyId, types, from, res, this.log, this.logger, (s) => {
       const set = this.byOrg.get(s.orgId);
       set?.delete(s);

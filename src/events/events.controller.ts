@@ -42,12 +42,12 @@ export class EventsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const orgId = orgIdOf(ctx);
-    let from = lastEventId ? parsePosition(lastEventId.trim()) : undefined;
-    if (lastEventId && !from) {
+    const resumeAt = lastEventId ? parsePosition(lastEventId.trim()) : undefined;
+    if (lastEventId && !resumeAt) {
       throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event this stream sent' }]);
     }
     this.streams.admit(orgId);
-    from ??= await this.streams.head();
+    const from = resumeAt ? { from: resumeAt } : await this.streams.head();
     // From here the response is ours: Fastify would end it when this handler returns.
     reply.hijack();
     reply.raw.writeHead(200, {
