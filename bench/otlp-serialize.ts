@@ -1,11 +1,11 @@
 import { BasicTracerProvider, InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { readFileSync } from 'node:fs';
-import { otlpTransformerModule, useNativeOtlpStrings } from '../src/telemetry/otlp-strings';
+import { encodeTraceExportRequest, protobufTraceSerializer } from '../src/telemetry/otlp-trace-encoder';
 
 /**
  * How long the OTLP/protobuf serializer takes for one export of 512 spans shaped like a traced
  * tool call's (bench/results' traces: a SERVER span, execute_tool, guards, tool, and a share of
- * the SQL statements), with the library's string writer and with Node's native one.
+ * the SQL statements), by @opentelemetry/otlp-transformer as it ships and by the product's encoder.
  *
  *   node -r @swc-node/register bench/otlp-serialize.ts
  */
@@ -72,26 +72,22 @@ function timePerExport(serialize: () => unknown, ms = 2000): number {
   return Number(now - start) / 1e6 / n;
 }
 
-const serializer = otlpTransformerModule().ProtobufTraceSerializer as { serializeRequest(spans: ReadableSpan[]): Uint8Array };
+const serializer = protobufTraceSerializer()!;
 const spans = callSpans(110).slice(0, 512);
 const calls = 512 / 4.75;
-const rounds: { library: number; native: number }[] = [];
-const Writer = otlpTransformerModule('common/protobuf/protobuf-writer.js').ProtobufWriter as { prototype: { writeString: unknown } };
-const Estimator = otlpTransformerModule('common/protobuf/protobuf-size-estimator.js').ProtobufSizeEstimator as { prototype: { writeString: unknown } };
-const library = { w: Writer.prototype.writeString, e: Estimator.prototype.writeString };
-useNativeOtlpStrings();
-const native = { w: Writer.prototype.writeString, e: Estimator.prototype.writeString };
-const use = (v: typeof library) => ((Writer.prototype.writeString = v.w), (Estimator.prototype.writeString = v.e));
+const rounds: { library: number; encoder: number }[] = [];
 for (let round = 0; round < 5; round++) {
-  use(library);
   const a = timePerExport(() => serializer.serializeRequest(spans));
-  use(native);
-  const b = timePerExport(() => serializer.serializeRequest(spans));
-  rounds.push({ library: a, native: b });
+  const b = timePerExport(() => encodeTraceExportRequest(spans));
+  rounds.push({ library: a, encoder: b });
 }
 const median = (xs: number[]) => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const lib = median(rounds.map((r) => r.library));
-const nat = median(rounds.map((r) => r.native));
-console.log(`one export of 512 spans (${Buffer.from(serializer.serializeRequest(spans)).length} bytes), median of 5 interleaved rounds:`);
-console.log(`  library strings: ${lib.toFixed(3)} ms (${((lib * 1000) / calls).toFixed(1)} µs per call)`);
-console.log(`  native strings:  ${nat.toFixed(3)} ms (${((nat * 1000) / calls).toFixed(1)} µs per call)   ${(lib / nat).toFixed(2)}x faster`);
+const enc = median(rounds.map((r) => r.encoder));
+const bytes = Buffer.from(serializer.serializeRequest(spans)!);
+if (!Buffer.from(encodeTraceExportRequest(spans)).equals(bytes)) throw new Error("the encoder does not write the library's bytes");
+const line = (label: string, ms: number) => console.log(`  ${label.padEnd(34)} ${ms.toFixed(3)} ms (${((ms * 1000) / calls).toFixed(1)} µs per call)`);
+console.log(`one export of 512 spans (${bytes.length} bytes), median of 5 interleaved rounds:`);
+line('@opentelemetry/otlp-transformer:', lib);
+line('src/telemetry/otlp-trace-encoder:', enc);
+console.log(`  the encoder: ${(lib / enc).toFixed(2)} times the library's speed`);

@@ -5,12 +5,14 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
+import { decodeTraceExportRequest } from './support/otlp-protobuf';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
 
 /**
  * Tracing as an operator turns it on: the server process started with the standard OTEL_*
- * variables, exporting OTLP (http/json) to a collector this test plays. One request with the
+ * variables, exporting OTLP (the default, http/protobuf: the product's own encoder) to a collector
+ * this test plays. One request with the
  * caller's `traceparent` is one trace: the request's server span (made by the Fastify
  * instrumentation), the tool call's span, its guards and its database queries; the request's log
  * lines carry the trace id.
@@ -30,6 +32,7 @@ interface OtlpSpan {
 
 describe('traces exported over OTLP by the server process', () => {
   const received: OtlpSpan[] = [];
+  const contentTypes = new Set<string>();
   let collector: Server;
   let server: ServerProcess;
   let vendor: FixtureMcpServer;
@@ -37,14 +40,21 @@ describe('traces exported over OTLP by the server process', () => {
 
   beforeAll(async () => {
     collector = createServer((req: IncomingMessage, res) => {
-      let body = '';
-      req.on('data', (d: Buffer) => (body += d.toString()));
+      const chunks: Buffer[] = [];
+      req.on('data', (d: Buffer) => chunks.push(d));
       req.on('end', () => {
+        const json = String(req.headers['content-type']).includes('json');
         if (req.url === '/v1/traces') {
-          const doc = JSON.parse(body) as { resourceSpans: { scopeSpans: { scope?: { name: string }; spans: OtlpSpan[] }[] }[] };
-          for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans.map((s) => ({ ...s, scope: ss.scope?.name })));
+          contentTypes.add(String(req.headers['content-type']));
+          const body = Buffer.concat(chunks);
+          if (json) {
+            const doc = JSON.parse(body.toString()) as { resourceSpans: { scopeSpans: { scope?: { name: string }; spans: OtlpSpan[] }[] }[] };
+            for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans.map((s) => ({ ...s, scope: ss.scope?.name })));
+          } else {
+            received.push(...decodeTraceExportRequest(body));
+          }
         }
-        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+        res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : '');
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
@@ -56,7 +66,6 @@ describe('traces exported over OTLP by the server process', () => {
         PLATFORM_ADMIN_TOKEN: adminToken,
         LOG_LEVEL: 'info',
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '100',
         OTEL_SERVICE_NAME: 'cp-trace-test',
         EGRESS_ALLOWED_HOSTS: '127.0.0.1',
@@ -277,5 +286,10 @@ describe('traces exported over OTLP by the server process', () => {
       expect(clients.map((c) => c.spanId)).toContain(parent);
     }
     expect(JSON.stringify(received)).not.toContain('query-secret-555');
+  });
+
+  it('exported with the default protocol, OTLP/protobuf, which the collector read whole', () => {
+    expect(received.length).toBeGreaterThan(0);
+    expect([...contentTypes]).toEqual(['application/x-protobuf']);
   });
 });

@@ -1,6 +1,6 @@
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { useNativeOtlpStrings } from './otlp-strings';
+import { useFastOtlpTraceEncoding } from './otlp-trace-encoder';
 
 /**
  * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
@@ -58,7 +58,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
   const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
   /* eslint-enable @typescript-eslint/no-require-imports */
-  useNativeOtlpStrings();
+  useFastOtlpTraceEncoding();
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
     ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
