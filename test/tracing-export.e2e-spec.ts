@@ -144,8 +144,8 @@ describe('traces exported over OTLP by the server process', () => {
 
   it("continues the caller's trace through the server span, the tool call, its guards and its queries, and logs its id", async () => {
     const http = request(server.url);
-    const org = await orgWithKeys('traced', ['builder', 'agent']);
-    const { builder, agent } = org.keys;
+    const org = await orgWithKeys('traced', ['builder', 'agent', 'approver']);
+    const { builder, agent, approver } = org.keys;
     const agentId = await publishedAgent(builder, 'traced', { instructions: 'x', capabilities: [{ id: 'fx-crash' }] });
 
     const traceId = randomBytes(16).toString('hex');
@@ -194,9 +194,30 @@ describe('traces exported over OTLP by the server process', () => {
       .output()
       .split('\n')
       .filter((l) => l.includes(`"trace_id":"${traceId}"`));
-    expect(logged.length).toBeGreaterThan(0);
+    expect(logged.find((l) => l.includes('"msg":"request completed"'))).toBeDefined();
     // Once per line: the trace is the request's, bound when its logger is made.
     for (const line of logged) expect(line.split('"trace_id"').length).toBe(2);
+
+    // Approving runs the tool in the approver's request: a line the tool writes to the server's
+    // log carries that request (the logger's context survives the tracer's).
+    const approvalTrace = randomBytes(16).toString('hex');
+    await http
+      .post(`/api/v1/approvals/${res.body.approvalId}/approve`)
+      .set(...as(approver))
+      .set('traceparent', `00-${approvalTrace}-${randomBytes(8).toString('hex')}-01`)
+      .send({})
+      .expect(200);
+    const lines = () =>
+      server
+        .output()
+        .split('\n')
+        .filter((l) => l.includes(`"trace_id":"${approvalTrace}"`));
+    const both = () => lines().some((l) => l.includes('fx_crash_effect started: traced')) && lines().some((l) => l.includes('"msg":"request completed"'));
+    for (let i = 0; i < 50 && !both(); i++) await new Promise((r) => setTimeout(r, 100));
+    const fromTool = lines().find((l) => l.includes('fx_crash_effect started: traced'));
+    const completed = lines().find((l) => l.includes('"msg":"request completed"'));
+    expect(fromTool).toBeDefined();
+    expect((JSON.parse(fromTool!) as { req: { id: string } }).req.id).toBe((JSON.parse(completed!) as { req: { id: string } }).req.id);
 
     // A body that arrives in parts is read in the socket's later events, after the Fastify
     // instrumentation entered the request's trace: the handler still runs in that trace.
