@@ -26,7 +26,15 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const flag = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const ref = flag('ref');
-  const envOf = (raw: string | undefined) => Object.fromEntries((raw ? raw.split(',') : []).map((kv) => kv.split('=') as [string, string]));
+  // NAME=value,...: a value may hold '=' itself (NODE_OPTIONS=--max-semi-space-size=64).
+  const envOf = (raw: string | undefined) =>
+    Object.fromEntries(
+      (raw ? raw.split(',') : []).map((kv) => {
+        const at = kv.indexOf('=');
+        if (at < 1) throw new Error(`--a-env/--b-env: "${kv}" is not NAME=value`);
+        return [kv.slice(0, at), kv.slice(at + 1)];
+      }),
+    );
   const only = flag('only')?.split(',');
   const options = benchOptions();
 
