@@ -74,6 +74,7 @@ function varied(): ReadableSpan[] {
     doubles: [0.5],
     empty: [],
     '': 'empty key',
+    [ascii(300)]: 'a key too long to be kept encoded',
     __proto__: 'prototype-named',
     constructor: 'x',
   };

@@ -25,8 +25,9 @@ const MIN_INT64 = -(2 ** 63);
 const MAX_INT64 = 2 ** 63;
 /** Below this many UTF-16 units a JavaScript loop is cheaper than a call into native code. */
 const NATIVE_STRING_MIN = 24;
-/** Attribute keys kept encoded: the product's spans use a few dozen; a bound against keys made of data. */
+/** Attribute keys kept encoded: the product's spans use a few dozen; bounds against keys made of data. */
 const MAX_CACHED_KEYS = 2048;
+const MAX_CACHED_KEY_LENGTH = 128;
 
 let buf = Buffer.allocUnsafe(1 << 16);
 /** Buffer#write without its argument parsing (Node's own UTF-8 writer, behind `write(s, 'utf8')`). */
@@ -187,7 +188,7 @@ function key(k: string): void {
   if (bytes === undefined) {
     const start = pos;
     tagged(0x0a, k);
-    if (keys.size >= MAX_CACHED_KEYS) return;
+    if (keys.size >= MAX_CACHED_KEYS || k.length > MAX_CACHED_KEY_LENGTH) return;
     bytes = Buffer.from(buf.subarray(start, pos));
     keys.set(k, bytes);
     return;
