@@ -1,3 +1,6 @@
+// Longer than 300 lines because it is one wire format written in one pass: the messages nest
+// (request, resource, scope, span, event, link, attribute, value) and share one buffer and its
+// length bookkeeping, which split across files would be module state passed around.
 import type { AttributeValue, Attributes, HrTime } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createRequire } from 'node:module';
