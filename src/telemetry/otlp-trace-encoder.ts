@@ -81,12 +81,20 @@ function varint(v: number): void {
 
 const varintSize = (v: number): number => (v < 0x80 ? 1 : v < 0x4000 ? 2 : v < 0x200000 ? 3 : v < 0x10000000 ? 4 : 5);
 
-/** Leaves `reserved` bytes for a length and answers where they start. */
-function open(reserved: number): number {
-  ensure(reserved + 16);
+/** Writes a field's tag and leaves `reserved` bytes for its length; answers where they start. */
+function open(tag: number, reserved: number): number {
+  ensure(reserved + 17);
+  buf[pos++] = tag;
   const start = pos;
   pos += reserved;
   return start;
+}
+
+/** A varint field: tag, then value. */
+function uint(tag: number, v: number): void {
+  ensure(12);
+  buf[pos++] = tag;
+  varint(v);
 }
 
 /** Writes the length of what followed `open` in front of it, moving it when the guess was off. */
@@ -211,18 +219,12 @@ function anyValue(value: unknown): void {
     case 'string':
       return tagged(0x0a, value);
     case 'boolean':
-      buf[pos++] = 0x10;
-      buf[pos++] = value ? 1 : 0;
-      return;
+      return uint(0x10, value ? 1 : 0);
     case 'number':
-      if (Number.isInteger(value) && value >= MIN_INT64 && value < MAX_INT64) {
-        buf[pos++] = 0x18;
-        varint(value);
-      } else {
-        buf[pos++] = 0x21;
-        buf.writeDoubleLE(value, pos);
-        pos += 8;
-      }
+      if (Number.isInteger(value) && value >= MIN_INT64 && value < MAX_INT64) return uint(0x18, value);
+      buf[pos++] = 0x21;
+      buf.writeDoubleLE(value, pos);
+      pos += 8;
       return;
   }
   if (value instanceof Uint8Array) {
@@ -232,53 +234,37 @@ function anyValue(value: unknown): void {
     buf.set(value, pos);
     pos += value.length;
   } else if (Array.isArray(value)) {
-    buf[pos++] = 0x2a;
-    const array = open(1);
+    const array = open(0x2a, 1);
     for (const item of value) {
-      ensure(2);
-      buf[pos++] = 0x0a;
-      const at = open(1);
+      const at = open(0x0a, 1);
       anyValue(item);
       close(at, 1);
     }
     close(array, 1);
   } else if (typeof value === 'object' && value !== null) {
-    buf[pos++] = 0x32;
-    const list = open(1);
+    const list = open(0x32, 1);
     const object = value as Record<string, unknown>;
-    for (const k in object) {
-      if (!Object.prototype.hasOwnProperty.call(object, k)) continue;
-      ensure(2);
-      buf[pos++] = 0x0a;
-      const kv = open(1);
-      tagged(0x0a, k);
-      ensure(2);
-      buf[pos++] = 0x12;
-      const at = open(1);
-      anyValue(object[k]);
-      close(at, 1);
-      close(kv, 1);
-    }
+    for (const k in object) if (Object.prototype.hasOwnProperty.call(object, k)) keyValue(0x0a, k, object[k], false);
     close(list, 1);
   }
   // Anything else (undefined, a function): nothing, as the library writes nothing.
 }
 
+/** A KeyValue field; attribute keys (`keep`) are kept encoded, a kvlist value's are not. */
+function keyValue(tag: number, k: string, value: unknown, keep: boolean): void {
+  const kv = open(tag, 1);
+  if (keep) key(k);
+  else tagged(0x0a, k);
+  const at = open(0x12, 1);
+  anyValue(value);
+  close(at, 1);
+  close(kv, 1);
+}
+
 function attributes(tag: number, attrs: Attributes | undefined): void {
   if (!attrs) return;
   // Own enumerable keys, in the order of the library's for-in with hasOwnProperty.
-  for (const k of Object.keys(attrs)) {
-    ensure(2);
-    buf[pos++] = tag;
-    const kv = open(1);
-    key(k);
-    ensure(2);
-    buf[pos++] = 0x12;
-    const at = open(1);
-    anyValue(attrs[k] as AttributeValue);
-    close(at, 1);
-    close(kv, 1);
-  }
+  for (const k of Object.keys(attrs)) keyValue(tag, k, attrs[k] as AttributeValue, true);
 }
 
 function flags(traceFlags: number, isRemote: boolean | undefined): number {
@@ -286,7 +272,7 @@ function flags(traceFlags: number, isRemote: boolean | undefined): number {
 }
 
 function span(s: ReadableSpan): void {
-  const start = open(2);
+  const start = open(0x12, 2);
   const ctx = s.spanContext();
   id(0x0a, ctx.traceId);
   id(0x12, ctx.spanId);
@@ -295,58 +281,38 @@ function span(s: ReadableSpan): void {
   const parent = s.parentSpanContext;
   if (parent?.spanId) id(0x22, parent.spanId);
   tagged(0x2a, s.name);
-  ensure(40);
   const kind = s.kind == null ? 0 : s.kind + 1;
-  if (kind !== 0) {
-    buf[pos++] = 0x30;
-    varint(kind);
-  }
+  if (kind !== 0) uint(0x30, kind);
   time(0x39, s.startTime);
   time(0x41, s.endTime);
   attributes(0x4a, s.attributes);
-  ensure(8);
-  buf[pos++] = 0x50;
-  varint(s.droppedAttributesCount);
+  uint(0x50, s.droppedAttributesCount);
   for (const event of s.events) {
-    ensure(2);
-    buf[pos++] = 0x5a;
-    const at = open(1);
+    const at = open(0x5a, 1);
     time(0x09, event.time);
     tagged(0x12, event.name);
     attributes(0x1a, event.attributes);
-    ensure(8);
-    buf[pos++] = 0x20;
-    varint(event.droppedAttributesCount || 0);
+    uint(0x20, event.droppedAttributesCount || 0);
     close(at, 1);
   }
-  ensure(8);
-  buf[pos++] = 0x60;
-  varint(s.droppedEventsCount);
+  uint(0x60, s.droppedEventsCount);
   for (const link of s.links) {
-    ensure(2);
-    buf[pos++] = 0x6a;
-    const at = open(1);
+    const at = open(0x6a, 1);
     id(0x0a, link.context.traceId);
     id(0x12, link.context.spanId);
     const linkState = link.context.traceState?.serialize();
     if (linkState) tagged(0x1a, linkState);
     attributes(0x22, link.attributes);
-    ensure(16);
-    buf[pos++] = 0x28;
-    varint(link.droppedAttributesCount || 0);
+    uint(0x28, link.droppedAttributesCount || 0);
+    ensure(5);
     buf[pos++] = 0x35;
     fixed32(flags(link.context.traceFlags, link.context.isRemote));
     close(at, 1);
   }
-  ensure(24);
-  buf[pos++] = 0x70;
-  varint(s.droppedLinksCount);
-  buf[pos++] = 0x7a;
-  const status = open(1);
+  uint(0x70, s.droppedLinksCount);
+  const status = open(0x7a, 1);
   if (s.status.message) tagged(0x12, s.status.message);
-  ensure(8);
-  buf[pos++] = 0x18;
-  varint(s.status.code);
+  uint(0x18, s.status.code);
   close(status, 1);
   // Field 16 takes a two-byte tag.
   ensure(6);
@@ -360,43 +326,25 @@ type Resource = ReadableSpan['resource'];
 type Scope = ReadableSpan['instrumentationScope'] & { attributes?: Attributes; droppedAttributesCount?: number };
 
 function scopeSpans(scope: Scope, spans: ReadableSpan[]): void {
-  const start = open(3);
-  ensure(2);
-  buf[pos++] = 0x0a;
-  const at = open(1);
+  const start = open(0x12, 3);
+  const at = open(0x0a, 1);
   tagged(0x0a, scope.name);
   if (scope.version) tagged(0x12, scope.version);
   if (scope.attributes) attributes(0x1a, scope.attributes);
-  if (scope.droppedAttributesCount) {
-    ensure(8);
-    buf[pos++] = 0x20;
-    varint(scope.droppedAttributesCount);
-  }
+  if (scope.droppedAttributesCount) uint(0x20, scope.droppedAttributesCount);
   close(at, 1);
-  for (const s of spans) {
-    ensure(1);
-    buf[pos++] = 0x12;
-    span(s);
-  }
+  for (const s of spans) span(s);
   if (scope.schemaUrl) tagged(0x1a, scope.schemaUrl);
   close(start, 3);
 }
 
 function resourceSpans(resource: Resource, scopes: Map<Scope, ReadableSpan[]>): void {
-  const start = open(3);
-  ensure(2);
-  buf[pos++] = 0x0a;
-  const at = open(1);
+  const start = open(0x0a, 3);
+  const at = open(0x0a, 1);
   if (resource.attributes) attributes(0x0a, resource.attributes);
-  ensure(2);
-  buf[pos++] = 0x10;
-  buf[pos++] = 0;
+  uint(0x10, 0);
   close(at, 1);
-  for (const spans of scopes.values()) {
-    ensure(1);
-    buf[pos++] = 0x12;
-    scopeSpans(spans[0].instrumentationScope, spans);
-  }
+  for (const spans of scopes.values()) scopeSpans(spans[0].instrumentationScope, spans);
   if (resource.schemaUrl) tagged(0x1a, resource.schemaUrl);
   close(start, 3);
 }
@@ -414,11 +362,7 @@ export function encodeTraceExportRequest(spans: ReadableSpan[]): Uint8Array {
   }
   pos = 0;
   try {
-    for (const [resource, scopes] of byResource) {
-      ensure(1);
-      buf[pos++] = 0x0a;
-      resourceSpans(resource, scopes);
-    }
+    for (const [resource, scopes] of byResource) resourceSpans(resource, scopes);
     return Buffer.from(buf.subarray(0, pos));
   } finally {
     // One large export must not keep a large buffer for the life of the process.
