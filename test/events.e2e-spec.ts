@@ -46,6 +46,24 @@ describe('GET /events (e2e)', () => {
       .expect(201);
     return res.body.id as string;
   };
+  /**
+   * Two writers on connections of their own: `older` inside a transaction that already has its id
+   * (so it holds the server's horizon back), `newer` committing each statement at once.
+   */
+  async function withTwoWriters(fn: (older: Client, newer: Client) => Promise<void>): Promise<void> {
+    const older = new Client({ connectionString: t.db.url });
+    const newer = new Client({ connectionString: t.db.url });
+    await older.connect();
+    await newer.connect();
+    try {
+      await older.query('BEGIN');
+      await older.query('SELECT pg_current_xact_id()');
+      await fn(older, newer);
+    } finally {
+      await older.end();
+      await newer.end();
+    }
+  }
   const insertEvent = (db: Client, id: string) =>
     db.query(
       `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id) VALUES ($1::uuid, $2, 'agent.created', 'system', 'test', 'agent', $1::text)`,
@@ -225,13 +243,7 @@ describe('GET /events (e2e)', () => {
     async () => {
       // A transaction left running (anywhere on the server) holds the horizon back; an event
       // committed after it began is already history when the stream opens.
-      const older = new Client({ connectionString: t.db.url });
-      const newer = new Client({ connectionString: t.db.url });
-      await older.connect();
-      await newer.connect();
-      try {
-        await older.query('BEGIN');
-        await older.query('SELECT pg_current_xact_id()');
+      await withTwoWriters(async (older, newer) => {
         const before = randomUUID();
         const during = randomUUID();
         await insertEvent(newer, before);
@@ -243,10 +255,7 @@ describe('GET /events (e2e)', () => {
         await c.waitFor((x) => x.events.length >= 2);
         await new Promise((r) => setTimeout(r, 300));
         expect(c.events.map((e) => e.event.target)).toEqual([during, after].map((id) => ({ type: 'agent', id })));
-      } finally {
-        await older.end();
-        await newer.end();
-      }
+      });
     },
   );
 
@@ -255,13 +264,7 @@ describe('GET /events (e2e)', () => {
     async () => {
       // Two writers on their own connections: the older transaction writes its event last.
       const c = await stream(org);
-      const older = new Client({ connectionString: t.db.url });
-      const newer = new Client({ connectionString: t.db.url });
-      await older.connect();
-      await newer.connect();
-      try {
-        await older.query('BEGIN');
-        await older.query('SELECT pg_current_xact_id()');
+      await withTwoWriters(async (older, newer) => {
         const first = randomUUID();
         const second = randomUUID();
         await insertEvent(newer, second);
@@ -272,10 +275,7 @@ describe('GET /events (e2e)', () => {
         await older.query('COMMIT');
         await c.waitFor((x) => x.events.length >= 2);
         expect(c.events.map((e) => e.event.id)).toEqual([first, second]);
-      } finally {
-        await older.end();
-        await newer.end();
-      }
+      });
     },
   );
 });

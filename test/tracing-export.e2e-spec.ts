@@ -5,7 +5,7 @@ import { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { decodeTraceExportRequest } from './support/otlp-protobuf';
+import { DecodedSpan, decodeTraceExportRequest } from './support/otlp-protobuf';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
 
@@ -19,16 +19,8 @@ import { ServerProcess, startServerProcess, stopServerProcess } from './support/
  */
 jest.setTimeout(300_000);
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  /** The instrumentation that made it (from the export's scope). */
-  scope?: string;
-  attributes?: { key: string; value: Record<string, unknown> }[];
-}
+/** A span as the collector got it, whichever protocol carried it. */
+type OtlpSpan = DecodedSpan;
 
 describe('traces exported over OTLP by the server process', () => {
   const received: OtlpSpan[] = [];

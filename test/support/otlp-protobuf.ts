@@ -9,8 +9,10 @@ export interface DecodedSpan {
   parentSpanId?: string;
   name: string;
   kind: number;
+  /** The instrumentation that made it (from the export's scope). */
   scope?: string;
-  attributes: { key: string; value: Record<string, unknown> }[];
+  /** Absent from OTLP/JSON when a span has none. */
+  attributes?: { key: string; value: Record<string, unknown> }[];
 }
 
 interface Field {
