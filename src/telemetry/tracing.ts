@@ -1,6 +1,7 @@
 import type { NodeSDK } from '@opentelemetry/sdk-node';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { useFastOtlpTraceEncoding } from './otlp-trace-encoder';
+import { shareRequestLogStoreWithTraceContext } from './request-log-context';
 
 /**
  * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
@@ -96,6 +97,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
           ],
   });
   sdk.start();
+  shareRequestLogStoreWithTraceContext();
   return true;
 }
 
