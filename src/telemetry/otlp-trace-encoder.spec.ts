@@ -2,7 +2,7 @@ import { Attributes, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags }
 import { TraceState } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { encodeTraceExportRequest, protobufTraceSerializer, useFastOtlpTraceEncoding } from './otlp-trace-encoder';
+import { EncodedSpan, encodeSpan, encodeTraceExportRequest, protobufTraceSerializer, useFastOtlpTraceEncoding } from './otlp-trace-encoder';
 
 const serializer = protobufTraceSerializer()!;
 /** The library's own, kept before the encoder replaces it. */
@@ -143,6 +143,28 @@ describe('OTLP/protobuf trace encoding', () => {
     const second = encodeTraceExportRequest(spans.slice(0, 3));
     expect(Buffer.from(first).equals(copy)).toBe(true);
     expect(Buffer.from(second).equals(Buffer.from(library(spans.slice(0, 3))!))).toBe(true);
+  });
+
+  it('writes spans encoded at their end into the same export, alone or mixed with spans that were not', () => {
+    const all = [...spans, ...spans.map(odd)];
+    const encoded = all.map(encodeSpan);
+    expect(encoded.every((e) => e instanceof EncodedSpan)).toBe(true);
+    expect(encoded.map((e) => e.spanContext())).toEqual(all.map((s) => s.spanContext()));
+    expect(Buffer.from(encodeTraceExportRequest(encoded)).equals(Buffer.from(library(all)!))).toBe(true);
+    const mixed = all.map((s, i) => (i % 3 === 0 ? s : encoded[i]));
+    expect(Buffer.from(encodeTraceExportRequest(mixed)).equals(Buffer.from(library(all)!))).toBe(true);
+    // An export in between does not disturb what was encoded before it.
+    expect(Buffer.from(encodeTraceExportRequest(spans.slice(0, 2))).equals(Buffer.from(library(spans.slice(0, 2))!))).toBe(true);
+    expect(Buffer.from(encodeTraceExportRequest(encoded)).equals(Buffer.from(library(all)!))).toBe(true);
+  });
+
+  it('keeps spans encoded across many slabs, and a span larger than a slab, intact until their export', () => {
+    const many = Array.from({ length: 30 }, () => spans).flat();
+    const big = { ...spans[0], spanContext: spans[0].spanContext, attributes: { text: 'x'.repeat(200_000), more: 'é'.repeat(70_000) } } as ReadableSpan;
+    const all = [...many.slice(0, 300), big, ...many.slice(300)];
+    const encoded = all.map(encodeSpan);
+    expect(new Set(encoded.map((e) => e.slab)).size).toBeGreaterThan(3);
+    expect(Buffer.from(encodeTraceExportRequest(encoded)).equals(Buffer.from(library(all)!))).toBe(true);
   });
 
   it("replaces the library's serializer in the exporters, once", () => {

@@ -1,7 +1,7 @@
 // Longer than 300 lines because it is one wire format written in one pass: the messages nest
 // (request, resource, scope, span, event, link, attribute, value) and share one buffer and its
 // length bookkeeping, which split across files would be module state passed around.
-import type { AttributeValue, Attributes, HrTime } from '@opentelemetry/api';
+import type { AttributeValue, Attributes, HrTime, SpanContext } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { createRequire } from 'node:module';
 
@@ -325,7 +325,62 @@ function span(s: ReadableSpan): void {
 type Resource = ReadableSpan['resource'];
 type Scope = ReadableSpan['instrumentationScope'] & { attributes?: Attributes; droppedAttributesCount?: number };
 
-function scopeSpans(scope: Scope, spans: ReadableSpan[]): void {
+/**
+ * A finished span already encoded (its `Span` message, tag and length included), as a batch
+ * processor holds it until the export: the few fields the processor and the grouping read, and
+ * where its bytes are. Holding these instead of the spans lets the span objects die young.
+ */
+export class EncodedSpan {
+  constructor(
+    readonly resource: Resource,
+    readonly instrumentationScope: Scope,
+    private readonly context: SpanContext,
+    readonly slab: Buffer,
+    readonly start: number,
+    readonly length: number,
+  ) {}
+
+  spanContext(): SpanContext {
+    return this.context;
+  }
+}
+
+/**
+ * Spans encoded at their end are copied, one after the other, into slabs of this size: under
+ * glibc's threshold for mapping fresh pages (128 KiB), so a slab reuses memory freed by earlier
+ * ones instead of faulting in new pages (256 KiB slabs made the copy the costliest part of it).
+ */
+const SLAB_SIZE = 1 << 16;
+let slab = Buffer.allocUnsafeSlow(SLAB_SIZE);
+let slabUsed = 0;
+
+/**
+ * Encodes one finished span now, for an export later. The bytes are what `encodeTraceExportRequest`
+ * writes for the span; a slab is kept alive by the spans in it that wait for their export.
+ */
+export function encodeSpan(s: ReadableSpan): EncodedSpan {
+  pos = 0;
+  span(s);
+  const length = pos;
+  if (slabUsed + length > slab.length) {
+    slab = Buffer.allocUnsafeSlow(Math.max(SLAB_SIZE, length));
+    slabUsed = 0;
+  }
+  buf.copy(slab, slabUsed, 0, length);
+  const encoded = new EncodedSpan(s.resource, s.instrumentationScope, s.spanContext(), slab, slabUsed, length);
+  slabUsed += length;
+  if (buf.length > 1 << 22) buf = Buffer.allocUnsafe(1 << 16);
+  return encoded;
+}
+
+function spanOrEncoded(s: ReadableSpan | EncodedSpan): void {
+  if (!(s instanceof EncodedSpan)) return span(s);
+  ensure(s.length);
+  s.slab.copy(buf, pos, s.start, s.start + s.length);
+  pos += s.length;
+}
+
+function scopeSpans(scope: Scope, spans: (ReadableSpan | EncodedSpan)[]): void {
   const start = open(0x12, 3);
   const at = open(0x0a, 1);
   tagged(0x0a, scope.name);
@@ -333,12 +388,12 @@ function scopeSpans(scope: Scope, spans: ReadableSpan[]): void {
   if (scope.attributes) attributes(0x1a, scope.attributes);
   if (scope.droppedAttributesCount) uint(0x20, scope.droppedAttributesCount);
   close(at, 1);
-  for (const s of spans) span(s);
+  for (const s of spans) spanOrEncoded(s);
   if (scope.schemaUrl) tagged(0x1a, scope.schemaUrl);
   close(start, 3);
 }
 
-function resourceSpans(resource: Resource, scopes: Map<Scope, ReadableSpan[]>): void {
+function resourceSpans(resource: Resource, scopes: Map<Scope, (ReadableSpan | EncodedSpan)[]>): void {
   const start = open(0x0a, 3);
   const at = open(0x0a, 1);
   if (resource.attributes) attributes(0x0a, resource.attributes);
@@ -349,10 +404,13 @@ function resourceSpans(resource: Resource, scopes: Map<Scope, ReadableSpan[]>): 
   close(start, 3);
 }
 
-/** The export request for these spans, in a buffer of its own (the exporter sends it later). */
-export function encodeTraceExportRequest(spans: ReadableSpan[]): Uint8Array {
+/**
+ * The export request for these spans, in a buffer of its own (the exporter sends it later). A span
+ * encoded at its end (`EncodedSpan`) is copied as it is.
+ */
+export function encodeTraceExportRequest(spans: (ReadableSpan | EncodedSpan)[]): Uint8Array {
   // Grouped by resource, then scope, by identity and in first-seen order, as the library does.
-  const byResource = new Map<Resource, Map<Scope, ReadableSpan[]>>();
+  const byResource = new Map<Resource, Map<Scope, (ReadableSpan | EncodedSpan)[]>>();
   for (const s of spans) {
     let scopes = byResource.get(s.resource);
     if (!scopes) byResource.set(s.resource, (scopes = new Map()));

@@ -58,11 +58,15 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { PgInstrumentation } = require('@opentelemetry/instrumentation-pg') as typeof import('@opentelemetry/instrumentation-pg');
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
   const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
+  const { encodeOnEndProcessorsFromEnv } = require('./encode-on-end') as typeof import('./encode-on-end');
   /* eslint-enable @typescript-eslint/no-require-imports */
   useFastOtlpTraceEncoding();
+  // The default OTLP export encodes each span when it ends (encode-on-end.ts); any other setting is
+  // the SDK's own, from the same variables.
+  const spanProcessors = options.spanProcessors ?? encodeOnEndProcessorsFromEnv();
   sdk = new NodeSDK({
     ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
-    ...(options.spanProcessors ? { spanProcessors: options.spanProcessors } : {}),
+    ...(spanProcessors ? { spanProcessors } : {}),
     instrumentations:
       options.instrumentModules === false
         ? []
