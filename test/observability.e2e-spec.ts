@@ -1,5 +1,6 @@
-import { trace } from '@opentelemetry/api';
+import { ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { RecordedSpan, RecordingTracerProvider } from '../src/telemetry/recording-tracer';
 import { DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT, startTracing, stopTracing } from '../src/telemetry/tracing';
 import { ExecFixturesModule, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -16,7 +17,7 @@ describe('observability (e2e)', () => {
   let agentId: string;
 
   beforeAll(async () => {
-    // The SDK with a processor of the test's own; module patching stays off in a shared test process
+    // Tracing with a processor of the test's own; module patching stays off in a shared test process
     // (the server-process suite checks the http, Fastify and pg spans).
     startTracing({}, { spanProcessors: [new SimpleSpanProcessor(exporter)], instrumentModules: false });
     t = await createTestApp({ imports: [ExecFixturesModule], config: { metricsToken: METRICS_TOKEN } });
@@ -172,7 +173,7 @@ describe('observability (e2e)', () => {
       expect(childrenOf(spans, root).map((s) => s.name)).toEqual(['guards', 'tool fx-exec-tools/fx-exec-read']);
       const guards = spans.find((s) => s.name === 'guards')!;
       expect(guards.attributes['cp.guards.passed']).toEqual(['tool_offered', 'tool_policy', 'arguments']);
-      // The guards end before the tool starts. The SDK takes a span's start from Date.now() (whole
+      // The guards end before the tool starts. A span's start is Date.now() (whole
       // milliseconds) and its end from that plus a precise duration, so one span's end and another's
       // start compare only to the millisecond. BigInt: seconds * 1e9 as a double loses nanoseconds.
       const nanos = (t: [number, number]) => BigInt(t[0]) * 1_000_000_000n + BigInt(t[1]);
@@ -181,6 +182,14 @@ describe('observability (e2e)', () => {
       const tool = spans.find((s) => s.name === 'tool fx-exec-tools/fx-exec-read')!;
       expect(tool.parentSpanContext?.spanId).toBe(root.spanContext().spanId);
       expect(tool.attributes).toEqual({ 'cp.tool_call.status': 'succeeded' });
+    });
+
+    it("are recorded by the product's own tracer provider, which hands them to the processors as the SDK's spans", () => {
+      // recording-tracer.spec.ts compares it with the SDK's; this says it is the one in use.
+      expect((trace.getTracerProvider() as ProxyTracerProvider).getDelegate()).toBeInstanceOf(RecordingTracerProvider);
+      exporter.reset();
+      trace.getTracer('test').startSpan('plain').end();
+      expect(exporter.getFinishedSpans()[0]).toBeInstanceOf(RecordedSpan);
     });
 
     it('cut attribute values to a bounded length when the operator sets no limit (a batched statement is kilobytes of SQL)', () => {

@@ -1,6 +1,8 @@
 import { Attributes, Span, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 
-const tracer = () => trace.getTracer('capability-platform');
+// A proxy until tracing starts, then the provider's tracer: looked up once, not per span.
+const productTracer = trace.getTracer('capability-platform');
+const tracer = () => productTracer;
 
 /** What a tool-call span says about the call (GenAI semantic conventions, plus ours under `cp.`). */
 export interface ToolSpanAttributes {

@@ -1,4 +1,5 @@
 import type { NodeSDK } from '@opentelemetry/sdk-node';
+import type { TracerProvider } from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { useFastOtlpTraceEncoding } from './otlp-trace-encoder';
 import { shareRequestLogStoreWithTraceContext } from './request-log-context';
@@ -12,6 +13,8 @@ import { shareRequestLogStoreWithTraceContext } from './request-log-context';
  * as they are required, so a module loaded earlier runs unpatched (main.ts imports this first).
  */
 let sdk: NodeSDK | undefined;
+/** The product's own tracer provider, when it records the spans (recording-tracer.ts). */
+let recorder: (TracerProvider & { shutdown(): Promise<void> }) | undefined;
 
 /** Characters of an attribute value kept when the operator sets no OTEL_*_ATTRIBUTE_VALUE_LENGTH_LIMIT. */
 export const DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT = 1024;
@@ -59,14 +62,21 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { FastifyOtelInstrumentation } = require('@fastify/otel') as typeof import('@fastify/otel');
   const { UndiciInstrumentation } = require('@opentelemetry/instrumentation-undici') as typeof import('@opentelemetry/instrumentation-undici');
   const { encodeOnEndProcessorsFromEnv } = require('./encode-on-end') as typeof import('./encode-on-end');
+  const { RecordingTracerProvider } = require('./recording-tracer') as typeof import('./recording-tracer');
+  const { resourceFromEnv, samplerFromEnv, spanLimitsFromEnv } = require('./sdk-config') as typeof import('./sdk-config');
+  const { trace } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   /* eslint-enable @typescript-eslint/no-require-imports */
   useFastOtlpTraceEncoding();
-  // The default OTLP export encodes each span when it ends (encode-on-end.ts); any other setting is
-  // the SDK's own, from the same variables.
-  const spanProcessors = options.spanProcessors ?? encodeOnEndProcessorsFromEnv();
+  // The default OTLP export encodes each span when it ends (encode-on-end.ts), and its spans (or
+  // those of the processors a caller passes) are recorded by the product's own tracer provider
+  // (recording-tracer.ts), with the sampler, limits and resource the SDK would use. NodeSDK then
+  // makes no tracer provider of its own (no span processors) but still sets up the context, the
+  // propagators and the instrumentations. Any other exporter setting is the SDK's own throughout.
+  const serviceName = env.OTEL_SERVICE_NAME ? undefined : 'capability-platform';
+  const recordTo = options.spanProcessors ?? encodeOnEndProcessorsFromEnv();
+  const resource = recordTo ? resourceFromEnv(serviceName) : undefined;
   sdk = new NodeSDK({
-    ...(env.OTEL_SERVICE_NAME ? {} : { serviceName: 'capability-platform' }),
-    ...(spanProcessors ? { spanProcessors } : {}),
+    ...(recordTo ? { resource, autoDetectResources: false, spanProcessors: [] } : serviceName ? { serviceName } : {}),
     instrumentations:
       options.instrumentModules === false
         ? []
@@ -101,6 +111,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
           ],
   });
   sdk.start();
+  if (recordTo && resource) {
+    recorder = new RecordingTracerProvider({ resource, sampler: samplerFromEnv(), spanLimits: spanLimitsFromEnv(), spanProcessors: recordTo });
+    trace.setGlobalTracerProvider(recorder);
+  }
   shareRequestLogStoreWithTraceContext();
   return true;
 }
@@ -128,6 +142,8 @@ export function redactedUrlAttributes(origin: string, path: string): Record<stri
 /** Flushes what is buffered and stops (at the end of a graceful stop). */
 export async function stopTracing(): Promise<void> {
   const s = sdk;
+  const r = recorder;
   sdk = undefined;
-  await s?.shutdown();
+  recorder = undefined;
+  await Promise.all([s?.shutdown(), r?.shutdown()]);
 }
