@@ -158,8 +158,12 @@ describe('OTLP/protobuf trace encoding', () => {
     expect(Buffer.from(encodeTraceExportRequest(encoded)).equals(Buffer.from(library(all)!))).toBe(true);
   });
 
-  it('keeps spans encoded across many slabs, and a span larger than a slab, intact until their export', () => {
-    const many = Array.from({ length: 30 }, () => spans).flat();
+  it('keeps spans encoded across many slabs, and spans larger than what a slab has left or than a slab, intact until their export', () => {
+    // Spans of a few KB among small ones: some do not fit what is left of a slab and move to the next.
+    const medium = (i: number) => ({ ...spans[0], spanContext: spans[0].spanContext, attributes: { text: 'm'.repeat(3_000 + ((i * 977) % 9_000)) } }) as ReadableSpan;
+    const many = Array.from({ length: 30 }, () => spans)
+      .flat()
+      .flatMap((s, i) => (i % 5 === 0 ? [s, medium(i)] : [s]));
     const big = { ...spans[0], spanContext: spans[0].spanContext, attributes: { text: 'x'.repeat(200_000), more: 'é'.repeat(70_000) } } as ReadableSpan;
     const all = [...many.slice(0, 300), big, ...many.slice(300)];
     const encoded = all.map(encodeSpan);
