@@ -160,7 +160,8 @@ describe('OTLP/protobuf trace encoding', () => {
 
   it('keeps spans encoded across many slabs, and spans larger than what a slab has left or than a slab, intact until their export', () => {
     // Spans of a few KB among small ones: some do not fit what is left of a slab and move to the next.
-    const medium = (i: number) => ({ ...spans[0], spanContext: spans[0].spanContext, attributes: { text: 'm'.repeat(3_000 + ((i * 977) % 9_000)) } }) as ReadableSpan;
+    const medium = (i: number) =>
+      ({ ...spans[0], spanContext: spans[0].spanContext, attributes: { text: 'm'.repeat(3_000 + ((i * 977) % 9_000)) } }) as ReadableSpan;
     const many = Array.from({ length: 30 }, () => spans)
       .flat()
       .flatMap((s, i) => (i % 5 === 0 ? [s, medium(i)] : [s]));
