@@ -2,6 +2,9 @@ import { Attributes, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, TraceFlags }
 import { TraceState } from '@opentelemetry/core';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import fc from 'fast-check';
+import { AlwaysOnSampler } from '@opentelemetry/sdk-trace';
+import { RecordedSpan, RecordingTracerProvider } from './recording-tracer';
 import { EncodedSpan, encodeSpan, encodeTraceExportRequest, protobufTraceSerializer, useFastOtlpTraceEncoding } from './otlp-trace-encoder';
 
 const serializer = protobufTraceSerializer()!;
@@ -170,6 +173,62 @@ describe('OTLP/protobuf trace encoding', () => {
     const encoded = all.map(encodeSpan);
     expect(new Set(encoded.map((e) => e.slab)).size).toBeGreaterThan(3);
     expect(Buffer.from(encodeTraceExportRequest(encoded)).equals(Buffer.from(library(all)!))).toBe(true);
+  });
+
+  it('writes string attributes of any length and alphabet under keys it keeps encoded as the library does', () => {
+    // Keys seen before are written by the front-to-back path (every length computed first); a
+    // short string that is not ASCII falls back to the general one. Lengths straddle each varint
+    // size of the three nested fields (127 and 128 bytes, 16383 and 16384).
+    const base = spans[0];
+    const text = fc.oneof(
+      fc.string({ maxLength: 40 }),
+      fc.string({ unit: 'grapheme', maxLength: 30 }),
+      fc.string({ unit: 'binary', maxLength: 30 }),
+      fc.integer({ min: 0, max: 300 }).map((n) => ascii(n)),
+      fc.integer({ min: 16_370, max: 16_390 }).map((n) => ascii(n)),
+      fc.tuple(fc.integer({ min: 0, max: 140 }), fc.constantFrom('é', '日', '😀', '\uD800')).map(([n, c]) => ascii(n) + c),
+    );
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom('gen_ai.tool.name', 'cp.org.id', 'db.query.text', 'a', ascii(40)), text), (attributes) => {
+        const one = { ...base, spanContext: base.spanContext, attributes } as ReadableSpan;
+        for (let i = 0; i < 2; i++) {
+          expect(Buffer.from(encodeTraceExportRequest([one])).equals(Buffer.from(library([one])!))).toBe(true);
+          expect(Buffer.from(encodeTraceExportRequest([encodeSpan(one) as never])).equals(Buffer.from(library([one])!))).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it("writes the ids of the product's recorder from the words it keeps to the bytes the library reads from their hex", () => {
+    // Roots, children and grandchildren, children of a remote parent and of a non-recording one,
+    // over enough spans that the recorder's pool of random bytes is refilled several times.
+    const ended: ReadableSpan[] = [];
+    const processor = {
+      onStart: () => undefined,
+      onEnd: (s: ReadableSpan) => void ended.push(s),
+      forceFlush: async () => undefined,
+      shutdown: async () => undefined,
+    };
+    const tracer = new RecordingTracerProvider({ resource: spans[0].resource, sampler: new AlwaysOnSampler(), spanProcessors: [processor] }).getTracer('ids');
+    const remote = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED, isRemote: true };
+    for (let i = 0; i < 700; i++) {
+      const parentContext =
+        i % 7 === 0
+          ? trace.setSpanContext(ROOT_CONTEXT, { ...remote, spanId: remote.spanId.slice(0, 15) + (i % 10) })
+          : i % 11 === 0
+            ? trace.setSpanContext(ROOT_CONTEXT, { ...remote, isRemote: false })
+            : ROOT_CONTEXT;
+      const root = tracer.startSpan(`root ${i}`, { attributes: { i } }, parentContext);
+      const child = tracer.startSpan('child', {}, trace.setSpan(ROOT_CONTEXT, root));
+      tracer.startSpan('grandchild', {}, trace.setSpan(ROOT_CONTEXT, child)).end();
+      child.end();
+      root.end();
+    }
+    const kinds = new Set(ended.map((s) => (s as RecordedSpan).idWords));
+    expect([...kinds].sort()).toEqual([1, 2]);
+    expect(Buffer.from(encodeTraceExportRequest(ended)).equals(Buffer.from(library(ended)!))).toBe(true);
+    expect(Buffer.from(encodeTraceExportRequest(ended.map(encodeSpan) as never)).equals(Buffer.from(library(ended)!))).toBe(true);
   });
 
   it("replaces the library's serializer in the exporters, once", () => {

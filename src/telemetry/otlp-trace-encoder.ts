@@ -261,25 +261,118 @@ function keyValue(tag: number, k: string, value: unknown, keep: boolean): void {
   close(kv, 1);
 }
 
+/**
+ * A KeyValue field whose key is kept encoded and whose value is a string, written front to back:
+ * every length is known before the bytes it counts (a string under NATIVE_STRING_MIN is taken to
+ * be ASCII until a character says otherwise), so none of the three nested lengths is reserved and
+ * fixed up afterwards as `keyValue` does. Most attributes a span carries are such. Answers false,
+ * having written nothing, for a short string that is not ASCII (`keyValue` writes it then).
+ */
+function stringKeyValue(tag: number, keyBytes: Buffer, s: string): boolean {
+  const n = s.length;
+  const bytes = n < NATIVE_STRING_MIN ? n : Buffer.byteLength(s, 'utf8');
+  const anyLength = 1 + varintSize(bytes) + bytes;
+  const kvLength = keyBytes.length + 1 + varintSize(anyLength) + anyLength;
+  ensure(kvLength + 6);
+  const start = pos;
+  buf[pos++] = tag;
+  varint(kvLength);
+  if (keyBytes.length < 32) {
+    for (let i = 0; i < keyBytes.length; i++) buf[pos + i] = keyBytes[i];
+  } else {
+    buf.set(keyBytes, pos);
+  }
+  pos += keyBytes.length;
+  buf[pos++] = 0x12;
+  varint(anyLength);
+  buf[pos++] = 0x0a;
+  varint(bytes);
+  if (n >= NATIVE_STRING_MIN) {
+    utf8Write.call(buf, s, pos, bytes);
+    pos += bytes;
+    return true;
+  }
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 127) {
+      pos = start;
+      return false;
+    }
+    buf[pos + i] = c;
+  }
+  pos += n;
+  return true;
+}
+
 function attributes(tag: number, attrs: Attributes | undefined): void {
   if (!attrs) return;
   // Own enumerable keys, in the order of the library's for-in with hasOwnProperty.
-  for (const k of Object.keys(attrs)) keyValue(tag, k, attrs[k] as AttributeValue, true);
+  for (const k of Object.keys(attrs)) {
+    const value = attrs[k];
+    if (typeof value === 'string') {
+      const keyBytes = keys.get(k);
+      if (keyBytes !== undefined && stringKeyValue(tag, keyBytes, value)) continue;
+    }
+    keyValue(tag, k, value as AttributeValue, true);
+  }
 }
 
 function flags(traceFlags: number, isRemote: boolean | undefined): number {
   return (traceFlags & 0xff) | HAS_IS_REMOTE | (isRemote ? IS_REMOTE : 0);
 }
 
+/**
+ * What a span of the product's recorder (recording-tracer.ts) knows of its ids besides their hex:
+ * their bytes as the little-endian 32-bit words a fixed32 is written as, so the encoder writes
+ * them instead of reading the hex a digit at a time. `idWords`: 1 with the trace and span ids,
+ * 2 with the parent span's too; any other span has none, and its hex is read.
+ */
+export interface IdWords {
+  idWords: number;
+  traceWords: { readonly w0: number; readonly w1: number; readonly w2: number; readonly w3: number } | undefined;
+  spanWord0: number;
+  spanWord1: number;
+  parentWord0: number;
+  parentWord1: number;
+}
+
 function span(s: ReadableSpan): void {
   const start = open(0x12, 2);
   const ctx = s.spanContext();
-  id(0x0a, ctx.traceId);
-  id(0x12, ctx.spanId);
+  const words = (s as Partial<IdWords>).idWords;
+  if (words === 1 || words === 2) {
+    const w = s as unknown as IdWords;
+    const t = w.traceWords!;
+    ensure(28);
+    buf[pos++] = 0x0a;
+    buf[pos++] = 16;
+    fixed32(t.w0);
+    fixed32(t.w1);
+    fixed32(t.w2);
+    fixed32(t.w3);
+    buf[pos++] = 0x12;
+    buf[pos++] = 8;
+    fixed32(w.spanWord0);
+    fixed32(w.spanWord1);
+  } else {
+    id(0x0a, ctx.traceId);
+    id(0x12, ctx.spanId);
+  }
   const traceState = ctx.traceState?.serialize();
   if (traceState) tagged(0x1a, traceState);
   const parent = s.parentSpanContext;
-  if (parent?.spanId) id(0x22, parent.spanId);
+  if (parent?.spanId) {
+    if (words === 2) {
+      const w = s as unknown as IdWords;
+      ensure(10);
+      buf[pos++] = 0x22;
+      buf[pos++] = 8;
+      fixed32(w.parentWord0);
+      fixed32(w.parentWord1);
+    } else {
+      id(0x22, parent.spanId);
+    }
+  }
   tagged(0x2a, s.name);
   const kind = s.kind == null ? 0 : s.kind + 1;
   if (kind !== 0) uint(0x30, kind);

@@ -62,7 +62,16 @@ import { randomFillSync } from 'node:crypto';
 const HEX_POOL_BYTES = 4096;
 let hexPool = '';
 let hexAt = 0;
-const rawPool = Buffer.allocUnsafe(HEX_POOL_BYTES);
+const rawPool = Buffer.allocUnsafeSlow(HEX_POOL_BYTES);
+/**
+ * The pool's bytes as 32-bit words in the machine's order: on a little-endian machine a word
+ * written least significant byte first (as the OTLP encoder writes a fixed32) is the id's bytes in
+ * order, so a span can carry its ids as numbers for the encoder (`IdWords`) at no cost to draw.
+ */
+const poolWords = new Int32Array(rawPool.buffer, rawPool.byteOffset, HEX_POOL_BYTES >> 2);
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+/** Where the last id drawn starts in `poolWords`, or -1 when its words are not the pool's. */
+let drawnWord = -1;
 
 /** `chars` hex digits of crypto-grade randomness, never all zeros (an invalid id). */
 function randomHex(chars: number): string {
@@ -70,9 +79,36 @@ function randomHex(chars: number): string {
     hexPool = randomFillSync(rawPool).toString('hex');
     hexAt = 0;
   }
-  const id = hexPool.slice(hexAt, (hexAt += chars));
+  const at = hexAt;
+  const id = hexPool.slice(at, (hexAt += chars));
+  const word = at >> 3;
+  let any = 0;
+  for (let i = 0; i < chars >> 3; i++) any |= poolWords[word + i];
+  if (any !== 0) {
+    drawnWord = LITTLE_ENDIAN ? word : -1;
+    return id;
+  }
   // One id in 2^64 (span) or 2^128 (trace); the SDK's generator makes the last digit 1 then too.
-  return /[^0]/.test(id) ? id : id.slice(0, -1) + '1';
+  drawnWord = -1;
+  return id.slice(0, -1) + '1';
+}
+
+/** A trace id's words, shared by every span of the trace this process records. */
+interface TraceWords {
+  readonly w0: number;
+  readonly w1: number;
+  readonly w2: number;
+  readonly w3: number;
+}
+
+/** The words of a valid id in hex (a remote parent's), as the pool would have held its bytes. */
+function wordOf(hex: string, at: number): number {
+  return (
+    parseInt(hex.substring(at, at + 2), 16) |
+    (parseInt(hex.substring(at + 2, at + 4), 16) << 8) |
+    (parseInt(hex.substring(at + 4, at + 6), 16) << 16) |
+    (parseInt(hex.substring(at + 6, at + 8), 16) << 24)
+  );
 }
 
 /** Span limits with the SDK's defaults filled in (TracerProvider's constructor). */
@@ -144,6 +180,16 @@ export class RecordedSpan implements SdkSpan {
   private readonly startPerf: number;
   private readonly startTimeProvided: boolean;
   readonly startTime: HrTime;
+  /**
+   * The ids as the OTLP encoder writes them (`IdWords` in otlp-trace-encoder.ts): 0 when not known
+   * (the encoder then reads the hex), 1 for the trace and span ids, 2 for the parent span's too.
+   */
+  idWords = 0;
+  traceWords: TraceWords | undefined = undefined;
+  spanWord0 = 0;
+  spanWord1 = 0;
+  parentWord0 = 0;
+  parentWord1 = 0;
 
   constructor(
     private readonly shared: Shared,
@@ -402,10 +448,23 @@ class RecordingTracer implements Tracer {
     }
     const parent = parentSpan?.spanContext();
     const spanId = randomHex(16);
+    // Read now: the next draw may refill the pool.
+    const spanWords = drawnWord >= 0;
+    const spanWord0 = spanWords ? poolWords[drawnWord] : 0;
+    const spanWord1 = spanWords ? poolWords[drawnWord + 1] : 0;
     // A span of this provider has valid ids by construction; any other parent (a remote one from
     // `traceparent`, a wrapped context) is checked as the SDK checks it.
-    const valid = parent !== undefined && (parentSpan instanceof RecordedSpan || trace.isSpanContextValid(parent));
+    const recordedParent = parentSpan instanceof RecordedSpan ? parentSpan : undefined;
+    const valid = parent !== undefined && (recordedParent !== undefined || trace.isSpanContextValid(parent));
     const traceId = valid ? parent.traceId : randomHex(32);
+    let traceWords: TraceWords | undefined;
+    if (!valid) {
+      if (drawnWord >= 0) traceWords = { w0: poolWords[drawnWord], w1: poolWords[drawnWord + 1], w2: poolWords[drawnWord + 2], w3: poolWords[drawnWord + 3] };
+    } else if (recordedParent !== undefined) {
+      traceWords = recordedParent.idWords === 0 ? undefined : recordedParent.traceWords;
+    } else if (LITTLE_ENDIAN) {
+      traceWords = { w0: wordOf(traceId, 0), w1: wordOf(traceId, 8), w2: wordOf(traceId, 16), w3: wordOf(traceId, 24) };
+    }
     let traceState = valid ? parent.traceState : undefined;
     const kind = options.kind ?? SpanKind.INTERNAL;
     const links = options.links?.length ? options.links.map((link) => ({ context: link.context, attributes: sanitized(link.attributes) })) : [];
@@ -425,6 +484,21 @@ class RecordingTracer implements Tracer {
     // The sampler may add attributes (and may have changed the map it was given), as in the SDK.
     const initial = sampling.attributes ? sanitized(Object.assign(attributes, sampling.attributes)) : attributes;
     const span = new RecordedSpan(this.shared, this.scope, spanContext, name, kind, valid ? parent : undefined, initial, links, options.startTime);
+    if (spanWords && traceWords !== undefined) {
+      span.traceWords = traceWords;
+      span.spanWord0 = spanWord0;
+      span.spanWord1 = spanWord1;
+      span.idWords = 1;
+      if (recordedParent !== undefined) {
+        span.parentWord0 = recordedParent.spanWord0;
+        span.parentWord1 = recordedParent.spanWord1;
+        span.idWords = 2;
+      } else if (valid) {
+        span.parentWord0 = wordOf(parent.spanId, 0);
+        span.parentWord1 = wordOf(parent.spanId, 8);
+        span.idWords = 2;
+      }
+    }
     this.shared.processor.onStart(span, ctx);
     return span;
   }
