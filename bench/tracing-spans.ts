@@ -3,7 +3,6 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOnSampler, ParentBasedSampler, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { randomUUID } from 'node:crypto';
-import { ChainedContextManager } from '../src/telemetry/chained-context';
 import { EncodeOnEndSpanProcessor } from '../src/telemetry/encode-on-end';
 import { RecordingTracerProvider } from '../src/telemetry/recording-tracer';
 
@@ -13,12 +12,10 @@ import { RecordingTracerProvider } from '../src/telemetry/recording-tracer';
  * attributes the server gives them, made active as the server makes them, through the product's
  * recorder and encode-on-end processor (the export itself is left out: nothing is sent).
  *
- *   node -r @swc-node/register bench/tracing-spans.ts [encode|record|off] [map]
+ *   node -r @swc-node/register bench/tracing-spans.ts [encode|record|off]
  *
  * `encode` records and encodes every span, `record` records them and drops them at their end,
- * `off` runs the same calls with no tracer provider (the API's no-op spans): the skeleton; `map`
- * uses the SDK's context manager as it is (the API's Map-backed contexts) instead of the product's
- * chained contexts (src/telemetry/chained-context.ts). Prints
+ * `off` runs the same calls with no tracer provider (the API's no-op spans): the skeleton. Prints
  * µs a call for five rounds of 50,000 calls after 20,000 of warm-up; compare the lowest figures of
  * two builds run one after the other. In the server under load the same work costs several times
  * more (caches shared with the database and the load generator), so this ranks levers; the server's
@@ -26,7 +23,7 @@ import { RecordingTracerProvider } from '../src/telemetry/recording-tracer';
  */
 const mode = process.argv[2] ?? 'encode';
 if (!['encode', 'record', 'off'].includes(mode)) throw new Error('mode: encode, record or off');
-context.setGlobalContextManager(new (process.argv[3] === 'map' ? AsyncLocalStorageContextManager : ChainedContextManager)().enable());
+context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 let ended = 0;
 const drop: SpanProcessor = { onStart: () => undefined, onEnd: () => void ended++, forceFlush: async () => undefined, shutdown: async () => undefined };
 if (mode !== 'off') {

@@ -65,7 +65,6 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { RecordingTracerProvider } = require('./recording-tracer') as typeof import('./recording-tracer');
   const { resourceFromEnv, samplerFromEnv, spanLimitsFromEnv } = require('./sdk-config') as typeof import('./sdk-config');
   const { trace } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
-  const { ChainedContextManager } = require('./chained-context') as typeof import('./chained-context');
   /* eslint-enable @typescript-eslint/no-require-imports */
   useFastOtlpTraceEncoding();
   // The default OTLP export encodes each span when it ends (encode-on-end.ts), and its spans (or
@@ -78,9 +77,6 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const resource = recordTo ? resourceFromEnv(serviceName) : undefined;
   sdk = new NodeSDK({
     ...(recordTo ? { resource, autoDetectResources: false, spanProcessors: [] } : serviceName ? { serviceName } : {}),
-    // The SDK's own (AsyncLocalStorage), with contexts derived as chains rather than Map copies
-    // (chained-context.ts).
-    contextManager: new ChainedContextManager(),
     instrumentations:
       options.instrumentModules === false
         ? []
