@@ -13,8 +13,8 @@ import { createRequire } from 'node:module';
  * on a governed tool call (docs/benchmarks.md, issue 19). The library walks every export twice
  * (a size estimate, then the write), allocates a `Uint8Array` for each trace and span id on both
  * walks, and copies strings a character at a time. This walks once into a buffer it keeps,
- * writes ids and long strings with Node's native encoders, and writes an attribute key it has
- * seen before as bytes it keeps.
+ * writes long strings with Node's native encoder, an attribute key it has seen before as bytes it
+ * keeps, and the ids of the product's recorder from the numbers it keeps (`IdWords`).
  *
  * What it deliberately does not do: anything but traces over protobuf (OTLP/JSON, metrics and
  * logs stay the library's); any field the library does not write (the output is the library's,

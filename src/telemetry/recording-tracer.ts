@@ -38,6 +38,7 @@ import {
 import type { Resource } from '@opentelemetry/resources';
 import { ReadableSpan, Sampler, SamplingDecision, Span as SdkSpan, SpanLimits, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace';
 import { randomFillSync } from 'node:crypto';
+import type { IdWords } from './otlp-trace-encoder';
 
 /**
  * The spans the product records while tracing exports over OTLP: a tracer provider of its own in
@@ -165,7 +166,7 @@ function truncated(value: AttributeValue, limit: number): AttributeValue {
 }
 
 /** A recorded span: the API's `Span` while it runs, the SDK's `ReadableSpan` once it has ended. */
-export class RecordedSpan implements SdkSpan {
+export class RecordedSpan implements SdkSpan, IdWords {
   readonly attributes: Attributes = {};
   readonly links: Link[] = [];
   readonly events: TimedEvent[] = [];
