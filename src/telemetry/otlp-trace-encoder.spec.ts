@@ -201,8 +201,8 @@ describe('OTLP/protobuf trace encoding', () => {
   });
 
   it("writes the ids of the product's recorder from the words it keeps to the bytes the library reads from their hex", () => {
-    // Roots, children and grandchildren, children of a remote parent and of a non-recording one,
-    // over enough spans that the recorder's pool of random bytes is refilled several times.
+    // Roots, children and grandchildren, children of a remote parent (hex in either case, as the API
+    // accepts it) and of a non-recording one, over enough spans that the recorder's pool of random bytes is refilled several times.
     const ended: ReadableSpan[] = [];
     const processor = {
       onStart: () => undefined,
@@ -218,7 +218,9 @@ describe('OTLP/protobuf trace encoding', () => {
           ? trace.setSpanContext(ROOT_CONTEXT, { ...remote, spanId: remote.spanId.slice(0, 15) + (i % 10) })
           : i % 11 === 0
             ? trace.setSpanContext(ROOT_CONTEXT, { ...remote, isRemote: false })
-            : ROOT_CONTEXT;
+            : i % 13 === 0
+              ? trace.setSpanContext(ROOT_CONTEXT, { ...remote, traceId: remote.traceId.toUpperCase(), spanId: remote.spanId.toUpperCase() })
+              : ROOT_CONTEXT;
       const root = tracer.startSpan(`root ${i}`, { attributes: { i } }, parentContext);
       const child = tracer.startSpan('child', {}, trace.setSpan(ROOT_CONTEXT, root));
       tracer.startSpan('grandchild', {}, trace.setSpan(ROOT_CONTEXT, child)).end();
