@@ -205,6 +205,11 @@ function key(k: string): void {
     return;
   }
   ensure(bytes.length);
+  copyIn(bytes);
+}
+
+/** Bytes kept encoded, written at `pos` (the caller has ensured the room): a loop for a few, `set` beyond. */
+function copyIn(bytes: Buffer): void {
   if (bytes.length < 32) {
     for (let i = 0; i < bytes.length; i++) buf[pos + i] = bytes[i];
   } else {
@@ -277,12 +282,7 @@ function stringKeyValue(tag: number, keyBytes: Buffer, s: string): boolean {
   const start = pos;
   buf[pos++] = tag;
   varint(kvLength);
-  if (keyBytes.length < 32) {
-    for (let i = 0; i < keyBytes.length; i++) buf[pos + i] = keyBytes[i];
-  } else {
-    buf.set(keyBytes, pos);
-  }
-  pos += keyBytes.length;
+  copyIn(keyBytes);
   buf[pos++] = 0x12;
   varint(anyLength);
   buf[pos++] = 0x0a;
@@ -336,6 +336,14 @@ export interface IdWords {
   parentWord1: number;
 }
 
+/** A span id field (8 bytes) from its two words; the caller has ensured the room. */
+function spanIdWords(tag: number, w0: number, w1: number): void {
+  buf[pos++] = tag;
+  buf[pos++] = 8;
+  fixed32(w0);
+  fixed32(w1);
+}
+
 function span(s: ReadableSpan): void {
   const start = open(0x12, 2);
   const ctx = s.spanContext();
@@ -350,10 +358,7 @@ function span(s: ReadableSpan): void {
     fixed32(t.w1);
     fixed32(t.w2);
     fixed32(t.w3);
-    buf[pos++] = 0x12;
-    buf[pos++] = 8;
-    fixed32(w.spanWord0);
-    fixed32(w.spanWord1);
+    spanIdWords(0x12, w.spanWord0, w.spanWord1);
   } else {
     id(0x0a, ctx.traceId);
     id(0x12, ctx.spanId);
@@ -365,10 +370,7 @@ function span(s: ReadableSpan): void {
     if (words === 2) {
       const w = s as unknown as IdWords;
       ensure(10);
-      buf[pos++] = 0x22;
-      buf[pos++] = 8;
-      fixed32(w.parentWord0);
-      fixed32(w.parentWord1);
+      spanIdWords(0x22, w.parentWord0, w.parentWord1);
     } else {
       id(0x22, parent.spanId);
     }
