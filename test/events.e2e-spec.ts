@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { EventLogRepository } from '../src/events/event-log.repository';
 import { EventStreamService } from '../src/events/event-stream.service';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -191,6 +192,46 @@ describe('GET /events (e2e)', () => {
       .expect(204);
     await ended;
     await expect(SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` })).rejects.toMatchObject({ status: 401 });
+  });
+
+  it("keeps a stream that opens while the open streams' keys are being checked", async () => {
+    await stream(org);
+    // A heartbeat's key check held until a stream with a key it did not ask about has opened.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let asked!: (ids: string[]) => void;
+    const checking = new Promise<string[]>((resolve) => (asked = resolve));
+    const liveKeys = EventLogRepository.prototype.liveKeys;
+    const spy = jest.spyOn(EventLogRepository.prototype, 'liveKeys').mockImplementationOnce(async function (this: EventLogRepository, ids: string[]) {
+      asked(ids);
+      await held;
+      return liveKeys.call(this, ids);
+    });
+    try {
+      const ids = await checking;
+      const key = (
+        await t.http
+          .post(`/api/v1/orgs/${other.id}/api-keys`)
+          .set(...bearer(other.keys.admin))
+          .send({ name: 'opened mid-check', roles: ['approver'] })
+          .expect(201)
+      ).body;
+      expect(ids).not.toContain(key.id);
+      const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` });
+      open.push(c);
+      await c.waitFor((x) => x.lastId !== undefined);
+      let ended = false;
+      c.response.on('end', () => (ended = true));
+      release();
+      // The held beat ends, and two more check its key too: it is still open, and streams.
+      await c.waitFor((x) => x.comments >= 3 || ended, 5_000);
+      expect(ended).toBe(false);
+      await createAgent(other);
+      await c.waitFor((x) => x.events.length >= 1);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
   });
 
   it('closes its streams when the application stops (clients reconnect elsewhere)', async () => {

@@ -207,8 +207,10 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     if (keys.size > 0) {
       try {
         const live = new Set(await this.log.liveKeys([...keys]));
+        // Only the keys asked about: a stream opened while they were checked has a key the guard
+        // has just accepted, and is checked at the next beat (cutting it made its client reconnect).
         this.each((s) => {
-          if (s.keyId && !live.has(s.keyId)) s.close();
+          if (s.keyId && keys.has(s.keyId) && !live.has(s.keyId)) s.close();
         });
       } catch (err) {
         this.logger.warn(`checking event stream keys failed: ${(err as Error).message}`);
