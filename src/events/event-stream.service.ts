@@ -29,6 +29,8 @@ class Stream {
   private retryTimer?: NodeJS.Timeout;
   private cursor: EventPosition;
   private skip?: { visibleIn: string; below: bigint };
+  /** Ends a wait for the socket to drain (`drained()`), while one runs. */
+  private stopWaiting?: () => void;
 
   constructor(
     readonly orgId: string,
@@ -69,6 +71,8 @@ class Stream {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.retryTimer);
+    // A closed stream waits for no client, and its 30 s timer must not keep a stopping process up.
+    this.stopWaiting?.();
     this.wake();
     if (!this.res.writableEnded) this.res.end();
     this.onClosed(this);
@@ -110,6 +114,7 @@ class Stream {
     return new Promise((resolve) => {
       const done = (ok: boolean) => {
         clearTimeout(timer);
+        this.stopWaiting = undefined;
         this.res.off('drain', onDrain);
         this.res.off('close', onClose);
         resolve(ok && !this.closed);
@@ -117,6 +122,7 @@ class Stream {
       const onDrain = () => done(true);
       const onClose = () => done(false);
       const timer = setTimeout(() => done(false), SLOW_CLIENT_MS);
+      this.stopWaiting = onClose;
       this.res.on('drain', onDrain);
       this.res.on('close', onClose);
     });

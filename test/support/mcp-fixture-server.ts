@@ -57,7 +57,8 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
   const listRequests: (string | undefined)[] = [];
   const progressSent: number[] = [];
 
-  const registerRichTools = (server: McpServer): void => {
+  /** `hungUp`: aborted when the response to the request that carries the call closes. */
+  const registerRichTools = (server: McpServer, hungUp: AbortSignal): void => {
     server.registerTool(
       'count_slowly',
       {
@@ -69,7 +70,13 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
         calls.push('count_slowly');
         const token = extra._meta?.progressToken;
         for (let i = 1; i <= steps; i++) {
-          await new Promise((r) => setTimeout(r, stepMs));
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, stepMs);
+            hungUp.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+          });
+          // Nobody is listening any more (close() hangs up on every call): counting on would
+          // outlive the test, and keep its worker from exiting.
+          if (hungUp.aborted) return { isError: true, content: [] };
           if (token !== undefined) {
             await extra.sendNotification({
               method: 'notifications/progress',
@@ -128,6 +135,8 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
 
   const build = (res: ServerResponse): McpServer => {
     const server = new McpServer({ name: 'fixture-vendor', version: '1.0.0' });
+    const hungUp = new AbortController();
+    res.on('close', () => hungUp.abort());
     server.registerTool(
       'lookup',
       { title: 'Look up', description: state.lookupDescription, inputSchema: { id: z.string() }, annotations: { readOnlyHint: true } },
@@ -159,7 +168,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
       res.socket?.destroy();
       return new Promise(() => undefined);
     });
-    if (state.richTools) registerRichTools(server);
+    if (state.richTools) registerRichTools(server, hungUp.signal);
     for (let i = 0; i < state.extraTools; i++) {
       server.registerTool(`extra_${i}`, { description: `Extra tool ${i}.`, inputSchema: {}, annotations: { readOnlyHint: true } }, async () => ({
         content: [],
