@@ -4,16 +4,20 @@ import type { EventLogRepository, StreamRead } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import type { EventWakeups } from './event-wakeups.service';
 
-/** A response whose client takes nothing: every write is buffered and `drain` never comes. */
-class StuckResponse extends EventEmitter {
+/** A response as a stream writes to it: a client that takes everything, or (`stuck`) nothing past the opening line. */
+class FakeResponse extends EventEmitter {
   readonly written: string[] = [];
   writableEnded = false;
   writableNeedDrain = false;
 
+  constructor(private readonly stuck = false) {
+    super();
+  }
+
   write(chunk: string): boolean {
     this.written.push(chunk);
-    // The opening `id:` line fits; the first event fills the socket.
-    this.writableNeedDrain = this.written.length > 1;
+    // Stuck: the opening `id:` line fits; the first event fills the socket, and `drain` never comes.
+    this.writableNeedDrain = this.stuck && this.written.length > 1;
     return !this.writableNeedDrain;
   }
 
@@ -21,6 +25,9 @@ class StuckResponse extends EventEmitter {
     this.writableEnded = true;
   }
 }
+
+const wakeups = { on: () => () => undefined } as unknown as EventWakeups;
+const configWith = (heartbeatMs: number) => ({ events: { heartbeatMs, pollMs: 600_000 } }) as unknown as AppConfig;
 
 const oneEvent: StreamRead = {
   events: [
@@ -42,15 +49,13 @@ const oneEvent: StreamRead = {
 
 describe('EventStreamService, a client that takes nothing', () => {
   let service: EventStreamService;
-  let res: StuckResponse;
+  let res: FakeResponse;
 
   beforeEach(async () => {
     jest.useFakeTimers();
     const log = { readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false }) };
-    const wakeups = { on: () => () => undefined };
-    const config = { events: { heartbeatMs: 15_000, pollMs: 5_000 } };
-    service = new EventStreamService(log as unknown as EventLogRepository, wakeups as unknown as EventWakeups, config as unknown as AppConfig);
-    res = new StuckResponse();
+    service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(15_000));
+    res = new FakeResponse(true);
     service.open('org', 'key', undefined, { from: { tx: 1n, seq: 0n } }, res as never);
     // The stream reads, writes the event into the full socket, and waits for it to drain.
     await jest.advanceTimersByTimeAsync(0);
@@ -73,5 +78,28 @@ describe('EventStreamService, a client that takes nothing', () => {
     expect(res.writableEnded).toBe(true);
     expect(service.openStreams).toBe(0);
     expect(jest.getTimerCount()).toBe(0);
+  });
+});
+
+describe('EventStreamService heartbeats', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('send keep-alives while the key check waits for a slow database, and start no second check meanwhile', async () => {
+    jest.useFakeTimers();
+    let answer!: (ids: string[]) => void;
+    const liveKeys = jest.fn(() => new Promise<string[]>((resolve) => (answer = resolve)));
+    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false }), liveKeys };
+    const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(1_000));
+    service.onModuleInit();
+    const res = new FakeResponse();
+    service.open('org', 'key', undefined, { from: { tx: 1n, seq: 0n } }, res as never);
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(res.written.filter((w) => w === ': keep-alive\n\n')).toHaveLength(5);
+    expect(liveKeys).toHaveBeenCalledTimes(1);
+    answer(['key']);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(liveKeys).toHaveBeenCalledTimes(2);
+    expect(res.writableEnded).toBe(false);
+    service.onModuleDestroy();
   });
 });

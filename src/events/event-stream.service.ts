@@ -137,6 +137,8 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   private heartbeatTimer?: NodeJS.Timeout;
   private pollTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
+  /** A heartbeat's key check is running. */
+  private checkingKeys = false;
 
   constructor(
     private readonly log: EventLogRepository,
@@ -208,21 +210,26 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
    * checked the key once, at the request, and a stream lasts for hours.
    */
   private async beat(): Promise<void> {
+    // Keep-alives first: a slow database must not let proxies cut every idle stream.
+    this.each((s) => s.heartbeat());
+    // One check at a time: beats that come while the database is slow do not queue more.
+    if (this.checkingKeys) return;
     const keys = new Set<string>();
     this.each((s) => s.keyId && keys.add(s.keyId));
-    if (keys.size > 0) {
-      try {
-        const live = new Set(await this.log.liveKeys([...keys]));
-        // Only the keys asked about: a stream opened while they were checked has a key the guard
-        // has just accepted, and is checked at the next beat (cutting it made its client reconnect).
-        this.each((s) => {
-          if (s.keyId && keys.has(s.keyId) && !live.has(s.keyId)) s.close();
-        });
-      } catch (err) {
-        this.logger.warn(`checking event stream keys failed: ${(err as Error).message}`);
-      }
+    if (keys.size === 0) return;
+    this.checkingKeys = true;
+    try {
+      const live = new Set(await this.log.liveKeys([...keys]));
+      // Only the keys asked about: a stream opened while they were checked has a key the guard
+      // has just accepted, and is checked at the next beat (cutting it made its client reconnect).
+      this.each((s) => {
+        if (s.keyId && keys.has(s.keyId) && !live.has(s.keyId)) s.close();
+      });
+    } catch (err) {
+      this.logger.warn(`checking event stream keys failed: ${(err as Error).message}`);
+    } finally {
+      this.checkingKeys = false;
     }
-    this.each((s) => s.heartbeat());
   }
 
   private wakeAll(): void {
