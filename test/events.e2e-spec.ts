@@ -70,6 +70,15 @@ describe('GET /events (e2e)', () => {
       `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id) VALUES ($1::uuid, $2, 'agent.created', 'system', 'test', 'agent', $1::text)`,
       [id, org.id],
     );
+  /** A fresh approver key of `o` (its id and its token). */
+  const approverKey = async (o: TestOrg, name: string): Promise<{ id: string; token: string }> =>
+    (
+      await t.http
+        .post(`/api/v1/orgs/${o.id}/api-keys`)
+        .set(...bearer(o.keys.admin))
+        .send({ name, roles: ['approver'] })
+        .expect(201)
+    ).body;
   const createKey = (o: TestOrg) =>
     t.http
       .post(`/api/v1/orgs/${o.id}/api-keys`)
@@ -176,13 +185,7 @@ describe('GET /events (e2e)', () => {
   });
 
   it('ends the streams of a key revoked after they opened', async () => {
-    const key = (
-      await t.http
-        .post(`/api/v1/orgs/${org.id}/api-keys`)
-        .set(...bearer(org.keys.admin))
-        .send({ name: 'doomed', roles: ['approver'] })
-        .expect(201)
-    ).body;
+    const key = await approverKey(org, 'doomed');
     const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` });
     open.push(c);
     const ended = new Promise<void>((resolve) => c.response.on('end', () => resolve()));
@@ -209,13 +212,7 @@ describe('GET /events (e2e)', () => {
     });
     try {
       const ids = await checking;
-      const key = (
-        await t.http
-          .post(`/api/v1/orgs/${other.id}/api-keys`)
-          .set(...bearer(other.keys.admin))
-          .send({ name: 'opened mid-check', roles: ['approver'] })
-          .expect(201)
-      ).body;
+      const key = await approverKey(other, 'opened mid-check');
       expect(ids).not.toContain(key.id);
       const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${key.token}` });
       open.push(c);

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, IncomingMessage, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 
 /**
@@ -70,10 +71,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
         calls.push('count_slowly');
         const token = extra._meta?.progressToken;
         for (let i = 1; i <= steps; i++) {
-          await new Promise<void>((resolve) => {
-            const timer = setTimeout(resolve, stepMs);
-            hungUp.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-          });
+          await sleep(stepMs, undefined, { signal: hungUp }).catch(() => undefined);
           // Nobody is listening any more (close() hangs up on every call): counting on would
           // outlive the test, and keep its worker from exiting.
           if (hungUp.aborted) return { isError: true, content: [] };
