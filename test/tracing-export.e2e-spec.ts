@@ -247,7 +247,7 @@ describe('traces exported over OTLP by the server process', () => {
     ).toBe(true);
   });
 
-  it("follows a tool call into a vendor's MCP server: a CLIENT span under the call, its traceparent sent on, the URL's secrets not exported", async () => {
+  it("follows a tool call into a vendor's MCP server: a CLIENT span under the call, its traceparent sent on (sampled or not, as the caller's), the URL's secrets not exported", async () => {
     const http = request(server.url);
     const { admin, builder, agent } = (await orgWithKeys('traced-mcp', ['admin', 'builder', 'agent'], ['mcp:remote'])).keys;
     const connection = (
@@ -299,6 +299,37 @@ describe('traces exported over OTLP by the server process', () => {
       expect(clients.map((c) => c.spanId)).toContain(parent);
     }
     expect(JSON.stringify(received)).not.toContain('query-secret-555');
+
+    // A caller that does not sample its trace (flags 00): the vendor still gets the trace, unsampled,
+    // under a span id of this server's (its spans are made, not recorded), and nothing of it is
+    // exported.
+    const unsampled = randomBytes(16).toString('hex');
+    const callerSpan = randomBytes(8).toString('hex');
+    const before = vendor.traceparents.length;
+    await http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...as(agent))
+      .set('traceparent', `00-${unsampled}-${callerSpan}-00`)
+      .send({ tool: 'lookup', arguments: { id: 'c-2' } })
+      .expect(200);
+    const forwarded = vendor.traceparents.slice(before);
+    expect(forwarded.length).toBeGreaterThan(0);
+    for (const header of forwarded) {
+      const [version, trace, parent, flags] = header!.split('-');
+      expect([version, trace, flags]).toEqual(['00', unsampled, '00']);
+      expect(parent).toMatch(/^[0-9a-f]{16}$/);
+      expect(parent).not.toBe(callerSpan);
+    }
+    // A sampled request made after it is exported: had the unsampled one been, it would be too.
+    const after = randomBytes(16).toString('hex');
+    await http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...as(agent))
+      .set('traceparent', `00-${after}-${randomBytes(8).toString('hex')}-01`)
+      .send({ tool: 'lookup', arguments: { id: 'c-3' } })
+      .expect(200);
+    expect((await spansOf(after, (s) => s.some((x) => x.name === 'execute_tool lookup'))).length).toBeGreaterThan(0);
+    expect(received.filter((s) => s.traceId === unsampled)).toEqual([]);
   });
 
   it('exported with the default protocol, OTLP/protobuf, which the collector read whole', () => {

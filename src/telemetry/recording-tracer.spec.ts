@@ -30,7 +30,8 @@ import {
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
 import fc from 'fast-check';
-import { RecordedSpan, RecordingTracerProvider } from './recording-tracer';
+import { parentFlagDecides, RecordedSpan, RecordingTracerProvider } from './recording-tracer';
+import { samplerFromEnv } from './sdk-config';
 
 /**
  * The product's span side by side with the SDK's: the same script of calls made on both (spans
@@ -75,6 +76,8 @@ const SAMPLERS: Record<string, () => Sampler> = {
   off: () => new AlwaysOffSampler(),
   parentOff: () => new ParentBasedSampler({ root: new AlwaysOffSampler() }),
   fussy: () => fussy,
+  // Parent-based, but not with the default samplers under a local parent: asked every time.
+  parentFussy: () => new ParentBasedSampler({ root: new AlwaysOnSampler(), localParentSampled: fussy, localParentNotSampled: new AlwaysOnSampler() }),
 };
 
 const key = fc.constantFrom('a', 'b', 'c.d', 'http.route', '', 'constructor', 'toString', 'x'.repeat(40));
@@ -148,6 +151,8 @@ interface SpanScript {
   links: { target: number; attributes?: Attributes }[];
   /** Index of an earlier span to be the parent, or none (the active context, which is empty). */
   parent?: number;
+  /** A caller's span as the parent instead (`traceparent`), sampled or not. */
+  remote?: 'sampled' | 'unsampled';
   root: boolean;
   suppressed: boolean;
   startTime?: TimeInput;
@@ -161,6 +166,7 @@ const spanScript: fc.Arbitrary<SpanScript> = fc.record({
   attributes: fc.option(attributes, { nil: undefined }),
   links: fc.array(linkTo, { maxLength: 2 }),
   parent: fc.option(fc.nat(), { nil: undefined }),
+  remote: fc.constantFrom(undefined, undefined, undefined, 'sampled' as const, 'unsampled' as const),
   root: fc.boolean(),
   suppressed: fc.constantFrom(false, false, false, false, true),
   startTime: fc.option(time, { nil: undefined }),
@@ -186,6 +192,10 @@ function run(provider: { getTracer(name: string, version?: string): ReturnType<T
   const spans: Span[] = [];
   const contextOf = (s: SpanScript) => {
     let ctx = s.parent !== undefined && spans.length ? trace.setSpan(ROOT_CONTEXT, spans[s.parent % spans.length]) : ROOT_CONTEXT;
+    if (s.remote) {
+      const traceFlags = s.remote === 'sampled' ? TraceFlags.SAMPLED : TraceFlags.NONE;
+      ctx = trace.setSpanContext(ROOT_CONTEXT, { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags, isRemote: true });
+    }
     if (s.suppressed) ctx = suppressTracing(ctx);
     return ctx;
   };
@@ -367,5 +377,43 @@ describe('RecordingTracerProvider, side by side with the SDK', () => {
     expect(inner).toBeDefined();
     expect(trace.getActiveSpan()).toBeUndefined();
     expect(tracer.startActiveSpan('with options', { kind: SpanKind.SERVER }, (s) => (s as unknown as RecordedSpan).kind)).toBe(SpanKind.SERVER);
+  });
+
+  it("samples under its own spans by the parent's flag for every parent-based sampler of OTEL_TRACES_SAMPLER, without asking it", () => {
+    const saved = { name: process.env.OTEL_TRACES_SAMPLER, arg: process.env.OTEL_TRACES_SAMPLER_ARG };
+    try {
+      process.env.OTEL_TRACES_SAMPLER_ARG = '0.5';
+      for (const name of [undefined, 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio']) {
+        if (name === undefined) delete process.env.OTEL_TRACES_SAMPLER;
+        else process.env.OTEL_TRACES_SAMPLER = name;
+        expect([name, parentFlagDecides(samplerFromEnv())]).toEqual([name, true]);
+      }
+    } finally {
+      if (saved.name === undefined) delete process.env.OTEL_TRACES_SAMPLER;
+      else process.env.OTEL_TRACES_SAMPLER = saved.name;
+      if (saved.arg === undefined) delete process.env.OTEL_TRACES_SAMPLER_ARG;
+      else process.env.OTEL_TRACES_SAMPLER_ARG = saved.arg;
+    }
+    class Sampling extends AlwaysOnSampler {}
+    expect(parentFlagDecides(new ParentBasedSampler({ root: new AlwaysOnSampler(), localParentSampled: new Sampling() }))).toBe(false);
+    expect(parentFlagDecides(new AlwaysOnSampler())).toBe(false);
+
+    const sampler = new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.5) });
+    const asked = jest.spyOn(sampler, 'shouldSample');
+    const { processor, seen } = capture();
+    const tracer = new RecordingTracerProvider({ resource, sampler, spanProcessors: [processor] }).getTracer('t');
+    const roots = Array.from({ length: 200 }, () => tracer.startSpan('root', {}, ROOT_CONTEXT));
+    for (const r of roots) {
+      const child = tracer.startSpan('child', {}, trace.setSpan(ROOT_CONTEXT, r));
+      expect([child.isRecording(), child.spanContext().traceFlags, child.spanContext().traceId]).toEqual([
+        r.isRecording(),
+        r.spanContext().traceFlags,
+        r.spanContext().traceId,
+      ]);
+      tracer.startSpan('grandchild', {}, trace.setSpan(ROOT_CONTEXT, child)).end();
+      child.end();
+    }
+    expect(asked).toHaveBeenCalledTimes(200);
+    expect(seen.ended.length).toBe(2 * roots.filter((r) => r.isRecording()).length);
   });
 });

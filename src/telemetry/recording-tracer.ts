@@ -36,7 +36,19 @@ import {
   otperformance,
 } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
-import { ReadableSpan, Sampler, SamplingDecision, Span as SdkSpan, SpanLimits, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  ParentBasedSampler,
+  ReadableSpan,
+  Sampler,
+  SamplingDecision,
+  SamplingResult,
+  Span as SdkSpan,
+  SpanLimits,
+  SpanProcessor,
+  TimedEvent,
+} from '@opentelemetry/sdk-trace';
 import { randomFillSync } from 'node:crypto';
 import type { IdWords } from './otlp-trace-encoder';
 
@@ -129,11 +141,29 @@ export function resolvedSpanLimits(limits: SpanLimits = {}): ResolvedSpanLimits 
 interface Shared {
   resource: Resource;
   sampler: Sampler;
+  /** Whether the sampler's answer under a local parent is the parent's sampled flag (`parentFlagDecides`). */
+  localParentDecides: boolean;
   limits: ResolvedSpanLimits;
   processor: SpanProcessor;
 }
 
 const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET }) as SpanStatus;
+const RECORD_AND_SAMPLED: SamplingResult = Object.freeze({ decision: SamplingDecision.RECORD_AND_SAMPLED });
+const NOT_RECORD: SamplingResult = Object.freeze({ decision: SamplingDecision.NOT_RECORD });
+
+/**
+ * Whether `sampler` is the SDK's parent-based sampler with its default samplers for a local
+ * parent (always-on under a sampled one, always-off under any other): every OTEL_TRACES_SAMPLER
+ * value named `parentbased_*` is. Its answer under a local parent is then the parent's sampled
+ * flag and nothing more (no attributes, no trace state). The delegates are read by their exact
+ * classes (a subclass may answer otherwise); fields the SDK might rename answer false, and spans
+ * are then sampled by the sampler itself, as before.
+ */
+export function parentFlagDecides(sampler: Sampler): boolean {
+  if (!(sampler instanceof ParentBasedSampler)) return false;
+  const delegates = sampler as unknown as { _localParentSampled?: object; _localParentNotSampled?: object };
+  return delegates._localParentSampled?.constructor === AlwaysOnSampler && delegates._localParentNotSampled?.constructor === AlwaysOffSampler;
+}
 
 /** The SDK's checks of an attribute map, in one pass: valid keys and values, arrays copied. */
 function sanitized(attributes: Attributes | undefined): Attributes {
@@ -434,6 +464,45 @@ export class RecordedSpan implements SdkSpan, IdWords {
   }
 }
 
+/**
+ * A span the sampler did not record: the API's non-recording span (`trace.wrapSpanContext`), as
+ * the SDK returns one, of a class of its own so that its children know its ids valid and local
+ * without checking them.
+ */
+class UnrecordedSpan implements ApiSpan {
+  constructor(private readonly context: SpanContext) {}
+
+  spanContext(): SpanContext {
+    return this.context;
+  }
+  setAttribute(): this {
+    return this;
+  }
+  setAttributes(): this {
+    return this;
+  }
+  addEvent(): this {
+    return this;
+  }
+  addLink(): this {
+    return this;
+  }
+  addLinks(): this {
+    return this;
+  }
+  setStatus(): this {
+    return this;
+  }
+  updateName(): this {
+    return this;
+  }
+  end(): void {}
+  isRecording(): boolean {
+    return false;
+  }
+  recordException(): void {}
+}
+
 class RecordingTracer implements Tracer {
   constructor(
     private readonly shared: Shared,
@@ -453,24 +522,28 @@ class RecordingTracer implements Tracer {
     const spanWords = drawnWord >= 0;
     const spanWord0 = spanWords ? poolWords[drawnWord] : 0;
     const spanWord1 = spanWords ? poolWords[drawnWord + 1] : 0;
-    // A span of this provider has valid ids by construction; any other parent (a remote one from
-    // `traceparent`, a wrapped context) is checked as the SDK checks it.
+    // A span of this provider (recorded or not) has valid ids by construction and is never remote;
+    // any other parent (a remote one from `traceparent`, a wrapped context) is checked as the SDK
+    // checks it.
     const recordedParent = parentSpan instanceof RecordedSpan ? parentSpan : undefined;
-    const valid = parent !== undefined && (recordedParent !== undefined || trace.isSpanContextValid(parent));
+    const ownParent = recordedParent !== undefined || parentSpan instanceof UnrecordedSpan;
+    const valid = parent !== undefined && (ownParent || trace.isSpanContextValid(parent));
     const traceId = valid ? parent.traceId : randomHex(32);
-    let traceWords: TraceWords | undefined;
-    if (!valid) {
-      if (drawnWord >= 0) traceWords = { w0: poolWords[drawnWord], w1: poolWords[drawnWord + 1], w2: poolWords[drawnWord + 2], w3: poolWords[drawnWord + 3] };
-    } else if (recordedParent !== undefined) {
-      traceWords = recordedParent.idWords === 0 ? undefined : recordedParent.traceWords;
-    } else if (LITTLE_ENDIAN) {
-      traceWords = { w0: wordOf(traceId, 0), w1: wordOf(traceId, 8), w2: wordOf(traceId, 16), w3: wordOf(traceId, 24) };
-    }
+    const rootWords: TraceWords | undefined =
+      !valid && drawnWord >= 0 ? { w0: poolWords[drawnWord], w1: poolWords[drawnWord + 1], w2: poolWords[drawnWord + 2], w3: poolWords[drawnWord + 3] } : undefined;
     let traceState = valid ? parent.traceState : undefined;
     const kind = options.kind ?? SpanKind.INTERNAL;
     const links = options.links?.length ? options.links.map((link) => ({ context: link.context, attributes: sanitized(link.attributes) })) : [];
     const attributes = sanitized(options.attributes);
-    const sampling = this.shared.sampler.shouldSample(ctx, traceId, name, kind, attributes, links);
+    // Under a parent of this provider, the default parent-based sampler's answer is the parent's
+    // sampled flag (its local-parent samplers are the SDK's always-on and always-off, which answer
+    // nothing else): the same decision without the sampler's two hex checks of the parent's ids.
+    const sampling: SamplingResult =
+      ownParent && this.shared.localParentDecides
+        ? parent!.traceFlags & TraceFlags.SAMPLED
+          ? RECORD_AND_SAMPLED
+          : NOT_RECORD
+        : this.shared.sampler.shouldSample(ctx, traceId, name, kind, attributes, links);
     traceState = sampling.traceState ?? traceState;
     const spanContext: SpanContext = {
       traceId,
@@ -480,11 +553,22 @@ class RecordingTracer implements Tracer {
     };
     if (sampling.decision === SamplingDecision.NOT_RECORD) {
       diag.debug('Recording is off, propagating context in a non-recording span');
-      return trace.wrapSpanContext(spanContext);
+      return new UnrecordedSpan(spanContext);
     }
     // The sampler may add attributes (and may have changed the map it was given), as in the SDK.
     const initial = sampling.attributes ? sanitized(Object.assign(attributes, sampling.attributes)) : attributes;
     const span = new RecordedSpan(this.shared, this.scope, spanContext, name, kind, valid ? parent : undefined, initial, links, options.startTime);
+    // The ids as words for the encoder: drawn with the span, or read once per trace from a parent's
+    // hex (a remote parent's, or an unrecorded one's: only spans that are recorded pay for it).
+    const traceWords = !valid
+      ? rootWords
+      : recordedParent !== undefined
+        ? recordedParent.idWords === 0
+          ? undefined
+          : recordedParent.traceWords
+        : LITTLE_ENDIAN
+          ? { w0: wordOf(traceId, 0), w1: wordOf(traceId, 8), w2: wordOf(traceId, 16), w3: wordOf(traceId, 24) }
+          : undefined;
     if (spanWords && traceWords !== undefined) {
       span.traceWords = traceWords;
       span.spanWord0 = spanWord0;
@@ -553,6 +637,7 @@ export class RecordingTracerProvider implements TracerProvider {
     this.shared = {
       resource: options.resource,
       sampler: options.sampler,
+      localParentDecides: parentFlagDecides(options.sampler),
       limits: resolvedSpanLimits(options.spanLimits),
       processor: fanOut(options.spanProcessors),
     };
