@@ -61,7 +61,7 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   const fd = openSync(logFile, 'a');
   const started = Date.now();
   // BENCH_PROFILE=<dir>: every server writes a V8 CPU profile of its whole life to <dir>/<name>/ when
-  // it stops (open it in Chrome DevTools, or summarize it with bench/profile-summary.js).
+  // it stops (open it in Chrome DevTools, or summarize it with bench/profile-summary.ts).
   const profile = process.env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${join(process.env.BENCH_PROFILE, options.name)}`] : [];
   const child = spawn(process.execPath, [...profile, '-r', '@swc-node/register', '-r', join(ROOT, 'bench', 'lib', 'orphan-guard.js'), options.script], {
     cwd: options.root ?? ROOT,
