@@ -31,7 +31,8 @@ interface Profile {
 const args = process.argv.slice(2);
 const option = (name: string) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const files = args.filter((a) => !a.startsWith('--'));
-if (files.length < 1 || files.length > 2) throw new Error('usage: profile-summary <a.cpuprofile> [<b.cpuprofile>] [--from=s[,s]] [--units=n[,n]] [--top=n] [--timeline]');
+if (files.length < 1 || files.length > 2)
+  throw new Error('usage: profile-summary <a.cpuprofile> [<b.cpuprofile>] [--from=s[,s]] [--units=n[,n]] [--top=n] [--timeline]');
 const perFile = (value: string | undefined, fallback: number) => {
   const parts = (value ?? '').split(',').filter(Boolean).map(Number);
   if (parts.some((n) => !Number.isFinite(n) || n < 0)) throw new Error(`not a number: ${value}`);

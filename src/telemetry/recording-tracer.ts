@@ -530,7 +530,9 @@ class RecordingTracer implements Tracer {
     const valid = parent !== undefined && (ownParent || trace.isSpanContextValid(parent));
     const traceId = valid ? parent.traceId : randomHex(32);
     const rootWords: TraceWords | undefined =
-      !valid && drawnWord >= 0 ? { w0: poolWords[drawnWord], w1: poolWords[drawnWord + 1], w2: poolWords[drawnWord + 2], w3: poolWords[drawnWord + 3] } : undefined;
+      !valid && drawnWord >= 0
+        ? { w0: poolWords[drawnWord], w1: poolWords[drawnWord + 1], w2: poolWords[drawnWord + 2], w3: poolWords[drawnWord + 3] }
+        : undefined;
     let traceState = valid ? parent.traceState : undefined;
     const kind = options.kind ?? SpanKind.INTERNAL;
     const links = options.links?.length ? options.links.map((link) => ({ context: link.context, attributes: sanitized(link.attributes) })) : [];
