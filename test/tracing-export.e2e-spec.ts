@@ -269,16 +269,20 @@ describe('traces exported over OTLP by the server process', () => {
       mcpServers: [{ connection: connection.id, tools: ['lookup'] }],
     });
 
-    const traceId = randomBytes(16).toString('hex');
-    const seenBefore = vendor.traceparents.length;
-    await http
-      .post(`/api/v1/agents/${agentId}/tool-calls`)
-      .set(...as(agent))
-      .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
-      .send({ tool: 'lookup', arguments: { id: 'c-1' } })
-      .expect(200);
+    /** Calls the vendor's `lookup` in the caller's trace; answers the `traceparent`s the vendor got. */
+    async function lookup(id: string, traceparent: string): Promise<(string | undefined)[]> {
+      const before = vendor.traceparents.length;
+      await http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...as(agent))
+        .set('traceparent', traceparent)
+        .send({ tool: 'lookup', arguments: { id } })
+        .expect(200);
+      return vendor.traceparents.slice(before);
+    }
 
-    const sent = vendor.traceparents.slice(seenBefore);
+    const traceId = randomBytes(16).toString('hex');
+    const sent = await lookup('c-1', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
     // An outgoing HTTP request's span (a database query's is a CLIENT span too).
     const isHttpClient = (s: OtlpSpan) => s.kind === 3 && s.scope === '@opentelemetry/instrumentation-undici';
     const spans = await spansOf(traceId, (s) => s.some((x) => x.name === 'execute_tool lookup') && s.filter(isHttpClient).length >= sent.length);
@@ -305,14 +309,7 @@ describe('traces exported over OTLP by the server process', () => {
     // exported.
     const unsampled = randomBytes(16).toString('hex');
     const callerSpan = randomBytes(8).toString('hex');
-    const before = vendor.traceparents.length;
-    await http
-      .post(`/api/v1/agents/${agentId}/tool-calls`)
-      .set(...as(agent))
-      .set('traceparent', `00-${unsampled}-${callerSpan}-00`)
-      .send({ tool: 'lookup', arguments: { id: 'c-2' } })
-      .expect(200);
-    const forwarded = vendor.traceparents.slice(before);
+    const forwarded = await lookup('c-2', `00-${unsampled}-${callerSpan}-00`);
     expect(forwarded.length).toBeGreaterThan(0);
     for (const header of forwarded) {
       const [version, trace, parent, flags] = header!.split('-');
@@ -322,12 +319,7 @@ describe('traces exported over OTLP by the server process', () => {
     }
     // A sampled request made after it is exported: had the unsampled one been, it would be too.
     const after = randomBytes(16).toString('hex');
-    await http
-      .post(`/api/v1/agents/${agentId}/tool-calls`)
-      .set(...as(agent))
-      .set('traceparent', `00-${after}-${randomBytes(8).toString('hex')}-01`)
-      .send({ tool: 'lookup', arguments: { id: 'c-3' } })
-      .expect(200);
+    await lookup('c-3', `00-${after}-${randomBytes(8).toString('hex')}-01`);
     expect((await spansOf(after, (s) => s.some((x) => x.name === 'execute_tool lookup'))).length).toBeGreaterThan(0);
     expect(received.filter((s) => s.traceId === unsampled)).toEqual([]);
   });

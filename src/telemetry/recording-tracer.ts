@@ -465,43 +465,13 @@ export class RecordedSpan implements SdkSpan, IdWords {
 }
 
 /**
- * A span the sampler did not record: the API's non-recording span (`trace.wrapSpanContext`), as
- * the SDK returns one, of a class of its own so that its children know its ids valid and local
- * without checking them.
+ * A span the sampler did not record: the API's own non-recording span (what `trace.wrapSpanContext`
+ * makes, as the SDK returns one), of a subclass of the recorder's so that its children know its
+ * ids valid and local without checking them. The API does not export the class; its instances
+ * name it.
  */
-class UnrecordedSpan implements ApiSpan {
-  constructor(private readonly context: SpanContext) {}
-
-  spanContext(): SpanContext {
-    return this.context;
-  }
-  setAttribute(): this {
-    return this;
-  }
-  setAttributes(): this {
-    return this;
-  }
-  addEvent(): this {
-    return this;
-  }
-  addLink(): this {
-    return this;
-  }
-  addLinks(): this {
-    return this;
-  }
-  setStatus(): this {
-    return this;
-  }
-  updateName(): this {
-    return this;
-  }
-  end(): void {}
-  isRecording(): boolean {
-    return false;
-  }
-  recordException(): void {}
-}
+const NonRecordingSpan = trace.wrapSpanContext(INVALID_SPAN_CONTEXT).constructor as new (context: SpanContext) => ApiSpan;
+class UnrecordedSpan extends NonRecordingSpan {}
 
 class RecordingTracer implements Tracer {
   constructor(
