@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, OnApplicationShutdown } from '@nestjs/common';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
@@ -42,8 +42,10 @@ const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.2
  * labels and their bounds stay in this one file.
  */
 @Injectable()
-export class Metrics {
+export class Metrics implements OnApplicationShutdown {
   readonly registry = new Registry();
+  /** Stops the default metrics' event-loop monitor and GC observer (see collectStoppableDefaultMetrics). */
+  private readonly stopDefaultMetrics: () => void;
 
   private readonly httpRequests = new Counter({
     name: 'http_requests_total',
@@ -153,7 +155,11 @@ export class Metrics {
 
   constructor() {
     // Process metrics (CPU, memory, handles, GC) and event-loop lag (nodejs_eventloop_lag_*).
-    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 20 });
+    this.stopDefaultMetrics = collectStoppableDefaultMetrics(this.registry);
+  }
+
+  onApplicationShutdown(): void {
+    this.stopDefaultMetrics();
   }
 
   /** One answered HTTP request. `route` is the router's template, or undefined when no route matched. */
@@ -262,4 +268,48 @@ export class Metrics {
 /** Statuses come from code, but a label must never grow without bound even if a caller passes data. */
 function boundedWord(value: string): string {
   return /^[a-z_]{1,32}$/.test(value) ? value : 'other';
+}
+
+/**
+ * prom-client's default metrics, and a function that stops what they leave running.
+ *
+ * `collectDefaultMetrics` starts an event-loop delay monitor (a native timer sampling every 20 ms)
+ * and a PerformanceObserver of garbage collections, and offers no way to stop either
+ * (prometheus/client_js#494 and #500, open in 15.x). Each also holds the async context it was made
+ * in, and through it the whole application: every app a process made and closed stayed in memory
+ * and kept both running. A Jest worker that had run sixty test files held 2 GB of heap, answered
+ * every collection sixty times, and took longer than Jest's half second to exit. Both are captured
+ * as prom-client makes them (it reads them off `perf_hooks` when called, and nothing else runs
+ * meanwhile: the swap is synchronous and undone before returning) and stopped when the app closes.
+ */
+export function collectStoppableDefaultMetrics(register: Registry): () => void {
+  // The module object itself (an import would be a copy of its bindings): prom-client reads it.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const perfHooks = require('node:perf_hooks') as typeof import('node:perf_hooks');
+  const stops: Array<() => void> = [];
+  const { monitorEventLoopDelay, PerformanceObserver } = perfHooks;
+  perfHooks.monitorEventLoopDelay = (options) => {
+    const histogram = monitorEventLoopDelay(options);
+    stops.push(() => histogram.disable());
+    return histogram;
+  };
+  perfHooks.PerformanceObserver = class StoppablePerformanceObserver extends PerformanceObserver {
+    constructor(callback: ConstructorParameters<typeof PerformanceObserver>[0]) {
+      super(callback);
+      stops.push(() => this.disconnect());
+    }
+  };
+  const stop = () => {
+    for (const s of stops.splice(0)) s();
+  };
+  try {
+    collectDefaultMetrics({ register, eventLoopMonitoringPrecision: 20 });
+  } catch (err) {
+    stop(); // what was started before the failure
+    throw err;
+  } finally {
+    perfHooks.monitorEventLoopDelay = monitorEventLoopDelay;
+    perfHooks.PerformanceObserver = PerformanceObserver;
+  }
+  return stop;
 }
