@@ -1,7 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { connect, Socket } from 'node:net';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { collectGarbage } from './support/gc';
 import { createTestApp, TestApp } from './support/test-app';
 
 /**
@@ -68,12 +67,10 @@ async function inContextHoldingTheApp(): Promise<WeakRef<object>> {
 
 /** Whether what `ref` points to is garbage-collected within a few full collections. */
 async function collected(ref: WeakRef<object>): Promise<boolean> {
-  setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
   for (let i = 0; i < 10 && ref.deref(); i++) {
     // Between collections, let what the close scheduled (sockets closing, timers cleared) run.
     await new Promise((r) => setTimeout(r, 20));
-    gc();
+    collectGarbage();
   }
   return ref.deref() === undefined;
 }

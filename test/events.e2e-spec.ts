@@ -1,9 +1,8 @@
 import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { EventLogRepository } from '../src/events/event-log.repository';
 import { EventStreamService } from '../src/events/event-stream.service';
+import { collectGarbage } from './support/gc';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -244,8 +243,6 @@ describe('GET /events (e2e)', () => {
 
   it('100 idle subscribers cost little memory', async () => {
     const streams = t.app.get(EventStreamService);
-    setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc') as () => void;
     const open100 = async () => {
       const opened = [];
       for (let i = 0; i < 100; i++) opened.push(await stream(i % 2 ? org : other, '', {}, i % 3 ? 'admin' : 'approver'));
@@ -258,13 +255,13 @@ describe('GET /events (e2e)', () => {
     open.splice(0);
     for (let i = 0; i < 100 && streams.openStreams > 0; i++) await new Promise((r) => setTimeout(r, 20));
     await new Promise((r) => setTimeout(r, 100));
-    gc();
-    gc();
+    collectGarbage();
+    collectGarbage();
     const before = process.memoryUsage();
     const clients = await open100();
     expect(streams.openStreams).toBe(100);
-    gc();
-    gc();
+    collectGarbage();
+    collectGarbage();
     const after = process.memoryUsage();
     // Client and server share this process: the figure holds both ends of 100 connections.
     const heapPerStream = (after.heapUsed - before.heapUsed) / 100;

@@ -1,10 +1,6 @@
 import { Registry } from 'prom-client';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
+import { collectGarbage } from '../../test/support/gc';
 import { collectStoppableDefaultMetrics } from './metrics';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
 
 /** Collections of every kind observed so far in `registry`, as a scrape reports them. */
 async function collectionsSeen(registry: Registry): Promise<number> {
@@ -13,8 +9,8 @@ async function collectionsSeen(registry: Registry): Promise<number> {
 }
 
 /** A full collection, and time for the observer's entries to be delivered. */
-async function collectGarbage(): Promise<void> {
-  gc();
+async function collectAndSettle(): Promise<void> {
+  collectGarbage();
   await new Promise((r) => setTimeout(r, 50));
 }
 
@@ -22,13 +18,13 @@ describe('the default metrics', () => {
   it('observe collections and the event loop until stopped, and nothing after', async () => {
     const registry = new Registry();
     const stop = collectStoppableDefaultMetrics(registry);
-    await collectGarbage();
+    await collectAndSettle();
     const whileRunning = await collectionsSeen(registry);
     expect(whileRunning).toBeGreaterThan(0);
     expect(await registry.metrics()).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
 
     stop();
-    await collectGarbage();
+    await collectAndSettle();
     expect(await collectionsSeen(registry)).toBe(whileRunning);
     stop(); // a second stop (a second shutdown hook) is harmless
   });
