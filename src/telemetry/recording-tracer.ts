@@ -124,6 +124,15 @@ function wordOf(hex: string, at: number): number {
   );
 }
 
+/**
+ * A child's trace id as the encoder's words: its recorded parent's, or read once from the hex of
+ * any other parent (a remote one, or one left unrecorded: only spans that are recorded pay for it).
+ */
+function inheritedTraceWords(recordedParent: RecordedSpan | undefined, traceId: string): TraceWords | undefined {
+  if (recordedParent !== undefined) return recordedParent.idWords === 0 ? undefined : recordedParent.traceWords;
+  return LITTLE_ENDIAN ? { w0: wordOf(traceId, 0), w1: wordOf(traceId, 8), w2: wordOf(traceId, 16), w3: wordOf(traceId, 24) } : undefined;
+}
+
 /** Span limits with the SDK's defaults filled in (TracerProvider's constructor). */
 export type ResolvedSpanLimits = Required<SpanLimits>;
 
@@ -530,17 +539,7 @@ class RecordingTracer implements Tracer {
     // The sampler may add attributes (and may have changed the map it was given), as in the SDK.
     const initial = sampling.attributes ? sanitized(Object.assign(attributes, sampling.attributes)) : attributes;
     const span = new RecordedSpan(this.shared, this.scope, spanContext, name, kind, valid ? parent : undefined, initial, links, options.startTime);
-    // The ids as words for the encoder: drawn with the span, or read once per trace from a parent's
-    // hex (a remote parent's, or an unrecorded one's: only spans that are recorded pay for it).
-    const traceWords = !valid
-      ? rootWords
-      : recordedParent !== undefined
-        ? recordedParent.idWords === 0
-          ? undefined
-          : recordedParent.traceWords
-        : LITTLE_ENDIAN
-          ? { w0: wordOf(traceId, 0), w1: wordOf(traceId, 8), w2: wordOf(traceId, 16), w3: wordOf(traceId, 24) }
-          : undefined;
+    const traceWords = valid ? inheritedTraceWords(recordedParent, traceId) : rootWords;
     if (spanWords && traceWords !== undefined) {
       span.traceWords = traceWords;
       span.spanWord0 = spanWord0;
