@@ -84,6 +84,31 @@ describe('runTool', () => {
     expect(signal!.aborted).toBe(true);
   });
 
+  it('hands a tool that reads the signal only after the timeout one already aborted, with the reason', async () => {
+    let late: AbortSignal | undefined;
+    let read: () => void = () => undefined;
+    const slow = tool((_args, ctx) => new Promise<void>((resolve) => (read = () => ((late = ctx.signal), resolve()))));
+    const out = await runTool(slow, {}, context, 10, fail);
+    expect(out).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    read();
+    expect(late!.aborted).toBe(true);
+    expect(late!.reason).toBeInstanceOf(ToolError);
+    expect((late!.reason as ToolError).code).toBe('timeout');
+  });
+
+  it('gives the same signal on every read, and in a copy of the context', async () => {
+    const seen: AbortSignal[] = [];
+    const slow = tool((_args, ctx) => {
+      const copy = { ...ctx };
+      seen.push(ctx.signal, ctx.signal, copy.signal);
+      return new Promise((_resolve, reject) => copy.signal.addEventListener('abort', () => reject(copy.signal.reason)));
+    });
+    const out = await runTool(slow, {}, context, 10, fail);
+    expect(out).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    expect(new Set(seen).size).toBe(1);
+    expect(seen[0].aborted).toBe(true);
+  });
+
   it('discards the late result of a tool that ignores the signal', async () => {
     let finish: (v: unknown) => void = () => undefined;
     const stubborn = tool(() => new Promise((resolve) => (finish = resolve)));

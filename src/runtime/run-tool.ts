@@ -27,24 +27,44 @@ export async function runTool(
   timeoutMs: number,
   onUnexpected: (err: unknown) => void,
 ): Promise<ToolOutcome> {
-  const controller = new AbortController();
-  let timedOut = false;
+  // The signal is made when the tool first reads it: most tools never do (the builtins that only
+  // read the database), and an AbortSignal cost several µs a call to make (docs/benchmarks.md). One
+  // read after the timeout is already aborted, with the same reason.
+  // Every field written out: a spread followed by another property is a slow object to build
+  // (docs/design.md, stack notes), and a getter in the literal keeps `signal` an own property, so a
+  // tool that copies its context (`{ ...ctx }`) copies the signal too.
+  let controller: AbortController | undefined;
+  let timeout: ToolError | undefined;
+  const ctx: ToolContext = {
+    orgId: context.orgId,
+    agentId: context.agentId,
+    version: context.version,
+    callId: context.callId,
+    runId: context.runId,
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (timeout) controller.abort(timeout);
+      }
+      return controller.signal;
+    },
+  };
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      timedOut = true;
-      controller.abort(new ToolError('timeout', `The tool did not finish within ${timeoutMs} ms.`));
-      reject(controller.signal.reason);
+      timeout = new ToolError('timeout', `The tool did not finish within ${timeoutMs} ms.`);
+      controller?.abort(timeout);
+      reject(timeout);
     }, timeoutMs);
   });
   try {
     // `then` turns a synchronous throw into a rejection, so both kinds of failure land below.
-    const running = Promise.resolve().then(() => tool.execute(args, { ...context, signal: controller.signal }));
+    const running = Promise.resolve().then(() => tool.execute(args, ctx));
     running.catch(() => undefined); // a late failure after the timeout must not be unhandled
     const value = await Promise.race([running, deadline]);
     return { status: 'succeeded', ...applyOutputBudget(value, tool.declaration) };
   } catch (err) {
-    if (timedOut) return { status: 'failed', error: { code: 'timeout', message: `The tool did not finish within ${timeoutMs} ms.` } };
+    if (timeout) return { status: 'failed', error: { code: 'timeout', message: `The tool did not finish within ${timeoutMs} ms.` } };
     if (err instanceof UnusableResultError) return { status: 'failed', error: { code: err.code, message: err.message } };
     if (err instanceof ToolError) {
       const code = typeof err.code === 'string' && SAFE_CODE.test(err.code) ? err.code : 'tool_error';
