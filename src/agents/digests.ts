@@ -1,10 +1,10 @@
 import { canonicalize } from 'json-canonicalize';
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ToolRisk } from '../capabilities/capability.types';
 
 /** SHA-256 hex of the RFC 8785 canonical JSON: equal meaning, equal hash, whatever the key order. */
 export function canonicalHash(value: unknown): string {
-  return createHash('sha256').update(canonicalize(value), 'utf8').digest('hex');
+  return hash('sha256', canonicalize(value), 'hex');
 }
 
 /** What a published version pins of each tool it offers: exactly what the model and the approver saw. */
