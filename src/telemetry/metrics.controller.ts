@@ -1,8 +1,8 @@
 import { Controller, Get, Inject, Req, Res } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { PublicRoute } from '../auth/access.decorator';
+import { tokensEqual } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
@@ -17,14 +17,14 @@ import { Metrics } from './metrics';
 @ApiTags('operations')
 @Controller('metrics')
 export class MetricsController {
-  private readonly tokenDigest?: Buffer;
+  private readonly token?: string;
 
   constructor(
     private readonly metrics: Metrics,
     private readonly limiter: RateLimiter,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
-    if (config.metricsToken) this.tokenDigest = digest(config.metricsToken);
+    this.token = config.metricsToken || undefined;
   }
 
   @Get()
@@ -34,10 +34,10 @@ export class MetricsController {
   @ApiOkResponse({ description: 'Prometheus text format 0.0.4.', schema: { type: 'string' } })
   @ApiUnauthorizedResponse(ProblemResponse('METRICS_TOKEN is set and the request does not carry it (`unauthorized`).'))
   async scrape(@Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
-    if (this.tokenDigest) {
+    if (this.token) {
       const match = /^Bearer\s+(\S{1,512})\s*$/i.exec(request.headers.authorization ?? '');
-      // Digests of equal length, so the comparison takes the same time whatever was sent.
-      if (!match || !timingSafeEqual(digest(match[1]), this.tokenDigest)) {
+      // Compared by digest, so the comparison takes the same time whatever was sent.
+      if (!match || !tokensEqual(match[1], this.token)) {
         // Guessing the metrics token counts against the address like guessing an API key.
         await this.limiter.recordAuthFailure(request.ip);
         throw ApiError.unauthorized();
@@ -46,8 +46,4 @@ export class MetricsController {
     void reply.header('content-type', this.metrics.contentType).header('cache-control', 'no-store');
     return this.metrics.scrape();
   }
-}
-
-function digest(token: string): Buffer {
-  return createHash('sha256').update(token).digest();
 }
