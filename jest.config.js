@@ -34,6 +34,12 @@ module.exports = {
   // handle was left open). Recycled past this heap, the workers ended the suite at 70 to 240 MB and
   // exited in under 80 ms, in the same total time (eight recycles in a run).
   workerIdleMemoryLimit: '768MB',
+  // Below that limit a worker still ends the suite with 600 MB of heap or so, and its exit, once
+  // Jest tells it to end, outlasted the half second Jest waits by default: the warning came back in
+  // CI and in a run that logged the workers' end (2026-12-03), with no handle open (their event
+  // loops were empty, their 'exit' events within a millisecond of Jest's end message). A test that
+  // leaves a handle open still gets the warning: it keeps the worker alive longer than this.
+  workerGracefulExitTimeout: 3000,
   collectCoverageFrom: ['src/**/*.ts', '!src/**/*.spec.ts', '!src/**/*.e2e-spec.ts', '!src/main.ts'],
   coverageThreshold: {
     './src/capabilities/': { lines: 100, branches: 100, functions: 100, statements: 100 },
