@@ -64,7 +64,7 @@ export async function runTool(
     const value = await Promise.race([running, deadline]);
     return { status: 'succeeded', ...applyOutputBudget(value, tool.declaration) };
   } catch (err) {
-    if (timeout) return { status: 'failed', error: { code: 'timeout', message: `The tool did not finish within ${timeoutMs} ms.` } };
+    if (timeout) return { status: 'failed', error: { code: 'timeout', message: timeout.message } };
     if (err instanceof UnusableResultError) return { status: 'failed', error: { code: err.code, message: err.message } };
     if (err instanceof ToolError) {
       const code = typeof err.code === 'string' && SAFE_CODE.test(err.code) ? err.code : 'tool_error';
