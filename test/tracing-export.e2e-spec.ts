@@ -22,14 +22,19 @@ jest.setTimeout(300_000);
 /** A span as the collector got it, whichever protocol carried it. */
 type OtlpSpan = DecodedSpan;
 
-describe('traces exported over OTLP by the server process', () => {
-  const received: OtlpSpan[] = [];
-  const contentTypes = new Set<string>();
-  let collector: Server;
-  let server: ServerProcess;
-  let vendor: FixtureMcpServer;
-  const adminToken = 'cpa_trace_' + 'z'.repeat(24);
+/** A collector this test plays and a server process exporting to it, started before a describe's tests. */
+interface TracedServer {
+  server: ServerProcess;
+  /** Every span the collector got, in the order it got them. */
+  received: OtlpSpan[];
+  contentTypes: Set<string>;
+}
 
+const adminToken = 'cpa_trace_' + 'z'.repeat(24);
+
+function tracedServer(env: Record<string, string>): TracedServer {
+  const t = { received: [], contentTypes: new Set<string>() } as unknown as TracedServer;
+  let collector: Server;
   beforeAll(async () => {
     collector = createServer((req: IncomingMessage, res) => {
       const chunks: Buffer[] = [];
@@ -37,22 +42,21 @@ describe('traces exported over OTLP by the server process', () => {
       req.on('end', () => {
         const json = String(req.headers['content-type']).includes('json');
         if (req.url === '/v1/traces') {
-          contentTypes.add(String(req.headers['content-type']));
+          t.contentTypes.add(String(req.headers['content-type']));
           const body = Buffer.concat(chunks);
           if (json) {
             const doc = JSON.parse(body.toString()) as { resourceSpans: { scopeSpans: { scope?: { name: string }; spans: OtlpSpan[] }[] }[] };
-            for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) received.push(...ss.spans.map((s) => ({ ...s, scope: ss.scope?.name })));
+            for (const rs of doc.resourceSpans) for (const ss of rs.scopeSpans) t.received.push(...ss.spans.map((s) => ({ ...s, scope: ss.scope?.name })));
           } else {
-            received.push(...decodeTraceExportRequest(body));
+            t.received.push(...decodeTraceExportRequest(body));
           }
         }
         res.writeHead(200, { 'content-type': json ? 'application/json' : 'application/x-protobuf' }).end(json ? '{}' : '');
       });
     });
     await new Promise<void>((resolve) => collector.listen(0, '127.0.0.1', resolve));
-    vendor = await startFixtureMcpServer();
     const { port } = collector.address() as AddressInfo;
-    server = await startServerProcess(
+    t.server = await startServerProcess(
       {
         DATA_DIR: mkdtempSync(join(tmpdir(), 'cp-trace-')),
         PLATFORM_ADMIN_TOKEN: adminToken,
@@ -60,85 +64,99 @@ describe('traces exported over OTLP by the server process', () => {
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
         OTEL_BSP_SCHEDULE_DELAY: '100',
         OTEL_SERVICE_NAME: 'cp-trace-test',
-        EGRESS_ALLOWED_HOSTS: '127.0.0.1',
+        ...env,
       },
       'test/support/fixture-server.ts',
     );
   });
   afterAll(async () => {
-    if (server) await stopServerProcess(server);
-    await new Promise((resolve) => collector.close(resolve));
+    if (t.server) await stopServerProcess(t.server);
+    if (collector) await new Promise((resolve) => collector.close(resolve));
+  });
+  return t;
+}
+
+const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
+const attr = (s: OtlpSpan, key: string) => {
+  const v = s.attributes?.find((a) => a.key === key)?.value;
+  return v ? Object.values(v)[0] : undefined;
+};
+const isQuery = (s: OtlpSpan) => attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql';
+/** The spans of one trace, once `until` holds of them (or after ten seconds). */
+async function spansOf(t: TracedServer, traceId: string, until: (spans: OtlpSpan[]) => boolean): Promise<OtlpSpan[]> {
+  for (let i = 0; i < 100; i++) {
+    const spans = t.received.filter((s) => s.traceId === traceId);
+    if (until(spans)) return spans;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return t.received.filter((s) => s.traceId === traceId);
+}
+const descends = (spans: OtlpSpan[], span: OtlpSpan, ancestor: OtlpSpan): boolean => {
+  for (let s: OtlpSpan | undefined = span; s; s = spans.find((p) => p.spanId === s!.parentSpanId)) if (s.spanId === ancestor.spanId) return true;
+  return false;
+};
+
+/** An organization with one key per role asked for, through the server's own API. */
+async function orgWithKeys(t: TracedServer, slug: string, roles: string[], scopes: string[] = []): Promise<{ id: string; keys: Record<string, string> }> {
+  const http = request(t.server.url);
+  const org = (
+    await http
+      .post('/api/v1/orgs')
+      .set(...as(adminToken))
+      .send({ slug, name: slug, scopes })
+      .expect(201)
+  ).body;
+  const keys: Record<string, string> = {};
+  for (const role of roles) {
+    keys[role] = (
+      await http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as(adminToken))
+        .send({ name: role, roles: [role] })
+        .expect(201)
+    ).body.token;
+  }
+  return { id: org.id, keys };
+}
+
+/** An agent with this draft, published; answers its id. */
+async function publishedAgent(t: TracedServer, builder: string, slug: string, draft: object): Promise<string> {
+  const http = request(t.server.url);
+  const a = (
+    await http
+      .post('/api/v1/agents')
+      .set(...as(builder))
+      .send({ slug, name: slug })
+      .expect(201)
+  ).body;
+  await http
+    .put(`/api/v1/agents/${a.id}/draft`)
+    .set(...as(builder))
+    .send(draft)
+    .expect(200);
+  await http
+    .post(`/api/v1/agents/${a.id}/publish`)
+    .set(...as(builder))
+    .expect(201);
+  return a.id;
+}
+
+describe('traces exported over OTLP by the server process', () => {
+  const t = tracedServer({ EGRESS_ALLOWED_HOSTS: '127.0.0.1' });
+  const received = t.received;
+  let vendor: FixtureMcpServer;
+  beforeAll(async () => {
+    vendor = await startFixtureMcpServer();
+  });
+  afterAll(async () => {
     await vendor?.close();
   });
 
-  const as = (token: string) => ['Authorization', `Bearer ${token}`] as [string, string];
-  const attr = (s: OtlpSpan, key: string) => {
-    const v = s.attributes?.find((a) => a.key === key)?.value;
-    return v ? Object.values(v)[0] : undefined;
-  };
-  async function spansOf(traceId: string, until: (spans: OtlpSpan[]) => boolean): Promise<OtlpSpan[]> {
-    for (let i = 0; i < 100; i++) {
-      const spans = received.filter((s) => s.traceId === traceId);
-      if (until(spans)) return spans;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    return received.filter((s) => s.traceId === traceId);
-  }
-  const descends = (spans: OtlpSpan[], span: OtlpSpan, ancestor: OtlpSpan): boolean => {
-    for (let s: OtlpSpan | undefined = span; s; s = spans.find((p) => p.spanId === s!.parentSpanId)) if (s.spanId === ancestor.spanId) return true;
-    return false;
-  };
-
-  /** An organization with one key per role asked for, through the server's own API. */
-  async function orgWithKeys(slug: string, roles: string[], scopes: string[] = []): Promise<{ id: string; keys: Record<string, string> }> {
-    const http = request(server.url);
-    const org = (
-      await http
-        .post('/api/v1/orgs')
-        .set(...as(adminToken))
-        .send({ slug, name: slug, scopes })
-        .expect(201)
-    ).body;
-    const keys: Record<string, string> = {};
-    for (const role of roles) {
-      keys[role] = (
-        await http
-          .post(`/api/v1/orgs/${org.id}/api-keys`)
-          .set(...as(adminToken))
-          .send({ name: role, roles: [role] })
-          .expect(201)
-      ).body.token;
-    }
-    return { id: org.id, keys };
-  }
-
-  /** An agent with this draft, published; answers its id. */
-  async function publishedAgent(builder: string, slug: string, draft: object): Promise<string> {
-    const http = request(server.url);
-    const a = (
-      await http
-        .post('/api/v1/agents')
-        .set(...as(builder))
-        .send({ slug, name: slug })
-        .expect(201)
-    ).body;
-    await http
-      .put(`/api/v1/agents/${a.id}/draft`)
-      .set(...as(builder))
-      .send(draft)
-      .expect(200);
-    await http
-      .post(`/api/v1/agents/${a.id}/publish`)
-      .set(...as(builder))
-      .expect(201);
-    return a.id;
-  }
-
   it("continues the caller's trace through the server span, the tool call, its guards and its queries, and logs its id", async () => {
-    const http = request(server.url);
-    const org = await orgWithKeys('traced', ['builder', 'agent', 'approver']);
+    const http = request(t.server.url);
+    const org = await orgWithKeys(t, 'traced', ['builder', 'agent', 'approver']);
     const { builder, agent, approver } = org.keys;
-    const agentId = await publishedAgent(builder, 'traced', { instructions: 'x', capabilities: [{ id: 'fx-crash' }] });
+    const agentId = await publishedAgent(t, builder, 'traced', { instructions: 'x', capabilities: [{ id: 'fx-crash' }] });
 
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
@@ -149,13 +167,7 @@ describe('traces exported over OTLP by the server process', () => {
       .send({ tool: 'fx_crash_effect', arguments: { tag: 'traced', ms: 1 } })
       .expect(202);
 
-    const spans = await spansOf(
-      traceId,
-      (s) =>
-        s.some((x) => x.name === 'execute_tool fx_crash_effect') &&
-        s.some((x) => attr(x, 'db.system') === 'postgresql' || attr(x, 'db.system.name') === 'postgresql') &&
-        s.some((x) => x.kind === 2),
-    );
+    const spans = await spansOf(t, traceId, (s) => s.some((x) => x.name === 'execute_tool fx_crash_effect') && s.some(isQuery) && s.some((x) => x.kind === 2));
     // One span for the request (not one from node:http and another from Fastify), named by its route.
     const serverSpans = spans.filter((s) => s.kind === 2);
     expect(serverSpans).toHaveLength(1);
@@ -179,10 +191,10 @@ describe('traces exported over OTLP by the server process', () => {
       'tool_policy',
       'arguments',
     ]);
-    const queries = spans.filter((s) => attr(s, 'db.system') === 'postgresql' || attr(s, 'db.system.name') === 'postgresql');
+    const queries = spans.filter(isQuery);
     expect(queries.some((q) => descends(spans, q, call))).toBe(true);
 
-    const logged = server
+    const logged = t.server
       .output()
       .split('\n')
       .filter((l) => l.includes(`"trace_id":"${traceId}"`));
@@ -200,7 +212,7 @@ describe('traces exported over OTLP by the server process', () => {
       .send({})
       .expect(200);
     const lines = () =>
-      server
+      t.server
         .output()
         .split('\n')
         .filter((l) => l.includes(`"trace_id":"${approvalTrace}"`));
@@ -216,7 +228,7 @@ describe('traces exported over OTLP by the server process', () => {
     const partsTrace = randomBytes(16).toString('hex');
     const body = JSON.stringify({ tool: 'fx_crash_effect', arguments: { tag: 'in-parts', ms: 1 } });
     const status = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${server.url}/api/v1/agents/${agentId}/tool-calls`, {
+      const req = httpRequest(`${t.server.url}/api/v1/agents/${agentId}/tool-calls`, {
         method: 'POST',
         headers: {
           authorization: `Bearer ${agent}`,
@@ -235,7 +247,7 @@ describe('traces exported over OTLP by the server process', () => {
       setTimeout(() => req.end(body.slice(10)), 100);
     });
     expect(status).toBe(202);
-    const parts = await spansOf(partsTrace, (x) => x.some((y) => y.name === 'execute_tool fx_crash_effect') && x.some((y) => y.kind === 2));
+    const parts = await spansOf(t, partsTrace, (x) => x.some((y) => y.name === 'execute_tool fx_crash_effect') && x.some((y) => y.kind === 2));
     const partsCall = parts.find((x) => x.name === 'execute_tool fx_crash_effect');
     expect(partsCall).toBeDefined();
     expect(
@@ -248,8 +260,8 @@ describe('traces exported over OTLP by the server process', () => {
   });
 
   it("follows a tool call into a vendor's MCP server: a CLIENT span under the call, its traceparent sent on (sampled or not, as the caller's), the URL's secrets not exported", async () => {
-    const http = request(server.url);
-    const { admin, builder, agent } = (await orgWithKeys('traced-mcp', ['admin', 'builder', 'agent'], ['mcp:remote'])).keys;
+    const http = request(t.server.url);
+    const { admin, builder, agent } = (await orgWithKeys(t, 'traced-mcp', ['admin', 'builder', 'agent'], ['mcp:remote'])).keys;
     const connection = (
       await http
         .post('/api/v1/mcp-connections')
@@ -263,7 +275,7 @@ describe('traces exported over OTLP by the server process', () => {
       .set(...as(admin))
       .send({ risk: 'read_only' })
       .expect(200);
-    const agentId = await publishedAgent(builder, 'traced-mcp', {
+    const agentId = await publishedAgent(t, builder, 'traced-mcp', {
       instructions: 'x',
       capabilities: [],
       mcpServers: [{ connection: connection.id, tools: ['lookup'] }],
@@ -285,7 +297,7 @@ describe('traces exported over OTLP by the server process', () => {
     const sent = await lookup('c-1', `00-${traceId}-${randomBytes(8).toString('hex')}-01`);
     // An outgoing HTTP request's span (a database query's is a CLIENT span too).
     const isHttpClient = (s: OtlpSpan) => s.kind === 3 && s.scope === '@opentelemetry/instrumentation-undici';
-    const spans = await spansOf(traceId, (s) => s.some((x) => x.name === 'execute_tool lookup') && s.filter(isHttpClient).length >= sent.length);
+    const spans = await spansOf(t, traceId, (s) => s.some((x) => x.name === 'execute_tool lookup') && s.filter(isHttpClient).length >= sent.length);
     const call = spans.find((s) => s.name === 'execute_tool lookup')!;
     expect(call).toBeDefined();
     const clients = spans.filter(isHttpClient);
@@ -320,12 +332,41 @@ describe('traces exported over OTLP by the server process', () => {
     // A sampled request made after it is exported: had the unsampled one been, it would be too.
     const after = randomBytes(16).toString('hex');
     await lookup('c-3', `00-${after}-${randomBytes(8).toString('hex')}-01`);
-    expect((await spansOf(after, (s) => s.some((x) => x.name === 'execute_tool lookup'))).length).toBeGreaterThan(0);
+    expect((await spansOf(t, after, (s) => s.some((x) => x.name === 'execute_tool lookup'))).length).toBeGreaterThan(0);
     expect(received.filter((s) => s.traceId === unsampled)).toEqual([]);
   });
 
   it('exported with the default protocol, OTLP/protobuf, which the collector read whole', () => {
     expect(received.length).toBeGreaterThan(0);
-    expect([...contentTypes]).toEqual(['application/x-protobuf']);
+    expect([...t.contentTypes]).toEqual(['application/x-protobuf']);
+  });
+});
+
+describe('a server that leaves an instrumentation out (OTEL_NODE_DISABLED_INSTRUMENTATIONS)', () => {
+  const t = tracedServer({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg' });
+
+  it('still traces the request, the tool call and its guards, with no span for a statement', async () => {
+    const http = request(t.server.url);
+    const { builder, agent } = (await orgWithKeys(t, 'untraced-sql', ['builder', 'agent'])).keys;
+    const agentId = await publishedAgent(t, builder, 'untraced-sql', { instructions: 'x', capabilities: [{ id: 'fx-crash' }] });
+    const traceId = randomBytes(16).toString('hex');
+    const callerSpanId = randomBytes(8).toString('hex');
+    await http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...as(agent))
+      .set('traceparent', `00-${traceId}-${callerSpanId}-01`)
+      .send({ tool: 'fx_crash_effect', arguments: { tag: 'untraced-sql', ms: 1 } })
+      .expect(202);
+    const spans = await spansOf(t, traceId, (s) => s.some((x) => x.name === 'execute_tool fx_crash_effect') && s.some((x) => x.kind === 2));
+    const serverSpan = spans.find((s) => s.kind === 2)!;
+    expect(serverSpan.parentSpanId).toBe(callerSpanId);
+    const call = spans.find((s) => s.name === 'execute_tool fx_crash_effect')!;
+    expect(descends(spans, call, serverSpan)).toBe(true);
+    expect(spans.find((s) => s.name === 'guards')?.parentSpanId).toBe(call.spanId);
+    // The call's queries ran (the call was answered and stored) but made no span; a later export
+    // would have carried one, so the test waits past the next batch before it looks.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.received.filter(isQuery)).toEqual([]);
+    expect(t.received.some((s) => s.scope === '@opentelemetry/instrumentation-pg')).toBe(false);
   });
 });

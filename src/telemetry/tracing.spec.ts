@@ -1,4 +1,4 @@
-import { redactedUrlAttributes } from './tracing';
+import { instrumentationsFromEnv, redactedUrlAttributes } from './tracing';
 
 describe('the URL of an outgoing call, as a span records it', () => {
   it('keeps nothing to override when the URL hides nothing', () => {
@@ -21,5 +21,39 @@ describe('the URL of an outgoing call, as a span records it', () => {
 
   it('leaves a URL it cannot parse to the instrumentation, which skips it', () => {
     expect(redactedUrlAttributes('not a url', 'also not')).toEqual({});
+  });
+});
+
+describe('which instrumentations run, as OTEL_NODE_ENABLED_INSTRUMENTATIONS and OTEL_NODE_DISABLED_INSTRUMENTATIONS say', () => {
+  const enabled = (env: NodeJS.ProcessEnv) => [...instrumentationsFromEnv(env).enabled].sort();
+
+  it('runs every one when neither is set, or set blank', () => {
+    expect(enabled({})).toEqual(['fastify', 'pg', 'undici']);
+    expect(enabled({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: ' ', OTEL_NODE_DISABLED_INSTRUMENTATIONS: '' })).toEqual(['fastify', 'pg', 'undici']);
+  });
+
+  it('leaves out those disabled, and runs only those enabled', () => {
+    expect(enabled({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg' })).toEqual(['fastify', 'undici']);
+    expect(enabled({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: ' pg , undici,' })).toEqual(['fastify']);
+    expect(enabled({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'fastify,undici' })).toEqual(['fastify', 'undici']);
+  });
+
+  it('applies the enabled list first, then the disabled one: a name in both is left out', () => {
+    expect(enabled({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'fastify,pg', OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg' })).toEqual(['fastify']);
+  });
+
+  it('reports names it has no instrumentation for, once each, and runs none for them', () => {
+    const r = instrumentationsFromEnv({
+      OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'pg,http,express',
+      OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'http,__proto__,constructor',
+    });
+    expect([...r.enabled]).toEqual(['pg']);
+    expect(r.unknown).toEqual(['http', 'express', '__proto__', 'constructor']);
+    // Only unknown names enabled: nothing runs, as the operator asked for none of this server's.
+    expect(enabled({ OTEL_NODE_ENABLED_INSTRUMENTATIONS: 'http' })).toEqual([]);
+  });
+
+  it('takes names in any case', () => {
+    expect(enabled({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'PG' })).toEqual(['fastify', 'undici']);
   });
 });

@@ -30,6 +30,43 @@ export function tracingRequested(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT);
 }
 
+/**
+ * The instrumentations a traced server runs, by the names OpenTelemetry's Node distributions give
+ * them (the package's name without `@opentelemetry/instrumentation-`; Fastify's is `@fastify/otel`).
+ */
+export const INSTRUMENTATION_NAMES = ['fastify', 'pg', 'undici'] as const;
+export type InstrumentationName = (typeof INSTRUMENTATION_NAMES)[number];
+
+/**
+ * OTEL_NODE_ENABLED_INSTRUMENTATIONS and OTEL_NODE_DISABLED_INSTRUMENTATIONS, read as
+ * `@opentelemetry/auto-instrumentations-node` reads them: comma-separated names; when the first is
+ * set, only the instrumentations it names run, and then those the second names are left out (a name
+ * in both is left out). Every one runs when neither is set. A name this server has no instrumentation
+ * for is reported (`unknown`) and otherwise ignored, as there.
+ *
+ * Why an operator would: a span per statement is what costs most of tracing's CPU after the
+ * request's own spans (docs/benchmarks.md, session 19), and `pg` left out keeps the request, tool
+ * call, guard and tool spans at about two thirds of the cost.
+ */
+export function instrumentationsFromEnv(env: NodeJS.ProcessEnv): { enabled: Set<InstrumentationName>; unknown: string[] } {
+  const known = new Set<string>(INSTRUMENTATION_NAMES);
+  const unknown: string[] = [];
+  const named = (variable: string): InstrumentationName[] | undefined => {
+    const value = env[variable]?.trim();
+    if (!value) return undefined;
+    const names = value
+      .split(',')
+      .map((n) => n.trim().toLowerCase())
+      .filter(Boolean);
+    for (const n of names) if (!known.has(n) && !unknown.includes(n)) unknown.push(n);
+    return names.filter((n): n is InstrumentationName => known.has(n));
+  };
+  const only = named('OTEL_NODE_ENABLED_INSTRUMENTATIONS');
+  const without = new Set(named('OTEL_NODE_DISABLED_INSTRUMENTATIONS') ?? []);
+  const enabled = new Set((only ?? INSTRUMENTATION_NAMES).filter((n) => !without.has(n)));
+  return { enabled, unknown };
+}
+
 /** Probes and scrapes are many and say nothing about a request's path through the system. */
 function isOperatorProbe(url: string | undefined): boolean {
   return url === '/metrics' || url === '/health' || url === '/health/ready' || Boolean(url?.startsWith('/metrics?') || url?.startsWith('/health?'));
@@ -64,9 +101,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { encodeOnEndProcessorsFromEnv } = require('./encode-on-end') as typeof import('./encode-on-end');
   const { RecordingTracerProvider } = require('./recording-tracer') as typeof import('./recording-tracer');
   const { resourceFromEnv, samplerFromEnv, spanLimitsFromEnv } = require('./sdk-config') as typeof import('./sdk-config');
-  const { trace } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+  const { diag, trace } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   /* eslint-enable @typescript-eslint/no-require-imports */
   useFastOtlpTraceEncoding();
+  const { enabled: instrumented, unknown } = instrumentationsFromEnv(env);
   // The default OTLP export encodes each span when it ends (encode-on-end.ts), and its spans (or
   // those of the processors a caller passes) are recorded by the product's own tracer provider
   // (recording-tracer.ts), with the sampler, limits and resource the SDK would use. NodeSDK then
@@ -81,6 +119,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
       options.instrumentModules === false
         ? []
         : [
+            // Each of them unless the operator leaves it out (instrumentationsFromEnv, above).
             // The HTTP side of a request is Fastify's own instrumentation (@opentelemetry/
             // instrumentation-fastify stops at Fastify 4), not the node:http one: with no HTTP span
             // above it, @fastify/otel makes the request's SERVER span itself and continues the
@@ -89,27 +128,35 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
             // context); measured in docs/benchmarks.md. Outgoing calls go through fetch (undici), not
             // node:http, so nothing was traced on that side either. One span per request: hook and
             // handler spans off (with Nest every request passes the same hooks and one handler).
-            new FastifyOtelInstrumentation({
-              registerOnInitialization: true,
-              instrumentHooks: false,
-              instrumentHandler: false,
-              ignorePaths: (r) => isOperatorProbe(r.url),
-              // Named as the HTTP semantic conventions name a server span: method and route template.
-              requestHook: (span, request) => {
-                const route = request.routeOptions.url;
-                span.updateName(route ? `${request.method} ${route}` : request.method);
-              },
-            }),
+            instrumented.has('fastify') &&
+              new FastifyOtelInstrumentation({
+                registerOnInitialization: true,
+                instrumentHooks: false,
+                instrumentHandler: false,
+                ignorePaths: (r) => isOperatorProbe(r.url),
+                // Named as the HTTP semantic conventions name a server span: method and route template.
+                requestHook: (span, request) => {
+                  const route = request.routeOptions.url;
+                  span.updateName(route ? `${request.method} ${route}` : request.method);
+                },
+              }),
             // Only queries made inside a traced operation (the sweepers' idle polling is not worth a
             // trace each), and no span per pool checkout: a query's span already includes any wait.
-            new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
+            instrumented.has('pg') && new PgInstrumentation({ requireParentSpan: true, ignoreConnectSpans: true }),
             // Outgoing HTTP (an MCP server's tools, a model, a JWKS): every one goes through the
             // egress policy's fetch (undici), which this instrumentation follows. A CLIENT span
             // under the operation that made the call, and `traceparent` sent on, so a slow tool
             // call is followed into the vendor's server. Only inside a trace, like pg.
-            new UndiciInstrumentation({ requireParentforSpans: true, startSpanHook: (request) => redactedUrlAttributes(request.origin, request.path) }),
-          ],
+            instrumented.has('undici') &&
+              new UndiciInstrumentation({ requireParentforSpans: true, startSpanHook: (request) => redactedUrlAttributes(request.origin, request.path) }),
+          ].filter((i) => i !== false),
   });
+  // After NodeSDK's constructor, which gives `diag` its logger when OTEL_LOG_LEVEL asks for one.
+  if (unknown.length) {
+    diag.warn(
+      `OTEL_NODE_ENABLED_INSTRUMENTATIONS or OTEL_NODE_DISABLED_INSTRUMENTATIONS names no instrumentation of this server: ${unknown.join(', ')} (it has ${INSTRUMENTATION_NAMES.join(', ')})`,
+    );
+  }
   sdk.start();
   if (recordTo && resource) {
     recorder = new RecordingTracerProvider({ resource, sampler: samplerFromEnv(), spanLimits: spanLimitsFromEnv(), spanProcessors: recordTo });
