@@ -44,9 +44,9 @@ export type InstrumentationName = (typeof INSTRUMENTATION_NAMES)[number];
  * in both is left out). Every one runs when neither is set. A name this server has no instrumentation
  * for is reported (`unknown`) and otherwise ignored, as there.
  *
- * Why an operator would: a span per statement is what costs most of tracing's CPU after the
- * request's own spans (docs/benchmarks.md, session 19), and `pg` left out keeps the request, tool
- * call, guard and tool spans at about two thirds of the cost.
+ * Why an operator would: the span of each statement is about a quarter of what tracing costs the
+ * read-only call (docs/benchmarks.md, session 19); with `pg` left out, a request keeps its request,
+ * tool-call, guards and tool spans.
  */
 export function instrumentationsFromEnv(env: NodeJS.ProcessEnv): { enabled: Set<InstrumentationName>; unknown: string[] } {
   const known = new Set<string>(INSTRUMENTATION_NAMES);
