@@ -343,7 +343,19 @@ describe('traces exported over OTLP by the server process', () => {
 });
 
 describe('a server that leaves an instrumentation out (OTEL_NODE_DISABLED_INSTRUMENTATIONS)', () => {
-  const t = tracedServer({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg' });
+  // `http` is a name of OpenTelemetry's Node distributions that this server has no instrumentation for.
+  const t = tracedServer({ OTEL_NODE_DISABLED_INSTRUMENTATIONS: 'pg,http' });
+
+  it('says, as it starts, which name it has no instrumentation for', () => {
+    const warning = t.server
+      .output()
+      .split('\n')
+      .find((l) => l.includes('OTEL_NODE_DISABLED_INSTRUMENTATIONS'));
+    expect(warning).toBeDefined();
+    const line = JSON.parse(warning!) as { level: number; msg: string };
+    expect(line.level).toBe(40);
+    expect(line.msg).toContain('ignored: http (it has fastify, pg, undici)');
+  });
 
   it('still traces the request, the tool call and its guards, with no span for a statement', async () => {
     const http = request(t.server.url);

@@ -67,6 +67,18 @@ export function instrumentationsFromEnv(env: NodeJS.ProcessEnv): { enabled: Set<
   return { enabled, unknown };
 }
 
+/**
+ * A warning while tracing starts, before the server's logger exists, as one of that logger's JSON
+ * lines (pino's `warn`). Not through OpenTelemetry's `diag`, which is silent unless OTEL_LOG_LEVEL
+ * is set: a name misspelt would leave an instrumentation out with nothing said. The server still
+ * starts, as the OpenTelemetry distributions do with a name they do not know.
+ */
+function warnAtStart(env: NodeJS.ProcessEnv, msg: string): void {
+  const level = (env.LOG_LEVEL ?? '').trim().toLowerCase();
+  if (level === 'error' || level === 'fatal' || level === 'silent') return;
+  process.stdout.write(JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg }) + '\n');
+}
+
 /** Probes and scrapes are many and say nothing about a request's path through the system. */
 function isOperatorProbe(url: string | undefined): boolean {
   return url === '/metrics' || url === '/health' || url === '/health/ready' || Boolean(url?.startsWith('/metrics?') || url?.startsWith('/health?'));
@@ -101,7 +113,7 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
   const { encodeOnEndProcessorsFromEnv } = require('./encode-on-end') as typeof import('./encode-on-end');
   const { RecordingTracerProvider } = require('./recording-tracer') as typeof import('./recording-tracer');
   const { resourceFromEnv, samplerFromEnv, spanLimitsFromEnv } = require('./sdk-config') as typeof import('./sdk-config');
-  const { diag, trace } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
+  const { trace } = require('@opentelemetry/api') as typeof import('@opentelemetry/api');
   /* eslint-enable @typescript-eslint/no-require-imports */
   useFastOtlpTraceEncoding();
   const { enabled: instrumented, unknown } = instrumentationsFromEnv(env);
@@ -151,10 +163,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
               new UndiciInstrumentation({ requireParentforSpans: true, startSpanHook: (request) => redactedUrlAttributes(request.origin, request.path) }),
           ].filter((i) => i !== false),
   });
-  // After NodeSDK's constructor, which gives `diag` its logger when OTEL_LOG_LEVEL asks for one.
   if (unknown.length) {
-    diag.warn(
-      `OTEL_NODE_ENABLED_INSTRUMENTATIONS or OTEL_NODE_DISABLED_INSTRUMENTATIONS names no instrumentation of this server: ${unknown.join(', ')} (it has ${INSTRUMENTATION_NAMES.join(', ')})`,
+    warnAtStart(
+      env,
+      `OTEL_NODE_ENABLED_INSTRUMENTATIONS or OTEL_NODE_DISABLED_INSTRUMENTATIONS names no instrumentation of this server, ignored: ${unknown.join(', ')} (it has ${INSTRUMENTATION_NAMES.join(', ')})`,
     );
   }
   sdk.start();
