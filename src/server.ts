@@ -8,11 +8,12 @@ import { openDatabase, runMigrations } from './database/database';
 import { DataDirLockedError } from './database/embedded-database';
 import { stopTracing } from './telemetry/tracing';
 import { EventStreamService } from './events/event-stream.service';
+import { writeStartLine } from './common/start-line';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
 export function say(message: string): void {
-  process.stdout.write(JSON.stringify({ level: 30, time: Date.now(), msg: message }) + '\n');
+  writeStartLine(30, message);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { TracerProvider } from '@opentelemetry/api';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { useFastOtlpTraceEncoding } from './otlp-trace-encoder';
 import { shareRequestLogStoreWithTraceContext } from './request-log-context';
+import { writeStartLine } from '../common/start-line';
 
 /**
  * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
@@ -76,7 +77,7 @@ export function instrumentationsFromEnv(env: NodeJS.ProcessEnv): { enabled: Set<
 function warnAtStart(env: NodeJS.ProcessEnv, msg: string): void {
   const level = (env.LOG_LEVEL ?? '').trim().toLowerCase();
   if (level === 'error' || level === 'fatal' || level === 'silent') return;
-  process.stdout.write(JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, msg }) + '\n');
+  writeStartLine(40, msg);
 }
 
 /** Probes and scrapes are many and say nothing about a request's path through the system. */
