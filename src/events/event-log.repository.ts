@@ -51,10 +51,16 @@ export class EventLogRepository {
 
   /** Where a new reader starts: no transaction still running can write before it. */
   async head(): Promise<StreamStart> {
-    const rows: { snapshot: string }[] = await this.dataSource.query(`SELECT pg_current_snapshot()::text AS snapshot`);
-    // `xmin:xmax:running,...`; with nothing running xmin = xmax and every earlier transaction has ended.
-    const snapshot = rows[0].snapshot;
-    const [xmin, xmax] = snapshot.split(':').map(BigInt);
+    // The bounds from PostgreSQL, not parsed out of the snapshot's text: its third field lists the
+    // transactions running (`xmin:xmax:id,id,...`), and reading it as a number failed whenever two
+    // or more were.
+    const rows: { snapshot: string; xmin: string; xmax: string }[] = await this.dataSource.query(
+      `SELECT s::text AS snapshot, pg_snapshot_xmin(s)::text AS xmin, pg_snapshot_xmax(s)::text AS xmax FROM pg_current_snapshot() AS s`,
+    );
+    const { snapshot } = rows[0];
+    const xmin = BigInt(rows[0].xmin);
+    const xmax = BigInt(rows[0].xmax);
+    // With nothing running xmin = xmax, and every earlier transaction has ended.
     if (xmin === xmax) return { from: { tx: xmin, seq: 0n } };
     return { from: { tx: xmin, seq: 0n }, skipVisibleIn: snapshot, skipBelow: xmax };
   }
