@@ -295,35 +295,32 @@ describe('GET /events (e2e)', () => {
     },
   );
 
-  (process.env.DATABASE_URL ? it : it.skip)(
-    'opens a stream while several transactions are running, and sends what each commits after',
-    async () => {
-      // The snapshot lists every running transaction; with two of them the stream once failed to open.
-      await withTwoWriters(async (older, newer) => {
-        const third = new Client({ connectionString: t.db.url });
-        await third.connect();
-        try {
-          await third.query('BEGIN');
-          await third.query('SELECT pg_current_xact_id()');
-          const before = randomUUID();
-          await insertEvent(newer, before);
-          const c = await stream(org);
-          const fromOlder = randomUUID();
-          const fromThird = randomUUID();
-          await insertEvent(older, fromOlder);
-          await insertEvent(third, fromThird);
-          await third.query('COMMIT');
-          await older.query('COMMIT');
-          await c.waitFor((x) => x.events.length >= 2);
-          await new Promise((r) => setTimeout(r, 300));
-          // In transaction order (older began first), and nothing committed before the opening.
-          expect(c.events.map((e) => e.event.target)).toEqual([fromOlder, fromThird].map((id) => ({ type: 'agent', id })));
-        } finally {
-          await third.end();
-        }
-      });
-    },
-  );
+  (process.env.DATABASE_URL ? it : it.skip)('opens a stream while several transactions are running, and sends what each commits after', async () => {
+    // The snapshot lists every running transaction; with two of them the stream once failed to open.
+    await withTwoWriters(async (older, newer) => {
+      const third = new Client({ connectionString: t.db.url });
+      await third.connect();
+      try {
+        await third.query('BEGIN');
+        await third.query('SELECT pg_current_xact_id()');
+        const before = randomUUID();
+        await insertEvent(newer, before);
+        const c = await stream(org);
+        const fromOlder = randomUUID();
+        const fromThird = randomUUID();
+        await insertEvent(older, fromOlder);
+        await insertEvent(third, fromThird);
+        await third.query('COMMIT');
+        await older.query('COMMIT');
+        await c.waitFor((x) => x.events.length >= 2);
+        await new Promise((r) => setTimeout(r, 300));
+        // In transaction order (older began first), and nothing committed before the opening.
+        expect(c.events.map((e) => e.event.target)).toEqual([fromOlder, fromThird].map((id) => ({ type: 'agent', id })));
+      } finally {
+        await third.end();
+      }
+    });
+  });
 
   (process.env.DATABASE_URL ? it : it.skip)(
     'holds an event back until every older transaction has finished, so a resumed position never misses one',
