@@ -12,6 +12,7 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
+import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
@@ -160,6 +161,14 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     // body costs one native scan, not a walk of every key.
     if (MAY_BE_UNSTORABLE.test(text)) {
       const found = findUnstorableText(parsed);
+      if (found) {
+        done(ApiError.invalidRequest([found]), undefined);
+        return;
+      }
+    }
+    // Likewise a number literal past a double's range, which JSON.parse makes Infinity (common/json-numbers.ts).
+    if (mayHoldNonFiniteNumber(text)) {
+      const found = findNonFiniteNumber(parsed);
       if (found) {
         done(ApiError.invalidRequest([found]), undefined);
         return;

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { canonicalHash } from '../src/agents/digests';
 import { IdempotencyRepository } from '../src/tool-calls/idempotency.repository';
@@ -491,6 +492,43 @@ describe('tool calls and approvals (e2e)', () => {
       ).toMatchObject({ status: 'expired', error: { code: 'approval_expired' } });
       expect((await eventsOf(org, 'approval.expired')).filter((e) => e.target.id === call.approvalId)).toHaveLength(1);
     });
+
+    // Two transactions at once: the embedded database serves one connection.
+    (process.env.DATABASE_URL ? it : it.skip)(
+      'a decision that commits while another waits past the expiry: the other is told already decided, not "nothing ran"',
+      async () => {
+        const call = await pending();
+        await ds.query(`UPDATE approval SET expires_at = now() - interval '1 second' WHERE id = $1`, [call.approvalId]);
+        await ds.query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE id = $1`, [call.id]);
+        // Another request's decision, made before the expiry and not yet committed, holds the row.
+        const first = new Client({ connectionString: t.db.url });
+        await first.connect();
+        try {
+          await first.query('BEGIN');
+          await first.query(`UPDATE approval SET status = 'rejected', decided_at = now(), note = 'first' WHERE id = $1`, [call.approvalId]);
+          await first.query(
+            `UPDATE tool_call SET status = 'rejected', error_code = 'approval_rejected', error_message = 'first', completed_at = now() WHERE id = $1`,
+            [call.id],
+          );
+          const late = approve(call.approvalId).then((r) => r);
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          await first.query('COMMIT');
+          const res = await late;
+          expect([res.status, res.body.code]).toEqual([409, 'approval_already_decided']);
+        } finally {
+          await first.end();
+        }
+        expect((await eventsOf(org, 'approval.expired')).filter((e) => e.target.id === call.approvalId)).toEqual([]);
+        expect(
+          (
+            await t.http
+              .get(`/api/v1/approvals/${call.approvalId}`)
+              .set(...as(org, 'viewer'))
+              .expect(200)
+          ).body.status,
+        ).toBe('rejected');
+      },
+    );
 
     it('403 self_approval_forbidden for the key that requested the call', async () => {
       const both = await extraKey(org, ['agent', 'approver']);

@@ -85,7 +85,7 @@ export class ToolApprovals {
         },
       ],
     );
-    if (!result.won) return this.refuseDecision(result.why, approvalId);
+    if (!result.won) return this.refuseDecision(result.why, orgId, approvalId);
     this.metrics.approvalDecided('approved', (decidedAt.getTime() - result.approval.created_at.getTime()) / 1000);
 
     const call = result.call;
@@ -172,7 +172,7 @@ export class ToolApprovals {
         },
       ],
     );
-    if (!result.won) return this.refuseDecision(result.why, approvalId);
+    if (!result.won) return this.refuseDecision(result.why, orgId, approvalId);
     this.metrics.approvalDecided('rejected', (Date.now() - result.approval.created_at.getTime()) / 1000);
     this.settled.notify([result.call.id]);
     return { approval: toApprovalView(result.approval), toolCall: toToolCallView(result.call) };
@@ -186,21 +186,30 @@ export class ToolApprovals {
     if (row.requested_by === principal.id) {
       throw new ApiError('self_approval_forbidden', 'The key that requested this call may not decide its approval.');
     }
-    if (row.status === 'expired') return this.refuseDecision('expired', approvalId);
-    if (row.status !== 'pending') return this.refuseDecision('decided', approvalId);
+    if (row.status === 'expired') return this.refuseDecision('expired', principal.orgId, approvalId);
+    if (row.status !== 'pending') return this.refuseDecision('decided', principal.orgId, approvalId);
     return found;
   }
 
-  private async refuseDecision(why: 'decided' | 'expired' | 'missing', approvalId: string): Promise<never> {
+  private async refuseDecision(why: 'decided' | 'expired' | 'missing', orgId: string, approvalId: string): Promise<never> {
     if (why === 'missing') throw ApiError.notFound('approval');
-    if (why === 'expired') {
-      // Written now rather than left to the sweeper, so lists and the audit log agree with this answer.
-      const expired = await this.maintenance.expireApprovals([approvalId]);
-      // An expired approval waited its whole time to live.
-      for (let i = 0; i < expired.length; i++) this.metrics.approvalDecided('expired', this.config.approvalTtlSeconds);
-      this.settled.notify(expired.map((e) => e.callId));
-      throw new ApiError('approval_expired', 'The approval expired before it was decided; nothing ran.');
+    if (why === 'decided') throw alreadyDecided();
+    // Written now rather than left to the sweeper, so lists and the audit log agree with this answer.
+    const expired = await this.maintenance.expireApprovals([approvalId]);
+    if (expired.length === 0) {
+      // A decision made just before the expiry may have committed while this request waited for
+      // its lock, after this request's snapshot was taken: that read "pending, past its expiry".
+      // Saying "nothing ran" of an approved call would be false, so the approval is read again.
+      const now = await this.approvals.findApproval(orgId, approvalId);
+      if (now?.status === 'approved' || now?.status === 'rejected') throw alreadyDecided();
     }
-    throw new ApiError('approval_already_decided', 'The approval has already been decided.');
+    // An expired approval waited its whole time to live.
+    for (let i = 0; i < expired.length; i++) this.metrics.approvalDecided('expired', this.config.approvalTtlSeconds);
+    this.settled.notify(expired.map((e) => e.callId));
+    throw new ApiError('approval_expired', 'The approval expired before it was decided; nothing ran.');
   }
+}
+
+function alreadyDecided(): ApiError {
+  return new ApiError('approval_already_decided', 'The approval has already been decided.');
 }

@@ -8,6 +8,7 @@ import { canonicalHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
 import { actorOf, AgentSnapshot, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { findNonFiniteNumber } from '../common/json-numbers';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
@@ -120,7 +121,9 @@ export class ToolExecutor {
 
   private async requestTraced(principal: OrgPrincipal, req: ToolCallRequest, span: Span): Promise<ToolCallOutcome> {
     let claim: IdempotencyClaim | undefined;
-    if (req.idempotencyKey !== undefined) {
+    // Arguments holding a number past a double's range cannot be hashed (RFC 8785 has no Infinity)
+    // and are refused by validation whatever the key: there is nothing to claim the key for.
+    if (req.idempotencyKey !== undefined && !findNonFiniteNumber(req.arguments)) {
       const fingerprint = canonicalHash({
         agentId: req.agentId,
         tool: req.tool,

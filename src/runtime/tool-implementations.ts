@@ -4,6 +4,8 @@ import { Applicability, VersionBuilder } from '../agents/version-builder.service
 import type { AgentIdentity } from '../agents/version-store.service';
 import type { StampedContribution, ToolContext, ToolDeclaration } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
+import { findNonFiniteNumber } from '../common/json-numbers';
+import { findUnstorableText } from '../common/nul-character';
 import { CapabilityToolResolver } from './capability-tool.resolver';
 import { McpToolResolver } from './mcp-tool.resolver';
 
@@ -86,6 +88,11 @@ export class ToolImplementations {
   }
 
   validate(tool: VersionTool, args: unknown): ValidatedArguments {
+    // REST and MCP bodies are refused at parse for these; a model's arguments in a run are not a
+    // body, and a tool's schema says nothing of them (Ajv takes Infinity for a number). Neither can
+    // be stored, hashed or sent on, whatever the source of the tool.
+    const unfit = findNonFiniteNumber(args) ?? findUnstorableText(args);
+    if (unfit) return { value: {}, plain: {}, errors: [unfit] };
     return this.resolverOf(tool).validate(tool, args);
   }
 

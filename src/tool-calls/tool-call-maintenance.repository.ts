@@ -16,14 +16,16 @@ export class ToolCallMaintenanceRepository {
 
   /**
    * Marks pending approvals past their expiry (all, or the given ones) and their calls `expired`,
-   * with an `approval.expired` event each. Returns the expired approvals' call ids.
+   * with an `approval.expired` event each. Returns the expired approvals' call ids. The sweep skips
+   * an approval a decision holds; given ids, it waits for that decision, so that an approval decided
+   * at the last moment is not reported expired by the request that asked.
    */
   async expireApprovals(ids?: string[], batch = 500): Promise<{ orgId: string; callId: string }[]> {
     return this.dataSource.transaction(async (m) => {
       const [rows]: [{ id: string; org_id: string; tool_call_id: string; arguments_hash: string; expires_at: Date }[], number] = await m.query(
         `UPDATE approval SET status = 'expired'
           WHERE id IN (SELECT id FROM approval WHERE status = 'pending' AND expires_at <= now() ${ids ? 'AND id = ANY($2::uuid[])' : ''}
-                        ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
+                        ORDER BY expires_at LIMIT $1 FOR UPDATE ${ids ? '' : 'SKIP LOCKED'})
             AND status = 'pending'
           RETURNING id, org_id, tool_call_id, arguments_hash, expires_at`,
         ids ? [batch, ids] : [batch],

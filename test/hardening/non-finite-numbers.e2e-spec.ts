@@ -1,0 +1,144 @@
+import fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
+import { bearer } from '../support/test-app';
+import { countRows, hardeningWorld, HardeningWorld, isProblem } from '../support/hardening';
+import { walkRoutes } from '../support/routes';
+import { fillPath, tableCounts, VALID_BODIES } from '../support/world';
+
+/**
+ * Class 10: numbers past a double's range. `JSON.parse` makes `1e309` Infinity without a word:
+ * a tool call with an Idempotency-Key, an MCP tool's number argument and an approval's edited
+ * arguments answered 500 (RFC 8785 hashing has no Infinity), and a free-form object (document
+ * metadata, a draft's capability config) stored `null` where the client sent a number. A body
+ * holding one is refused at parse: 400 invalid_request naming the path, nothing written.
+ */
+const OUT_OF_RANGE = ['1e309', '-1e309', '1E+400', '2.5e99999', '9'.repeat(400), `-${'2'.repeat(309)}.5`];
+
+/** The JSON text of `body` with the string at `at` replaced by the number literal `literal`. */
+function withNumber(body: unknown, at: string[], literal: string): string {
+  const marker = `__number_${randomUUID()}__`;
+  const set = (value: unknown, path: string[]): unknown =>
+    path.length === 0
+      ? marker
+      : Array.isArray(value)
+        ? value.map((v, i) => (String(i) === path[0] ? set(v, path.slice(1)) : v))
+        : { ...(value as object), [path[0]]: set((value as Record<string, unknown>)[path[0]], path.slice(1)) };
+  return JSON.stringify(set(body, at)).replace(`"${marker}"`, literal);
+}
+
+function leafPaths(value: unknown, at: string[] = []): string[][] {
+  if (value !== null && typeof value === 'object') return Object.entries(value).flatMap(([k, v]) => leafPaths(v, [...at, k]));
+  return [at];
+}
+
+const pathOf = (at: string[]) => at.reduce((p, k) => (/^\d+$/.test(k) ? `${p}[${k}]` : p ? `${p}.${k}` : k), '');
+
+jest.setTimeout(180_000);
+
+describe('numbers past the range of a double are refused, never stored as null or answered 500', () => {
+  let h: HardeningWorld;
+  beforeAll(async () => {
+    h = await hardeningWorld();
+  }, 180_000);
+  afterAll(() => h.t.close());
+
+  const post = (path: string, body: string, token: string, headers: Record<string, string> = {}) => {
+    const req = h.t.http
+      .post(path)
+      .set(...bearer(token))
+      .set('Content-Type', 'application/json');
+    for (const [k, v] of Object.entries(headers)) req.set(k, v);
+    return req.send(body);
+  };
+
+  it("in any value of any write route's body: 400 naming the path, nothing written, no tool run", async () => {
+    const routes = walkRoutes(h.t).filter((r) => `${r.method} ${r.path}` in VALID_BODIES && leafPaths(VALID_BODIES[`${r.method} ${r.path}`]).length > 0);
+    const cases = routes.flatMap((r) =>
+      leafPaths(VALID_BODIES[`${r.method} ${r.path}`])
+        .filter((at) => at.length > 0)
+        .map((at) => ({ route: r, at })),
+    );
+    expect(cases.length).toBeGreaterThanOrEqual(15);
+    const before = await tableCounts(h.t);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...cases), fc.constantFrom(...OUT_OF_RANGE), async ({ route, at }, literal) => {
+        const access = Array.isArray(route.access) ? route.access : [];
+        const token =
+          access.includes('platform') && access.every((a) => a === 'platform')
+            ? h.t.adminToken
+            : route.path.includes('tool-calls') || route.path.endsWith('/mcp')
+              ? h.world.org.keys.agent
+              : h.world.org.keys.admin;
+        const body = VALID_BODIES[`${route.method} ${route.path}`];
+        const res = await h.t.http[route.method.toLowerCase() as 'post'](fillPath(route.path, { ...h.world.ids, agentId: h.agentId }, randomUUID))
+          .set(...bearer(token))
+          .set('Content-Type', 'application/json')
+          .send(withNumber(body, at, literal));
+        expect([route.path, res.status, res.body.code, res.body.errors?.[0]?.path, res.body.errors?.[0]?.code]).toEqual([
+          route.path,
+          400,
+          'invalid_request',
+          pathOf(at),
+          'number_out_of_range',
+        ]);
+        expect(isProblem(res)).toBe(true);
+      }),
+      { numRuns: Math.max(40, cases.length * 2) },
+    );
+    expect(await tableCounts(h.t)).toEqual(before);
+  });
+
+  it('in free-form objects (metadata, a capability config) and in keyed tool calls: refused, never stored as null', async () => {
+    const builder = h.world.org.keys.builder;
+    const docs = `/api/v1/knowledge/collections/${h.world.ids.collectionId}/documents`;
+    const documents = await countRows(h.ds, 'knowledge_document');
+    const meta = await post(docs, '{"title":"t","content":"c","metadata":{"n":1,"deep":[{"x":1e400}]}}', builder).expect(400);
+    expect(meta.body.errors).toEqual([expect.objectContaining({ path: 'metadata.deep[0].x', code: 'number_out_of_range' })]);
+    expect(await countRows(h.ds, 'knowledge_document')).toBe(documents);
+
+    const agent = `/api/v1/agents/${h.agentId}`;
+    const stored = (
+      await h.t.http
+        .get(agent)
+        .set(...bearer(builder))
+        .expect(200)
+    ).body.draft;
+    const config = await h.t.http
+      .put(`${agent}/draft`)
+      .set(...bearer(builder))
+      .set('Content-Type', 'application/json')
+      .send('{"instructions":"x","capabilities":[{"id":"budget","config":{"maxToolCallsPerRun":1e309}}]}')
+      .expect(400);
+    expect(config.body.errors[0]).toMatchObject({ path: 'capabilities[0].config.maxToolCallsPerRun', code: 'number_out_of_range' });
+    expect(
+      (
+        await h.t.http
+          .get(agent)
+          .set(...bearer(builder))
+          .expect(200)
+      ).body.draft,
+    ).toEqual(stored);
+
+    const calls = await countRows(h.ds, 'tool_call');
+    const keyed = await post(
+      `/api/v1/agents/${h.agentId}/tool-calls`,
+      '{"tool":"search_knowledge","arguments":{"query":"q","limit":-1e309}}',
+      h.world.org.keys.agent,
+      {
+        'Idempotency-Key': randomUUID(),
+      },
+    ).expect(400);
+    expect(keyed.body.errors[0]).toMatchObject({ path: 'arguments.limit', code: 'number_out_of_range' });
+    expect(await countRows(h.ds, 'tool_call')).toBe(calls);
+  });
+
+  it('numbers a double holds, however written, are still numbers: the largest, the smallest, 2^53 + 1, an underflow to 0', async () => {
+    const docs = `/api/v1/knowledge/collections/${h.world.ids.collectionId}/documents`;
+    const res = await post(
+      docs,
+      '{"title":"t","content":"c","metadata":{"max":1.7976931348623157e308,"min":-1.7976931348623157E+308,"tiny":5e-324,"under":1e-400,"big":9007199254740993,"e":"1e309 in words"}}',
+      h.world.org.keys.builder,
+    ).expect(201);
+    expect(res.body.metadata).toEqual({ max: Number.MAX_VALUE, min: -Number.MAX_VALUE, tiny: 5e-324, under: 0, big: 9007199254740992, e: '1e309 in words' });
+  });
+});
