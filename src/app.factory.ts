@@ -23,6 +23,12 @@ import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
+/**
+ * The longest path segment the router takes (Fastify's default is 100). The longest one a client
+ * must send is an MCP tool's id in a path, `<connection>/<tool>` percent-encoded: 63 + 3 + 128
+ * characters of up to 4 UTF-8 bytes, 12 characters each, 1,602 in all. Longer is 414 uri_too_long.
+ */
+export const MAX_PARAM_LENGTH = 2048;
 
 export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id';
 export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id';
@@ -78,6 +84,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   const timeouts = options.config.httpTimeouts ?? DEFAULT_HTTP_TIMEOUTS;
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Slow clients (a byte every few seconds) would hold a connection, and its memory, for as long
     // as they like, before authentication. Node answers 408 (through clientErrorHandler below)
     // when the headers, or the whole request with its body, take longer than this; it looks every

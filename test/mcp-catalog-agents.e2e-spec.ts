@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
 import { CleanStdioTransport } from '../src/mcp-catalog/connections/clean-stdio.transport';
 import { McpClientPool } from '../src/mcp-catalog/connections/mcp-client-pool.service';
 import { FixtureMcpServer, startEverythingHttp, startFixtureMcpServer } from './support/mcp-fixture-server';
@@ -184,6 +187,40 @@ describe('MCP catalog tools on agents (e2e)', () => {
       const res = await call(agentId, 'show_environment').expect(200);
       const text = JSON.stringify(res.body.result);
       for (const leak of ['PATH', 'HOME', 'DATABASE_URL', 'SECRETS_KEY', 'JEST_WORKER_ID']) expect(text).not.toContain(leak);
+    });
+
+    it('fetches nothing: its gzip tool refuses an http URL (it would fetch outside the egress policy); a data: URL still works', async () => {
+      let hits = 0;
+      const internal = createServer((_req, res) => {
+        hits++;
+        res.end('INTERNAL-ONLY');
+      });
+      await new Promise<void>((resolve) => internal.listen(0, '127.0.0.1', resolve));
+      try {
+        const agent = await agentWith({ instructions: 'x', capabilities: [], mcpServers: [{ connection: stdioId, tools: ['gzip-file-as-resource'] }] });
+        expect((await agent.publish()).status).toBe(201);
+        const gzip = async (data: string) => {
+          const pending = await call(agent.id, 'gzip-file-as-resource', { data, name: 'x.gz', outputType: 'resource' }).expect(202);
+          return (
+            await t.http
+              .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+              .set(...as(org, 'approver'))
+              .send({})
+              .expect(200)
+          ).body.toolCall;
+        };
+        const port = (internal.address() as AddressInfo).port;
+        expect(await gzip(`http://127.0.0.1:${port}/latest/meta-data`)).toMatchObject({
+          status: 'failed',
+          error: { code: 'tool_error', message: expect.stringMatching(/not in the allowed domains/) },
+        });
+        expect(hits).toBe(0);
+        const local = await gzip(`data:text/plain;base64,${Buffer.from('hello').toString('base64')}`);
+        expect(local.status).toBe('succeeded');
+        expect(gunzipSync(Buffer.from(local.result.content[0].resource.blob, 'base64')).toString()).toBe('hello');
+      } finally {
+        internal.close();
+      }
     });
 
     it('a process that dies mid-call fails the call (upstream_unavailable); the next call starts a new one', async () => {

@@ -167,6 +167,9 @@ describe('MCP catalog and connections (e2e)', () => {
         [{ server: 'remote', name: 'Bad Name', url: fixture.url }, 'name'],
         [{ server: 'remote', name: 'x8', url: fixture.url, extra: 1 }, 'extra'],
         [{ server: 'remote', name: 'x9', url: fixture.url, credentials: 'Bearer x' }, 'credentials'],
+        // null is a value of the wrong type, not "absent" (it answered 500 for credentials)
+        [{ server: 'everything', name: 'x10', credentials: null }, 'credentials'],
+        [{ server: 'remote', name: 'x11', url: null }, 'url'],
       ];
       for (const [body, path] of cases) {
         const res = await connect(body, 400);

@@ -1,9 +1,14 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { IsIn, IsObject, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { IsIn, IsObject, IsString, Matches, MaxLength, MinLength, ValidateIf } from 'class-validator';
 import { TOOL_RISKS, ToolRisk } from '../capabilities/capability.types';
 import { MCP_TRANSPORTS } from './mcp-server-entry.types';
 
 const CONNECTION_NAME = /^[a-z0-9][a-z0-9-]{1,62}$/;
+
+/** Optional, but `null` is a value of the wrong type (400 naming the field), not "absent": it answered 500 for credentials. */
+function OptionalNotNull(): PropertyDecorator {
+  return ValidateIf((_object, value) => value !== undefined);
+}
 
 export class McpCredentialFieldView {
   @ApiProperty() name: string;
@@ -45,7 +50,7 @@ export class CreateMcpConnectionDto {
   name: string;
 
   @ApiPropertyOptional({ description: 'Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy.', maxLength: 2048 })
-  @IsOptional()
+  @OptionalNotNull()
   @IsString()
   @MinLength(1)
   @MaxLength(2048)
@@ -56,7 +61,7 @@ export class CreateMcpConnectionDto {
     type: 'object',
     additionalProperties: { type: 'string' },
   })
-  @IsOptional()
+  @OptionalNotNull()
   @IsObject()
   credentials?: Record<string, unknown>;
 }

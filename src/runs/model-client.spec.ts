@@ -36,6 +36,25 @@ describe('assemble', () => {
     expect(turn.content).toBeNull();
   });
 
+  it('what no column can hold becomes U+FFFD (U+0000, a lone surrogate); a pair split across deltas is kept whole', async () => {
+    const turn = await assemble(
+      chunks(
+        delta({ content: 'a\u0000b \ud83d' }),
+        delta({ content: '\ude00 c\udc00' }),
+        delta({ tool_calls: [{ index: 0, id: 'i\u0000', function: { name: 'n\ud800', arguments: '{"q":"\u0000"}' } }] }, 'tool_calls'),
+      ),
+    );
+    expect(turn.content).toBe('a\ufffdb 😀 c\ufffd');
+    expect(turn.toolCalls).toEqual([{ id: 'i\ufffd', name: 'n\ufffd', arguments: '{"q":"\ufffd"}' }]);
+  });
+
+  it("a provider's usage that is not a count counts as 0; a finish reason that is not text is ignored", async () => {
+    const turn = await assemble(
+      chunks({ choices: [{ index: 0, delta: { content: 'x' }, finish_reason: { odd: true } }], usage: { prompt_tokens: '7', completion_tokens: Infinity } }),
+    );
+    expect([turn.usage, turn.finishReason]).toEqual([{ inputTokens: 0, outputTokens: 0 }, null]);
+  });
+
   it('a stream with no answer, or chunks that are not objects, is a retryable model error', async () => {
     await expect(assemble(chunks(delta({})))).rejects.toMatchObject({ code: 'model_error', retryable: true });
     await expect(assemble(chunks(null))).rejects.toBeInstanceOf(ModelError);
@@ -78,6 +97,21 @@ describe('OpenAiCompatibleModel', () => {
     );
     await expect(bad.complete(req)).rejects.toMatchObject({ retryable: false, status: 400 });
     expect(calls).toBe(1);
+    // The provider's text is stored with the run: nothing in it a column refuses, even cut at 500.
+    // Pads of both parities: one of them puts the cut inside a pair.
+    for (const pad of ['', 'x']) {
+      const odd = new OpenAiCompatibleModel(
+        'p',
+        'http://model.test/v1',
+        null,
+        async () => new Response(JSON.stringify({ error: { message: `bad\u0000${pad}${'😀'.repeat(300)}` } }), { status: 400 }),
+        policy,
+        sleep,
+      );
+      const err = (await odd.complete(req).catch((e: unknown) => e)) as ModelError;
+      expect([err.message.isWellFormed(), err.message.includes('\u0000')]).toEqual([true, false]);
+      expect(err.message).toContain('bad\ufffd');
+    }
   });
 
   it('reports an egress refusal as such, without retrying', async () => {

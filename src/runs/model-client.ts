@@ -6,6 +6,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
+import { withoutNulCharacters } from '../common/nul-character';
 
 /** One answer of the model, assembled from its stream. */
 export interface ModelTurn {
@@ -139,8 +140,9 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Prom
     if (chunk === null || typeof chunk !== 'object')
       throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
     if (chunk.usage) {
-      usage.inputTokens = chunk.usage.prompt_tokens ?? 0;
-      usage.outputTokens = chunk.usage.completion_tokens ?? 0;
+      // Summed into the run's usage: a provider's string or null must not turn the sum into text.
+      usage.inputTokens = tokenCount(chunk.usage.prompt_tokens);
+      usage.outputTokens = tokenCount(chunk.usage.completion_tokens);
     }
     for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
       if ((choice.index ?? 0) !== 0) continue;
@@ -157,7 +159,7 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Prom
         if (typeof tc.function?.arguments === 'string') call.arguments += tc.function.arguments;
         calls.set(index, call);
       }
-      if (choice.finish_reason) finishReason = choice.finish_reason;
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason) finishReason = choice.finish_reason;
     }
   }
   const toolCalls = [...calls.entries()]
@@ -167,7 +169,13 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Prom
   if (!sawContent && toolCalls.length === 0 && finishReason === null) {
     throw new ModelError('model_error', 'The provider ended the stream without an answer.', true);
   }
-  return { content: sawContent ? content : null, toolCalls, usage, finishReason };
+  // What a provider streams is stored with the run and sent to webhooks: U+0000 and lone surrogates
+  // (a stream can hold either; jsonb refuses both) become U+FFFD, as in what tools return.
+  return withoutNulCharacters({ content: sawContent ? content : null, toolCalls, usage, finishReason });
+}
+
+function tokenCount(n: unknown): number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 function classify(raw: unknown): ModelError {
@@ -213,7 +221,8 @@ function retryAfterOf(headers: Headers | undefined): number | undefined {
 /** The provider's words, cut short and on one line: they end up in a run's error, never with secrets of ours. */
 function messageOf(raw: unknown): string {
   const text = raw instanceof Error ? raw.message : String(raw);
-  return text.replace(/\s+/g, ' ').slice(0, 500);
+  // Stored with the run: no U+0000, and no half of a pair the cut at 500 split (nul-character.ts).
+  return withoutNulCharacters(text.replace(/\s+/g, ' ').slice(0, 500));
 }
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {

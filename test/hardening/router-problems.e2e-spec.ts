@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { connect } from 'node:net';
+import { MAX_PARAM_LENGTH } from '../../src/app.factory';
 import { bearer, createTestApp, TestApp } from '../support/test-app';
 
 /**
@@ -46,7 +48,7 @@ describe('refusals of the router and the HTTP parser are problem documents with 
 
   it("an over-long path segment: 414 uri_too_long, problem+json with x-request-id (also the caller's own id)", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...prefixes), fc.integer({ min: 101, max: 4000 }), async (prefix, length) => {
+      fc.asyncProperty(fc.constantFrom(...prefixes), fc.integer({ min: MAX_PARAM_LENGTH + 1, max: MAX_PARAM_LENGTH + 4000 }), async (prefix, length) => {
         const res = await t.http
           .get(prefix + 'a'.repeat(length))
           .set('x-request-id', 'trace-123')
@@ -57,6 +59,21 @@ describe('refusals of the router and the HTTP parser are problem documents with 
       }),
       { numRuns: 20 },
     );
+  });
+
+  it("a segment as long as an MCP tool's encoded id (`<connection>%2F<tool>`, 1,602 characters at most) reaches its route", async () => {
+    const longest = `${'c'.repeat(63)}%2F${encodeURIComponent('\u{1F600}'.repeat(128))}`;
+    expect(longest.length).toBeLessThanOrEqual(MAX_PARAM_LENGTH);
+    for (const segment of [`${'c'.repeat(63)}%2F${'get_customer_purchase_history_by_email'}`, longest]) {
+      for (const path of [`/api/v1/tools/mcp/${segment}/disabled`, `/api/v1/mcp-connections/${randomUUID()}/tools/${segment}/risk`]) {
+        // A bad token: refused by authentication, which only a routed request reaches.
+        const res = await t.http
+          .put(path)
+          .set(...bearer('anything'))
+          .send({});
+        expect([path.length, res.status, res.body.code]).toEqual([path.length, 401, 'unauthorized']);
+      }
+    }
   });
 
   /** Raw HTTP: what the parser refuses never reaches the router, and supertest cannot send it. */
