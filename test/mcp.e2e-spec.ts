@@ -489,6 +489,21 @@ describe('MCP endpoint (e2e)', () => {
         expect(mcpRunsTagged(tag)).toHaveLength(1);
       });
 
+      it('the same call asked several times at once: one call, one approval, each answer naming it', async () => {
+        const client = await connect(org.keys.agent);
+        for (let round = 0; round < 3; round++) {
+          const tag = randomUUID();
+          const answers = await Promise.all(
+            Array.from({ length: 8 }, () => client.callTool({ name: 'fx-mcp-write', arguments: { tag, text: 'Close the ticket.' } })),
+          );
+          const approvals = await approvalsTagged(tag);
+          expect(approvals).toHaveLength(1);
+          expect(new Set(answers.map((a) => JSON.stringify(metaOf(a))))).toEqual(
+            new Set([JSON.stringify({ id: approvals[0].toolCallId, status: 'pending_approval', approvalId: approvals[0].id })]),
+          );
+        }
+      });
+
       it('a rejection made meanwhile is handed over to the same call asked again; other arguments ask anew', async () => {
         const client = await connect(org.keys.agent);
         const tag = randomUUID();

@@ -8,11 +8,15 @@ import { canonicalHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
 import { actorOf, AgentSnapshot, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { isUniqueViolation } from '../common/db-errors';
 import { findNonFiniteNumber } from '../common/json-numbers';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
 import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
+
+/** The unique index of calls their requester waits for (migrations/1764520000000-one-awaiting-call.ts). */
+const AWAITED_CALL_INDEX = 'tool_call_awaiting_key';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
 import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
 import { ApprovalReason, approvalReasonOf, GovernanceFacts } from './tool-policy';
@@ -196,33 +200,43 @@ export class ToolExecutor {
       const approvalId = randomUUID();
       const expiresAt = new Date(createdAt.getTime() + this.config.approvalTtlSeconds * 1000);
       const view = viewOfNewCall(call, 'pending_approval', { approvalId });
-      await inSpan(
-        'approval gate',
-        () =>
-          this.store.insertPending(
-            call,
-            { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
-            [
-              requested,
-              {
-                type: 'approval.requested',
-                orgId,
-                actor,
-                target: { type: 'approval', id: approvalId },
-                data: {
-                  toolCallId: call.id,
-                  agentId: call.agentId,
-                  tool: call.tool,
-                  reason,
-                  argumentsHash: call.argumentsHash,
-                  expiresAt: expiresAt.toISOString(),
+      try {
+        await inSpan(
+          'approval gate',
+          () =>
+            this.store.insertPending(
+              call,
+              { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
+              [
+                requested,
+                {
+                  type: 'approval.requested',
+                  orgId,
+                  actor,
+                  target: { type: 'approval', id: approvalId },
+                  data: {
+                    toolCallId: call.id,
+                    agentId: call.agentId,
+                    tool: call.tool,
+                    reason,
+                    argumentsHash: call.argumentsHash,
+                    expiresAt: expiresAt.toISOString(),
+                  },
                 },
-              },
-            ],
-            claim && { ...claim, status: 202, body: view },
-          ),
-        { 'cp.approval.reason': reason },
-      );
+              ],
+              claim && { ...claim, status: 202, body: view },
+            ),
+          { 'cp.approval.reason': reason },
+        );
+      } catch (err) {
+        // The same call, asked again at the same moment by a requester that waits for it (MCP):
+        // the other request's call won the index on awaited calls, and this one waits on it, as
+        // it would have had it come a moment later. Nothing of this one was written (one statement).
+        if (!req.resumePending || !isUniqueViolation(err, AWAITED_CALL_INDEX)) throw err;
+        const resumed = await this.resume(principal, built, tool, argumentsHash);
+        if (!resumed) throw err;
+        return resumed;
+      }
       this.metrics.toolCall(tool.capabilityId, tool.toolId, 'pending_approval');
       return { status: 202, call: view, replayed: false, resumed: false };
     }
