@@ -4,6 +4,8 @@ import { RunWorker } from '../src/runs/run-worker.service';
 import { RunFixturesModule, runExecutions } from './fixtures/run-fixtures.module';
 import { ChatRequest, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
+import { RunsRepository } from '../src/runs/runs.repository';
 
 /**
  * API.md "Models and runs", on either database, against an OpenAI-compatible server on a loopback
@@ -268,6 +270,30 @@ describe('agent runs (e2e)', () => {
       expect(JSON.stringify(audit.body)).not.toContain('sk-test-secret');
     });
 
+    it('a step that keeps failing on an error of the platform fails the run (internal_error) after a few tries, not a model call every few seconds for ever', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      model.setScript(sequence({ text: 'An answer the platform cannot write.' }));
+      const repo = t.app.get(RunsRepository);
+      const save = repo.save.bind(repo);
+      // Any error the next try repeats: here, every write of the run's success fails.
+      const spy = jest.spyOn(repo, 'save').mockImplementation(async (row, owner, patch, events, audit) => {
+        if (patch.status === 'succeeded') throw new Error('simulated: this write fails every time');
+        return save(row, owner, patch, events, audit);
+      });
+      try {
+        const from = model.requests.length;
+        const res = await startRun(agentId, { input: 'hi' }, 1).expect(201);
+        const run = await until(res.body.id, ['failed', 'succeeded'], 30_000);
+        expect(run).toMatchObject({
+          status: 'failed',
+          error: { code: 'internal_error', message: expect.stringContaining(`${MAX_STEP_FAILURES} times in a row`) },
+        });
+        expect(since(from)).toHaveLength(MAX_STEP_FAILURES);
+      } finally {
+        spy.mockRestore();
+      }
+    });
+
     it('calls a read-only tool, then answers; parallel tool calls of one turn each run, their results in order', async () => {
       const agentId = await agentWith({ instructions: 'Look orders up.', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
       const from = model.requests.length;
@@ -316,17 +342,29 @@ describe('agent runs (e2e)', () => {
               { id: 'c1', name: 'no_such_tool', arguments: '{}' },
               { id: 'c2', name: 'lookup_order', arguments: '{"query": ' },
               { id: 'c3', name: 'lookup_order', arguments: '{"query": 5}' },
+              // What no column can hold (REST refuses it at parse; a model's arguments are not a body).
+              { id: 'c4', name: 'lookup_order', arguments: '{"query": "A-1\\u0000"}' },
+              { id: 'c5', name: 'lookup_order', arguments: '{"query": "A-1", "page": 1e999}' },
             ],
           },
-          { text: 'Sorry.' },
+          // And in the model's own text: stored with U+FFFD, as what tools return is.
+          { text: 'Sorry.\u0000' },
         ),
       );
       const res = await startRun(agentId, { input: 'go' }).expect(201);
-      expect(res.body).toMatchObject({ status: 'succeeded', output: 'Sorry.' });
+      expect(res.body).toMatchObject({ status: 'succeeded', output: 'Sorry.\ufffd' });
       const results = since(from)[1]
         .messages.filter((m) => m.role === 'tool')
-        .map((m) => JSON.parse(m.content!).error.code);
-      expect(results).toEqual(['unknown_tool', 'invalid_arguments', 'invalid_arguments']);
+        .map((m) => JSON.parse(m.content!).error)
+        .map((e: { code: string; errors?: { path: string; code: string }[] }) => [e.code, e.errors?.[0]?.path, e.errors?.[0]?.code]);
+      expect(results).toEqual([
+        ['unknown_tool', undefined, undefined],
+        ['invalid_arguments', undefined, undefined],
+        ['invalid_arguments', 'arguments.query', expect.any(String)],
+        ['invalid_arguments', 'arguments.query', 'nul_character'],
+        ['invalid_arguments', 'arguments.page', 'number_out_of_range'],
+      ]);
+      expect(runExecutions.filter((e) => e.runId === res.body.id)).toEqual([]);
     });
 
     it('waits for approval, resumes by itself when approved, and the model sees the result', async () => {

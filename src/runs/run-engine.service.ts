@@ -57,6 +57,17 @@ class RetryLater extends Error {
  * lease; a write that matches nothing means another node (or a cancel) has the run, and this node
  * stops.
  */
+/** Steps failed in a row on an error of ours before the run fails with `internal_error`. */
+export const MAX_STEP_FAILURES = 5;
+/** A failed step is tried again after this many polls (5 s by default). */
+const STEP_RETRY_POLLS = 5;
+
+function withoutParameters(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const { query } = err as { query?: unknown };
+  return { type: err.name, message: err.message, stack: err.stack, ...(typeof query === 'string' ? { query } : {}) };
+}
+
 @Injectable()
 export class RunEngine {
   private readonly logger = new Logger(RunEngine.name);
@@ -83,9 +94,17 @@ export class RunEngine {
         return;
       }
       if (signal.aborted) return;
-      // A bug of ours, or the database gone: give the run back; another attempt starts from the last write.
-      this.logger.error({ err, runId }, 'run step failed; it will be retried');
-      await this.repo.release(runId, owner, new Date(Date.now() + 5000)).catch(() => undefined);
+      // A bug of ours, or the database gone: give the run back; another attempt starts from the last
+      // write. An error the next attempt repeats would retry (and call the model) for ever, so after
+      // a few in a row the run fails instead. The statement's parameters (the whole conversation) stay out of the log.
+      const failures = await this.repo.countStepFailure(runId, owner).catch(() => 0);
+      const stop = failures >= MAX_STEP_FAILURES;
+      this.logger.error(
+        { err: withoutParameters(err), runId, failures },
+        stop ? 'run step failed again; the run is stopped' : 'run step failed; it will be retried',
+      );
+      if (stop && (await this.stop(runId, owner, failures).catch(() => false))) return;
+      await this.repo.release(runId, owner, new Date(Date.now() + STEP_RETRY_POLLS * this.config.runs.pollIntervalMs)).catch(() => undefined);
     } finally {
       this.signals.notify(runId);
     }
@@ -460,6 +479,18 @@ export class RunEngine {
       if (by) await this.cancelledApprovals.settle(row.org_id, row.id, { actor: { type: 'api_key', id: by }, keyId: by });
     }
     return saved;
+  }
+
+  private async stop(runId: string, owner: string, failures: number): Promise<boolean> {
+    const row = await this.repo.findLeased(runId, owner);
+    if (!row || (row.status !== 'running' && row.status !== 'waiting_for_approval')) return false;
+    await this.finish(row, owner, 'failed', {
+      error: {
+        code: 'internal_error',
+        message: `A step of the run failed ${failures} times in a row on an error of the platform (the server's log has each, with the run's id); the run was stopped rather than tried again.`,
+      },
+    });
+    return true;
   }
 
   private async principalOf(row: RunRow): Promise<ApiKeyPrincipal | undefined> {

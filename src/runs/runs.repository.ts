@@ -181,7 +181,8 @@ export class RunsRepository {
 
   /** Writes a step; false (and nothing written) when the lease is no longer ours or the run was cancelled. */
   async save(row: Pick<RunRow, 'id' | 'org_id'>, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
-    const sets: string[] = ['updated_at = now()'];
+    // A step that writes went forward: the count of failures in a row starts again.
+    const sets: string[] = ['updated_at = now()', 'step_failures = 0'];
     const params: unknown[] = [row.id, owner];
     const set = (column: string, value: unknown, cast = '') => {
       params.push(value);
@@ -216,6 +217,15 @@ export class RunsRepository {
   }
 
   /** Gives the lease back without changing anything else (a node shutting down, a step to retry). */
+  /** Counts a step that failed on an error of ours, keeping the lease; the failures in a row so far (0: no longer ours). */
+  async countStepFailure(id: string, owner: string): Promise<number> {
+    const [rows]: [{ step_failures: number }[], number] = await this.dataSource.query(
+      `UPDATE run SET step_failures = step_failures + 1 WHERE id = $1 AND lease_owner = $2 RETURNING step_failures`,
+      [id, owner],
+    );
+    return rows[0]?.step_failures ?? 0;
+  }
+
   async release(id: string, owner: string, notBefore?: Date): Promise<void> {
     await this.dataSource.query(`UPDATE run SET lease_owner = NULL, lease_expires_at = NULL, not_before = $3 WHERE id = $1 AND lease_owner = $2`, [
       id,
