@@ -126,6 +126,16 @@ export function boundErrors<T>(errors: readonly T[], omittedBefore = 0): { error
   return { errors: errors.slice(0, MAX_REPORTED_ERRORS), omitted: omittedBefore + errors.length - MAX_REPORTED_ERRORS };
 }
 
+/** Lengths past which a refusal's texts are cut: each may quote the request (a tool's name, a key), and is answered and audited. */
+export const MAX_DETAIL_CHARS = 1000;
+export const MAX_ERROR_PATH_CHARS = 300;
+export const MAX_ERROR_MESSAGE_CHARS = 500;
+
+/** `text` cut to `max` characters with an ellipsis, never splitting a surrogate pair (what is cut is stored). */
+export function cutText(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1).toWellFormed()}…`;
+}
+
 export class ApiError extends Error {
   /** From ERROR_STATUS: a code always answers with the same status. */
   readonly status: number;
@@ -141,14 +151,21 @@ export class ApiError extends Error {
     /** Response headers that belong to the refusal, e.g. Retry-After. */
     readonly headers?: Record<string, string>,
   ) {
+    detail = cutText(detail, MAX_DETAIL_CHARS);
     super(detail);
+    this.detail = detail;
     this.name = 'ApiError';
     this.status = ERROR_STATUS[code];
     if (errors) {
-      // Bounded here, once, so that no refusal anywhere can answer (or audit) an unbounded list.
+      // Bounded here, once, so that no refusal anywhere can answer (or audit) an unbounded list,
+      // nor entries as long as the request (a 900,000-character key named in a path and a message).
       const { errorsOmitted, ...rest } = extensions ?? {};
       const bounded = boundErrors(errors, typeof errorsOmitted === 'number' ? errorsOmitted : 0);
-      this.errors = bounded.errors;
+      this.errors = bounded.errors.map((e) =>
+        e.path.length <= MAX_ERROR_PATH_CHARS && e.message.length <= MAX_ERROR_MESSAGE_CHARS
+          ? e
+          : { ...e, path: cutText(e.path, MAX_ERROR_PATH_CHARS), message: cutText(e.message, MAX_ERROR_MESSAGE_CHARS) },
+      );
       extensions = bounded.omitted > 0 ? { ...rest, errorsOmitted: bounded.omitted } : extensions && rest;
     }
     this.extensions = extensions;

@@ -1,5 +1,6 @@
 import { ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { FastifyReply } from 'fastify';
+import { MAX_TOOL_NAME_LENGTH } from '../tool-calls/tool-calls.dto';
 
 /** What the MCP endpoint refuses before the SDK sees a message. Pure: no database, no SDK server. */
 
@@ -35,6 +36,8 @@ function sendRpcError(reply: FastifyReply, status: number, id: string | number |
 function callParamsProblem(params: unknown): string | undefined {
   if (!isRecord(params) || Array.isArray(params)) return 'params: expected an object';
   if (typeof params.name !== 'string') return 'params.name: expected a string';
+  // As REST's `tool`: a longer name names no tool, and would be echoed and audited whole.
+  if (params.name.length > MAX_TOOL_NAME_LENGTH) return `params.name: at most ${MAX_TOOL_NAME_LENGTH} characters`;
   if (params.arguments !== undefined && (!isRecord(params.arguments) || Array.isArray(params.arguments))) return 'params.arguments: expected an object';
   if (params._meta !== undefined && (!isRecord(params._meta) || Array.isArray(params._meta))) return 'params._meta: expected an object';
   return undefined;

@@ -2,9 +2,9 @@ import { Injectable } from '@nestjs/common';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import type { AuditEventInput } from '../audit/audit.service';
 import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
-import { ApiError, FieldError } from '../common/api-error';
+import { ApiError, cutText, FieldError } from '../common/api-error';
 import { resultRefOf, ToolCallsRepository } from '../tool-calls/tool-calls.repository';
-import type { ToolCallView } from '../tool-calls/tool-calls.dto';
+import { MAX_TOOL_NAME_LENGTH, type ToolCallView } from '../tool-calls/tool-calls.dto';
 import type { ToolOutcome } from './run-tool';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { GovernanceFacts, whyCannotRun } from './tool-policy';
@@ -83,6 +83,8 @@ export class ToolCallGuards {
         // error.errors is bounded (ApiError): the append-only log never grows with an attacker's input.
         data: {
           ...d.data,
+          // The name as asked: a model in a run (not a body, so not validated) may send any length.
+          ...(typeof d.data.tool === 'string' ? { tool: cutText(d.data.tool, MAX_TOOL_NAME_LENGTH + 1) } : {}),
           code: error.code,
           detail: error.detail,
           ...(error.errors ? { errors: error.errors } : {}),

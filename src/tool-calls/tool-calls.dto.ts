@@ -25,11 +25,14 @@ export function IsVersionRef(): PropertyDecorator {
   });
 }
 
+/** The longest tool name a version offers (the limit of the model APIs' function names). */
+export const MAX_TOOL_NAME_LENGTH = 64;
+
 export class CreateToolCallDto {
   @ApiProperty({ description: 'The name of a tool the version offers (after overrides).', example: 'search_knowledge' })
   @IsString()
   @MinLength(1)
-  @MaxLength(64)
+  @MaxLength(MAX_TOOL_NAME_LENGTH)
   tool: string;
 
   @ApiProperty({ type: 'object', additionalProperties: true, description: "Validated against the tool's input schema." })

@@ -104,6 +104,32 @@ describe('validation is linear in the body and its answer bounded', () => {
     expect(JSON.stringify(data).length).toBeLessThan(20_000);
   });
 
+  it('bounds each entry too: one key of 900,000 characters, a tool name of 1,000,000 over MCP', async () => {
+    const long = 'K'.repeat(900_000);
+    const res = await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/tool-calls`)
+      .set(...bearer(h.world.org.keys.agent))
+      .send({ tool: 'search_knowledge', arguments: { query: 'refunds', [long]: 1 } })
+      .expect(422);
+    expect(res.text.length).toBeLessThan(20_000);
+    expect(res.body.errors[0].path).toMatch(/^arguments\.K+…$/);
+    const events = await h.t.http
+      .get('/api/v1/audit-events?type=tool_call.denied&limit=1')
+      .set(...bearer(h.world.org.keys.admin))
+      .expect(200);
+    expect(JSON.stringify(events.body.items[0].data).length).toBeLessThan(20_000);
+
+    const denied = await countRows(h.ds, 'audit_event');
+    const mcp = await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/mcp`)
+      .set(...bearer(h.world.org.keys.agent))
+      .set('Accept', 'application/json, text/event-stream')
+      .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'n'.repeat(1_000_000), arguments: {} } });
+    expect(mcp.text.length).toBeLessThan(2_000);
+    expect(mcp.body.error).toMatchObject({ code: -32602, message: expect.stringContaining('params.name') });
+    expect(await countRows(h.ds, 'audit_event')).toBe(denied);
+  });
+
   it('bounds what validate and publish answer for a draft config of many keys', async () => {
     const builder = bearer(h.world.org.keys.builder);
     await h.t.http
