@@ -199,6 +199,32 @@ describe('hostile input on every route', () => {
     expect(await tableCounts(t)).toEqual(before);
   });
 
+  it('refuses an element of a list of objects (or an entry of a dictionary of them) that is not an object, naming it', async () => {
+    // class-validator took `[[]]` as a list of no problems: a capability without its id was stored, a message without content sent.
+    const before = await tableCounts(t);
+    const draft = `/api/v1/agents/${world.ids.agentId}/draft`;
+    for (const [body, path] of [
+      [{ instructions: 'x', capabilities: [[]] }, 'capabilities[0]'],
+      [{ instructions: 'x', capabilities: [{ id: 'clock' }, [{ id: 'clock' }]] }, 'capabilities[1]'],
+      [{ instructions: 'x', capabilities: [null] }, 'capabilities[0]'],
+      [{ instructions: 'x', capabilities: [], toolOverrides: { now: [] } }, 'toolOverrides.now'],
+    ] as const) {
+      const res = await t.http
+        .put(draft)
+        .set(...bearer(world.org.keys.builder))
+        .send(body)
+        .expect(400);
+      expect(res.body.errors).toContainEqual({ path, code: 'isObject', message: `${path} must be an object` });
+    }
+    const run = await t.http
+      .post(`/api/v1/agents/${world.ids.agentId}/runs`)
+      .set(...bearer(world.org.keys.agent))
+      .send({ input: 'x', messages: [[{ role: 'user', content: 'q' }]] })
+      .expect(400);
+    expect(run.body.errors[0]).toMatchObject({ path: 'messages[0]', code: 'isObject' });
+    expect(await tableCounts(t)).toEqual(before);
+  });
+
   it('refuses bodies nested deeper than 64 levels before anything recurses into them', async () => {
     // Found by this suite: 2,000 levels of brackets in a tool's arguments overflowed the stack (500).
     const deepJson = '{"a":'.repeat(3000) + '1' + '}'.repeat(3000);

@@ -151,13 +151,23 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
         out.add({ path, code: 'maxEntries', message: `${key} must have no more than ${MAX_MAP_ENTRIES} entries` });
         continue;
       }
-      for (const k of keys) walk(info.nested, value[k], joinPath(path, k), out);
+      for (const k of keys) walkElement(info.nested, value[k], joinPath(path, k), out);
     } else if (Array.isArray(value)) {
-      value.forEach((v, i) => walk(info.nested!, v, joinPath(path, String(i)), out));
+      value.forEach((v, i) => walkElement(info.nested!, v, joinPath(path, String(i)), out));
     } else {
       walk(info.nested, value, path, out);
     }
   }
+}
+
+/**
+ * An element of a list (or an entry of a dictionary) of objects. class-validator's ValidateNested
+ * takes an array there as a list of its own and checks its elements, so `[[]]` passed as a list of
+ * no problems, and was stored as `[{}]` (a capability without its id, a message without content).
+ */
+function walkElement(cls: Type<object>, raw: unknown, at: string, out: Collector): void {
+  if (isPlainObject(raw)) walk(cls, raw, at, out);
+  else out.add({ path: at, code: 'isObject', message: `${at} must be an object` });
 }
 
 /**
