@@ -328,6 +328,13 @@ describe('sign-in through an identity provider (e2e)', () => {
       expect(notAnAgent.body.code).toBe('not_found');
     });
 
+    it('a Host that is not a plain name, address and port gets no pointer, so nothing breaks out of the quoted challenge', async () => {
+      for (const host of ['evil"x', 'evil"x:80', 'a b']) {
+        const res = await t.http.post(`/api/v1/agents/${agentA}/mcp`).set('Host', host).set('Content-Type', 'application/json').send('{}');
+        expect([host, res.status, res.headers['www-authenticate']]).toEqual([host, 401, 'Bearer']);
+      }
+    });
+
     it('refuses tools/call to a token without mcp:tools: 403 insufficient_scope naming the scope', async () => {
       const token = await person(a, ['agent'], { scope: 'api' });
       const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_notes', arguments: { query: 'x' } } };

@@ -41,6 +41,9 @@ describe('claim mapping', () => {
     expect(() => mapClaims({ sub: '', org_id: 'acme' }, names)).toThrow(/sub claim/);
     expect(() => mapClaims({ sub: 'x'.repeat(256), org_id: 'acme' }, names)).toThrow(/sub claim/);
     expect(() => mapClaims({ sub: 'a\nb', org_id: 'acme' }, names)).toThrow(/sub claim/);
+    // Not text: stored as U+FFFD, two subjects would be one actor.
+    expect(() => mapClaims({ sub: 'a\ud800b', org_id: 'acme' }, names)).toThrow(/sub claim/);
+    expect(mapClaims({ sub: 'a\ud83d\ude00b', org_id: 'acme' }, names).subject).toBe('a😀b');
     expect(() => mapClaims({ sub: 's' }, names)).toThrow(/org_id claim/);
     expect(() => mapClaims({ sub: 's', org_id: ['acme'] }, names)).toThrow(/org_id claim/);
   });

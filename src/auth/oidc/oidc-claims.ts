@@ -38,7 +38,8 @@ const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
  */
 export function mapClaims(payload: Record<string, unknown>, names: ClaimNames): MappedClaims {
   const sub = own(payload, 'sub');
-  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || !PRINTABLE.test(sub)) {
+  // A lone surrogate is not text: stored (audit actor, derived id) it becomes U+FFFD, and two subjects would be one.
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || !PRINTABLE.test(sub) || !sub.isWellFormed()) {
     throw new ClaimError(`The token's sub claim must be a string of 1 to ${MAX_SUBJECT} printable characters.`);
   }
   const org = own(payload, names.orgClaim);

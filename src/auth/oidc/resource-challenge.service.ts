@@ -24,6 +24,8 @@ export function resourceUrlsOf(request: FastifyRequest, agentId: string): Resour
     const url = new URL(`${request.protocol}://${request.host}`);
     // A Host that smuggles a path, query or credentials is no origin; the header then goes without the pointer.
     if (url.pathname !== '/' || url.search || url.hash || url.username || url.password) return undefined;
+    // A quote (which URL allows in a host) would end the challenge's quoted string early: a name, an address or [IPv6], and a port only.
+    if (!/^https?:\/\/[a-z0-9.-]+(?::\d+)?$|^https?:\/\/\[[0-9a-f:.]+\](?::\d+)?$/.test(url.origin)) return undefined;
     origin = url.origin;
   } catch {
     return undefined;
