@@ -285,6 +285,26 @@ describe('webhooks (e2e)', () => {
       .expect(404);
   });
 
+  it('at most 50 endpoints per organization, also when many are asked for at once (409 conflict past it)', async () => {
+    const crowded = await createOrg(t);
+    // Nothing listens on port 9: nothing is delivered, and creating calls nothing.
+    const answers = await Promise.all(
+      Array.from({ length: 70 }, (_, i) =>
+        t.http
+          .post('/api/v1/webhooks')
+          .set(...admin(crowded))
+          .send({ url: `http://127.0.0.1:9/hook-${i}`, types: ['agent.created'] }),
+      ),
+    );
+    expect(answers.filter((r) => r.status === 201).length).toBe(50);
+    expect(new Set(answers.filter((r) => r.status !== 201).map((r) => `${r.status} ${r.body.code}`))).toEqual(new Set(['409 conflict']));
+    const listed = await t.http
+      .get('/api/v1/webhooks?limit=200')
+      .set(...admin(crowded))
+      .expect(200);
+    expect(listed.body.items).toHaveLength(50);
+  });
+
   it("another organization's endpoint is not found, and its events never reach ours", async () => {
     const mine = await endpoint(['agent.created']);
     const theirs = await endpoint(['agent.created'], other);

@@ -92,19 +92,19 @@ export class WebhooksRepository {
     private readonly audit: AuditService,
   ) {}
 
-  async countLive(orgId: string): Promise<number> {
-    const rows: { n: number }[] = await this.dataSource.query(`SELECT count(*)::int AS n FROM webhook_endpoint WHERE org_id = $1 AND deleted_at IS NULL`, [
-      orgId,
-    ]);
-    return rows[0].n;
-  }
-
+  /** Creates the endpoint unless the organization already has `limit` live ones (undefined then). */
   async create(
     orgId: string,
     endpoint: { id: string; url: string; types: string[]; description: string | null; secretSealed: string },
     event: AuditEventInput,
-  ): Promise<WebhookEndpoint> {
+    limit: number,
+  ): Promise<WebhookEndpoint | undefined> {
     return this.dataSource.transaction(async (m) => {
+      // Count and insert under one lock per organization: counted apart, 100 requests at once all
+      // saw room and made 100 endpoints past a limit of 50.
+      await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoint:' || $1::text, 0))`, [orgId]);
+      const [{ n }]: { n: number }[] = await m.query(`SELECT count(*)::int AS n FROM webhook_endpoint WHERE org_id = $1 AND deleted_at IS NULL`, [orgId]);
+      if (n >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6)
          RETURNING id, url, types, description, created_at`,

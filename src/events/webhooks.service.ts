@@ -23,9 +23,6 @@ export class WebhooksService {
     const orgId = orgIdOf(ctx);
     const url = checkedUrl(dto.url);
     await this.egress.assertAllowed(url, 'url');
-    if ((await this.repo.countLive(orgId)) >= MAX_WEBHOOKS_PER_ORG) {
-      throw ApiError.conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
-    }
     // Standard Webhooks' secret format: whsec_ and 32 random bytes, base64.
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const id = randomUUID();
@@ -33,7 +30,9 @@ export class WebhooksService {
       orgId,
       { id, url, types: dto.types, description: dto.description ?? null, secretSealed: this.secrets.seal(secret) },
       { type: 'webhook.created', orgId, actor: actorOf(ctx.principal), target: { type: 'webhook', id }, data: { url, types: dto.types } },
+      MAX_WEBHOOKS_PER_ORG,
     );
+    if (!endpoint) throw ApiError.conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
     return { ...endpoint, secret };
   }
 
