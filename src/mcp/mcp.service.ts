@@ -122,7 +122,10 @@ export class McpService implements OnModuleInit {
     // A client that goes away aborts what its request is doing (a wait for a decision ends).
     const gone = new AbortController();
     raw.once('close', () => gone.abort());
-    const handler = createMcpHandler(({ era }) => this.server(ctx, target, principal, built, instructions, gone.signal, era), {
+    // The arguments as the client sent them: the SDK's schema parse drops a key named `__proto__`,
+    // which REST refuses as an unknown property (nothing is looser over MCP). One message per request.
+    const sent = method === 'tools/call' && isRecord(body) && isRecord(body.params) ? body.params.arguments : undefined;
+    const handler = createMcpHandler(({ era }) => this.server(ctx, target, principal, built, instructions, gone.signal, era, sent), {
       legacy: 'stateless',
       responseMode: 'sse',
       onerror: (err) => this.logger.debug({ err, requestId: ctx.requestId }, 'MCP request refused'),
@@ -157,6 +160,7 @@ export class McpService implements OnModuleInit {
     instructions: string | undefined,
     gone: AbortSignal,
     era: 'legacy' | 'modern',
+    sentArguments: unknown,
   ): Server {
     // The Tasks extension is a 2026-07-28 one: 2025 clients are told nothing new.
     const extensions = era === 'modern' ? { extensions: { [TASKS_EXTENSION]: {} } } : {};
@@ -170,7 +174,9 @@ export class McpService implements OnModuleInit {
       );
     }
     server.setRequestHandler('tools/list', () => this.guarded(ctx, 'tools/list', () => this.listTools(principal, built)));
-    server.setRequestHandler('tools/call', (request, extra) => this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra, gone)));
+    server.setRequestHandler('tools/call', (request, extra) =>
+      this.guarded(ctx, 'tools/call', () => this.callTool(ctx, target, request.params, extra, gone, sentArguments)),
+    );
     return server;
   }
 
@@ -195,6 +201,7 @@ export class McpService implements OnModuleInit {
     params: CallToolRequest['params'],
     extra: ServerContext,
     gone: AbortSignal,
+    sentArguments: unknown,
   ): Promise<CallToolResult> {
     const orgId = keyOf(ctx).orgId;
     const runId = params._meta?.[RUN_ID_META];
@@ -208,7 +215,7 @@ export class McpService implements OnModuleInit {
         agentId: target.agent.id,
         tool: params.name,
         // Absent arguments are an empty object, so that validation names each missing field.
-        arguments: params.arguments ?? {},
+        arguments: sentArguments ?? params.arguments ?? {},
         version: target.row.version,
         runId: runId ?? null,
         entryPoint: 'mcp',

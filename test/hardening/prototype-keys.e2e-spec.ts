@@ -113,6 +113,23 @@ describe('keys named like Object.prototype members', () => {
           .send(`{"tool":"search_knowledge","arguments":${objectWith(key, JSON.stringify(value), '"query":"refunds"')}}`);
         expect([key, args.status, args.body.code, args.body.errors?.[0]?.path]).toEqual([key, 422, 'invalid_arguments', `arguments.${key}`]);
 
+        // Nothing is looser over MCP: the SDK's parse dropped `__proto__` from the arguments, and the call ran.
+        const rpc = await h.t.http
+          .post(`/api/v1/agents/${h.agentId}/mcp`)
+          .set(...bearer(h.world.org.keys.agent))
+          .set('Accept', 'application/json, text/event-stream')
+          .set('Content-Type', 'application/json')
+          .send(
+            `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_knowledge","arguments":${objectWith(key, JSON.stringify(value), '"query":"refunds"')}}}`,
+          );
+        const message = JSON.parse(
+          rpc.text
+            .split('\n')
+            .find((line) => line.startsWith('data: '))!
+            .slice('data: '.length),
+        );
+        expect([key, message.result?.isError, message.result?._meta?.['capability-platform/toolCall']?.errors?.[0]?.path]).toEqual([key, true, key]);
+
         const query = await h.t.http.get(`/api/v1/agents?${encodeURIComponent(key)}=1`).set(...bearer(h.world.org.keys.viewer));
         expect([key, query.status, query.body.errors?.[0]?.path]).toEqual([key, 400, key]);
       }),
