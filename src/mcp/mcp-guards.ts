@@ -1,4 +1,4 @@
-import { ProtocolErrorCode } from '@modelcontextprotocol/server';
+import { isInitializeRequest, ProtocolErrorCode } from '@modelcontextprotocol/server';
 import type { FastifyReply } from 'fastify';
 import { MAX_TOOL_NAME_LENGTH } from '../tool-calls/tool-calls.dto';
 
@@ -15,14 +15,31 @@ export function refuseMalformed(reply: FastifyReply, body: unknown): boolean {
     sendRpcError(reply, 400, null, ProtocolErrorCode.InvalidRequest, 'JSON-RPC batches are not supported: send one message per request.');
     return true;
   }
-  if (isRecord(body) && body.method === 'tools/call' && (typeof body.id === 'string' || typeof body.id === 'number')) {
-    const problem = callParamsProblem(body.params);
+  if (isRecord(body) && (typeof body.id === 'string' || typeof body.id === 'number')) {
+    const problem = paramsProblem(body);
     if (problem) {
       sendRpcError(reply, 200, body.id, ProtocolErrorCode.InvalidParams, `Invalid params: ${problem}`);
       return true;
     }
   }
   return false;
+}
+
+/** Bad params of the methods a tools-only server answers; the SDK answered them -32603 with its validation dump. */
+function paramsProblem(body: Record<string, unknown>): string | undefined {
+  switch (body.method) {
+    case 'tools/call':
+      return callParamsProblem(body.params);
+    case 'tools/list':
+      if (body.params === undefined) return undefined;
+      if (!isRecord(body.params) || Array.isArray(body.params)) return 'params: expected an object';
+      if (body.params.cursor !== undefined && typeof body.params.cursor !== 'string') return 'params.cursor: expected a string';
+      return undefined;
+    case 'initialize':
+      return isInitializeRequest(body) ? undefined : 'initialize needs params { protocolVersion: string, capabilities: object, clientInfo: { name, version } }';
+    default:
+      return undefined;
+  }
 }
 
 function sendRpcError(reply: FastifyReply, status: number, id: string | number | null, code: number, message: string): void {

@@ -65,6 +65,34 @@ describe('MCP limits', () => {
     );
   });
 
+  it('answers invalid initialize and tools/list params with -32602 and a short message, valid ones as before', async () => {
+    for (const [method, params] of [
+      ['initialize', undefined],
+      ['initialize', { protocolVersion: '2025-06-18', capabilities: {} }],
+      ['initialize', { protocolVersion: 5, capabilities: {}, clientInfo: { name: 'c', version: '1' } }],
+      ['tools/list', { cursor: 5 }],
+      ['tools/list', []],
+    ] as const) {
+      const res = await mcp(JSON.stringify({ jsonrpc: '2.0', id: 7, method, ...(params === undefined ? {} : { params }) }));
+      const message = JSON.parse(res.text);
+      expect([method, params, message]).toEqual([
+        method,
+        params,
+        { jsonrpc: '2.0', id: 7, error: { code: -32602, message: expect.stringMatching(/^Invalid params/) } },
+      ]);
+      expect(message.error.message.length).toBeLessThan(300);
+    }
+    const fine = await mcp(
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 8,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'c', version: '1' } },
+      }),
+    );
+    expect(fine.text).toContain('"protocolVersion"');
+  });
+
   it('refuses a foreign Origin with 403 before anything runs; loopback and configured origins are served', async () => {
     const calls = await countRows(h.ds, 'tool_call');
     for (const origin of [
