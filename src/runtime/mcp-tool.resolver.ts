@@ -3,6 +3,8 @@ import type { CallToolResult } from '@modelcontextprotocol/client';
 import Ajv, { ErrorObject, ValidateFunction } from 'ajv';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { canonicalize } from 'json-canonicalize';
+import safeRegex from 'safe-regex2';
 import type { VersionTool } from '../agents/built-version';
 import { MCP_CAPABILITY_ID, mcpToolName } from '../agents/mcp-version-tools';
 import { ToolError } from '../capabilities/capability.types';
@@ -27,8 +29,8 @@ const MAX_ERROR_TEXT = 2000;
  */
 @Injectable()
 export class McpToolResolver implements ToolImplementationResolver {
-  private readonly draft7 = withFormats(new Ajv({ strict: false, allErrors: true, validateSchema: false }));
-  private readonly draft2020 = withFormats(new Ajv2020({ strict: false, allErrors: true, validateSchema: false }));
+  private readonly draft7 = bounded(new Ajv({ strict: false, allErrors: true, validateSchema: false, code: { regExp: boundedRegExp } }));
+  private readonly draft2020 = bounded(new Ajv2020({ strict: false, allErrors: true, validateSchema: false, code: { regExp: boundedRegExp } }));
   private readonly validators = new LruCache<string, ValidateFunction | string>(VALIDATORS_CACHED);
 
   constructor(
@@ -93,10 +95,37 @@ export class McpToolResolver implements ToolImplementationResolver {
   }
 }
 
-function withFormats<T extends Ajv>(ajv: T): T {
+/**
+ * Validation runs on the thread that serves every request, against a schema a vendor's server
+ * wrote: it must take time linear in the arguments. Two keywords did not. A `pattern` (or a key of
+ * `patternProperties`) with nested quantifiers (`^(a+)+$`) backtracks exponentially: 31 characters
+ * held the node 15 s. A schema holding one cannot be used, like one that does not compile: its
+ * tool's calls are refused, naming the pattern, rather than checked less or not at all.
+ * `uniqueItems` compared objects pair by pair: 30,000 of them held it 26 s. It is checked here in
+ * one pass over each item's canonical JSON (RFC 8785: the key order and 1 vs 1.0 do not matter,
+ * as JSON Schema's equality has it).
+ */
+function bounded<T extends Ajv>(ajv: T): T {
   addFormats(ajv);
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword({
+    keyword: 'uniqueItems',
+    schemaType: 'boolean',
+    type: 'array',
+    errors: false,
+    validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map((item) => canonicalize(item))).size === data.length,
+  });
   return ajv;
 }
+
+const boundedRegExp = Object.assign(
+  (pattern: string, flags: string): { test: (s: string) => boolean } => {
+    const re = new RegExp(pattern, flags);
+    if (!safeRegex(re)) throw new Error(`the pattern ${JSON.stringify(pattern.slice(0, 100))} can take exponential time (nested quantifiers)`);
+    return re;
+  },
+  { code: 'new RegExp' },
+);
 
 /** Ajv's instance path (`/items/0/name`) as the API's (`items[0].name`). */
 function toFieldError(e: ErrorObject): FieldError {
