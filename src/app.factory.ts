@@ -30,7 +30,10 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
  */
 export const MAX_PARAM_LENGTH = 2048;
 
-export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id';
+// MCP clients in a browser send the protocol version on every request after the first, and the
+// 2026-07-28 revision's clients the method and name too. No Mcp-Session-Id: the endpoint is
+// stateless and never issues one, so none is sent back (nor exposed).
+export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name';
 export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id';
 const CORS_METHODS = 'GET, POST, PUT, DELETE';
 

@@ -18,6 +18,63 @@ const HELD_BACK_RETRY_MS = 100;
 const RETRY_MS = 2_000;
 
 /**
+ * Slots for the streams of each organization on this node. A slot is taken before the first
+ * await of the request that opens a stream: checking the count there and adding the stream only
+ * once it opens let every request admitted meanwhile through (500 at once opened 386 of 256).
+ */
+export class OrgStreamSlots {
+  private readonly taken = new Map<string, number>();
+
+  constructor(
+    readonly max: number,
+    /** What the 429 says the organization has too many of. */
+    private readonly what: string,
+  ) {}
+
+  /** A slot, or 429 `rate_limited`; the function returned gives it back (once, however often it is called). */
+  take(orgId: string): () => void {
+    const n = this.taken.get(orgId) ?? 0;
+    if (n >= this.max) {
+      throw new ApiError('rate_limited', `This organization has ${this.max} ${this.what} open on this server; close one first.`, undefined, undefined, {
+        'Retry-After': '5',
+      });
+    }
+    this.taken.set(orgId, n + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const left = (this.taken.get(orgId) ?? 1) - 1;
+      if (left > 0) this.taken.set(orgId, left);
+      else this.taken.delete(orgId);
+    };
+  }
+}
+
+/**
+ * True once `res` took what was buffered; false when the client left, took nothing for
+ * SLOW_CLIENT_MS (it resumes with Last-Event-ID), or `stop` was aborted.
+ */
+export function drained(res: ServerResponse, stop?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (res.destroyed || stop?.aborted) return resolve(false);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      stop?.removeEventListener('abort', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const timer = setTimeout(onClose, SLOW_CLIENT_MS);
+    res.on('drain', onDrain);
+    res.on('close', onClose);
+    stop?.addEventListener('abort', onClose);
+  });
+}
+
+/**
  * One open `GET /events` stream. It pulls from the audit table at its own pace: a wake-up only
  * sets a flag, nothing is queued for it, and it reads the next batch only once the socket has
  * taken the last one. So a slow subscriber holds at most one batch, whatever the write rate.
@@ -29,8 +86,8 @@ class Stream {
   private retryTimer?: NodeJS.Timeout;
   private cursor: EventPosition;
   private skip?: { visibleIn: string; below: bigint };
-  /** Ends a wait for the socket to drain (`drained()`), while one runs. */
-  private stopWaiting?: () => void;
+  /** Aborted at close: ends a wait for the socket to drain. */
+  private readonly closing = new AbortController();
 
   constructor(
     readonly orgId: string,
@@ -49,6 +106,9 @@ class Stream {
 
   start(): void {
     this.res.on('close', () => this.close());
+    // A client that hung up while the request was still being answered emitted 'close' before
+    // anyone listened: its stream would stay open, holding its slot, until the next event.
+    if (this.res.destroyed) return this.close();
     // The start position as an id without data: a client that drops before any event arrives
     // still resumes from here, not from whenever it reconnects.
     this.res.write(`retry: ${RETRY_MS}\nid: ${formatPosition(this.cursor)}\n\n`);
@@ -72,7 +132,7 @@ class Stream {
     this.closed = true;
     clearTimeout(this.retryTimer);
     // A closed stream waits for no client, and its 30 s timer must not keep a stopping process up.
-    this.stopWaiting?.();
+    this.closing.abort();
     this.wake();
     if (!this.res.writableEnded) this.res.end();
     this.onClosed(this);
@@ -96,7 +156,7 @@ class Stream {
         const accepted = this.res.write(`id: ${formatPosition(position)}\ndata: ${JSON.stringify(event)}\n\n`);
         this.cursor = position;
         if (this.skip && position.tx >= this.skip.below) this.skip = undefined;
-        if (!accepted && !(await this.drained())) return this.close();
+        if (!accepted && !(await drained(this.res, this.closing.signal))) return this.close();
       }
       if (read.events.length === BATCH) this.dirty = true;
       else if (read.heldBack) this.later(HELD_BACK_RETRY_MS);
@@ -108,25 +168,6 @@ class Stream {
     this.retryTimer = setTimeout(() => this.wake(), ms);
     this.retryTimer.unref();
   }
-
-  /** True once the socket took what was buffered; false when the client left or was too slow. */
-  private drained(): Promise<boolean> {
-    return new Promise((resolve) => {
-      const done = (ok: boolean) => {
-        clearTimeout(timer);
-        this.stopWaiting = undefined;
-        this.res.off('drain', onDrain);
-        this.res.off('close', onClose);
-        resolve(ok && !this.closed);
-      };
-      const onDrain = () => done(true);
-      const onClose = () => done(false);
-      const timer = setTimeout(() => done(false), SLOW_CLIENT_MS);
-      this.stopWaiting = onClose;
-      this.res.on('drain', onDrain);
-      this.res.on('close', onClose);
-    });
-  }
 }
 
 /** The open event streams of this node, woken by EventWakeups, kept alive by heartbeats. */
@@ -134,6 +175,7 @@ class Stream {
 export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(EventStreamService.name);
   private readonly byOrg = new Map<string, Set<Stream>>();
+  private readonly slots = new OrgStreamSlots(MAX_STREAMS_PER_ORG, 'event streams');
   private heartbeatTimer?: NodeJS.Timeout;
   private pollTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
@@ -180,24 +222,28 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     return this.log.head();
   }
 
-  /** Refuses a stream over the organization's limit before anything is written. */
-  admit(orgId: string): void {
-    if ((this.byOrg.get(orgId)?.size ?? 0) >= MAX_STREAMS_PER_ORG) {
-      throw new ApiError(
-        'rate_limited',
-        `This organization has ${MAX_STREAMS_PER_ORG} event streams open on this server; close one first.`,
-        undefined,
-        undefined,
-        { 'Retry-After': '5' },
-      );
-    }
+  /**
+   * Takes one of the organization's slots, or refuses the stream (429) before anything is read or
+   * written. The caller gives it back if the stream does not open; `open` takes it over.
+   */
+  admit(orgId: string): () => void {
+    return this.slots.take(orgId);
   }
 
-  open(orgId: string, keyId: string | undefined, types: readonly string[] | undefined, from: StreamStart, res: ServerResponse): void {
+  /** Opens the stream in the slot `release` gives back (one is taken when none is given). */
+  open(
+    orgId: string,
+    keyId: string | undefined,
+    types: readonly string[] | undefined,
+    from: StreamStart,
+    res: ServerResponse,
+    release: () => void = this.admit(orgId),
+  ): void {
     const stream = new Stream(orgId, keyId, types, from, res, this.log, this.logger, (s) => {
       const set = this.byOrg.get(s.orgId);
       set?.delete(s);
       if (set?.size === 0) this.byOrg.delete(s.orgId);
+      release();
     });
     let set = this.byOrg.get(orgId);
     if (!set) this.byOrg.set(orgId, (set = new Set()));

@@ -6,7 +6,8 @@ import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
-import { parsePosition } from './event-position';
+import { StreamStart } from './event-log.repository';
+import { EventPosition, parsePosition } from './event-position';
 import { EventStreamService, MAX_STREAMS_PER_ORG } from './event-stream.service';
 import { EventsQuery } from './events.dto';
 
@@ -43,21 +44,51 @@ export class EventsController {
   ): Promise<void> {
     const orgId = orgIdOf(ctx);
     const resumeAt = lastEventId ? parsePosition(lastEventId.trim()) : undefined;
-    if (lastEventId && !resumeAt) {
-      throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event this stream sent' }]);
-    }
-    this.streams.admit(orgId);
-    const from = resumeAt ? { from: resumeAt } : await this.streams.head();
-    // From here the response is ours: Fastify would end it when this handler returns.
-    reply.hijack();
-    reply.raw.writeHead(200, {
+    if (lastEventId && !resumeAt) throw notIssued();
+    const headers = {
       ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
       // Proxies that buffer answers (nginx) would hold events back.
       'x-accel-buffering': 'no',
       'x-request-id': String(request.id),
-    });
-    this.streams.open(orgId, ctx.principal.type === 'api_key' ? ctx.principal.id : undefined, query.types, from, reply.raw);
+    };
+    // Fastify answers HEAD with this handler, and Node sends a HEAD's headers only when its
+    // response ends, which a stream never does: the client waited for the idle timeout.
+    if (request.method === 'HEAD') {
+      reply.hijack();
+      reply.raw.writeHead(200, headers);
+      reply.raw.end();
+      return;
+    }
+    const release = this.streams.admit(orgId);
+    let from: StreamStart;
+    try {
+      const head = await this.streams.head();
+      if (resumeAt && !issuedBy(resumeAt, head)) throw notIssued();
+      from = resumeAt ? { from: resumeAt } : head;
+    } catch (err) {
+      release();
+      throw err;
+    }
+    // From here the response is ours: Fastify would end it when this handler returns.
+    reply.hijack();
+    reply.raw.writeHead(200, headers);
+    this.streams.open(orgId, ctx.principal.type === 'api_key' ? ctx.principal.id : undefined, query.types, from, reply.raw, release);
   }
+}
+
+function notIssued(): ApiError {
+  return ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event this stream sent' }]);
+}
+
+/**
+ * Whether `p` can be a position a stream sent. Events are sent below the horizon, which is below
+ * the snapshot's xmax; an opening id is `<xmin>-0`, and xmin is xmax when nothing runs. A position
+ * past that was never sent: resuming there would wait, silently, for transactions that may never
+ * come (`9999999999-0`).
+ */
+function issuedBy(p: EventPosition, head: StreamStart): boolean {
+  const xmax = head.skipBelow ?? head.from.tx;
+  return p.tx < xmax || (p.tx === xmax && p.seq === 0n);
 }

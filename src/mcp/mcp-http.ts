@@ -21,11 +21,23 @@ export function toWebRequest(req: FastifyRequest, signal: AbortSignal): Request 
   return new Request(new URL(req.url, 'http://mcp.invalid'), { method: req.method, headers, signal });
 }
 
+/**
+ * Hop-by-hop headers of the SDK's answer: they describe its connection, not ours (Node manages
+ * ours, and a `connection: keep-alive` copied over answered a client that had sent
+ * `Connection: close` as if the connection stayed open).
+ */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
+
 /** Writes the SDK's answer to the hijacked reply, streaming the body; resolves when it is written or the client left. */
 export async function sendWebResponse(reply: FastifyReply, res: Response, requestId: string): Promise<void> {
   const raw = reply.raw;
-  const headers: Record<string, string> = {};
-  res.headers.forEach((value, name) => (headers[name] = value));
+  // What Fastify would have sent (CORS, Vary), which a hijacked reply must send itself.
+  const headers = { ...(reply.getHeaders() as Record<string, string | string[]>) };
+  res.headers.forEach((value, name) => {
+    if (HOP_BY_HOP.has(name)) return;
+    // Fastify's `Vary: Origin` (CORS) stays, whatever the SDK varies on.
+    headers[name] = name === 'vary' && headers.vary ? `${String(headers.vary)}, ${value}` : value;
+  });
   headers['x-request-id'] = requestId;
   raw.writeHead(res.status, headers);
   if (!res.body) {

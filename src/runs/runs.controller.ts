@@ -1,12 +1,14 @@
-import { Body, Controller, Get, Headers, HttpCode, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, OnModuleDestroy, Param, Post, Query, Req, Res } from '@nestjs/common';
 import { ApiConflictResponse, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
+import { drained, MAX_STREAMS_PER_ORG, OrgStreamSlots } from '../events/event-stream.service';
 import { CreateRunDto, ListRunsQuery, RunPage, RunView } from './runs.dto';
 import { RunEventRow } from './runs.repository';
 import { MAX_WAIT_SECONDS, RunsService } from './runs.service';
@@ -15,7 +17,12 @@ const RUN_NOT_FOUND = ProblemResponse('No such run in your organization (`not_fo
 
 @ApiTags('runs')
 @Controller('api/v1')
-export class RunsController {
+export class RunsController implements OnModuleDestroy {
+  /** Run event streams per organization, as many as `GET /events` allows. */
+  private readonly slots = new OrgStreamSlots(MAX_STREAMS_PER_ORG, 'run event streams');
+  /** The open run event streams of this node, ended when it stops. */
+  private readonly open = new Set<AbortController>();
+
   constructor(private readonly runs: RunsService) {}
 
   @Post('agents/:agentId/runs')
@@ -84,6 +91,7 @@ export class RunsController {
       "Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.",
       'Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.',
       "The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.",
+      `At most ${MAX_STREAMS_PER_ORG} streams per organization per server node (\`429 rate_limited\` past that).`,
     ].join('\n'),
   })
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id` of the last event received.' })
@@ -97,6 +105,7 @@ export class RunsController {
     @Ctx() ctx: RequestContext,
     @Param('id', UuidParam) id: string,
     @Headers('last-event-id') lastEventId: string | undefined,
+    @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const after = lastEventId === undefined || lastEventId.trim() === '' ? '0' : lastEventId.trim();
@@ -104,30 +113,87 @@ export class RunsController {
       throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event of this stream' }]);
     }
     const orgId = await this.runs.assertVisible(ctx, id);
-    const abort = new AbortController();
+    // What Fastify would have sent (CORS, Vary), which a hijacked reply must send itself.
+    const headers = {
+      ...(reply.getHeaders() as Record<string, string>),
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache, no-transform',
+      'x-accel-buffering': 'no',
+      'x-request-id': String(request.id),
+    };
     const raw = reply.raw;
+    // Fastify answers HEAD with this handler, and Node sends a HEAD's headers only when its
+    // response ends, which a stream of a run that has not finished does not.
+    if (request.method === 'HEAD') {
+      reply.hijack();
+      raw.writeHead(200, headers);
+      raw.end();
+      return;
+    }
+    const release = this.slots.take(orgId);
     reply.hijack();
-    raw.on('close', () => abort.abort());
-    raw.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-cache, no-transform',
-      Connection: 'keep-alive',
-      'X-Accel-Buffering': 'no',
-    });
-    raw.write(': run events\n\n');
+    const gone = new AbortController();
+    const leave = () => gone.abort();
+    this.open.add(gone);
+    raw.on('close', leave);
+    // A client that hung up during the awaits above emitted 'close' before anyone listened: its
+    // stream would read the run twice a second until the run finished.
+    if (raw.destroyed) gone.abort();
     try {
-      await this.runs.stream(
-        orgId,
-        id,
-        after,
-        (batch: RunEventRow[]) => raw.write(batch.map(formatEvent).join('')),
-        () => raw.write(': keep-alive\n\n'),
-        abort.signal,
-      );
+      if (gone.signal.aborted) return;
+      raw.writeHead(200, headers);
+      raw.write(': run events\n\n');
+      await this.send(orgId, id, after, raw, gone.signal);
     } catch {
       // The stream is already open: the client reconnects with Last-Event-ID and loses nothing.
     } finally {
+      raw.off('close', leave);
+      this.open.delete(gone);
+      release();
       raw.end();
+    }
+  }
+
+  onModuleDestroy(): void {
+    // A stream waiting for its client to drain is not the service's to end; this node is stopping.
+    this.open.forEach((s) => s.abort());
+  }
+
+  /**
+   * The run's events to `raw`, read only as fast as the client takes them: the service's stream
+   * is stopped when the socket is full and started again after the last event written once it
+   * has drained, so a client that reads nothing holds one batch, not the whole run.
+   */
+  private async send(orgId: string, id: string, after: string, raw: ServerResponse, gone: AbortSignal): Promise<void> {
+    let last = after;
+    while (!gone.aborted) {
+      const stretch = new AbortController();
+      const stop = () => stretch.abort();
+      gone.addEventListener('abort', stop);
+      let full = false;
+      try {
+        await this.runs.stream(
+          orgId,
+          id,
+          last,
+          (batch: RunEventRow[]) => {
+            // The service may hand over one more batch it had read when it was stopped.
+            if (stretch.signal.aborted) return;
+            full = !raw.write(batch.map(formatEvent).join(''));
+            last = batch[batch.length - 1].seq;
+            if (full) stretch.abort();
+          },
+          () => {
+            if (!raw.writableNeedDrain) raw.write(': keep-alive\n\n');
+          },
+          stretch.signal,
+        );
+      } finally {
+        gone.removeEventListener('abort', stop);
+      }
+      // The run finished and all of it was written, or the client left.
+      if (!full) return;
+      if (!(await drained(raw, gone))) return;
     }
   }
 }

@@ -260,9 +260,10 @@ export class RunsRepository {
     return rows[0]?.by ?? undefined;
   }
 
+  /** In the order of seq the number (the output column `seq` is text: ordered by it, 1000 came before 999). */
   async events(orgId: string, runId: string, afterSeq: string, limit = 500): Promise<RunEventRow[]> {
     return this.dataSource.query(
-      `SELECT seq::text AS seq, type, data, at FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY seq LIMIT $4`,
+      `SELECT seq::text AS seq, type, data, at FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY run_event.seq LIMIT $4`,
       [orgId, runId, afterSeq, limit],
     );
   }
