@@ -137,7 +137,12 @@ export class McpService implements OnModuleInit {
       this.logger.error({ err, requestId: ctx.requestId }, 'MCP transport failed');
       if (!raw.headersSent) {
         const { problem } = toProblem(err);
-        raw.writeHead(problem.status, { 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': String(req.id) });
+        // What Fastify would have sent (CORS, Vary): a browser client reads the refusal too.
+        raw.writeHead(problem.status, {
+          ...(reply.getHeaders() as Record<string, string>),
+          'content-type': PROBLEM_CONTENT_TYPE,
+          'x-request-id': String(req.id),
+        });
         raw.end(JSON.stringify(problem));
       } else {
         raw.end();
