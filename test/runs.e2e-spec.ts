@@ -294,6 +294,26 @@ describe('agent runs (e2e)', () => {
       }
     });
 
+    it('Prefer: wait outlasts the idle timeout of the connection: the answer (and the run id) comes after N s, not an empty reply', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      model.setScript(sequence({ hang: true }));
+      const server = t.app.getHttpServer() as import('node:http').Server;
+      const idle = server.timeout;
+      // As if HTTP_IDLE_TIMEOUT_MS were 1 s: the wait below is twice that (60 s against 60 s by default).
+      server.setTimeout(1000);
+      try {
+        const res = await startRun(agentId, { input: 'hi' }, 2).expect(201);
+        expect([res.headers['preference-applied'], res.body.status, res.body.id]).toEqual(['wait=2', 'running', expect.any(String)]);
+        await t.http
+          .post(`/api/v1/runs/${res.body.id}/cancel`)
+          .set(...as('agent'))
+          .expect(200);
+      } finally {
+        server.setTimeout(idle);
+        model.setScript(sequence({ text: 'unused' }));
+      }
+    });
+
     it('calls a read-only tool, then answers; parallel tool calls of one turn each run, their results in order', async () => {
       const agentId = await agentWith({ instructions: 'Look orders up.', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
       const from = model.requests.length;

@@ -47,7 +47,10 @@ export class RunsController implements OnModuleDestroy {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<RunView> {
     const wait = waitOf(prefer);
-    if (wait !== undefined) void reply.header('Preference-Applied', `wait=${wait}`);
+    if (wait !== undefined) {
+      void reply.header('Preference-Applied', `wait=${wait}`);
+      holdOpenFor(reply, wait * 1000);
+    }
     void reply.status(201);
     return this.runs.create(ctx, agentId, dto, wait ?? 0);
   }
@@ -201,6 +204,22 @@ export class RunsController implements OnModuleDestroy {
 function formatEvent(e: RunEventRow): string {
   return `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ type: e.type, at: new Date(e.at).toISOString(), ...e.data })}\n\n`;
 }
+
+/**
+ * A request the server holds silent on purpose must outlast it: the connection's idle timeout
+ * (HTTP_IDLE_TIMEOUT_MS, 60 s by default) equalled the longest wait, so `wait=60` got an empty
+ * reply and never learned the run's id. The timeout is lengthened for this answer and given back.
+ */
+function holdOpenFor(reply: FastifyReply, ms: number): void {
+  const socket = reply.raw.socket;
+  const idle = socket?.timeout;
+  if (!socket || !idle || idle > ms + HOLD_MARGIN_MS) return;
+  socket.setTimeout(ms + HOLD_MARGIN_MS);
+  reply.raw.once('close', () => {
+    if (!socket.destroyed) socket.setTimeout(idle);
+  });
+}
+const HOLD_MARGIN_MS = 15_000;
 
 /** RFC 7240: `wait=N` among the preferences; a preference we cannot honour in full is honoured in part (at most 60 s). */
 export function waitOf(prefer: string | undefined): number | undefined {
