@@ -98,6 +98,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       headersTimeout: timeouts.headersMs,
       requestTimeout: timeouts.requestMs,
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(Math.min(timeouts.headersMs, timeouts.requestMs) / 4))),
+      // Node would answer a missing Host itself, with a bare 400; it is refused below, as a problem document.
+      requireHostHeader: false,
     },
     // Refusals of Fastify's router (a path segment that is not UTF-8 or is over-long) are problem
     // documents with a request id, like every other error.
@@ -188,6 +190,25 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   });
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
+  });
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body).
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) return done();
+    void reply
+      .status(400)
+      .type(PROBLEM_CONTENT_TYPE)
+      .send(
+        JSON.stringify(
+          toProblem(ApiError.invalidRequest([{ path: 'Host', code: 'required', message: 'an HTTP/1.1 request must carry a Host header' }])).problem,
+        ),
+      );
+  });
+  // An Expect other than 100-continue: Node answers 417 itself, bare, unless someone listens.
+  fastify.server.on('checkExpectation', (req: IncomingMessage, res: import('node:http').ServerResponse) => {
+    const body = JSON.stringify(toProblem(new ApiError('expectation_failed', 'Only Expect: 100-continue is supported.')).problem);
+    res
+      .writeHead(417, { 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID(), connection: 'close' })
+      .end(body);
   });
   reapIdleConnectionsWhileClosing(fastify);
   installCors(fastify, options.config.corsOrigins);

@@ -35,6 +35,7 @@ export type ErrorCode =
   | 'egress_refused'
   | 'mcp_connect_failed'
   | 'uri_too_long'
+  | 'expectation_failed'
   | 'document_not_indexable'
   | 'version_retired'
   | 'tool_disabled'
@@ -78,6 +79,7 @@ export const ERROR_STATUS = {
   egress_refused: 422,
   mcp_connect_failed: 422,
   uri_too_long: 414,
+  expectation_failed: 417,
   document_not_indexable: 422,
   version_retired: 409,
   tool_disabled: 403,
@@ -102,6 +104,7 @@ const TITLES: Record<number, string> = {
   413: 'Payload Too Large',
   414: 'URI Too Long',
   415: 'Unsupported Media Type',
+  417: 'Expectation Failed',
   422: 'Unprocessable Content',
   429: 'Too Many Requests',
   431: 'Request Header Fields Too Large',
