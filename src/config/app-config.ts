@@ -220,7 +220,10 @@ export class EnvironmentVariables {
   @Max(600_000)
   EGRESS_CONNECT_TIMEOUT_MS: number = 10_000;
 
-  /** How long an outbound request may wait for the response headers (a caller may ask for less). */
+  /**
+   * How long an outbound request may wait for the response headers (a caller may ask for less), and,
+   * unless its caller allows a stream longer (a model's answer: RUN_MODEL_TIMEOUT_MS), for its body too.
+   */
   @IsOptional()
   @Transform(toInt)
   @IsInt()
@@ -422,6 +425,8 @@ export interface AppConfig {
   egress: EgressConfig;
   /** An MCP connection's tools older than this are listed again before a call. */
   mcpToolsTtlSeconds: number;
+  /** The most bytes read of one answer of an MCP server; unset: the pool's MAX_RESPONSE_BYTES (tests set less). */
+  mcpMaxResponseBytes?: number;
   /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
   corsOrigins: string[];
   events: EventsConfig;

@@ -21,12 +21,24 @@ export class EgressRefusedError extends Error {
   }
 }
 
-/** A connect or response-header timeout; `code` names it for the callers that map it. */
+/** A connect, response-header or whole-exchange timeout; `code` names it for the callers that map it. */
 export class EgressTimeoutError extends Error {
   readonly code = 'timeout';
   constructor(message: string) {
     super(message);
     this.name = 'EgressTimeoutError';
+  }
+}
+
+/** A response body longer than its caller's `maxBytes`: the connection was closed rather than read on. */
+export class EgressTooLargeError extends Error {
+  readonly code = 'response_too_large';
+  constructor(
+    message: string,
+    readonly maxBytes: number,
+  ) {
+    super(message);
+    this.name = 'EgressTooLargeError';
   }
 }
 

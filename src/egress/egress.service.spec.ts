@@ -2,7 +2,7 @@ import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http
 import { AddressInfo } from 'node:net';
 import { testConfig } from '../../test/support/test-app';
 import { ApiError } from '../common/api-error';
-import { EgressRefusedError, EgressTimeoutError } from './egress-policy';
+import { EgressRefusedError, EgressTimeoutError, EgressTooLargeError } from './egress-policy';
 import { EgressService } from './egress.service';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -15,6 +15,40 @@ async function listen(handler: Handler): Promise<{ server: Server; port: number 
 
 const egress = (allowedHosts: string[], requestTimeoutMs = 5000) =>
   new EgressService(testConfig({ egress: { allowedHosts, connectTimeoutMs: 2000, requestTimeoutMs } }));
+
+/**
+ * A server that answers its headers at once and then misbehaves in its body: a byte every 50 ms
+ * (`/trickle`), as much as the socket takes (`/flood`), or a slow but finite body (`/slow?ms=`).
+ * `sockets` settles for each request when the server side of its socket closes, with the bytes written.
+ */
+async function misbehaving(): Promise<{ server: Server; port: number; sockets: Array<Promise<{ written: number; ms: number }>> }> {
+  const sockets: Array<Promise<{ written: number; ms: number }>> = [];
+  const started = await listen((req, res) => {
+    const at = Date.now();
+    let written = 0;
+    let ended = false;
+    sockets.push(new Promise((resolve) => req.socket.once('close', () => ((ended = true), resolve({ written, ms: Date.now() - at })))));
+    const path = new URL(req.url!, 'http://x');
+    res.writeHead(200, { 'content-type': 'application/octet-stream' });
+    res.flushHeaders();
+    if (path.pathname === '/trickle') {
+      const tick = setInterval(() => (ended ? clearInterval(tick) : ((written += 1), res.write('x'))), 50);
+    } else if (path.pathname === '/flood') {
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const pump = (): void => {
+        while (!ended) {
+          written += chunk.length;
+          if (!res.write(chunk)) return void res.once('drain', pump);
+        }
+      };
+      pump();
+    } else if (path.pathname === '/slow') {
+      res.write('first ');
+      setTimeout(() => res.end('last'), Number(path.searchParams.get('ms')));
+    }
+  });
+  return { ...started, sockets };
+}
 
 async function failure(promise: Promise<unknown>): Promise<Error & { code?: string; reason?: string }> {
   try {
@@ -130,6 +164,63 @@ describe('EgressService', () => {
     setTimeout(() => controller.abort(new Error('caller gave up')), 100);
     const err = await failure(one.fetch(`http://127.0.0.1:${port}/hang`, { signal: controller.signal }));
     expect(err.code).not.toBe('timeout');
+  });
+
+  describe('after the headers', () => {
+    let bad: Awaited<ReturnType<typeof misbehaving>>;
+    beforeAll(async () => {
+      bad = await misbehaving();
+      servers.push(bad.server);
+    });
+
+    it('a body that trickles ends at the deadline asked for, as a timeout, and its socket is closed', async () => {
+      const started = Date.now();
+      const res = await make(['127.0.0.1'], 5000).fetch(`http://127.0.0.1:${bad.port}/trickle`, { timeoutMs: 300 });
+      expect(res.status).toBe(200);
+      const err = await failure(res.text());
+      expect(err).toBeInstanceOf(EgressTimeoutError);
+      expect(err.code).toBe('timeout');
+      expect(Date.now() - started).toBeLessThan(1500);
+      const socket = await bad.sockets.at(-1)!;
+      expect(socket.ms).toBeLessThan(1500);
+    });
+
+    it('the deadline defaults to EGRESS_TIMEOUT_MS, and holds whether or not the body is being read', async () => {
+      const res = await make(['127.0.0.1'], 300).fetch(`http://127.0.0.1:${bad.port}/trickle`);
+      // Nobody reads: the socket is closed all the same.
+      const socket = await bad.sockets.at(-1)!;
+      expect(socket.ms).toBeLessThan(1500);
+      expect((await failure(res.text())).code).toBe('timeout');
+    });
+
+    it('a caller may allow a streamed body longer than EGRESS_TIMEOUT_MS, and reads it as it comes', async () => {
+      const res = await make(['127.0.0.1'], 200).fetch(`http://127.0.0.1:${bad.port}/slow?ms=600`, { deadlineMs: 3000 });
+      const reader = res.body!.getReader();
+      const started = Date.now();
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe('first ');
+      expect(Date.now() - started).toBeLessThan(400);
+      expect(new TextDecoder().decode((await reader.read()).value)).toBe('last');
+      expect((await reader.read()).done).toBe(true);
+    });
+
+    it('a body past maxBytes fails as too large once that much is read, and its socket is closed', async () => {
+      const res = await make(['127.0.0.1']).fetch(`http://127.0.0.1:${bad.port}/flood`, { maxBytes: 1024 * 1024 });
+      const err = await failure(res.arrayBuffer());
+      expect(err).toBeInstanceOf(EgressTooLargeError);
+      expect(err.code).toBe('response_too_large');
+      const socket = await bad.sockets.at(-1)!;
+      // What the server got out is what was read plus what the kernel's buffers held, not an unbounded stream.
+      expect(socket.written).toBeLessThan(16 * 1024 * 1024);
+    });
+
+    it("a caller's abort during the body stays an abort and closes the socket", async () => {
+      const controller = new AbortController();
+      const res = await make(['127.0.0.1']).fetch(`http://127.0.0.1:${bad.port}/trickle`, { signal: controller.signal });
+      setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+      const err = await failure(res.text());
+      expect(err.code).not.toBe('timeout');
+      expect((await bad.sockets.at(-1)!).ms).toBeLessThan(1500);
+    });
   });
 
   it('assertAllowed: 422 egress_refused naming the field; a bad URL is 400', async () => {

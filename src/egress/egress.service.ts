@@ -4,14 +4,24 @@ import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, parseAllowList } from './egress-policy';
+import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList } from './egress-policy';
 
 export type EgressRequestInit = RequestInit & {
   /** How long to wait for the response headers; at most EGRESS_TIMEOUT_MS. */
   timeoutMs?: number;
+  /**
+   * How long the whole exchange may take, redirects and the body included, counted from the call.
+   * Default: the headers' limit, so nothing outlives EGRESS_TIMEOUT_MS unless its caller says why
+   * (a model streams its answer for minutes); `Infinity` only for a stream meant to stay open.
+   */
+  deadlineMs?: number;
+  /** Past this many bytes of body the read fails with EgressTooLargeError and the connection is closed. */
+  maxBytes?: number;
 };
 
 const MAX_REDIRECTS = 5;
+/** setTimeout's ceiling; a longer deadline would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The one way out of the process for HTTP. A drop-in `fetch` (SDK clients take it as their
@@ -72,34 +82,46 @@ export class EgressService implements OnModuleDestroy {
   }
 
   async fetch(input: string | URL, init: EgressRequestInit = {}): Promise<Response> {
-    const { timeoutMs, ...rest } = init;
+    const { timeoutMs, deadlineMs, maxBytes, ...rest } = init;
     const limit = Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
+    const total = deadlineMs ?? limit;
     let url = new URL(String(input));
-    let requestInit: RequestInit = { ...rest };
-    for (let hop = 0; ; hop++) {
-      checkUrl(this.allow, url);
-      const response = await this.fetchOnce(url, requestInit, limit);
-      const location = response.headers.get('location');
-      if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return response;
-      await response.body?.cancel().catch(() => undefined);
-      if (init.redirect === 'error') throw new TypeError(`redirect refused: ${url.origin} answered ${response.status}`);
-      if (hop + 1 >= MAX_REDIRECTS) throw new TypeError(`more than ${MAX_REDIRECTS} redirects from ${new URL(String(input)).origin}`);
-      const next = new URL(location, url);
-      requestInit = redirectedInit(requestInit, response.status, url, next);
-      url = next;
+    const origin = url.origin;
+    // The headers' timer stops when they arrive; this one ends the exchange at any stage, and the
+    // abort makes undici destroy the socket, so a body that trickles or floods costs nothing past it.
+    const stop = new AbortController();
+    const timer =
+      total <= MAX_TIMER_MS ? setTimeout(() => stop.abort(new EgressTimeoutError(`${origin} did not finish answering within ${total} ms`)), total) : undefined;
+    const signal = rest.signal ? AbortSignal.any([rest.signal, stop.signal]) : stop.signal;
+    const exchange: Exchange = { stop, signal, callerSignal: rest.signal ?? undefined, maxBytes, origin, finish: () => clearTimeout(timer) };
+    let requestInit: RequestInit = { ...rest, signal };
+    // A body nobody reads keeps its socket until then; the timer alone must not keep the process up.
+    timer?.unref();
+    try {
+      for (let hop = 0; ; hop++) {
+        checkUrl(this.allow, url);
+        const response = await this.fetchOnce(url, requestInit, limit, exchange);
+        const location = response.headers.get('location');
+        if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return guardBody(response, exchange);
+        await response.body?.cancel().catch(() => undefined);
+        if (init.redirect === 'error') throw new TypeError(`redirect refused: ${url.origin} answered ${response.status}`);
+        if (hop + 1 >= MAX_REDIRECTS) throw new TypeError(`more than ${MAX_REDIRECTS} redirects from ${origin}`);
+        const next = new URL(location, url);
+        requestInit = redirectedInit(requestInit, response.status, url, next);
+        url = next;
+      }
+    } catch (err) {
+      exchange.finish();
+      throw failureOf(err, exchange);
     }
   }
 
-  private async fetchOnce(url: URL, init: RequestInit, timeoutMs: number): Promise<Response> {
-    const timeout = new AbortController();
-    const timer = setTimeout(() => timeout.abort(new EgressTimeoutError(`${url.origin} did not answer within ${timeoutMs} ms`)), timeoutMs);
-    const signal = init.signal ? AbortSignal.any([init.signal, timeout.signal]) : timeout.signal;
+  /** One hop; its headers must come within `timeoutMs`, and a late answer ends the whole exchange. */
+  private async fetchOnce(url: URL, init: RequestInit, timeoutMs: number, exchange: Exchange): Promise<Response> {
+    const timer = setTimeout(() => exchange.stop.abort(new EgressTimeoutError(`${url.origin} did not answer within ${timeoutMs} ms`)), timeoutMs);
     try {
-      const response = await undiciFetch(url, { ...(init as object), signal, redirect: 'manual', dispatcher: this.agent } as Parameters<typeof undiciFetch>[1]);
+      const response = await undiciFetch(url, { ...(init as object), redirect: 'manual', dispatcher: this.agent } as Parameters<typeof undiciFetch>[1]);
       return response as unknown as Response;
-    } catch (err) {
-      if (timeout.signal.aborted && !init.signal?.aborted) throw timeout.signal.reason;
-      throw unwrap(err);
     } finally {
       clearTimeout(timer);
     }
@@ -149,6 +171,72 @@ function redirectedInit(init: RequestInit, status: number, from: URL, to: URL): 
     next.headers = headers;
   }
   return next;
+}
+
+interface Exchange {
+  stop: AbortController;
+  /** What undici listens on, held for the body's life: a derived signal nobody holds may be collected. */
+  signal: AbortSignal;
+  callerSignal?: AbortSignal;
+  maxBytes?: number;
+  origin: string;
+  finish(): void;
+}
+
+/** The exchange's own stop (its deadline, its size cap) names itself; a caller's abort stays the caller's. */
+function failureOf(err: unknown, exchange: Exchange): unknown {
+  if (exchange.stop.signal.aborted && !exchange.callerSignal?.aborted) return exchange.stop.signal.reason;
+  return unwrap(err);
+}
+
+/**
+ * The body, read only as its reader asks (nothing is buffered ahead), counted against the
+ * exchange's byte cap; the exchange's timer ends with the body. Streaming callers keep streaming.
+ */
+function guardBody(response: Response, exchange: Exchange): Response {
+  if (!response.body) {
+    exchange.finish();
+    return response;
+  }
+  const reader = response.body.getReader();
+  let read = 0;
+  const body = new ReadableStream<Uint8Array>(
+    {
+      async pull(controller) {
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          chunk = await reader.read();
+        } catch (err) {
+          exchange.finish();
+          controller.error(failureOf(err, exchange));
+          return;
+        }
+        if (chunk.done) {
+          exchange.finish();
+          controller.close();
+          return;
+        }
+        read += chunk.value.byteLength;
+        if (exchange.maxBytes !== undefined && read > exchange.maxBytes) {
+          const tooLarge = new EgressTooLargeError(`${exchange.origin} answered more than ${exchange.maxBytes} bytes`, exchange.maxBytes);
+          exchange.stop.abort(tooLarge);
+          exchange.finish();
+          controller.error(tooLarge);
+          return;
+        }
+        controller.enqueue(chunk.value);
+      },
+      cancel(reason) {
+        exchange.finish();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+  const guarded = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  // Callers resolve relative Location headers against it (the MCP client does).
+  Object.defineProperty(guarded, 'url', { value: response.url });
+  return guarded;
 }
 
 /** undici wraps connect failures in `TypeError: fetch failed`; the policy's refusal is what callers need to see. */

@@ -31,7 +31,11 @@ export interface ChatModel {
   complete(req: ModelRequest): Promise<ModelTurn>;
 }
 
-export type FetchLike = (url: string, init?: RequestInit) => Promise<Response>;
+/** `deadlineMs`: how long the whole exchange, streamed body included, may take (EgressRequestInit's). */
+export type FetchLike = (url: string, init?: RequestInit & { deadlineMs?: number }) => Promise<Response>;
+
+/** How much longer than the model's own deadline the connection's is: only a backstop, never what fires. */
+const CONNECTION_DEADLINE_MARGIN_MS = 1000;
 
 export interface RetryPolicy {
   /** Attempts after the first. */
@@ -83,7 +87,8 @@ export class OpenAiCompatibleModel implements ChatModel {
       baseURL: baseUrl,
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
       apiKey: apiKey ?? 'none',
-      fetch: (url, init) => fetch(String(url), init),
+      // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS.
+      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS }),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
@@ -124,8 +129,26 @@ export class OpenAiCompatibleModel implements ChatModel {
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.maxOutputTokens !== undefined) body.max_completion_tokens = req.maxOutputTokens;
     if (req.reasoningEffort && !noReasoningEffort.has(`${this.providerId}/${req.model}`)) body.reasoning_effort = req.reasoningEffort;
-    const stream = await this.client.chat.completions.create(body, { signal: req.signal });
-    return assemble(stream);
+    // The client's own timeout stops once the headers arrive, and a stream aborted through its signal
+    // ends as if the provider had finished: the deadline over the whole answer is ours, checked after.
+    const deadline = AbortSignal.timeout(this.policy.timeoutMs);
+    const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
+    let turn: ModelTurn;
+    try {
+      turn = await assemble(await this.client.chat.completions.create(body, { signal }));
+    } catch (err) {
+      throw this.interruption(req, deadline) ?? err;
+    }
+    const interrupted = this.interruption(req, deadline);
+    if (interrupted) throw interrupted;
+    return turn;
+  }
+
+  /** A cancel of the run is not retried; the provider running out of time is, like a broken stream. */
+  private interruption(req: ModelRequest, deadline: AbortSignal): Error | undefined {
+    if (req.signal?.aborted) return new OpenAI.APIUserAbortError();
+    if (deadline.aborted) return new ModelError('model_error', `The provider did not finish its answer within ${this.policy.timeoutMs} ms.`, true);
+    return undefined;
   }
 }
 

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { ApiError } from '../../common/api-error';
 import { APP_CONFIG, AppConfig, OidcConfig } from '../../config/app-config';
+import { EgressTooLargeError } from '../../egress/egress-policy';
 import { EgressService } from '../../egress/egress.service';
 import type { OidcPrincipal } from '../principal';
 import { ClaimError, mapClaims, principalIdOf } from './oidc-claims';
@@ -39,6 +40,8 @@ export class OidcAuthenticator {
         fetchJson: (url) => this.fetchJson(url),
         refreshCooldownMs: this.oidc.keyRefreshCooldownMs,
         maxAgeMs: this.oidc.keysMaxAgeMs,
+        // Discovery then the key set, each within FETCH_TIMEOUT_MS (body included, in the egress policy).
+        fetchTimeoutMs: 2 * FETCH_TIMEOUT_MS + 1000,
         onFetchError: (message) => this.logger.warn(`identity provider keys not fetched: ${message}`),
       });
     }
@@ -106,29 +109,26 @@ export class OidcAuthenticator {
     return err instanceof ApiError ? err : ApiError.unauthorized();
   }
 
-  /** One document of the provider, through the egress policy, refused past a size no discovery document or key set reaches. */
+  /**
+   * One document of the provider, through the egress policy: FETCH_TIMEOUT_MS covers its body too
+   * (a provider that sends headers then a byte now and then would otherwise hold every sign-in),
+   * and a body past a size no discovery document or key set reaches is refused unread.
+   */
   private async fetchJson(url: string): Promise<unknown> {
-    const response = await this.egress.fetch(url, { headers: { accept: 'application/json' }, timeoutMs: FETCH_TIMEOUT_MS });
-    if (!response.ok) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new KeysUnavailableError(`${url} answered ${response.status}`);
-    }
-    const reader = response.body?.getReader();
-    if (!reader) throw new KeysUnavailableError(`${url} answered without a body`);
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      size += value.byteLength;
-      if (size > MAX_DOCUMENT_BYTES) {
-        await reader.cancel().catch(() => undefined);
-        throw new KeysUnavailableError(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
+    let text: string;
+    try {
+      const response = await this.egress.fetch(url, { headers: { accept: 'application/json' }, timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_DOCUMENT_BYTES });
+      if (!response.ok) {
+        await response.body?.cancel().catch(() => undefined);
+        throw new KeysUnavailableError(`${url} answered ${response.status}`);
       }
-      chunks.push(value);
+      text = await response.text();
+    } catch (err) {
+      if (err instanceof EgressTooLargeError) throw new KeysUnavailableError(`${url} answered more than ${MAX_DOCUMENT_BYTES} bytes`);
+      throw err;
     }
     try {
-      return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      return JSON.parse(text);
     } catch {
       throw new KeysUnavailableError(`${url} did not answer JSON`);
     }

@@ -95,6 +95,23 @@ describe('the identity provider key store', () => {
     expect(warnings).toEqual(['connect ECONNREFUSED']);
   });
 
+  it('a fetch that never settles fails every sign-in sharing it at fetchTimeoutMs, and the next one after the cooldown asks again', async () => {
+    const a = await signingKey('a');
+    const idp = provider([a.jwk]);
+    let hang = true;
+    const fetchJson = (url: string) => (hang ? new Promise<unknown>(() => undefined) : idp.fetchJson(url));
+    const store = new OidcKeyStore({ issuer: ISSUER, fetchJson, refreshCooldownMs: 1_000, maxAgeMs: 600_000, fetchTimeoutMs: 100, now });
+    const started = Date.now();
+    const waiting = await Promise.allSettled(Array.from({ length: 5 }, async () => jwtVerify(await a.sign(), store.resolve)));
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(waiting.every((r) => r.status === 'rejected' && r.reason instanceof KeysUnavailableError)).toBe(true);
+    expect(store.fetches).toBe(1);
+    hang = false;
+    clock += 1_000;
+    await expect(jwtVerify(await a.sign(), store.resolve)).resolves.toMatchObject({ protectedHeader: { kid: 'a' } });
+    expect(store.fetches).toBe(2);
+  });
+
   it('says the keys are unavailable when it never had any, and refuses a discovery document of another issuer', async () => {
     const a = await signingKey('a');
     const idp = provider([a.jwk]);

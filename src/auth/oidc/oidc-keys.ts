@@ -11,6 +11,8 @@ export interface KeyStoreOptions {
   refreshCooldownMs: number;
   /** Keys older than this are fetched again (within the cooldown) before they are used. */
   maxAgeMs: number;
+  /** A fetch (discovery and keys) not done by then counts as failed, whatever the fetcher does; unset: none. */
+  fetchTimeoutMs?: number;
   now?: () => number;
   /** Told once per failed fetch (so at most once per cooldown), not once per token refused meanwhile. */
   onFetchError?: (message: string) => void;
@@ -72,7 +74,7 @@ export class OidcKeyStore {
     if (now - this.lastFetchAt < this.options.refreshCooldownMs) return false;
     this.lastFetchAt = now;
     this.fetches++;
-    this.inFlight = this.fetchKeys()
+    this.inFlight = this.withinTimeout(this.fetchKeys())
       .then((keys) => {
         this.keys = keys;
         this.lastError = undefined;
@@ -86,6 +88,22 @@ export class OidcKeyStore {
       });
     await this.inFlight;
     return true;
+  }
+
+  /**
+   * Every sign-in waits on the one fetch in flight: one that never settled would hold them all,
+   * past the provider's recovery, until a restart. Past the limit it fails, and the next refresh
+   * (after the cooldown) tries again.
+   */
+  private withinTimeout(fetching: Promise<KeySet>): Promise<KeySet> {
+    const limit = this.options.fetchTimeoutMs;
+    if (limit === undefined) return fetching;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new KeysUnavailableError(`the identity provider did not answer within ${limit} ms`)), limit);
+    });
+    fetching.catch(() => undefined);
+    return Promise.race([fetching, late]).finally(() => clearTimeout(timer));
   }
 
   private async fetchKeys(): Promise<KeySet> {

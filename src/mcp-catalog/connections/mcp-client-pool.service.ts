@@ -1,4 +1,4 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import {
   Client,
   ProtocolError,
@@ -9,8 +9,11 @@ import {
   type CallToolResult,
   type Transport,
 } from '@modelcontextprotocol/client';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
-import { EgressService } from '../../egress/egress.service';
+import { APP_CONFIG, AppConfig } from '../../config/app-config';
+import { EgressRequestInit, EgressService } from '../../egress/egress.service';
+import { MAX_RESULT_CHARS } from '../../runtime/output-budget';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { CleanStdioTransport } from './clean-stdio.transport';
 import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
@@ -24,7 +27,7 @@ export interface McpTarget {
   credentials: Readonly<Record<string, string>>;
 }
 
-export type McpFailureCode = 'upstream_unavailable' | 'timeout' | 'egress_refused' | 'tool_error';
+export type McpFailureCode = 'upstream_unavailable' | 'timeout' | 'egress_refused' | 'tool_error' | 'result_too_large';
 
 /** Why talking to a server failed, in the codes API.md gives failed calls. The message never carries a credential. */
 export class McpUpstreamError extends Error {
@@ -45,6 +48,11 @@ export interface McpRequestOptions {
 /** A server that lists more is refused: what an agent is offered must stay reviewable. */
 export const MAX_LISTED_TOOLS = 500;
 const MAX_LIST_PAGES = 50;
+/**
+ * The most of one answer of a server read (a tool's result, a page of its tool list): a few times
+ * what a stored result may hold, as JSON escapes can take several bytes for one character.
+ */
+export const MAX_RESPONSE_BYTES = 4 * MAX_RESULT_CHARS;
 const CLIENT_INFO = { name: 'capability-platform', version: '1' };
 
 interface Pooled {
@@ -66,8 +74,16 @@ export class McpClientPool implements OnModuleDestroy {
   private readonly pool = new Map<string, Pooled>();
   private readonly toolsChanged = new Set<(orgId: string, connectionId: string) => void>();
   private closing = false;
+  private readonly maxResponseBytes: number;
+  /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
+  private readonly current = new AsyncLocalStorage<McpRequestOptions>();
 
-  constructor(private readonly egress: EgressService) {}
+  constructor(
+    private readonly egress: EgressService,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.maxResponseBytes = config.mcpMaxResponseBytes ?? MAX_RESPONSE_BYTES;
+  }
 
   /** Called with a connection when its server says its tool list changed. */
   onToolsChanged(listener: (orgId: string, connectionId: string) => void): () => void {
@@ -77,7 +93,7 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/list`, every page, as the platform stores it. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
-    return this.withClient(target, options, async (client) => {
+    return this.withClient(target, options, 'upstream_unavailable', async (client) => {
       const raw: unknown[] = [];
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
@@ -94,7 +110,7 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
-    return this.withClient(target, options, async (client) => {
+    return this.withClient(target, options, 'result_too_large', async (client) => {
       const result = await client.callTool(
         { name, arguments: args },
         {
@@ -134,15 +150,19 @@ export class McpClientPool implements OnModuleDestroy {
     return transport instanceof CleanStdioTransport ? transport.pid : undefined;
   }
 
-  private async withClient<T>(target: McpTarget, options: McpRequestOptions, use: (client: Client) => Promise<T>): Promise<T> {
+  /** `tooLarge`: the code of an answer past MAX_RESPONSE_BYTES (a connection's status names only reachability). */
+  private async withClient<T>(target: McpTarget, options: McpRequestOptions, tooLarge: McpFailureCode, use: (client: Client) => Promise<T>): Promise<T> {
     if (this.closing) throw new McpUpstreamError('upstream_unavailable', 'the node is shutting down');
     let pooled: Pooled | undefined;
     try {
-      pooled = this.acquire(target, options);
-      const client = await pooled.client;
-      return await use(client);
+      return await this.current.run(options, async () => {
+        pooled = this.acquire(target, options);
+        const client = await pooled.client;
+        return await use(client);
+      });
     } catch (err) {
-      const failure = classify(err, target, pooled?.transport);
+      let failure = classify(err, target, pooled?.transport);
+      if (failure.code === 'result_too_large') failure = new McpUpstreamError(tooLarge, failure.message);
       // A transport that failed is not reused: the next call opens a new one.
       if (failure.code !== 'tool_error' && pooled && this.pool.get(target.connectionId) === pooled && failure.code !== 'timeout') {
         void this.release(target.connectionId);
@@ -200,10 +220,20 @@ export class McpClientPool implements OnModuleDestroy {
       if (value !== undefined && field.header) headers[field.header] = value;
     }
     return new StreamableHTTPClientTransport(new URL(url), {
-      fetch: (input, init) => this.egress.fetch(input as string | URL, init),
+      fetch: (input, init) => this.egress.fetch(input as string | URL, this.bounded(init)),
       requestInit: { headers },
       // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
     });
+  }
+
+  /**
+   * The SDK's timeout settles a request but never ends its HTTP exchange, so a server that trickles
+   * or floods its answer would keep the socket and fill memory: each exchange gets the request's
+   * own deadline, and every answer a size cap. A GET is the session's event stream, meant to stay open.
+   */
+  private bounded(init: RequestInit | undefined): EgressRequestInit {
+    const stream = (init?.method ?? 'GET').toUpperCase() === 'GET';
+    return { ...init, deadlineMs: stream ? Infinity : this.current.getStore()?.timeoutMs, maxBytes: this.maxResponseBytes };
   }
 }
 
@@ -220,6 +250,8 @@ export function classify(err: unknown, target: Pick<McpTarget, 'credentials'>, t
   const code = codeOf(err);
   if (code === 'egress_refused') return new McpUpstreamError('egress_refused', redact(`the egress policy refused the connection: ${messageOf(err)}`));
   if (code === 'timeout') return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
+  if (code === 'response_too_large')
+    return new McpUpstreamError('result_too_large', redact(`the MCP server's answer was too large, not read further: ${messageOf(err)}`));
   if (err instanceof SdkHttpError) {
     // The transport follows redirects only within the server's origin (then through the egress
     // policy again); one that leaves it is refused, like any address the policy was not asked about.
@@ -248,7 +280,7 @@ function codeOf(err: unknown): string | undefined {
   let current: unknown = err;
   for (let i = 0; i < 6 && current && typeof current === 'object'; i++) {
     const code = (current as { code?: unknown }).code;
-    if (code === 'egress_refused' || code === 'timeout') return code;
+    if (code === 'egress_refused' || code === 'timeout' || code === 'response_too_large') return code;
     current = (current as { cause?: unknown }).cause;
   }
   return undefined;

@@ -1,0 +1,139 @@
+import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { AddressInfo } from 'node:net';
+import { testConfig } from '../../../test/support/test-app';
+import { EgressService } from '../../egress/egress.service';
+import type { RegisteredMcpServer } from '../mcp-server-registry.service';
+import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
+
+const MAX_RESPONSE_BYTES = 1024 * 1024;
+
+interface Exchange {
+  method: string;
+  /** Settles when the server side of the request's socket closes, with the bytes written into it. */
+  closed: Promise<{ written: number; ms: number }>;
+}
+
+/**
+ * A Streamable HTTP MCP server written on the wire, so it can misbehave where the SDK's would not:
+ * it answers the handshake and then, by tool name, answers `200 application/json` and writes 64 KB
+ * every 50 ms for ever (`trickle`) or as fast as the socket takes (`flood`); `flood_list` makes
+ * `tools/list` do the same. Every other request is answered properly.
+ */
+async function misbehavingMcpServer(): Promise<{ server: Server; url: string; exchanges: Exchange[]; state: { floodList: boolean } }> {
+  const exchanges: Exchange[] = [];
+  const state = { floodList: false };
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const at = Date.now();
+    let written = 0;
+    let open = true;
+    const closed = new Promise<{ written: number; ms: number }>((resolve) =>
+      req.socket.once('close', () => ((open = false), resolve({ written, ms: Date.now() - at }))),
+    );
+    if (req.method !== 'POST') return void res.writeHead(405).end();
+    let text = '';
+    req.on('data', (c: Buffer) => (text += c.toString('utf8')));
+    req.on('end', () => {
+      const message = JSON.parse(text) as { id?: number; method: string; params?: { name?: string; protocolVersion?: string } };
+      exchanges.push({ method: message.params?.name ?? message.method, closed });
+      if (message.id === undefined) return void res.writeHead(202).end();
+      const answer = (result: unknown) =>
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: message.id, result }));
+      if (message.method === 'initialize') {
+        return void answer({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } });
+      }
+      const misbehave = message.method === 'tools/list' ? (state.floodList ? 'flood' : undefined) : message.params?.name;
+      if (misbehave !== 'trickle' && misbehave !== 'flood') {
+        if (message.method === 'tools/list') return void answer({ tools: [{ name: 'ok', inputSchema: { type: 'object' } }] });
+        return void answer({ content: [{ type: 'text', text: 'fine' }] });
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(`{"jsonrpc":"2.0","id":${message.id},"result":{"content":[{"type":"text","text":"`);
+      const chunk = Buffer.alloc(64 * 1024, 'x');
+      const send = (): boolean => ((written += chunk.length), res.write(chunk));
+      if (misbehave === 'trickle') {
+        const tick = setInterval(() => (open ? send() : clearInterval(tick)), 50);
+        return;
+      }
+      const pump = (): void => {
+        while (open) if (!send()) return void res.once('drain', pump);
+      };
+      pump();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, exchanges, state };
+}
+
+describe('McpClientPool against a server that misbehaves after its headers', () => {
+  let mcp: Awaited<ReturnType<typeof misbehavingMcpServer>>;
+  let egress: EgressService;
+  let pool: McpClientPool;
+  let n = 0;
+  const target = (): McpTarget => ({
+    orgId: 'org',
+    connectionId: `c${++n}`,
+    entry: { definition: { id: 'remote', transport: 'streamable-http', credentials: [] } } as unknown as RegisteredMcpServer,
+    url: mcp.url,
+    credentials: {},
+  });
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => {
+        throw new Error('expected a failure');
+      },
+      (err: unknown) => err as McpUpstreamError,
+    );
+  const last = (method: string) => mcp.exchanges.filter((e) => e.method === method).at(-1)!;
+
+  beforeAll(async () => {
+    mcp = await misbehavingMcpServer();
+    const config = testConfig({
+      egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 5000 },
+      mcpMaxResponseBytes: MAX_RESPONSE_BYTES,
+    });
+    egress = new EgressService(config);
+    pool = new McpClientPool(egress, config);
+  });
+  afterAll(async () => {
+    await pool.onModuleDestroy();
+    await egress.onModuleDestroy();
+    mcp.server.closeAllConnections();
+    await new Promise((r) => mcp.server.close(r));
+  });
+
+  it('a tool call whose answer trickles times out at its timeout, and its socket is closed then, not left reading', async () => {
+    const t = target();
+    const started = Date.now();
+    const err = await failure(pool.callTool(t, 'trickle', {}, { timeoutMs: 300 }));
+    expect(err).toBeInstanceOf(McpUpstreamError);
+    expect(err.code).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(2000);
+    const socket = await last('trickle').closed;
+    expect(socket.ms).toBeLessThan(2000);
+    // The session is still good for the next call.
+    await expect(pool.callTool(t, 'ok', {}, { timeoutMs: 2000 })).resolves.toMatchObject({ content: [{ type: 'text', text: 'fine' }] });
+  });
+
+  it('a tool call whose answer floods fails as result_too_large once the cap is read, and its socket is closed', async () => {
+    const started = Date.now();
+    const err = await failure(pool.callTool(target(), 'flood', {}, { timeoutMs: 5000 }));
+    expect(err.code).toBe('result_too_large');
+    expect(err.message).toMatch(new RegExp(`more than ${MAX_RESPONSE_BYTES} bytes`));
+    expect(Date.now() - started).toBeLessThan(2000);
+    const socket = await last('flood').closed;
+    expect(socket.written).toBeLessThan(16 * MAX_RESPONSE_BYTES);
+  });
+
+  it('a tool list that floods at connect fails as upstream_unavailable, read no further than the cap', async () => {
+    mcp.state.floodList = true;
+    try {
+      const err = await failure(pool.listTools(target(), { timeoutMs: 5000 }));
+      expect(err.code).toBe('upstream_unavailable');
+      expect(err.message).toMatch(/too large/);
+      const socket = await last('tools/list').closed;
+      expect(socket.written).toBeLessThan(16 * MAX_RESPONSE_BYTES);
+    } finally {
+      mcp.state.floodList = false;
+    }
+  });
+});
