@@ -55,6 +55,20 @@ describe('assemble', () => {
     expect([turn.usage, turn.finishReason]).toEqual([{ inputTokens: 0, outputTokens: 0 }, null]);
   });
 
+  it("an answer past the cap (text, or a call's arguments) is refused whole, and not retried", async () => {
+    await expect(assemble(chunks(delta({ content: 'x'.repeat(6) }), delta({ content: 'y'.repeat(5) })), 10)).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: expect.stringContaining('longer than 10 characters'),
+    });
+    await expect(
+      assemble(chunks(delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'n', arguments: '{"q":"' + 'z'.repeat(20) + '"}' } }] })), 10),
+    ).rejects.toMatchObject({
+      retryable: false,
+    });
+    expect((await assemble(chunks(delta({ content: 'x'.repeat(10) })), 10)).content).toBe('x'.repeat(10));
+  });
+
   it('a stream with no answer, or chunks that are not objects, is a retryable model error', async () => {
     await expect(assemble(chunks(delta({})))).rejects.toMatchObject({ code: 'model_error', retryable: true });
     await expect(assemble(chunks(null))).rejects.toBeInstanceOf(ModelError);

@@ -32,7 +32,9 @@ export interface ChatModel {
 }
 
 /** `deadlineMs`: how long the whole exchange, streamed body included, may take (EgressRequestInit's). */
-export type FetchLike = (url: string, init?: RequestInit & { deadlineMs?: number }) => Promise<Response>;
+export type FetchLike = (url: string, init?: RequestInit & { deadlineMs?: number; maxBytes?: number }) => Promise<Response>;
+
+const MAX_STREAM_BYTES = 256 * 1024 * 1024;
 
 /** How much longer than the model's own deadline the connection's is: only a backstop, never what fires. */
 const CONNECTION_DEADLINE_MARGIN_MS = 1000;
@@ -88,7 +90,9 @@ export class OpenAiCompatibleModel implements ChatModel {
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
       apiKey: apiKey ?? 'none',
       // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS.
-      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS }),
+      // And read no more than an answer of MAX_ANSWER_CHARS could take, framing included (a stream
+      // sends a chunk of about 200 bytes for every few characters).
+      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
@@ -152,8 +156,21 @@ export class OpenAiCompatibleModel implements ChatModel {
   }
 }
 
+/**
+ * The most characters of one answer (its text, and its tool calls' names and arguments) a run keeps:
+ * about four times the longest output today's models write. A 60 MB answer was stored three times
+ * over (messages, output, events) and answered whole on every read of the run.
+ */
+export const MAX_ANSWER_CHARS = 2_000_000;
+
 /** Puts a streamed answer together: content deltas in order, tool calls by their index. */
-export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Promise<ModelTurn> {
+export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
+  let size = 0;
+  const grow = (text: string) => {
+    size += text.length;
+    if (size > maxChars) throw new ModelError('model_error', `The provider's answer was longer than ${maxChars} characters; none of it was kept.`, false);
+    return text;
+  };
   let content = '';
   let sawContent = false;
   let finishReason: string | null = null;
@@ -171,15 +188,15 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>): Prom
       if ((choice.index ?? 0) !== 0) continue;
       const delta = choice.delta ?? {};
       if (typeof delta.content === 'string') {
-        content += delta.content;
+        content += grow(delta.content);
         sawContent = true;
       }
       for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof tc.index === 'number' ? tc.index : calls.size;
         const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
-        if (typeof tc.id === 'string' && tc.id) call.id = tc.id;
-        if (typeof tc.function?.name === 'string') call.name += tc.function.name;
-        if (typeof tc.function?.arguments === 'string') call.arguments += tc.function.arguments;
+        if (typeof tc.id === 'string' && tc.id) call.id = grow(tc.id);
+        if (typeof tc.function?.name === 'string') call.name += grow(tc.function.name);
+        if (typeof tc.function?.arguments === 'string') call.arguments += grow(tc.function.arguments);
         calls.set(index, call);
       }
       if (typeof choice.finish_reason === 'string' && choice.finish_reason) finishReason = choice.finish_reason;
