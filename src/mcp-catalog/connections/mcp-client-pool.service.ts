@@ -59,6 +59,10 @@ interface Pooled {
   fingerprint: string;
   client: Promise<Client>;
   transport: Transport;
+  /** Calls using this client now. */
+  inFlight: number;
+  /** Out of the pool: closed once its last call settles. */
+  retired: boolean;
 }
 
 /**
@@ -72,6 +76,8 @@ interface Pooled {
 export class McpClientPool implements OnModuleDestroy {
   private readonly logger = new Logger(McpClientPool.name);
   private readonly pool = new Map<string, Pooled>();
+  /** Clients out of the pool that still have calls to finish. */
+  private readonly draining = new Set<Pooled>();
   private readonly toolsChanged = new Set<(orgId: string, connectionId: string) => void>();
   private closing = false;
   private readonly maxResponseBytes: number;
@@ -124,19 +130,35 @@ export class McpClientPool implements OnModuleDestroy {
     });
   }
 
-  /** Drops the connection's client (and stops its process), e.g. when the connection is deleted. */
+  /**
+   * Drops the connection's client, e.g. when the connection is deleted or its credentials change:
+   * the next use opens a new one. Calls already on it finish first, and then it is closed (its
+   * process stopped). Closing it under them failed them `upstream_unavailable`, also a call the
+   * server had finished: an approved side effect recorded as failed, and asked for again.
+   */
   async release(connectionId: string): Promise<void> {
     const pooled = this.pool.get(connectionId);
     if (!pooled) return;
     this.pool.delete(connectionId);
-    await pooled.transport.close().catch(() => undefined);
+    await this.retire(pooled);
   }
 
   async onModuleDestroy(): Promise<void> {
     this.closing = true;
-    const all = [...this.pool.values()];
+    const all = [...this.pool.values(), ...this.draining];
     this.pool.clear();
+    this.draining.clear();
     await Promise.all(all.map((p) => p.transport.close().catch(() => undefined)));
+  }
+
+  private async retire(pooled: Pooled): Promise<void> {
+    pooled.retired = true;
+    if (pooled.inFlight > 0) {
+      this.draining.add(pooled);
+      return;
+    }
+    this.draining.delete(pooled);
+    await pooled.transport.close().catch(() => undefined);
   }
 
   /** Clients open now, for tests and metrics. */
@@ -157,17 +179,23 @@ export class McpClientPool implements OnModuleDestroy {
     try {
       return await this.current.run(options, async () => {
         pooled = this.acquire(target, options);
+        pooled.inFlight++;
         const client = await pooled.client;
         return await use(client);
       });
     } catch (err) {
       let failure = classify(err, target, pooled?.transport);
       if (failure.code === 'result_too_large') failure = new McpUpstreamError(tooLarge, failure.message);
-      // A transport that failed is not reused: the next call opens a new one.
+      // A transport that failed is not reused: the next call opens a new one (this one drains).
       if (failure.code !== 'tool_error' && pooled && this.pool.get(target.connectionId) === pooled && failure.code !== 'timeout') {
         void this.release(target.connectionId);
       }
       throw failure;
+    } finally {
+      if (pooled) {
+        pooled.inFlight--;
+        if (pooled.retired && pooled.inFlight === 0) void this.retire(pooled);
+      }
     }
   }
 
@@ -184,7 +212,7 @@ export class McpClientPool implements OnModuleDestroy {
     client.setNotificationHandler('notifications/tools/list_changed', () => {
       for (const listener of this.toolsChanged) listener(target.orgId, target.connectionId);
     });
-    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client) };
+    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client), inFlight: 0, retired: false };
     transport.onclose = () => {
       if (this.pool.get(target.connectionId) === pooled) this.pool.delete(target.connectionId);
     };

@@ -41,6 +41,9 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
       if (message.method === 'initialize') {
         return void answer({ protocolVersion: message.params!.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'bad', version: '1' } });
       }
+      // `slow` answers properly after 400 ms; `broken` with a 500.
+      if (message.params?.name === 'slow') return void setTimeout(() => answer({ content: [{ type: 'text', text: 'slow but fine' }] }), 400);
+      if (message.params?.name === 'broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('boom');
       const misbehave = message.method === 'tools/list' ? (state.floodList ? 'flood' : undefined) : message.params?.name;
       if (misbehave !== 'trickle' && misbehave !== 'flood') {
         if (message.method === 'tools/list') return void answer({ tools: [{ name: 'ok', inputSchema: { type: 'object' } }] });
@@ -135,5 +138,24 @@ describe('McpClientPool against a server that misbehaves after its headers', () 
     } finally {
       mcp.state.floodList = false;
     }
+  });
+
+  it('a call that fails, or a release, leaves the calls already on that client to finish; the next call gets a new client', async () => {
+    const t = target();
+    await pool.callTool(t, 'ok', {}, { timeoutMs: 2000 });
+    const slow = pool.callTool(t, 'slow', {}, { timeoutMs: 3000 });
+    await new Promise((r) => setTimeout(r, 100));
+    expect((await failure(pool.callTool(t, 'broken', {}, { timeoutMs: 2000 }))).code).toBe('upstream_unavailable');
+    // Closing the shared transport here failed this one too, though the server finished it.
+    await expect(slow).resolves.toMatchObject({ content: [{ text: 'slow but fine' }] });
+    await expect(pool.callTool(t, 'ok', {}, { timeoutMs: 2000 })).resolves.toMatchObject({ content: [{ text: 'fine' }] });
+
+    // New credentials (or a deletion) on this node: the client leaves the pool at once, and closes once drained.
+    const slowAgain = pool.callTool(t, 'slow', {}, { timeoutMs: 3000 });
+    await new Promise((r) => setTimeout(r, 100));
+    const before = pool.size();
+    await pool.release(t.connectionId);
+    expect(pool.size()).toBe(before - 1);
+    await expect(slowAgain).resolves.toMatchObject({ content: [{ text: 'slow but fine' }] });
   });
 });
