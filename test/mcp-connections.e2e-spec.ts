@@ -155,6 +155,25 @@ describe('MCP catalog and connections (e2e)', () => {
       expect(list.body.items.map((c: { name: string }) => c.name)).not.toContain('nobody');
     });
 
+    it('at most 50 connections per organization, also when many are asked for at once (409 conflict past it)', async () => {
+      const crowded = await createOrg(t, ['mcp:remote']);
+      const answers = await Promise.all(
+        Array.from({ length: 56 }, (_, i) =>
+          t.http
+            .post('/api/v1/mcp-connections')
+            .set(...as(crowded, 'admin'))
+            .send({ server: 'remote', name: `crowd-${i}`, url: fixture.url }),
+        ),
+      );
+      expect(answers.filter((r) => r.status === 201).length).toBe(50);
+      expect(new Set(answers.filter((r) => r.status !== 201).map((r) => `${r.status} ${r.body.code}`))).toEqual(new Set(['409 conflict']));
+      const listed = await t.http
+        .get('/api/v1/mcp-connections?limit=200')
+        .set(...as(crowded, 'admin'))
+        .expect(200);
+      expect(listed.body.items).toHaveLength(50);
+    });
+
     it('400 for bad bodies, naming the field and never echoing a credential', async () => {
       const cases: [object, string][] = [
         [{ server: 'nope', name: 'x1' }, 'server'],

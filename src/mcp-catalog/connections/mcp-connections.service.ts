@@ -78,6 +78,8 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       });
     }
     if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
+    // Before a server is started or called for it (a local one is a process of its own); held again at the insert.
+    if ((await this.dataSource.transaction((m) => this.repository.countLocked(m, orgId))) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
 
     const id = randomUUID();
@@ -101,6 +103,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     const names = Object.keys(credentials).sort();
     try {
       const row = await this.dataSource.transaction(async (m) => {
+        if ((await this.repository.countLocked(m, orgId)) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
         const inserted = await this.repository.insert(m, orgId, {
           id,
           server: entry.definition.id,
@@ -334,4 +337,11 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   view(row: McpConnectionRow): McpConnectionView {
     return toConnectionView(row, this.trusts(row));
   }
+}
+
+/** Connections one organization may have: each may be a process on every node (a local server) or a pooled client. */
+export const MAX_MCP_CONNECTIONS_PER_ORG = 50;
+
+function tooManyConnections(): ApiError {
+  return ApiError.conflict(`An organization has at most ${MAX_MCP_CONNECTIONS_PER_ORG} MCP connections; delete one first.`);
 }
