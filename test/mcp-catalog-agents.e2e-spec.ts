@@ -248,6 +248,28 @@ describe('MCP catalog tools on agents (e2e)', () => {
       expect(pool.processId(stdioId)).not.toBe(before);
     });
 
+    it('a process left unused is stopped after a while; the next call starts a new one', async () => {
+      const pool = t.app.get(McpClientPool);
+      // AppConfig is provided by value and read when a call settles: shortened for this test only.
+      t.config.mcpIdleProcessMs = 300;
+      try {
+        await call(agentId, 'echo', { message: 'hello' }).expect(200);
+        const pid = pool.processId(stdioId)!;
+        expect(pid).toEqual(expect.any(Number));
+        const deadline = Date.now() + 10_000;
+        while (pool.processId(stdioId) !== undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+        expect(pool.processId(stdioId)).toBeUndefined();
+        // The process itself is gone, not only forgotten.
+        await new Promise((r) => setTimeout(r, 200));
+        expect(() => process.kill(pid, 0)).toThrow();
+      } finally {
+        t.config.mcpIdleProcessMs = undefined;
+      }
+      const again = await call(agentId, 'echo', { message: 'back' }).expect(200);
+      expect(again.body.status).toBe('succeeded');
+      expect(pool.processId(stdioId)).toEqual(expect.any(Number));
+    });
+
     it('a bound connection cannot be deleted: 409 resource_in_use', async () => {
       const res = await t.http
         .delete(`/api/v1/mcp-connections/${stdioId}`)

@@ -427,6 +427,8 @@ export interface AppConfig {
   mcpToolsTtlSeconds: number;
   /** The most bytes read of one answer of an MCP server; unset: the pool's MAX_RESPONSE_BYTES (tests set less). */
   mcpMaxResponseBytes?: number;
+  /** How long a local MCP server's process may sit unused before it is stopped; unset: the pool's IDLE_PROCESS_MS (tests set less). */
+  mcpIdleProcessMs?: number;
   /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
   corsOrigins: string[];
   events: EventsConfig;

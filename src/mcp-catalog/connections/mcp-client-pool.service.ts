@@ -63,7 +63,12 @@ interface Pooled {
   inFlight: number;
   /** Out of the pool: closed once its last call settles. */
   retired: boolean;
+  /** A local server's process left running with nothing to do is stopped after a while (IDLE_PROCESS_MS). */
+  idle?: NodeJS.Timeout;
 }
+
+/** How long a local server's process (stdio) may sit unused before it is stopped; the next use starts it again. */
+export const IDLE_PROCESS_MS = 10 * 60_000;
 
 /**
  * One MCP client per connection per node, opened on first use and reused by every call. A
@@ -86,7 +91,7 @@ export class McpClientPool implements OnModuleDestroy {
 
   constructor(
     private readonly egress: EgressService,
-    @Inject(APP_CONFIG) config: AppConfig,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.maxResponseBytes = config.mcpMaxResponseBytes ?? MAX_RESPONSE_BYTES;
   }
@@ -151,7 +156,17 @@ export class McpClientPool implements OnModuleDestroy {
     await Promise.all(all.map((p) => p.transport.close().catch(() => undefined)));
   }
 
+  /** Each connection to a local server is a process on every node that used it (about 70 MB for the reference server). */
+  private stopWhenIdle(connectionId: string, pooled: Pooled): void {
+    clearTimeout(pooled.idle);
+    pooled.idle = setTimeout(() => {
+      if (this.pool.get(connectionId) === pooled && pooled.inFlight === 0) void this.release(connectionId);
+    }, this.config.mcpIdleProcessMs ?? IDLE_PROCESS_MS);
+    pooled.idle.unref();
+  }
+
   private async retire(pooled: Pooled): Promise<void> {
+    clearTimeout(pooled.idle);
     pooled.retired = true;
     if (pooled.inFlight > 0) {
       this.draining.add(pooled);
@@ -195,6 +210,7 @@ export class McpClientPool implements OnModuleDestroy {
       if (pooled) {
         pooled.inFlight--;
         if (pooled.retired && pooled.inFlight === 0) void this.retire(pooled);
+        else if (pooled.inFlight === 0 && pooled.transport instanceof CleanStdioTransport) this.stopWhenIdle(target.connectionId, pooled);
       }
     }
   }
@@ -202,7 +218,10 @@ export class McpClientPool implements OnModuleDestroy {
   private acquire(target: McpTarget, options: McpRequestOptions): Pooled {
     const fingerprint = fingerprintOf(target);
     const existing = this.pool.get(target.connectionId);
-    if (existing && existing.fingerprint === fingerprint) return existing;
+    if (existing && existing.fingerprint === fingerprint) {
+      clearTimeout(existing.idle);
+      return existing;
+    }
     if (existing) void this.release(target.connectionId);
 
     const transport = this.transportFor(target);
