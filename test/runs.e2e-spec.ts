@@ -304,10 +304,18 @@ describe('agent runs (e2e)', () => {
       try {
         const res = await startRun(agentId, { input: 'hi' }, 2).expect(201);
         expect([res.headers['preference-applied'], res.body.status, res.body.id]).toEqual(['wait=2', 'running', expect.any(String)]);
+        const from = model.requests.length;
         await t.http
           .post(`/api/v1/runs/${res.body.id}/cancel`)
           .set(...as('agent'))
           .expect(200);
+        // Cancelled on the node stepping it: the model call in flight is aborted at once, not left to
+        // time out and be retried until the next lease renewal noticed (a model call after the cancel).
+        const worker = t.app.get(RunWorker);
+        const deadline = Date.now() + 3000;
+        while (worker.isStepping(res.body.id) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        expect(worker.isStepping(res.body.id)).toBe(false);
+        expect(model.requests.length).toBe(from);
       } finally {
         server.setTimeout(idle);
         model.setScript(sequence({ text: 'unused' }));

@@ -137,13 +137,9 @@ export class McpService implements OnModuleInit {
       this.logger.error({ err, requestId: ctx.requestId }, 'MCP transport failed');
       if (!raw.headersSent) {
         const { problem } = toProblem(err);
-        // What Fastify would have sent (CORS, Vary): a browser client reads the refusal too.
-        raw.writeHead(problem.status, {
-          ...(reply.getHeaders() as Record<string, string>),
-          'content-type': PROBLEM_CONTENT_TYPE,
-          'x-request-id': String(req.id),
-        });
-        raw.end(JSON.stringify(problem));
+        // With what Fastify would have sent (CORS, Vary): a browser client reads the refusal too.
+        const headers = { ...(reply.getHeaders() as Record<string, string>), 'content-type': PROBLEM_CONTENT_TYPE, 'x-request-id': String(req.id) };
+        raw.writeHead(problem.status, headers).end(JSON.stringify(problem));
       } else {
         raw.end();
       }

@@ -54,6 +54,16 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
     await Promise.all(steps.map(([id]) => this.repo.release(id, this.owner).catch(() => undefined)));
   }
 
+  /** Whether this node is stepping the run now (for tests and operators' debugging). */
+  isStepping(runId: string): boolean {
+    return this.active.has(runId);
+  }
+
+  /** Aborts the step of a run this node is stepping (it was cancelled here); nothing if none. */
+  stopLocally(runId: string): void {
+    this.active.get(runId)?.abort.abort();
+  }
+
   /** Steps a run this node has just leased (a run it created). */
   start(runId: string): void {
     if (this.stopping || this.active.has(runId)) return;

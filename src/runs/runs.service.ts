@@ -126,8 +126,10 @@ export class RunsService implements OnModuleDestroy {
         ],
       );
       this.signals.notify(id);
-      // The node stepping it (maybe this one) loses its lease at its next write or renewal; an
-      // approval it records meanwhile is rejected when that write fails (RunEngine).
+      // Stepped here: stopped now, so a model call in flight is aborted, not retried. Another node
+      // stepping it loses its lease at its next write or renewal; an approval it records meanwhile
+      // is rejected when that write fails (RunEngine).
+      if (cancelled) this.worker.stopLocally(id);
       if (cancelled) await this.cancelledApprovals.settle(principal.orgId, id, { actor: actorOf(principal), keyId: principal.id });
     }
     return toRunView(await this.row(principal.orgId, id));

@@ -1,14 +1,5 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import {
-  Client,
-  ProtocolError,
-  SdkError,
-  SdkErrorCode,
-  SdkHttpError,
-  StreamableHTTPClientTransport,
-  type CallToolResult,
-  type Transport,
-} from '@modelcontextprotocol/client';
+import { Client, StreamableHTTPClientTransport, type CallToolResult, type Transport } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
@@ -16,7 +7,11 @@ import { EgressRequestInit, EgressService } from '../../egress/egress.service';
 import { MAX_RESULT_CHARS } from '../../runtime/output-budget';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { CleanStdioTransport } from './clean-stdio.transport';
+import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
 import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
+
+export { classify, McpUpstreamError, redactSecrets } from './mcp-failures';
+export type { McpFailureCode } from './mcp-failures';
 
 /** Everything needed to reach one connection's server. Credentials are plaintext here only, in memory. */
 export interface McpTarget {
@@ -25,19 +20,6 @@ export interface McpTarget {
   entry: RegisteredMcpServer;
   url: string | null;
   credentials: Readonly<Record<string, string>>;
-}
-
-export type McpFailureCode = 'upstream_unavailable' | 'timeout' | 'egress_refused' | 'tool_error' | 'result_too_large';
-
-/** Why talking to a server failed, in the codes API.md gives failed calls. The message never carries a credential. */
-export class McpUpstreamError extends Error {
-  constructor(
-    readonly code: McpFailureCode,
-    message: string,
-  ) {
-    super(message);
-    this.name = 'McpUpstreamError';
-  }
 }
 
 export interface McpRequestOptions {
@@ -288,71 +270,4 @@ function fingerprintOf(target: McpTarget): string {
   return createHash('sha256')
     .update(JSON.stringify([target.entry.definition.id, target.url, Object.entries(target.credentials).sort()]))
     .digest('hex');
-}
-
-/** Turns whatever failed into one of API.md's codes, with a message fit for an answer. */
-export function classify(err: unknown, target: Pick<McpTarget, 'credentials'>, transport?: Transport): McpUpstreamError {
-  const redact = (message: string) => redactSecrets(message, target.credentials);
-  if (err instanceof McpUpstreamError) return new McpUpstreamError(err.code, redact(err.message));
-  const code = codeOf(err);
-  if (code === 'egress_refused') return new McpUpstreamError('egress_refused', redact(`the egress policy refused the connection: ${messageOf(err)}`));
-  if (code === 'timeout') return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
-  if (code === 'response_too_large')
-    return new McpUpstreamError('result_too_large', redact(`the MCP server's answer was too large, not read further: ${messageOf(err)}`));
-  if (err instanceof SdkHttpError) {
-    // The transport follows redirects only within the server's origin (then through the egress
-    // policy again); one that leaves it is refused, like any address the policy was not asked about.
-    if ([301, 302, 303, 307, 308].includes(err.status)) {
-      return new McpUpstreamError('egress_refused', redact(`the MCP server redirected the request to another origin; not followed`));
-    }
-    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.status || 'error'}`));
-  }
-  if (err instanceof SdkError) {
-    if (err.code === SdkErrorCode.RequestTimeout) return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
-    if (err.code === SdkErrorCode.ConnectionClosed) {
-      const tail = transport instanceof CleanStdioTransport && transport.stderr ? ` (its last output: ${transport.stderr.trim().slice(-300)})` : '';
-      return new McpUpstreamError('upstream_unavailable', redact(`the MCP server closed the connection${tail}`));
-    }
-    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be used: ${err.message}`.slice(0, 1000)));
-  }
-  if (err instanceof ProtocolError) {
-    // The server understood the request and refused it with a JSON-RPC error.
-    return new McpUpstreamError('tool_error', redact(`the MCP server answered with an error: ${err.message}`.slice(0, 1000)));
-  }
-  if (isAbort(err)) return new McpUpstreamError('timeout', 'the call was aborted before the MCP server answered');
-  return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be reached: ${messageOf(err)}`.slice(0, 1000)));
-}
-
-function codeOf(err: unknown): string | undefined {
-  let current: unknown = err;
-  for (let i = 0; i < 6 && current && typeof current === 'object'; i++) {
-    const code = (current as { code?: unknown }).code;
-    if (code === 'egress_refused' || code === 'timeout' || code === 'response_too_large') return code;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
-}
-
-function isAbort(err: unknown): boolean {
-  return err instanceof Error && (err.name === 'AbortError' || err.name === 'TimeoutError');
-}
-
-function messageOf(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  const cause = (err as { cause?: unknown }).cause;
-  const inner = cause instanceof Error && cause.message && cause.message !== err.message ? ` (${cause.message})` : '';
-  return `${err.message}${inner}`;
-}
-
-/** A server (or a library) may echo a request back in an error; no credential leaves in a message. */
-export function redactSecrets(message: string, credentials: Readonly<Record<string, string>>): string {
-  let out = message;
-  for (const value of Object.values(credentials)) {
-    if (value.length === 0) continue;
-    out = out.split(value).join('[redacted]');
-    // The token part of `Bearer <token>` alone, too.
-    const token = /^\S+\s+(\S{6,})$/.exec(value)?.[1];
-    if (token) out = out.split(token).join('[redacted]');
-  }
-  return out;
 }
