@@ -848,6 +848,7 @@ export interface paths {
          * @description Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.
          *     Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.
          *     The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.
+         *     At most 256 streams per organization per server node (`429 rate_limited` past that).
          */
         get: operations["eventsRuns"];
         put?: never;
