@@ -34,7 +34,9 @@ export const MAX_PARAM_LENGTH = 2048;
 // 2026-07-28 revision's clients the method and name too. No Mcp-Session-Id: the endpoint is
 // stateless and never issues one, so none is sent back (nor exposed).
 export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name';
-export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id';
+// A browser MCP client signing in reads WWW-Authenticate on a 401 (RFC 9728: where the metadata is);
+// RateLimit-* say how much is left (docs/operations.md).
+export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
 const CORS_METHODS = 'GET, POST, PUT, DELETE';
 
 /**

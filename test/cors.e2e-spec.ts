@@ -24,7 +24,9 @@ describe('CORS (e2e)', () => {
     expect(res.headers['access-control-allow-methods']).toBe('GET, POST, PUT, DELETE');
     const allowedHeaders = res.headers['access-control-allow-headers'].toLowerCase().split(/,\s*/);
     expect(allowedHeaders).toEqual(expect.arrayContaining(['authorization', 'idempotency-key', 'last-event-id', 'content-type']));
-    expect(res.headers['access-control-expose-headers']).toBe('Retry-After, x-request-id');
+    expect(res.headers['access-control-expose-headers']).toBe(
+      'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+    );
     expect(res.headers['access-control-allow-credentials']).toBeUndefined();
     expect(res.headers.vary).toMatch(/Origin/);
   });
@@ -36,7 +38,9 @@ describe('CORS (e2e)', () => {
       .set(...bearer(t.adminToken))
       .expect(200);
     expect(ok.headers['access-control-allow-origin']).toBe('http://localhost:5173');
-    expect(ok.headers['access-control-expose-headers']).toBe('Retry-After, x-request-id');
+    expect(ok.headers['access-control-expose-headers']).toBe(
+      'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+    );
     const refused = await t.http.get('/api/v1/me').set('Origin', allowed).set('Authorization', 'Bearer wrong').expect(401);
     expect(refused.headers['access-control-allow-origin']).toBe(allowed);
   });
