@@ -1,7 +1,7 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
 import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
-import { riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
+import { MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
 
 const tool = (annotations?: Record<string, unknown>) => ({ name: 't', description: 'd', inputSchema: { type: 'object' }, annotations });
 
@@ -53,8 +53,18 @@ describe('sanitizeListedTools', () => {
     ['a schema that is not an object schema', [{ name: 'a', inputSchema: { type: 'string' } }]],
     ['a huge schema', [{ name: 'a', inputSchema: { type: 'object', description: 'x'.repeat(70_000) } }]],
     ['a deep schema', [{ name: 'a', inputSchema: JSON.parse('{"type":"object","p":' + '{"a":'.repeat(40) + '1' + '}'.repeat(40) + '}') }]],
+    // Each tool within its own bounds, the list past MAX_LIST_CHARS: 70 tools of 60,000 characters.
+    [
+      'a list too large as a whole',
+      Array.from({ length: 70 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object', description: 'x'.repeat(60_000) } })),
+    ],
   ])('refuses the whole list for %s', (_what, raw) => {
     expect(() => sanitizeListedTools(raw)).toThrow(McpUpstreamError);
+  });
+  it('a large list within the whole bound is kept', () => {
+    const big = Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object', description: 'x'.repeat(60_000) } }));
+    expect(sanitizeListedTools(big)).toHaveLength(60);
+    expect(JSON.stringify(big).length).toBeLessThan(MAX_LIST_CHARS);
   });
   it('a missing description is empty, not a refusal', () => {
     expect(sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object' } }])[0].description).toBe('');

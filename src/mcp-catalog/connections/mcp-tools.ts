@@ -40,6 +40,8 @@ const MAX_TITLE = 500;
 /** Per tool, its schema and annotations as JSON text. */
 const MAX_SCHEMA_CHARS = 64 * 1024;
 const MAX_SCHEMA_DEPTH = 32;
+/** The whole list as stored: about twenty times the largest vendor servers' lists. */
+export const MAX_LIST_CHARS = 4 * 1024 * 1024;
 
 /**
  * What a server listed, made storable and safe to show: strings well-formed and without U+0000
@@ -49,7 +51,7 @@ const MAX_SCHEMA_DEPTH = 32;
  */
 export function sanitizeListedTools(raw: unknown[]): ListedMcpTool[] {
   const seen = new Set<string>();
-  return raw.map((item, index) => {
+  const tools = raw.map((item, index) => {
     if (!item || typeof item !== 'object') throw invalid(`tool ${index} is not an object`);
     const t = item as Record<string, unknown>;
     if (typeof t.name !== 'string' || t.name.length === 0 || t.name.length > MAX_NAME) throw invalid(`tool ${index} has no usable name`);
@@ -68,6 +70,11 @@ export function sanitizeListedTools(raw: unknown[]): ListedMcpTool[] {
     }
     return tool;
   });
+  // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
+  // call of any of them (a call of a tiny tool took over a second).
+  const size = JSON.stringify(tools).length;
+  if (size > MAX_LIST_CHARS) throw invalid(`it is ${size} characters of JSON, more than ${MAX_LIST_CHARS}`);
+  return tools;
 }
 
 function invalid(message: string): McpUpstreamError {
