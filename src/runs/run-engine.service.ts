@@ -50,6 +50,18 @@ class RetryLater extends Error {
   }
 }
 
+/** Steps failed in a row on an error of ours before the run fails with `internal_error`. */
+export const MAX_STEP_FAILURES = 5;
+/** A failed step is tried again after this many polls (5 s by default). */
+const STEP_RETRY_POLLS = 5;
+
+/** An error as logged: without a failed statement's parameters, which hold the run's whole conversation. */
+function withoutParameters(err: unknown): unknown {
+  if (!(err instanceof Error)) return err;
+  const { query } = err as { query?: unknown };
+  return { type: err.name, message: err.message, stack: err.stack, ...(typeof query === 'string' ? { query } : {}) };
+}
+
 /**
  * Steps a run while this node holds its lease: model call, the tool calls it asks for (through the
  * executor, each keyed by run, step and the model's call id so that a takeover replays instead of
@@ -57,17 +69,6 @@ class RetryLater extends Error {
  * lease; a write that matches nothing means another node (or a cancel) has the run, and this node
  * stops.
  */
-/** Steps failed in a row on an error of ours before the run fails with `internal_error`. */
-export const MAX_STEP_FAILURES = 5;
-/** A failed step is tried again after this many polls (5 s by default). */
-const STEP_RETRY_POLLS = 5;
-
-function withoutParameters(err: unknown): unknown {
-  if (!(err instanceof Error)) return err;
-  const { query } = err as { query?: unknown };
-  return { type: err.name, message: err.message, stack: err.stack, ...(typeof query === 'string' ? { query } : {}) };
-}
-
 @Injectable()
 export class RunEngine {
   private readonly logger = new Logger(RunEngine.name);
