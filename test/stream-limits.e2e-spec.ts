@@ -2,6 +2,7 @@ import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import http from 'node:http';
 import { connect, Socket } from 'node:net';
 import { DataSource } from 'typeorm';
+import { CORS_EXPOSED_HEADERS } from '../src/app.factory';
 import { EventStreamService } from '../src/events/event-stream.service';
 import { RunsRepository } from '../src/runs/runs.repository';
 import { RunsService } from '../src/runs/runs.service';
@@ -388,7 +389,7 @@ describe('streams an attacker cannot hold open (e2e)', () => {
       res.resume();
       expect(res.statusCode).toBe(200);
       expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
-      expect(res.headers['access-control-expose-headers']).toBe('Retry-After, x-request-id');
+      expect(res.headers['access-control-expose-headers']).toBe(CORS_EXPOSED_HEADERS);
       expect(res.headers.vary).toMatch(/Origin/);
       expect(res.headers['x-request-id']).toBeDefined();
     });
