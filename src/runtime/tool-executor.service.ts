@@ -14,9 +14,6 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
 import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
-
-/** The unique index of calls their requester waits for (migrations/1764520000000-one-awaiting-call.ts). */
-const AWAITED_CALL_INDEX = 'tool_call_awaiting_key';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
 import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
 import { ApprovalReason, approvalReasonOf, GovernanceFacts } from './tool-policy';
@@ -24,6 +21,9 @@ import { ToolRunner } from './tool-runner.service';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
 import { inGuardsSpan, inSpan, inToolCallSpan } from '../telemetry/tool-tracing';
+
+/** The unique index of calls their requester waits for (migrations/1764520000000-one-awaiting-call.ts). */
+const AWAITED_CALL_INDEX = 'tool_call_awaiting_key';
 
 /** What any entry point (REST, MCP, an agent run) asks the executor to do. */
 export interface ToolCallRequest {
