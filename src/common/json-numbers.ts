@@ -1,5 +1,5 @@
 import type { FieldError } from './api-error';
-import { joinPath } from './field-path';
+import { findUnstorable } from './nul-character';
 
 /**
  * Numbers JSON can write but a double cannot hold. `JSON.parse` turns `1e309` (or 309 digits)
@@ -22,23 +22,5 @@ export function mayHoldNonFiniteNumber(jsonText: string): boolean {
 
 /** The first number that is not finite (what JSON.parse made of an out-of-range literal), as a 400 `errors[]` entry, or undefined. */
 export function findNonFiniteNumber(value: unknown, at = ''): FieldError | undefined {
-  const trail: string[] = [];
-  if (!scan(value, trail)) return undefined;
-  const path = trail.reduce(joinPath, at);
-  return {
-    path,
-    code: 'number_out_of_range',
-    message: `${path || 'the body'} is a number beyond what a 64-bit float holds (about ±1.8e308)`,
-  };
-}
-
-function scan(value: unknown, trail: string[]): boolean {
-  if (typeof value === 'number') return !Number.isFinite(value);
-  if (value === null || typeof value !== 'object') return false;
-  for (const key of Object.keys(value)) {
-    trail.push(key);
-    if (scan((value as Record<string, unknown>)[key], trail)) return true;
-    trail.pop();
-  }
-  return false;
+  return findUnstorable(value, { text: false, numbers: true }, at);
 }

@@ -4,8 +4,7 @@ import { Applicability, VersionBuilder } from '../agents/version-builder.service
 import type { AgentIdentity } from '../agents/version-store.service';
 import type { StampedContribution, ToolContext, ToolDeclaration } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
-import { findNonFiniteNumber } from '../common/json-numbers';
-import { findUnstorableText } from '../common/nul-character';
+import { findUnstorableValue } from '../common/nul-character';
 import { CapabilityToolResolver } from './capability-tool.resolver';
 import { McpToolResolver } from './mcp-tool.resolver';
 
@@ -91,7 +90,7 @@ export class ToolImplementations {
     // REST and MCP bodies are refused at parse for these; a model's arguments in a run are not a
     // body, and a tool's schema says nothing of them (Ajv takes Infinity for a number). Neither can
     // be stored, hashed or sent on, whatever the source of the tool.
-    const unfit = findNonFiniteNumber(args) ?? findUnstorableText(args);
+    const unfit = findUnstorableValue(args);
     if (unfit) return { value: {}, plain: {}, errors: [unfit] };
     return this.resolverOf(tool).validate(tool, args);
   }
