@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
+import { countUnderOrgLock } from '../database/org-limit';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -100,11 +101,7 @@ export class WebhooksRepository {
     limit: number,
   ): Promise<WebhookEndpoint | undefined> {
     return this.dataSource.transaction(async (m) => {
-      // Count and insert under one lock per organization: counted apart, 100 requests at once all
-      // saw room and made 100 endpoints past a limit of 50.
-      await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('webhook_endpoint:' || $1::text, 0))`, [orgId]);
-      const [{ n }]: { n: number }[] = await m.query(`SELECT count(*)::int AS n FROM webhook_endpoint WHERE org_id = $1 AND deleted_at IS NULL`, [orgId]);
-      if (n >= limit) return undefined;
+      if ((await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL')) >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6)
          RETURNING id, url, types, description, created_at`,

@@ -30,16 +30,6 @@ type Db = DataSource | EntityManager;
 export class McpConnectionsRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /**
-   * How many connections the organization has, counted under a lock per organization held to the
-   * end of `db`'s transaction: an insert after it in that transaction cannot race another past a limit.
-   */
-  async countLocked(db: Db, orgId: string): Promise<number> {
-    await db.query(`SELECT pg_advisory_xact_lock(hashtextextended('mcp_connection:' || $1::text, 0))`, [orgId]);
-    const [{ n }]: { n: number }[] = await db.query(`SELECT count(*)::int AS n FROM mcp_connection WHERE org_id = $1`, [orgId]);
-    return n;
-  }
-
   async insert(
     db: Db,
     orgId: string,

@@ -18,6 +18,7 @@ import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.re
 import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
 import { parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
+import { countUnderOrgLock } from '../../database/org-limit';
 
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 
@@ -79,7 +80,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     }
     if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
     // Before a server is started or called for it (a local one is a process of its own); held again at the insert.
-    if ((await this.dataSource.transaction((m) => this.repository.countLocked(m, orgId))) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
+    if ((await this.dataSource.transaction((m) => countUnderOrgLock(m, 'mcp_connection', orgId))) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
 
     const id = randomUUID();
@@ -103,7 +104,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     const names = Object.keys(credentials).sort();
     try {
       const row = await this.dataSource.transaction(async (m) => {
-        if ((await this.repository.countLocked(m, orgId)) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
+        if ((await countUnderOrgLock(m, 'mcp_connection', orgId)) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
         const inserted = await this.repository.insert(m, orgId, {
           id,
           server: entry.definition.id,
