@@ -1,9 +1,6 @@
-import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { bearer } from '../support/test-app';
-import { countRows, hardeningWorld, HardeningWorld, isProblem } from '../support/hardening';
-import { walkRoutes } from '../support/routes';
-import { fillPath, tableCounts, VALID_BODIES } from '../support/world';
+import { assertRefusedAtEveryPosition, countRows, hardeningWorld, HardeningWorld } from '../support/hardening';
 
 /**
  * Class 10: numbers past a double's range. `JSON.parse` makes `1e309` Infinity without a word:
@@ -31,8 +28,6 @@ function leafPaths(value: unknown, at: string[] = []): string[][] {
   return [at];
 }
 
-const pathOf = (at: string[]) => at.reduce((p, k) => (/^\d+$/.test(k) ? `${p}[${k}]` : p ? `${p}.${k}` : k), '');
-
 jest.setTimeout(180_000);
 
 describe('numbers past the range of a double are refused, never stored as null or answered 500', () => {
@@ -52,40 +47,13 @@ describe('numbers past the range of a double are refused, never stored as null o
   };
 
   it("in any value of any write route's body: 400 naming the path, nothing written, no tool run", async () => {
-    const routes = walkRoutes(h.t).filter((r) => `${r.method} ${r.path}` in VALID_BODIES && leafPaths(VALID_BODIES[`${r.method} ${r.path}`]).length > 0);
-    const cases = routes.flatMap((r) =>
-      leafPaths(VALID_BODIES[`${r.method} ${r.path}`])
-        .filter((at) => at.length > 0)
-        .map((at) => ({ route: r, at })),
-    );
-    expect(cases.length).toBeGreaterThanOrEqual(15);
-    const before = await tableCounts(h.t);
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...cases), fc.constantFrom(...OUT_OF_RANGE), async ({ route, at }, literal) => {
-        const access = Array.isArray(route.access) ? route.access : [];
-        const token =
-          access.includes('platform') && access.every((a) => a === 'platform')
-            ? h.t.adminToken
-            : route.path.includes('tool-calls') || route.path.endsWith('/mcp')
-              ? h.world.org.keys.agent
-              : h.world.org.keys.admin;
-        const body = VALID_BODIES[`${route.method} ${route.path}`];
-        const res = await h.t.http[route.method.toLowerCase() as 'post'](fillPath(route.path, { ...h.world.ids, agentId: h.agentId }, randomUUID))
-          .set(...bearer(token))
-          .set('Content-Type', 'application/json')
-          .send(withNumber(body, at, literal));
-        expect([route.path, res.status, res.body.code, res.body.errors?.[0]?.path, res.body.errors?.[0]?.code]).toEqual([
-          route.path,
-          400,
-          'invalid_request',
-          pathOf(at),
-          'number_out_of_range',
-        ]);
-        expect(isProblem(res)).toBe(true);
-      }),
-      { numRuns: Math.max(40, cases.length * 2) },
-    );
-    expect(await tableCounts(h.t)).toEqual(before);
+    await assertRefusedAtEveryPosition(h, {
+      positions: (body) => leafPaths(body).filter((at) => at.length > 0),
+      values: OUT_OF_RANGE,
+      inject: withNumber,
+      code: 'number_out_of_range',
+      min: { cases: 15 },
+    });
   });
 
   it('in free-form objects (metadata, a capability config) and in keyed tool calls: refused, never stored as null', async () => {

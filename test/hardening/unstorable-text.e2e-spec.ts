@@ -1,9 +1,6 @@
-import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { bearer } from '../support/test-app';
-import { countRows, hardeningWorld, HardeningWorld, isProblem } from '../support/hardening';
-import { walkRoutes } from '../support/routes';
-import { fillPath, tableCounts, VALID_BODIES } from '../support/world';
+import { assertRefusedAtEveryPosition, countRows, hardeningWorld, HardeningWorld } from '../support/hardening';
 
 /**
  * Issue 13, class 2: text PostgreSQL cannot store. A lone UTF-16 surrogate (`"\ud800"`, valid
@@ -31,8 +28,6 @@ function stringPaths(value: unknown, at: string[] = []): string[][] {
   return [];
 }
 
-const pathOf = (at: string[]) => at.reduce((p, k) => (/^\d+$/.test(k) ? `${p}[${k}]` : p ? `${p}.${k}` : k), '');
-
 // Property runs make many requests; a loaded CI machine must not fail them on time alone.
 jest.setTimeout(180_000);
 
@@ -44,36 +39,7 @@ describe('lone UTF-16 surrogates are refused before anything runs', () => {
   afterAll(() => h.t.close());
 
   it("in any string of any write route's body: 400 naming the path, nothing written, no tool run", async () => {
-    const routes = walkRoutes(h.t).filter((r) => `${r.method} ${r.path}` in VALID_BODIES && stringPaths(VALID_BODIES[`${r.method} ${r.path}`]).length > 0);
-    expect(routes.length).toBeGreaterThanOrEqual(6);
-    const cases = routes.flatMap((r) => stringPaths(VALID_BODIES[`${r.method} ${r.path}`]).map((at) => ({ route: r, at })));
-    const before = await tableCounts(h.t);
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...cases), fc.constantFrom(...LONE), async ({ route, at }, escape) => {
-        const access = Array.isArray(route.access) ? route.access : [];
-        const token =
-          access.includes('platform') && access.every((a) => a === 'platform')
-            ? h.t.adminToken
-            : route.path.includes('tool-calls') || route.path.endsWith('/mcp')
-              ? h.world.org.keys.agent
-              : h.world.org.keys.admin;
-        const body = VALID_BODIES[`${route.method} ${route.path}`];
-        const res = await h.t.http[route.method.toLowerCase() as 'post'](fillPath(route.path, { ...h.world.ids, agentId: h.agentId }, randomUUID))
-          .set(...bearer(token))
-          .set('Content-Type', 'application/json')
-          .send(withEscape(body, at, escape));
-        expect([route.path, res.status, res.body.code, res.body.errors?.[0]?.path, res.body.errors?.[0]?.code]).toEqual([
-          route.path,
-          400,
-          'invalid_request',
-          pathOf(at),
-          'lone_surrogate',
-        ]);
-        expect(isProblem(res)).toBe(true);
-      }),
-      { numRuns: Math.max(40, cases.length * 2) },
-    );
-    expect(await tableCounts(h.t)).toEqual(before);
+    await assertRefusedAtEveryPosition(h, { positions: stringPaths, values: LONE, inject: withEscape, code: 'lone_surrogate', min: { routes: 6 } });
   });
 
   it('in an object key, a free-form object, a query string; paired surrogates (real emoji) are text and kept', async () => {
