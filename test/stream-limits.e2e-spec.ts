@@ -84,32 +84,23 @@ describe('streams an attacker cannot hold open (e2e)', () => {
     return a.body.id;
   }
 
-  /** A run of `org` that waits for approval: its event stream stays open. */
-  async function waitingRun(): Promise<string> {
+  /** A run of `org` that the script brings to `status` within its wait. */
+  async function runUntil(script: Parameters<ScriptedModel['setScript']>[0], status: string): Promise<string> {
     const agentId = await agent();
-    model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"ann@example.com"}' }] }, { text: 'Sent.' }));
+    model.setScript(script);
     const res = await t.http
       .post(`/api/v1/agents/${agentId}/runs`)
       .set(...bearer(org.keys.agent))
       .set('Prefer', 'wait=10')
       .send({ input: 'x' })
       .expect(201);
-    expect(res.body.status).toBe('waiting_for_approval');
+    expect(res.body.status).toBe(status);
     return res.body.id;
   }
-
-  async function finishedRun(): Promise<string> {
-    const agentId = await agent();
-    model.setScript(sequence({ text: 'Done.' }));
-    const res = await t.http
-      .post(`/api/v1/agents/${agentId}/runs`)
-      .set(...bearer(org.keys.agent))
-      .set('Prefer', 'wait=10')
-      .send({ input: 'x' })
-      .expect(201);
-    expect(res.body.status).toBe('succeeded');
-    return res.body.id;
-  }
+  /** A run that waits for approval: its event stream stays open. */
+  const waitingRun = () =>
+    runUntil(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"ann@example.com"}' }] }, { text: 'Sent.' }), 'waiting_for_approval');
+  const finishedRun = () => runUntil(sequence({ text: 'Done.' }), 'succeeded');
 
   /** A request written on a socket of its own; what comes back is collected. */
   function send(method: string, path: string, token: string): { socket: Socket; received: () => string } {

@@ -61,12 +61,9 @@ describe('OidcAuthenticator against a provider that misbehaves after its headers
   let egress: EgressService;
   let authenticator: OidcAuthenticator;
   const orgs = { findByIdOrSlug: async () => ({ id: 'org-1', scopes: [] }) } as unknown as OidcOrgsRepository;
-
-  beforeAll(async () => {
-    Logger.overrideLogger(false);
-    idp = await provider();
-    const config = testConfig({
-      egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: EGRESS_TIMEOUT_MS },
+  const configWith = (requestTimeoutMs: number) =>
+    testConfig({
+      egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs },
       oidc: {
         issuer: idp.issuer,
         audience: AUDIENCE,
@@ -77,6 +74,11 @@ describe('OidcAuthenticator against a provider that misbehaves after its headers
         keysMaxAgeMs: 600_000,
       },
     });
+
+  beforeAll(async () => {
+    Logger.overrideLogger(false);
+    idp = await provider();
+    const config = configWith(EGRESS_TIMEOUT_MS);
     egress = new EgressService(config);
     authenticator = new OidcAuthenticator(config, egress, orgs);
   });
@@ -110,22 +112,7 @@ describe('OidcAuthenticator against a provider that misbehaves after its headers
   });
 
   it('a discovery document past 512 KiB is refused once that much is read, and its socket is closed', async () => {
-    const fresh = new OidcAuthenticator(
-      testConfig({
-        egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 5000 },
-        oidc: {
-          issuer: idp.issuer,
-          audience: AUDIENCE,
-          orgClaim: 'org',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 30,
-          keyRefreshCooldownMs: 0,
-          keysMaxAgeMs: 600_000,
-        },
-      }),
-      egress,
-      orgs,
-    );
+    const fresh = new OidcAuthenticator(configWith(5000), egress, orgs);
     idp.state.mode = 'flood';
     const err = await refusal(fresh.authenticate(await idp.token()));
     expect(err.code).toBe('service_unavailable');
