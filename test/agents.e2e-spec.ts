@@ -126,7 +126,7 @@ describe('agents and drafts (e2e)', () => {
         instructions: 'x'.repeat(100_001),
         capabilities: [{ id: 'ok' }, { id: 5, config: 'nope', extra: true }],
         resources: { knowledgeCollections: ['not-a-uuid'], other: [] },
-        toolApproval: { a: 'required', b: 'optional' },
+        toolApproval: { a: 'required', b: 'optional', c: true, ['__proto__']: 'x' },
         toolOverrides: { search: { name: 5, label: 'x' } },
         model: 'gpt',
       })
@@ -140,11 +140,18 @@ describe('agents and drafts (e2e)', () => {
       'model',
       'resources.knowledgeCollections',
       'resources.other',
-      'toolApproval',
+      'toolApproval.__proto__',
+      'toolApproval.b',
+      'toolApproval.c',
       'toolOverrides.search.label',
       'toolOverrides.search.name',
     ]);
-    expect(res.body.errors.find((e: { path: string }) => e.path === 'toolApproval').message).toContain('toolApproval.b');
+    // One problem per bad entry, each naming its key (Conventions).
+    expect(res.body.errors.find((e: { path: string }) => e.path === 'toolApproval.b')).toEqual({
+      path: 'toolApproval.b',
+      code: 'isIn',
+      message: 'toolApproval.b must be "required" (approval can only be made stricter)',
+    });
     const missing = await t.http
       .put(`/api/v1/agents/${a.body.id}/draft`)
       .set(...as(org, 'builder'))

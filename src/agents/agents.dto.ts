@@ -23,6 +23,7 @@ import {
   ValidationArguments,
   ValidationOptions,
 } from 'class-validator';
+import { EntriesIn } from '../common/bounded-transform';
 import { SLUG_PATTERN } from '../orgs/orgs.dto';
 import type { AgentSpec } from './built-version';
 
@@ -47,29 +48,30 @@ function IsDictionary(options?: ValidationOptions): PropertyDecorator {
     });
 }
 
-/** `{ [toolId]: "required" }`: approval can only be made stricter, so "required" is the one value. */
+/**
+ * `{ [toolId]: "required" }`: approval can only be made stricter, so "required" is the one value.
+ * This rule checks the type and the size; each entry is checked by `@EntriesIn`, one problem per key.
+ */
 function IsApprovalMap(options?: ValidationOptions): PropertyDecorator {
-  return (target, propertyName) =>
+  const entries = EntriesIn(['required'], MAX_TOOL_KEYS, (path) => `${path} must be "required" (approval can only be made stricter)`);
+  const shape: PropertyDecorator = (target, propertyName) =>
     registerDecorator({
       name: 'isApprovalMap',
       target: target.constructor,
       propertyName: propertyName as string,
       options: {
-        message: (args: ValidationArguments) => {
-          const v = args.value as unknown;
-          if (!isPlainObject(v)) return `${args.property} must be an object keyed by tool id`;
-          const bad = Object.entries(v)
-            .filter(([, x]) => x !== 'required')
-            .map(([k]) => k);
-          if (bad.length === 0) return `${args.property} has more than ${MAX_TOOL_KEYS} entries`;
-          return `${bad.map((k) => `${args.property}.${k}`).join(', ')} must be "required" (approval can only be made stricter)`;
-        },
+        message: (args: ValidationArguments) =>
+          isPlainObject(args.value) ? `${args.property} has more than ${MAX_TOOL_KEYS} entries` : `${args.property} must be an object keyed by tool id`,
         ...options,
       },
       validator: {
-        validate: (value: unknown) => isPlainObject(value) && Object.keys(value).length <= MAX_TOOL_KEYS && Object.values(value).every((x) => x === 'required'),
+        validate: (value: unknown) => isPlainObject(value) && Object.keys(value).length <= MAX_TOOL_KEYS,
       },
     });
+  return (target, propertyName) => {
+    entries(target, propertyName);
+    shape(target, propertyName);
+  };
 }
 
 /**

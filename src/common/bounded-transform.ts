@@ -27,7 +27,9 @@ import { installValidationMetadataIndex } from './validation-metadata-index';
  *   after class-transformer has built the instance around them, so no key of them is lost and
  *   their size costs one copy;
  * - a dictionary turned into a Map (`toolOverrides`) gets back the entries class-transformer
- *   skipped.
+ *   skipped;
+ * - a dictionary of plain values with an `@EntriesIn` rule (`toolApproval`) has each entry checked,
+ *   so each bad entry is one problem naming its key (a class-validator rule sees only the whole).
  */
 
 // Where @Type and @Transform are recorded; class-transformer exports it only from its build.
@@ -66,6 +68,37 @@ interface PropertyInfo {
   /** `@Transform` or a `@Type` of a non-class (Number, Date): class-transformer's to convert. */
   converted: boolean;
   arrayMaxSize?: number;
+  entries?: EntryRule;
+}
+
+interface EntryRule {
+  allowed: readonly unknown[];
+  /** Past this many keys the entries are not read: the property's own rule refuses the size. */
+  maxKeys: number;
+  message: (path: string) => string;
+}
+
+const entryRules = new WeakMap<object, Map<string, EntryRule>>();
+
+/**
+ * Every value of this dictionary must be one of `allowed`; each entry that is not is an `isIn`
+ * problem at `<property>.<key>`. Checked by checkShape, the one way a body becomes an instance;
+ * the property still needs a rule of its own for its type and size.
+ */
+export function EntriesIn(allowed: readonly unknown[], maxKeys: number, message: (path: string) => string): PropertyDecorator {
+  return (target, propertyName) => {
+    const rules = entryRules.get(target.constructor) ?? new Map<string, EntryRule>();
+    rules.set(propertyName as string, { allowed, maxKeys, message });
+    entryRules.set(target.constructor, rules);
+  };
+}
+
+function entryRuleOf(cls: Type<object>, property: string): EntryRule | undefined {
+  for (let c: unknown = cls; typeof c === 'function' && c !== Function.prototype; c = Object.getPrototypeOf(c)) {
+    const rule = entryRules.get(c);
+    if (rule?.has(property)) return rule.get(property);
+  }
+  return undefined;
 }
 
 const PRIMITIVES = new Set<unknown>([String, Number, Boolean, Date, Object, Array, Map, Set]);
@@ -97,6 +130,7 @@ function describe(cls: Type<object>, property: string): PropertyInfo {
     nested,
     map: typeMeta?.reflectedType === Map,
     converted: transforms.length > 0 || (typeMeta !== undefined && nested === undefined),
+    entries: entryRuleOf(cls, property),
   };
 }
 
@@ -120,10 +154,13 @@ class Collector {
  * Unknown keys and over-long arrays, anywhere a class instance will be built, in one linear pass.
  * Free-form values are not entered: any key is allowed there.
  */
+/** Problems after which the instance is still built and validated: each costs nothing to carry. */
+const RECOVERABLE = new Set(['unknown_property', 'isIn']);
+
 export function checkShape(cls: Type<object>, raw: unknown, at = ''): ShapeCheck {
   const out = new Collector();
   walk(cls, raw, at, out);
-  const recoverable = out.omitted === 0 && out.errors.length < MAX_REPORTED_ERRORS && out.errors.every((e) => e.code === 'unknown_property');
+  const recoverable = out.omitted === 0 && out.errors.length < MAX_REPORTED_ERRORS && out.errors.every((e) => RECOVERABLE.has(e.code!));
   return { errors: out.errors, omitted: out.omitted, recoverable };
 }
 
@@ -144,6 +181,7 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
       out.add({ path, code: 'arrayMaxSize', message: `${key} must contain no more than ${info.arrayMaxSize} elements` });
       continue;
     }
+    if (info.entries && isPlainObject(value)) checkEntries(info.entries, value, path, out);
     if (!info.nested) continue;
     if (info.map && isPlainObject(value)) {
       const keys = Object.keys(value);
@@ -157,6 +195,16 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
     } else {
       walk(info.nested, value, path, out);
     }
+  }
+}
+
+function checkEntries(rule: EntryRule, value: Record<string, unknown>, at: string, out: Collector): void {
+  const keys = Object.keys(value);
+  if (keys.length > rule.maxKeys) return;
+  for (const k of keys) {
+    if (rule.allowed.includes(value[k])) continue;
+    const path = joinPath(at, k);
+    out.add({ path, code: 'isIn', message: rule.message(path) });
   }
 }
 

@@ -1,6 +1,7 @@
 import { Type } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, ValidateBy, ValidateNested } from 'class-validator';
 import { ApiError } from './api-error';
+import { EntriesIn } from './bounded-transform';
 import { createValidationPipe, flattenValidationErrors, joinPath, VALID_QUERIES_PER_CLASS } from './validation';
 
 class Inner {
@@ -24,6 +25,17 @@ class Counted {
   @ValidateBy({ name: 'counted', validator: { validate: () => (validations++, true) } }) always?: string = 'x';
 }
 class OtherCounted extends Counted {}
+
+class Flags {
+  @EntriesIn(['on'], 3, (path) => `${path} must be "on"`)
+  @ValidateBy({ name: 'isFlags', validator: { validate: (v: unknown) => typeof v === 'object' && v !== null && Object.keys(v).length <= 3 } })
+  flags: Record<string, 'on'>;
+}
+class MoreFlags extends Flags {}
+class HoldsFlags {
+  @IsInt() n: number;
+  @ValidateNested({ each: true }) @Type(() => MoreFlags) list: MoreFlags[];
+}
 
 describe('request validation', () => {
   it('joins paths the way clients read them', () => {
@@ -50,6 +62,26 @@ describe('request validation', () => {
         { path: 'orgId', code: 'unknown_property', message: 'property orgId is not allowed' },
       ]),
     );
+  });
+
+  it('names each bad entry of a dictionary with an entry rule, in nested and derived classes, with the other problems', async () => {
+    const pipe = createValidationPipe();
+    const refused = (body: unknown) =>
+      pipe.transform(body, { type: 'body', metatype: HoldsFlags }).then(
+        () => undefined,
+        (e: unknown) => (e as ApiError).errors,
+      );
+    expect(await refused({ n: 'x', list: [{ flags: { a: 'on', b: 'off', ['__proto__']: 1 } }] })).toEqual([
+      { path: 'list[0].flags.b', code: 'isIn', message: 'list[0].flags.b must be "on"' },
+      { path: 'list[0].flags.__proto__', code: 'isIn', message: 'list[0].flags.__proto__ must be "on"' },
+      { path: 'n', code: 'isInt', message: expect.any(String) },
+    ]);
+    // Past the size the entries are not read: the property's own rule answers, once.
+    expect(await refused({ n: 1, list: [{ flags: { a: 'x', b: 'x', c: 'x', d: 'x' } }] })).toEqual([
+      { path: 'list[0].flags', code: 'isFlags', message: expect.any(String) },
+    ]);
+    const ok = (await pipe.transform({ n: 1, list: [{ flags: { a: 'on' } }] }, { type: 'body', metatype: HoldsFlags })) as HoldsFlags;
+    expect(ok.list[0].flags).toEqual({ a: 'on' });
   });
 
   it('answers an empty query with a fresh instance and its defaults every time, and still refuses {} where it is invalid', async () => {
