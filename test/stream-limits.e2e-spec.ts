@@ -424,5 +424,35 @@ describe('streams an attacker cannot hold open (e2e)', () => {
         expect.arrayContaining(['authorization', 'content-type', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'last-event-id']),
       );
     });
+
+    it('answers a transport failure with a problem document a browser can read (CORS kept)', async () => {
+      const agentId = await agent();
+      // A header the web Request cannot hold: the request fails before the SDK has it, after the
+      // reply was hijacked (Fastify's own error answer, with its CORS hook, is out of the way).
+      const append = Headers.prototype.append;
+      const spy = jest.spyOn(Headers.prototype, 'append').mockImplementation(function (this: Headers, name: string, value: string) {
+        if (name === 'x-break') throw new TypeError('invalid header value');
+        return append.call(this, name, value);
+      });
+      try {
+        const res = await t.http
+          .post(`/api/v1/agents/${agentId}/mcp`)
+          .set('Origin', ORIGIN)
+          .set('Accept', 'application/json, text/event-stream')
+          .set('Content-Type', 'application/json')
+          .set('x-break', 'x')
+          .set(...bearer(org.keys.agent))
+          .send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }));
+        expect(spy).toHaveBeenCalledWith('x-break', 'x');
+        expect(res.status).toBe(500);
+        expect(res.headers['content-type']).toBe('application/problem+json');
+        expect(JSON.parse(res.text)).toMatchObject({ status: 500, code: 'internal_error' });
+        expect(res.headers['access-control-allow-origin']).toBe(ORIGIN);
+        expect(res.headers['access-control-expose-headers']).toBe(CORS_EXPOSED_HEADERS);
+        expect(res.headers['x-request-id']).toBeDefined();
+      } finally {
+        spy.mockRestore();
+      }
+    });
   });
 });
