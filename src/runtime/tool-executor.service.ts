@@ -125,16 +125,8 @@ export class ToolExecutor {
 
   private async requestTraced(principal: OrgPrincipal, req: ToolCallRequest, span: Span): Promise<ToolCallOutcome> {
     let claim: IdempotencyClaim | undefined;
-    // Arguments holding a number past a double's range cannot be hashed (RFC 8785 has no Infinity)
-    // and are refused by validation whatever the key: there is nothing to claim the key for.
-    if (req.idempotencyKey !== undefined && !findNonFiniteNumber(req.arguments)) {
-      const fingerprint = canonicalHash({
-        agentId: req.agentId,
-        tool: req.tool,
-        arguments: req.arguments ?? null,
-        version: req.version ?? 'latest',
-        runId: req.runId ?? null,
-      });
+    const fingerprint = req.idempotencyKey === undefined ? undefined : fingerprintOf(req);
+    if (req.idempotencyKey !== undefined && fingerprint !== undefined) {
       const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, fingerprint, this.leaseMs);
       if (claimed.kind === 'replay') {
         return { status: claimed.status as 200 | 202, call: claimed.body as ToolCallView, replayed: true, resumed: false };
@@ -354,5 +346,21 @@ export class ToolExecutor {
       return { status: 200, call: toToolCallView(row), replayed: false, resumed: true };
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
+  }
+}
+
+/**
+ * What an idempotency key is bound to. Arguments holding a number past a double's range cannot be
+ * hashed (RFC 8785 has no Infinity) and are refused by validation whatever the key: there is
+ * nothing to claim the key for. Looked for only when hashing fails, so a keyed call walks its
+ * arguments once here.
+ */
+function fingerprintOf(req: ToolCallRequest): string | undefined {
+  const call = { agentId: req.agentId, tool: req.tool, arguments: req.arguments ?? null, version: req.version ?? 'latest', runId: req.runId ?? null };
+  try {
+    return canonicalHash(call);
+  } catch (err) {
+    if (findNonFiniteNumber(req.arguments)) return undefined;
+    throw err;
   }
 }
