@@ -84,13 +84,14 @@ export class EventLogRepository {
       typeFilter += ` AND NOT pg_visible_in_snapshot(tx, $${params.length}::pg_snapshot)`;
     }
     params.push(limit);
-    // One statement, so the horizon belongs to the snapshot the rows were read with.
+    // One statement, so the horizon belongs to the snapshot the rows were read with. Ordered by the
+    // columns, qualified: a bare `tx` names the text alias, and '10' sorts before '9'.
     const rows: Row[] = await this.dataSource.query(
       `SELECT seq::text AS seq, tx::text AS tx, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon,
               id, org_id, at, type, actor_type, actor_id, target_type, target_id, data
          FROM audit_event
         WHERE org_id = $1 AND (tx, seq) > ($2::xid8, $3::bigint) ${typeFilter}
-        ORDER BY tx, seq
+        ORDER BY audit_event.tx, audit_event.seq
         LIMIT $${params.length}`,
       params,
     );
