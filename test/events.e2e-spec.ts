@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
-import { EventLogRepository } from '../src/events/event-log.repository';
+import { ApiKeysRepository } from '../src/auth/api-keys.repository';
 import { EventStreamService } from '../src/events/event-stream.service';
 import { collectGarbage } from './support/gc';
 import { SseClient } from './support/sse-client';
@@ -238,8 +238,8 @@ describe('GET /events (e2e)', () => {
     const held = new Promise<void>((resolve) => (release = resolve));
     let asked!: (ids: string[]) => void;
     const checking = new Promise<string[]>((resolve) => (asked = resolve));
-    const liveKeys = EventLogRepository.prototype.liveKeys;
-    const spy = jest.spyOn(EventLogRepository.prototype, 'liveKeys').mockImplementationOnce(async function (this: EventLogRepository, ids: string[]) {
+    const liveKeys = ApiKeysRepository.prototype.liveKeys;
+    const spy = jest.spyOn(ApiKeysRepository.prototype, 'liveKeys').mockImplementationOnce(async function (this: ApiKeysRepository, ids: string[]) {
       asked(ids);
       await held;
       return liveKeys.call(this, ids);

@@ -4,6 +4,7 @@ import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
 import { TestIdentityProvider } from './support/oidc-provider';
+import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const KEY_REFRESH_COOLDOWN_MS = 300;
@@ -403,6 +404,33 @@ describe('the identity provider, reached through the egress policy (e2e)', () =>
     clockSkewSeconds: 60,
     keyRefreshCooldownMs: 30_000,
     keysMaxAgeMs: 600_000,
+  });
+
+  it("ends an event stream when the token it was opened with expires (an API key's stream stays)", async () => {
+    const t = await createTestApp({ config: { oidc: { ...oidc(), clockSkewSeconds: 0 } } });
+    const streams: SseClient[] = [];
+    try {
+      await t.app.listen(0, '127.0.0.1');
+      const base = await t.app.getUrl();
+      const org = await createOrg(t);
+      const token = await idp.token({ claims: { org_id: org.id, roles: ['approver'] }, expiresIn: 2 });
+      const person = await SseClient.open(`${base}/api/v1/events`, { authorization: `Bearer ${token}` });
+      const key = await SseClient.open(`${base}/api/v1/events`, { authorization: `Bearer ${org.keys.approver}` });
+      streams.push(person, key);
+      let keyEnded = false;
+      key.response.on('end', () => (keyEnded = true));
+      const ended = new Promise<number>((resolve) => person.response.on('end', () => resolve(Date.now())));
+      await person.waitFor((x) => x.lastId !== undefined);
+      const at = await ended;
+      // Not before the token's `exp` (whole seconds, so up to a second early of the 2 s asked).
+      const { exp } = JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()) as { exp: number };
+      expect(at).toBeGreaterThanOrEqual(exp * 1000);
+      expect((await t.http.get('/api/v1/me').set(...bearer(token))).status).toBe(401);
+      expect(keyEnded).toBe(false);
+    } finally {
+      streams.forEach((c) => c.close());
+      await t.close();
+    }
   });
 
   it('is not asked again by a flood of tokens with unknown kids', async () => {

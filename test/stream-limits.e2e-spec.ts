@@ -3,6 +3,7 @@ import http from 'node:http';
 import { connect, Socket } from 'node:net';
 import { DataSource } from 'typeorm';
 import { CORS_EXPOSED_HEADERS } from '../src/app.factory';
+import { CredentialWatch } from '../src/auth/credential-watch.service';
 import { EventStreamService } from '../src/events/event-stream.service';
 import { RunsRepository } from '../src/runs/runs.repository';
 import { RunsService } from '../src/runs/runs.service';
@@ -366,6 +367,36 @@ describe('streams an attacker cannot hold open (e2e)', () => {
       );
       expect(statusOf(answer)).toBe(200);
       expect(answer).toMatch(/content-type: text\/event-stream/i);
+    });
+
+    it("ends when the reader's key is revoked, while the run still waits", async () => {
+      const runId = await waitingRun();
+      const key = (
+        await t.http
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...bearer(org.keys.admin))
+          .send({ name: 'run reader', roles: ['viewer'] })
+          .expect(201)
+      ).body as { id: string; token: string };
+      const { received } = send('GET', `/api/v1/runs/${runId}/events`, key.token);
+      await until(
+        async () => received(),
+        (text) => text.includes('event: run.waiting'),
+      );
+      await t.http
+        .delete(`/api/v1/orgs/${org.id}/api-keys/${key.id}`)
+        .set(...bearer(org.keys.admin))
+        .expect(204);
+      // The next heartbeat's check, at once.
+      await t.app.get(CredentialWatch).check();
+      // The chunked answer's last chunk: the stream ended (the connection may stay open).
+      await until(async () => received(), (text) => text.endsWith('\r\n0\r\n\r\n'), 5_000);
+      expect(statusOf(received())).toBe(200);
+      const run = await t.http
+        .get(`/api/v1/runs/${runId}`)
+        .set(...bearer(org.keys.viewer))
+        .expect(200);
+      expect(run.body.status).toBe('waiting_for_approval');
     });
 
     it('answers an allowed origin with CORS headers and a request id', async () => {

@@ -140,4 +140,10 @@ export class ApiKeysRepository {
     );
     return rows[0];
   }
+
+  /** Which of these API keys are not revoked. */
+  async liveKeys(keyIds: string[]): Promise<string[]> {
+    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL`, [keyIds]);
+    return rows.map((r) => r.id);
+  }
 }

@@ -1,9 +1,10 @@
 import { Global, Module } from '@nestjs/common';
 import { ApiKeysRepository } from './api-keys.repository';
 import { AuthService } from './auth.service';
+import { CredentialWatch } from './credential-watch.service';
 import { OidcModule } from './oidc/oidc.module';
 
 /** Authentication for the global guard (API keys here, the identity provider's tokens in oidc/), and the owner of `api_key` for the organizations' routes. */
 @Global()
-@Module({ imports: [OidcModule], providers: [AuthService, ApiKeysRepository], exports: [AuthService, ApiKeysRepository] })
+@Module({ imports: [OidcModule], providers: [AuthService, ApiKeysRepository, CredentialWatch], exports: [AuthService, ApiKeysRepository, CredentialWatch] })
 export class AuthModule {}

@@ -62,6 +62,8 @@ export interface OidcPrincipal {
   orgScopes: string[];
   /** The token's `scope` (or `scp`) claim, when it has one: it narrows the roles (src/auth/oidc/token-scopes.ts). */
   tokenScopes?: string[];
+  /** When the guard stops accepting the token (`exp` and the clock skew allowed), in ms since the epoch: a stream it opened ends then. */
+  expiresAt: number;
 }
 
 /** A principal that acts inside one organization: an API key, or a person signed in through its identity provider. */

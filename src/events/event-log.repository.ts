@@ -65,12 +65,6 @@ export class EventLogRepository {
     return { from: { tx: xmin, seq: 0n }, skipVisibleIn: snapshot, skipBelow: xmax };
   }
 
-  /** Which of these API keys are not revoked. */
-  async liveKeys(keyIds: string[]): Promise<string[]> {
-    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL`, [keyIds]);
-    return rows.map((r) => r.id);
-  }
-
   /** Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`. */
   async readAfter(orgId: string, after: EventPosition, types: readonly string[] | undefined, limit: number, skipVisibleIn?: string): Promise<StreamRead> {
     const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString()];

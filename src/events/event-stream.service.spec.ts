@@ -56,7 +56,7 @@ describe('EventStreamService, a client that takes nothing', () => {
     const log = { readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false }) };
     service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(15_000));
     res = new FakeResponse(true);
-    service.open('org', 'key', undefined, { from: { tx: 1n, seq: 0n } }, res as never);
+    service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
     // The stream reads, writes the event into the full socket, and waits for it to drain.
     await jest.advanceTimersByTimeAsync(0);
     expect(res.written).toHaveLength(2);
@@ -84,22 +84,22 @@ describe('EventStreamService, a client that takes nothing', () => {
 describe('EventStreamService heartbeats', () => {
   afterEach(() => jest.useRealTimers());
 
-  it('send keep-alives while the key check waits for a slow database, and start no second check meanwhile', async () => {
+  it('send a keep-alive every heartbeat, and end a stream when its credential is no longer accepted', async () => {
     jest.useFakeTimers();
-    let answer!: (ids: string[]) => void;
-    const liveKeys = jest.fn(() => new Promise<string[]>((resolve) => (answer = resolve)));
-    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false }), liveKeys };
+    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false }) };
     const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(1_000));
     service.onModuleInit();
     const res = new FakeResponse();
-    service.open('org', 'key', undefined, { from: { tx: 1n, seq: 0n } }, res as never);
+    const credential = new AbortController();
+    const release = jest.fn();
+    service.open('org', { signal: credential.signal, release }, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
     await jest.advanceTimersByTimeAsync(5_000);
     expect(res.written.filter((w) => w === ': keep-alive\n\n')).toHaveLength(5);
-    expect(liveKeys).toHaveBeenCalledTimes(1);
-    answer(['key']);
-    await jest.advanceTimersByTimeAsync(1_000);
-    expect(liveKeys).toHaveBeenCalledTimes(2);
     expect(res.writableEnded).toBe(false);
+    credential.abort();
+    expect(res.writableEnded).toBe(true);
+    expect(service.openStreams).toBe(0);
+    expect(release).toHaveBeenCalledTimes(1);
     service.onModuleDestroy();
   });
 });

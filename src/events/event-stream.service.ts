@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
+import type { CredentialLease } from '../auth/credential-watch.service';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { EventLogRepository, StreamStart } from './event-log.repository';
@@ -91,8 +92,8 @@ class Stream {
 
   constructor(
     readonly orgId: string,
-    /** The API key the stream was opened with: a revoked key's streams end. */
-    readonly keyId: string | undefined,
+    /** The credential the stream was opened with: the stream ends when it is no longer accepted. */
+    private readonly credential: CredentialLease | undefined,
     private readonly types: readonly string[] | undefined,
     start: StreamStart,
     private readonly res: ServerResponse,
@@ -106,6 +107,8 @@ class Stream {
 
   start(): void {
     this.res.on('close', () => this.close());
+    this.credential?.signal.addEventListener('abort', () => this.close(), { once: true });
+    if (this.credential?.signal.aborted) return this.close();
     // A client that hung up while the request was still being answered emitted 'close' before
     // anyone listened: its stream would stay open, holding its slot, until the next event.
     if (this.res.destroyed) return this.close();
@@ -130,6 +133,7 @@ class Stream {
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    this.credential?.release();
     clearTimeout(this.retryTimer);
     // A closed stream waits for no client, and its 30 s timer must not keep a stopping process up.
     this.closing.abort();
@@ -179,8 +183,6 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   private heartbeatTimer?: NodeJS.Timeout;
   private pollTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
-  /** A heartbeat's key check is running. */
-  private checkingKeys = false;
 
   constructor(
     private readonly log: EventLogRepository,
@@ -193,7 +195,7 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
       if (orgs === 'all') return this.wakeAll();
       for (const org of orgs) for (const s of this.byOrg.get(org) ?? []) s.wake();
     });
-    this.heartbeatTimer = setInterval(() => void this.beat(), this.config.events.heartbeatMs);
+    this.heartbeatTimer = setInterval(() => this.beat(), this.config.events.heartbeatMs);
     this.pollTimer = setInterval(() => this.wakeAll(), this.config.events.pollMs);
     this.heartbeatTimer.unref();
     this.pollTimer.unref();
@@ -233,13 +235,13 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   /** Opens the stream in the slot `release` gives back (one is taken when none is given). */
   open(
     orgId: string,
-    keyId: string | undefined,
+    credential: CredentialLease | undefined,
     types: readonly string[] | undefined,
     from: StreamStart,
     res: ServerResponse,
     release: () => void = this.admit(orgId),
   ): void {
-    const stream = new Stream(orgId, keyId, types, from, res, this.log, this.logger, (s) => {
+    const stream = new Stream(orgId, credential, types, from, res, this.log, this.logger, (s) => {
       const set = this.byOrg.get(s.orgId);
       set?.delete(s);
       if (set?.size === 0) this.byOrg.delete(s.orgId);
@@ -251,31 +253,9 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     stream.start();
   }
 
-  /**
-   * Heartbeats, and the end of every stream whose key was revoked since it opened: the guard
-   * checked the key once, at the request, and a stream lasts for hours.
-   */
-  private async beat(): Promise<void> {
-    // Keep-alives first: a slow database must not let proxies cut every idle stream.
+  /** Keep-alives (a stream whose credential is no longer accepted is ended by CredentialWatch). */
+  private beat(): void {
     this.each((s) => s.heartbeat());
-    // One check at a time: beats that come while the database is slow do not queue more.
-    if (this.checkingKeys) return;
-    const keys = new Set<string>();
-    this.each((s) => s.keyId && keys.add(s.keyId));
-    if (keys.size === 0) return;
-    this.checkingKeys = true;
-    try {
-      const live = new Set(await this.log.liveKeys([...keys]));
-      // Only the keys asked about: a stream opened while they were checked has a key the guard
-      // has just accepted, and is checked at the next beat (cutting it made its client reconnect).
-      this.each((s) => {
-        if (s.keyId && keys.has(s.keyId) && !live.has(s.keyId)) s.close();
-      });
-    } catch (err) {
-      this.logger.warn(`checking event stream keys failed: ${(err as Error).message}`);
-    } finally {
-      this.checkingKeys = false;
-    }
   }
 
   private wakeAll(): void {

@@ -2,6 +2,7 @@ import { Controller, Get, Headers, Query, Req, Res } from '@nestjs/common';
 import { ApiHeader, ApiOkResponse, ApiOperation, ApiProduces, ApiTags, ApiTooManyRequestsResponse } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.decorator';
+import { CredentialWatch } from '../auth/credential-watch.service';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -14,7 +15,10 @@ import { EventsQuery } from './events.dto';
 @ApiTags('events')
 @Controller('api/v1/events')
 export class EventsController {
-  constructor(private readonly streams: EventStreamService) {}
+  constructor(
+    private readonly streams: EventStreamService,
+    private readonly credentials: CredentialWatch,
+  ) {}
 
   @Get()
   @Access('admin', 'approver')
@@ -25,6 +29,7 @@ export class EventsController {
       'with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with',
       '`Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream',
       'starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client.',
+      "The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires.",
       `At most ${MAX_STREAMS_PER_ORG} streams per organization per server node.`,
     ].join(' '),
   })
@@ -74,7 +79,7 @@ export class EventsController {
     // From here the response is ours: Fastify would end it when this handler returns.
     reply.hijack();
     reply.raw.writeHead(200, headers);
-    this.streams.open(orgId, ctx.principal.type === 'api_key' ? ctx.principal.id : undefined, query.types, from, reply.raw, release);
+    this.streams.open(orgId, this.credentials.watch(ctx.principal), query.types, from, reply.raw, release);
   }
 }
 

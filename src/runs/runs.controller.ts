@@ -3,6 +3,7 @@ import { ApiConflictResponse, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { Access } from '../auth/access.decorator';
+import { CredentialWatch } from '../auth/credential-watch.service';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
@@ -23,7 +24,10 @@ export class RunsController implements OnModuleDestroy {
   /** The open run event streams of this node, ended when it stops. */
   private readonly open = new Set<AbortController>();
 
-  constructor(private readonly runs: RunsService) {}
+  constructor(
+    private readonly runs: RunsService,
+    private readonly credentials: CredentialWatch,
+  ) {}
 
   @Post('agents/:agentId/runs')
   @Access('agent', 'builder')
@@ -93,7 +97,7 @@ export class RunsController implements OnModuleDestroy {
     description: [
       "Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.",
       'Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.',
-      "The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.",
+      "The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile. It also ends when the API key it was opened with is revoked, or when the identity provider's token expires.",
       `At most ${MAX_STREAMS_PER_ORG} streams per organization per server node (\`429 rate_limited\` past that).`,
     ].join('\n'),
   })
@@ -139,6 +143,10 @@ export class RunsController implements OnModuleDestroy {
     const leave = () => gone.abort();
     this.open.add(gone);
     raw.on('close', leave);
+    // A run can wait a day for a decision: its stream ends when the reader's key is revoked or its token expires.
+    const credential = this.credentials.watch(ctx.principal);
+    credential.signal.addEventListener('abort', leave, { once: true });
+    if (credential.signal.aborted) gone.abort();
     // A client that hung up during the awaits above emitted 'close' before anyone listened: its
     // stream would read the run twice a second until the run finished.
     if (raw.destroyed) gone.abort();
@@ -151,6 +159,8 @@ export class RunsController implements OnModuleDestroy {
       // The stream is already open: the client reconnects with Last-Event-ID and loses nothing.
     } finally {
       raw.off('close', leave);
+      credential.signal.removeEventListener('abort', leave);
+      credential.release();
       this.open.delete(gone);
       release();
       raw.end();

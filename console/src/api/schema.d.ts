@@ -437,7 +437,7 @@ export interface paths {
         };
         /**
          * The organization's audit events as they are written (Server-Sent Events)
-         * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. At most 256 streams per organization per server node.
+         * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires. At most 256 streams per organization per server node.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -847,7 +847,7 @@ export interface paths {
          * The run's events as Server-Sent Events
          * @description Every event from the run's start, each with `id:` its position; `Last-Event-ID` resumes after it, with nothing lost.
          *     Types: `run.started`, `model.completed`, `tool_call.requested`, `tool_call.succeeded`, `tool_call.failed`, `approval.requested`, `run.waiting`, `run.resumed`, `run.compacted`, `run.succeeded`, `run.failed`, `run.cancelled`.
-         *     The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile.
+         *     The stream ends after the run's last event; a comment every 15 s keeps it open meanwhile. It also ends when the API key it was opened with is revoked, or when the identity provider's token expires.
          *     At most 256 streams per organization per server node (`429 rate_limited` past that).
          */
         get: operations["eventsRuns"];

@@ -89,6 +89,8 @@ export class OidcAuthenticator {
       roles: claims.roles,
       orgScopes: org.scopes,
       ...(claims.scopes ? { tokenScopes: claims.scopes } : {}),
+      // jwtVerify required `exp` and checked that it is a number.
+      expiresAt: ((payload.exp as number) + oidc.clockSkewSeconds) * 1000,
     };
   }
 

@@ -65,7 +65,16 @@ describe('claim mapping', () => {
 });
 
 describe('token scopes', () => {
-  const person = (tokenScopes?: string[]): OidcPrincipal => ({ type: 'oidc', id: 'i', subject: 's', orgId: 'o', roles: ['admin'], orgScopes: [], tokenScopes });
+  const person = (tokenScopes?: string[]): OidcPrincipal => ({
+    type: 'oidc',
+    id: 'i',
+    subject: 's',
+    orgId: 'o',
+    roles: ['admin'],
+    orgScopes: [],
+    tokenScopes,
+    expiresAt: Date.now() + 60_000,
+  });
   const mcp = '/api/v1/agents/:agentId/mcp';
   const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'x' } };
   const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
