@@ -150,6 +150,11 @@ describe('MCP catalog tools on agents (e2e)', () => {
         capabilityId: 'mcp',
         toolId: 'reference/echo',
       });
+      // Metrics name the catalog entry, never the tenant's connection name or the vendor's tool name.
+      const metrics = (await t.http.get('/metrics').expect(200)).text;
+      expect(metrics).toMatch(/^tool_calls_total\{capability="mcp",tool="everything",outcome="succeeded",reason=""\} [1-9]/m);
+      expect(metrics).not.toContain('reference/');
+      expect(metrics).not.toContain('echo');
     });
 
     it('422 invalid_arguments against the listed schema; nothing ran', async () => {

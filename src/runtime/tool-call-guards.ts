@@ -73,7 +73,7 @@ export class ToolCallGuards {
 
   /** Records the refusal (`tool_call.denied`) and throws it. */
   async deny(d: Denial, error: ApiError): Promise<never> {
-    this.metrics.toolCall(d.tool?.capabilityId, d.tool?.toolId, 'denied', { reason: error.code });
+    this.metrics.toolCall(d.tool, 'denied', { reason: error.code });
     await this.store.recordEvents([
       {
         type: 'tool_call.denied',

@@ -229,7 +229,7 @@ export class ToolExecutor {
         if (!resumed) throw err;
         return resumed;
       }
-      this.metrics.toolCall(tool.capabilityId, tool.toolId, 'pending_approval');
+      this.metrics.toolCall(tool, 'pending_approval');
       return { status: 202, call: view, replayed: false, resumed: false };
     }
 

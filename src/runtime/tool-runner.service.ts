@@ -39,7 +39,7 @@ export class ToolRunner {
     return inSpan(`tool ${tool.capabilityId}/${tool.toolId}`, async (span) => {
       const started = performance.now();
       const outcome = await this.runUntimed(version, tool, args, call);
-      this.metrics.toolCall(tool.capabilityId, tool.toolId, outcome.status, { seconds: (performance.now() - started) / 1000 });
+      this.metrics.toolCall(tool, outcome.status, { seconds: (performance.now() - started) / 1000 });
       span.setAttribute('cp.tool_call.status', outcome.status);
       if (outcome.status === 'failed') span.setAttribute('error.type', outcome.error.code);
       return outcome;

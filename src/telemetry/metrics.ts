@@ -29,6 +29,13 @@ const LATENCY_BUCKETS = [0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 const DECISION_BUCKETS = [1, 10, 60, 300, 900, 3600, 4 * 3600, 86400, 7 * 86400, 30 * 86400];
 const QUERY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5];
 
+/** What a tool call's metrics are labelled with: a version's tool (an MCP tool has a `source`). */
+export interface MetricTool {
+  capabilityId: string;
+  toolId: string;
+  source?: { server: string };
+}
+
 /**
  * The process's Prometheus metrics, one registry per application instance (tests run several apps
  * in one process; each scrapes only its own).
@@ -180,13 +187,15 @@ export class Metrics implements OnApplicationShutdown {
   }
 
   /**
-   * One tool call reaching an outcome. `capability`/`tool` are the declared ids (bounded by the
-   * code); pass `undefined` when the request named no tool the version offers. `seconds` is the
-   * time the implementation ran, only for `succeeded` and `failed`.
+   * One tool call reaching an outcome; `tool` undefined when the request named no tool the version
+   * offers. Labelled with the declared ids, bounded by the code; an MCP tool's id is not (a
+   * connection name a tenant chose, a tool name a vendor's server sent: tenant data, unbounded, on
+   * an endpoint that may be open), so its `tool` is the catalog entry it runs on (`everything`).
+   * `seconds` is the time the implementation ran, only for `succeeded` and `failed`.
    */
-  toolCall(capability: string | undefined, tool: string | undefined, outcome: ToolCallOutcomeLabel, detail: { reason?: string; seconds?: number } = {}): void {
-    const c = capability ?? 'none';
-    const t = tool ?? 'none';
+  toolCall(tool: MetricTool | undefined, outcome: ToolCallOutcomeLabel, detail: { reason?: string; seconds?: number } = {}): void {
+    const c = tool?.capabilityId ?? 'none';
+    const t = tool === undefined ? 'none' : tool.source ? tool.source.server : tool.toolId;
     const reason = outcome === 'denied' ? (detail.reason && DENIAL_REASONS.has(detail.reason) ? detail.reason : 'other') : '';
     this.toolCalls.labels(c, t, outcome, reason).inc();
     if (reason === 'budget_exceeded') this.budgetRefusals.labels(c, t).inc();
