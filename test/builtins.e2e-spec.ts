@@ -318,4 +318,56 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
     const res = await call('search_knowledge', { query: 'refund' }, {}, bare).expect(404);
     expect(res.body.code).toBe('unknown_tool');
   });
+
+  it("names renamed tools by their offered names in the prompt, the other tools' texts and the tools' messages (a swap too)", async () => {
+    const renamed = await newAgent(org, 'renamed');
+    const { resources } = (
+      await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest`)
+        .set(...as(org, 'builder'))
+        .expect(200)
+    ).body.spec;
+    await t.http
+      .put(`/api/v1/agents/${renamed}/draft`)
+      .set(...as(org, 'builder'))
+      .send({
+        ...spec(resources),
+        toolOverrides: {
+          search_knowledge: { name: 'read_document' },
+          read_document: { name: 'search_knowledge' },
+          load_skill: { name: 'use_skill' },
+          remember: { name: 'note' },
+        },
+      })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${renamed}/publish`)
+      .set(...as(org, 'builder'))
+      .expect(201);
+    const manifest = (
+      await t.http
+        .get(`/api/v1/agents/${renamed}/versions/latest/manifest`)
+        .set(...as(org, 'agent'))
+        .expect(200)
+    ).body;
+    const prompt: string = manifest.systemPrompt;
+    expect(prompt).toContain('search these knowledge collections with `read_document` and read their documents with `search_knowledge`');
+    expect(prompt).toContain('load its instructions with `use_skill`');
+    expect(prompt).toContain('with `note`, and drop');
+    const tool = (name: string) => manifest.tools.find((x: { name: string }) => x.name === name);
+    // `search_knowledge` is what reads documents here: its texts point at the search, offered as `read_document`.
+    expect(tool('search_knowledge').description).toContain('Use this when a snippet from read_document is not enough');
+    expect(tool('search_knowledge').inputSchema.properties.documentId.description).toBe('The documentId that read_document returned.');
+    expect(tool('list_skills').description).toContain('load the one that fits with use_skill');
+    const outside = await call('search_knowledge', { documentId: docs.hidden }, {}, renamed).expect(200);
+    expect(outside.body.error.message).toContain('Use read_document to find the documentId');
+    // An agent that renames nothing reads the texts as declared.
+    const plain = (
+      await t.http
+        .get(`/api/v1/agents/${agentId}/versions/latest/manifest`)
+        .set(...as(org, 'agent'))
+        .expect(200)
+    ).body;
+    expect(plain.systemPrompt).toContain('with `search_knowledge` and read their documents with `read_document`');
+  });
 });

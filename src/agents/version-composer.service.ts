@@ -7,6 +7,7 @@ import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections
 import type { AgentSpec, VersionTool } from './built-version';
 import { composeMcpTools } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
+import { ToolReferences } from './tool-references';
 
 /** A pinned tool the code now offers differently (`changed`), no longer offers (`removed`), or offers unpinned (`added`). */
 export interface DriftEntry {
@@ -97,6 +98,7 @@ export class VersionComposer {
     const tools: VersionTool[] = [];
     const contributors: Contributor[] = [];
     const withheld: string[] = [];
+    const references = ToolReferences.of(spec.toolOverrides);
 
     for (const ref of spec.capabilities) {
       const registered = this.registry.get(ref.id);
@@ -127,7 +129,7 @@ export class VersionComposer {
       const scopes = definition.scopes ?? [];
       contributors.push({ capabilityId: definition.id, scopes });
       const prompt = contribution.prompt ?? definition.promptGuidance;
-      if (prompt && prompt.trim() !== '') prompts.push(prompt);
+      if (prompt && prompt.trim() !== '') prompts.push(references.text(prompt));
       if (contribution.settings !== undefined || contribution.limits !== undefined) {
         settings[definition.id] = { ...(contribution.settings ?? {}), ...(contribution.limits ? { limits: contribution.limits } : {}) };
       }
@@ -153,11 +155,13 @@ export class VersionComposer {
           requiresApproval: approvalReason !== null,
         };
         // Every field written out (no spread of `facts`): the spread made each entry a slow object
-        // to build and to read, measurable per call (docs/benchmarks.md, issue 21).
+        // to build and to read, measurable per call (docs/benchmarks.md, issue 21). The texts name
+        // the offered tools; the digest stays that of the declaration and the spec's overrides,
+        // which is what those texts are made from.
         tools.push({
           name: facts.name,
-          description: facts.description,
-          inputSchema: facts.inputSchema,
+          description: override.description ?? references.text(declaration.description),
+          inputSchema: references.schema(facts.inputSchema),
           risk: facts.risk,
           requiresApproval: facts.requiresApproval,
           capabilityId: definition.id,

@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { VersionTool } from '../agents/built-version';
+import { ToolReferences } from '../agents/tool-references';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { runTool, ToolOutcome } from './run-tool';
 import { RunnableVersion, ToolImplementations } from './tool-implementations';
@@ -53,12 +54,18 @@ export class ToolRunner {
       this.logger.error({ callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'no implementation for an offered tool');
       return { status: 'failed', error: { code: 'tool_error', message: 'The tool failed unexpectedly.' } };
     }
-    return runTool(
+    const outcome = await runTool(
       implementation,
       args,
       { orgId: call.orgId, agentId: call.agentId, version: call.version, callId: call.id, runId: call.runId },
       this.config.toolTimeoutMs,
       (err) => this.logger.error({ err, callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'tool threw an unexpected error'),
     );
+    // A tool's message names the tools to use instead by their ids; the model knows them by the offered names.
+    if (outcome.status === 'failed' && !tool.source) {
+      const references = ToolReferences.ofVersion(version.built);
+      if (!references.empty) return { status: 'failed', error: { ...outcome.error, message: references.text(outcome.error.message) } };
+    }
+    return outcome;
   }
 }
