@@ -4,6 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { VersionBuilder } from '../src/agents/version-builder.service';
 import { AgentsFixturesModule, FX_NOTES_SCOPE } from './fixtures/agents-fixtures.module';
+import { toolContext } from './support/builtins';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
@@ -506,7 +507,7 @@ describe('agent validation, publish, versions, offered tools and manifest (e2e)'
         expect(Object.values(tool).some((v) => typeof v === 'function')).toBe(false);
       }
       const implementation = (name: string) => contributions.get(byName[name].capabilityId)!.tools.find((x) => x.id === byName[name].toolId)!;
-      const ctx = { orgId: org.id, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal };
+      const ctx = toolContext(org.id, agentId);
       await expect(Promise.resolve(implementation('find_notes').execute({ query: 'x' }, ctx))).resolves.toEqual({
         tool: 'fx_agents_search',
         args: { query: 'x' },

@@ -98,7 +98,7 @@ describe('tool calls and approvals (e2e)', () => {
         createdAt: expect.any(String),
         completedAt: expect.any(String),
       });
-      expect(fixtureRuns.at(-1)!.ctx).toEqual({ orgId: org.id, agentId, version: 1, callId: res.body.id, runId: 'run-1' });
+      expect(fixtureRuns.at(-1)!.ctx).toEqual({ orgId: org.id, agentId, version: 1, callId: res.body.id, runId: 'run-1', effect: expect.any(Function) });
       const read = await t.http
         .get(`/api/v1/tool-calls/${res.body.id}`)
         .set(...as(org, 'viewer'))

@@ -88,6 +88,13 @@ export interface ToolContext {
   runId: string | null;
   /** Aborted on timeout; a tool that does I/O should pass it on. */
   signal: AbortSignal;
+  /**
+   * Runs the write that is the tool's side effect (a transaction that commits, a statement that
+   * deletes): refused with the timeout once it has passed, and, once started, waited for. The
+   * call's outcome is then what the write did: a write that committed is never reported as a
+   * timeout that changed nothing. Check `signal` inside it before the point of no return.
+   */
+  effect<T>(write: () => Promise<T>): Promise<T>;
 }
 
 /**

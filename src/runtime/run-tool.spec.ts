@@ -117,6 +117,46 @@ describe('runTool', () => {
     expect(out).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
   });
 
+  it('waits at the deadline for a write under way, and reports what it did: committed is succeeded, not a timeout', async () => {
+    let commit: () => void = () => undefined;
+    const writer = tool(async (_args, ctx) => {
+      const row = await ctx.effect(() => new Promise<string>((resolve) => (commit = () => resolve('written'))));
+      return { row };
+    });
+    const running = runTool(writer, {}, context, 10, fail);
+    await new Promise((r) => setTimeout(r, 30));
+    commit();
+    expect(await running).toMatchObject({ status: 'succeeded', result: { row: 'written' } });
+  });
+
+  it('answers the timeout when the write under way at the deadline fails (nothing was written)', async () => {
+    let rollBack: () => void = () => undefined;
+    const writer = tool(async (_args, ctx) => {
+      await ctx.effect(() => new Promise<void>((_resolve, reject) => (rollBack = () => reject(new Error('rolled back')))));
+      return 'unreached';
+    });
+    const running = runTool(writer, {}, context, 10, fail);
+    await new Promise((r) => setTimeout(r, 30));
+    rollBack();
+    expect(await running).toEqual({ status: 'failed', error: { code: 'timeout', message: 'The tool did not finish within 10 ms.' } });
+  });
+
+  it('refuses a write asked for after the deadline: it never starts', async () => {
+    let proceed: () => void = () => undefined;
+    const write = jest.fn(async () => 'written');
+    let refused: unknown;
+    const late = tool(async (_args, ctx) => {
+      await new Promise<void>((resolve) => (proceed = resolve));
+      refused = await ctx.effect(write).catch((err: unknown) => err);
+    });
+    const out = await runTool(late, {}, context, 10, fail);
+    expect(out).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
+    proceed();
+    await new Promise((r) => setImmediate(r));
+    expect(write).not.toHaveBeenCalled();
+    expect(refused).toBeInstanceOf(ToolError);
+  });
+
   it('applies the output budget and fails a result that is not JSON', async () => {
     const out = await runTool(
       tool(() => 'word '.repeat(100), 5),

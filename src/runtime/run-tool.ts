@@ -18,12 +18,14 @@ const MAX_MESSAGE = 2000;
  * ends as `succeeded` or `failed`.
  *
  * A tool that ignores the signal keeps running after the timeout; its late result is discarded.
- * That is why side-effecting tools must pass the signal on to their I/O.
+ * That is why side-effecting tools must pass the signal on to their I/O, and make their write,
+ * their last I/O, through `ctx.effect`: a write under way at the deadline is waited for, and a
+ * write that committed is the call's outcome, not a timeout.
  */
 export async function runTool(
   tool: RunnableImplementation,
   args: unknown,
-  context: Omit<ToolContext, 'signal'>,
+  context: Omit<ToolContext, 'signal' | 'effect'>,
   timeoutMs: number,
   onUnexpected: (err: unknown) => void,
 ): Promise<ToolOutcome> {
@@ -35,6 +37,9 @@ export async function runTool(
   // tool that copies its context (`{ ...ctx }`) copies the signal too.
   let controller: AbortController | undefined;
   let timeout: ToolError | undefined;
+  // Writes in flight (ctx.effect): the deadline's answer waits for them to end.
+  let writing = 0;
+  let settleDeadline: (() => void) | undefined;
   const ctx: ToolContext = {
     orgId: context.orgId,
     agentId: context.agentId,
@@ -48,13 +53,25 @@ export async function runTool(
       }
       return controller.signal;
     },
+    async effect<T>(write: () => Promise<T>): Promise<T> {
+      if (timeout) throw timeout;
+      writing++;
+      try {
+        return await write();
+      } finally {
+        writing--;
+        if (writing === 0) settleDeadline?.();
+      }
+    },
   };
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       timeout = new ToolError('timeout', `The tool did not finish within ${timeoutMs} ms.`);
       controller?.abort(timeout);
-      reject(timeout);
+      // A write under way may commit: the tool's own answer (its result, or the write's failure) says what happened.
+      if (writing === 0) reject(timeout);
+      else settleDeadline = () => setImmediate(() => reject(timeout));
     }, timeoutMs);
   });
   try {

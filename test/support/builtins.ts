@@ -76,7 +76,8 @@ export function contextFor(
 }
 
 export function toolContext(orgId: string, agentId: string, overrides: Partial<ToolContext> = {}): ToolContext {
-  return { orgId, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal, ...overrides };
+  // A write runs at once: no deadline outside runTool.
+  return { orgId, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal, effect: (write) => write(), ...overrides };
 }
 
 /** Validates the config as publish does (defaults filled in) and builds the capability with it. */

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../../capability-registry.service';
+import { runTool } from '../../../runtime/run-tool';
 import { createAgent, inputErrors, memoryTools, TestAgent, toolContext, toolError } from '../../../../test/support/builtins';
 import { createOrg, createTestApp, TestApp, TestOrg } from '../../../../test/support/test-app';
 
@@ -109,6 +110,31 @@ describe('builtin capability: memory-write (e2e)', () => {
       await expect(a.forget(kept.memoryId, aborted)).rejects.toThrow('timed out');
       const rows = await ds.query(`SELECT content FROM agent_memory WHERE org_id = $1 AND agent_id = $2`, [org.id, late.id]);
       expect(rows).toEqual([{ content: 'Kept before the timeout' }]);
+    });
+
+    it('reports what a write did when the deadline falls during it: succeeded exactly when the change was made', async () => {
+      const racing = await createAgent(t, org);
+      const a = await forAgent(racing);
+      const implementation = (id: string) => {
+        const tool = a.built.write!.tools.find((x) => x.id === id)!;
+        return { declaration: { maxOutputTokens: 4000, offloadLargeResults: false }, execute: tool.execute.bind(tool) };
+      };
+      const context = { orgId: org.id, agentId: racing.id, version: 1, runId: null };
+      const ids: string[] = [];
+      for (let i = 0; i < 20; i++) ids.push((await a.remember(`Fact ${i}`)).memoryId);
+      // Deadlines of 0 to 3 ms fall before, during and after the statement.
+      const outcomes = await Promise.all(
+        ids.map((memoryId, i) => runTool(implementation('forget'), { memoryId }, { ...context, callId: randomUUID() }, i % 4, () => undefined)),
+      );
+      const left = new Set((await ds.query(`SELECT id FROM agent_memory WHERE agent_id = $1`, [racing.id])).map((r: { id: string }) => r.id));
+      ids.forEach((id, i) => expect([id, outcomes[i].status]).toEqual([id, left.has(id) ? 'failed' : 'succeeded']));
+      const remembered = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          runTool(implementation('remember'), { content: `Late ${i}`, tags: [] }, { ...context, callId: randomUUID() }, i % 4, () => undefined),
+        ),
+      );
+      const kept = new Set((await ds.query(`SELECT content FROM agent_memory WHERE agent_id = $1`, [racing.id])).map((r: { content: string }) => r.content));
+      remembered.forEach((outcome, i) => expect([i, outcome.status]).toEqual([i, kept.has(`Late ${i}`) ? 'succeeded' : 'failed']));
     });
 
     it('refuses arguments its schema refuses', () => {

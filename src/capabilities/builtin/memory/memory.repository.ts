@@ -56,6 +56,12 @@ export class MemoryRepository {
    * sees what the previous holder committed): four round trips with BEGIN and COMMIT, not six.
    */
   async remember(ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
+    // The whole transaction is the effect: past the deadline it is refused, or rolled back at the
+    // check below; once it may commit, the call reports what it did.
+    return ctx.effect(() => this.rememberNow(ctx, content, tags, max));
+  }
+
+  private rememberNow(ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
     return this.dataSource.transaction(async (m) => {
       const agent: unknown[] = await m.query(`SELECT 1 FROM agent WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`, [ctx.orgId, ctx.agentId]);
       if (agent.length === 0) return { kind: 'no_agent' as const };
@@ -87,11 +93,15 @@ export class MemoryRepository {
 
   /** The forgotten memory, or undefined when the agent keeps none with that id. */
   async forget(ctx: ToolContext, memoryId: string): Promise<MemoryRow | undefined> {
-    ctx.signal.throwIfAborted();
-    const [rows]: [MemoryRow[], number] = await this.dataSource.query(
-      `DELETE FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND id = $3 RETURNING id, content, tags, created_at`,
-      [ctx.orgId, ctx.agentId, memoryId],
-    );
+    // One statement that commits as it runs: refused past the deadline, reported as done once sent.
+    const [rows]: [MemoryRow[], number] = await ctx.effect(() => {
+      ctx.signal.throwIfAborted();
+      return this.dataSource.query(`DELETE FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND id = $3 RETURNING id, content, tags, created_at`, [
+        ctx.orgId,
+        ctx.agentId,
+        memoryId,
+      ]);
+    });
     return rows[0];
   }
 }
