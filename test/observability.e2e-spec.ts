@@ -3,6 +3,7 @@ import { InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opente
 import { RecordedSpan, RecordingTracerProvider } from '../src/telemetry/recording-tracer';
 import { DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT, startTracing, stopTracing } from '../src/telemetry/tracing';
 import { ExecFixturesModule, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
+import { metricSample } from './support/metrics';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /** Issue 19: what an operator reads. Metrics at /metrics; a span per tool call (in-memory exporter). */
@@ -50,11 +51,7 @@ describe('observability (e2e)', () => {
         .set(...bearer(METRICS_TOKEN))
         .expect(200)
     ).text;
-  /** The value of one sample (name with its labels exactly as exposed), 0 when absent. */
-  const sample = (text: string, series: string) => {
-    const line = text.split('\n').find((l) => l.startsWith(series + ' '));
-    return line ? Number(line.slice(series.length + 1)) : 0;
-  };
+  const sample = metricSample;
   const callTool = (body: object) =>
     t.http
       .post(`/api/v1/agents/${agentId}/tool-calls`)

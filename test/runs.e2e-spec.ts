@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { RunWorker } from '../src/runs/run-worker.service';
 import { RunFixturesModule, runExecutions } from './fixtures/run-fixtures.module';
 import { ChatRequest, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
+import { metricSample, scrapeMetrics } from './support/metrics';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
 import { RunsRepository } from '../src/runs/runs.repository';
@@ -231,6 +232,7 @@ describe('agent runs (e2e)', () => {
         model: modelRef({ temperature: 0.2, maxOutputTokens: 300 }),
       });
       const from = model.requests.length;
+      const before = await scrapeMetrics(t);
       model.setScript(sequence({ text: 'Hello! How can I help?', usage: { prompt: 42, completion: 7 } }));
       const res = await startRun(agentId, {
         input: 'Hi',
@@ -268,6 +270,10 @@ describe('agent runs (e2e)', () => {
         .expect(200);
       expect(audit.body.items[0]).toMatchObject({ target: { type: 'run', id: res.body.id } });
       expect(JSON.stringify(audit.body)).not.toContain('sk-test-secret');
+      // Created (running), then succeeded: each counted once.
+      const after = await scrapeMetrics(t);
+      for (const status of ['running', 'succeeded'])
+        expect(metricSample(after, `runs_total{status="${status}"}`) - metricSample(before, `runs_total{status="${status}"}`)).toBe(1);
     });
 
     it('a step that keeps failing on an error of the platform fails the run (internal_error) after a few tries, not a model call every few seconds for ever', async () => {

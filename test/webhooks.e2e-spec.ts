@@ -1,5 +1,6 @@
 import { DataSource } from 'typeorm';
 import { WebhookReceiver } from './support/webhook-receiver';
+import { metricSample, scrapeMetrics } from './support/metrics';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
 
@@ -147,6 +148,7 @@ describe('webhooks (e2e)', () => {
 
   it('delivers each event signed, retries a failing receiver with backoff, and logs every attempt', async () => {
     const { id, receiver } = await endpoint(['agent.created']);
+    const before = await scrapeMetrics(t);
     // The first two attempts of each event fail, the third is accepted.
     receiver.answer = (_id, nth) => (nth <= 2 ? 503 : 204);
     const agents = [await createAgent(), await createAgent(), await createAgent()];
@@ -184,6 +186,12 @@ describe('webhooks (e2e)', () => {
     // The webhook-id is the event id, the same on every attempt.
     expect(accepted.map((r) => r.id).sort()).toEqual(log.map((d) => d.eventId).sort());
     expect(await deliveries(id, org, '?status=failed')).toEqual([]);
+    // Every attempt counted by its outcome, and timed.
+    const after = await scrapeMetrics(t);
+    const grew = (series: string) => metricSample(after, series) - metricSample(before, series);
+    expect(grew('webhook_deliveries_total{outcome="retrying"}')).toBe(6);
+    expect(grew('webhook_deliveries_total{outcome="delivered"}')).toBe(3);
+    expect(grew('webhook_delivery_duration_seconds_count{outcome="delivered"}')).toBe(3);
   });
 
   it('a receiver that never answers holds up nobody else, and its attempts time out', async () => {
@@ -226,6 +234,7 @@ describe('webhooks (e2e)', () => {
       (items) => items[0].status === 'failed',
     );
     expect(d).toMatchObject({ status: 'failed', lastStatus: 500, nextAttemptAt: null });
+    expect(metricSample(await scrapeMetrics(t), 'webhook_deliveries_total{outcome="dead"}')).toBeGreaterThanOrEqual(1);
     expect(d.attempts).toBeGreaterThanOrEqual(2);
     expect(d.history).toHaveLength(d.attempts);
   });

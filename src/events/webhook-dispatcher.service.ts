@@ -1,7 +1,9 @@
 import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Webhook } from 'standardwebhooks';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { EgressRefusedError } from '../egress/egress-policy';
 import { EgressService } from '../egress/egress.service';
+import { Metrics } from '../telemetry/metrics';
 import { SecretsService } from '../secrets/secrets.service';
 import { EventWakeups } from './event-wakeups.service';
 import { nextAttemptAt } from './webhook-schedule';
@@ -49,6 +51,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly metrics: Metrics,
   ) {}
 
   onModuleInit(): void {
@@ -143,6 +146,8 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   private async attempt(d: ClaimedDelivery): Promise<void> {
     let status: number | null = null;
     let error: string | null = null;
+    let refused = false;
+    const started = performance.now();
     try {
       const body = JSON.stringify(d.event);
       const sentAt = new Date();
@@ -169,9 +174,12 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       if (status < 200 || status > 299) error = `HTTP ${status}`;
     } catch (err) {
       error = describe(err);
+      refused = err instanceof EgressRefusedError;
     }
     const outcome: AttemptOutcome = error === null && status !== null ? { kind: 'succeeded', status } : this.retryOrFail(d, status, error ?? 'failed');
     await this.repo.finish(d.id, d.attempt, outcome);
+    const label = refused ? 'refused' : outcome.kind === 'succeeded' ? 'delivered' : outcome.kind === 'retry' ? 'retrying' : 'dead';
+    this.metrics.webhookDelivery(label, (performance.now() - started) / 1000);
   }
 
   private retryOrFail(d: ClaimedDelivery, status: number | null, error: string): AttemptOutcome {

@@ -3,6 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
+import { Metrics } from '../telemetry/metrics';
 import type { ChatMessage, CompactionState } from './conversation';
 
 export type RunStatus = 'running' | 'waiting_for_approval' | 'succeeded' | 'failed' | 'cancelled';
@@ -104,6 +105,7 @@ export class RunsRepository {
   constructor(
     readonly dataSource: DataSource,
     private readonly audit: AuditService,
+    private readonly metrics: Metrics,
   ) {}
 
   async insert(run: NewRun, owner: string, leaseMs: number, events: RunEventInput[], audit: AuditEventInput[]): Promise<void> {
@@ -116,6 +118,7 @@ export class RunsRepository {
       await this.insertEvents(m, run.orgId, run.id, events);
       await this.audit.record(m, ...audit);
     });
+    this.metrics.runStatus('running');
   }
 
   async find(orgId: string, id: string): Promise<RunRow | undefined> {
@@ -204,7 +207,7 @@ export class RunsRepository {
     if (patch.notBefore !== undefined) set('not_before', patch.notBefore);
     if (patch.status && FINISHED.has(patch.status)) sets.push('completed_at = now()');
     if (patch.release) sets.push('lease_owner = NULL', 'lease_expires_at = NULL');
-    return this.dataSource.transaction(async (m) => {
+    const saved = await this.dataSource.transaction(async (m) => {
       const [updated]: [unknown[], number] = await m.query(
         `UPDATE run SET ${sets.join(', ')} WHERE id = $1 AND lease_owner = $2 AND status IN ('running', 'waiting_for_approval') RETURNING id`,
         params,
@@ -214,6 +217,9 @@ export class RunsRepository {
       await this.audit.record(m, ...audit);
       return true;
     });
+    // Counted once committed, by the node that wrote it: every node's counts add up to the runs' history.
+    if (saved && patch.status !== undefined) this.metrics.runStatus(patch.status);
+    return saved;
   }
 
   /** Gives the lease back without changing anything else (a node shutting down, a step to retry). */
@@ -236,18 +242,23 @@ export class RunsRepository {
 
   /** Cancels a run that has not finished, whoever holds it: its holder's next write matches nothing. */
   async cancel(orgId: string, id: string, events: RunEventInput[], audit: AuditEventInput[]): Promise<boolean> {
-    return this.dataSource.transaction(async (m) => {
-      const [updated]: [unknown[], number] = await m.query(
-        `UPDATE run SET status = 'cancelled', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL,
+    return this.dataSource
+      .transaction(async (m) => {
+        const [updated]: [unknown[], number] = await m.query(
+          `UPDATE run SET status = 'cancelled', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL,
                 pending_tool_call_ids = '{}', pending_approval_ids = '{}'
           WHERE org_id = $1 AND id = $2 AND status IN ('running', 'waiting_for_approval') RETURNING id`,
-        [orgId, id],
-      );
-      if (updated.length === 0) return false;
-      await this.insertEvents(m, orgId, id, events);
-      await this.audit.record(m, ...audit);
-      return true;
-    });
+          [orgId, id],
+        );
+        if (updated.length === 0) return false;
+        await this.insertEvents(m, orgId, id, events);
+        await this.audit.record(m, ...audit);
+        return true;
+      })
+      .then((cancelled) => {
+        if (cancelled) this.metrics.runStatus('cancelled');
+        return cancelled;
+      });
   }
 
   /** The API key that cancelled the run, or undefined when it was not cancelled. */

@@ -19,7 +19,11 @@ const DENIAL_REASONS = new Set([
 
 export type ApprovalDecisionLabel = 'approved' | 'rejected' | 'expired';
 export type RateLimitName = 'per_key' | 'per_org' | 'auth_failures';
-export type WebhookDeliveryOutcome = 'delivered' | 'failed' | 'retrying' | 'dead' | 'refused';
+/**
+ * One delivery attempt: `delivered` (2xx), `retrying` (it failed and will be tried again), `dead`
+ * (it failed and the retry window is over), `refused` (the egress policy refused the address).
+ */
+export type WebhookDeliveryOutcome = 'delivered' | 'retrying' | 'dead' | 'refused';
 
 const HTTP_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
@@ -222,12 +226,12 @@ export class Metrics implements OnApplicationShutdown {
     this.rateLimitStoreUp.set(up ? 1 : 0);
   }
 
-  /** For the runs module: a run reached `status` (e.g. running, waiting_approval, succeeded, failed, cancelled). */
+  /** A run reached `status` (`running` when created or resumed, `waiting_for_approval`, `succeeded`, `failed`, `cancelled`), counted once, by the node that wrote it. */
   runStatus(status: string): void {
     this.runs.labels(boundedWord(status)).inc();
   }
 
-  /** For the webhooks outbox: one delivery attempt and how long it took. */
+  /** One webhook delivery attempt and how long it took. */
   webhookDelivery(outcome: WebhookDeliveryOutcome, seconds?: number): void {
     this.webhookDeliveries.labels(outcome).inc();
     if (seconds !== undefined) this.webhookDuration.labels(outcome).observe(seconds);
