@@ -342,3 +342,66 @@ describe('webhooks (e2e)', () => {
     }
   });
 });
+
+describe('webhooks of several organizations on one node (e2e)', () => {
+  let t: TestApp;
+  const receivers: WebhookReceiver[] = [];
+
+  beforeAll(async () => {
+    // Attempts that hang hold their slots for the whole timeout: long enough to see who waits.
+    t = await createTestApp({
+      config: { events: { heartbeatMs: 15_000, pollMs: 500, webhookTimeoutMs: 30_000, webhookRetryBaseMs: 100, webhookRetryWindowMs: 60_000 } },
+    });
+  }, 180_000);
+  afterAll(async () => {
+    await t.close();
+    await Promise.all(receivers.map((r) => r.stop()));
+  });
+
+  async function endpoint(o: TestOrg, hang: boolean): Promise<{ id: string; receiver: WebhookReceiver }> {
+    const receiver = await WebhookReceiver.start();
+    receivers.push(receiver);
+    if (hang) receiver.answer = () => 'hang';
+    const res = await t.http
+      .post('/api/v1/webhooks')
+      .set(...bearer(o.keys.admin))
+      .send({ url: receiver.url, types: ['*'] })
+      .expect(201);
+    receiver.secret = res.body.secret;
+    return { id: res.body.id, receiver };
+  }
+
+  it("one organization's hung receivers do not hold up another's deliveries", async () => {
+    const noisy = await createOrg(t);
+    const quiet = await createOrg(t);
+    // Ten hung endpoints, two slots each: more than the node's sixteen.
+    const hung = await Promise.all(Array.from({ length: 10 }, () => endpoint(noisy, true)));
+    for (let i = 0; i < 3; i++) {
+      await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(noisy.keys.builder))
+        .send({ slug: `noisy-${i}`, name: 'Noisy' })
+        .expect(201);
+    }
+    await until(
+      async () => hung.reduce((n, h) => n + h.receiver.received.length, 0),
+      (n) => n >= 4,
+    );
+    const fine = await endpoint(quiet, false);
+    const started = Date.now();
+    await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(quiet.keys.builder))
+      .send({ slug: 'quiet', name: 'Quiet' })
+      .expect(201);
+    await until(
+      async () => fine.receiver.accepted().length,
+      (n) => n >= 1,
+      25_000,
+    );
+    // Well before any hung attempt times out (30 s) and frees a slot.
+    expect(Date.now() - started).toBeLessThan(10_000);
+    // The noisy organization holds at most its share of the node's slots.
+    expect(hung.reduce((n, h) => n + h.receiver.received.length, 0)).toBeLessThanOrEqual(4);
+  });
+});

@@ -13,6 +13,11 @@ import { AttemptOutcome, ClaimedDelivery, WebhooksRepository } from './webhooks.
 export const MAX_IN_FLIGHT = 16;
 /** Attempts to one endpoint at the same time, per node: a hung receiver takes at most these slots. */
 export const MAX_IN_FLIGHT_PER_ENDPOINT = 2;
+/**
+ * Attempts of one organization at the same time, per node: its hung receivers (50 endpoints, two
+ * slots each) held every slot, and other organizations' first attempts waited for minutes.
+ */
+export const MAX_IN_FLIGHT_PER_ORG = 4;
 /** A claimed attempt's lease runs this long past its timeout before another node may make the next attempt. */
 const LEASE_GRACE_MS = 30_000;
 /** How long a stopping node waits for attempts in flight before it cuts them (they are retried). */
@@ -36,6 +41,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(WebhookDispatcher.name);
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly perEndpoint = new Map<string, number>();
+  private readonly perOrg = new Map<string, number>();
   private readonly stopping = new AbortController();
   private running?: Promise<void>;
   private again = false;
@@ -109,7 +115,10 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       const free = MAX_IN_FLIGHT - this.inFlight.size;
       if (free <= 0 || this.stopped) return;
       const busy = [...this.perEndpoint].filter(([, n]) => n >= MAX_IN_FLIGHT_PER_ENDPOINT).map(([id]) => id);
-      const claimed = await this.repo.claim(free, busy, this.config.events.webhookTimeoutMs + LEASE_GRACE_MS);
+      const claimed = await this.repo.claim(free, busy, this.config.events.webhookTimeoutMs + LEASE_GRACE_MS, {
+        taken: this.perOrg,
+        max: MAX_IN_FLIGHT_PER_ORG,
+      });
       if (claimed.length === 0) return this.wakeWhenDue();
       for (const delivery of claimed) this.start(delivery);
     }
@@ -129,15 +138,15 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   }
 
   private start(d: ClaimedDelivery): void {
-    this.perEndpoint.set(d.endpointId, (this.perEndpoint.get(d.endpointId) ?? 0) + 1);
+    count(this.perEndpoint, d.endpointId, +1);
+    count(this.perOrg, d.orgId, +1);
     const key = `${d.id}#${d.attempt}`;
     const done = this.attempt(d)
       .catch((err) => this.logger.error(`webhook attempt ${key} could not be recorded: ${(err as Error).message}`))
       .finally(() => {
         this.inFlight.delete(key);
-        const n = (this.perEndpoint.get(d.endpointId) ?? 1) - 1;
-        if (n <= 0) this.perEndpoint.delete(d.endpointId);
-        else this.perEndpoint.set(d.endpointId, n);
+        count(this.perEndpoint, d.endpointId, -1);
+        count(this.perOrg, d.orgId, -1);
         this.kick();
       });
     this.inFlight.set(key, done);
@@ -200,4 +209,11 @@ function describe(err: unknown): string {
   const message = typeof e?.message === 'string' ? e.message : String(err);
   const text = code && !message.includes(code) ? `${code}: ${message}` : message;
   return text.length > ERROR_MAX_CHARS ? `${text.slice(0, ERROR_MAX_CHARS)}…` : text;
+}
+
+/** Adds `by` to the count of `key`; a count that reaches 0 is removed (the maps hold only what is in flight). */
+function count(counts: Map<string, number>, key: string, by: number): void {
+  const n = (counts.get(key) ?? 0) + by;
+  if (n <= 0) counts.delete(key);
+  else counts.set(key, n);
 }

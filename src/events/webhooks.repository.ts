@@ -40,6 +40,8 @@ export interface WebhookDelivery {
 /** A delivery claimed for one attempt: everything needed to make it without the database. */
 export interface ClaimedDelivery {
   id: string;
+  /** The organization of the endpoint. */
+  orgId: string;
   endpointId: string;
   attempt: number;
   url: string;
@@ -86,6 +88,12 @@ interface DeliveryRow {
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
 /** Endpoints, deliveries and attempts; every read and write takes the organization first. */
+/** The attempts each organization has in flight on this node, and how many one may have. */
+export interface OrgSlots {
+  taken: ReadonlyMap<string, number>;
+  max: number;
+}
+
 @Injectable()
 export class WebhooksRepository {
   constructor(
@@ -173,15 +181,17 @@ export class WebhooksRepository {
   }
 
   /**
-   * Claims due deliveries for one attempt each, at most one per endpoint per call and none of
-   * the endpoints in `busy`. One statement: the attempt number goes up, the attempt's row is
+   * Claims due deliveries for one attempt each, at most one per endpoint per call, none of the
+   * endpoints in `busy`, and no more of one organization than its free slots in `orgs` (the
+   * oldest of each first), so one tenant's receivers cannot take every slot. One statement: the attempt number goes up, the attempt's row is
    * written (its key makes attempt n happen once), and the delivery is leased by moving its
    * next attempt past the attempt's timeout, so a node that dies mid-attempt leaves a delivery
    * that another node tries again (as the next attempt) once the lease has run out.
    */
-  async claim(limit: number, busy: string[], leaseMs: number): Promise<ClaimedDelivery[]> {
+  async claim(limit: number, busy: string[], leaseMs: number, orgs: OrgSlots): Promise<ClaimedDelivery[]> {
     const rows: {
       id: string;
+      owner_org_id: string;
       endpoint_id: string;
       attempts: number;
       url: string;
@@ -197,14 +207,22 @@ export class WebhooksRepository {
       target_id: string;
       data: Record<string, unknown>;
     }[] = await this.dataSource.query(
-      `WITH due AS (
+      `WITH taken AS (
+         SELECT * FROM unnest($4::uuid[], $5::integer[]) AS t(org_id, n)
+       ), due AS (
          SELECT id FROM (
-           SELECT id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS nth
-             FROM (SELECT id, endpoint_id, next_attempt_at FROM webhook_delivery
-                    WHERE status = 'pending' AND next_attempt_at <= now() AND NOT (endpoint_id = ANY ($2::uuid[]))
-                    ORDER BY next_attempt_at LIMIT 1000) oldest
+           SELECT first.id, first.next_attempt_at,
+                  row_number() OVER (PARTITION BY first.org_id ORDER BY first.next_attempt_at, first.id) + COALESCE(taken.n, 0) AS nth_org
+             FROM (
+               SELECT id, org_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS nth
+                 FROM (SELECT id, org_id, endpoint_id, next_attempt_at FROM webhook_delivery
+                        WHERE status = 'pending' AND next_attempt_at <= now() AND NOT (endpoint_id = ANY ($2::uuid[]))
+                          AND NOT (org_id = ANY ($7::uuid[]))
+                        ORDER BY next_attempt_at LIMIT 1000) oldest
+             ) first LEFT JOIN taken ON taken.org_id = first.org_id
+            WHERE first.nth = 1
          ) ranked
-         WHERE nth = 1 ORDER BY next_attempt_at LIMIT $1
+         WHERE nth_org <= $6 ORDER BY next_attempt_at LIMIT $1
        ), locked AS (
          SELECT d.id FROM webhook_delivery d JOIN due ON due.id = d.id
           WHERE d.status = 'pending' AND d.next_attempt_at <= now()
@@ -216,15 +234,16 @@ export class WebhooksRepository {
        ), logged AS (
          INSERT INTO webhook_attempt (delivery_id, attempt, org_id, started_at) SELECT id, attempts, org_id, now() FROM claimed
        )
-       SELECT c.id, c.endpoint_id, c.attempts, c.created_at, w.url, w.secret_sealed,
+       SELECT c.id, c.org_id AS owner_org_id, c.endpoint_id, c.attempts, c.created_at, w.url, w.secret_sealed,
               e.id AS event_id, e.at, e.type, e.actor_type, e.actor_id, e.org_id, e.target_type, e.target_id, e.data
          FROM claimed c
          JOIN webhook_endpoint w ON w.id = c.endpoint_id AND w.org_id = c.org_id
          JOIN audit_event e ON e.seq = c.event_seq AND e.org_id = c.org_id`,
-      [limit, busy, leaseMs],
+      [limit, busy, leaseMs, [...orgs.taken.keys()], [...orgs.taken.values()], orgs.max, [...orgs.taken].filter(([, n]) => n >= orgs.max).map(([id]) => id)],
     );
     return rows.map((r) => ({
       id: r.id,
+      orgId: r.owner_org_id,
       endpointId: r.endpoint_id,
       attempt: r.attempts,
       url: r.url,
