@@ -497,6 +497,24 @@ describe('agent runs (e2e)', () => {
       expect(since(from)).toHaveLength(1);
     });
 
+    it("a provider that echoes its API key in an error: the run's error and events show it redacted, to every reader", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      for (const message of ['Incorrect API key provided: sk-test-secret-123.', 'bad request from Bearer sk-test-secret-123']) {
+        model.setScript(sequence({ status: 401, body: { error: { message } } }));
+        const run = await startRun(agentId, { input: 'x' }).expect(201);
+        expect(run.body).toMatchObject({ status: 'failed', error: { code: 'model_error', message: expect.stringContaining('[redacted]') } });
+        const read = await t.http
+          .get(`/api/v1/runs/${run.body.id}`)
+          .set(...as('viewer'))
+          .expect(200);
+        const events = await readEvents(run.body.id);
+        expect(events.map((e) => e.event)).toContain('run.failed');
+        for (const seen of [run.body, read.body, events]) expect(JSON.stringify(seen)).not.toContain('sk-test-secret-123');
+        const [row] = await t.app.get(DataSource).query(`SELECT error_message FROM run WHERE id = $1`, [run.body.id]);
+        expect(row.error_message).not.toContain('sk-test-secret-123');
+      }
+    });
+
     it('drops reasoning_effort for a model that refuses it', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'thinking' }], model: modelRef({ name: 'no-reasoning' }) });
       const from = model.requests.length;
