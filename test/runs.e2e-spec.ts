@@ -673,6 +673,50 @@ describe('agent runs (e2e)', () => {
       expect(again.body.items.filter((e: { target: { id: string } }) => approvalIds.includes(e.target.id))).toHaveLength(2);
     });
 
+    it("cancel settles only the run's own calls: another agent's call, or a client's REST call, tagged with the run's id stays pending", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const otherAgent = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }] });
+      model.setScript(sequence({ toolCalls: [{ id: 's1', name: 'send_message', arguments: '{"to":"ed@example.com","body":"own"}' }] }, { text: 'never' }));
+      const run = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(run.body.status).toBe('waiting_for_approval');
+      // runId is free text on a REST call: anyone's call may carry this run's id.
+      const tagged: string[] = [];
+      for (const [agent, body] of [
+        [otherAgent, 'another agent'],
+        [agentId, 'the same agent, over REST'],
+      ]) {
+        const call = await t.http
+          .post(`/api/v1/agents/${agent}/tool-calls`)
+          .set(...as('agent'))
+          .send({ tool: 'send_message', arguments: { to: 'fi@example.com', body }, runId: run.body.id })
+          .expect(202);
+        tagged.push(call.body.approvalId);
+      }
+      await t.http
+        .post(`/api/v1/runs/${run.body.id}/cancel`)
+        .set(...as('agent'))
+        .expect(200);
+      const own = await t.http
+        .get(`/api/v1/approvals/${run.body.pendingApprovalIds[0]}`)
+        .set(...as('approver'))
+        .expect(200);
+      expect(own.body.status).toBe('rejected');
+      for (const id of tagged) {
+        const approval = await t.http
+          .get(`/api/v1/approvals/${id}`)
+          .set(...as('approver'))
+          .expect(200);
+        expect(approval.body).toMatchObject({ status: 'pending' });
+        expect(approval.body.decidedBy).toBeUndefined();
+        // Still a person's to decide.
+        await t.http
+          .post(`/api/v1/approvals/${id}/reject`)
+          .set(...as('approver'))
+          .send({ reason: 'not now' })
+          .expect(200);
+      }
+    });
+
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
       model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"di@example.com"}' }] }, { text: 'Sent.' }));

@@ -31,13 +31,20 @@ export class CancelledRunApprovals {
     private readonly metrics: Metrics,
   ) {}
 
-  /** Rejects every approval of the run's calls still pending; answers how many this call decided. */
-  async settle(orgId: string, runId: string, by: Canceller): Promise<number> {
+  /**
+   * Rejects every approval of the run's own calls still pending; answers how many this call decided.
+   * Its own: made by the run (entry point `run`) for its agent. `runId` is free text on a REST or MCP
+   * call, so another agent's call (or a client's own) may carry the same id; the run does not read
+   * their outcome, and whoever cancelled it may not decide them.
+   */
+  async settle(orgId: string, run: { id: string; agentId: string }, by: Canceller): Promise<number> {
+    const runId = run.id;
     const reason = `The run ${runId} was cancelled; the call was not run.`;
     const decided: string[] = [];
+    const own = { runId, agentId: run.agentId, entryPoint: 'run' as const, status: 'pending_approval' as const, limit: 100 };
     for (let page = 0; page < MAX_PAGES; page++) {
       // Each pass decides what it lists, so the next pass lists what is still pending (new or lost races).
-      const pending = (await this.calls.listCalls(orgId, { runId, status: 'pending_approval', limit: 100 })).items.filter((c) => c.approvalId);
+      const pending = (await this.calls.listCalls(orgId, own)).items.filter((c) => c.approvalId);
       if (pending.length === 0) break;
       for (const call of pending) {
         const approval = await this.approvals.findApproval(orgId, call.approvalId!);

@@ -477,7 +477,7 @@ export class RunEngine {
       // Cancelled while this step was asking for approvals: the cancel may have looked for pending
       // approvals before these were recorded, so they are settled here, as the cancel would have.
       const by = await this.repo.cancelledBy(row.org_id, row.id);
-      if (by) await this.cancelledApprovals.settle(row.org_id, row.id, { actor: { type: 'api_key', id: by }, keyId: by });
+      if (by) await this.cancelledApprovals.settle(row.org_id, { id: row.id, agentId: row.agent_id }, { actor: { type: 'api_key', id: by }, keyId: by });
     }
     return saved;
   }
