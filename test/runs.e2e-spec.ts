@@ -717,6 +717,94 @@ describe('agent runs (e2e)', () => {
       }
     });
 
+    it("revoking the key that started a run fails the run and rejects its pending approvals at once; the key's own REST call stays a person's to decide", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const key = await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as('admin'))
+        .send({ name: 'runtime to revoke', roles: ['agent'] })
+        .expect(201);
+      model.setScript(
+        sequence({ toolCalls: [{ id: 'r1', name: 'send_message', arguments: '{"to":"gu@example.com","body":"for a dead run"}' }] }, { text: 'never' }),
+      );
+      const run = await t.http
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...bearer(key.body.token))
+        .set('Prefer', 'wait=10')
+        .send({ input: 'x' })
+        .expect(201);
+      expect(run.body.status).toBe('waiting_for_approval');
+      const [approvalId] = run.body.pendingApprovalIds as string[];
+      const rest = await t.http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...bearer(key.body.token))
+        .send({ tool: 'send_message', arguments: { to: 'gu@example.com', body: 'asked over REST' } })
+        .expect(202);
+      const executedBefore = runExecutions.length;
+      const from = model.requests.length;
+
+      await t.http
+        .delete(`/api/v1/orgs/${org.id}/api-keys/${key.body.id}`)
+        .set(...as('admin'))
+        .expect(204);
+
+      const failed = await t.http
+        .get(`/api/v1/runs/${run.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(failed.body).toMatchObject({
+        status: 'failed',
+        error: { code: 'unauthorized', message: 'The API key that started the run was revoked.' },
+        pendingApprovalIds: [],
+        completedAt: expect.any(String),
+      });
+      const reason = `The API key that started the run ${run.body.id} was revoked; the run failed and the call was not run.`;
+      const approval = await t.http
+        .get(`/api/v1/approvals/${approvalId}`)
+        .set(...as('approver'))
+        .expect(200);
+      expect(approval.body).toMatchObject({ status: 'rejected', note: reason, decidedAt: expect.any(String) });
+      expect(approval.body.decidedBy).toBeUndefined();
+      const late = await t.http
+        .post(`/api/v1/approvals/${approvalId}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(409);
+      expect(late.body.code).toBe('approval_already_decided');
+      expect(runExecutions.length).toBe(executedBefore);
+
+      const audit = await t.http
+        .get('/api/v1/audit-events?limit=20')
+        .set(...as('admin'))
+        .expect(200);
+      const adminActor = { type: 'api_key', id: org.keyIds.admin };
+      expect(audit.body.items.find((e: { type: string; target: { id: string } }) => e.type === 'run.failed' && e.target.id === run.body.id)).toMatchObject({
+        actor: adminActor,
+        data: { error: { code: 'unauthorized' }, cause: 'api_key_revoked', apiKeyId: key.body.id },
+      });
+      expect(
+        audit.body.items.find((e: { type: string; target: { id: string } }) => e.type === 'approval.rejected' && e.target.id === approvalId),
+      ).toMatchObject({
+        actor: adminActor,
+        data: { runId: run.body.id, reason, cause: 'api_key_revoked', apiKeyId: key.body.id },
+      });
+      expect((await readEvents(run.body.id)).map((e) => e.event).slice(-2)).toEqual(['run.waiting', 'run.failed']);
+
+      // A call the key asked for itself is not a run's: an approver may still want it done.
+      const restApproval = await t.http
+        .get(`/api/v1/approvals/${rest.body.approvalId}`)
+        .set(...as('approver'))
+        .expect(200);
+      expect(restApproval.body.status).toBe('pending');
+      await t.http
+        .post(`/api/v1/approvals/${rest.body.approvalId}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(since(from)).toHaveLength(0);
+    });
+
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
       model.setScript(sequence({ toolCalls: [{ id: 's', name: 'send_message', arguments: '{"to":"di@example.com"}' }] }, { text: 'Sent.' }));

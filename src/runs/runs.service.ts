@@ -130,7 +130,12 @@ export class RunsService implements OnModuleDestroy {
       // stepping it loses its lease at its next write or renewal; an approval it records meanwhile
       // is rejected when that write fails (RunEngine).
       if (cancelled) this.worker.stopLocally(id);
-      if (cancelled) await this.cancelledApprovals.settle(principal.orgId, { id, agentId: row.agent_id }, { actor: actorOf(principal), keyId: principal.id });
+      if (cancelled)
+        await this.cancelledApprovals.settle(
+          principal.orgId,
+          { id, agentId: row.agent_id },
+          { cause: 'run_cancelled', actor: actorOf(principal), keyId: principal.id },
+        );
     }
     return toRunView(await this.row(principal.orgId, id));
   }

@@ -188,6 +188,7 @@ export class ToolCallsRepository {
   async listCalls(
     orgId: string,
     q: { agentId?: string; status?: ToolCallStatus; runId?: string; entryPoint?: EntryPoint; limit?: number; cursor?: string },
+    db: Queryable = this.dataSource,
   ): Promise<Page<ToolCallView>> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const where = ['c.org_id = $1'];
@@ -212,7 +213,7 @@ export class ToolCallsRepository {
       where.push(`(c.created_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
     params.push(limit + 1);
-    const rows: ToolCallRow[] = await this.dataSource.query(
+    const rows: ToolCallRow[] = await db.query(
       `SELECT ${CALL_COLUMNS} FROM tool_call c WHERE ${where.join(' AND ')} ORDER BY c.created_at DESC, c.id DESC LIMIT $${params.length}`,
       params,
     );
