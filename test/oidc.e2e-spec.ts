@@ -4,6 +4,7 @@ import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
 import { TestIdentityProvider } from './support/oidc-provider';
+import { sequence, startScriptedModel } from './support/scripted-model';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -278,6 +279,81 @@ describe('sign-in through an identity provider (e2e)', () => {
         }),
         { numRuns: 60 },
       );
+    });
+
+    it('reads runs by role (list, one, its events) like a key; starting and cancelling one take an API key', async () => {
+      const model = await startScriptedModel(sequence({ text: 'Done.' }));
+      try {
+        const provider = await t.http
+          .post('/api/v1/model-providers')
+          .set(...bearer(a.keys.admin))
+          .send({ name: 'oidc-runs', kind: 'openai-compatible', baseUrl: model.url })
+          .expect(201);
+        const agent = await t.http
+          .post('/api/v1/agents')
+          .set(...bearer(a.keys.builder))
+          .send({ slug: `oidc-run-${++slugs}`, name: 'Runner' })
+          .expect(201);
+        await t.http
+          .put(`/api/v1/agents/${agent.body.id}/draft`)
+          .set(...bearer(a.keys.builder))
+          .send({ instructions: 'Answer.', capabilities: [], model: { provider: provider.body.id, name: 'm' } })
+          .expect(200);
+        await t.http
+          .post(`/api/v1/agents/${agent.body.id}/publish`)
+          .set(...bearer(a.keys.builder))
+          .expect(201);
+        const run = await t.http
+          .post(`/api/v1/agents/${agent.body.id}/runs`)
+          .set(...bearer(a.keys.agent))
+          .set('Prefer', 'wait=10')
+          .send({ input: 'hi' })
+          .expect(201);
+        expect(run.body.status).toBe('succeeded');
+
+        for (const roles of [['viewer'], ['agent'], ['approver']]) {
+          const token = await person(a, roles);
+          const list = await t.http
+            .get(`/api/v1/runs?agentId=${agent.body.id}`)
+            .set(...bearer(token))
+            .expect(200);
+          expect(list.body.items.map((r: { id: string }) => r.id)).toEqual([run.body.id]);
+          const one = await t.http
+            .get(`/api/v1/runs/${run.body.id}`)
+            .set(...bearer(token))
+            .expect(200);
+          expect(one.body).toMatchObject({ id: run.body.id, status: 'succeeded', output: 'Done.' });
+          const events = await t.http
+            .get(`/api/v1/runs/${run.body.id}/events`)
+            .set(...bearer(token))
+            .expect(200);
+          expect(events.text).toContain('event: run.succeeded');
+        }
+        // Roles still apply, and so does the organization.
+        await t.http
+          .get('/api/v1/runs')
+          .set(...bearer(await person(a, ['owner'])))
+          .expect(403);
+        await t.http
+          .get(`/api/v1/runs/${run.body.id}`)
+          .set(...bearer(await person(b, ['viewer'])))
+          .expect(404);
+
+        const runner = await person(a, ['agent', 'builder']);
+        const start = await t.http
+          .post(`/api/v1/agents/${agent.body.id}/runs`)
+          .set(...bearer(runner))
+          .send({ input: 'hi' })
+          .expect(403);
+        expect(start.body).toMatchObject({ code: 'forbidden', detail: expect.stringContaining('API key') });
+        const cancel = await t.http
+          .post(`/api/v1/runs/${run.body.id}/cancel`)
+          .set(...bearer(runner))
+          .expect(403);
+        expect(cancel.body.code).toBe('forbidden');
+      } finally {
+        await model.close();
+      }
     });
 
     it('narrows by the token scopes when it has them: REST needs api', async () => {

@@ -503,6 +503,24 @@ describe('agent runs (e2e)', () => {
       expect(since(from)).toHaveLength(1);
     });
 
+    it("a provider that echoes its API key in an error: the run's error and events show it redacted, to every reader", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      for (const message of ['Incorrect API key provided: sk-test-secret-123.', 'bad request from Bearer sk-test-secret-123']) {
+        model.setScript(sequence({ status: 401, body: { error: { message } } }));
+        const run = await startRun(agentId, { input: 'x' }).expect(201);
+        expect(run.body).toMatchObject({ status: 'failed', error: { code: 'model_error', message: expect.stringContaining('[redacted]') } });
+        const read = await t.http
+          .get(`/api/v1/runs/${run.body.id}`)
+          .set(...as('viewer'))
+          .expect(200);
+        const events = await readEvents(run.body.id);
+        expect(events.map((e) => e.event)).toContain('run.failed');
+        for (const seen of [run.body, read.body, events]) expect(JSON.stringify(seen)).not.toContain('sk-test-secret-123');
+        const [row] = await t.app.get(DataSource).query(`SELECT error_message FROM run WHERE id = $1`, [run.body.id]);
+        expect(row.error_message).not.toContain('sk-test-secret-123');
+      }
+    });
+
     it('drops reasoning_effort for a model that refuses it', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'thinking' }], model: modelRef({ name: 'no-reasoning' }) });
       const from = model.requests.length;
@@ -659,6 +677,138 @@ describe('agent runs (e2e)', () => {
         .set(...as('admin'))
         .expect(200);
       expect(again.body.items.filter((e: { target: { id: string } }) => approvalIds.includes(e.target.id))).toHaveLength(2);
+    });
+
+    it("cancel settles only the run's own calls: another agent's call, or a client's REST call, tagged with the run's id stays pending", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const otherAgent = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }] });
+      model.setScript(sequence({ toolCalls: [{ id: 's1', name: 'send_message', arguments: '{"to":"ed@example.com","body":"own"}' }] }, { text: 'never' }));
+      const run = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(run.body.status).toBe('waiting_for_approval');
+      // runId is free text on a REST call: anyone's call may carry this run's id.
+      const tagged: string[] = [];
+      for (const [agent, body] of [
+        [otherAgent, 'another agent'],
+        [agentId, 'the same agent, over REST'],
+      ]) {
+        const call = await t.http
+          .post(`/api/v1/agents/${agent}/tool-calls`)
+          .set(...as('agent'))
+          .send({ tool: 'send_message', arguments: { to: 'fi@example.com', body }, runId: run.body.id })
+          .expect(202);
+        tagged.push(call.body.approvalId);
+      }
+      await t.http
+        .post(`/api/v1/runs/${run.body.id}/cancel`)
+        .set(...as('agent'))
+        .expect(200);
+      const own = await t.http
+        .get(`/api/v1/approvals/${run.body.pendingApprovalIds[0]}`)
+        .set(...as('approver'))
+        .expect(200);
+      expect(own.body.status).toBe('rejected');
+      for (const id of tagged) {
+        const approval = await t.http
+          .get(`/api/v1/approvals/${id}`)
+          .set(...as('approver'))
+          .expect(200);
+        expect(approval.body).toMatchObject({ status: 'pending' });
+        expect(approval.body.decidedBy).toBeUndefined();
+        // Still a person's to decide.
+        await t.http
+          .post(`/api/v1/approvals/${id}/reject`)
+          .set(...as('approver'))
+          .send({ reason: 'not now' })
+          .expect(200);
+      }
+    });
+
+    it("revoking the key that started a run fails the run and rejects its pending approvals at once; the key's own REST call stays a person's to decide", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const key = await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as('admin'))
+        .send({ name: 'runtime to revoke', roles: ['agent'] })
+        .expect(201);
+      model.setScript(
+        sequence({ toolCalls: [{ id: 'r1', name: 'send_message', arguments: '{"to":"gu@example.com","body":"for a dead run"}' }] }, { text: 'never' }),
+      );
+      const run = await t.http
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...bearer(key.body.token))
+        .set('Prefer', 'wait=10')
+        .send({ input: 'x' })
+        .expect(201);
+      expect(run.body.status).toBe('waiting_for_approval');
+      const [approvalId] = run.body.pendingApprovalIds as string[];
+      const rest = await t.http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...bearer(key.body.token))
+        .send({ tool: 'send_message', arguments: { to: 'gu@example.com', body: 'asked over REST' } })
+        .expect(202);
+      const executedBefore = runExecutions.length;
+      const from = model.requests.length;
+
+      await t.http
+        .delete(`/api/v1/orgs/${org.id}/api-keys/${key.body.id}`)
+        .set(...as('admin'))
+        .expect(204);
+
+      const failed = await t.http
+        .get(`/api/v1/runs/${run.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(failed.body).toMatchObject({
+        status: 'failed',
+        error: { code: 'unauthorized', message: 'The API key that started the run was revoked.' },
+        pendingApprovalIds: [],
+        completedAt: expect.any(String),
+      });
+      const reason = `The API key that started the run ${run.body.id} was revoked; the run failed and the call was not run.`;
+      const approval = await t.http
+        .get(`/api/v1/approvals/${approvalId}`)
+        .set(...as('approver'))
+        .expect(200);
+      expect(approval.body).toMatchObject({ status: 'rejected', note: reason, decidedAt: expect.any(String) });
+      expect(approval.body.decidedBy).toBeUndefined();
+      const late = await t.http
+        .post(`/api/v1/approvals/${approvalId}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(409);
+      expect(late.body.code).toBe('approval_already_decided');
+      expect(runExecutions.length).toBe(executedBefore);
+
+      const audit = await t.http
+        .get('/api/v1/audit-events?limit=20')
+        .set(...as('admin'))
+        .expect(200);
+      const adminActor = { type: 'api_key', id: org.keyIds.admin };
+      expect(audit.body.items.find((e: { type: string; target: { id: string } }) => e.type === 'run.failed' && e.target.id === run.body.id)).toMatchObject({
+        actor: adminActor,
+        data: { error: { code: 'unauthorized' }, cause: 'api_key_revoked', apiKeyId: key.body.id },
+      });
+      expect(
+        audit.body.items.find((e: { type: string; target: { id: string } }) => e.type === 'approval.rejected' && e.target.id === approvalId),
+      ).toMatchObject({
+        actor: adminActor,
+        data: { runId: run.body.id, reason, cause: 'api_key_revoked', apiKeyId: key.body.id },
+      });
+      expect((await readEvents(run.body.id)).map((e) => e.event).slice(-2)).toEqual(['run.waiting', 'run.failed']);
+
+      // A call the key asked for itself is not a run's: an approver may still want it done.
+      const restApproval = await t.http
+        .get(`/api/v1/approvals/${rest.body.approvalId}`)
+        .set(...as('approver'))
+        .expect(200);
+      expect(restApproval.body.status).toBe('pending');
+      await t.http
+        .post(`/api/v1/approvals/${rest.body.approvalId}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(200);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(since(from)).toHaveLength(0);
     });
 
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {

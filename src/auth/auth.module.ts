@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { ApiKeyRevocations } from './api-key-revocations';
 import { ApiKeysRepository } from './api-keys.repository';
 import { AuthService } from './auth.service';
 import { CredentialWatch } from './credential-watch.service';
@@ -6,5 +7,9 @@ import { OidcModule } from './oidc/oidc.module';
 
 /** Authentication for the global guard (API keys here, the identity provider's tokens in oidc/), and the owner of `api_key` for the organizations' routes. */
 @Global()
-@Module({ imports: [OidcModule], providers: [AuthService, ApiKeysRepository, CredentialWatch], exports: [AuthService, ApiKeysRepository, CredentialWatch] })
+@Module({
+  imports: [OidcModule],
+  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
+  exports: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
+})
 export class AuthModule {}

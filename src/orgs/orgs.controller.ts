@@ -70,7 +70,11 @@ export class OrgsController {
   @Delete(':orgId/api-keys/:keyId')
   @HttpCode(204)
   @Access('platform', 'admin')
-  @ApiOperation({ summary: 'Revoke an API key; it is refused from its next request on' })
+  @ApiOperation({
+    summary: 'Revoke an API key; it is refused from its next request on',
+    description:
+      'In the same transaction, the agent runs it started that have not finished fail (`error.code` `unauthorized`) and their pending approvals are rejected, with a note naming the run and the cause; deciding one later answers `409 approval_already_decided`. A tool call the key asked for itself over REST or MCP stays pending for an approver to decide.',
+  })
   @ApiNoContentResponse({ description: 'Revoked.' })
   @ApiNotFoundResponse(ProblemResponse('No such key in this organization (`not_found`).'))
   async revokeKey(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Param('keyId', UuidParam) keyId: string): Promise<void> {

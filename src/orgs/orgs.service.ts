@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
+import { ApiKeyRevocations } from '../auth/api-key-revocations';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
 import { actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
@@ -16,6 +17,7 @@ export class OrgsService {
     private readonly orgs: OrgsRepository,
     private readonly audit: AuditService,
     private readonly keys: ApiKeysRepository,
+    private readonly revocations: ApiKeyRevocations,
   ) {}
 
   async create(ctx: RequestContext, dto: CreateOrgDto): Promise<OrgView> {
@@ -100,20 +102,19 @@ export class OrgsService {
     return this.keys.list(orgId, query, toKey);
   }
 
+  /** Revokes the key, and in the same transaction ends what acts for it (its runs: ApiKeyRevocations). */
   async revokeKey(ctx: RequestContext, orgId: string, keyId: string): Promise<void> {
     this.assertReach(ctx, orgId);
-    await this.orgs.dataSource.transaction(async (m) => {
+    const actor = actorOf(ctx.principal);
+    const committed = await this.orgs.dataSource.transaction(async (m) => {
       const revoked = await this.keys.revoke(orgId, keyId, m);
       if (revoked === 'missing') throw ApiError.notFound('API key');
       // Revoking twice is a no-op that still answers 204: the client's intent holds.
-      if (revoked === 'already') return;
-      await this.audit.record(m, {
-        type: 'api_key.revoked',
-        orgId,
-        actor: actorOf(ctx.principal),
-        target: { type: 'api_key', id: keyId },
-      });
+      if (revoked === 'already') return undefined;
+      await this.audit.record(m, { type: 'api_key.revoked', orgId, actor, target: { type: 'api_key', id: keyId } });
+      return this.revocations.revoked(m, { orgId, keyId, actor });
     });
+    committed?.();
   }
 
   private assertReach(ctx: RequestContext, orgId: string): void {

@@ -128,6 +128,38 @@ describe('OpenAiCompatibleModel', () => {
     }
   });
 
+  it("never repeats the provider's API key: an error that echoes it (whole, after Bearer, or where the cut at 500 falls) has it redacted", async () => {
+    const key = 'sk-proj-LEAKME-0123456789';
+    const bodies = [
+      { status: 401, message: `Incorrect API key provided: ${key}. You can find your API key at https://example.test.` },
+      { status: 400, message: `bad request from Bearer ${key}` },
+      { status: 500, message: `${'x'.repeat(453)} Authorization: Bearer ${key}` },
+    ];
+    for (const { status, message } of bodies) {
+      const echoing = new OpenAiCompatibleModel(
+        'p',
+        'http://model.test/v1',
+        key,
+        async () => new Response(JSON.stringify({ error: { message } }), { status }),
+        { ...policy, retries: 0 },
+        sleep,
+      );
+      const err = (await echoing.complete(req).catch((e: unknown) => e)) as ModelError;
+      expect(err).toBeInstanceOf(ModelError);
+      expect(err.message).toContain(`The provider answered ${status}`);
+      expect(err.message).not.toContain(key.slice(0, 12));
+    }
+    const echoed = new OpenAiCompatibleModel(
+      'p',
+      'http://model.test/v1',
+      key,
+      async () => new Response(JSON.stringify({ error: { message: `Incorrect API key provided: ${key}.` } }), { status: 401 }),
+      policy,
+      sleep,
+    );
+    await expect(echoed.complete(req)).rejects.toMatchObject({ message: 'The provider answered 401: 401 Incorrect API key provided: [redacted].' });
+  });
+
   it('reports an egress refusal as such, without retrying', async () => {
     const refusing = new OpenAiCompatibleModel(
       'p',

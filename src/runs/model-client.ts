@@ -7,6 +7,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
+import { redactSecrets } from '../common/redact-secrets';
 
 /** One answer of the model, assembled from its stream. */
 export interface ModelTurn {
@@ -49,8 +50,9 @@ export interface RetryPolicy {
 
 /**
  * A failure of the model's provider that the run reports (`failed` with this code); `retryable`
- * ones were retried with backoff first. The message is the provider's, cut short: it can never
- * hold our API key (the key travels in a header the provider does not echo, and we never print it).
+ * ones were retried with backoff first. The message is the provider's, cut short, with the
+ * provider's API key redacted: providers echo it ("Incorrect API key provided: sk-…"), and the
+ * message is stored in clear with the run and shown to every reader of it.
  */
 export class ModelError extends Error {
   constructor(
@@ -76,6 +78,8 @@ const noReasoningEffort = new Set<string>();
  */
 export class OpenAiCompatibleModel implements ChatModel {
   private readonly client: OpenAI;
+  /** What the provider's words must not show (redactSecrets): the key sent to it. */
+  private readonly secrets: Readonly<Record<string, string>>;
 
   constructor(
     private readonly providerId: string,
@@ -85,6 +89,7 @@ export class OpenAiCompatibleModel implements ChatModel {
     private readonly policy: RetryPolicy,
     private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void> = abortableSleep,
   ) {
+    this.secrets = apiKey === null ? {} : { apiKey };
     this.client = new OpenAI({
       baseURL: baseUrl,
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
@@ -106,7 +111,7 @@ export class OpenAiCompatibleModel implements ChatModel {
       try {
         return await this.once(req);
       } catch (raw) {
-        const err = classify(raw);
+        const err = classify(raw, this.secrets);
         if (err.status === 400 && req.reasoningEffort && mentionsReasoningEffort(raw)) {
           // The model does not take a reasoning effort: ask again without it, and remember.
           noReasoningEffort.add(`${this.providerId}/${req.model}`);
@@ -218,7 +223,8 @@ function tokenCount(n: unknown): number {
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
-function classify(raw: unknown): ModelError {
+function classify(raw: unknown, secrets: Readonly<Record<string, string>>): ModelError {
+  const messageOf = (r: unknown) => providerText(r, secrets);
   if (raw instanceof ModelError) return raw;
   const code = (raw as { code?: unknown })?.code ?? (raw as { cause?: { code?: unknown } })?.cause?.code;
   if (code === 'egress_refused') return new ModelError('egress_refused', messageOf(raw), false);
@@ -245,7 +251,7 @@ function classify(raw: unknown): ModelError {
 }
 
 function mentionsReasoningEffort(raw: unknown): boolean {
-  return /reasoning[_ ]effort/i.test(messageOf(raw) + String((raw as { param?: unknown })?.param ?? ''));
+  return /reasoning[_ ]effort/i.test(providerText(raw, {}) + String((raw as { param?: unknown })?.param ?? ''));
 }
 
 function retryAfterOf(headers: Headers | undefined): number | undefined {
@@ -258,11 +264,12 @@ function retryAfterOf(headers: Headers | undefined): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
-/** The provider's words, cut short and on one line: they end up in a run's error, never with secrets of ours. */
-function messageOf(raw: unknown): string {
+/** The provider's words, cut short and on one line: they end up in a run's error, never with its key. */
+function providerText(raw: unknown, secrets: Readonly<Record<string, string>>): string {
   const text = raw instanceof Error ? raw.message : String(raw);
+  // Redacted before the cut, which could otherwise leave the start of a key that no longer matches whole.
   // Stored with the run: no U+0000, and no half of a pair the cut at 500 split (nul-character.ts).
-  return withoutNulCharacters(text.replace(/\s+/g, ' ').slice(0, 500));
+  return withoutNulCharacters(redactSecrets(text.replace(/\s+/g, ' '), secrets).slice(0, 500));
 }
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -30,7 +30,7 @@ import {
 import { ChatModel, ModelError, ModelTurn } from './model-client';
 import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
-import { PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
+import { KEY_REVOKED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
 
 /** When the model's window is not given: a common size today, and what compaction aims under. */
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
@@ -116,7 +116,7 @@ export class RunEngine {
     if (!row || (row.status !== 'running' && row.status !== 'waiting_for_approval')) return;
     const principal = await this.principalOf(row);
     if (!principal) {
-      await this.finish(row, owner, 'failed', { error: { code: 'unauthorized', message: 'The API key that started the run was revoked.' } });
+      await this.finish(row, owner, 'failed', { error: { ...KEY_REVOKED } });
       return;
     }
     const ctx: RequestContext = { principal, requestId: `run:${row.id}` };
@@ -474,10 +474,16 @@ export class RunEngine {
     const saved = await this.repo.save(row, owner, patch, events, audit);
     this.signals.notify(row.id);
     if (!saved && patch.pending?.some((p) => p.approvalId && !p.result)) {
-      // Cancelled while this step was asking for approvals: the cancel may have looked for pending
-      // approvals before these were recorded, so they are settled here, as the cancel would have.
-      const by = await this.repo.cancelledBy(row.org_id, row.id);
-      if (by) await this.cancelledApprovals.settle(row.org_id, row.id, { actor: { type: 'api_key', id: by }, keyId: by });
+      // Cancelled, or its key revoked, while this step was asking for approvals: that change may have
+      // looked for pending approvals before these were recorded, so they are settled here, as it would have.
+      const ended = await this.repo.endedEarly(row.org_id, row.id);
+      const run = { id: row.id, agentId: row.agent_id };
+      if (ended?.cause === 'run_cancelled') {
+        await this.cancelledApprovals.settle(row.org_id, run, { cause: 'run_cancelled', actor: { type: 'api_key', id: ended.by }, keyId: ended.by });
+      } else if (ended?.cause === 'api_key_revoked') {
+        // Whoever revoked the key is in the audit log beside; the run is the actor here, as when it fails by itself.
+        await this.cancelledApprovals.settle(row.org_id, run, { cause: 'api_key_revoked', actor: RUN_ACTOR(row.id), keyId: ended.keyId });
+      }
     }
     return saved;
   }

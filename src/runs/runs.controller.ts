@@ -1,5 +1,15 @@
 import { Body, Controller, Get, Headers, HttpCode, OnModuleDestroy, Param, Post, Query, Req, Res } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiHeader, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProduces, ApiTags } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiForbiddenResponse,
+  ApiHeader,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiProduces,
+  ApiTags,
+} from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import { Access } from '../auth/access.decorator';
@@ -15,6 +25,10 @@ import { RunEventRow } from './runs.repository';
 import { MAX_WAIT_SECONDS, RunsService } from './runs.service';
 
 const RUN_NOT_FOUND = ProblemResponse('No such run in your organization (`not_found`).');
+/** Why a signed-in person reads runs but neither starts nor cancels one: src/auth/oidc/README.md. */
+const API_KEYS_ONLY =
+  'API keys only: a token of the identity provider is `403 forbidden` here whatever its roles, because a run is re-authorized through the key that started it on every step (reading runs follows roles, for a person too).';
+const FORBIDDEN = ProblemResponse('`forbidden`: a role that may not, or a token of the identity provider (API keys only).');
 
 @ApiTags('runs')
 @Controller('api/v1')
@@ -37,12 +51,14 @@ export class RunsController implements OnModuleDestroy {
       "The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.",
       'A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.',
       '`Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.',
+      API_KEYS_ONLY,
     ].join('\n'),
   })
   @ApiHeader({ name: 'Prefer', required: false, description: '`wait=N`, N seconds (at most 60).' })
   @ApiCreatedResponse({ type: RunView })
   @ApiNotFoundResponse(ProblemResponse('No such agent or version (`not_found`).'))
   @ApiConflictResponse(ProblemResponse('`not_published`, or the version names no model provider (`model_not_configured`).'))
+  @ApiForbiddenResponse(FORBIDDEN)
   async create(
     @Ctx() ctx: RequestContext,
     @Param('agentId', UuidParam) agentId: string,
@@ -81,11 +97,14 @@ export class RunsController implements OnModuleDestroy {
   @Access('agent', 'builder')
   @ApiOperation({
     summary: 'Cancel a run',
-    description:
+    description: [
       'A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for are rejected with a note naming the run; deciding one later answers `409 approval_already_decided`.',
+      API_KEYS_ONLY,
+    ].join('\n'),
   })
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
+  @ApiForbiddenResponse(FORBIDDEN)
   cancel(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<RunView> {
     return this.runs.cancel(ctx, id);
   }

@@ -5,6 +5,7 @@ import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ModelProvidersController } from './model-providers.controller';
 import { ModelProvidersRepository } from './model-providers.repository';
 import { ModelProvidersService } from './model-providers.service';
+import { RevokedKeyRuns } from './revoked-key-runs';
 import { RunEngine } from './run-engine.service';
 import { RunSignals } from './run-signals';
 import { RunWorker } from './run-worker.service';
@@ -16,7 +17,17 @@ import { RunsService } from './runs.service';
 @Module({
   imports: [AgentsModule, RuntimeModule],
   controllers: [ModelProvidersController, RunsController],
-  providers: [CancelledRunApprovals, ModelProvidersRepository, ModelProvidersService, RunEngine, RunSignals, RunWorker, RunsRepository, RunsService],
+  providers: [
+    CancelledRunApprovals,
+    ModelProvidersRepository,
+    ModelProvidersService,
+    RevokedKeyRuns,
+    RunEngine,
+    RunSignals,
+    RunWorker,
+    RunsRepository,
+    RunsService,
+  ],
   exports: [RunWorker],
 })
 export class RunsModule {}

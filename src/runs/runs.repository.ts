@@ -84,6 +84,17 @@ export interface RunPatch {
   notBefore?: Date | null;
 }
 
+/** How a run ends when the API key that started it is revoked (the engine's words too, when it finds out at a step). */
+export const KEY_REVOKED = { code: 'unauthorized', message: 'The API key that started the run was revoked.' } as const;
+
+/** A run a change ended, as its audit event names it. */
+export interface EndedRun {
+  id: string;
+  agent_id: string;
+  version: number;
+  usage: RunUsage;
+}
+
 export interface RunEventInput {
   type: string;
   data: Record<string, unknown>;
@@ -261,14 +272,39 @@ export class RunsRepository {
       });
   }
 
-  /** The API key that cancelled the run, or undefined when it was not cancelled. */
-  async cancelledBy(orgId: string, runId: string): Promise<string | undefined> {
-    const rows: { by: string | null }[] = await this.dataSource.query(
-      `SELECT e.data->>'by' AS by FROM run r JOIN run_event e ON e.org_id = r.org_id AND e.run_id = r.id AND e.type = 'run.cancelled'
-        WHERE r.org_id = $1 AND r.id = $2 AND r.status = 'cancelled' LIMIT 1`,
+  /**
+   * Why a run ended before its approvals were decided: cancelled (by that API key), or failed because
+   * the key that started it was revoked. undefined when neither.
+   */
+  async endedEarly(orgId: string, runId: string): Promise<{ cause: 'run_cancelled'; by: string } | { cause: 'api_key_revoked'; keyId: string } | undefined> {
+    const rows: { status: RunStatus; error_code: string | null; requested_by: string; by: string | null }[] = await this.dataSource.query(
+      `SELECT r.status, r.error_code, r.requested_by,
+              (SELECT e.data->>'by' FROM run_event e WHERE e.org_id = r.org_id AND e.run_id = r.id AND e.type = 'run.cancelled' LIMIT 1) AS by
+         FROM run r WHERE r.org_id = $1 AND r.id = $2`,
       [orgId, runId],
     );
-    return rows[0]?.by ?? undefined;
+    const r = rows[0];
+    if (r?.status === 'cancelled' && r.by) return { cause: 'run_cancelled', by: r.by };
+    if (r?.status === 'failed' && r.error_code === KEY_REVOKED.code) return { cause: 'api_key_revoked', keyId: r.requested_by };
+    return undefined;
+  }
+
+  /**
+   * Fails, in the caller's transaction (the key's revocation), every run the key started that has
+   * not finished, as the run would fail itself at its next step: a node stepping one loses it at its
+   * next write. Answers those runs.
+   */
+  async failRunsOfKey(m: EntityManager, orgId: string, keyId: string, audit: (run: EndedRun) => AuditEventInput): Promise<EndedRun[]> {
+    const [runs]: [EndedRun[], number] = await m.query(
+      `UPDATE run SET status = 'failed', error_code = $3, error_message = $4, completed_at = now(), updated_at = now(),
+              lease_owner = NULL, lease_expires_at = NULL, pending = '[]'::jsonb, pending_tool_call_ids = '{}', pending_approval_ids = '{}'
+        WHERE org_id = $1 AND requested_by = $2 AND status IN ('running', 'waiting_for_approval')
+        RETURNING id, agent_id, version, usage`,
+      [orgId, keyId, KEY_REVOKED.code, KEY_REVOKED.message],
+    );
+    for (const run of runs) await this.insertEvents(m, orgId, run.id, [{ type: 'run.failed', data: { error: KEY_REVOKED } }]);
+    await this.audit.record(m, ...runs.map(audit));
+    return runs;
   }
 
   /** In the order of seq the number (the output column `seq` is text: ordered by it, 1000 came before 999). */

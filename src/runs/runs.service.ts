@@ -1,7 +1,7 @@
 import { Injectable, OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
-import { actorOf, ApiKeyPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { Page } from '../common/pagination';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
@@ -95,11 +95,11 @@ export class RunsService implements OnModuleDestroy {
   }
 
   async get(ctx: RequestContext, id: string): Promise<RunView> {
-    return toRunView(await this.row(keyOf(ctx).orgId, id));
+    return toRunView(await this.row(orgOf(ctx), id));
   }
 
   async list(ctx: RequestContext, query: ListRunsQuery): Promise<Page<RunView>> {
-    const page = await this.repo.list(keyOf(ctx).orgId, query);
+    const page = await this.repo.list(orgOf(ctx), query);
     return { items: page.items.map(toRunView), nextCursor: page.nextCursor };
   }
 
@@ -130,14 +130,19 @@ export class RunsService implements OnModuleDestroy {
       // stepping it loses its lease at its next write or renewal; an approval it records meanwhile
       // is rejected when that write fails (RunEngine).
       if (cancelled) this.worker.stopLocally(id);
-      if (cancelled) await this.cancelledApprovals.settle(principal.orgId, id, { actor: actorOf(principal), keyId: principal.id });
+      if (cancelled)
+        await this.cancelledApprovals.settle(
+          principal.orgId,
+          { id, agentId: row.agent_id },
+          { cause: 'run_cancelled', actor: actorOf(principal), keyId: principal.id },
+        );
     }
     return toRunView(await this.row(principal.orgId, id));
   }
 
   /** 404 for another organization's run; the caller streams from here. */
   async assertVisible(ctx: RequestContext, id: string): Promise<string> {
-    const orgId = keyOf(ctx).orgId;
+    const orgId = orgOf(ctx);
     await this.row(orgId, id);
     return orgId;
   }
@@ -220,9 +225,25 @@ export class RunsService implements OnModuleDestroy {
   }
 }
 
+/**
+ * Who may start or cancel a run: an API key. A run acts for the key that started it and is
+ * re-authorized through that key on every step, for as long as it waits for approvals (a day);
+ * a person's token expires long before, and would leave the run nothing to be authorized by. A
+ * cancel is recorded as the canceller's rejection of each pending approval, which the node stepping
+ * the run may have to write later from the run's record, where the canceller is an API key's id
+ * (src/auth/oidc/README.md).
+ */
 function keyOf(ctx: RequestContext): ApiKeyPrincipal {
-  if (ctx.principal.type !== 'api_key') throw ApiError.forbidden('Runs belong to an organization; use one of its API keys.');
+  if (ctx.principal.type !== 'api_key') {
+    throw ApiError.forbidden('Starting and cancelling runs take an API key of the organization (with the agent or builder role); reading them does not.');
+  }
   return ctx.principal;
+}
+
+/** Reading runs follows roles alone, for a key or a signed-in person alike (the route's @Access). */
+function orgOf(ctx: RequestContext): string {
+  if (!isOrgPrincipal(ctx.principal)) throw ApiError.forbidden('Runs belong to an organization.');
+  return ctx.principal.orgId;
 }
 
 export function toRunView(r: RunRow): RunView {

@@ -27,8 +27,8 @@ export class ApprovalsRepository {
     private readonly audit: AuditService,
   ) {}
 
-  async findApproval(orgId: string, approvalId: string): Promise<ApprovalRow | undefined> {
-    return findApprovalWith(this.dataSource, orgId, approvalId);
+  async findApproval(orgId: string, approvalId: string, db: Queryable = this.dataSource): Promise<ApprovalRow | undefined> {
+    return findApprovalWith(db, orgId, approvalId);
   }
 
   async listApprovals(orgId: string, q: { status?: ApprovalStatus; agentId?: string; limit?: number; cursor?: string }): Promise<Page<ApprovalView>> {
@@ -98,7 +98,8 @@ export class ApprovalsRepository {
   async decide(
     approval: ApprovalRow,
     d: {
-      decidedBy: string;
+      /** null: nobody decided; the platform settled it (the key that started its run was revoked). */
+      decidedBy: string | null;
       decidedAt: Date;
       note: string | null;
       outcome: 'approved' | 'rejected';
@@ -106,6 +107,8 @@ export class ApprovalsRepository {
       leaseMs: number;
     },
     events: AuditEventInput[],
+    /** A transaction's manager, to decide with a change it belongs to (the revocation of a key). */
+    db: Queryable = this.dataSource,
   ): Promise<{ won: true; approval: ApprovalRow; call: ToolCallRow } | { won: false; why: 'decided' | 'expired' | 'missing' }> {
     const s = new Statement();
     const org = s.param(approval.org_id);
@@ -136,7 +139,7 @@ export class ApprovalsRepository {
     s.with(audit.sql);
     // The approval as this statement's snapshot saw it, for a loser's reason: a decision another
     // request committed meanwhile still reads `pending` here, and "decided" is then the answer.
-    const [result]: (ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null })[] = await this.dataSource.query(
+    const [result]: (ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null })[] = await db.query(
       s.finish(
         `SELECT (SELECT count(*) FROM w0)::integer AS won, st.status AS approval_status, st.expired AS approval_expired, ${CALL_COLUMNS}
            FROM (SELECT 1) one
@@ -162,7 +165,7 @@ export class ApprovalsRepository {
       approved_arguments_hash: d.approvedArguments?.hash ?? null,
     };
     // The call moves with its approval; were it ever not pending, the answer is the call as it is.
-    const row = call.id ? (call as ToolCallRow) : (await findCallWith(this.dataSource, approval.org_id, approval.tool_call_id))!;
+    const row = call.id ? (call as ToolCallRow) : (await findCallWith(db, approval.org_id, approval.tool_call_id))!;
     return { won: true, approval: decided, call: row };
   }
 }

@@ -50,7 +50,11 @@ export class CreateToolCallDto {
   @IsVersionRef()
   version?: number | 'latest';
 
-  @ApiPropertyOptional({ description: 'Groups calls of one agent run; limits contributed by capabilities count per run.', maxLength: 255 })
+  @ApiPropertyOptional({
+    description:
+      "Groups the calls of one run of the caller's runtime; limits contributed by capabilities count per run (and per agent). Chosen by the caller: a call that names a platform run's id is not one of that run's calls, and cancelling the run leaves it alone.",
+    maxLength: 255,
+  })
   @IsOptional()
   @IsString()
   @MinLength(1)

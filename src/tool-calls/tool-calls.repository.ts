@@ -7,7 +7,7 @@ import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
 import { completeClaimSql } from './idempotency.repository';
 import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
-import type { ApprovalReason, ToolCallStatus, ToolCallView } from './tool-calls.dto';
+import type { ApprovalReason, EntryPoint, ToolCallStatus, ToolCallView } from './tool-calls.dto';
 
 export * from './tool-call-rows';
 
@@ -187,7 +187,8 @@ export class ToolCallsRepository {
 
   async listCalls(
     orgId: string,
-    q: { agentId?: string; status?: ToolCallStatus; runId?: string; limit?: number; cursor?: string },
+    q: { agentId?: string; status?: ToolCallStatus; runId?: string; entryPoint?: EntryPoint; limit?: number; cursor?: string },
+    db: Queryable = this.dataSource,
   ): Promise<Page<ToolCallView>> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const where = ['c.org_id = $1'];
@@ -198,6 +199,7 @@ export class ToolCallsRepository {
     };
     if (q.agentId) add((p) => `c.agent_id = ${p}`, q.agentId);
     if (q.runId) add((p) => `c.run_id = ${p}`, q.runId);
+    if (q.entryPoint) add((p) => `c.entry_point = ${p}`, q.entryPoint);
     if (q.status === 'expired') {
       where.push(`(c.status = 'expired' OR (c.status = 'pending_approval' AND c.approval_expires_at <= now()))`);
     } else if (q.status === 'pending_approval') {
@@ -211,7 +213,7 @@ export class ToolCallsRepository {
       where.push(`(c.created_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
     params.push(limit + 1);
-    const rows: ToolCallRow[] = await this.dataSource.query(
+    const rows: ToolCallRow[] = await db.query(
       `SELECT ${CALL_COLUMNS} FROM tool_call c WHERE ${where.join(' AND ')} ORDER BY c.created_at DESC, c.id DESC LIMIT $${params.length}`,
       params,
     );

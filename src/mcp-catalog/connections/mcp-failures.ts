@@ -1,5 +1,9 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, type Transport } from '@modelcontextprotocol/client';
+import { redactSecrets } from '../../common/redact-secrets';
 import { CleanStdioTransport } from './clean-stdio.transport';
+
+// Shared with the model providers' errors (src/runs/model-client.ts); kept here for this module's importers.
+export { redactSecrets };
 
 /** Why talking to an MCP server failed, in API.md's codes, with messages that never carry a credential. */
 
@@ -68,17 +72,4 @@ function messageOf(err: unknown): string {
   const cause = (err as { cause?: unknown }).cause;
   const inner = cause instanceof Error && cause.message && cause.message !== err.message ? ` (${cause.message})` : '';
   return `${err.message}${inner}`;
-}
-
-/** A server (or a library) may echo a request back in an error; no credential leaves in a message. */
-export function redactSecrets(message: string, credentials: Readonly<Record<string, string>>): string {
-  let out = message;
-  for (const value of Object.values(credentials)) {
-    if (value.length === 0) continue;
-    out = out.split(value).join('[redacted]');
-    // The token part of `Bearer <token>` alone, too.
-    const token = /^\S+\s+(\S{6,})$/.exec(value)?.[1];
-    if (token) out = out.split(token).join('[redacted]');
-  }
-  return out;
 }
