@@ -7,7 +7,7 @@ import { EgressRequestInit, EgressService } from '../../egress/egress.service';
 import { MAX_RESULT_CHARS } from '../../runtime/output-budget';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { CleanStdioTransport } from './clean-stdio.transport';
-import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
+import { classify, McpFailureCode, McpUpstreamError, redactSecretsDeep } from './mcp-failures';
 import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
 
 export { classify, McpUpstreamError, redactSecrets } from './mcp-failures';
@@ -101,7 +101,7 @@ export class McpClientPool implements OnModuleDestroy {
     });
   }
 
-  /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. */
+  /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. No credential is in the answer. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
     return this.withClient(target, options, 'result_too_large', async (client) => {
       const result = await client.callTool(
@@ -113,7 +113,7 @@ export class McpClientPool implements OnModuleDestroy {
           onprogress: () => undefined,
         },
       );
-      return result as CallToolResult;
+      return redactSecretsDeep(result as CallToolResult, target.credentials);
     });
   }
 
