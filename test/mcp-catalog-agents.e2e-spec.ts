@@ -405,6 +405,41 @@ describe('MCP catalog tools on agents (e2e)', () => {
       expect(answered).toBeLessThan(settled);
     });
 
+    it('a successful result that echoes the credential is shown redacted, to the caller, the approver and every reader', async () => {
+      const echoing = await startFixtureMcpServer({ echoAuthorization: true });
+      try {
+        const connected = await t.http
+          .post('/api/v1/mcp-connections')
+          .set(...as(org, 'admin'))
+          .send({ server: 'remote', name: 'echoing', url: echoing.url, credentials: { authorization: 'Bearer echoed-secret-4242' } })
+          .expect(201);
+        const agent = await agentWith({ instructions: '', capabilities: [], mcpServers: [{ connection: connected.body.id, tools: ['whoami'] }] });
+        await agent.publish().then((r) => expect(r.status).toBe(201));
+        const pending = await call(agent.id, 'whoami').expect(202);
+        const approved = await t.http
+          .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+          .set(...as(org, 'approver'))
+          .send({})
+          .expect(200);
+        expect(echoing.authorizations).toContain('Bearer echoed-secret-4242');
+        expect(approved.body.toolCall.result).toEqual({
+          content: [
+            { type: 'text', text: 'you sent [redacted]' },
+            { type: 'resource', resource: { uri: 'file:///request.txt', mimeType: 'text/plain', text: 'authorization: [redacted]' } },
+          ],
+          structuredContent: { headers: { authorization: '[redacted]' }, '[redacted]': true },
+        });
+        const read = await t.http
+          .get(`/api/v1/tool-calls/${approved.body.toolCall.id}`)
+          .set(...as(org, 'viewer'))
+          .expect(200);
+        expect(read.text).not.toContain('echoed-secret');
+        expect(read.body.result).toEqual(approved.body.toolCall.result);
+      } finally {
+        await echoing.close();
+      }
+    });
+
     it('no answer holds the credential', async () => {
       const texts: string[] = [];
       texts.push(

@@ -5,6 +5,7 @@ import { DEFAULT_ATTRIBUTE_VALUE_LENGTH_LIMIT, startTracing, stopTracing } from 
 import { ExecFixturesModule, FX_EXEC_SCOPE } from './fixtures/exec-fixtures.module';
 import { metricSample } from './support/metrics';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { until } from './support/until';
 
 /** Issue 19: what an operator reads. Metrics at /metrics; a span per tool call (in-memory exporter). */
 jest.setTimeout(300_000);
@@ -123,7 +124,8 @@ describe('observability (e2e)', () => {
       expect(now).not.toContain('qqqq');
 
       const asked = await callTool({ tool: 'fx-exec-write', arguments: { tag: 'obs' } }).expect(202);
-      now = await scrape();
+      // The pending-approvals figure is read from the database at most every 2 s, however often scraped.
+      now = await until(scrape, (text) => sample(text, 'approvals_pending') === 1, 10_000, 250);
       expect(sample(now, pending)).toBe(sample(before, pending) + 1);
       expect(sample(now, 'approvals_pending')).toBe(1);
       expect(sample(now, 'approvals_oldest_pending_age_seconds')).toBeGreaterThanOrEqual(0);
@@ -133,7 +135,7 @@ describe('observability (e2e)', () => {
         .set(...bearer(org.keys.approver))
         .send({})
         .expect(200);
-      now = await scrape();
+      now = await until(scrape, (text) => sample(text, 'approvals_pending') === 0, 10_000, 250);
       expect(sample(now, 'approvals_pending')).toBe(0);
       expect(sample(now, written)).toBe(sample(before, written) + 1);
       expect(sample(now, 'approval_decision_seconds_count{decision="approved"}')).toBe(

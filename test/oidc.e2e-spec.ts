@@ -2,6 +2,7 @@ import { discoverOAuthProtectedResourceMetadata, extractWWWAuthenticateParams } 
 import fc from 'fast-check';
 import { generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
 import { TestIdentityProvider } from './support/oidc-provider';
 import { sequence, startScriptedModel } from './support/scripted-model';
@@ -171,6 +172,29 @@ describe('sign-in through an identity provider (e2e)', () => {
             .expect(200)
         ).body.type,
       ).toBe('api_key');
+    });
+
+    it('refuses an org claim that names two organizations (a UUID-shaped slug stored before such slugs were refused)', async () => {
+      const [shadowId, loneId, loneSlug] = [randomUUID(), randomUUID(), randomUUID()];
+      // Written directly: POST /orgs refuses such slugs now.
+      const db = t.app.get(DataSource);
+      await db.query(`INSERT INTO org (id, slug, name, scopes) VALUES ($1, $2, 'Shadow', '{}'), ($3, $4, 'Lone', '{}')`, [shadowId, a.id, loneId, loneSlug]);
+      try {
+        expectUnauthorized(await t.http.get('/api/v1/me').set(...bearer(await person(a, ['viewer']))));
+        // A UUID-shaped slug that names one organization still reaches it.
+        const lone = await t.http
+          .get('/api/v1/me')
+          .set(...bearer(await person(a, ['viewer'], { org_id: loneSlug })))
+          .expect(200);
+        expect(lone.body.orgId).toBe(loneId);
+      } finally {
+        await db.query(`DELETE FROM org WHERE id = ANY($1)`, [[shadowId, loneId]]);
+      }
+      const again = await t.http
+        .get('/api/v1/me')
+        .set(...bearer(await person(a, ['viewer'])))
+        .expect(200);
+      expect(again.body.orgId).toBe(a.id);
     });
 
     it.each([

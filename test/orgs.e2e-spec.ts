@@ -41,6 +41,28 @@ describe('organizations, API keys and /me (e2e)', () => {
     expect(list.body.items.map((o: { slug: string }) => o.slug)).not.toContain('A');
   });
 
+  it("refuses a slug shaped like a UUID, even another organization's id: an org claim (id or slug) would be ambiguous", async () => {
+    const first = await t.http
+      .post('/api/v1/orgs')
+      .set(...admin())
+      .send({ slug: 'uuid-first', name: 'First' })
+      .expect(201);
+    for (const slug of [first.body.id, 'd19c9a2e-c934-4578-94c9-4883e14425f1']) {
+      const res = await t.http
+        .post('/api/v1/orgs')
+        .set(...admin())
+        .send({ slug, name: 'Shadow' })
+        .expect(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.errors).toEqual([{ path: 'slug', code: 'notUuidShaped', message: expect.stringMatching(/UUID/) }]);
+    }
+    const list = await t.http
+      .get('/api/v1/orgs?limit=200')
+      .set(...admin())
+      .expect(200);
+    expect(list.body.items.filter((o: { name: string }) => o.name === 'Shadow')).toEqual([]);
+  });
+
   it('answers 401 without, with an unknown, and with a malformed token', async () => {
     // Each names the scheme that would work (RFC 9110); it was missing.
     await t.http.get('/api/v1/me').expect(401).expect('WWW-Authenticate', 'Bearer');

@@ -241,4 +241,61 @@ describe('cursor pagination of lists', () => {
       expect(ids).toEqual([...first.body.items.map((i: { id: string }) => i.id), ...ids.slice(50)]);
     }
   });
+
+  it('ends a page early when its items are large (about 4 MiB of them), and nextCursor reaches the rest', async () => {
+    // An organization of its own: the lists above keep their counts.
+    const big = await createOrg(t);
+    const as = bearer(big.keys.builder);
+    // About 0.9 MB each, within the 1 MiB body limit: an agent's draft config is free-form until publish.
+    const blob = Object.fromEntries(Array.from({ length: 90 }, (_, i) => [`k${i}`, 'v'.repeat(10_000)]));
+    const collection = await t.http
+      .post('/api/v1/knowledge/collections')
+      .set(...as)
+      .send({ name: 'big' })
+      .expect(201);
+    const [agents, documents] = [[] as string[], [] as string[]];
+    for (let i = 0; i < 7; i++) {
+      const a = await t.http
+        .post('/api/v1/agents')
+        .set(...as)
+        .send({ slug: `big-${i}`, name: `Big ${i}` })
+        .expect(201);
+      await t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as)
+        .send({ instructions: 'x', capabilities: [{ id: 'clock', config: blob }] })
+        .expect(200);
+      agents.push(a.body.id);
+      const d = await t.http
+        .post(`/api/v1/knowledge/collections/${collection.body.id}/documents`)
+        .set(...as)
+        .send({ title: `d${i}`, content: 'c', metadata: blob })
+        .expect(201);
+      documents.push(d.body.id);
+    }
+    for (const [path, ids] of [
+      ['/api/v1/agents', agents],
+      [`/api/v1/knowledge/collections/${collection.body.id}/documents`, documents],
+    ] as const) {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const res: { text: string; body: { items: { id: string }[]; nextCursor: string | null } } = await t.http
+          .get(path)
+          .query({ limit: 200, ...(cursor ? { cursor } : {}) })
+          .set(...bearer(big.keys.viewer))
+          .expect(200);
+        // Items of 0.9 MB: past 4 MiB after five, so a page holds at most five, about 4.5 MB.
+        expect(res.body.items.length).toBeGreaterThanOrEqual(1);
+        expect(res.body.items.length).toBeLessThanOrEqual(5);
+        expect(Buffer.byteLength(res.text)).toBeLessThan(5 * 1024 * 1024);
+        seen.push(...res.body.items.map((i) => i.id));
+        cursor = res.body.nextCursor;
+        pages++;
+      } while (cursor && pages < 10);
+      expect(pages).toBe(2);
+      expect([...seen].sort()).toEqual([...ids].sort());
+    }
+  });
 });

@@ -1,5 +1,5 @@
 import { ApiError } from './api-error';
-import { decodeCursor, encodeCursor, pageByKey, pageByPosition, pageOf } from './pagination';
+import { decodeCursor, encodeCursor, PAGE_BYTE_BUDGET, pageByKey, pageByPosition, pageOf } from './pagination';
 
 describe('cursor pagination', () => {
   it('round-trips a sort key through an opaque cursor', () => {
@@ -81,5 +81,57 @@ describe('cursor pagination', () => {
     expect(pageByPosition(items, { limit: 2, cursor: encodeCursor([4]) })).toEqual({ items: [1], nextCursor: null });
     expect(pageByPosition(items, { limit: 2, cursor: encodeCursor([9]) })).toEqual({ items: [], nextCursor: null });
     expect(pageByPosition(items, {})).toEqual({ items, nextCursor: null });
+  });
+
+  describe('a page bounded in bytes as well as in items', () => {
+    const big = (n: number) => ({ n, blob: 'x'.repeat(1024 * 1024) });
+    const rows = [1, 2, 3, 4, 5, 6, 7].map(big);
+    const page = (from: typeof rows, limit: number) =>
+      pageOf(
+        from,
+        limit,
+        (r) => [r.n],
+        (r) => r,
+      );
+
+    it('ends early once its items pass the budget, keeping the item that passed it, and the cursor follows on', () => {
+      const first = page(rows, 200);
+      // Four items of a little over 1 MiB pass 4 MiB: the fourth is kept, the fifth waits.
+      expect(first.items.map((i) => i.n)).toEqual([1, 2, 3, 4]);
+      expect(first.nextCursor).toBe(encodeCursor([4]));
+      expect(JSON.stringify(first.items).length).toBeLessThan(PAGE_BYTE_BUDGET + 1024 * 1024 + 1024);
+      // The caller resumes after 4 (as a keyset query would) and reaches the end.
+      const rest = page(rows.slice(4), 200);
+      expect(rest).toEqual({ items: rows.slice(4), nextCursor: null });
+    });
+
+    it('holds at least one item, however large', () => {
+      const huge = [{ n: 1, blob: 'x'.repeat(PAGE_BYTE_BUDGET * 2) }, big(2)];
+      const first = page(huge, 50);
+      expect(first.items.map((i) => i.n)).toEqual([1]);
+      expect(first.nextCursor).toBe(encodeCursor([1]));
+    });
+
+    it('still ends at the limit first, and says so only when more rows exist', () => {
+      expect(page(rows, 2)).toEqual({ items: rows.slice(0, 2), nextCursor: encodeCursor([2]) });
+      expect(page(rows.slice(0, 3), 3)).toEqual({ items: rows.slice(0, 3), nextCursor: null });
+      expect(
+        pageOf(
+          [],
+          5,
+          () => [],
+          (r) => r,
+        ),
+      ).toEqual({ items: [], nextCursor: null });
+    });
+
+    it('counts bytes, not characters, and pages an in-memory list by position the same way', () => {
+      const wide = ['é'.repeat(600_000), 'é'.repeat(600_000), 'é'.repeat(600_000), 'é'.repeat(600_000), 'z'];
+      // 1.2 MB each in UTF-8 (600,000 characters): the fourth passes 4 MiB.
+      const first = pageByPosition(wide, { limit: 50 });
+      expect(first).toEqual({ items: wide.slice(0, 4), nextCursor: encodeCursor([4]) });
+      expect(pageByPosition(wide, { limit: 50, cursor: first.nextCursor! })).toEqual({ items: ['z'], nextCursor: null });
+      expect(pageByPosition(rows, { limit: 50 }, 10).items).toHaveLength(1);
+    });
   });
 });

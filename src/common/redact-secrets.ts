@@ -13,3 +13,22 @@ export function redactSecrets(message: string, credentials: Readonly<Record<stri
   }
   return out;
 }
+
+/**
+ * A server may echo a request back in a successful answer too (a debugging server shows the
+ * headers it got): every string of a result, keys included, gets the same redaction as a message,
+ * before the result is stored, returned to any key that may read the call, or given to a model.
+ */
+export function redactSecretsDeep<T>(value: T, credentials: Readonly<Record<string, string>>): T {
+  if (!Object.values(credentials).some((v) => v.length > 0)) return value;
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return redactSecrets(v, credentials);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') {
+      // fromEntries defines each key as data: a `__proto__` key stays a key.
+      return Object.fromEntries(Object.entries(v).map(([k, inner]) => [redactSecrets(k, credentials), walk(inner)]));
+    }
+    return v;
+  };
+  return walk(value) as T;
+}

@@ -1,14 +1,34 @@
 import { SCOPE_PATTERN } from '../common/scopes';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
 import { Role, ROLES } from '../auth/principal';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * An identity provider's org claim names an organization by id or by slug: a slug shaped like a
+ * UUID (another organization's id, even) would make the claim ambiguous, so none is one.
+ */
+function IsNotUuidShaped(): PropertyDecorator {
+  return ValidateBy({
+    name: 'notUuidShaped',
+    validator: {
+      validate: (v: unknown) => typeof v !== 'string' || !UUID_SHAPE.test(v),
+      defaultMessage: () => 'slug must not be shaped like a UUID (an org claim names an organization by id or slug)',
+    },
+  });
+}
 
 export class CreateOrgDto {
-  @ApiProperty({ pattern: SLUG_PATTERN.source, example: 'acme' })
+  @ApiProperty({
+    pattern: SLUG_PATTERN.source,
+    example: 'acme',
+    description: "Unique; not shaped like a UUID (an identity provider's org claim is an id or a slug).",
+  })
   @IsString()
   @Matches(SLUG_PATTERN, { message: 'slug must match ^[a-z0-9][a-z0-9-]{1,62}$' })
+  @IsNotUuidShaped()
   slug: string;
 
   @ApiProperty({ example: 'Acme Corp' })

@@ -103,7 +103,7 @@ export class Metrics implements OnApplicationShutdown {
   /** Set at scrape time from the database (see TelemetryModule): the same figure on every node. */
   private readonly approvalsPending = new Gauge({
     name: 'approvals_pending',
-    help: 'Approvals waiting for a decision, all organizations together (read from the database at scrape time).',
+    help: 'Approvals waiting for a decision, all organizations together (read from the database at scrape time, at most every 2 s).',
     registers: [this.registry],
   });
   private readonly approvalsOldestPendingAge = new Gauge({

@@ -32,6 +32,8 @@ export interface FixtureState {
   requireAuthorization?: string;
   /** Also list `count_slowly` (progress), `announce_change` (tools/list_changed) and `render` (an image and an embedded resource). */
   richTools?: boolean;
+  /** Also list `whoami`, which answers with the Authorization header it got (a debugging server's echo) in text, structuredContent and a resource. */
+  echoAuthorization?: boolean;
 }
 
 export interface FixtureMcpServer {
@@ -167,6 +169,19 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
       return new Promise(() => undefined);
     });
     if (state.richTools) registerRichTools(server, hungUp.signal);
+    if (state.echoAuthorization) {
+      server.registerTool('whoami', { description: 'Shows the credential it was called with.', inputSchema: {} }, async () => {
+        calls.push('whoami');
+        const got = res.req.headers.authorization ?? 'none';
+        return {
+          content: [
+            { type: 'text', text: `you sent ${got}` },
+            { type: 'resource', resource: { uri: 'file:///request.txt', mimeType: 'text/plain', text: `authorization: ${got}` } },
+          ],
+          structuredContent: { headers: { authorization: got }, [got]: true },
+        };
+      });
+    }
     for (let i = 0; i < state.extraTools; i++) {
       server.registerTool(`extra_${i}`, { description: `Extra tool ${i}.`, inputSchema: {}, annotations: { readOnlyHint: true } }, async () => ({
         content: [],

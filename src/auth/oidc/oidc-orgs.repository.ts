@@ -21,8 +21,10 @@ export class OidcOrgsRepository {
   async findByIdOrSlug(ref: string): Promise<TokenOrgRow | undefined> {
     // A value that is neither shape cannot match; no query for it.
     if (UUID.test(ref)) {
-      const rows: TokenOrgRow[] = await this.dataSource.query(`SELECT id, scopes FROM org WHERE id = $1`, [ref.toLowerCase()]);
-      return rows[0];
+      // Slugs shaped like a UUID are refused since, but one stored before may equal another
+      // organization's id: a claim naming two organizations names none.
+      const rows: TokenOrgRow[] = await this.dataSource.query(`SELECT id, scopes FROM org WHERE id = $1 OR slug = $2 LIMIT 2`, [ref.toLowerCase(), ref]);
+      return rows.length === 1 ? rows[0] : undefined;
     }
     if (!SLUG.test(ref)) return undefined;
     const rows: TokenOrgRow[] = await this.dataSource.query(`SELECT id, scopes FROM org WHERE slug = $1`, [ref]);

@@ -7,6 +7,7 @@ import { EgressRequestInit, EgressService } from '../../egress/egress.service';
 import { MAX_RESULT_CHARS } from '../../runtime/output-budget';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { CleanStdioTransport } from './clean-stdio.transport';
+import { redactSecretsDeep } from '../../common/redact-secrets';
 import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
 import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
 
@@ -101,7 +102,7 @@ export class McpClientPool implements OnModuleDestroy {
     });
   }
 
-  /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. */
+  /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. No credential is in the answer. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
     return this.withClient(target, options, 'result_too_large', async (client) => {
       const result = await client.callTool(
@@ -113,7 +114,7 @@ export class McpClientPool implements OnModuleDestroy {
           onprogress: () => undefined,
         },
       );
-      return result as CallToolResult;
+      return redactSecretsDeep(result as CallToolResult, target.credentials);
     });
   }
 
