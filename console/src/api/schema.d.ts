@@ -177,6 +177,7 @@ export interface paths {
          * @description The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.
          *     A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.
          *     `Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.
+         *     API keys only: a token of the identity provider is `403 forbidden` here whatever its roles, because a run is re-authorized through the key that started it on every step (reading runs follows roles, for a person too).
          */
         post: operations["createRuns"];
         delete?: never;
@@ -758,7 +759,10 @@ export interface paths {
         get?: never;
         put?: never;
         post?: never;
-        /** Revoke an API key; it is refused from its next request on */
+        /**
+         * Revoke an API key; it is refused from its next request on
+         * @description In the same transaction, the agent runs it started that have not finished fail (`error.code` `unauthorized`) and their pending approvals are rejected, with a note naming the run and the cause; deciding one later answers `409 approval_already_decided`. A tool call the key asked for itself over REST or MCP stays pending for an approver to decide.
+         */
         delete: operations["revokeApiKey"];
         options?: never;
         head?: never;
@@ -828,6 +832,7 @@ export interface paths {
         /**
          * Cancel a run
          * @description A run that has not finished becomes `cancelled` and takes no further step; a finished one is answered as it is. Approvals it was waiting for are rejected with a note naming the run; deciding one later answers `409 approval_already_decided`.
+         *     API keys only: a token of the identity provider is `403 forbidden` here whatever its roles, because a run is re-authorized through the key that started it on every step (reading runs follows roles, for a person too).
          */
         post: operations["cancelRuns"];
         delete?: never;
@@ -1440,6 +1445,7 @@ export interface components {
         CreateOrgDto: {
             name: string;
             scopes?: string[];
+            /** @description Unique; not shaped like a UUID (an identity provider's org claim is an id or a slug). */
             slug: string;
         };
         CreateRunDto: {
@@ -1466,7 +1472,7 @@ export interface components {
             arguments: {
                 [key: string]: unknown;
             };
-            /** @description Groups calls of one agent run; limits contributed by capabilities count per run. */
+            /** @description Groups the calls of one run of the caller's runtime; limits contributed by capabilities count per run (and per agent). Chosen by the caller: a call that names a platform run's id is not one of that run's calls, and cancelling the run leaves it alone. */
             runId?: string;
             /** @description The name of a tool the version offers (after overrides). */
             tool: string;
@@ -2070,6 +2076,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -2794,7 +2801,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's roles do not allow this action (`forbidden`). */
+            /**
+             * @description `forbidden`: a role that may not, or a token of the identity provider (API keys only).
+             *
+             *     The token's roles do not allow this action (`forbidden`).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -2962,6 +2973,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -3264,6 +3276,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Render the tools in a provider's function-calling shape, to paste in unchanged. */
                 format?: "openai" | "anthropic";
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 /** @description Only the tools of capabilities that apply to this profile (a capability with empty `profiles` applies to all). */
                 profile?: string;
@@ -3357,6 +3370,7 @@ export interface operations {
                 category?: string;
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 /** @description Only capabilities that apply to this profile (an empty `profiles` applies to all). */
                 profile?: string;
@@ -3439,6 +3453,7 @@ export interface operations {
                 agentId?: string;
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 status?: "pending" | "approved" | "rejected" | "expired";
             };
@@ -3758,6 +3773,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
@@ -3886,6 +3902,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -4143,6 +4160,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -4424,6 +4442,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -5021,6 +5040,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -5296,6 +5316,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -5495,6 +5516,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -5789,6 +5811,7 @@ export interface operations {
                 agentId?: string;
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 status?: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
             };
@@ -5933,7 +5956,11 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The token's roles do not allow this action (`forbidden`). */
+            /**
+             * @description `forbidden`: a role that may not, or a token of the identity provider (API keys only).
+             *
+             *     The token's roles do not allow this action (`forbidden`).
+             */
             403: {
                 headers: {
                     [name: string]: unknown;
@@ -6032,6 +6059,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -6290,6 +6318,7 @@ export interface operations {
                 agentId?: string;
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 runId?: string;
                 status?: "pending_approval" | "running" | "succeeded" | "failed" | "rejected" | "expired";
@@ -6607,6 +6636,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
             };
             header?: never;
@@ -6874,6 +6904,7 @@ export interface operations {
             query?: {
                 /** @description Opaque cursor from a previous page's `nextCursor`. */
                 cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
                 status?: "pending" | "succeeded" | "failed";
             };
