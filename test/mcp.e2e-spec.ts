@@ -297,7 +297,11 @@ describe('MCP endpoint (e2e)', () => {
         requestedBy: org.keyIds.agent,
       });
       expect(mcpRunsTagged(query)).toEqual([
-        { tool: 'fx-mcp-search', args: { query, limit: 5 }, ctx: { orgId: org.id, agentId, version: 1, callId: meta.id, runId: null } },
+        {
+          tool: 'fx-mcp-search',
+          args: { query, limit: 5 },
+          ctx: { orgId: org.id, agentId, version: 1, callId: meta.id, runId: null, effect: expect.any(Function) },
+        },
       ]);
       const requested = (await eventsOf('tool_call.requested')).find((e) => e.target.id === meta.id)!;
       expect(requested).toMatchObject({
@@ -501,6 +505,29 @@ describe('MCP endpoint (e2e)', () => {
           expect(new Set(answers.map((a) => JSON.stringify(metaOf(a))))).toEqual(
             new Set([JSON.stringify({ id: approvals[0].toolCallId, status: 'pending_approval', approvalId: approvals[0].id })]),
           );
+        }
+      });
+
+      it('a decision asked for by several identical requests at once is handed over to one; the others are a new call', async () => {
+        const client = await connect(org.keys.agent);
+        for (let round = 0; round < 3; round++) {
+          const tag = randomUUID();
+          const args = { tag, text: 'Close the ticket.' };
+          const pending = metaOf(await client.callTool({ name: 'fx-mcp-write', arguments: args }));
+          await t.http
+            .post(`/api/v1/approvals/${pending.approvalId}/approve`)
+            .set(...bearer(org.keys.approver))
+            .send({})
+            .expect(200);
+          const answers = (await Promise.all(Array.from({ length: 6 }, () => client.callTool({ name: 'fx-mcp-write', arguments: args })))).map(metaOf);
+          expect(answers.filter((a) => a.status === 'succeeded')).toEqual([{ id: pending.id, status: 'succeeded', approvalId: pending.approvalId }]);
+          // The others asked anew, together: one new call, one new approval.
+          const others = answers.filter((a) => a.status !== 'succeeded');
+          expect(others).toHaveLength(5);
+          expect(new Set(others.map((a) => `${a.status} ${a.approvalId}`)).size).toBe(1);
+          expect(others[0]).toMatchObject({ status: 'pending_approval' });
+          expect(await approvalsTagged(tag)).toHaveLength(2);
+          expect(mcpRunsTagged(tag)).toHaveLength(1);
         }
       });
 

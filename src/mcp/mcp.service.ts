@@ -46,7 +46,7 @@ const PROGRESS_EVERY_MS = 1000;
  * `mcp`, and so through every guard, record and audit event of the REST path. What MCP adds is
  * waiting: a call that needs approval is held open for up to MCP_APPROVAL_WAIT_SECONDS, and one
  * made again with the same arguments picks up the first one's decision (the executor's
- * `resumePending`) instead of asking a person twice.
+ * `resumePending`) instead of asking a person twice; once, see ExclusiveWaitOptions.
  */
 @Injectable()
 export class McpService implements OnModuleInit {
@@ -232,8 +232,9 @@ export class McpService implements OnModuleInit {
     }
     // A client that declared the Tasks extension gets a task at once instead of a held request.
     if (waits && declaresTasks(extra)) return createTaskResult(call, await this.pendingFacts(orgId, call));
-    if (waits) call = await this.awaitDecision(orgId, call, extra, gone);
-    return toCallToolResult(call, call.status === 'pending_approval' ? await this.pendingFacts(orgId, call) : {});
+    const decided = waits ? await this.awaitDecision(orgId, call, extra, gone) : call;
+    if (!decided) return this.callTool(ctx, target, params, extra, gone, sentArguments);
+    return toCallToolResult(decided, decided.status === 'pending_approval' ? await this.pendingFacts(orgId, decided) : {});
   }
 
   /**
@@ -241,7 +242,7 @@ export class McpService implements OnModuleInit {
    * MCP_APPROVAL_WAIT_SECONDS pass, sending progress notifications when the client asked for
    * them. The setting is read per call so that it can change without a restart of this object.
    */
-  private async awaitDecision(orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView> {
+  private async awaitDecision(orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView | null> {
     const waitSeconds = this.config.mcpApprovalWaitSeconds;
     const token = extra.mcpReq._meta?.progressToken;
     let last: number | undefined;
@@ -256,6 +257,7 @@ export class McpService implements OnModuleInit {
     progress(0, waitingMessage(call, waitSeconds));
     if (waitSeconds === 0) return call;
     return this.waiter.waitForDecision(orgId, call.id, {
+      exclusive: true,
       timeoutMs: waitSeconds * 1000,
       signal: AbortSignal.any([extra.mcpReq.signal, gone, this.closing.signal]),
       onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),

@@ -15,6 +15,14 @@ export interface WaitOptions {
   onProgress?: (call: ToolCallView, waitedMs: number) => void;
 }
 
+/**
+ * A request held open for a call that other identical requests joined (MCP `resumePending`): the
+ * outcome is handed over once, to whichever marks it delivered first; the others get `null`.
+ */
+export interface ExclusiveWaitOptions extends WaitOptions {
+  exclusive: true;
+}
+
 /** Waiting for a person's decision on a call, for entry points that hold a request open (MCP, runs). */
 @Injectable()
 export class DecisionWaiter {
@@ -29,7 +37,9 @@ export class DecisionWaiter {
    * requester (see `resumePending`). Decisions made in this process wake it at once; those of other
    * nodes are seen within `pollMs`. 404 not_found for a call of another organization.
    */
-  async waitForDecision(orgId: string, callId: string, options: WaitOptions): Promise<ToolCallView> {
+  async waitForDecision(orgId: string, callId: string, options: ExclusiveWaitOptions): Promise<ToolCallView | null>;
+  async waitForDecision(orgId: string, callId: string, options: WaitOptions): Promise<ToolCallView>;
+  async waitForDecision(orgId: string, callId: string, options: WaitOptions & { exclusive?: true }): Promise<ToolCallView | null> {
     const started = Date.now();
     const pollMs = options.pollMs ?? 1000;
     for (;;) {
@@ -37,7 +47,7 @@ export class DecisionWaiter {
       if (!row) throw ApiError.notFound('tool call');
       const view = toToolCallView(row);
       if (SETTLED_STATUSES.has(row.status)) {
-        if (row.awaiting_requester) await this.store.markDelivered(orgId, callId);
+        if (row.awaiting_requester && !(await this.store.markDelivered(orgId, callId)) && options.exclusive) return null;
         return view;
       }
       const waited = Date.now() - started;

@@ -342,7 +342,8 @@ export class ToolExecutor {
     });
     if (!row) return undefined;
     if (SETTLED_STATUSES.has(row.status)) {
-      await this.store.markDelivered(principal.orgId, row.id);
+      // Handed over once: an identical request that lost the race is a new call.
+      if (!(await this.store.markDelivered(principal.orgId, row.id))) return undefined;
       return { status: 200, call: toToolCallView(row), replayed: false, resumed: true };
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };

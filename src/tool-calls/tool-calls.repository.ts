@@ -177,12 +177,14 @@ export class ToolCallsRepository {
   }
 
   /** Hands a settled call's decision to its requester, once. */
-  async markDelivered(orgId: string, callId: string): Promise<void> {
-    await this.dataSource.query(
+  /** True when this request handed the outcome over; false when another had already. */
+  async markDelivered(orgId: string, callId: string): Promise<boolean> {
+    const [rows]: [unknown[], number] = await this.dataSource.query(
       `UPDATE tool_call SET awaiting_requester = false
-        WHERE org_id = $1 AND id = $2 AND awaiting_requester AND status NOT IN ('pending_approval', 'running')`,
+        WHERE org_id = $1 AND id = $2 AND awaiting_requester AND status NOT IN ('pending_approval', 'running') RETURNING id`,
       [orgId, callId],
     );
+    return rows.length > 0;
   }
 
   async listCalls(
