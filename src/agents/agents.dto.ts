@@ -12,7 +12,6 @@ import {
   Max,
   Min,
   IsOptional,
-  ValidateIf,
   IsString,
   IsUUID,
   MaxLength,
@@ -24,6 +23,7 @@ import {
   ValidationOptions,
 } from 'class-validator';
 import { EntriesIn } from '../common/bounded-transform';
+import { OptionalNotNull } from '../common/optional-not-null';
 import { SLUG_PATTERN } from '../orgs/orgs.dto';
 import type { AgentSpec } from './built-version';
 
@@ -72,15 +72,6 @@ function IsApprovalMap(options?: ValidationOptions): PropertyDecorator {
     entries(target, propertyName);
     shape(target, propertyName);
   };
-}
-
-/**
- * Optional, but not nullable: `null` is a value of the wrong type for every optional field of an
- * agent spec (API.md types them as objects, arrays and strings), so it is validated, and refused,
- * like any other. `@IsOptional()` would let it through into the stored draft.
- */
-function OptionalNotNull(): PropertyDecorator {
-  return ValidateIf((_object, value) => value !== undefined);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
