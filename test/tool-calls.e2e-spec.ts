@@ -448,6 +448,20 @@ describe('tool calls and approvals (e2e)', () => {
       expect(event.data).toMatchObject({ argumentsHash: call.argumentsHash, approvedArgumentsHash: canonicalHash(edited) });
     });
 
+    it('refuses `arguments: null` as a malformed body (400 at arguments): nothing audited, the approval still pending', async () => {
+      const call = await pending();
+      const res = await approve(call.approvalId, { arguments: null }).expect(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.errors).toEqual([expect.objectContaining({ path: 'arguments' })]);
+      expect((await eventsOf(org, 'tool_call.denied')).filter((e) => e.target.id === call.id)).toEqual([]);
+      await t.http
+        .get(`/api/v1/approvals/${call.approvalId}`)
+        .set(...as(org, 'viewer'))
+        .expect(200)
+        .expect((r) => expect(r.body.status).toBe('pending'));
+      expect(runsTagged(call.arguments.tag)).toEqual([]);
+    });
+
     it('rejects with a reason (required); the call becomes rejected and nothing runs', async () => {
       const call = await pending();
       expect((await reject(call.approvalId, {}).expect(400)).body.errors[0].path).toBe('reason');
