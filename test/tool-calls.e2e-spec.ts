@@ -462,6 +462,19 @@ describe('tool calls and approvals (e2e)', () => {
       expect(runsTagged(call.arguments.tag)).toEqual([]);
     });
 
+    it('does not count arguments sent back unchanged (in another key order) as an edit', async () => {
+      const tag = randomUUID();
+      const call = await pending('fx-exec-write', { tag, count: 2 });
+      const res = await approve(call.approvalId, { arguments: { count: 2, tag } }).expect(200);
+      expect(res.body.toolCall).toMatchObject({ status: 'succeeded', argumentsEdited: false, result: { written: tag, count: 2 } });
+      expect(res.body.approval.approvedArguments).toBeUndefined();
+      expect(res.body.approval.approvedArgumentsHash).toBeUndefined();
+      const event = (await eventsOf(org, 'approval.approved')).find((e) => e.target.id === call.approvalId)!;
+      expect(event.data).not.toHaveProperty('argumentsEdited');
+      expect(event.data).not.toHaveProperty('approvedArgumentsHash');
+      expect(runsTagged(tag)).toHaveLength(1);
+    });
+
     it('rejects with a reason (required); the call becomes rejected and nothing runs', async () => {
       const call = await pending();
       expect((await reject(call.approvalId, {}).expect(400)).body.errors[0].path).toBe('reason');
