@@ -99,7 +99,7 @@ describe('the OpenAPI document (e2e)', () => {
         if (!response.content?.['application/problem+json']?.schema) wrong.push(`${route} ${status}: not a problem document`);
       }
       const walked = routes.find((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}` === route);
-      const needs = [...(op.requestBody ? ['400', '413'] : []), ...(walked?.access !== 'public' ? ['401', '403', '429'] : [])];
+      const needs = [...(op.requestBody ? ['400', '413', '415'] : []), ...(walked?.access !== 'public' ? ['401', '403', '429'] : [])];
       for (const status of needs) if (!op.responses[status]) wrong.push(`${route}: no ${status}`);
     }
     expect(wrong).toEqual([]);

@@ -41,7 +41,7 @@ export function ProblemResponse(description: string): ApiResponseOptions {
 
 /**
  * The refusals every route of a kind can give, whatever its handler: a body or query that fails
- * validation (400), a body over 1 MiB (413), a token over its rate limit (429). Added to the
+ * validation (400), a body over 1 MiB (413) or not JSON in UTF-8 (415), a token over its rate limit (429). Added to the
  * document once here rather than repeated on every route; a route's own description of a status
  * is kept.
  */
@@ -50,6 +50,9 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
   const common = {
     invalid: problem('The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`.'),
     tooLarge: problem('The body is larger than 1 MiB (`payload_too_large`).'),
+    unsupported: problem(
+      'The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, or a `charset` other than `utf-8` (`errors[0].path` `Content-Type`).',
+    ),
     limited: {
       ...problem(
         'Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. ' +
@@ -68,6 +71,7 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
       const hasQuery = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'query');
       if ((op.requestBody || hasQuery) && !responses['400']) responses['400'] = common.invalid;
       if (op.requestBody && !responses['413']) responses['413'] = common.tooLarge;
+      if (op.requestBody && !responses['415']) responses['415'] = common.unsupported;
       if (op.security?.length && !responses['429']) responses['429'] = common.limited;
       // A route's own 429 that is a rate limit sends Retry-After too.
       const own = responses['429'] as { description?: string; headers?: Record<string, unknown> } | undefined;

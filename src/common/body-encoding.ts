@@ -1,0 +1,33 @@
+import { isUtf8 } from 'node:buffer';
+import { ApiError, cutText } from './api-error';
+
+/** Labels of UTF-8 (WHATWG Encoding): JSON is UTF-8 (RFC 8259 §8.1), and these say so. */
+const UTF8_LABELS = new Set(['utf-8', 'utf8', 'unicode-1-1-utf-8']);
+
+/** The `charset` parameter of a Content-Type, lowercased and unquoted; undefined without one. */
+export function charsetOf(contentType: string | undefined): string | undefined {
+  const match = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i.exec(contentType ?? '');
+  return match ? (match[1] ?? match[2]).toLowerCase() : undefined;
+}
+
+/**
+ * A JSON body as text, or the refusal. A body in another charset was decoded as UTF-8 anyway, and
+ * bytes that are not UTF-8 became U+FFFD: the approver saw, and the tool got, text the client never
+ * sent. Both are refused instead (415, 400); the check is one native pass over the bytes.
+ */
+export function jsonBodyText(contentType: string | undefined, body: Buffer): string | ApiError {
+  if (body.length === 0) return '';
+  const charset = charsetOf(contentType);
+  if (charset !== undefined && !UTF8_LABELS.has(charset)) {
+    return new ApiError('unsupported_media_type', 'A JSON body is UTF-8; send it as such, with charset=utf-8 or no charset.', [
+      { path: 'Content-Type', code: 'unsupported_charset', message: `charset ${cutText(charset, 40)} is not supported; JSON is UTF-8` },
+    ]);
+  }
+  if (!isUtf8(body)) {
+    return ApiError.invalidRequest(
+      [{ path: '', code: 'invalid_utf8', message: 'the body holds bytes that are not UTF-8' }],
+      'The request body is not valid UTF-8.',
+    );
+  }
+  return body.toString('utf8');
+}
