@@ -14,7 +14,7 @@ import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
-import { jsonBodyText } from './common/body-encoding';
+import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
@@ -151,6 +151,12 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   // JSON in (API.md): a text/plain body is 415 unsupported_media_type, not a string that fails
   // validation field by field.
   fastify.removeContentTypeParser('text/plain');
+  // Before any byte of the body is read: what it would be decoded as is already known.
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
+    const refused = unsupportedContentEncoding(request.headers);
+    if (refused) done(refused, undefined);
+    else done(null, payload);
+  });
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
     if (text instanceof ApiError) {

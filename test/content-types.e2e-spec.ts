@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /** API.md "Conventions": JSON in and out; what is not JSON is refused before any route reads it. */
@@ -79,6 +80,24 @@ describe('request content types (e2e)', () => {
       const ok = await post(type, Buffer.from(JSON.stringify({ ...skill, description: 'café 🙂' }), 'utf8')).expect(201);
       expect(ok.body.description).toBe('café 🙂');
     }
+  });
+
+  it('answers a body with a Content-Encoding other than identity with 415 naming the header, before anything runs', async () => {
+    // A plain body labelled gzip was executed; a real gzip body was "not valid JSON".
+    const plain = JSON.stringify({ ...skill, description: 'declared gzip, sent plain' });
+    for (const [encoding, body] of [
+      ['gzip', plain],
+      ['gzip', gzipSync(Buffer.from(JSON.stringify({ ...skill, description: 'really gzip' })))],
+      ['br', plain],
+      ['identity, gzip', plain],
+    ] as const) {
+      const res = await post('application/json', body, { 'Content-Encoding': encoding }).expect(415);
+      expect(res.headers['accept-encoding']).toBe('identity');
+      expect(res.body).toMatchObject({ code: 'unsupported_media_type', errors: [{ path: 'Content-Encoding', code: 'unsupported_encoding' }] });
+    }
+    expect(await skillsDescribed('declared gzip, sent plain')).toEqual([]);
+    expect(await skillsDescribed('really gzip')).toEqual([]);
+    await post('application/json', JSON.stringify({ ...skill, description: 'identity' }), { 'Content-Encoding': 'Identity' }).expect(201);
   });
 
   it('takes an empty body sent as JSON on a route that reads none, and refuses it field by field on one that does', async () => {

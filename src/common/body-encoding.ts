@@ -31,3 +31,30 @@ export function jsonBodyText(contentType: string | undefined, body: Buffer): str
   }
   return body.toString('utf8');
 }
+
+/** Whether a Content-Encoding names no coding but identity (RFC 9110 §8.4: a list, applied in order). */
+function isIdentity(contentEncoding: string): boolean {
+  return contentEncoding.split(',').every((c) => {
+    const coding = c.trim().toLowerCase();
+    return coding === '' || coding === 'identity';
+  });
+}
+
+/**
+ * A body with a content coding we do not decode (RFC 9110 §15.5.16), or undefined. Unchecked, a
+ * gzip body was "not valid JSON", and a plain body labelled gzip ran: what was processed was not
+ * what the request declared. Only a request with a body is refused.
+ */
+export function unsupportedContentEncoding(headers: Record<string, string | string[] | undefined>): ApiError | undefined {
+  const coding = headers['content-encoding'];
+  if (typeof coding !== 'string' || isIdentity(coding)) return undefined;
+  const length = headers['content-length'];
+  if (headers['transfer-encoding'] === undefined && (length === undefined || Number(length) === 0)) return undefined;
+  return new ApiError(
+    'unsupported_media_type',
+    'The request body has a content coding this server does not decode; send it uncompressed.',
+    [{ path: 'Content-Encoding', code: 'unsupported_encoding', message: `Content-Encoding ${cutText(coding, 40)} is not supported; only identity is` }],
+    undefined,
+    { 'Accept-Encoding': 'identity' },
+  );
+}

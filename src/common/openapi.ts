@@ -50,9 +50,15 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
   const common = {
     invalid: problem('The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`.'),
     tooLarge: problem('The body is larger than 1 MiB (`payload_too_large`).'),
-    unsupported: problem(
-      'The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, or a `charset` other than `utf-8` (`errors[0].path` `Content-Type`).',
-    ),
+    unsupported: {
+      ...problem(
+        'The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), ' +
+          'or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read).',
+      ),
+      headers: {
+        'Accept-Encoding': { description: 'On a refused content coding: `identity`, the only one accepted.', schema: { type: 'string', example: 'identity' } },
+      },
+    },
     limited: {
       ...problem(
         'Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. ' +
