@@ -62,10 +62,12 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
     limited: {
       ...problem(
         'Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. ' +
-          'Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only.',
+          "Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), " +
+          'as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only.',
       ),
       headers: {
         'Retry-After': { description: 'Seconds until the window that refused the request ends.', schema: { type: 'integer', minimum: 1, example: 12 } },
+        ...RATE_LIMIT_HEADER_REFS,
       },
     },
   };
@@ -79,10 +81,10 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
       if (op.requestBody && !responses['413']) responses['413'] = common.tooLarge;
       if (op.requestBody && !responses['415']) responses['415'] = common.unsupported;
       if (op.security?.length && !responses['429']) responses['429'] = common.limited;
-      // A route's own 429 that is a rate limit sends Retry-After too.
+      if (op.security?.length) withRateLimitHeaders(responses);
+      // A route's own 429 that is a rate limit sends Retry-After and RateLimit-* too.
       const own = responses['429'] as { description?: string; headers?: Record<string, unknown> } | undefined;
-      if (own && own !== common.limited && own.description?.includes('rate_limited') && !own.headers?.['Retry-After'])
-        own.headers = { ...own.headers, ...common.limited.headers };
+      if (own && own !== common.limited && own.description?.includes('rate_limited')) own.headers = { ...common.limited.headers, ...own.headers };
       // API.md: ids are UUIDs, and every id in a path is checked as one (404 otherwise).
       for (const param of op.parameters ?? []) {
         if (!('in' in param) || param.in !== 'path' || !(param.name === 'id' || /[a-z]Id$/.test(param.name))) continue;
@@ -92,7 +94,32 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
     }
   }
   integersAsIntegers(document);
+  document.components = { ...document.components, headers: { ...document.components?.headers, ...RATE_LIMIT_HEADERS } };
   return referenceProblem(document);
+}
+
+/**
+ * What the auth guard sends on every answer to an authenticated request (docs/operations.md, IETF
+ * draft `ratelimit-headers` 07), for the tighter of the key's and the organization's limits; absent
+ * only when neither limit is configured (`RATE_LIMIT_PER_KEY` and `RATE_LIMIT_PER_ORG` both 0).
+ */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': {
+    description: "Requests allowed per window by the tighter of the key's and the organization's limits (absent when neither is configured).",
+    schema: { type: 'integer', minimum: 1, example: 1200 },
+  },
+  'RateLimit-Remaining': { description: 'Requests left in the current window under that limit.', schema: { type: 'integer', minimum: 0, example: 1199 } },
+  'RateLimit-Reset': { description: 'Seconds until the current window ends.', schema: { type: 'integer', minimum: 0, example: 60 } },
+};
+const RATE_LIMIT_HEADER_REFS = Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+
+/** Every successful (and 429) answer of an authenticated route names the RateLimit-* headers it carries. */
+function withRateLimitHeaders(responses: Record<string, unknown>): void {
+  for (const [status, response] of Object.entries(responses)) {
+    if (!/^(2\d\d|429)$/.test(status) || !response || typeof response !== 'object' || '$ref' in response) continue;
+    const r = response as { headers?: Record<string, unknown> };
+    r.headers = { ...RATE_LIMIT_HEADER_REFS, ...r.headers };
+  }
 }
 
 /**
