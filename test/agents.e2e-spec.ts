@@ -208,6 +208,31 @@ describe('agents and drafts (e2e)', () => {
     expect(read.body.draft).toEqual({ instructions: '', capabilities: [] });
   });
 
+  it('refuses more than 500 toolOverrides or toolApproval entries, naming that limit, and takes 500', async () => {
+    // 501 to 1000 entries were refused as "must be an object keyed by tool id", 1001 as "no more than 1000 entries".
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'many-keys', name: 'Many keys' })
+      .expect(201);
+    const keyed = <T>(n: number, value: T) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`tool_${i}`, value]));
+    const put = (spec: object) =>
+      t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as(org, 'builder'))
+        .send({ instructions: '', capabilities: [], ...spec });
+    for (const n of [501, 1000, 1001]) {
+      for (const [field, value] of [
+        ['toolOverrides', {}],
+        ['toolApproval', 'required'],
+      ] as const) {
+        const res = await put({ [field]: keyed(n, value) }).expect(400);
+        expect(res.body.errors).toEqual([{ path: field, code: expect.any(String), message: `${field} has more than 500 entries` }]);
+      }
+    }
+    await put({ toolOverrides: keyed(500, { name: 'x' }), toolApproval: keyed(500, 'required') }).expect(200);
+  });
+
   it('accepts instructions of exactly 100,000 characters', async () => {
     const a = await t.http
       .post('/api/v1/agents')
