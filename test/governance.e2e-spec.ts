@@ -263,7 +263,9 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       const seen: string[] = [];
       let cursor: string | null = null;
       do {
-        const page = await list(`?limit=1${cursor ? `&cursor=${cursor}` : ''}`).expect(200);
+        const page: { body: { items: { capabilityId: string; toolId: string }[]; nextCursor: string | null } } = await list(
+          `?limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+        ).expect(200);
         expect(page.body.items).toHaveLength(1);
         seen.push(...page.body.items.map((i: { capabilityId: string; toolId: string }) => `${i.capabilityId}/${i.toolId}`));
         cursor = page.body.nextCursor;
