@@ -86,6 +86,8 @@ export function mergeErrors(shape: FieldError[], validation: FieldError[]): Fiel
 interface PropertyInfo {
   /** The class of a nested object (`@Type(() => X)` on a class with validation rules). */
   nested?: Type<object>;
+  /** Declared a list (`@IsArray`): anything else is refused by that rule, and not walked as an element. */
+  list: boolean;
   /** A dictionary of nested objects (`@Type` on a property whose design type is Map). */
   map: boolean;
   /** The most entries such a dictionary may have. */
@@ -138,6 +140,7 @@ export function declaredProperties(cls: Type<object>): Map<string, PropertyInfo>
   for (const m of metadatas) {
     if (!info.has(m.propertyName)) info.set(m.propertyName, describe(cls, m.propertyName));
     if (m.name === 'arrayMaxSize' && typeof m.constraints?.[0] === 'number') info.get(m.propertyName)!.arrayMaxSize = m.constraints[0];
+    if (m.name === 'isArray') info.get(m.propertyName)!.list = true;
   }
   classInfo.set(cls, info);
   return info;
@@ -153,6 +156,7 @@ function describe(cls: Type<object>, property: string): PropertyInfo {
   }
   return {
     nested,
+    list: false,
     map: typeMeta?.reflectedType === Map,
     maxEntries: mapLimitOf(cls, property),
     converted: transforms.length > 0 || (typeMeta !== undefined && nested === undefined),
@@ -218,7 +222,8 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
       for (const k of keys) walkElement(info.nested, value[k], joinPath(path, k), out);
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => walkElement(info.nested!, v, joinPath(path, String(i)), out));
-    } else {
+    } else if (!info.list) {
+      // An object where a list belongs is one problem (isArray), not unknown "properties" 0, 1, ...
       walk(info.nested, value, path, out);
     }
   }
