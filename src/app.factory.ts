@@ -14,6 +14,7 @@ import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
+import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
@@ -150,8 +151,18 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   // JSON in (API.md): a text/plain body is 415 unsupported_media_type, not a string that fails
   // validation field by field.
   fastify.removeContentTypeParser('text/plain');
-  fastify.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const text = String(body);
+  // Before any byte of the body is read: what it would be decoded as is already known.
+  fastify.addHook('preParsing', (request, _reply, payload, done) => {
+    const refused = unsupportedContentEncoding(request.headers);
+    if (refused) done(refused, undefined);
+    else done(null, payload);
+  });
+  fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    const text = jsonBodyText(request.headers['content-type'], body as Buffer);
+    if (text instanceof ApiError) {
+      done(text, undefined);
+      return;
+    }
     // Many clients send `Content-Type: application/json` on every POST; a route without a body
     // (publish, validate) must not refuse them for an empty one.
     if (text.trim() === '') {
@@ -171,7 +182,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     }
     // Text PostgreSQL cannot store (common/nul-character.ts) can only arrive in JSON as an escape
     // (\u0000, \uD800-\uDFFF: raw control characters are not JSON, and bytes that are not UTF-8
-    // decode to U+FFFD), so the parsed value is walked only when the text holds one. A megabyte
+    // are refused above), so the parsed value is walked only when the text holds one. A megabyte
     // body costs one native scan, not a walk of every key.
     if (MAY_BE_UNSTORABLE.test(text)) {
       const found = findUnstorableText(parsed);

@@ -138,7 +138,7 @@ describe('agents and drafts (e2e)', () => {
       'capabilities[1].id',
       'instructions',
       'model',
-      'resources.knowledgeCollections',
+      'resources.knowledgeCollections[0]',
       'resources.other',
       'toolApproval.__proto__',
       'toolApproval.b',
@@ -206,6 +206,68 @@ describe('agents and drafts (e2e)', () => {
       .set(...as(org, 'viewer'))
       .expect(200);
     expect(read.body.draft).toEqual({ instructions: '', capabilities: [] });
+  });
+
+  it('reports each problem of a list once, where it is: an object for a list is one isArray, a bad element is named by index', async () => {
+    // An object for `capabilities` gave six entries, some at paths that do not exist (capabilities[0],
+    // capabilities.id); bad elements were reported at the list's path, once per rule; a missing
+    // name was also "longer than 200 characters".
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'lists', name: 'Lists' })
+      .expect(201);
+    const put = (spec: object) =>
+      t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as(org, 'builder'))
+        .send({ instructions: '', capabilities: [], ...spec })
+        .expect(400);
+    const entries = (res: { body: { errors: { path: string; code: string }[] } }) => res.body.errors.map((e) => `${e.path} ${e.code}`);
+    expect(entries(await put({ capabilities: { 0: { id: 'clock' } } }))).toEqual(['capabilities isArray']);
+    expect(entries(await put({ mcpServers: { connection: 'x' } }))).toEqual(['mcpServers isArray']);
+    const uuid = randomUUID();
+    expect(entries(await put({ mcpServers: [{ connection: uuid, tools: ['a', '', 5, 'b'.repeat(129)] }] }))).toEqual([
+      'mcpServers[0].tools[1] minLength',
+      'mcpServers[0].tools[2] isString',
+      'mcpServers[0].tools[3] maxLength',
+    ]);
+    const resources = await put({ resources: { skills: [uuid, 'nope', 7] } });
+    expect(resources.body.errors).toEqual([
+      { path: 'resources.skills[1]', code: 'isUuid', message: expect.stringMatching(/^resources\.skills\[1\] must be a UUID/) },
+      { path: 'resources.skills[2]', code: 'isUuid', message: expect.any(String) },
+    ]);
+    const missing = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({})
+      .expect(400);
+    expect(entries(missing).sort()).toEqual(['name isString', 'slug isString']);
+  });
+
+  it('refuses more than 500 toolOverrides or toolApproval entries, naming that limit, and takes 500', async () => {
+    // 501 to 1000 entries were refused as "must be an object keyed by tool id", 1001 as "no more than 1000 entries".
+    const a = await t.http
+      .post('/api/v1/agents')
+      .set(...as(org, 'builder'))
+      .send({ slug: 'many-keys', name: 'Many keys' })
+      .expect(201);
+    const keyed = <T>(n: number, value: T) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`tool_${i}`, value]));
+    const put = (spec: object) =>
+      t.http
+        .put(`/api/v1/agents/${a.body.id}/draft`)
+        .set(...as(org, 'builder'))
+        .send({ instructions: '', capabilities: [], ...spec });
+    for (const n of [501, 1000, 1001]) {
+      for (const [field, value] of [
+        ['toolOverrides', {}],
+        ['toolApproval', 'required'],
+      ] as const) {
+        const res = await put({ [field]: keyed(n, value) }).expect(400);
+        expect(res.body.errors).toEqual([{ path: field, code: expect.any(String), message: `${field} has more than 500 entries` }]);
+      }
+    }
+    await put({ toolOverrides: keyed(500, { name: 'x' }), toolApproval: keyed(500, 'required') }).expect(200);
   });
 
   it('accepts instructions of exactly 100,000 characters', async () => {

@@ -248,6 +248,43 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
         .send({ disabled: false })
         .expect(200);
     });
+
+    it('pages GET /tools/disabled like every list, and refuses a bad limit, cursor or unknown parameter', async () => {
+      // limit, cursor and unknown parameters were ignored: ?limit=1 answered every switch.
+      const ids = ['mcp/zz%2Fc', 'mcp/zz%2Fa', 'memory-write/forget'];
+      const put = (id: string, disabled: boolean) =>
+        h.t.http
+          .put(`/api/v1/tools/${id}/disabled`)
+          .set(...bearer(keys().admin))
+          .send({ disabled })
+          .expect(200);
+      for (const id of ids) await put(id, true);
+      const list = (query: string) => h.t.http.get(`/api/v1/tools/disabled${query}`).set(...bearer(keys().viewer));
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { body: { items: { capabilityId: string; toolId: string }[]; nextCursor: string | null } } = await list(
+          `?limit=1${cursor ? `&cursor=${cursor}` : ''}`,
+        ).expect(200);
+        expect(page.body.items).toHaveLength(1);
+        seen.push(...page.body.items.map((i: { capabilityId: string; toolId: string }) => `${i.capabilityId}/${i.toolId}`));
+        cursor = page.body.nextCursor;
+      } while (cursor);
+      expect(seen).toEqual(['mcp/zz/a', 'mcp/zz/c', 'memory-write/forget']);
+      const all = await list('').expect(200);
+      expect(all.body).toEqual({ items: expect.any(Array), nextCursor: null });
+      for (const [query, path] of [
+        ['?limit=0', 'limit'],
+        ['?limit=abc', 'limit'],
+        ['?limit=201', 'limit'],
+        ['?cursor=!!!', 'cursor'],
+        ['?zzz=1', 'zzz'],
+      ]) {
+        const res = await list(query).expect(400);
+        expect(res.body).toMatchObject({ code: 'invalid_request', errors: expect.arrayContaining([expect.objectContaining({ path })]) });
+      }
+      for (const id of ids) await put(id, false);
+    });
   });
 
   describe('idempotency keys and run budgets are per agent', () => {

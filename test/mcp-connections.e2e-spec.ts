@@ -77,6 +77,26 @@ describe('MCP catalog and connections (e2e)', () => {
       expect(platform.body.items[0].available).toBeUndefined();
       await t.http.get('/api/v1/mcp-servers').expect(401);
     });
+
+    it('pages like every list, and refuses a bad limit, cursor or unknown parameter', async () => {
+      // limit, cursor and unknown parameters were ignored: every entry, and no nextCursor.
+      const list = (query: string) => t.http.get(`/api/v1/mcp-servers${query}`).set(...as(noRemote, 'viewer'));
+      const first = await list('?limit=1').expect(200);
+      expect(first.body.items.map((i: { id: string }) => i.id)).toEqual(['everything']);
+      expect(first.body.nextCursor).toEqual(expect.any(String));
+      const second = await list(`?limit=1&cursor=${first.body.nextCursor}`).expect(200);
+      expect(second.body).toEqual({ items: [expect.objectContaining({ id: 'remote' })], nextCursor: null });
+      expect((await list('').expect(200)).body.nextCursor).toBeNull();
+      for (const [query, path] of [
+        ['?limit=0', 'limit'],
+        ['?limit=abc', 'limit'],
+        ['?cursor=!!!', 'cursor'],
+        ['?zzz=1', 'zzz'],
+      ]) {
+        const res = await list(query).expect(400);
+        expect(res.body).toMatchObject({ code: 'invalid_request', errors: expect.arrayContaining([expect.objectContaining({ path })]) });
+      }
+    });
   });
 
   describe('POST /mcp-connections', () => {

@@ -99,7 +99,7 @@ describe('the OpenAPI document (e2e)', () => {
         if (!response.content?.['application/problem+json']?.schema) wrong.push(`${route} ${status}: not a problem document`);
       }
       const walked = routes.find((r) => `${r.method} ${r.path.replace(/:(\w+)/g, '{$1}')}` === route);
-      const needs = [...(op.requestBody ? ['400', '413'] : []), ...(walked?.access !== 'public' ? ['401', '403', '429'] : [])];
+      const needs = [...(op.requestBody ? ['400', '413', '415'] : []), ...(walked?.access !== 'public' ? ['401', '403', '429'] : [])];
       for (const status of needs) if (!op.responses[status]) wrong.push(`${route}: no ${status}`);
     }
     expect(wrong).toEqual([]);
@@ -107,7 +107,12 @@ describe('the OpenAPI document (e2e)', () => {
 
   it('resolves every $ref', () => {
     const refs = JSON.stringify(doc).match(/"\$ref":"[^"]+"/g) ?? [];
-    const dangling = refs.map((r) => r.slice(8, -1)).filter((r) => !doc.components.schemas[r.replace('#/components/schemas/', '')]);
+    const at = (pointer: string) =>
+      pointer
+        .replace(/^#\//, '')
+        .split('/')
+        .reduce<unknown>((node, part) => (node as Record<string, unknown> | undefined)?.[part], doc);
+    const dangling = refs.map((r) => r.slice(8, -1)).filter((r) => at(r) === undefined);
     expect(dangling).toEqual([]);
   });
 
@@ -134,6 +139,23 @@ describe('the OpenAPI document (e2e)', () => {
       .filter(({ op }) => !(op.responses['429'] as { headers?: Record<string, unknown> }).headers?.['Retry-After'])
       .map(({ route }) => route);
     expect(missing).toEqual([]);
+  });
+
+  it('declares the RateLimit-* headers every authenticated answer carries, and does not deny them', () => {
+    // The 429 text said no RateLimit-* headers were sent while every authenticated answer had them.
+    const headers = (doc as unknown as { components: { headers?: Record<string, unknown> } }).components.headers ?? {};
+    const names = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
+    expect(Object.keys(headers)).toEqual(expect.arrayContaining(names));
+    const undeclared: string[] = [];
+    for (const { route, op } of operations().filter(({ op }) => op.security?.length)) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (!/^2\d\d$/.test(status) && status !== '429') continue;
+        const declared = (response as { headers?: Record<string, unknown> }).headers ?? {};
+        for (const name of names) if (!declared[name]) undeclared.push(`${route} ${status} ${name}`);
+      }
+    }
+    expect(undeclared).toEqual([]);
+    expect(JSON.stringify(doc)).not.toMatch(/no `RateLimit-\*` headers are sent/);
   });
 
   it('types ids as uuid and counts as integers', () => {

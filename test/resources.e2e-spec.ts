@@ -147,6 +147,18 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
       .send({ title: 'x', content: 5, metadata: [1] })
       .expect(400);
     expect(pathsOf(badDoc.body)).toEqual(['content', 'metadata']);
+    // null is not an object: it was stored as {} without a word.
+    const nullMetadata = await t.http
+      .post(`/api/v1/knowledge/collections/${c.body.id}/documents`)
+      .set(...as(org, 'builder'))
+      .send({ title: 'x', content: 'y', metadata: null })
+      .expect(400);
+    expect(nullMetadata.body.errors).toEqual([expect.objectContaining({ path: 'metadata', code: 'isObject' })]);
+    const listed = await t.http
+      .get(`/api/v1/knowledge/collections/${c.body.id}/documents`)
+      .set(...as(org, 'builder'))
+      .expect(200);
+    expect(listed.body.items).toEqual([]);
     const badSkill = await t.http
       .post('/api/v1/skills')
       .set(...as(org, 'builder'))

@@ -448,6 +448,33 @@ describe('tool calls and approvals (e2e)', () => {
       expect(event.data).toMatchObject({ argumentsHash: call.argumentsHash, approvedArgumentsHash: canonicalHash(edited) });
     });
 
+    it('refuses `arguments: null` as a malformed body (400 at arguments): nothing audited, the approval still pending', async () => {
+      const call = await pending();
+      const res = await approve(call.approvalId, { arguments: null }).expect(400);
+      expect(res.body.code).toBe('invalid_request');
+      expect(res.body.errors).toEqual([expect.objectContaining({ path: 'arguments' })]);
+      expect((await eventsOf(org, 'tool_call.denied')).filter((e) => e.target.id === call.id)).toEqual([]);
+      await t.http
+        .get(`/api/v1/approvals/${call.approvalId}`)
+        .set(...as(org, 'viewer'))
+        .expect(200)
+        .expect((r) => expect(r.body.status).toBe('pending'));
+      expect(runsTagged(call.arguments.tag)).toEqual([]);
+    });
+
+    it('does not count arguments sent back unchanged (in another key order) as an edit', async () => {
+      const tag = randomUUID();
+      const call = await pending('fx-exec-write', { tag, count: 2 });
+      const res = await approve(call.approvalId, { arguments: { count: 2, tag } }).expect(200);
+      expect(res.body.toolCall).toMatchObject({ status: 'succeeded', argumentsEdited: false, result: { written: tag, count: 2 } });
+      expect(res.body.approval.approvedArguments).toBeUndefined();
+      expect(res.body.approval.approvedArgumentsHash).toBeUndefined();
+      const event = (await eventsOf(org, 'approval.approved')).find((e) => e.target.id === call.approvalId)!;
+      expect(event.data).not.toHaveProperty('argumentsEdited');
+      expect(event.data).not.toHaveProperty('approvedArgumentsHash');
+      expect(runsTagged(tag)).toHaveLength(1);
+    });
+
     it('rejects with a reason (required); the call becomes rejected and nothing runs', async () => {
       const call = await pending();
       expect((await reject(call.approvalId, {}).expect(400)).body.errors[0].path).toBe('reason');

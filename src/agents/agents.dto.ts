@@ -12,7 +12,6 @@ import {
   Max,
   Min,
   IsOptional,
-  ValidateIf,
   IsString,
   IsUUID,
   MaxLength,
@@ -23,7 +22,8 @@ import {
   ValidationArguments,
   ValidationOptions,
 } from 'class-validator';
-import { EntriesIn } from '../common/bounded-transform';
+import { EntriesIn, MapMaxEntries } from '../common/bounded-transform';
+import { OptionalNotNull } from '../common/optional-not-null';
 import { SLUG_PATTERN } from '../orgs/orgs.dto';
 import type { AgentSpec } from './built-version';
 
@@ -34,18 +34,30 @@ const MAX_TOOL_KEYS = 500;
 const MAX_MCP_SERVERS = 20;
 const MAX_MCP_TOOLS = 500;
 
-/** A JSON object that arrived as a plain object and was turned into a Map (see `toolOverrides`). */
+/**
+ * A JSON object that arrived as a plain object and was turned into a Map (see `toolOverrides`), of
+ * at most MAX_TOOL_KEYS entries: the shape check refuses more, naming this limit, before anything is built.
+ */
 function IsDictionary(options?: ValidationOptions): PropertyDecorator {
-  return (target, propertyName) =>
+  const limit = MapMaxEntries(MAX_TOOL_KEYS);
+  const shape: PropertyDecorator = (target, propertyName) =>
     registerDecorator({
       name: 'isDictionary',
       target: target.constructor,
       propertyName: propertyName as string,
-      options: { message: `${String(propertyName)} must be an object keyed by tool id`, ...options },
+      options: {
+        message: (args: ValidationArguments) =>
+          args.value instanceof Map ? `${args.property} has more than ${MAX_TOOL_KEYS} entries` : `${args.property} must be an object keyed by tool id`,
+        ...options,
+      },
       validator: {
         validate: (value: unknown) => value instanceof Map && value.size <= MAX_TOOL_KEYS,
       },
     });
+  return (target, propertyName) => {
+    limit(target, propertyName);
+    shape(target, propertyName);
+  };
 }
 
 /**
@@ -72,15 +84,6 @@ function IsApprovalMap(options?: ValidationOptions): PropertyDecorator {
     entries(target, propertyName);
     shape(target, propertyName);
   };
-}
-
-/**
- * Optional, but not nullable: `null` is a value of the wrong type for every optional field of an
- * agent spec (API.md types them as objects, arrays and strings), so it is validated, and refused,
- * like any other. `@IsOptional()` would let it through into the stored draft.
- */
-function OptionalNotNull(): PropertyDecorator {
-  return ValidateIf((_object, value) => value !== undefined);
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -254,7 +257,8 @@ export class AgentSpecDto {
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: { type: 'string', enum: ['required'] },
-    description: 'Per tool id: `"required"` makes a tool ask for approval. Never looser than the default.',
+    maxProperties: MAX_TOOL_KEYS,
+    description: 'Per tool id: `"required"` makes a tool ask for approval. Never looser than the default. At most 500 entries.',
     example: { search_documents: 'required' },
   })
   @OptionalNotNull()
@@ -266,7 +270,8 @@ export class AgentSpecDto {
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: { $ref: getSchemaPath(ToolOverrideDto) },
-    description: 'Per tool id: the name and description the model sees.',
+    maxProperties: MAX_TOOL_KEYS,
+    description: 'Per tool id: the name and description the model sees. At most 500 entries.',
   })
   @OptionalNotNull()
   @IsDictionary()

@@ -50,7 +50,7 @@ describe('CapabilityRegistry', () => {
           ['limits.maxNotes', 'min'],
           ['limits.extra', 'unknown_property'],
           ['colour', 'unknown_property'],
-          ['labels', 'isString'],
+          ['labels[1]', 'isString'],
         ]),
       );
       expect(registry.validateConfig('fixture-echo', { x: 1 }).errors).toEqual([{ path: 'x', code: 'unknown_property', message: expect.any(String) }]);
@@ -61,7 +61,7 @@ describe('CapabilityRegistry', () => {
         expect(registry.validateConfig('clock', bad).errors).toEqual([{ path: '', code: 'isObject', message: 'must be an object' }]);
       }
       expect(registry.validateConfig('clock', { timezone: null }).errors).toEqual([{ path: 'timezone', code: 'isNotNull', message: expect.any(String) }]);
-      expect(registry.validateConfig('fixture-notes', { labels: [null] }).errors.map((e) => e.path)).toEqual(['labels']);
+      expect(registry.validateConfig('fixture-notes', { labels: [null] }).errors.map((e) => e.path)).toEqual(['labels[0]']);
       expect(registry.validateConfig('fixture-notes', { limits: { maxNotes: null } }).errors.map((e) => e.path)).toEqual(['limits.maxNotes']);
     });
 

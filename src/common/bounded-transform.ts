@@ -40,8 +40,31 @@ const { defaultMetadataStorage } = require('class-transformer/cjs/storage') as {
 // the classes it knows, is replaced by one linear in the class's depth (validation-metadata-index.ts).
 installValidationMetadataIndex();
 
-/** Entries a dictionary turned into a Map may have before it is refused unread. */
+/** Entries a dictionary turned into a Map may have before it is refused unread, unless its property says fewer. */
 export const MAX_MAP_ENTRIES = 1000;
+
+const mapLimits = new WeakMap<object, Map<string, number>>();
+
+/**
+ * The most entries this dictionary (a Map property) may have. The shape check refuses more with
+ * this limit in the message: refused there under the general bound, a dictionary of 501 to 1000
+ * entries was told it was not an object, and one of 1001 that the limit was 1000.
+ */
+export function MapMaxEntries(max: number): PropertyDecorator {
+  return (target, propertyName) => {
+    const limits = mapLimits.get(target.constructor) ?? new Map<string, number>();
+    limits.set(propertyName as string, Math.min(max, MAX_MAP_ENTRIES));
+    mapLimits.set(target.constructor, limits);
+  };
+}
+
+function mapLimitOf(cls: Type<object>, property: string): number {
+  for (let c: unknown = cls; typeof c === 'function' && c !== Function.prototype; c = Object.getPrototypeOf(c)) {
+    const limit = mapLimits.get(c)?.get(property);
+    if (limit !== undefined) return limit;
+  }
+  return MAX_MAP_ENTRIES;
+}
 
 export interface ShapeCheck {
   errors: FieldError[];
@@ -63,8 +86,12 @@ export function mergeErrors(shape: FieldError[], validation: FieldError[]): Fiel
 interface PropertyInfo {
   /** The class of a nested object (`@Type(() => X)` on a class with validation rules). */
   nested?: Type<object>;
+  /** Declared a list (`@IsArray`): anything else is refused by that rule, and not walked as an element. */
+  list: boolean;
   /** A dictionary of nested objects (`@Type` on a property whose design type is Map). */
   map: boolean;
+  /** The most entries such a dictionary may have. */
+  maxEntries: number;
   /** `@Transform` or a `@Type` of a non-class (Number, Date): class-transformer's to convert. */
   converted: boolean;
   arrayMaxSize?: number;
@@ -113,6 +140,7 @@ export function declaredProperties(cls: Type<object>): Map<string, PropertyInfo>
   for (const m of metadatas) {
     if (!info.has(m.propertyName)) info.set(m.propertyName, describe(cls, m.propertyName));
     if (m.name === 'arrayMaxSize' && typeof m.constraints?.[0] === 'number') info.get(m.propertyName)!.arrayMaxSize = m.constraints[0];
+    if (m.name === 'isArray') info.get(m.propertyName)!.list = true;
   }
   classInfo.set(cls, info);
   return info;
@@ -128,7 +156,9 @@ function describe(cls: Type<object>, property: string): PropertyInfo {
   }
   return {
     nested,
+    list: false,
     map: typeMeta?.reflectedType === Map,
+    maxEntries: mapLimitOf(cls, property),
     converted: transforms.length > 0 || (typeMeta !== undefined && nested === undefined),
     entries: entryRuleOf(cls, property),
   };
@@ -185,14 +215,15 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
     if (!info.nested) continue;
     if (info.map && isPlainObject(value)) {
       const keys = Object.keys(value);
-      if (keys.length > MAX_MAP_ENTRIES) {
-        out.add({ path, code: 'maxEntries', message: `${key} must have no more than ${MAX_MAP_ENTRIES} entries` });
+      if (keys.length > info.maxEntries) {
+        out.add({ path, code: 'maxEntries', message: `${key} has more than ${info.maxEntries} entries` });
         continue;
       }
       for (const k of keys) walkElement(info.nested, value[k], joinPath(path, k), out);
     } else if (Array.isArray(value)) {
       value.forEach((v, i) => walkElement(info.nested!, v, joinPath(path, String(i)), out));
-    } else {
+    } else if (!info.list) {
+      // An object where a list belongs is one problem (isArray), not unknown "properties" 0, 1, ...
       walk(info.nested, value, path, out);
     }
   }

@@ -41,7 +41,7 @@ export function ProblemResponse(description: string): ApiResponseOptions {
 
 /**
  * The refusals every route of a kind can give, whatever its handler: a body or query that fails
- * validation (400), a body over 1 MiB (413), a token over its rate limit (429). Added to the
+ * validation (400), a body over 1 MiB (413) or not JSON in UTF-8 (415), a token over its rate limit (429). Added to the
  * document once here rather than repeated on every route; a route's own description of a status
  * is kept.
  */
@@ -50,13 +50,24 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
   const common = {
     invalid: problem('The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`.'),
     tooLarge: problem('The body is larger than 1 MiB (`payload_too_large`).'),
+    unsupported: {
+      ...problem(
+        'The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), ' +
+          'or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read).',
+      ),
+      headers: {
+        'Accept-Encoding': { description: 'On a refused content coding: `identity`, the only one accepted.', schema: { type: 'string', example: 'identity' } },
+      },
+    },
     limited: {
       ...problem(
         'Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. ' +
-          'Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only.',
+          "Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), " +
+          'as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only.',
       ),
       headers: {
         'Retry-After': { description: 'Seconds until the window that refused the request ends.', schema: { type: 'integer', minimum: 1, example: 12 } },
+        ...RATE_LIMIT_HEADER_REFS,
       },
     },
   };
@@ -68,11 +79,12 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
       const hasQuery = (op.parameters ?? []).some((p) => 'in' in p && p.in === 'query');
       if ((op.requestBody || hasQuery) && !responses['400']) responses['400'] = common.invalid;
       if (op.requestBody && !responses['413']) responses['413'] = common.tooLarge;
+      if (op.requestBody && !responses['415']) responses['415'] = common.unsupported;
       if (op.security?.length && !responses['429']) responses['429'] = common.limited;
-      // A route's own 429 that is a rate limit sends Retry-After too.
+      if (op.security?.length) withRateLimitHeaders(responses);
+      // A route's own 429 that is a rate limit sends Retry-After and RateLimit-* too.
       const own = responses['429'] as { description?: string; headers?: Record<string, unknown> } | undefined;
-      if (own && own !== common.limited && own.description?.includes('rate_limited') && !own.headers?.['Retry-After'])
-        own.headers = { ...own.headers, ...common.limited.headers };
+      if (own && own !== common.limited && own.description?.includes('rate_limited')) own.headers = { ...common.limited.headers, ...own.headers };
       // API.md: ids are UUIDs, and every id in a path is checked as one (404 otherwise).
       for (const param of op.parameters ?? []) {
         if (!('in' in param) || param.in !== 'path' || !(param.name === 'id' || /[a-z]Id$/.test(param.name))) continue;
@@ -82,7 +94,32 @@ export function addCommonProblems(document: OpenAPIObject): OpenAPIObject {
     }
   }
   integersAsIntegers(document);
+  document.components = { ...document.components, headers: { ...document.components?.headers, ...RATE_LIMIT_HEADERS } };
   return referenceProblem(document);
+}
+
+/**
+ * What the auth guard sends on every answer to an authenticated request (docs/operations.md, IETF
+ * draft `ratelimit-headers` 07), for the tighter of the key's and the organization's limits; absent
+ * only when neither limit is configured (`RATE_LIMIT_PER_KEY` and `RATE_LIMIT_PER_ORG` both 0).
+ */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Limit': {
+    description: "Requests allowed per window by the tighter of the key's and the organization's limits (absent when neither is configured).",
+    schema: { type: 'integer', minimum: 1, example: 1200 },
+  },
+  'RateLimit-Remaining': { description: 'Requests left in the current window under that limit.', schema: { type: 'integer', minimum: 0, example: 1199 } },
+  'RateLimit-Reset': { description: 'Seconds until the current window ends.', schema: { type: 'integer', minimum: 0, example: 60 } },
+};
+const RATE_LIMIT_HEADER_REFS = Object.fromEntries(Object.keys(RATE_LIMIT_HEADERS).map((name) => [name, { $ref: `#/components/headers/${name}` }]));
+
+/** Every successful (and 429) answer of an authenticated route names the RateLimit-* headers it carries. */
+function withRateLimitHeaders(responses: Record<string, unknown>): void {
+  for (const [status, response] of Object.entries(responses)) {
+    if (!/^(2\d\d|429)$/.test(status) || !response || typeof response !== 'object' || '$ref' in response) continue;
+    const r = response as { headers?: Record<string, unknown> };
+    r.headers = { ...RATE_LIMIT_HEADER_REFS, ...r.headers };
+  }
 }
 
 /**

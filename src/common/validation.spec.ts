@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Max, ValidateBy, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsInt, IsOptional, IsString, Matches, Max, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
 import { ApiError } from './api-error';
 import { EntriesIn } from './bounded-transform';
 import { createValidationPipe, flattenValidationErrors, joinPath, VALID_QUERIES_PER_CLASS } from './validation';
@@ -37,7 +37,24 @@ class HoldsFlags {
   @ValidateNested({ each: true }) @Type(() => MoreFlags) list: MoreFlags[];
 }
 
+class Tagged {
+  @IsString() @MaxLength(5) name: string;
+  @IsArray() @ArrayMaxSize(3) @IsString({ each: true }) @Matches(/^[a-z]+$/, { each: true }) tags: string[];
+}
+
 describe('request validation', () => {
+  it('reports a wrong type once, and each bad element of a list at its index, once', async () => {
+    const refused = (body: object) =>
+      createValidationPipe()
+        .transform(body, { type: 'body', metatype: Tagged })
+        .then(
+          () => [],
+          (e: ApiError) => e.errors!.map((x) => `${x.path} ${x.code}`),
+        );
+    expect(await refused({ tags: { 0: 'a' } })).toEqual(['name isString', 'tags isArray']);
+    expect(await refused({ name: 'ok', tags: ['a', 'B', 7] })).toEqual(['tags[1] matches', 'tags[2] isString']);
+  });
+
   it('joins paths the way clients read them', () => {
     expect(joinPath('', 'a')).toBe('a');
     expect(joinPath('a', '0')).toBe('a[0]');

@@ -1,30 +1,13 @@
-import { ArgumentMetadata, Type, ValidationError, ValidationPipe } from '@nestjs/common';
+import { ArgumentMetadata, Type, ValidationPipe } from '@nestjs/common';
 import { validateSync, ValidatorOptions } from 'class-validator';
 import { findUnstorableText } from './nul-character';
 import { LruCache } from './lru-cache';
-import { ApiError, FieldError } from './api-error';
+import { ApiError } from './api-error';
 import { checkShape, declaredProperties, mergeErrors, toInstance } from './bounded-transform';
 import { joinPath } from './field-path';
+import { flattenValidationErrors } from './flatten-errors';
 
-export { joinPath };
-
-/** Flattens class-validator's tree into one entry per problem, each naming its field. */
-export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldError[] {
-  const out: FieldError[] = [];
-  for (const error of errors) {
-    const path = joinPath(parent, error.property);
-    for (const [constraint, message] of Object.entries(error.constraints ?? {})) {
-      const unknown = constraint === 'whitelistValidation';
-      out.push({
-        path,
-        code: unknown ? 'unknown_property' : constraint,
-        message: unknown ? `property ${error.property} is not allowed` : message,
-      });
-    }
-    if (error.children?.length) out.push(...flattenValidationErrors(error.children, path));
-  }
-  return out;
-}
+export { flattenValidationErrors, joinPath };
 
 const VALIDATOR_OPTIONS: ValidatorOptions = {
   whitelist: true,
@@ -32,6 +15,9 @@ const VALIDATOR_OPTIONS: ValidatorOptions = {
   forbidUnknownValues: true,
   validationError: { target: false, value: false },
 };
+
+/** The erring object and value kept on each error, so each bad element of a list can be named (flatten-errors.ts); never answered. */
+const WITH_VALUES: ValidatorOptions = { ...VALIDATOR_OPTIONS, validationError: { target: true, value: true } };
 
 /**
  * Every body and query, whatever the route, before the route's own code:
@@ -117,7 +103,7 @@ function validateRequest(cls: Type<object>, value: unknown): object {
   if (shape.errors.length > 0 && !shape.recoverable)
     throw new ApiError('invalid_request', 'The request is invalid.', shape.errors, { errorsOmitted: shape.omitted });
   const instance = toInstance(cls, value);
-  const errors = mergeErrors(shape.errors, flattenValidationErrors(validateSync(instance, VALIDATOR_OPTIONS)));
+  const errors = mergeErrors(shape.errors, flattenValidationErrors(validateSync(instance, WITH_VALUES)));
   if (errors.length > 0) throw ApiError.invalidRequest(errors);
   if (empty) emptyValidates.add(cls);
   return instance;

@@ -1,9 +1,10 @@
-import { Body, Controller, Get, Param, Put } from '@nestjs/common';
+import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
 import { ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
+import { PageQuery } from '../common/pagination';
 import { SetToolDisabledDto, ToolSwitchPage, ToolSwitchView } from './governance.dto';
 import { GovernanceService } from './governance.service';
 
@@ -15,10 +16,13 @@ export class GovernanceController {
 
   @Get('disabled')
   @Access('viewer')
-  @ApiOperation({ summary: 'The tools disabled in this organization', description: 'Sorted by capability id, then tool id.' })
+  @ApiOperation({
+    summary: 'The tools disabled in this organization',
+    description: 'Sorted by capability id, then tool id. Pages like every list (`limit`, `cursor`, `nextCursor`).',
+  })
   @ApiOkResponse({ type: ToolSwitchPage })
-  async listDisabled(@Ctx() ctx: RequestContext): Promise<ToolSwitchPage> {
-    return { items: await this.governance.listDisabled(ctx), nextCursor: null };
+  listDisabled(@Ctx() ctx: RequestContext, @Query() query: PageQuery): Promise<ToolSwitchPage> {
+    return this.governance.listDisabled(ctx, query);
   }
 
   @Put(':capabilityId/:toolId/disabled')

@@ -6,6 +6,7 @@ import { CapabilityRegistry } from '../capabilities/capability-registry.service'
 import { findAgentWith } from '../agents/agents.repository';
 import { versionExists } from '../agents/agent-versions.repository';
 import { ApiError } from '../common/api-error';
+import { decodeCursor, DEFAULT_LIMIT, Page, pageOf, PageQuery } from '../common/pagination';
 import { DisabledToolRow, GovernanceRepository, RetirementRow } from './governance.repository';
 import { ToolSwitchView } from './governance.dto';
 
@@ -61,9 +62,19 @@ export class GovernanceService {
     });
   }
 
-  async listDisabled(ctx: RequestContext): Promise<ToolSwitchView[]> {
+  /** Sorted by capability id, then tool id; the cursor is the pair last answered, so a page boundary survives switches in between. */
+  async listDisabled(ctx: RequestContext, query: PageQuery): Promise<Page<ToolSwitchView>> {
+    const after = decodeCursor(query.cursor, ['text', 'text']) as [string, string] | undefined;
     const rows = await this.repository.disabledTools(keyOf(ctx).orgId);
-    return [...rows.values()].map(toSwitchView);
+    const views = [...rows.values()].map(toSwitchView).sort(byTool);
+    const rest = after ? views.filter((v) => byTool(v, { capabilityId: after[0], toolId: after[1] }) > 0) : views;
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    return pageOf(
+      rest.slice(0, limit + 1),
+      limit,
+      (v) => [v.capabilityId, v.toolId],
+      (v) => v,
+    );
   }
 
   /** Disables or enables one tool for the organization; audited only when the state changes. */
@@ -117,4 +128,9 @@ function toSwitchView(row: DisabledToolRow): ToolSwitchView {
 function keyOf(ctx: RequestContext): OrgPrincipal {
   if (!isOrgPrincipal(ctx.principal)) throw ApiError.forbidden("Only an organization's API key or member acts on its agents and tools.");
   return ctx.principal;
+}
+
+function byTool(a: { capabilityId: string; toolId: string }, b: { capabilityId: string; toolId: string }): number {
+  if (a.capabilityId !== b.capabilityId) return a.capabilityId < b.capabilityId ? -1 : 1;
+  return a.toolId === b.toolId ? 0 : a.toolId < b.toolId ? -1 : 1;
 }

@@ -1,4 +1,5 @@
 import { MAX_DOCUMENT_CHARS } from './knowledge.limits';
+import { OptionalNotNull } from '../common/optional-not-null';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsObject, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
 
@@ -28,8 +29,12 @@ export class CreateDocumentDto {
   @MaxLength(MAX_DOCUMENT_CHARS)
   content: string;
 
-  @ApiPropertyOptional({ type: 'object', additionalProperties: true, description: 'Free-form JSON object kept with the document.' })
-  @IsOptional()
+  @ApiPropertyOptional({
+    type: 'object',
+    additionalProperties: true,
+    description: 'Free-form JSON object kept with the document; not `null` (leave it out for `{}`).',
+  })
+  @OptionalNotNull()
   @IsObject()
   metadata?: Record<string, unknown>;
 }

@@ -16,7 +16,7 @@ import { Ctx } from '../auth/ctx.decorator';
 import { isOrgPrincipal, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
-import { PageQuery } from '../common/pagination';
+import { pageByKey, PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { McpConnectionsService } from './connections/mcp-connections.service';
 import {
@@ -41,10 +41,11 @@ export class McpServersController {
   @Access('authenticated')
   @ApiOperation({
     summary: 'The MCP catalog: vendor servers the code base allows, sorted by id',
-    description: 'For an organization key each entry says whether the organization holds every scope it needs (`available`).',
+    description:
+      'For an organization key each entry says whether the organization holds every scope it needs (`available`). Pages like every list (`limit`, `cursor`, `nextCursor`).',
   })
   @ApiOkResponse({ type: McpServerEntryList })
-  list(@Ctx() ctx: RequestContext): McpServerEntryList {
+  list(@Ctx() ctx: RequestContext, @Query() query: PageQuery): McpServerEntryList {
     const granted = isOrgPrincipal(ctx.principal) ? new Set(ctx.principal.orgScopes) : undefined;
     const items: McpServerEntryView[] = this.registry.all().map(({ descriptor }) => ({
       ...descriptor,
@@ -52,7 +53,7 @@ export class McpServersController {
       scopes: [...descriptor.scopes],
       ...(granted ? { available: descriptor.scopes.every((s) => granted.has(s)) } : {}),
     }));
-    return { items };
+    return pageByKey(items, query, (entry) => entry.id);
   }
 }
 

@@ -31,6 +31,7 @@ export class McpServerEntryView {
 
 export class McpServerEntryList {
   @ApiProperty({ type: [McpServerEntryView] }) items: McpServerEntryView[];
+  @ApiProperty({ nullable: true, type: String, description: 'Pass as `cursor` for the next page; null on the last one.' }) nextCursor: string | null;
 }
 
 export class CreateMcpConnectionDto {

@@ -134,7 +134,10 @@ export class ToolApprovals {
       const validation = this.implementations.validate(tool, decision.arguments);
       if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
       args = validation.value;
-      edited = { value: validation.plain, hash: canonicalHash(validation.plain) };
+      const hash = canonicalHash(validation.plain);
+      // A console that sends the arguments back unchanged has edited nothing: the call is not
+      // marked as run with edited arguments (canonical JSON, so key order does not count).
+      if (hash !== row.arguments_hash) edited = { value: validation.plain, hash };
     } else {
       // Fail closed: run only what the approval is bound to, checked again byte for byte.
       const validation = this.implementations.validate(tool, row.arguments);

@@ -1,5 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { IsIn, IsObject, IsOptional, IsString, IsUUID, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import { OptionalNotNull } from '../common/optional-not-null';
 import { PageQuery } from '../common/pagination';
 
 export const TOOL_CALL_STATUSES = ['pending_approval', 'running', 'succeeded', 'failed', 'rejected', 'expired'] as const;
@@ -103,9 +104,11 @@ export class ApproveDto {
   @ApiPropertyOptional({
     type: 'object',
     additionalProperties: true,
-    description: "Run with these arguments instead of the requested ones. Validated like the model's; kept beside the originals.",
+    description:
+      "Run with these arguments instead of the requested ones. Validated like the model's; kept beside the originals. Arguments equal to the requested ones (canonical JSON, defaults applied) are not an edit. `null` is refused (400): leave the field out to run the requested arguments.",
   })
-  @IsOptional()
+  // null is a malformed body (400), not arguments the tool refuses (422, audited as a denial).
+  @OptionalNotNull()
   @IsObject()
   arguments?: Record<string, unknown>;
 }

@@ -141,7 +141,12 @@ describe('builtin capability: memory-write (e2e)', () => {
       expect(inputErrors(registry, 'memory-write', 'remember', {})).toEqual(['content']);
       expect(inputErrors(registry, 'memory-write', 'remember', { content: '   ' })).toEqual(['content']);
       expect(inputErrors(registry, 'memory-write', 'remember', { content: 'x'.repeat(2001) })).toEqual(['content']);
-      expect(inputErrors(registry, 'memory-write', 'remember', { content: 'x', tags: ['Has Space'] })).toEqual(['tags']);
+      expect(inputErrors(registry, 'memory-write', 'remember', { content: 'x', tags: ['Has Space'] })).toEqual(['tags[0]']);
+      // Each bad tag once, at its index: they were two entries at `tags`, one per rule.
+      expect(registry.validateToolInput('memory-write', 'remember', { content: 'x', tags: ['ok', 'BAD', 'ok2', 5] }).errors).toEqual([
+        { path: 'tags[1]', code: 'matches', message: expect.stringMatching(/^tags\[1\] must match/) },
+        { path: 'tags[3]', code: 'isString', message: 'tags[3] must be a string' },
+      ]);
       expect(inputErrors(registry, 'memory-write', 'remember', { content: 'x', tags: Array.from({ length: 11 }, (_, i) => `t${i}`) })).toEqual(['tags']);
       expect(inputErrors(registry, 'memory-write', 'forget', { memoryId: 'm-1' })).toEqual(['memoryId']);
     });

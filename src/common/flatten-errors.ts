@@ -1,0 +1,81 @@
+import type { ValidationError } from 'class-validator';
+import { getMetadataStorage } from 'class-validator';
+import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
+import type { FieldError } from './api-error';
+import { joinPath } from './field-path';
+
+/**
+ * Constraints that say a value is of the wrong type, most basic first. When one fails, the
+ * others of the property (a length, a size, the fields of a nested object) describe a value that
+ * is not there: a missing `name` was also "longer than 200 characters", an object where a list
+ * belongs also "more than 100 elements" with fields at paths that do not exist. Only the type is
+ * reported then, once.
+ */
+const TYPE_CONSTRAINTS = ['isArray', 'isObject', 'isDictionary', 'isApprovalMap', 'isString', 'isBoolean', 'isInt', 'isNumber', 'isUuid', 'isEnum'];
+
+/**
+ * Flattens class-validator's tree into one entry per problem, each naming its field: a value of
+ * the wrong type is one entry, and a rule on each element of a list (`{ each: true }`) is one entry
+ * per bad element, at its index (`tags[1]`), not one per rule at the list's path.
+ * Needs errors built with `validationError: { target: true, value: true }` for the elements; without
+ * them each rule is reported at the list's path.
+ */
+export function flattenValidationErrors(errors: ValidationError[], parent = ''): FieldError[] {
+  const out: FieldError[] = [];
+  for (const error of errors) {
+    const path = joinPath(parent, error.property);
+    const constraints = error.constraints ?? {};
+    const elements = elementProblems(error, path);
+    const type = TYPE_CONSTRAINTS.find((c) => constraints[c] !== undefined && !elements?.rules.has(c));
+    if (type) {
+      out.push({ path, code: type, message: constraints[type] });
+      continue;
+    }
+    for (const [constraint, message] of Object.entries(constraints)) {
+      if (elements?.rules.has(constraint)) continue;
+      const unknown = constraint === 'whitelistValidation';
+      out.push({ path, code: unknown ? 'unknown_property' : constraint, message: unknown ? `property ${error.property} is not allowed` : message });
+    }
+    if (elements) out.push(...elements.errors);
+    if (error.children?.length) out.push(...flattenValidationErrors(error.children, path));
+  }
+  return out;
+}
+
+/**
+ * The `each` rules of a list that failed, re-checked element by element: the first rule each bad
+ * element breaks (a type rule before the others), at the element's index. Undefined when the value
+ * is not a list, or no element can be named (then the rules are reported as they came).
+ */
+function elementProblems(error: ValidationError, path: string): { rules: Set<string>; errors: FieldError[] } | undefined {
+  const value: unknown = error.value;
+  const target = error.target as object | undefined;
+  if (!Array.isArray(value) || !target || !error.constraints) return undefined;
+  const storage = getMetadataStorage();
+  const metadatas: ValidationMetadata[] = storage
+    .getTargetValidationMetadatas(target.constructor, '', true, false)
+    .filter((m) => m.propertyName === error.property && m.each && m.type === 'customValidation' && m.constraintCls);
+  const rules = metadatas
+    .map((m) => ({ m, constraint: storage.getTargetValidatorConstraints(m.constraintCls)[0] }))
+    .filter(({ constraint }) => constraint?.name !== undefined && error.constraints![constraint.name] !== undefined)
+    .sort((a, b) => rank(a.constraint.name) - rank(b.constraint.name));
+  if (rules.length === 0) return undefined;
+  const errors: FieldError[] = [];
+  value.forEach((element: unknown, i) => {
+    for (const { m, constraint } of rules) {
+      const args = { value: element, constraints: m.constraints, targetName: target.constructor.name, object: target, property: error.property };
+      if (constraint.instance.validate(element, args) === true) continue;
+      const at = `${path}[${i}]`;
+      const message = error.constraints![constraint.name];
+      const prefix = `each value in ${error.property} `;
+      errors.push({ path: at, code: constraint.name, message: message.startsWith(prefix) ? `${at} ${message.slice(prefix.length)}` : message });
+      break;
+    }
+  });
+  return errors.length > 0 ? { rules: new Set(rules.map((r) => r.constraint.name)), errors } : undefined;
+}
+
+function rank(constraint: string): number {
+  const i = TYPE_CONSTRAINTS.indexOf(constraint);
+  return i === -1 ? TYPE_CONSTRAINTS.length : i;
+}
