@@ -629,7 +629,7 @@ export interface paths {
         };
         /**
          * The MCP catalog: vendor servers the code base allows, sorted by id
-         * @description For an organization key each entry says whether the organization holds every scope it needs (`available`).
+         * @description For an organization key each entry says whether the organization holds every scope it needs (`available`). Pages like every list (`limit`, `cursor`, `nextCursor`).
          */
         get: operations["listMcpServers"];
         put?: never;
@@ -986,7 +986,7 @@ export interface paths {
         };
         /**
          * The tools disabled in this organization
-         * @description Sorted by capability id, then tool id.
+         * @description Sorted by capability id, then tool id. Pages like every list (`limit`, `cursor`, `nextCursor`).
          */
         get: operations["listDisabledGovernance"];
         put?: never;
@@ -1128,11 +1128,11 @@ export interface components {
             /** @description The model that runs the agent (`POST /agents/{agentId}/runs`); without it runs are `409 model_not_configured`. */
             model?: components["schemas"]["ModelRefDto"];
             resources?: components["schemas"]["AgentResourcesDto"];
-            /** @description Per tool id: `"required"` makes a tool ask for approval. Never looser than the default. */
+            /** @description Per tool id: `"required"` makes a tool ask for approval. Never looser than the default. At most 500 entries. */
             toolApproval?: {
                 [key: string]: "required";
             };
-            /** @description Per tool id: the name and description the model sees. */
+            /** @description Per tool id: the name and description the model sees. At most 500 entries. */
             toolOverrides?: {
                 [key: string]: components["schemas"]["ToolOverrideDto"];
             };
@@ -1262,7 +1262,7 @@ export interface components {
             version: number;
         };
         ApproveDto: {
-            /** @description Run with these arguments instead of the requested ones. Validated like the model's; kept beside the originals. */
+            /** @description Run with these arguments instead of the requested ones. Validated like the model's; kept beside the originals. Arguments equal to the requested ones (canonical JSON, defaults applied) are not an edit. `null` is refused (400): leave the field out to run the requested arguments. */
             arguments?: {
                 [key: string]: unknown;
             };
@@ -1400,7 +1400,7 @@ export interface components {
         CreateDocumentDto: {
             /** @description The text, indexed for full-text search. */
             content: string;
-            /** @description Free-form JSON object kept with the document. */
+            /** @description Free-form JSON object kept with the document; not `null` (leave it out for `{}`). */
             metadata?: {
                 [key: string]: unknown;
             };
@@ -1632,6 +1632,8 @@ export interface components {
         };
         McpServerEntryList: {
             items: components["schemas"]["McpServerEntryView"][];
+            /** @description Pass as `cursor` for the next page; null on the last one. */
+            nextCursor: string | null;
         };
         McpServerEntryView: {
             /** @description For an organization key: the organization holds every scope the entry needs. */
@@ -2036,7 +2038,14 @@ export interface components {
     responses: never;
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Requests allowed per window by the tighter of the key's and the organization's limits (absent when neither is configured). */
+        "RateLimit-Limit": number;
+        /** @description Requests left in the current window under that limit. */
+        "RateLimit-Remaining": number;
+        /** @description Seconds until the current window ends. */
+        "RateLimit-Reset": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -2087,6 +2096,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2120,9 +2132,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2148,6 +2163,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2199,9 +2217,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2225,6 +2257,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2258,9 +2293,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2288,6 +2326,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2339,9 +2380,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2365,6 +2420,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2398,9 +2456,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2479,9 +2540,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2514,6 +2578,9 @@ export interface operations {
             /** @description The JSON-RPC responses (and progress notifications) as server-sent events. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2523,6 +2590,9 @@ export interface operations {
             /** @description Only notifications or responses were sent; nothing to answer. */
             202: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2585,9 +2655,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2666,9 +2750,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2693,6 +2780,9 @@ export interface operations {
             /** @description Nothing changed: the latest version. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2702,6 +2792,9 @@ export interface operations {
             /** @description A new version. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2744,9 +2837,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2777,6 +2873,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2841,9 +2940,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -2875,6 +2988,9 @@ export interface operations {
             /** @description It ran: `succeeded`, or `failed` with `error`. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2884,6 +3000,9 @@ export interface operations {
             /** @description It waits for approval: `pending_approval` with `approvalId`; nothing ran. */
             202: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2948,6 +3067,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `invalid_arguments` with `errors[]`, or `idempotency_key_reused`. */
             422: {
                 headers: {
@@ -2960,6 +3090,9 @@ export interface operations {
             /** @description A per-run limit contributed by a capability is reached (`budget_exceeded`). */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2986,6 +3119,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3028,9 +3164,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3056,6 +3195,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3098,9 +3240,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3131,6 +3276,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3186,9 +3334,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3214,6 +3365,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3256,9 +3410,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3295,6 +3452,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3350,9 +3510,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3394,6 +3557,9 @@ export interface operations {
                 headers: {
                     /** @description Identifies this answer (it differs per organization because of `available`). */
                     ETag?: string;
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3434,9 +3600,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3465,6 +3634,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3498,9 +3670,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3524,6 +3699,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3557,9 +3735,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3588,6 +3769,9 @@ export interface operations {
             /** @description The approval, and the call as it ran (`succeeded` or `failed`). */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3652,6 +3836,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Edited arguments break the tool's input schema (`invalid_arguments`). */
             422: {
                 headers: {
@@ -3661,9 +3856,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3691,6 +3889,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3755,9 +3956,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3787,6 +4002,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3820,9 +4038,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3851,6 +4072,9 @@ export interface operations {
             /** @description The stream. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3887,6 +4111,9 @@ export interface operations {
             /** @description The organization already has 256 streams open on this node (`rate_limited`). */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3913,6 +4140,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3946,9 +4176,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3974,6 +4207,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4016,9 +4252,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4042,6 +4292,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4075,9 +4328,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4102,6 +4358,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4142,9 +4401,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4173,6 +4435,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4215,9 +4480,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4245,6 +4513,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4296,6 +4567,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The content has too many distinct words for its search index (`document_not_indexable`): a PostgreSQL tsvector holds at most 1 MiB of words and positions. The document is refused whole, never stored half-indexed; split it. */
             422: {
                 headers: {
@@ -4305,9 +4587,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4332,6 +4617,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4365,9 +4653,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4393,6 +4684,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4424,9 +4718,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4453,6 +4750,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4486,9 +4786,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4514,6 +4817,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4569,6 +4875,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The URL is refused by the egress policy (`egress_refused`), or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored. */
             422: {
                 headers: {
@@ -4578,9 +4895,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4604,6 +4924,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4637,9 +4960,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4664,6 +4990,9 @@ export interface operations {
             /** @description Deleted; its client (and process) on this node stopped. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4704,9 +5033,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4734,6 +5066,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4785,9 +5120,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4811,6 +5160,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4844,9 +5196,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4875,6 +5230,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4926,9 +5284,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4941,7 +5313,12 @@ export interface operations {
     };
     listMcpServers: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -4950,10 +5327,22 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["McpServerEntryList"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing, unknown or revoked token (`unauthorized`). */
@@ -4974,9 +5363,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4998,6 +5390,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5022,9 +5417,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5051,6 +5449,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5084,9 +5485,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5112,6 +5516,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5163,6 +5570,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description `baseUrl` is refused by the egress policy (`egress_refused`). */
             422: {
                 headers: {
@@ -5172,9 +5590,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5198,6 +5619,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5231,9 +5655,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5258,6 +5685,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5298,9 +5728,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5327,6 +5760,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5360,9 +5796,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5388,6 +5827,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5439,9 +5881,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5465,6 +5921,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5498,9 +5957,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5529,6 +5991,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5571,9 +6036,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5601,6 +6069,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5652,9 +6123,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5680,6 +6165,9 @@ export interface operations {
             /** @description Revoked. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -5711,9 +6199,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5741,6 +6232,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5792,9 +6286,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5823,6 +6331,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5856,9 +6367,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5882,6 +6396,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5915,9 +6432,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5941,6 +6461,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5978,9 +6501,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6008,6 +6534,9 @@ export interface operations {
             /** @description text/event-stream: `id`, `event` (the type) and `data` (JSON) per event. */
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6041,9 +6570,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6070,6 +6602,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6103,9 +6638,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6131,6 +6669,9 @@ export interface operations {
         responses: {
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6173,9 +6714,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6199,6 +6754,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6232,9 +6790,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6259,6 +6820,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6299,9 +6863,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6331,6 +6898,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6364,9 +6934,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6390,6 +6963,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6423,9 +6999,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6449,6 +7028,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6482,9 +7064,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6515,6 +7100,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6570,9 +7158,23 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6585,7 +7187,12 @@ export interface operations {
     };
     listDisabledGovernance: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Opaque cursor from a previous page's `nextCursor`. */
+                cursor?: string;
+                /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
+                limit?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;
@@ -6594,10 +7201,22 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["ToolSwitchPage"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description Missing, unknown or revoked token (`unauthorized`). */
@@ -6618,9 +7237,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6647,6 +7269,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6680,9 +7305,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6709,6 +7337,9 @@ export interface operations {
             /** @description The endpoint, with its signing secret: the only answer that shows it. */
             201: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6760,6 +7391,17 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The egress policy refuses the URL (`egress_refused`, naming `url`). */
             422: {
                 headers: {
@@ -6769,9 +7411,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6795,6 +7440,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6828,9 +7476,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6855,6 +7506,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -6886,9 +7540,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -6918,6 +7575,9 @@ export interface operations {
         responses: {
             200: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -6960,9 +7620,12 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`); no `RateLimit-*` headers are sent, so a client learns of a limit from this answer only. */
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
             429: {
                 headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                     /** @description Seconds until the window that refused the request ends. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
