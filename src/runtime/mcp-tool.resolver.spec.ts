@@ -70,17 +70,37 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(tool(broken), { a: 1 }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
   });
 
-  it('applies a pattern; a schema with one that backtracks exponentially cannot be used, and says why', () => {
+  it('applies a pattern; one that backtracks on V8 matches in linear time, and one RE2 cannot run makes the schema unusable', () => {
     const safe = tool({ type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' } } });
     expect(resolver.validate(safe, { code: 'ABC-1234' }).errors).toEqual([]);
     expect(resolver.validate(safe, { code: 'abc' }).errors).toEqual([expect.objectContaining({ path: 'code', code: 'pattern' })]);
-    // Short here; each character more doubles the backtracking (31 held the node 15 s).
-    for (const nested of [
-      { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } },
-      { type: 'object', patternProperties: { '^(x+x+)+y$': { type: 'string' } } },
-    ]) {
-      const errors = resolver.validate(tool(nested), { s: `${'a'.repeat(16)}!`, [`${'x'.repeat(16)}`]: 1 }).errors;
-      expect(errors).toEqual([{ path: '', code: 'schema', message: expect.stringMatching(/cannot be used: the pattern .* exponential time/) }]);
+    // Nested quantifiers: on a backtracking engine each character more doubles the work (31 held the node 15 s).
+    const nested = tool({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } });
+    expect(resolver.validate(nested, { s: 'a'.repeat(100_000) }).errors).toEqual([]);
+    expect(resolver.validate(nested, { s: `${'a'.repeat(100_000)}!` }).errors).toEqual([expect.objectContaining({ path: 's', code: 'pattern' })]);
+    // safe-regex2 let these through: quadratic (150,000 spaces held the node 21 s) and exponential (29 characters, 5 s).
+    const common = tool({
+      type: 'object',
+      properties: { q: { type: 'string', pattern: '\\s+$' }, g: { type: 'string', pattern: '^(a|a)*$' }, w: { type: 'string', pattern: '(\\w|\\d)*x$' } },
+      patternProperties: { '^(x+x+)+y$': { type: 'string' } },
+    });
+    const errors = resolver.validate(common, {
+      q: `${' '.repeat(150_000)}x`,
+      g: `${'a'.repeat(100_000)}!`,
+      w: 'a'.repeat(100_000),
+      ['x'.repeat(100_000)]: 1,
+    }).errors;
+    expect(errors.map((e) => `${e.path} ${e.code}`).sort()).toEqual(['g pattern', 'q pattern', 'w pattern']);
+    expect(resolver.validate(common, { q: 'trailing ', g: 'aaa', w: 'abx', xxy: 1 }).errors.map((e) => e.path)).toEqual(['xxy']);
+    // JavaScript spellings RE2 does not have are translated.
+    const unicode = tool({ type: 'object', properties: { n: { type: 'string', pattern: '^[\\u00e9\\p{L}]+\\/\\d{2,30}$' } } });
+    expect(resolver.validate(unicode, { n: 'été/42' }).errors).toEqual([]);
+    expect(resolver.validate(unicode, { n: 'été/4' }).errors).toEqual([expect.objectContaining({ path: 'n', code: 'pattern' })]);
+    for (const unrunnable of ['^(?=.*[A-Z]).{8,}$', '^(a)\\1$']) {
+      const t = tool({ type: 'object', properties: { p: { type: 'string', pattern: unrunnable } } });
+      expect(resolver.validate(t, { p: 'Password1' }).errors).toEqual([
+        { path: '', code: 'schema', message: expect.stringMatching(/cannot be used: the pattern .* cannot be matched in linear time/) },
+      ]);
     }
   });
 
