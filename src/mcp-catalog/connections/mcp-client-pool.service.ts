@@ -8,7 +8,7 @@ import { MAX_RESULT_CHARS } from '../../runtime/output-budget';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { CleanStdioTransport } from './clean-stdio.transport';
 import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
-import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
+import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS } from './mcp-tools';
 
 export { classify, McpUpstreamError, redactSecrets } from './mcp-failures';
 export type { McpFailureCode } from './mcp-failures';
@@ -27,9 +27,10 @@ export interface McpRequestOptions {
   timeoutMs: number;
 }
 
-/** A server that lists more is refused: what an agent is offered must stay reviewable. */
-export const MAX_LISTED_TOOLS = 500;
+export { MAX_LISTED_TOOLS } from './mcp-tools';
 const MAX_LIST_PAGES = 50;
+/** The most of one page of a tool list read: the list as stored is at most MAX_LIST_CHARS. */
+const MAX_LIST_PAGE_BYTES = 4 * MAX_LIST_CHARS;
 /**
  * The most of one answer of a server read (a tool's result, a page of its tool list): a few times
  * what a stored result may hold, as JSON escapes can take several bytes for one character.
@@ -69,7 +70,7 @@ export class McpClientPool implements OnModuleDestroy {
   private closing = false;
   private readonly maxResponseBytes: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
-  private readonly current = new AsyncLocalStorage<McpRequestOptions>();
+  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number }>();
 
   constructor(
     private readonly egress: EgressService,
@@ -86,18 +87,23 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/list`, every page, as the platform stores it. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
-    return this.withClient(target, options, 'upstream_unavailable', async (client) => {
-      const raw: unknown[] = [];
+    const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
+    return this.withClient(target, paged, 'upstream_unavailable', async (client) => {
+      const list = new ListedToolsCollector();
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
         if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
-        const answer = await client.listTools(cursor === undefined ? {} : { cursor }, { signal: options.signal, timeout: options.timeoutMs });
-        raw.push(...answer.tools);
-        if (raw.length > MAX_LISTED_TOOLS) throw new McpUpstreamError('upstream_unavailable', `the server lists more than ${MAX_LISTED_TOOLS} tools`);
+        // Without a cursor the SDK's listTools walks every page itself (64 of them) and keeps them all
+        // before anything here could measure them: the first page is asked for as a plain request.
+        const answer =
+          cursor === undefined
+            ? await client.request({ method: 'tools/list' }, { signal: options.signal, timeout: options.timeoutMs })
+            : await client.listTools({ cursor }, { signal: options.signal, timeout: options.timeoutMs });
+        list.add(answer.tools);
         if (typeof answer.nextCursor !== 'string' || answer.nextCursor === '' || answer.nextCursor === cursor) break;
         cursor = answer.nextCursor;
       }
-      return sanitizeListedTools(raw);
+      return list.tools;
     });
   }
 
@@ -170,7 +176,12 @@ export class McpClientPool implements OnModuleDestroy {
   }
 
   /** `tooLarge`: the code of an answer past MAX_RESPONSE_BYTES (a connection's status names only reachability). */
-  private async withClient<T>(target: McpTarget, options: McpRequestOptions, tooLarge: McpFailureCode, use: (client: Client) => Promise<T>): Promise<T> {
+  private async withClient<T>(
+    target: McpTarget,
+    options: McpRequestOptions & { maxBytes?: number },
+    tooLarge: McpFailureCode,
+    use: (client: Client) => Promise<T>,
+  ): Promise<T> {
     if (this.closing) throw new McpUpstreamError('upstream_unavailable', 'the node is shutting down');
     let pooled: Pooled | undefined;
     try {
@@ -262,7 +273,8 @@ export class McpClientPool implements OnModuleDestroy {
    */
   private bounded(init: RequestInit | undefined): EgressRequestInit {
     const stream = (init?.method ?? 'GET').toUpperCase() === 'GET';
-    return { ...init, deadlineMs: stream ? Infinity : this.current.getStore()?.timeoutMs, maxBytes: this.maxResponseBytes };
+    const store = this.current.getStore();
+    return { ...init, deadlineMs: stream ? Infinity : store?.timeoutMs, maxBytes: store?.maxBytes ?? this.maxResponseBytes };
   }
 }
 
