@@ -2,7 +2,11 @@ import type { VersionTool } from '../agents/built-version';
 import { testConfig } from '../../test/support/test-app';
 import { McpToolResolver } from './mcp-tool.resolver';
 
-const tool = (inputSchema: Record<string, unknown>, digest = JSON.stringify(inputSchema)): VersionTool => ({
+const tool = (
+  inputSchema: Record<string, unknown>,
+  digest = JSON.stringify(inputSchema),
+  connectionId = '00000000-0000-4000-8000-000000000000',
+): VersionTool => ({
   name: 't',
   description: 'd',
   inputSchema,
@@ -10,7 +14,7 @@ const tool = (inputSchema: Record<string, unknown>, digest = JSON.stringify(inpu
   toolId: 'conn/t',
   risk: 'read_only',
   requiresApproval: false,
-  source: { connectionId: '00000000-0000-4000-8000-000000000000', server: 'remote' },
+  source: { connectionId, server: 'remote' },
   declaration: { id: 'conn/t', description: 'd', risk: 'read_only' },
   scopes: [],
   approvalReason: null,
@@ -119,5 +123,23 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(tags, { tags: Array.from({ length: 30_000 }, (_, i) => ({ a: i })) }).errors).toEqual([]);
     const off = tool({ type: 'object', properties: { tags: { type: 'array', uniqueItems: false } } });
     expect(resolver.validate(off, { tags: [1, 1] }).errors).toEqual([]);
+  });
+
+  it("validates a tool against its own server's schema only: another organization's `$id` neither blocks nor answers it", () => {
+    const id = 'https://schemas.example.com/search';
+    // Organization A's server, then organization B's, list the same `$id` with different schemas; C's refers to it.
+    const a = tool({ $id: id, type: 'object', properties: { q: { type: 'string' } } }, 'digest-a', '00000000-0000-4000-8000-00000000000a');
+    const b = tool({ $id: id, type: 'object', properties: { q: { type: 'number' } } }, 'digest-b', '00000000-0000-4000-8000-00000000000b');
+    const c = tool({ type: 'object', properties: { q: { $ref: `${id}#/properties/q` } } }, 'digest-c', '00000000-0000-4000-8000-00000000000c');
+    expect(resolver.validate(a, { q: 's' }).errors).toEqual([]);
+    expect(resolver.validate(a, { q: 1 }).errors).toEqual([expect.objectContaining({ path: 'q', code: 'type' })]);
+    expect(resolver.validate(b, { q: 1 }).errors).toEqual([]);
+    expect(resolver.validate(b, { q: 's' }).errors).toEqual([expect.objectContaining({ path: 'q', code: 'type' })]);
+    // C's server never gave that schema: C's tool cannot be used, whatever A's said.
+    expect(resolver.validate(c, { q: 's' }).errors).toEqual([expect.objectContaining({ path: '', code: 'schema' })]);
+    // Within one schema, its own `$id` and `$ref`s still resolve.
+    const own = tool({ $id: id, type: 'object', properties: { q: { $ref: `${id}#/definitions/q` } }, definitions: { q: { type: 'integer' } } }, 'digest-own');
+    expect(resolver.validate(own, { q: 1 }).errors).toEqual([]);
+    expect(resolver.validate(own, { q: 's' }).errors).toEqual([expect.objectContaining({ path: 'q' })]);
   });
 });

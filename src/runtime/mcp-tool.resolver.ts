@@ -29,8 +29,6 @@ const MAX_ERROR_TEXT = 2000;
  */
 @Injectable()
 export class McpToolResolver implements ToolImplementationResolver {
-  private readonly draft7 = bounded(new Ajv({ strict: false, allErrors: true, validateSchema: false, code: { regExp: linearRegExp } }));
-  private readonly draft2020 = bounded(new Ajv2020({ strict: false, allErrors: true, validateSchema: false, code: { regExp: linearRegExp } }));
   private readonly validators = new LruCache<string, ValidateFunction | string>(VALIDATORS_CACHED);
 
   constructor(
@@ -83,7 +81,12 @@ export class McpToolResolver implements ToolImplementationResolver {
     const known = this.validators.get(tool.digest);
     if (known !== undefined) return known;
     const { $schema: dialect, ...schema } = tool.inputSchema as { $schema?: unknown };
-    const ajv = typeof dialect === 'string' && /2019-09|2020-12/.test(dialect) ? this.draft2020 : this.draft7;
+    // An Ajv of its own per schema: one shared by every tenant registered each schema's `$id` for the
+    // life of the process, so another organization's server could take an `$id` (its tools' schemas
+    // then failed to compile) or answer a `$ref` (validating this tool against its schema). Dropped
+    // with the validator, it also takes Ajv's own cache of the schema with it (about 2 KB, 1.5 ms).
+    const options = { strict: false, allErrors: true, validateSchema: false, code: { regExp: linearRegExp } };
+    const ajv = typeof dialect === 'string' && /2019-09|2020-12/.test(dialect) ? bounded(new Ajv2020(options)) : bounded(new Ajv(options));
     let compiled: ValidateFunction | string;
     try {
       compiled = ajv.compile(schema);
