@@ -1,5 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { Client, StreamableHTTPClientTransport, type CallToolResult, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  isCallToolResult,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type StandardSchemaV1,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
@@ -37,6 +44,25 @@ const MAX_LIST_PAGE_BYTES = 4 * MAX_LIST_CHARS;
  */
 export const MAX_RESPONSE_BYTES = 4 * MAX_RESULT_CHARS;
 const CLIENT_INFO = { name: 'capability-platform', version: '1' };
+
+/**
+ * A tool's result as the server sent it, once checked to be one. The SDK's callTool parse copies
+ * `structuredContent` key by key, and a key named `__proto__` then set a prototype instead of
+ * being kept: the vendor's data silently changed. (Its output-schema check needs the list the
+ * SDK caches from its own paging, which listTools no longer uses.)
+ */
+const AS_SENT: StandardSchemaV1<unknown, CallToolResult> = {
+  '~standard': {
+    version: 1,
+    vendor: 'capability-platform',
+    validate: (value) => {
+      const record = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+      // The SDK's schema defaults a missing `content` to none; its guard wants one.
+      if (record && isCallToolResult(record.content === undefined ? { ...record, content: [] } : record)) return { value: record as CallToolResult };
+      return { issues: [{ message: 'the answer is not a tools/call result' }] };
+    },
+  },
+};
 
 interface Pooled {
   fingerprint: string;
@@ -110,16 +136,12 @@ export class McpClientPool implements OnModuleDestroy {
   /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
     return this.withClient(target, options, 'result_too_large', async (client) => {
-      const result = await client.callTool(
-        { name, arguments: args },
-        {
-          signal: options.signal,
-          timeout: options.timeoutMs,
-          // Asking for progress lets long-running tools report it; each report extends nothing.
-          onprogress: () => undefined,
-        },
-      );
-      return result as CallToolResult;
+      return await client.request({ method: 'tools/call', params: { name, arguments: args } }, AS_SENT, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+        // Asking for progress lets long-running tools report it; each report extends nothing.
+        onprogress: () => undefined,
+      });
     });
   }
 

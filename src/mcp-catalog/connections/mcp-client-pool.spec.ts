@@ -45,6 +45,11 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
       }
       // `slow` answers properly after 400 ms; `broken` with a 500.
       if (message.params?.name === 'slow') return void setTimeout(() => answer({ content: [{ type: 'text', text: 'slow but fine' }] }), 400);
+      // `proto` answers a result with a `__proto__` key, written as text (JSON.stringify would not write it).
+      if (message.params?.name === 'proto') {
+        const body = `{"jsonrpc":"2.0","id":${message.id},"result":{"content":[{"type":"text","text":"p"}],"structuredContent":{"__proto__":{"polluted":1},"a":1}}}`;
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      }
       if (message.params?.name === 'broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('boom');
       const misbehave = message.method === 'tools/list' ? (state.floodList ? 'flood' : undefined) : message.params?.name;
       if (misbehave !== 'trickle' && misbehave !== 'flood') {
@@ -160,6 +165,17 @@ describe('McpClientPool against a server that misbehaves after its headers', () 
     } finally {
       mcp.state.endlessList = false;
     }
+  });
+
+  it("keeps a result's keys as the server sent them, `__proto__` too, as data", async () => {
+    const result = await pool.callTool(target(), 'proto', {}, { timeoutMs: 2000 });
+    const structured = result.structuredContent as Record<string, unknown>;
+    expect(Object.keys(structured)).toEqual(['__proto__', 'a']);
+    expect(Object.getOwnPropertyDescriptor(structured, '__proto__')?.value).toEqual({ polluted: 1 });
+    // A data property, not a prototype: nothing is inherited from it.
+    expect('polluted' in structured).toBe(false);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(result.content).toEqual([{ type: 'text', text: 'p' }]);
   });
 
   it('a call that fails, or a release, leaves the calls already on that client to finish; the next call gets a new client', async () => {
