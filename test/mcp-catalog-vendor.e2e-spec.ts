@@ -150,6 +150,16 @@ describe('MCP catalog: what vendor servers send (e2e)', () => {
     }
   });
 
+  it('tools/list_changed in a loop: the connection lists again at most once per 30 s, however many notices come', async () => {
+    const agent = await publishedAgent(['announce_change']);
+    const listsBefore = vendor.listRequests.length;
+    // Each call's answer carries a notice; read again for each, a server looping on them wrote ~30 audited refreshes a second.
+    for (let i = 0; i < 6; i++) await call(agent.id, 'announce_change').expect(200);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // One read at once (none when the previous test's notice opened the 30 s window); the rest wait, folded into one.
+    expect(vendor.listRequests.length - listsBefore).toBeLessThanOrEqual(1);
+  });
+
   it('progress: the platform asks for it and the call succeeds; reports never stretch the call past TOOL_TIMEOUT_MS', async () => {
     const agent = await publishedAgent(['count_slowly']);
     const done = await call(agent.id, 'count_slowly', { steps: 3, stepMs: 20 }).expect(200);

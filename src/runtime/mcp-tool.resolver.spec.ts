@@ -2,7 +2,11 @@ import type { VersionTool } from '../agents/built-version';
 import { testConfig } from '../../test/support/test-app';
 import { McpToolResolver } from './mcp-tool.resolver';
 
-const tool = (inputSchema: Record<string, unknown>, digest = JSON.stringify(inputSchema)): VersionTool => ({
+const tool = (
+  inputSchema: Record<string, unknown>,
+  digest = JSON.stringify(inputSchema),
+  connectionId = '00000000-0000-4000-8000-000000000000',
+): VersionTool => ({
   name: 't',
   description: 'd',
   inputSchema,
@@ -10,7 +14,7 @@ const tool = (inputSchema: Record<string, unknown>, digest = JSON.stringify(inpu
   toolId: 'conn/t',
   risk: 'read_only',
   requiresApproval: false,
-  source: { connectionId: '00000000-0000-4000-8000-000000000000', server: 'remote' },
+  source: { connectionId, server: 'remote' },
   declaration: { id: 'conn/t', description: 'd', risk: 'read_only' },
   scopes: [],
   approvalReason: null,
@@ -70,17 +74,37 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(tool(broken), { a: 1 }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
   });
 
-  it('applies a pattern; a schema with one that backtracks exponentially cannot be used, and says why', () => {
+  it('applies a pattern; one that backtracks on V8 matches in linear time, and one RE2 cannot run makes the schema unusable', () => {
     const safe = tool({ type: 'object', properties: { code: { type: 'string', pattern: '^[A-Z]{3}-\\d{4}$' } } });
     expect(resolver.validate(safe, { code: 'ABC-1234' }).errors).toEqual([]);
     expect(resolver.validate(safe, { code: 'abc' }).errors).toEqual([expect.objectContaining({ path: 'code', code: 'pattern' })]);
-    // Short here; each character more doubles the backtracking (31 held the node 15 s).
-    for (const nested of [
-      { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } },
-      { type: 'object', patternProperties: { '^(x+x+)+y$': { type: 'string' } } },
-    ]) {
-      const errors = resolver.validate(tool(nested), { s: `${'a'.repeat(16)}!`, [`${'x'.repeat(16)}`]: 1 }).errors;
-      expect(errors).toEqual([{ path: '', code: 'schema', message: expect.stringMatching(/cannot be used: the pattern .* exponential time/) }]);
+    // Nested quantifiers: on a backtracking engine each character more doubles the work (31 held the node 15 s).
+    const nested = tool({ type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } } });
+    expect(resolver.validate(nested, { s: 'a'.repeat(100_000) }).errors).toEqual([]);
+    expect(resolver.validate(nested, { s: `${'a'.repeat(100_000)}!` }).errors).toEqual([expect.objectContaining({ path: 's', code: 'pattern' })]);
+    // safe-regex2 let these through: quadratic (150,000 spaces held the node 21 s) and exponential (29 characters, 5 s).
+    const common = tool({
+      type: 'object',
+      properties: { q: { type: 'string', pattern: '\\s+$' }, g: { type: 'string', pattern: '^(a|a)*$' }, w: { type: 'string', pattern: '(\\w|\\d)*x$' } },
+      patternProperties: { '^(x+x+)+y$': { type: 'string' } },
+    });
+    const errors = resolver.validate(common, {
+      q: `${' '.repeat(150_000)}x`,
+      g: `${'a'.repeat(100_000)}!`,
+      w: 'a'.repeat(100_000),
+      ['x'.repeat(100_000)]: 1,
+    }).errors;
+    expect(errors.map((e) => `${e.path} ${e.code}`).sort()).toEqual(['g pattern', 'q pattern', 'w pattern']);
+    expect(resolver.validate(common, { q: 'trailing ', g: 'aaa', w: 'abx', xxy: 1 }).errors.map((e) => e.path)).toEqual(['xxy']);
+    // JavaScript spellings RE2 does not have are translated.
+    const unicode = tool({ type: 'object', properties: { n: { type: 'string', pattern: '^[\\u00e9\\p{L}]+\\/\\d{2,30}$' } } });
+    expect(resolver.validate(unicode, { n: 'été/42' }).errors).toEqual([]);
+    expect(resolver.validate(unicode, { n: 'été/4' }).errors).toEqual([expect.objectContaining({ path: 'n', code: 'pattern' })]);
+    for (const unrunnable of ['^(?=.*[A-Z]).{8,}$', '^(a)\\1$']) {
+      const t = tool({ type: 'object', properties: { p: { type: 'string', pattern: unrunnable } } });
+      expect(resolver.validate(t, { p: 'Password1' }).errors).toEqual([
+        { path: '', code: 'schema', message: expect.stringMatching(/cannot be used: the pattern .* cannot be matched in linear time/) },
+      ]);
     }
   });
 
@@ -99,5 +123,23 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(tags, { tags: Array.from({ length: 30_000 }, (_, i) => ({ a: i })) }).errors).toEqual([]);
     const off = tool({ type: 'object', properties: { tags: { type: 'array', uniqueItems: false } } });
     expect(resolver.validate(off, { tags: [1, 1] }).errors).toEqual([]);
+  });
+
+  it("validates a tool against its own server's schema only: another organization's `$id` neither blocks nor answers it", () => {
+    const id = 'https://schemas.example.com/search';
+    // Organization A's server, then organization B's, list the same `$id` with different schemas; C's refers to it.
+    const a = tool({ $id: id, type: 'object', properties: { q: { type: 'string' } } }, 'digest-a', '00000000-0000-4000-8000-00000000000a');
+    const b = tool({ $id: id, type: 'object', properties: { q: { type: 'number' } } }, 'digest-b', '00000000-0000-4000-8000-00000000000b');
+    const c = tool({ type: 'object', properties: { q: { $ref: `${id}#/properties/q` } } }, 'digest-c', '00000000-0000-4000-8000-00000000000c');
+    expect(resolver.validate(a, { q: 's' }).errors).toEqual([]);
+    expect(resolver.validate(a, { q: 1 }).errors).toEqual([expect.objectContaining({ path: 'q', code: 'type' })]);
+    expect(resolver.validate(b, { q: 1 }).errors).toEqual([]);
+    expect(resolver.validate(b, { q: 's' }).errors).toEqual([expect.objectContaining({ path: 'q', code: 'type' })]);
+    // C's server never gave that schema: C's tool cannot be used, whatever A's said.
+    expect(resolver.validate(c, { q: 's' }).errors).toEqual([expect.objectContaining({ path: '', code: 'schema' })]);
+    // Within one schema, its own `$id` and `$ref`s still resolve.
+    const own = tool({ $id: id, type: 'object', properties: { q: { $ref: `${id}#/definitions/q` } }, definitions: { q: { type: 'integer' } } }, 'digest-own');
+    expect(resolver.validate(own, { q: 1 }).errors).toEqual([]);
+    expect(resolver.validate(own, { q: 's' }).errors).toEqual([expect.objectContaining({ path: 'q' })]);
   });
 });

@@ -1,5 +1,45 @@
-import { countTokens } from 'gpt-tokenizer';
-import { applyOutputBudget, MAX_RESULT_CHARS, UnusableResultError } from './output-budget';
+import { countTokens, encode } from 'gpt-tokenizer';
+import {
+  applyOutputBudget,
+  EXACT_COUNT_CHARS,
+  MAX_PIECE_CHARS,
+  MAX_RESULT_CHARS,
+  MAX_SEGMENT_CHARS,
+  tokenizerSegments,
+  UnusableResultError,
+} from './output-budget';
+
+/**
+ * BPE is quadratic in the length of one pre-token: every tokenizer entry point refuses a text longer
+ * than the budget ever hands it, so a regression fails here at once instead of holding the test for hours.
+ */
+const BOUND = 4 * MAX_SEGMENT_CHARS;
+const handed: number[] = [];
+jest.mock('gpt-tokenizer', () => {
+  const actual = jest.requireActual<Record<string, (text: string, ...rest: unknown[]) => unknown>>('gpt-tokenizer');
+  const guarded =
+    (name: string) =>
+    (text: string, ...rest: unknown[]) => {
+      if (typeof text === 'string') {
+        if (text.length > BOUND) throw new Error(`${name} was handed ${text.length} characters at once`);
+        handed.push(text.length);
+      }
+      return actual[name](text, ...rest);
+    };
+  const names = ['encode', 'encodeGenerator', 'countTokens', 'isWithinTokenLimit'];
+  return { ...actual, ...Object.fromEntries(names.map((name) => [name, guarded(name)])) };
+});
+
+/** Letters without a space, different each time (the tokenizer caches a piece it has seen). */
+function randomLetters(length: number, seed: number): string {
+  const bytes = new Uint8Array(length);
+  let x = seed;
+  for (let i = 0; i < length; i++) {
+    x = (x * 1103515245 + 12345) % 2147483648;
+    bytes[i] = 97 + (x % 26);
+  }
+  return Buffer.from(bytes).toString('latin1');
+}
 
 describe('applyOutputBudget', () => {
   const rows = Array.from({ length: 200 }, (_, i) => ({ id: i, title: `Document ${i}`, body: 'lorem ipsum dolor sit amet '.repeat(3) }));
@@ -71,5 +111,38 @@ describe('applyOutputBudget', () => {
     expect(JSON.stringify({ page }).startsWith(cut.result as string)).toBe(true);
     expect(countTokens(cut.result as string, plain)).toBeLessThanOrEqual(20);
     expect(cut.offloaded).toEqual({ result: { page }, tokens: countTokens(JSON.stringify({ page }), plain) });
+  });
+
+  it('measures and cuts a 5 MB run of letters without a space within the budget, tokenizing bounded slices only', () => {
+    const text = randomLetters(5 * 1024 * 1024, 42);
+    handed.length = 0;
+    const out = applyOutputBudget(text, { maxOutputTokens: 16000, offloadLargeResults: true });
+    expect(out.truncated).toBe(true);
+    const cut = out.result as string;
+    expect(text.startsWith(cut)).toBe(true);
+    expect([...tokenizerSegments(cut)].flatMap((slice) => encode(slice)).length).toBeLessThanOrEqual(16000);
+    expect(cut.length).toBeGreaterThan(16000);
+    // Only about what the budget keeps was tokenized, a slice of at most one piece's length at a time.
+    expect(Math.max(...handed)).toBeLessThanOrEqual(MAX_PIECE_CHARS);
+    expect(handed.reduce((sum, n) => sum + n, 0)).toBeLessThan(2 * cut.length + 2 * EXACT_COUNT_CHARS);
+    // The offloaded size is extrapolated past the first characters, not counted over 5 MB.
+    expect(out.offloaded?.tokens).toBeGreaterThan(text.length / 6);
+    expect(out.offloaded?.tokens).toBeLessThan(text.length);
+  });
+
+  it('cuts text only where the tokenizer ends a piece, so ordinary text is counted exactly as a whole', () => {
+    const texts = [
+      JSON.stringify(rows),
+      randomLetters(3000, 7).replace(/[aeiou]/g, (c) => ({ a: ' ', e: '\n', i: '  \t', o: ',.!', u: 'É😀1' })[c] ?? c),
+      '| a | b |\n|' + '-'.repeat(200) + '|\n' + '    '.repeat(30) + 'code\n\n\n   end  ',
+    ];
+    for (const text of texts) {
+      for (const size of [8, 64, MAX_SEGMENT_CHARS]) {
+        const slices = [...tokenizerSegments(text, size)];
+        expect(slices.join('')).toBe(text);
+        if (size < text.length) expect(slices.length).toBeGreaterThan(1);
+        expect(slices.flatMap((slice) => encode(slice))).toEqual(encode(text));
+      }
+    }
   });
 });

@@ -1,4 +1,5 @@
-import { countTokens, decode, encodeGenerator, isWithinTokenLimit } from 'gpt-tokenizer';
+import { decode, encode } from 'gpt-tokenizer';
+import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/cjs/encodingParams/constants';
 import type { ToolDeclaration } from '../capabilities/capability.types';
 import { jsonHasUnstorableText, withoutNulCharacters } from '../common/nul-character';
 
@@ -9,7 +10,10 @@ export interface BudgetedResult {
   /** What the call shows: the whole result, or, when cut, its first `maxOutputTokens` tokens as text. */
   result: unknown;
   truncated: boolean;
-  /** The whole result, kept apart when the tool offloads large results. */
+  /**
+   * The whole result, kept apart when the tool offloads large results. `tokens` is exact for the first
+   * EXACT_COUNT_CHARS characters and extrapolated past them: an exact count of 16 MB would hold the node for a minute.
+   */
   offloaded?: { result: unknown; tokens: number };
 }
 
@@ -55,16 +59,79 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   const max = declaration.maxOutputTokens ?? 0;
   const text = typeof result === 'string' ? result : json;
   // A token is at least one character, so a text no longer than the limit is within it.
-  if (max <= 0 || text.length <= max || isWithinTokenLimit(text, max, AS_PLAIN_TEXT) !== false) return { result, truncated: false };
-  const kept: number[] = [];
-  for (const chunk of encodeGenerator(text, AS_PLAIN_TEXT)) {
-    kept.push(...chunk);
-    if (kept.length >= max) break;
-  }
-  const cut = decode(kept.slice(0, max));
+  if (max <= 0 || text.length <= max) return { result, truncated: false };
+  const measured = measure(text, max, declaration.offloadLargeResults === true);
+  if (measured.kept.length <= max) return { result, truncated: false };
   return {
-    result: cut,
+    result: decode(measured.kept.slice(0, max)),
     truncated: true,
-    offloaded: declaration.offloadLargeResults ? { result, tokens: countTokens(text, AS_PLAIN_TEXT) } : undefined,
+    offloaded: declaration.offloadLargeResults ? { result, tokens: measured.tokens } : undefined,
   };
+}
+
+/**
+ * BPE over one pre-token is quadratic in its length, and one pre-token can be a whole 16 MB run of letters:
+ * no piece longer than this reaches the tokenizer. Longer than any real word or markdown rule, so
+ * ordinary text is counted exactly as one call over the whole text would count it.
+ */
+export const MAX_PIECE_CHARS = 256;
+/** Text handed to the tokenizer at once, so that measuring can stop soon after the limit. */
+export const MAX_SEGMENT_CHARS = 8 * 1024;
+/** Past this many characters, an offloaded result's size in tokens is extrapolated (see BudgetedResult). */
+export const EXACT_COUNT_CHARS = 64 * 1024;
+
+/** Tokenizes up to just past `max` tokens (or, with `total`, EXACT_COUNT_CHARS), never the whole of a huge text. */
+function measure(text: string, max: number, total: boolean): { kept: number[]; tokens: number } {
+  const kept: number[] = [];
+  let tokens = 0;
+  let consumed = 0;
+  for (const segment of tokenizerSegments(text)) {
+    const encoded = encode(segment, AS_PLAIN_TEXT);
+    tokens += encoded.length;
+    consumed += segment.length;
+    for (let i = 0; i < encoded.length && kept.length <= max; i++) kept.push(encoded[i]);
+    if (kept.length > max && (!total || consumed >= EXACT_COUNT_CHARS)) break;
+  }
+  if (consumed < text.length) tokens += Math.ceil(((text.length - consumed) * tokens) / consumed);
+  return { kept, tokens };
+}
+
+/**
+ * The text in consecutive slices, cut only where the tokenizer's own pre-tokenizer (o200k_base, as
+ * gpt-tokenizer's default encoding) ends a piece not in whitespace, so that tokenizing them one by
+ * one gives the tokens of the whole; a piece longer than MAX_PIECE_CHARS is cut into slices of that
+ * length (between surrogates of a pair never), and so is text with no clean cut for 4 segments.
+ */
+export function* tokenizerSegments(text: string, segmentChars = MAX_SEGMENT_CHARS): Generator<string> {
+  let start = 0;
+  let end = 0;
+  for (const match of text.matchAll(new RegExp(O200K_TOKEN_SPLIT_REGEX.source, 'gu'))) {
+    const at = match.index;
+    const pieceEnd = at + match[0].length;
+    if (match[0].length > MAX_PIECE_CHARS) {
+      if (at > start) yield text.slice(start, at);
+      for (let from = at; from < pieceEnd;) {
+        let to = Math.min(from + MAX_PIECE_CHARS, pieceEnd);
+        if (to < pieceEnd && isHighSurrogate(text.charCodeAt(to - 1))) to++;
+        yield text.slice(from, to);
+        from = to;
+      }
+      start = end = pieceEnd;
+      continue;
+    }
+    // After whitespace, the pre-tokenizer's `\s+(?!\S)` reads on: a cut there could move one space into the other piece.
+    const clean = end > start && !WHITESPACE.test(text[end - 1]);
+    if (pieceEnd - start > (clean ? segmentChars : 4 * segmentChars) && end > start) {
+      yield text.slice(start, end);
+      start = end;
+    }
+    end = pieceEnd;
+  }
+  if (text.length > start) yield text.slice(start);
+}
+
+const WHITESPACE = /\s/u;
+
+function isHighSurrogate(code: number): boolean {
+  return code >= 0xd800 && code <= 0xdbff;
 }

@@ -1,5 +1,12 @@
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { Client, StreamableHTTPClientTransport, type CallToolResult, type Transport } from '@modelcontextprotocol/client';
+import {
+  Client,
+  isCallToolResult,
+  StreamableHTTPClientTransport,
+  type CallToolResult,
+  type StandardSchemaV1,
+  type Transport,
+} from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
@@ -9,7 +16,7 @@ import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { CleanStdioTransport } from './clean-stdio.transport';
 import { redactSecretsDeep } from '../../common/redact-secrets';
 import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
-import { ListedMcpTool, sanitizeListedTools } from './mcp-tools';
+import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS } from './mcp-tools';
 
 export { classify, McpUpstreamError, redactSecrets } from './mcp-failures';
 export type { McpFailureCode } from './mcp-failures';
@@ -28,15 +35,35 @@ export interface McpRequestOptions {
   timeoutMs: number;
 }
 
-/** A server that lists more is refused: what an agent is offered must stay reviewable. */
-export const MAX_LISTED_TOOLS = 500;
+export { MAX_LISTED_TOOLS } from './mcp-tools';
 const MAX_LIST_PAGES = 50;
+/** The most of one page of a tool list read: the list as stored is at most MAX_LIST_CHARS. */
+const MAX_LIST_PAGE_BYTES = 4 * MAX_LIST_CHARS;
 /**
  * The most of one answer of a server read (a tool's result, a page of its tool list): a few times
  * what a stored result may hold, as JSON escapes can take several bytes for one character.
  */
 export const MAX_RESPONSE_BYTES = 4 * MAX_RESULT_CHARS;
 const CLIENT_INFO = { name: 'capability-platform', version: '1' };
+
+/**
+ * A tool's result as the server sent it, once checked to be one. The SDK's callTool parse copies
+ * `structuredContent` key by key, and a key named `__proto__` then set a prototype instead of
+ * being kept: the vendor's data silently changed. (Its output-schema check needs the list the
+ * SDK caches from its own paging, which listTools no longer uses.)
+ */
+const AS_SENT: StandardSchemaV1<unknown, CallToolResult> = {
+  '~standard': {
+    version: 1,
+    vendor: 'capability-platform',
+    validate: (value) => {
+      const record = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+      // The SDK's schema defaults a missing `content` to none; its guard wants one.
+      if (record && isCallToolResult(record.content === undefined ? { ...record, content: [] } : record)) return { value: record as CallToolResult };
+      return { issues: [{ message: 'the answer is not a tools/call result' }] };
+    },
+  },
+};
 
 interface Pooled {
   fingerprint: string;
@@ -70,7 +97,7 @@ export class McpClientPool implements OnModuleDestroy {
   private closing = false;
   private readonly maxResponseBytes: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
-  private readonly current = new AsyncLocalStorage<McpRequestOptions>();
+  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number }>();
 
   constructor(
     private readonly egress: EgressService,
@@ -87,34 +114,36 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/list`, every page, as the platform stores it. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
-    return this.withClient(target, options, 'upstream_unavailable', async (client) => {
-      const raw: unknown[] = [];
+    const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
+    return this.withClient(target, paged, 'upstream_unavailable', async (client) => {
+      const list = new ListedToolsCollector();
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
         if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
-        const answer = await client.listTools(cursor === undefined ? {} : { cursor }, { signal: options.signal, timeout: options.timeoutMs });
-        raw.push(...answer.tools);
-        if (raw.length > MAX_LISTED_TOOLS) throw new McpUpstreamError('upstream_unavailable', `the server lists more than ${MAX_LISTED_TOOLS} tools`);
+        // Without a cursor the SDK's listTools walks every page itself (64 of them) and keeps them all
+        // before anything here could measure them: the first page is asked for as a plain request.
+        const answer =
+          cursor === undefined
+            ? await client.request({ method: 'tools/list' }, { signal: options.signal, timeout: options.timeoutMs })
+            : await client.listTools({ cursor }, { signal: options.signal, timeout: options.timeoutMs });
+        list.add(answer.tools);
         if (typeof answer.nextCursor !== 'string' || answer.nextCursor === '' || answer.nextCursor === cursor) break;
         cursor = answer.nextCursor;
       }
-      return sanitizeListedTools(raw);
+      return list.tools;
     });
   }
 
   /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. No credential is in the answer. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
     return this.withClient(target, options, 'result_too_large', async (client) => {
-      const result = await client.callTool(
-        { name, arguments: args },
-        {
-          signal: options.signal,
-          timeout: options.timeoutMs,
-          // Asking for progress lets long-running tools report it; each report extends nothing.
-          onprogress: () => undefined,
-        },
-      );
-      return redactSecretsDeep(result as CallToolResult, target.credentials);
+      const result = await client.request({ method: 'tools/call', params: { name, arguments: args } }, AS_SENT, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+        // Asking for progress lets long-running tools report it; each report extends nothing.
+        onprogress: () => undefined,
+      });
+      return redactSecretsDeep(result, target.credentials);
     });
   }
 
@@ -171,7 +200,12 @@ export class McpClientPool implements OnModuleDestroy {
   }
 
   /** `tooLarge`: the code of an answer past MAX_RESPONSE_BYTES (a connection's status names only reachability). */
-  private async withClient<T>(target: McpTarget, options: McpRequestOptions, tooLarge: McpFailureCode, use: (client: Client) => Promise<T>): Promise<T> {
+  private async withClient<T>(
+    target: McpTarget,
+    options: McpRequestOptions & { maxBytes?: number },
+    tooLarge: McpFailureCode,
+    use: (client: Client) => Promise<T>,
+  ): Promise<T> {
     if (this.closing) throw new McpUpstreamError('upstream_unavailable', 'the node is shutting down');
     let pooled: Pooled | undefined;
     try {
@@ -263,7 +297,8 @@ export class McpClientPool implements OnModuleDestroy {
    */
   private bounded(init: RequestInit | undefined): EgressRequestInit {
     const stream = (init?.method ?? 'GET').toUpperCase() === 'GET';
-    return { ...init, deadlineMs: stream ? Infinity : this.current.getStore()?.timeoutMs, maxBytes: this.maxResponseBytes };
+    const store = this.current.getStore();
+    return { ...init, deadlineMs: stream ? Infinity : store?.timeoutMs, maxBytes: store?.maxBytes ?? this.maxResponseBytes };
   }
 }
 

@@ -4,6 +4,7 @@ import { testConfig } from '../../../test/support/test-app';
 import { EgressService } from '../../egress/egress.service';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
+import { MAX_LIST_CHARS } from './mcp-tools';
 
 const MAX_RESPONSE_BYTES = 1024 * 1024;
 
@@ -17,11 +18,12 @@ interface Exchange {
  * A Streamable HTTP MCP server written on the wire, so it can misbehave where the SDK's would not:
  * it answers the handshake and then, by tool name, answers `200 application/json` and writes 64 KB
  * every 50 ms for ever (`trickle`) or as fast as the socket takes (`flood`); `flood_list` makes
- * `tools/list` do the same. Every other request is answered properly.
+ * `tools/list` do the same; `endlessList` makes it list pages of 10 tools with 90,000-character
+ * descriptions, each with a next cursor. Every other request is answered properly.
  */
-async function misbehavingMcpServer(): Promise<{ server: Server; url: string; exchanges: Exchange[]; state: { floodList: boolean } }> {
+async function misbehavingMcpServer(): Promise<{ server: Server; url: string; exchanges: Exchange[]; state: { floodList: boolean; endlessList: boolean } }> {
   const exchanges: Exchange[] = [];
-  const state = { floodList: false };
+  const state = { floodList: false, endlessList: false };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const at = Date.now();
     let written = 0;
@@ -43,9 +45,19 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
       }
       // `slow` answers properly after 400 ms; `broken` with a 500.
       if (message.params?.name === 'slow') return void setTimeout(() => answer({ content: [{ type: 'text', text: 'slow but fine' }] }), 400);
+      // `proto` answers a result with a `__proto__` key, written as text (JSON.stringify would not write it).
+      if (message.params?.name === 'proto') {
+        const body = `{"jsonrpc":"2.0","id":${message.id},"result":{"content":[{"type":"text","text":"p"}],"structuredContent":{"__proto__":{"polluted":1},"a":1}}}`;
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      }
       if (message.params?.name === 'broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('boom');
       const misbehave = message.method === 'tools/list' ? (state.floodList ? 'flood' : undefined) : message.params?.name;
       if (misbehave !== 'trickle' && misbehave !== 'flood') {
+        if (message.method === 'tools/list' && state.endlessList) {
+          const page = exchanges.filter((e) => e.method === 'tools/list').length;
+          const tools = Array.from({ length: 10 }, (_, i) => ({ name: `t${page}_${i}`, description: 'd'.repeat(90_000), inputSchema: { type: 'object' } }));
+          return void answer({ tools, nextCursor: `p${page}` });
+        }
         if (message.method === 'tools/list') return void answer({ tools: [{ name: 'ok', inputSchema: { type: 'object' } }] });
         return void answer({ content: [{ type: 'text', text: 'fine' }] });
       }
@@ -138,6 +150,32 @@ describe('McpClientPool against a server that misbehaves after its headers', () 
     } finally {
       mcp.state.floodList = false;
     }
+  });
+
+  it('a tool list is measured page by page as it arrives, and its reading stops as soon as it passes MAX_LIST_CHARS', async () => {
+    mcp.state.endlessList = true;
+    const before = mcp.exchanges.filter((e) => e.method === 'tools/list').length;
+    try {
+      const err = await failure(pool.listTools(target(), { timeoutMs: 5000 }));
+      expect(err.code).toBe('upstream_unavailable');
+      expect(err.message).toMatch(new RegExp(`more than ${MAX_LIST_CHARS} characters`));
+      // Each page keeps 10 × 10,000 characters of descriptions: the 42nd passes 4 MiB; nothing after it is asked for.
+      const pages = mcp.exchanges.filter((e) => e.method === 'tools/list').length - before;
+      expect(pages).toBe(Math.ceil(MAX_LIST_CHARS / 100_000));
+    } finally {
+      mcp.state.endlessList = false;
+    }
+  });
+
+  it("keeps a result's keys as the server sent them, `__proto__` too, as data", async () => {
+    const result = await pool.callTool(target(), 'proto', {}, { timeoutMs: 2000 });
+    const structured = result.structuredContent as Record<string, unknown>;
+    expect(Object.keys(structured)).toEqual(['__proto__', 'a']);
+    expect(Object.getOwnPropertyDescriptor(structured, '__proto__')?.value).toEqual({ polluted: 1 });
+    // A data property, not a prototype: nothing is inherited from it.
+    expect('polluted' in structured).toBe(false);
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(result.content).toEqual([{ type: 'text', text: 'p' }]);
   });
 
   it('a call that fails, or a release, leaves the calls already on that client to finish; the next call gets a new client', async () => {

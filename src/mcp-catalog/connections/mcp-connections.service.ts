@@ -19,8 +19,11 @@ import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tool
 import { parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { countUnderOrgLock } from '../../database/org-limit';
+import { PerKeyThrottle } from './per-key-throttle';
 
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
+/** A connection's tools are listed again on its server's list_changed at most this often (a later one waits). */
+export const LIST_CHANGED_INTERVAL_MS = 30_000;
 
 export type { BoundConnection, ConnectionTool } from './mcp-tools';
 
@@ -34,6 +37,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(McpConnectionsService.name);
   private readonly refreshing = new Map<string, Promise<McpConnectionRow | undefined>>();
   private unsubscribe?: () => void;
+  private readonly listChanged = new PerKeyThrottle(LIST_CHANGED_INTERVAL_MS);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -47,15 +51,20 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
   ) {}
 
   onModuleInit(): void {
-    this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) => {
-      void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
-        this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
-      );
-    });
+    // The server sends list_changed whenever it likes: one sending it every 10 ms, its list a little
+    // different each time, wrote ~30 audited refreshes a second. At most one per connection per interval.
+    this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) =>
+      this.listChanged.request(`${orgId}/${connectionId}`, () => {
+        void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
+          this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
+        );
+      }),
+    );
   }
 
   onModuleDestroy(): void {
     this.unsubscribe?.();
+    this.listChanged.close();
   }
 
   async create(ctx: RequestContext, dto: { server: string; name: string; url?: string; credentials?: Record<string, unknown> }): Promise<McpConnectionView> {

@@ -43,6 +43,9 @@ const MAX_SCHEMA_DEPTH = 32;
 /** The whole list as stored: about twenty times the largest vendor servers' lists. */
 export const MAX_LIST_CHARS = 4 * 1024 * 1024;
 
+/** A server that lists more is refused: what an agent is offered must stay reviewable. */
+export const MAX_LISTED_TOOLS = 500;
+
 /**
  * What a server listed, made storable and safe to show: strings well-formed and without U+0000
  * (PostgreSQL stores neither lone surrogates in jsonb nor U+0000), sizes bounded, and only the
@@ -50,31 +53,53 @@ export const MAX_LIST_CHARS = 4 * 1024 * 1024;
  * an agent is offered is never a silently trimmed version of what the server meant.
  */
 export function sanitizeListedTools(raw: unknown[]): ListedMcpTool[] {
-  const seen = new Set<string>();
-  const tools = raw.map((item, index) => {
-    if (!item || typeof item !== 'object') throw invalid(`tool ${index} is not an object`);
-    const t = item as Record<string, unknown>;
-    if (typeof t.name !== 'string' || t.name.length === 0 || t.name.length > MAX_NAME) throw invalid(`tool ${index} has no usable name`);
-    const name = clean(t.name);
-    if (seen.has(name)) throw invalid(`tool "${name}" is listed twice`);
-    seen.add(name);
-    const description = typeof t.description === 'string' ? clean(t.description).slice(0, MAX_DESCRIPTION) : '';
-    const schema = t.inputSchema;
-    if (!schema || typeof schema !== 'object' || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
-      throw invalid(`tool "${name}" has no object input schema`);
+  const list = new ListedToolsCollector();
+  list.add(raw);
+  return list.tools;
+}
+
+/**
+ * A tool list read page by page (see sanitizeListedTools), each page made storable as it arrives
+ * and the whole refused as soon as it grows past its bounds: holding every raw page until the last
+ * (50 pages of up to 64 MB) took a node to its heap limit.
+ */
+export class ListedToolsCollector {
+  readonly tools: ListedMcpTool[] = [];
+  private readonly seen = new Set<string>();
+  /** `JSON.stringify(this.tools).length`, kept as tools are added: `[`, `]` and a comma between two. */
+  private size = 1;
+
+  add(page: unknown[]): void {
+    for (const item of page) {
+      if (this.tools.length >= MAX_LISTED_TOOLS) throw new McpUpstreamError('upstream_unavailable', `the server lists more than ${MAX_LISTED_TOOLS} tools`);
+      const tool = sanitizeTool(item, this.tools.length, this.seen);
+      this.size += JSON.stringify(tool).length + 1;
+      // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
+      // call of any of them (a call of a tiny tool took over a second).
+      if (this.size > MAX_LIST_CHARS) throw invalid(`it is more than ${MAX_LIST_CHARS} characters of JSON`);
+      this.tools.push(tool);
     }
-    const tool: ListedMcpTool = { name, description, inputSchema: bounded(clean(schema as Record<string, unknown>), `tool "${name}" input schema`) };
-    if (typeof t.title === 'string' && t.title !== '') tool.title = clean(t.title).slice(0, MAX_TITLE);
-    if (t.annotations && typeof t.annotations === 'object' && !Array.isArray(t.annotations)) {
-      tool.annotations = bounded(clean(t.annotations as Record<string, unknown>), `tool "${name}" annotations`);
-    }
-    return tool;
-  });
-  // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
-  // call of any of them (a call of a tiny tool took over a second).
-  const size = JSON.stringify(tools).length;
-  if (size > MAX_LIST_CHARS) throw invalid(`it is ${size} characters of JSON, more than ${MAX_LIST_CHARS}`);
-  return tools;
+  }
+}
+
+function sanitizeTool(item: unknown, index: number, seen: Set<string>): ListedMcpTool {
+  if (!item || typeof item !== 'object') throw invalid(`tool ${index} is not an object`);
+  const t = item as Record<string, unknown>;
+  if (typeof t.name !== 'string' || t.name.length === 0 || t.name.length > MAX_NAME) throw invalid(`tool ${index} has no usable name`);
+  const name = clean(t.name);
+  if (seen.has(name)) throw invalid(`tool "${name}" is listed twice`);
+  seen.add(name);
+  const description = typeof t.description === 'string' ? clean(t.description.slice(0, MAX_DESCRIPTION + 1)).slice(0, MAX_DESCRIPTION) : '';
+  const schema = t.inputSchema;
+  if (!schema || typeof schema !== 'object' || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
+    throw invalid(`tool "${name}" has no object input schema`);
+  }
+  const tool: ListedMcpTool = { name, description, inputSchema: bounded(clean(schema as Record<string, unknown>), `tool "${name}" input schema`) };
+  if (typeof t.title === 'string' && t.title !== '') tool.title = clean(t.title.slice(0, MAX_TITLE + 1)).slice(0, MAX_TITLE);
+  if (t.annotations && typeof t.annotations === 'object' && !Array.isArray(t.annotations)) {
+    tool.annotations = bounded(clean(t.annotations as Record<string, unknown>), `tool "${name}" annotations`);
+  }
+  return tool;
 }
 
 function invalid(message: string): McpUpstreamError {
