@@ -163,6 +163,14 @@ export class OpenAiCompatibleModel implements ChatModel {
  */
 export const MAX_ANSWER_CHARS = 2_000_000;
 
+/**
+ * The most tool calls one answer may ask for. Models ask for a handful in parallel; an answer with
+ * tens of thousands (a broken or hostile provider: the provider is any URL an org admin saves) ran
+ * every one and took the node's database down. An answer past it fails the model call: none of its
+ * calls runs, and the run fails `model_error` saying why (API.md).
+ */
+export const MAX_TOOL_CALLS_PER_ANSWER = 128;
+
 /** Puts a streamed answer together: content deltas in order, tool calls by their index. */
 export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
   let size = 0;
@@ -193,6 +201,13 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
       }
       for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof tc.index === 'number' ? tc.index : calls.size;
+        if (!calls.has(index) && calls.size >= MAX_TOOL_CALLS_PER_ANSWER) {
+          throw new ModelError(
+            'model_error',
+            `The provider's answer asked for more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls at once; none of them ran.`,
+            false,
+          );
+        }
         const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
         if (typeof tc.id === 'string' && tc.id) call.id = grow(tc.id);
         if (typeof tc.function?.name === 'string') call.name += grow(tc.function.name);
