@@ -296,6 +296,29 @@ describe('agent runs (e2e)', () => {
       }
     });
 
+    it('RUN_MAX_CONCURRENT holds for runs created here: past it a new run waits for a free slot, then runs', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      const max = 8; // the app's runs.maxConcurrent
+      const from = model.requests.length;
+      // The first `max` model calls never answer; any later one does.
+      model.setScript((_req, i) => (i < max ? { hang: true } : { text: 'done' }));
+      const ids = (await Promise.all(Array.from({ length: max + 4 }, () => startRun(agentId, { input: 'go' }, 0).expect(201)))).map((r) => r.body.id as string);
+      await model.received(from + max);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(since(from)).toHaveLength(max);
+      const worker = t.app.get(RunWorker);
+      const stepping = ids.filter((id) => worker.isStepping(id));
+      expect(stepping).toHaveLength(max);
+      for (const id of stepping)
+        await t.http
+          .post(`/api/v1/runs/${id}/cancel`)
+          .set(...as('agent'))
+          .expect(200);
+      const rest = await Promise.all(ids.filter((id) => !stepping.includes(id)).map((id) => until(id, ['succeeded', 'failed'])));
+      expect(rest.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+      model.setScript(sequence({ text: 'unused' }));
+    });
+
     it('Prefer: wait outlasts the idle timeout of the connection: the answer (and the run id) comes after N s, not an empty reply', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
       model.setScript(sequence({ hang: true }));
