@@ -4,6 +4,7 @@ import { DataSource } from 'typeorm';
 import { RunWorker } from '../src/runs/run-worker.service';
 import { RunFixturesModule, runExecutions, slowLookups } from './fixtures/run-fixtures.module';
 import { ChatRequest, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
+import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
 import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-client';
@@ -723,6 +724,38 @@ describe('agent runs (e2e)', () => {
         .set(...as('admin'))
         .expect(200);
       expect(again.body.items.filter((e: { target: { id: string } }) => approvalIds.includes(e.target.id))).toHaveLength(2);
+    });
+
+    it("an open event stream and a Prefer: wait poll the run's status, not its whole row (its transcript) twice a second", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      model.setScript(sequence({ hang: true }));
+      const repo = t.app.get(RunsRepository);
+      const find = jest.spyOn(repo, 'find');
+      try {
+        const res = await startRun(agentId, { input: 'x' }, 2).expect(201);
+        expect(res.body.status).toBe('running');
+        // The answer: one read of the row, whatever the wait.
+        expect(find.mock.calls.filter(([, id]) => id === res.body.id)).toHaveLength(1);
+        find.mockClear();
+        const address = t.app.getHttpServer().address();
+        const port = typeof address === 'object' && address ? address.port : 0;
+        const stream = await SseClient.open(`http://127.0.0.1:${port}/api/v1/runs/${res.body.id}/events`, { Authorization: `Bearer ${org.keys.viewer}` });
+        try {
+          await stream.waitFor((c) => c.messages.some((m) => m.data?.includes('agentId')));
+          await new Promise((r) => setTimeout(r, 2000));
+          // Opening it checks the run exists; polling reads no row.
+          expect(find.mock.calls.filter(([, id]) => id === res.body.id).length).toBeLessThanOrEqual(1);
+        } finally {
+          stream.close();
+        }
+        await t.http
+          .post(`/api/v1/runs/${res.body.id}/cancel`)
+          .set(...as('agent'))
+          .expect(200);
+      } finally {
+        find.mockRestore();
+        model.setScript(sequence({ text: 'unused' }));
+      }
     });
 
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {

@@ -126,6 +126,12 @@ export class RunsRepository {
     return rows[0];
   }
 
+  /** Only the status: what a waiting request or an event stream polls (the row holds the whole transcript). */
+  async status(orgId: string, id: string): Promise<RunStatus | undefined> {
+    const rows: { status: RunStatus }[] = await this.dataSource.query(`SELECT status FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
+    return rows[0]?.status;
+  }
+
   /** For the node that holds the lease: the run whatever its organization (the lease says it is ours). */
   async findLeased(id: string, owner: string): Promise<RunRow | undefined> {
     const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM run WHERE id = $1 AND lease_owner = $2`, [id, owner]);
