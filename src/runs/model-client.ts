@@ -7,6 +7,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
+import { limitSseLines } from './sse-line-limit';
 
 /** One answer of the model, assembled from its stream. */
 export interface ModelTurn {
@@ -92,7 +93,12 @@ export class OpenAiCompatibleModel implements ChatModel {
       // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS.
       // And read no more than an answer of MAX_ANSWER_CHARS could take, framing included (a stream
       // sends a chunk of about 200 bytes for every few characters).
-      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
+      // And no line of the stream past MAX_SSE_LINE_BYTES (the client's decoder is quadratic in a line's length).
+      fetch: async (url, init) =>
+        limitSseLines(
+          await fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
+          (max) => new ModelError('model_error', `The provider streamed a line longer than ${max} bytes; the answer was not read.`, false),
+        ),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
