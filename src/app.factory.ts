@@ -34,10 +34,12 @@ export const MAX_PARAM_LENGTH = 2048;
 // MCP clients in a browser send the protocol version on every request after the first, and the
 // 2026-07-28 revision's clients the method and name too. No Mcp-Session-Id: the endpoint is
 // stateless and never issues one, so none is sent back (nor exposed).
-export const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, x-request-id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name';
+// Prefer: `wait=N` on POST /agents/{id}/runs (not a CORS-safelisted header: without it the browser refuses the request).
+export const CORS_ALLOWED_HEADERS =
+  'Authorization, Content-Type, Idempotency-Key, Last-Event-ID, Prefer, x-request-id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name';
 // A browser MCP client signing in reads WWW-Authenticate on a 401 (RFC 9728: where the metadata is);
-// RateLimit-* say how much is left (docs/operations.md).
-export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset';
+// RateLimit-* say how much is left (docs/operations.md); Preference-Applied says a Prefer: wait was honoured.
+export const CORS_EXPOSED_HEADERS = 'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Preference-Applied';
 const CORS_METHODS = 'GET, POST, PUT, DELETE';
 
 /**

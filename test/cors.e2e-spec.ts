@@ -25,10 +25,16 @@ describe('CORS (e2e)', () => {
     const allowedHeaders = res.headers['access-control-allow-headers'].toLowerCase().split(/,\s*/);
     expect(allowedHeaders).toEqual(expect.arrayContaining(['authorization', 'idempotency-key', 'last-event-id', 'content-type']));
     expect(res.headers['access-control-expose-headers']).toBe(
-      'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+      'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Preference-Applied',
     );
     expect(res.headers['access-control-allow-credentials']).toBeUndefined();
     expect(res.headers.vary).toMatch(/Origin/);
+  });
+
+  it('allows Prefer (wait=N on starting a run) and exposes Preference-Applied', async () => {
+    const res = await preflight(allowed, '/api/v1/agents/00000000-0000-4000-8000-000000000000/runs', 'POST', 'authorization,content-type,prefer').expect(204);
+    expect(res.headers['access-control-allow-headers'].toLowerCase().split(/,\s*/)).toContain('prefer');
+    expect(res.headers['access-control-expose-headers'].toLowerCase().split(/,\s*/)).toContain('preference-applied');
   });
 
   it('lets an allowed origin read answers, errors included, and see Retry-After and x-request-id', async () => {
@@ -39,7 +45,7 @@ describe('CORS (e2e)', () => {
       .expect(200);
     expect(ok.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(ok.headers['access-control-expose-headers']).toBe(
-      'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset',
+      'Retry-After, x-request-id, WWW-Authenticate, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset, Preference-Applied',
     );
     const refused = await t.http.get('/api/v1/me').set('Origin', allowed).set('Authorization', 'Bearer wrong').expect(401);
     expect(refused.headers['access-control-allow-origin']).toBe(allowed);

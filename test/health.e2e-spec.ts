@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import { createTestApp, TestApp } from './support/test-app';
+import { bearer, createOrg, createTestApp, TestApp } from './support/test-app';
 
 /** API.md "Operations": `/health` answers while the process does; `/health/ready` only while the database does. */
 describe('health (e2e)', () => {
@@ -29,6 +29,29 @@ describe('health (e2e)', () => {
       await ds.initialize();
     }
     await t.http.get('/health/ready').expect(200);
+  });
+
+  it('a request while the database is unreachable is 503 service_unavailable with Retry-After, not 500; an unknown key too', async () => {
+    const org = await createOrg(t, []);
+    const ds = t.app.get(DataSource);
+    // What node-postgres throws when the server refuses connections.
+    const refused = () => Promise.reject(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED', errno: -111 }));
+    const query = jest.spyOn(ds, 'query').mockImplementation(refused);
+    try {
+      // A key no lookup has seen yet (none is cached): deciding whether it exists needs the database.
+      const unknown = org.keys.viewer.slice(0, -4) + (org.keys.viewer.endsWith('aaaa') ? 'bbbb' : 'aaaa');
+      for (const token of [unknown, org.keys.admin]) {
+        const res = await t.http.get('/api/v1/agents').set(...bearer(token));
+        expect([res.status, res.body.code, res.headers['retry-after']]).toEqual([503, 'service_unavailable', '5']);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      }
+    } finally {
+      query.mockRestore();
+    }
+    await t.http
+      .get('/api/v1/agents')
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
   });
 
   it('documents both answers with schemas in OpenAPI', async () => {

@@ -1,11 +1,14 @@
 import http from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { RunWorker } from '../src/runs/run-worker.service';
-import { RunFixturesModule, runExecutions } from './fixtures/run-fixtures.module';
+import { RunFixturesModule, runExecutions, slowLookups } from './fixtures/run-fixtures.module';
 import { ChatRequest, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { metricSample, scrapeMetrics } from './support/metrics';
+import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
-import { MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
+import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
+import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-client';
 import { RunsRepository } from '../src/runs/runs.repository';
 
 /**
@@ -300,6 +303,29 @@ describe('agent runs (e2e)', () => {
       }
     });
 
+    it('RUN_MAX_CONCURRENT holds for runs created here: past it a new run waits for a free slot, then runs', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      const max = 8; // the app's runs.maxConcurrent
+      const from = model.requests.length;
+      // The first `max` model calls never answer; any later one does.
+      model.setScript((_req, i) => (i < max ? { hang: true } : { text: 'done' }));
+      const ids = (await Promise.all(Array.from({ length: max + 4 }, () => startRun(agentId, { input: 'go' }, 0).expect(201)))).map((r) => r.body.id as string);
+      await model.received(from + max);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(since(from)).toHaveLength(max);
+      const worker = t.app.get(RunWorker);
+      const stepping = ids.filter((id) => worker.isStepping(id));
+      expect(stepping).toHaveLength(max);
+      for (const id of stepping)
+        await t.http
+          .post(`/api/v1/runs/${id}/cancel`)
+          .set(...as('agent'))
+          .expect(200);
+      const rest = await Promise.all(ids.filter((id) => !stepping.includes(id)).map((id) => until(id, ['succeeded', 'failed'])));
+      expect(rest.map((r) => r.status)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+      model.setScript(sequence({ text: 'unused' }));
+    });
+
     it('Prefer: wait outlasts the idle timeout of the connection: the answer (and the run id) comes after N s, not an empty reply', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
       model.setScript(sequence({ hang: true }));
@@ -364,6 +390,51 @@ describe('agent runs (e2e)', () => {
         ['run', 'succeeded'],
         ['run', 'succeeded'],
       ]);
+    });
+
+    it('the tool calls of one answer run a few at a time; an answer with more than the cap fails the run and none of its calls runs', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const calls = (n: number, tag: string) =>
+        Array.from({ length: n }, (_, i) => ({ id: `c${i}`, name: 'lookup_order', arguments: JSON.stringify({ query: `slow:${tag}-${i}` }) }));
+      slowLookups.max = 0;
+      model.setScript(sequence({ toolCalls: calls(MAX_TOOL_CALLS_PER_ANSWER, 'ok') }, { text: 'All found.' }));
+      const ok = await startRun(agentId, { input: 'go' }, 30).expect(201);
+      expect(ok.body).toMatchObject({ status: 'succeeded', usage: { toolCalls: MAX_TOOL_CALLS_PER_ANSWER } });
+      expect(runExecutions.filter((e) => e.runId === ok.body.id)).toHaveLength(MAX_TOOL_CALLS_PER_ANSWER);
+      expect(slowLookups.max).toBeGreaterThan(1);
+      expect(slowLookups.max).toBeLessThanOrEqual(MAX_PARALLEL_TOOL_CALLS);
+
+      const from = model.requests.length;
+      model.setScript(sequence({ toolCalls: calls(MAX_TOOL_CALLS_PER_ANSWER + 1, 'many') }, { text: 'unused' }));
+      const many = await startRun(agentId, { input: 'go' }).expect(201);
+      expect(many.body).toMatchObject({
+        status: 'failed',
+        error: { code: 'model_error', message: expect.stringContaining(`more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls`) },
+        toolCallIds: [],
+      });
+      // Not retried: the same provider would answer the same.
+      expect(since(from)).toHaveLength(1);
+      expect(runExecutions.filter((e) => e.runId === many.body.id)).toEqual([]);
+    });
+
+    it("a step's events are written however many there are (one statement takes at most 65,535 parameters)", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      const repo = t.app.get(RunsRepository);
+      const id = randomUUID();
+      // Leased by a node that does not exist: this process's worker leaves it alone.
+      await repo.insert(
+        { id, orgId: org.id, agentId, version: 1, profile: null, workerType: null, input: 'x', messages: [], requestedBy: org.keyIds.agent },
+        'node-test',
+        60_000,
+        [],
+        [],
+      );
+      const events = Array.from({ length: 40_000 }, (_, i) => ({ type: 'tool_call.failed', data: { i } }));
+      expect(await repo.save({ id, org_id: org.id }, 'node-test', { status: 'failed', release: true }, events)).toBe(true);
+      const [{ n, first, last }] = await t.app
+        .get(DataSource)
+        .query(`SELECT count(*)::int AS n, min((data->>'i')::int) AS first, max((data->>'i')::int) AS last FROM run_event WHERE run_id = $1`, [id]);
+      expect([n, first, last]).toEqual([40_000, 0, 39_999]);
     });
 
     it('an unknown tool, arguments that are not JSON or break the schema: messages the model sees, and the run goes on', async () => {
@@ -809,6 +880,38 @@ describe('agent runs (e2e)', () => {
         .expect(200);
       await new Promise((r) => setTimeout(r, 300));
       expect(since(from)).toHaveLength(0);
+    });
+
+    it("an open event stream and a Prefer: wait poll the run's status, not its whole row (its transcript) twice a second", async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
+      model.setScript(sequence({ hang: true }));
+      const repo = t.app.get(RunsRepository);
+      const find = jest.spyOn(repo, 'find');
+      try {
+        const res = await startRun(agentId, { input: 'x' }, 2).expect(201);
+        expect(res.body.status).toBe('running');
+        // The answer: one read of the row, whatever the wait.
+        expect(find.mock.calls.filter(([, id]) => id === res.body.id)).toHaveLength(1);
+        find.mockClear();
+        const address = t.app.getHttpServer().address();
+        const port = typeof address === 'object' && address ? address.port : 0;
+        const stream = await SseClient.open(`http://127.0.0.1:${port}/api/v1/runs/${res.body.id}/events`, { Authorization: `Bearer ${org.keys.viewer}` });
+        try {
+          await stream.waitFor((c) => c.messages.some((m) => m.data?.includes('agentId')));
+          await new Promise((r) => setTimeout(r, 2000));
+          // Opening it checks the run exists; polling reads no row.
+          expect(find.mock.calls.filter(([, id]) => id === res.body.id).length).toBeLessThanOrEqual(1);
+        } finally {
+          stream.close();
+        }
+        await t.http
+          .post(`/api/v1/runs/${res.body.id}/cancel`)
+          .set(...as('agent'))
+          .expect(200);
+      } finally {
+        find.mockRestore();
+        model.setScript(sequence({ text: 'unused' }));
+      }
     });
 
     it('events: every event from the start over SSE, resumable with Last-Event-ID', async () => {

@@ -20,3 +20,26 @@ export function isProgramLimitExceeded(err: unknown): boolean {
   const e = err as { code?: string; driverError?: { code?: string } };
   return (e?.code ?? e?.driverError?.code) === '54000';
 }
+
+/** Socket errors of a connection that cannot be made or was lost. */
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+/** SQLSTATEs of a server that is going away or cannot take us now (class 08, 57P01-03, too_many_connections). */
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
+/** What node-postgres and its pool say when the connection is gone or none can be had. */
+const CONNECTION_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/i;
+
+/**
+ * The database could not be reached (refused, lost, pool timed out, shutting down): no fault of the
+ * request, so it is answered 503 and may be retried, not 500 (a bug of ours).
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  for (let e = err as { code?: unknown; message?: unknown; driverError?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 4; depth++) {
+    if (typeof e.code === 'string' && (CONNECTION_ERRNOS.has(e.code) || UNAVAILABLE_SQLSTATE.test(e.code))) return true;
+    if (typeof e.message === 'string' && CONNECTION_MESSAGE.test(e.message)) return true;
+    // AggregateError (a host with several addresses, all refused) holds the socket errors in `errors`.
+    const inner = (e as { errors?: unknown }).errors;
+    if (Array.isArray(inner) && inner.some((x) => isDatabaseUnavailable(x))) return true;
+    e = (e.driverError ?? e.cause) as typeof e;
+  }
+  return false;
+}

@@ -21,6 +21,27 @@ describe('problem documents', () => {
     expect(internal).toBe(false);
   });
 
+  it('a database that cannot be reached is 503 service_unavailable with Retry-After, not 500; other errors stay 500', () => {
+    const refused = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const unavailable = [
+      refused,
+      new Error('Connection terminated unexpectedly'),
+      new Error('timeout exceeded when trying to connect'),
+      Object.assign(new Error('query failed'), {
+        driverError: Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
+      }),
+      Object.assign(new Error('x'), { code: '08006' }),
+      new AggregateError([refused], ''),
+    ];
+    for (const err of unavailable) {
+      const { problem, headers } = toProblem(err);
+      expect([problem.status, problem.code, headers['Retry-After']]).toEqual([503, 'service_unavailable', '5']);
+    }
+    for (const err of [new Error('boom'), Object.assign(new Error('dup'), { code: '23505' }), new TypeError('x is undefined')]) {
+      expect(toProblem(err).problem).toMatchObject({ status: 500, code: 'internal_error' });
+    }
+  });
+
   it('maps framework exceptions to stable codes', () => {
     expect(toProblem(new NotFoundException('Cannot GET /x')).problem).toMatchObject({ status: 404, code: 'not_found', detail: 'No such resource.' });
     expect(toProblem(new BadRequestException('nope')).problem).toMatchObject({ status: 400, code: 'invalid_request', detail: 'nope' });

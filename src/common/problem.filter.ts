@@ -2,6 +2,10 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import { ThrottlerException } from '@nestjs/throttler';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, ErrorCode, FieldError, titleFor } from './api-error';
+import { isDatabaseUnavailable } from './db-errors';
+
+/** What a client is told to wait before trying again while the database does not answer. */
+export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -75,6 +79,14 @@ export function toProblem(error: unknown): { problem: ProblemDocument; headers: 
               : 'The request is malformed.'
             : String((error as Error).message ?? titleFor(fastifyStatus));
     return { problem: simple(fastifyStatus, code, detail), headers: {}, internal: false };
+  }
+  if (isDatabaseUnavailable(error)) {
+    // Logged (internal) all the same: an operator wants to know; the client may simply retry.
+    return {
+      problem: simple(503, 'service_unavailable', 'The database does not answer; try again shortly.'),
+      headers: { 'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS) },
+      internal: true,
+    };
   }
   return { problem: simple(500, 'internal_error', 'An unexpected error occurred. It has been logged.'), headers: {}, internal: true };
 }

@@ -1,5 +1,6 @@
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { assemble, ModelError, OpenAiCompatibleModel } from './model-client';
+import { assemble, MAX_TOOL_CALLS_PER_ANSWER, ModelError, OpenAiCompatibleModel } from './model-client';
+import { MAX_SSE_LINE_BYTES } from './sse-line-limit';
 
 async function* chunks(...items: unknown[]): AsyncIterable<ChatCompletionChunk> {
   for (const item of items) yield item as ChatCompletionChunk;
@@ -55,6 +56,18 @@ describe('assemble', () => {
     expect([turn.usage, turn.finishReason]).toEqual([{ inputTokens: 0, outputTokens: 0 }, null]);
   });
 
+  it('an answer with more tool calls than the cap is refused as soon as one too many starts, and not retried', async () => {
+    const call = (index: number) => delta({ tool_calls: [{ index, id: `c${index}`, function: { name: 'x', arguments: '{}' } }] });
+    const atCap = await assemble(chunks(...Array.from({ length: MAX_TOOL_CALLS_PER_ANSWER }, (_, i) => call(i))));
+    expect(atCap.toolCalls).toHaveLength(MAX_TOOL_CALLS_PER_ANSWER);
+    let read = 0;
+    async function* endless(): AsyncIterable<ChatCompletionChunk> {
+      for (;;) yield call(read++) as ChatCompletionChunk;
+    }
+    await expect(assemble(endless())).rejects.toMatchObject({ code: 'model_error', retryable: false });
+    expect(read).toBe(MAX_TOOL_CALLS_PER_ANSWER + 1);
+  });
+
   it("an answer past the cap (text, or a call's arguments) is refused whole, and not retried", async () => {
     await expect(assemble(chunks(delta({ content: 'x'.repeat(6) }), delta({ content: 'y'.repeat(5) })), 10)).rejects.toMatchObject({
       code: 'model_error',
@@ -84,6 +97,28 @@ describe('OpenAiCompatibleModel', () => {
   const req = { model: 'm', messages: [{ role: 'user' as const, content: 'hi' }], tools: [] };
 
   beforeEach(() => (sleeps.length = 0));
+
+  it('a provider streaming one line past MAX_SSE_LINE_BYTES fails the call (model_error, not retried) before the client decodes it', async () => {
+    const piece = new Uint8Array(64 * 1024).fill(0x61);
+    let sent = 0;
+    const endless = () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(c) {
+            // One line of 6 MiB, then the end of the stream.
+            if (sent >= 96 * piece.length) return c.close();
+            sent += piece.length;
+            c.enqueue(sent === piece.length ? new TextEncoder().encode('data: {"x":"') : piece);
+          },
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      );
+    const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => endless(), policy, sleep);
+    await expect(model.complete(req)).rejects.toMatchObject({ code: 'model_error', retryable: false, message: expect.stringContaining('line longer than') });
+    expect(sleeps).toEqual([]);
+    // Read up to the bound and a little past it (what the stream had buffered), not on and on.
+    expect(sent).toBeLessThan(MAX_SSE_LINE_BYTES + 16 * piece.length);
+  });
 
   it('retries 429 honouring Retry-After, then answers', async () => {
     const answers = [

@@ -8,6 +8,7 @@ import type {
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets } from '../common/redact-secrets';
+import { limitSseLines } from './sse-line-limit';
 
 /** One answer of the model, assembled from its stream. */
 export interface ModelTurn {
@@ -97,7 +98,12 @@ export class OpenAiCompatibleModel implements ChatModel {
       // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS.
       // And read no more than an answer of MAX_ANSWER_CHARS could take, framing included (a stream
       // sends a chunk of about 200 bytes for every few characters).
-      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
+      // And no line of the stream past MAX_SSE_LINE_BYTES (the client's decoder is quadratic in a line's length).
+      fetch: async (url, init) =>
+        limitSseLines(
+          await fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
+          (max) => new ModelError('model_error', `The provider streamed a line longer than ${max} bytes; the answer was not read.`, false),
+        ),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
@@ -168,6 +174,14 @@ export class OpenAiCompatibleModel implements ChatModel {
  */
 export const MAX_ANSWER_CHARS = 2_000_000;
 
+/**
+ * The most tool calls one answer may ask for. Models ask for a handful in parallel; an answer with
+ * tens of thousands (a broken or hostile provider: the provider is any URL an org admin saves) ran
+ * every one and took the node's database down. An answer past it fails the model call: none of its
+ * calls runs, and the run fails `model_error` saying why (API.md).
+ */
+export const MAX_TOOL_CALLS_PER_ANSWER = 128;
+
 /** Puts a streamed answer together: content deltas in order, tool calls by their index. */
 export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
   let size = 0;
@@ -198,6 +212,13 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
       }
       for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof tc.index === 'number' ? tc.index : calls.size;
+        if (!calls.has(index) && calls.size >= MAX_TOOL_CALLS_PER_ANSWER) {
+          throw new ModelError(
+            'model_error',
+            `The provider's answer asked for more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls at once; none of them ran.`,
+            false,
+          );
+        }
         const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
         if (typeof tc.id === 'string' && tc.id) call.id = grow(tc.id);
         if (typeof tc.function?.name === 'string') call.name += grow(tc.function.name);

@@ -10,6 +10,7 @@ import { ApiKeysRepository } from '../auth/api-keys.repository';
 import type { ApiKeyPrincipal, RequestContext } from '../auth/principal';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { ApiError } from '../common/api-error';
+import { mapBounded } from '../common/bounded-map';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { SETTLED_STATUSES, ToolExecutor } from '../runtime/tool-executor.service';
 import { canRunNow } from '../runtime/tool-policy';
@@ -49,6 +50,12 @@ class RetryLater extends Error {
     super('retry later');
   }
 }
+
+/**
+ * How many tool calls of one answer go to the executor at once. Each takes database connections
+ * (claim, guards, record): one answer must leave the pool to the node's other runs and requests.
+ */
+export const MAX_PARALLEL_TOOL_CALLS = 4;
 
 /** Steps failed in a row on an error of ours before the run fails with `internal_error`. */
 export const MAX_STEP_FAILURES = 5;
@@ -246,34 +253,32 @@ export class RunEngine {
     const events: RunEventInput[] = [];
     const newCallIds: string[] = [];
     let retryAfter = 0;
-    // Parallel tool calls of one answer run side by side; each passes every guard on its own.
-    const pending = await Promise.all(
-      row.pending.map(async (p): Promise<PendingCall> => {
-        if (p.result) return p;
-        if (p.toolCallId) {
-          const stored = await this.calls.findCall(row.org_id, p.toolCallId);
-          // Recorded for this run by the executor, so it exists; not finding it is the database's problem.
-          if (!stored) throw new Error(`tool call ${p.toolCallId} of run ${row.id} is missing`);
-          return this.fromCall(p, toToolCallView(stored), events);
-        }
-        const outcome = await this.request(ctx, row, p, built);
-        if (outcome === 'retry') {
-          retryAfter = 1000;
-          return p;
-        }
-        if ('refusal' in outcome) {
-          events.push({ type: 'tool_call.failed', data: { modelCallId: p.id, name: p.name, error: { code: outcome.refusal.code } } });
-          return { ...p, result: toolMessage(p, { error: outcome.refusal }) };
-        }
-        const call = outcome.call;
-        newCallIds.push(call.id);
-        events.push({ type: 'tool_call.requested', data: { toolCallId: call.id, modelCallId: p.id, name: p.name } });
-        if (call.approvalId && call.status === 'pending_approval') {
-          events.push({ type: 'approval.requested', data: { approvalId: call.approvalId, toolCallId: call.id, name: p.name } });
-        }
-        return this.fromCall({ ...p, toolCallId: call.id, approvalId: call.approvalId }, call, events);
-      }),
-    );
+    // Parallel tool calls of one answer run side by side (a few at a time); each passes every guard on its own.
+    const pending = await mapBounded(row.pending, MAX_PARALLEL_TOOL_CALLS, async (p): Promise<PendingCall> => {
+      if (p.result) return p;
+      if (p.toolCallId) {
+        const stored = await this.calls.findCall(row.org_id, p.toolCallId);
+        // Recorded for this run by the executor, so it exists; not finding it is the database's problem.
+        if (!stored) throw new Error(`tool call ${p.toolCallId} of run ${row.id} is missing`);
+        return this.fromCall(p, toToolCallView(stored), events);
+      }
+      const outcome = await this.request(ctx, row, p, built);
+      if (outcome === 'retry') {
+        retryAfter = 1000;
+        return p;
+      }
+      if ('refusal' in outcome) {
+        events.push({ type: 'tool_call.failed', data: { modelCallId: p.id, name: p.name, error: { code: outcome.refusal.code } } });
+        return { ...p, result: toolMessage(p, { error: outcome.refusal }) };
+      }
+      const call = outcome.call;
+      newCallIds.push(call.id);
+      events.push({ type: 'tool_call.requested', data: { toolCallId: call.id, modelCallId: p.id, name: p.name } });
+      if (call.approvalId && call.status === 'pending_approval') {
+        events.push({ type: 'approval.requested', data: { approvalId: call.approvalId, toolCallId: call.id, name: p.name } });
+      }
+      return this.fromCall({ ...p, toolCallId: call.id, approvalId: call.approvalId }, call, events);
+    });
 
     const toolCallIds = [...row.tool_call_ids, ...newCallIds.filter((id) => !row.tool_call_ids.includes(id))];
     const usage = { ...row.usage, toolCalls: toolCallIds.length };

@@ -6,7 +6,8 @@ import { RunEngine } from './run-engine.service';
 import { RunsRepository } from './runs.repository';
 
 /**
- * Each node's share of the runs. It steps the runs it creates at once, and every poll interval it
+ * Each node's share of the runs. It steps the runs it creates at once (when it steps fewer than
+ * RUN_MAX_CONCURRENT), and every poll interval it
  * claims the runs that need a node: ones whose node died (the lease expired), ones due for a retry,
  * and waiting ones whose approvals were all decided or expired, on whatever node. A decision made
  * in this process wakes it at once (the executor's settled-call notifier), so the common case does
@@ -64,9 +65,17 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
     this.active.get(runId)?.abort.abort();
   }
 
-  /** Steps a run this node has just leased (a run it created). */
+  /**
+   * Steps a run this node has just leased (a run it created, or claimed). With RUN_MAX_CONCURRENT
+   * runs stepping already, the lease is given back instead: a poll (here or on another node) takes
+   * the run when a slot is free, so creating runs cannot go past the operator's cap.
+   */
   start(runId: string): void {
     if (this.stopping || this.active.has(runId)) return;
+    if (this.active.size >= this.config.runs.maxConcurrent) {
+      this.repo.release(runId, this.owner).catch((err) => this.logger.warn({ err, runId }, 'could not give back the lease of a run'));
+      return;
+    }
     const abort = new AbortController();
     const leaseMs = this.config.runs.leaseMs;
     const renew = setInterval(

@@ -8,6 +8,9 @@ import { newestFirstPage } from '../database/keyset-page';
 import { Metrics } from '../telemetry/metrics';
 import type { ChatMessage, CompactionState } from './conversation';
 
+/** Run events written by one INSERT: 2 parameters each, far under PostgreSQL's 65,535 per statement. */
+export const EVENTS_PER_STATEMENT = 1000;
+
 export type RunStatus = 'running' | 'waiting_for_approval' | 'succeeded' | 'failed' | 'cancelled';
 export const FINISHED: ReadonlySet<RunStatus> = new Set(['succeeded', 'failed', 'cancelled']);
 
@@ -137,6 +140,12 @@ export class RunsRepository {
   async find(orgId: string, id: string): Promise<RunRow | undefined> {
     const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
     return rows[0];
+  }
+
+  /** Only the status: what a waiting request or an event stream polls (the row holds the whole transcript). */
+  async status(orgId: string, id: string): Promise<RunStatus | undefined> {
+    const rows: { status: RunStatus }[] = await this.dataSource.query(`SELECT status FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
+    return rows[0]?.status;
   }
 
   /** For the node that holds the lease: the run whatever its organization (the lease says it is ours). */
@@ -320,13 +329,16 @@ export class RunsRepository {
   }
 
   private async insertEvents(m: EntityManager, orgId: string, runId: string, events: RunEventInput[]): Promise<void> {
-    if (events.length === 0) return;
-    const values: string[] = [];
-    const params: unknown[] = [orgId, runId];
-    for (const e of events) {
-      params.push(e.type, JSON.stringify(e.data));
-      values.push(`($1, $2, $${params.length - 1}, $${params.length}::jsonb)`);
+    // A statement takes at most 65,535 parameters (the protocol counts them in 16 bits): a step with
+    // more events than one statement can carry is written in several, in order, in the same transaction.
+    for (let start = 0; start < events.length; start += EVENTS_PER_STATEMENT) {
+      const values: string[] = [];
+      const params: unknown[] = [orgId, runId];
+      for (const e of events.slice(start, start + EVENTS_PER_STATEMENT)) {
+        params.push(e.type, JSON.stringify(e.data));
+        values.push(`($1, $2, $${params.length - 1}, $${params.length}::jsonb)`);
+      }
+      await m.query(`INSERT INTO run_event (org_id, run_id, type, data) VALUES ${values.join(', ')}`, params);
     }
-    await m.query(`INSERT INTO run_event (org_id, run_id, type, data) VALUES ${values.join(', ')}`, params);
   }
 }

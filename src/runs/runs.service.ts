@@ -193,9 +193,10 @@ export class RunsService implements OnModuleDestroy {
         quietSince = Date.now();
         continue;
       }
-      const row = await this.repo.find(orgId, id);
+      // The status alone: a run's row holds its transcript (up to megabytes), and every open stream asks twice a second.
+      const status = await this.repo.status(orgId, id);
       // Finished and nothing after `last`: every event of the run has been sent.
-      if (!row || FINISHED.has(row.status)) {
+      if (!status || FINISHED.has(status)) {
         const tail = await this.repo.events(orgId, id, last);
         if (tail.length === 0) return;
         continue;
@@ -211,9 +212,10 @@ export class RunsService implements OnModuleDestroy {
   private async waitWhileRunning(orgId: string, id: string, ms: number): Promise<RunView> {
     const deadline = Date.now() + ms;
     for (;;) {
-      const row = (await this.repo.find(orgId, id))!;
+      // The whole row (its transcript) only once, to answer: each poll reads the status alone.
+      const status = await this.repo.status(orgId, id);
       const left = deadline - Date.now();
-      if (row.status !== 'running' || left <= 0) return toRunView(row);
+      if (status !== 'running' || left <= 0) return toRunView((await this.repo.find(orgId, id))!);
       await this.signals.wait(id, Math.min(CROSS_NODE_POLL_MS, left));
     }
   }

@@ -1,0 +1,31 @@
+import { limitSseLines } from './sse-line-limit';
+
+const enc = new TextEncoder();
+const sse = (...parts: (string | Uint8Array)[]) =>
+  new Response(
+    new ReadableStream<Uint8Array>({
+      start(c) {
+        for (const p of parts) c.enqueue(typeof p === 'string' ? enc.encode(p) : p);
+        c.close();
+      },
+    }),
+    { headers: { 'content-type': 'text/event-stream; charset=utf-8' } },
+  );
+const tooLong = (max: number) => new Error(`line past ${max}`);
+
+describe('limitSseLines', () => {
+  it('passes a stream whose lines stay within the bound, whatever the chunking and line breaks', async () => {
+    const res = limitSseLines(sse('data: 12', '345\r\n\r\ndata: 1', '234567\n\n', 'data: x\rdata: y\n\n'), tooLong, 14);
+    expect(await res.text()).toBe('data: 12345\r\n\r\ndata: 1234567\n\ndata: x\rdata: y\n\n');
+  });
+
+  it('fails the stream once one line grows past the bound: across chunks, or within one', async () => {
+    await expect(limitSseLines(sse('data: ok\n\ndata: 1', '2345678', '9'), tooLong, 14).text()).rejects.toThrow('line past 14');
+    await expect(limitSseLines(sse('data: ok\ndata: 123456789\n'), tooLong, 14).text()).rejects.toThrow('line past 14');
+  });
+
+  it('answers other responses as they are', async () => {
+    const json = new Response('x'.repeat(100), { headers: { 'content-type': 'application/json' } });
+    expect(limitSseLines(json, tooLong, 14)).toBe(json);
+  });
+});
