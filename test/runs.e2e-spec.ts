@@ -9,6 +9,7 @@ import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
 import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-client';
+import { MAX_TRANSCRIPT_CHARS } from '../src/runs/conversation';
 import { RunsRepository } from '../src/runs/runs.repository';
 
 /**
@@ -277,6 +278,25 @@ describe('agent runs (e2e)', () => {
       const after = await scrapeMetrics(t);
       for (const status of ['running', 'succeeded'])
         expect(metricSample(after, `runs_total{status="${status}"}`) - metricSample(before, `runs_total{status="${status}"}`)).toBe(1);
+    });
+
+    it('a run whose messages passed MAX_TRANSCRIPT_CHARS takes no further step: failed / transcript_too_large, the model not called', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      model.setScript(sequence({ toolCalls: [{ id: 'big', name: 'send_message', arguments: '{"to":"bo@example.com"}' }] }, { text: 'never asked' }));
+      const res = await startRun(agentId, { input: 'x' }).expect(201);
+      expect(res.body.status).toBe('waiting_for_approval');
+      // What many large answers add up to, written as the earlier turns of this run.
+      const huge = [{ role: 'user', content: 'y'.repeat(MAX_TRANSCRIPT_CHARS) }];
+      await t.app.get(DataSource).query(`UPDATE run SET messages = $2::jsonb || messages WHERE id = $1`, [res.body.id, JSON.stringify(huge)]);
+      const from = model.requests.length;
+      await t.http
+        .post(`/api/v1/approvals/${res.body.pendingApprovalIds[0]}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(200);
+      const run = await until(res.body.id, ['failed', 'succeeded'], 30_000);
+      expect(run).toMatchObject({ status: 'failed', error: { code: 'transcript_too_large' } });
+      expect(since(from)).toHaveLength(0);
     });
 
     it('a step that keeps failing on an error of the platform fails the run (internal_error) after a few tries, not a model call every few seconds for ever', async () => {

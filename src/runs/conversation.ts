@@ -56,6 +56,23 @@ export function toProviderMessages(systemPrompt: string, messages: readonly Chat
   return out;
 }
 
+/**
+ * What a run keeps may not grow past this many characters: every step's messages are stored (and
+ * sent to the model again, and answered on every read of the run), and one answer may hold
+ * 2,000,000, so 32 steps reached 64,000,000. Past it the run ends `failed` / `transcript_too_large`.
+ */
+export const MAX_TRANSCRIPT_CHARS = 8_000_000;
+
+/** The characters a run's messages hold: their text, tool calls' arguments and results. */
+export function transcriptChars(messages: readonly ChatMessage[]): number {
+  let n = 0;
+  for (const m of messages) {
+    n += m.content?.length ?? 0;
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) n += c.arguments.length + c.name.length;
+  }
+  return n;
+}
+
 /** The index at which each turn starts: a user message, or an assistant message with the tool results that answer it. */
 export function turnStarts(messages: readonly ChatMessage[]): number[] {
   const starts: number[] = [];

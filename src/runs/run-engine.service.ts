@@ -25,7 +25,9 @@ import {
   compactWithoutModel,
   estimateTokens,
   keptFrom,
+  MAX_TRANSCRIPT_CHARS,
   toProviderMessages,
+  transcriptChars,
   transcriptOf,
 } from './conversation';
 import { ChatModel, ModelError, ModelTurn } from './model-client';
@@ -176,6 +178,12 @@ export class RunEngine {
       if (row.usage.modelCalls >= this.config.runs.maxSteps) {
         await this.finish(row, owner, 'failed', {
           error: { code: 'max_steps', message: `The run reached its limit of ${this.config.runs.maxSteps} model calls (RUN_MAX_STEPS).` },
+        });
+        return;
+      }
+      if (transcriptChars(row.messages) > MAX_TRANSCRIPT_CHARS) {
+        await this.finish(row, owner, 'failed', {
+          error: { code: 'transcript_too_large', message: `The run's messages passed ${MAX_TRANSCRIPT_CHARS} characters; it takes no further step.` },
         });
         return;
       }
