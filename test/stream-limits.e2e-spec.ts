@@ -390,7 +390,11 @@ describe('streams an attacker cannot hold open (e2e)', () => {
       // The next heartbeat's check, at once.
       await t.app.get(CredentialWatch).check();
       // The chunked answer's last chunk: the stream ended (the connection may stay open).
-      await until(async () => received(), (text) => text.endsWith('\r\n0\r\n\r\n'), 5_000);
+      await until(
+        async () => received(),
+        (text) => text.endsWith('\r\n0\r\n\r\n'),
+        5_000,
+      );
       expect(statusOf(received())).toBe(200);
       const run = await t.http
         .get(`/api/v1/runs/${runId}`)

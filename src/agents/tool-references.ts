@@ -26,7 +26,9 @@ export class ToolReferences {
   }
 
   /** The renames of a spec's `toolOverrides`: declared id to offered name, where they differ (MCP keys left out). */
-  static of(overrides: Readonly<Record<string, { name?: string; description?: string }>> | ReadonlyMap<string, { name?: string; description?: string }> | undefined): ToolReferences {
+  static of(
+    overrides: Readonly<Record<string, { name?: string; description?: string }>> | ReadonlyMap<string, { name?: string; description?: string }> | undefined,
+  ): ToolReferences {
     if (!overrides) return ToolReferences.none;
     const entries = overrides instanceof Map ? [...overrides.entries()] : Object.entries(overrides);
     const renames = new Map<string, string>();
