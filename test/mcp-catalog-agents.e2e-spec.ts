@@ -275,6 +275,41 @@ describe('MCP catalog tools on agents (e2e)', () => {
       expect(pool.processId(stdioId)).toEqual(expect.any(Number));
     });
 
+    it('a node runs at most so many local processes: the least recently used idle one makes room; with none idle, upstream_unavailable', async () => {
+      const pool = t.app.get(McpClientPool);
+      await call(agentId, 'echo', { message: 'first' }).expect(200);
+      expect(pool.processId(stdioId)).toEqual(expect.any(Number));
+      t.config.mcpMaxLocalProcesses = 1;
+      let second: string | undefined;
+      try {
+        // Adding a local connection lists its tools: its process takes the only place, the idle one stops.
+        const res = await t.http
+          .post('/api/v1/mcp-connections')
+          .set(...as(org, 'admin'))
+          .send({ server: 'everything', name: 'reference-two' });
+        expect(res.status).toBe(201);
+        second = res.body.id as string;
+        expect(pool.processId(second)).toEqual(expect.any(Number));
+        expect(pool.processId(stdioId)).toBeUndefined();
+        // Busy: a long call holds the only process; a call needing another is refused at once.
+        // (then: a supertest request is sent only once something waits for it.)
+        const long = call(agentId, 'trigger-long-running-operation', { duration: 3, steps: 3 }).then((r) => r);
+        const started = Date.now();
+        while (pool.processId(stdioId) === undefined && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 50));
+        const refused = await t.http.post(`/api/v1/mcp-connections/${second}/sync`).set(...as(org, 'admin'));
+        // A sync answers the connection, in error while it cannot be listed.
+        expect(refused.status).toBe(200);
+        expect(refused.body).toMatchObject({
+          status: 'error',
+          error: { code: 'upstream_unavailable', message: expect.stringContaining('local MCP servers, all busy') },
+        });
+        expect((await long).body.status).toBe('succeeded');
+      } finally {
+        t.config.mcpMaxLocalProcesses = undefined;
+        if (second) await t.http.delete(`/api/v1/mcp-connections/${second}`).set(...as(org, 'admin'));
+      }
+    });
+
     it('a bound connection cannot be deleted: 409 resource_in_use', async () => {
       const res = await t.http
         .delete(`/api/v1/mcp-connections/${stdioId}`)

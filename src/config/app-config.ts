@@ -429,6 +429,8 @@ export interface AppConfig {
   mcpMaxResponseBytes?: number;
   /** How long a local MCP server's process may sit unused before it is stopped; unset: the pool's IDLE_PROCESS_MS (tests set less). */
   mcpIdleProcessMs?: number;
+  /** Local MCP servers' processes one node runs at once; unset: the pool's MAX_LOCAL_PROCESSES (tests set less). */
+  mcpMaxLocalProcesses?: number;
   /** Origins (`scheme://host[:port]`) whose browser apps may call the API; empty: none. */
   corsOrigins: string[];
   events: EventsConfig;

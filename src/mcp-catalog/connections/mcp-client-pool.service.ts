@@ -1,3 +1,5 @@
+// Longer than 300 lines because the pool is one lifecycle over shared state (a client taken, drained,
+// retired, its process stopped when idle or to make room) and reads best in one place.
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import {
   Client,
@@ -75,10 +77,18 @@ interface Pooled {
   retired: boolean;
   /** A local server's process left running with nothing to do is stopped after a while (IDLE_PROCESS_MS). */
   idle?: NodeJS.Timeout;
+  /** When a call last took it (the least recently used idle process makes room for a new one). */
+  usedAt: number;
 }
 
 /** How long a local server's process (stdio) may sit unused before it is stopped; the next use starts it again. */
 export const IDLE_PROCESS_MS = 10 * 60_000;
+/**
+ * Local servers' processes one node runs at once, whatever the organizations (each takes 70 MB or
+ * so): past it the least recently used idle one is stopped, and with none idle the call is
+ * `upstream_unavailable`. One organization's 50 connections had started 50 (3.4 GB).
+ */
+export const MAX_LOCAL_PROCESSES = 32;
 
 /**
  * One MCP client per connection per node, opened on first use and reused by every call. A
@@ -212,6 +222,7 @@ export class McpClientPool implements OnModuleDestroy {
       return await this.current.run(options, async () => {
         pooled = this.acquire(target, options);
         pooled.inFlight++;
+        pooled.usedAt = Date.now();
         const client = await pooled.client;
         return await use(client);
       });
@@ -240,6 +251,7 @@ export class McpClientPool implements OnModuleDestroy {
       return existing;
     }
     if (existing) void this.release(target.connectionId);
+    if (target.entry.definition.transport === 'stdio') this.makeRoomForProcess();
 
     const transport = this.transportFor(target);
     // Without versionNegotiation the 2.x client speaks the 2025 revisions (the initialize handshake,
@@ -248,7 +260,7 @@ export class McpClientPool implements OnModuleDestroy {
     client.setNotificationHandler('notifications/tools/list_changed', () => {
       for (const listener of this.toolsChanged) listener(target.orgId, target.connectionId);
     });
-    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client), inFlight: 0, retired: false };
+    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client), inFlight: 0, retired: false, usedAt: Date.now() };
     transport.onclose = () => {
       if (this.pool.get(target.connectionId) === pooled) this.pool.delete(target.connectionId);
     };
@@ -263,6 +275,16 @@ export class McpClientPool implements OnModuleDestroy {
     pooled.client.catch(() => undefined);
     this.pool.set(target.connectionId, pooled);
     return pooled;
+  }
+
+  private makeRoomForProcess(): void {
+    const max = this.config.mcpMaxLocalProcesses ?? MAX_LOCAL_PROCESSES;
+    const local = [...this.pool].filter(([, p]) => p.transport instanceof CleanStdioTransport);
+    const running = local.length + [...this.draining].filter((p) => p.transport instanceof CleanStdioTransport).length;
+    if (running < max) return;
+    const idle = local.filter(([, p]) => p.inFlight === 0).sort(([, a], [, b]) => a.usedAt - b.usedAt)[0];
+    if (!idle) throw new McpUpstreamError('upstream_unavailable', `this node already runs ${max} local MCP servers, all busy; try again shortly`);
+    void this.release(idle[0]);
   }
 
   private transportFor(target: McpTarget): Transport {
