@@ -33,7 +33,7 @@ describe('organizations, API keys and /me (e2e)', () => {
       .expect(400);
     expect(res.body.code).toBe('invalid_request');
     const paths = res.body.errors.map((e: { path: string }) => e.path).sort();
-    expect(paths).toEqual(expect.arrayContaining(['name', 'orgId', 'scopes', 'slug']));
+    expect(paths).toEqual(expect.arrayContaining(['name', 'orgId', 'scopes[0]', 'slug']));
     const list = await t.http
       .get('/api/v1/orgs')
       .set(...admin())
