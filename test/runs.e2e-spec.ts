@@ -839,11 +839,15 @@ describe('agent runs (e2e)', () => {
         .expect(202);
       const executedBefore = runExecutions.length;
       const from = model.requests.length;
+      const metricsBefore = await scrapeMetrics(t);
 
       await t.http
         .delete(`/api/v1/orgs/${org.id}/api-keys/${key.body.id}`)
         .set(...as('admin'))
         .expect(204);
+      // Counted once, when the revocation committed.
+      const failedRuns = (text: string) => metricSample(text, 'runs_total{status="failed"}');
+      expect(failedRuns(await scrapeMetrics(t)) - failedRuns(metricsBefore)).toBe(1);
 
       const failed = await t.http
         .get(`/api/v1/runs/${run.body.id}`)

@@ -5,6 +5,7 @@ import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { RunSignals } from './run-signals';
 import { RunWorker } from './run-worker.service';
 import { RunsRepository } from './runs.repository';
+import { Metrics } from '../telemetry/metrics';
 
 /**
  * A run acts for the API key that started it. When that key is revoked, its runs that have not
@@ -21,6 +22,7 @@ export class RevokedKeyRuns implements OnModuleInit {
     private readonly approvals: CancelledRunApprovals,
     private readonly signals: RunSignals,
     private readonly worker: RunWorker,
+    private readonly metrics: Metrics,
   ) {}
 
   onModuleInit(): void {
@@ -42,6 +44,8 @@ export class RevokedKeyRuns implements OnModuleInit {
     }
     return () => {
       for (const run of runs) {
+        // Counted once the revocation committed, as every other run status is.
+        this.metrics.runStatus('failed');
         // Stepped here: stopped now, so a model call in flight is aborted; another node loses the run at its next write.
         this.worker.stopLocally(run.id);
         this.signals.notify(run.id);
