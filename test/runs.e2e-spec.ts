@@ -8,7 +8,7 @@ import { metricSample, scrapeMetrics } from './support/metrics';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
-import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-client';
+import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-answer';
 import { MAX_TRANSCRIPT_CHARS } from '../src/runs/conversation';
 import { RunsRepository } from '../src/runs/runs.repository';
 
@@ -409,6 +409,34 @@ describe('agent runs (e2e)', () => {
       expect(calls.body.items.map((c: { entryPoint: string; status: string }) => [c.entryPoint, c.status])).toEqual([
         ['run', 'succeeded'],
         ['run', 'succeeded'],
+      ]);
+    });
+
+    it('two calls of one answer under the same id each run and each get their own answer', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const from = model.requests.length;
+      model.setScript(
+        sequence(
+          {
+            toolCalls: [
+              { id: 'same', name: 'lookup_order', arguments: '{"query":"D-1"}' },
+              { id: 'same', name: 'lookup_order', arguments: '{"query":"D-2"}' },
+            ],
+          },
+          { text: 'Done.' },
+        ),
+      );
+      const res = await startRun(agentId, { input: 'D-1 and D-2?' }).expect(201);
+      expect(res.body).toMatchObject({ status: 'succeeded', usage: { toolCalls: 2 } });
+      const ran = runExecutions.filter((e) => e.runId === res.body.id).map((e) => e.args.query);
+      expect(ran.sort()).toEqual(['D-1', 'D-2']);
+      const second = since(from)[1];
+      const assistant = second.messages.find((m) => m.role === 'assistant');
+      expect(assistant?.tool_calls?.map((c) => c.id)).toEqual(['same', 'same~2']);
+      const answers = second.messages.filter((m) => m.role === 'tool');
+      expect(answers.map((m) => [m.tool_call_id, JSON.parse(m.content!).result.order])).toEqual([
+        ['same', 'D-1'],
+        ['same~2', 'D-2'],
       ]);
     });
 

@@ -1,22 +1,12 @@
 import OpenAI from 'openai';
-import type {
-  ChatCompletionChunk,
-  ChatCompletionCreateParamsStreaming,
-  ChatCompletionMessageParam,
-  ChatCompletionTool,
-} from 'openai/resources/chat/completions';
+import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets } from '../common/redact-secrets';
+import { assemble, ModelError, type ModelTurn } from './model-answer';
 import { limitSseLines } from './sse-line-limit';
 
-/** One answer of the model, assembled from its stream. */
-export interface ModelTurn {
-  content: string | null;
-  toolCalls: { id: string; name: string; arguments: string }[];
-  usage: { inputTokens: number; outputTokens: number };
-  finishReason: string | null;
-}
+export { ModelError, type ModelTurn };
 
 export interface ModelRequest {
   model: string;
@@ -47,25 +37,6 @@ export interface RetryPolicy {
   baseDelayMs: number;
   maxDelayMs: number;
   timeoutMs: number;
-}
-
-/**
- * A failure of the model's provider that the run reports (`failed` with this code); `retryable`
- * ones were retried with backoff first. The message is the provider's, cut short, with the
- * provider's API key redacted: providers echo it ("Incorrect API key provided: sk-…"), and the
- * message is stored in clear with the run and shown to every reader of it.
- */
-export class ModelError extends Error {
-  constructor(
-    readonly code: 'model_error' | 'egress_refused' | 'context_length_exceeded',
-    message: string,
-    readonly retryable: boolean,
-    readonly status?: number,
-    readonly retryAfterMs?: number,
-  ) {
-    super(message);
-    this.name = 'ModelError';
-  }
 }
 
 /** Providers (and their models) found not to accept `reasoning_effort`, so it is not sent again. */
@@ -165,83 +136,6 @@ export class OpenAiCompatibleModel implements ChatModel {
     if (deadline.aborted) return new ModelError('model_error', `The provider did not finish its answer within ${this.policy.timeoutMs} ms.`, true);
     return undefined;
   }
-}
-
-/**
- * The most characters of one answer (its text, and its tool calls' names and arguments) a run keeps:
- * about four times the longest output today's models write. A 60 MB answer was stored three times
- * over (messages, output, events) and answered whole on every read of the run.
- */
-export const MAX_ANSWER_CHARS = 2_000_000;
-
-/**
- * The most tool calls one answer may ask for. Models ask for a handful in parallel; an answer with
- * tens of thousands (a broken or hostile provider: the provider is any URL an org admin saves) ran
- * every one and took the node's database down. An answer past it fails the model call: none of its
- * calls runs, and the run fails `model_error` saying why (API.md).
- */
-export const MAX_TOOL_CALLS_PER_ANSWER = 128;
-
-/** Puts a streamed answer together: content deltas in order, tool calls by their index. */
-export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
-  let size = 0;
-  const grow = (text: string) => {
-    size += text.length;
-    if (size > maxChars) throw new ModelError('model_error', `The provider's answer was longer than ${maxChars} characters; none of it was kept.`, false);
-    return text;
-  };
-  let content = '';
-  let sawContent = false;
-  let finishReason: string | null = null;
-  const calls = new Map<number, { id: string; name: string; arguments: string }>();
-  const usage = { inputTokens: 0, outputTokens: 0 };
-  for await (const chunk of chunks) {
-    if (chunk === null || typeof chunk !== 'object')
-      throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
-    if (chunk.usage) {
-      // Summed into the run's usage: a provider's string or null must not turn the sum into text.
-      usage.inputTokens = tokenCount(chunk.usage.prompt_tokens);
-      usage.outputTokens = tokenCount(chunk.usage.completion_tokens);
-    }
-    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
-      if ((choice.index ?? 0) !== 0) continue;
-      const delta = choice.delta ?? {};
-      if (typeof delta.content === 'string') {
-        content += grow(delta.content);
-        sawContent = true;
-      }
-      for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
-        const index = typeof tc.index === 'number' ? tc.index : calls.size;
-        if (!calls.has(index) && calls.size >= MAX_TOOL_CALLS_PER_ANSWER) {
-          throw new ModelError(
-            'model_error',
-            `The provider's answer asked for more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls at once; none of them ran.`,
-            false,
-          );
-        }
-        const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
-        if (typeof tc.id === 'string' && tc.id) call.id = grow(tc.id);
-        if (typeof tc.function?.name === 'string') call.name += grow(tc.function.name);
-        if (typeof tc.function?.arguments === 'string') call.arguments += grow(tc.function.arguments);
-        calls.set(index, call);
-      }
-      if (typeof choice.finish_reason === 'string' && choice.finish_reason) finishReason = choice.finish_reason;
-    }
-  }
-  const toolCalls = [...calls.entries()]
-    .sort(([a], [b]) => a - b)
-    // A call without an id still needs one: the tool message answers it by id.
-    .map(([index, c]) => ({ ...c, id: c.id || `call_${index}` }));
-  if (!sawContent && toolCalls.length === 0 && finishReason === null) {
-    throw new ModelError('model_error', 'The provider ended the stream without an answer.', true);
-  }
-  // What a provider streams is stored with the run and sent to webhooks: U+0000 and lone surrogates
-  // (a stream can hold either; jsonb refuses both) become U+FFFD, as in what tools return.
-  return withoutNulCharacters({ content: sawContent ? content : null, toolCalls, usage, finishReason });
-}
-
-function tokenCount(n: unknown): number {
-  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : 0;
 }
 
 function classify(raw: unknown, secrets: Readonly<Record<string, string>>): ModelError {

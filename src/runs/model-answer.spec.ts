@@ -1,0 +1,111 @@
+import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import { assemble, MAX_TOOL_CALLS_PER_ANSWER, ModelError } from './model-answer';
+
+async function* chunks(...items: unknown[]): AsyncIterable<ChatCompletionChunk> {
+  for (const item of items) yield item as ChatCompletionChunk;
+}
+
+const delta = (d: object, finish: string | null = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
+
+describe('assemble', () => {
+  it('joins content deltas and parallel tool calls by index, with usage', async () => {
+    const turn = await assemble(
+      chunks(
+        delta({ role: 'assistant', content: '' }),
+        delta({ tool_calls: [{ index: 1, id: 'b', function: { name: 'two', arguments: '' } }] }),
+        delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'one', arguments: '{"x"' } }] }),
+        delta({ tool_calls: [{ index: 1, function: { arguments: '{}' } }] }),
+        delta({ tool_calls: [{ index: 0, function: { arguments: ':1}' } }] }, 'tool_calls'),
+        { choices: [], usage: { prompt_tokens: 3, completion_tokens: 4 } },
+      ),
+    );
+    expect(turn).toEqual({
+      content: '',
+      toolCalls: [
+        { id: 'a', name: 'one', arguments: '{"x":1}' },
+        { id: 'b', name: 'two', arguments: '{}' },
+      ],
+      usage: { inputTokens: 3, outputTokens: 4 },
+      finishReason: 'tool_calls',
+    });
+  });
+
+  it('gives a call without an id one; ignores other choices', async () => {
+    const turn = await assemble(chunks(delta({ tool_calls: [{ function: { name: 'x' } }] }), { choices: [{ index: 1, delta: { content: 'other' } }] }));
+    expect(turn.toolCalls).toEqual([{ id: 'call_0', name: 'x', arguments: '' }]);
+    expect(turn.content).toBeNull();
+  });
+
+  it('two calls of one answer under one id (or an id given to an id-less call) get ids of their own, in order', async () => {
+    const turn = await assemble(
+      chunks(
+        delta({
+          tool_calls: [
+            { index: 0, id: 'dup', function: { name: 'a', arguments: '{}' } },
+            { index: 1, id: 'dup', function: { name: 'b', arguments: '{"x":1}' } },
+            { index: 2, id: 'dup~2', function: { name: 'c', arguments: '{}' } },
+            { index: 3, function: { name: 'd' } },
+            { index: 4, id: 'call_3', function: { name: 'e' } },
+          ],
+        }),
+      ),
+    );
+    expect(turn.toolCalls.map((c) => [c.id, c.name])).toEqual([
+      ['dup', 'a'],
+      ['dup~2', 'b'],
+      ['dup~2~2', 'c'],
+      ['call_3', 'd'],
+      ['call_3~2', 'e'],
+    ]);
+  });
+
+  it('what no column can hold becomes U+FFFD (U+0000, a lone surrogate); a pair split across deltas is kept whole', async () => {
+    const turn = await assemble(
+      chunks(
+        delta({ content: 'a\u0000b \ud83d' }),
+        delta({ content: '\ude00 c\udc00' }),
+        delta({ tool_calls: [{ index: 0, id: 'i\u0000', function: { name: 'n\ud800', arguments: '{"q":"\u0000"}' } }] }, 'tool_calls'),
+      ),
+    );
+    expect(turn.content).toBe('a\ufffdb 😀 c\ufffd');
+    expect(turn.toolCalls).toEqual([{ id: 'i\ufffd', name: 'n\ufffd', arguments: '{"q":"\ufffd"}' }]);
+  });
+
+  it("a provider's usage that is not a count counts as 0; a finish reason that is not text is ignored", async () => {
+    const turn = await assemble(
+      chunks({ choices: [{ index: 0, delta: { content: 'x' }, finish_reason: { odd: true } }], usage: { prompt_tokens: '7', completion_tokens: Infinity } }),
+    );
+    expect([turn.usage, turn.finishReason]).toEqual([{ inputTokens: 0, outputTokens: 0 }, null]);
+  });
+
+  it('an answer with more tool calls than the cap is refused as soon as one too many starts, and not retried', async () => {
+    const call = (index: number) => delta({ tool_calls: [{ index, id: `c${index}`, function: { name: 'x', arguments: '{}' } }] });
+    const atCap = await assemble(chunks(...Array.from({ length: MAX_TOOL_CALLS_PER_ANSWER }, (_, i) => call(i))));
+    expect(atCap.toolCalls).toHaveLength(MAX_TOOL_CALLS_PER_ANSWER);
+    let read = 0;
+    async function* endless(): AsyncIterable<ChatCompletionChunk> {
+      for (;;) yield call(read++) as ChatCompletionChunk;
+    }
+    await expect(assemble(endless())).rejects.toMatchObject({ code: 'model_error', retryable: false });
+    expect(read).toBe(MAX_TOOL_CALLS_PER_ANSWER + 1);
+  });
+
+  it("an answer past the cap (text, or a call's arguments) is refused whole, and not retried", async () => {
+    await expect(assemble(chunks(delta({ content: 'x'.repeat(6) }), delta({ content: 'y'.repeat(5) })), 10)).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: expect.stringContaining('longer than 10 characters'),
+    });
+    await expect(
+      assemble(chunks(delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'n', arguments: '{"q":"' + 'z'.repeat(20) + '"}' } }] })), 10),
+    ).rejects.toMatchObject({
+      retryable: false,
+    });
+    expect((await assemble(chunks(delta({ content: 'x'.repeat(10) })), 10)).content).toBe('x'.repeat(10));
+  });
+
+  it('a stream with no answer, or chunks that are not objects, is a retryable model error', async () => {
+    await expect(assemble(chunks(delta({})))).rejects.toMatchObject({ code: 'model_error', retryable: true });
+    await expect(assemble(chunks(null))).rejects.toBeInstanceOf(ModelError);
+  });
+});

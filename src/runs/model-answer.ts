@@ -1,0 +1,124 @@
+import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import { withoutNulCharacters } from '../common/nul-character';
+
+/** One answer of the model, assembled from its stream. */
+export interface ModelTurn {
+  content: string | null;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  usage: { inputTokens: number; outputTokens: number };
+  finishReason: string | null;
+}
+
+/**
+ * A failure of the model's provider that the run reports (`failed` with this code); `retryable`
+ * ones were retried with backoff first. The message is the provider's, cut short, with the
+ * provider's API key redacted: providers echo it ("Incorrect API key provided: sk-…"), and the
+ * message is stored in clear with the run and shown to every reader of it.
+ */
+export class ModelError extends Error {
+  constructor(
+    readonly code: 'model_error' | 'egress_refused' | 'context_length_exceeded',
+    message: string,
+    readonly retryable: boolean,
+    readonly status?: number,
+    readonly retryAfterMs?: number,
+  ) {
+    super(message);
+    this.name = 'ModelError';
+  }
+}
+
+/**
+ * The most characters of one answer (its text, and its tool calls' names and arguments) a run keeps:
+ * about four times the longest output today's models write. A 60 MB answer was stored three times
+ * over (messages, output, events) and answered whole on every read of the run.
+ */
+export const MAX_ANSWER_CHARS = 2_000_000;
+
+/**
+ * The most tool calls one answer may ask for. Models ask for a handful in parallel; an answer with
+ * tens of thousands (a broken or hostile provider: the provider is any URL an org admin saves) ran
+ * every one and took the node's database down. An answer past it fails the model call: none of its
+ * calls runs, and the run fails `model_error` saying why (API.md).
+ */
+export const MAX_TOOL_CALLS_PER_ANSWER = 128;
+
+/** Puts a streamed answer together: content deltas in order, tool calls by their index. */
+export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
+  let size = 0;
+  const grow = (text: string) => {
+    size += text.length;
+    if (size > maxChars) throw new ModelError('model_error', `The provider's answer was longer than ${maxChars} characters; none of it was kept.`, false);
+    return text;
+  };
+  let content = '';
+  let sawContent = false;
+  let finishReason: string | null = null;
+  const calls = new Map<number, { id: string; name: string; arguments: string }>();
+  const usage = { inputTokens: 0, outputTokens: 0 };
+  for await (const chunk of chunks) {
+    if (chunk === null || typeof chunk !== 'object')
+      throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
+    if (chunk.usage) {
+      // Summed into the run's usage: a provider's string or null must not turn the sum into text.
+      usage.inputTokens = tokenCount(chunk.usage.prompt_tokens);
+      usage.outputTokens = tokenCount(chunk.usage.completion_tokens);
+    }
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      if ((choice.index ?? 0) !== 0) continue;
+      const delta = choice.delta ?? {};
+      if (typeof delta.content === 'string') {
+        content += grow(delta.content);
+        sawContent = true;
+      }
+      for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
+        const index = typeof tc.index === 'number' ? tc.index : calls.size;
+        if (!calls.has(index) && calls.size >= MAX_TOOL_CALLS_PER_ANSWER) {
+          throw new ModelError(
+            'model_error',
+            `The provider's answer asked for more than ${MAX_TOOL_CALLS_PER_ANSWER} tool calls at once; none of them ran.`,
+            false,
+          );
+        }
+        const call = calls.get(index) ?? { id: '', name: '', arguments: '' };
+        if (typeof tc.id === 'string' && tc.id) call.id = grow(tc.id);
+        if (typeof tc.function?.name === 'string') call.name += grow(tc.function.name);
+        if (typeof tc.function?.arguments === 'string') call.arguments += grow(tc.function.arguments);
+        calls.set(index, call);
+      }
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason) finishReason = choice.finish_reason;
+    }
+  }
+  const toolCalls = uniqueIds(
+    [...calls.entries()]
+      .sort(([a], [b]) => a - b)
+      // A call without an id still needs one: the tool message answers it by id.
+      .map(([index, c]) => ({ ...c, id: c.id || `call_${index}` })),
+  );
+  if (!sawContent && toolCalls.length === 0 && finishReason === null) {
+    throw new ModelError('model_error', 'The provider ended the stream without an answer.', true);
+  }
+  // What a provider streams is stored with the run and sent to webhooks: U+0000 and lone surrogates
+  // (a stream can hold either; jsonb refuses both) become U+FFFD, as in what tools return.
+  return withoutNulCharacters({ content: sawContent ? content : null, toolCalls, usage, finishReason });
+}
+
+/**
+ * The tool message answers a call by its id, and the run keys each call's one execution by it: two
+ * calls of one answer under one id (a provider's bug) made the second refused as a reuse of the
+ * first's key, or answered with the first's result. A repeated id is told apart by a suffix, in the
+ * transcript sent back to the provider as well, so each call runs once and gets its own answer.
+ */
+function uniqueIds<T extends { id: string }>(calls: T[]): T[] {
+  const seen = new Set<string>();
+  return calls.map((c) => {
+    let id = c.id;
+    for (let n = 2; seen.has(id); n++) id = `${c.id}~${n}`;
+    seen.add(id);
+    return id === c.id ? c : { ...c, id };
+  });
+}
+
+function tokenCount(n: unknown): number {
+  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
