@@ -1,20 +1,14 @@
 // Longer than 300 lines because the pool is one lifecycle over shared state (a client taken, drained,
 // retired, its process stopped when idle or to make room) and reads best in one place.
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import {
-  Client,
-  isCallToolResult,
-  StreamableHTTPClientTransport,
-  type CallToolResult,
-  type StandardSchemaV1,
-  type Transport,
-} from '@modelcontextprotocol/client';
+import { Client, isCallToolResult, type CallToolResult, type StandardSchemaV1, type Transport } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressRequestInit, EgressService } from '../../egress/egress.service';
 import { MAX_RESULT_CHARS } from '../../runtime/output-budget';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
+import { AnswerWatchingTransport } from './answer-watching.transport';
 import { CleanStdioTransport } from './clean-stdio.transport';
 import { redactSecretsDeep } from '../../common/redact-secrets';
 import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
@@ -107,7 +101,7 @@ export class McpClientPool implements OnModuleDestroy {
   private closing = false;
   private readonly maxResponseBytes: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
-  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number }>();
+  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; lost?: AbortController }>();
 
   constructor(
     private readonly egress: EgressService,
@@ -125,7 +119,7 @@ export class McpClientPool implements OnModuleDestroy {
   /** `tools/list`, every page, as the platform stores it. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
     const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
-    return this.withClient(target, paged, 'upstream_unavailable', async (client) => {
+    return this.withClient(target, paged, 'upstream_unavailable', async (client, signal) => {
       const list = new ListedToolsCollector();
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
@@ -134,8 +128,8 @@ export class McpClientPool implements OnModuleDestroy {
         // before anything here could measure them: the first page is asked for as a plain request.
         const answer =
           cursor === undefined
-            ? await client.request({ method: 'tools/list' }, { signal: options.signal, timeout: options.timeoutMs })
-            : await client.listTools({ cursor }, { signal: options.signal, timeout: options.timeoutMs });
+            ? await client.request({ method: 'tools/list' }, { signal, timeout: options.timeoutMs })
+            : await client.listTools({ cursor }, { signal, timeout: options.timeoutMs });
         list.add(answer.tools);
         if (typeof answer.nextCursor !== 'string' || answer.nextCursor === '' || answer.nextCursor === cursor) break;
         cursor = answer.nextCursor;
@@ -146,9 +140,9 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. No credential is in the answer. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
-    return this.withClient(target, options, 'result_too_large', async (client) => {
+    return this.withClient(target, options, 'result_too_large', async (client, signal) => {
       const result = await client.request({ method: 'tools/call', params: { name, arguments: args } }, AS_SENT, {
-        signal: options.signal,
+        signal,
         timeout: options.timeoutMs,
         // Asking for progress lets long-running tools report it; each report extends nothing.
         onprogress: () => undefined,
@@ -214,17 +208,20 @@ export class McpClientPool implements OnModuleDestroy {
     target: McpTarget,
     options: McpRequestOptions & { maxBytes?: number },
     tooLarge: McpFailureCode,
-    use: (client: Client) => Promise<T>,
+    use: (client: Client, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
     if (this.closing) throw new McpUpstreamError('upstream_unavailable', 'the node is shutting down');
     let pooled: Pooled | undefined;
+    // Aborted by the transport when this call's answer stream ends unanswered (AnswerWatchingTransport).
+    const lost = new AbortController();
+    const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
     try {
-      return await this.current.run(options, async () => {
-        pooled = this.acquire(target, options);
+      return await this.current.run({ ...options, signal, lost }, async () => {
+        pooled = this.acquire(target, { ...options, signal });
         pooled.inFlight++;
         pooled.usedAt = Date.now();
         const client = await pooled.client;
-        return await use(client);
+        return await use(client, signal);
       });
     } catch (err) {
       let failure = classify(err, target, pooled?.transport);
@@ -305,11 +302,18 @@ export class McpClientPool implements OnModuleDestroy {
       const value = target.credentials[field.name];
       if (value !== undefined && field.header) headers[field.header] = value;
     }
-    return new StreamableHTTPClientTransport(new URL(url), {
-      fetch: (input, init) => this.egress.fetch(input as string | URL, this.bounded(init)),
-      requestInit: { headers },
-      // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
-    });
+    return new AnswerWatchingTransport(
+      new URL(url),
+      {
+        fetch: (input, init) => this.egress.fetch(input as string | URL, this.bounded(init)),
+        requestInit: { headers },
+        // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
+      },
+      () => {
+        const lost = this.current.getStore()?.lost;
+        return lost ? (reason) => lost.abort(reason) : undefined;
+      },
+    );
   }
 
   /**

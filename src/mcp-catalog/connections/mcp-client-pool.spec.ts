@@ -51,6 +51,14 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
       }
       if (message.params?.name === 'broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('boom');
+      // `dropped` opens an event stream, sends a progress notice and ends it unanswered; `dropped_primed`
+      // first offers to resume (an event id), which the client then asks for by GET (answered 405).
+      if (message.params?.name === 'dropped' || message.params?.name === 'dropped_primed') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (message.params.name === 'dropped_primed') res.write('id: e1\ndata: \n\n');
+        const progress = { jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: message.id, progress: 1 } };
+        return void res.end(`event: message\ndata: ${JSON.stringify(progress)}\n\n`);
+      }
       const misbehave = message.method === 'tools/list' ? (state.floodList ? 'flood' : undefined) : message.params?.name;
       if (misbehave !== 'trickle' && misbehave !== 'flood') {
         if (message.method === 'tools/list' && state.endlessList) {
@@ -127,6 +135,16 @@ describe('McpClientPool against a server that misbehaves after its headers', () 
     expect(socket.ms).toBeLessThan(2000);
     // The session is still good for the next call.
     await expect(pool.callTool(t, 'ok', {}, { timeoutMs: 2000 })).resolves.toMatchObject({ content: [{ type: 'text', text: 'fine' }] });
+  });
+
+  it('a tool call whose answer stream ends unanswered fails upstream_unavailable at once, not timeout; a call beside it is answered', async () => {
+    const t = target();
+    for (const tool of ['dropped', 'dropped_primed']) {
+      const beside = pool.callTool(t, 'slow', {}, { timeoutMs: 20_000 });
+      const err = await failure(pool.callTool(t, tool, {}, { timeoutMs: 20_000 }));
+      expect([tool, err.code, err.message]).toEqual([tool, 'upstream_unavailable', expect.stringMatching(/closed the connection/)]);
+      await expect(beside).resolves.toMatchObject({ content: [{ type: 'text', text: 'slow but fine' }] });
+    }
   });
 
   it('a tool call whose answer floods fails as result_too_large once the cap is read, and its socket is closed', async () => {
