@@ -1,8 +1,8 @@
 import type { Type } from '@nestjs/common';
-import { instanceToPlain } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import type { FieldError } from '../common/api-error';
-import { checkShape, mergeErrors, toInstance } from '../common/bounded-transform';
+import { checkShape, mergeErrors } from '../common/bounded-transform';
+import { toInstance, toPlainObject } from '../common/instance-transform';
 import { flattenValidationErrors, joinPath } from '../common/validation';
 
 export interface ClassValidationResult<T> {
@@ -66,5 +66,5 @@ function nullPaths(node: unknown, at: string, ancestors: string[], found: (path:
 }
 
 function toPlain(value: object): Record<string, unknown> {
-  return JSON.parse(JSON.stringify(instanceToPlain(value))) as Record<string, unknown>;
+  return JSON.parse(JSON.stringify(toPlainObject(value))) as Record<string, unknown>;
 }

@@ -1,5 +1,5 @@
 import type { Type } from '@nestjs/common';
-import { plainToInstance, TransformationType } from 'class-transformer';
+import { TransformationType } from 'class-transformer';
 import type { MetadataStorage } from 'class-transformer/types/MetadataStorage';
 import { getMetadataStorage } from 'class-validator';
 import type { ValidationMetadata } from 'class-validator/types/metadata/ValidationMetadata';
@@ -164,7 +164,7 @@ function describe(cls: Type<object>, property: string): PropertyInfo {
   };
 }
 
-function isPlainObject(v: unknown): v is Record<string, unknown> {
+export function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
@@ -247,71 +247,4 @@ function checkEntries(rule: EntryRule, value: Record<string, unknown>, at: strin
 function walkElement(cls: Type<object>, raw: unknown, at: string, out: Collector): void {
   if (isPlainObject(raw)) walk(cls, raw, at, out);
   else out.add({ path: at, code: 'isObject', message: `${at} must be an object` });
-}
-
-/**
- * The instance class-transformer builds, with free-form values and skipped dictionary entries put
- * back as they arrived. Call after `checkShape` found nothing: unknown keys are not looked for here.
- */
-export function toInstance<T extends object>(cls: Type<T>, raw: unknown): T {
-  if (!isPlainObject(raw)) return plainToInstance(cls, raw as object, { enableImplicitConversion: false }) as T;
-  const { copy, restore } = setAside(cls as Type<object>, raw);
-  const instance = plainToInstance(cls, copy, { enableImplicitConversion: false }) as T;
-  restore(instance);
-  return instance;
-}
-
-type Restore = (instance: object) => void;
-
-function setAside(cls: Type<object>, raw: Record<string, unknown>): { copy: Record<string, unknown>; restore: Restore } {
-  const declared = declaredProperties(cls);
-  const copy: Record<string, unknown> = {};
-  const steps: Restore[] = [];
-  for (const key of Object.keys(raw)) {
-    const value = raw[key];
-    const info = declared.get(key);
-    if (info && !info.nested && !info.converted && typeof value === 'object' && value !== null) {
-      // Free-form: class-transformer never sees it; the instance gets the parsed JSON itself.
-      steps.push((instance) => define(instance, key, value));
-      continue;
-    }
-    if (info?.nested && info.map && isPlainObject(value)) {
-      const nested = info.nested;
-      steps.push((instance) => {
-        const built = (instance as Record<string, unknown>)[key];
-        if (!(built instanceof Map)) return;
-        // Rebuilt in the order of the request, with the entries class-transformer skipped.
-        const entries = Object.keys(value).map((k) => [k, built.has(k) ? built.get(k) : toInstance(nested, value[k])] as const);
-        define(instance, key, new Map(entries));
-      });
-    } else if (info?.nested && Array.isArray(value)) {
-      const nested = info.nested;
-      const parts = value.map((v) => (isPlainObject(v) ? setAside(nested, v) : undefined));
-      define(
-        copy,
-        key,
-        value.map((v, i) => parts[i]?.copy ?? v),
-      );
-      steps.push((instance) => {
-        const built = (instance as Record<string, unknown>)[key];
-        if (Array.isArray(built)) built.forEach((b, i) => b && typeof b === 'object' && parts[i]?.restore(b));
-      });
-      continue;
-    } else if (info?.nested && isPlainObject(value)) {
-      const part = setAside(info.nested, value);
-      define(copy, key, part.copy);
-      steps.push((instance) => {
-        const built = (instance as Record<string, unknown>)[key];
-        if (built && typeof built === 'object') part.restore(built);
-      });
-      continue;
-    }
-    define(copy, key, value);
-  }
-  return { copy, restore: (instance) => steps.forEach((s) => s(instance)) };
-}
-
-/** An own data property, whatever the key: `obj[key] = v` with key `__proto__` would change the prototype. */
-function define(target: object, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -1,5 +1,6 @@
-import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsInt, IsOptional, IsString, Matches, Max, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
+import { Type as TypeOf } from 'class-transformer';
+import type { Type } from '@nestjs/common';
+import { ArrayMaxSize, IsArray, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
 import { ApiError } from './api-error';
 import { EntriesIn } from './bounded-transform';
 import { createValidationPipe, flattenValidationErrors, joinPath, VALID_QUERIES_PER_CLASS } from './validation';
@@ -9,7 +10,7 @@ class Inner {
 }
 class Outer {
   @IsString() name: string;
-  @ValidateNested({ each: true }) @Type(() => Inner) items: Inner[];
+  @ValidateNested({ each: true }) @TypeOf(() => Inner) items: Inner[];
 }
 
 class Listing {
@@ -20,7 +21,7 @@ class Listing {
 /** Counts how often its class is validated: a query answered from what was validated before is not. */
 let validations = 0;
 class Counted {
-  @IsOptional() @Type(() => Number) @IsInt() @Max(100) limit?: number;
+  @IsOptional() @TypeOf(() => Number) @IsInt() @Max(100) limit?: number;
   @IsOptional() @IsString({ each: true }) tag?: string | string[];
   @ValidateBy({ name: 'counted', validator: { validate: () => (validations++, true) } }) always?: string = 'x';
 }
@@ -34,7 +35,14 @@ class Flags {
 class MoreFlags extends Flags {}
 class HoldsFlags {
   @IsInt() n: number;
-  @ValidateNested({ each: true }) @Type(() => MoreFlags) list: MoreFlags[];
+  @ValidateNested({ each: true }) @TypeOf(() => MoreFlags) list: MoreFlags[];
+}
+
+class Named {
+  @IsString() name: string;
+}
+class ByKey {
+  @IsObject() @ValidateNested({ each: true }) @TypeOf(() => Named) byKey: Map<string, Named>;
 }
 
 class Tagged {
@@ -79,6 +87,25 @@ describe('request validation', () => {
         { path: 'orgId', code: 'unknown_property', message: 'property orgId is not allowed' },
       ]),
     );
+  });
+
+  it('a key named like a prototype member inside an unknown property, a free-form value or a nested object is a 400 or data, never a crash', async () => {
+    const pipe = createValidationPipe();
+    const outcome = (body: string, metatype: Type<object>) =>
+      pipe.transform(JSON.parse(body), { type: 'body', metatype }).then(
+        (v: object) => ['ok', v] as const,
+        (e: unknown) => ['refused', (e as ApiError).errors?.map((x) => `${x.path} ${x.code}`)] as const,
+      );
+    for (const key of ['constructor', 'prototype', 'toString', 'hasOwnProperty', '__proto__']) {
+      expect(await outcome(`{"name":"n","items":[],"x":{"${key}":1}}`, Outer)).toEqual(['refused', ['x unknown_property']]);
+      expect(await outcome(`{"name":"n","items":[],"x":[{"${key}":{"${key}":1}}]}`, Outer)).toEqual(['refused', ['x unknown_property']]);
+      expect(await outcome(`{"name":"n","items":[{"units":1,"${key}":{"a":1}}]}`, Outer)).toEqual(['refused', [`items[0].${key} unknown_property`]]);
+      expect(await outcome(`{"n":1,"list":[{"flags":{"a":"on"},"y":{"${key}":1}}]}`, HoldsFlags)).toEqual(['refused', ['list[0].y unknown_property']]);
+      expect(await outcome(`{"byKey":{"a":{"name":"x","${key}":{"b":1}}}}`, ByKey)).toEqual(['refused', [`byKey.a.${key} unknown_property`]]);
+      const [kept, value] = await outcome(`{"byKey":{"${key}":{"name":"x"}}}`, ByKey);
+      expect(kept).toBe('ok');
+      expect([...(value as ByKey).byKey].map(([k, v]) => [k, v instanceof Named, v.name])).toEqual([[key, true, 'x']]);
+    }
   });
 
   it('names each bad entry of a dictionary with an entry rule, in nested and derived classes, with the other problems', async () => {

@@ -3,7 +3,8 @@ import { validateSync, ValidatorOptions } from 'class-validator';
 import { findUnstorableText } from './nul-character';
 import { LruCache } from './lru-cache';
 import { ApiError } from './api-error';
-import { checkShape, declaredProperties, mergeErrors, toInstance } from './bounded-transform';
+import { checkShape, declaredProperties, mergeErrors } from './bounded-transform';
+import { toInstance } from './instance-transform';
 import { joinPath } from './field-path';
 import { flattenValidationErrors } from './flatten-errors';
 

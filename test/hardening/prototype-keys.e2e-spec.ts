@@ -137,6 +137,40 @@ describe('keys named like Object.prototype members', () => {
     );
   });
 
+  it('one level down (in an unknown property, under a property that is not an object, in a list) are a 400 or 422 naming the field, never a 500', async () => {
+    await fc.assert(
+      fc.asyncProperty(protoKey, jsonValue, async (key, value) => {
+        const inner = objectWith(key, JSON.stringify(value));
+        const body = await h.t.http
+          .post('/api/v1/knowledge/collections')
+          .set(...bearer(h.world.org.keys.builder))
+          .set('Content-Type', 'application/json')
+          .send(`{"name":"n","x":${inner},"y":[${inner}]}`);
+        expect([key, body.status, body.body.errors?.map((e: { path: string }) => e.path)]).toEqual([key, 400, ['x', 'y']]);
+
+        const args = await h.t.http
+          .post(`/api/v1/agents/${h.agentId}/tool-calls`)
+          .set(...bearer(h.world.org.keys.agent))
+          .set('Content-Type', 'application/json')
+          .send(`{"tool":"search_knowledge","arguments":{"query":${inner}}}`);
+        expect([key, args.status, args.body.code, args.body.errors?.[0]?.path]).toEqual([key, 422, 'invalid_arguments', 'arguments.query']);
+
+        await h.t.http
+          .put(`/api/v1/agents/${h.agentId}/draft`)
+          .set(...bearer(h.world.org.keys.builder))
+          .set('Content-Type', 'application/json')
+          .send(`{"instructions":"x","capabilities":[{"id":"knowledge","config":{"maxResults":${inner}}}]}`)
+          .expect(200);
+        const validate = await h.t.http
+          .post(`/api/v1/agents/${h.agentId}/draft/validate`)
+          .set(...bearer(h.world.org.keys.builder))
+          .expect(200);
+        expect([key, validate.body.errors.map((e: { path: string }) => e.path)]).toEqual([key, ['capabilities[0].config.maxResults']]);
+      }),
+      { numRuns: PROTO_KEYS.length },
+    );
+  });
+
   it('never change the prototype of what is stored', async () => {
     const res = await h.t.http
       .post(`/api/v1/knowledge/collections/${h.world.ids.collectionId}/documents`)

@@ -1,0 +1,35 @@
+import { Type } from 'class-transformer';
+import { IsInt, IsObject, IsOptional, IsString, ValidateNested } from 'class-validator';
+import { validateWithClass } from './class-validation';
+
+class Part {
+  @IsString() label: string;
+  @IsOptional() @IsObject() extra?: Record<string, unknown>;
+}
+class Args {
+  @IsString() query: string;
+  @IsOptional() @IsObject() metadata?: Record<string, unknown>;
+  @IsOptional() @ValidateNested({ each: true }) @Type(() => Part) parts?: Part[];
+  @IsOptional() @IsInt() limit?: number = 5;
+}
+
+describe('validateWithClass', () => {
+  it("keeps a free-form value's keys named like prototype members, at any depth, as data in the plain form that is hashed and stored", () => {
+    const input = JSON.parse(
+      '{"query":"q","metadata":{"constructor":1,"__proto__":{"a":1},"toString":{"constructor":2}},"parts":[{"label":"p","extra":{"constructor":{"prototype":1}}}]}',
+    ) as unknown;
+    const { errors, plain } = validateWithClass(Args, input);
+    expect(errors).toEqual([]);
+    expect(JSON.stringify(plain)).toBe(
+      '{"query":"q","metadata":{"constructor":1,"__proto__":{"a":1},"toString":{"constructor":2}},"parts":[{"label":"p","extra":{"constructor":{"prototype":1}}}],"limit":5}',
+    );
+    expect(Object.getPrototypeOf(plain.metadata)).toBe(Object.prototype);
+  });
+
+  it('names the field when a value that must not be an object holds such a key, instead of failing', () => {
+    for (const key of ['constructor', '__proto__', 'prototype']) {
+      const { errors } = validateWithClass(Args, JSON.parse(`{"query":{"${key}":1},"parts":[{"label":[{"${key}":1}]}]}`));
+      expect([key, errors.map((e) => `${e.path} ${e.code}`)]).toEqual([key, ['query isString', 'parts[0].label isString']]);
+    }
+  });
+});
