@@ -337,6 +337,7 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
           read_document: { name: 'search_knowledge' },
           load_skill: { name: 'use_skill' },
           remember: { name: 'note' },
+          recall_memories: { name: 'recall' },
         },
       })
       .expect(200);
@@ -361,6 +362,12 @@ describe('the builtin capabilities on one published agent (e2e)', () => {
     expect(tool('list_skills').description).toContain('load the one that fits with use_skill');
     const outside = await call('search_knowledge', { documentId: docs.hidden }, {}, renamed).expect(200);
     expect(outside.body.error.message).toContain('Use read_document to find the documentId');
+    const forgetting = await call('forget', { memoryId: '00000000-0000-4000-8000-000000000000' }, {}, renamed).expect(202);
+    const unknown = (await approve(forgetting.body.approvalId).expect(200)).body.toolCall;
+    expect(unknown).toMatchObject({
+      status: 'failed',
+      error: { code: 'memory_not_found', message: expect.stringContaining('Use `recall` to find the memoryId') },
+    });
     // An agent that renames nothing reads the texts as declared.
     const plain = (
       await t.http

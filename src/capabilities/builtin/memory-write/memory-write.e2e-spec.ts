@@ -58,7 +58,7 @@ describe('builtin capability: memory-write (e2e)', () => {
         code: 'memory_full',
         message: expect.stringContaining('You keep 2 memories, and the most you may keep is 2, so nothing was remembered'),
       });
-      expect(err.message).toContain('Forget a memory');
+      expect(err.message).toContain('Use `forget` on a memory');
       expect(await a.forget(one.memoryId)).toEqual({ memoryId: one.memoryId, forgotten: true, content: 'First fact' });
       expect((await a.remember('Third fact')).memoriesKept).toBe(2);
     });

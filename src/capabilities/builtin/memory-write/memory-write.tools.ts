@@ -85,7 +85,7 @@ export class MemoryWriteTools {
         throw new ToolError(
           'memory_full',
           `You keep ${count(outcome.count, 'memory', 'memories')}, and the most you may keep is ${maxMemories}, so nothing was remembered. ` +
-            'Forget a memory that is outdated or less useful (find it with recall_memories) before remembering another.',
+            'Use `forget` on a memory that is outdated or less useful (find it with `recall_memories`) before you `remember` another.',
         );
       case 'no_agent':
         throw new ToolError('agent_not_found', 'The agent this call was made for does not exist in this organization; nothing was remembered.');
@@ -97,7 +97,7 @@ export class MemoryWriteTools {
     if (!row)
       throw new ToolError(
         'memory_not_found',
-        `You keep no memory ${input.memoryId}; nothing was forgotten. Use recall_memories to find the memoryId of what you want to forget.`,
+        `You keep no memory ${input.memoryId}; nothing was forgotten. Use \`recall_memories\` to find the memoryId of what you want to forget.`,
       );
     return { memoryId: row.id, forgotten: true, content: row.content };
   }
