@@ -221,6 +221,23 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       // Other tools run.
       expect((await callTool({ tool: 'search_knowledge', arguments: { query: 'refunds' } })).status).toBe(200);
 
+      // A new reason for a tool already off is a change, recorded with the reason it replaces; the time it went off stays.
+      const reasoned = await h.t.http
+        .put('/api/v1/tools/memory-write/remember/disabled')
+        .set(...admin)
+        .send({ disabled: true, reason: 'INC-7: leak confirmed' })
+        .expect(200);
+      expect(reasoned.body).toMatchObject({ reason: 'INC-7: leak confirmed', disabledAt: off.body.disabledAt });
+      const disabledEvents = await events('tool.disabled');
+      expect(disabledEvents.map((e: { data: object }) => e.data)).toEqual(
+        expect.arrayContaining([
+          { capabilityId: 'memory-write', toolId: 'remember', reason: 'INC-7' },
+          { capabilityId: 'memory-write', toolId: 'remember', reason: 'INC-7: leak confirmed', previousReason: 'INC-7' },
+        ]),
+      );
+      expect(disabledEvents).toHaveLength(2);
+      expect((await callTool({ tool: 'remember', arguments: { content: 'x' } }).expect(403)).body.reason).toBe('INC-7: leak confirmed');
+
       await h.t.http
         .put('/api/v1/tools/memory-write/remember/disabled')
         .set(...admin)

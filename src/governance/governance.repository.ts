@@ -100,7 +100,11 @@ export class GovernanceRepository {
     return rows[0];
   }
 
-  /** Disables (or updates the reason of) a tool; true when it was enabled before. */
+  /**
+   * Disables a tool, or changes the reason it is disabled for (then `disabledBy` is who gave the
+   * reason now shown; `disabledAt` stays when it was switched off). `change` says which happened,
+   * none when it was already disabled for that very reason.
+   */
   async disable(
     manager: EntityManager,
     orgId: string,
@@ -108,15 +112,22 @@ export class GovernanceRepository {
     toolId: string,
     reason: string | null,
     by: string,
-  ): Promise<{ row: DisabledToolRow; changed: boolean }> {
+  ): Promise<{ row: DisabledToolRow; change?: 'disabled' | 'reason'; previousReason?: string | null }> {
+    // Locked first, so of two admins changing the reason at once the second reads the first's.
+    const prior: { reason: string | null }[] = await manager.query(
+      `SELECT reason FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 FOR UPDATE`,
+      [orgId, capabilityId, toolId],
+    );
     const rows: (DisabledToolRow & { inserted: boolean })[] = await manager.query(
       `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (org_id, capability_id, tool_id) DO UPDATE SET reason = EXCLUDED.reason
+       ON CONFLICT (org_id, capability_id, tool_id) DO UPDATE SET reason = EXCLUDED.reason, disabled_by = EXCLUDED.disabled_by
+         WHERE tool_disabled.reason IS DISTINCT FROM EXCLUDED.reason
        RETURNING capability_id, tool_id, reason, disabled_at, disabled_by, (xmax = 0) AS inserted`,
       [orgId, capabilityId, toolId, reason, by],
     );
+    if (rows.length === 0) return { row: (await this.disabledTool(orgId, capabilityId, toolId, manager))! };
     const { inserted, ...row } = rows[0];
-    return { row, changed: inserted };
+    return inserted ? { row, change: 'disabled' } : { row, change: 'reason', previousReason: prior[0]?.reason ?? null };
   }
 
   /** Enables a tool; true when it was disabled. */

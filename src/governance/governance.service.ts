@@ -86,8 +86,12 @@ export class GovernanceService {
       const actor = actorOf(principal);
       const target = { type: 'tool', id: `${capabilityId}/${toolId}` };
       if (body.disabled) {
-        const { row, changed } = await this.repository.disable(m, orgId, capabilityId, toolId, body.reason ?? null, principal.id);
-        if (changed) await this.audit.record(m, { type: 'tool.disabled', orgId, actor, target, data: { capabilityId, toolId, reason: body.reason ?? null } });
+        const { row, change, previousReason } = await this.repository.disable(m, orgId, capabilityId, toolId, body.reason ?? null, principal.id);
+        // A new reason for a tool already off is recorded too: it is what every refused caller reads.
+        if (change) {
+          const data = { capabilityId, toolId, reason: body.reason ?? null, ...(change === 'reason' ? { previousReason } : {}) };
+          await this.audit.record(m, { type: 'tool.disabled', orgId, actor, target, data });
+        }
         return toSwitchView(row);
       }
       if (await this.repository.enable(m, orgId, capabilityId, toolId)) {
