@@ -24,6 +24,14 @@ describe('limitSseLines', () => {
     await expect(limitSseLines(sse('data: ok\ndata: 123456789\n'), tooLong, 14).text()).rejects.toThrow('line past 14');
   });
 
+  it('hands on whole lines only: a line split across chunks comes out in one chunk, with what is left at the end', async () => {
+    const res = limitSseLines(sse('data: 1', '23', '4\n\ndata: 5', '\n', 'da', 'ta: 6\r', '\ndata: 7'), tooLong, 14);
+    const chunks: string[] = [];
+    const dec = new TextDecoder();
+    for await (const c of res.body as unknown as AsyncIterable<Uint8Array>) chunks.push(dec.decode(c));
+    expect(chunks).toEqual(['data: 1234\n\n', 'data: 5\n', 'data: 6\r', '\n', 'data: 7']);
+  });
+
   it('answers other responses as they are', async () => {
     const json = new Response('x'.repeat(100), { headers: { 'content-type': 'application/json' } });
     expect(limitSseLines(json, tooLong, 14)).toBe(json);
