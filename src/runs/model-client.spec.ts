@@ -110,6 +110,26 @@ describe('OpenAiCompatibleModel', () => {
     await expect(echoed.complete(req)).rejects.toMatchObject({ message: 'The provider answered 401: 401 Incorrect API key provided: [redacted].' });
   });
 
+  it('redacts the key however the provider spells it (an error object, JSON-escaped; URL-encoded), and in an answer too', async () => {
+    const key = 'sk-secret"quote\\back/slash<>&\'';
+    const answering = (body: () => Response) =>
+      new OpenAiCompatibleModel('p', 'http://model.test/v1', key, async () => body(), { ...policy, retries: 0 }, sleep);
+    const asObject = answering(() => new Response(JSON.stringify({ error: { message: { got: key } } }), { status: 401 }));
+    const err = (await asObject.complete(req).catch((e: unknown) => e)) as ModelError;
+    expect(err.message).toContain('[redacted]');
+    expect(err.message).not.toContain('sk-secret');
+    const inUrl = answering(() => new Response(JSON.stringify({ error: { message: `GET /v1?key=${encodeURIComponent(key)}` } }), { status: 400 }));
+    expect(((await inUrl.complete(req).catch((e: unknown) => e)) as ModelError).message).not.toContain('sk-secret');
+    const echo = answering(() =>
+      sse(
+        delta({ content: `your key is ${key}`, tool_calls: [{ index: 0, id: 'c', function: { name: 'n', arguments: JSON.stringify({ k: key }) } }] }, 'stop'),
+      ),
+    );
+    const turn = await echo.complete(req);
+    expect(turn.content).toBe('your key is [redacted]');
+    expect(JSON.parse(turn.toolCalls[0].arguments)).toEqual({ k: '[redacted]' });
+  });
+
   it('reports an egress refusal as such, without retrying', async () => {
     const refusing = new OpenAiCompatibleModel(
       'p',

@@ -2,7 +2,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
-import { redactSecrets } from '../common/redact-secrets';
+import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
 import { assemble, ModelError, type ModelTurn } from './model-answer';
 import { limitSseLines } from './sse-line-limit';
 
@@ -127,7 +127,9 @@ export class OpenAiCompatibleModel implements ChatModel {
     }
     const interrupted = this.interruption(req, deadline);
     if (interrupted) throw interrupted;
-    return turn;
+    // A provider may echo the key it was sent in its answer as in its errors: the answer is stored
+    // with the run, shown to its readers and sent to webhooks.
+    return redactSecretsDeep(turn, this.secrets);
   }
 
   /** A cancel of the run is not retried; the provider running out of time is, like a broken stream. */
