@@ -498,6 +498,8 @@ describe('agent runs (e2e)', () => {
               // What no column can hold (REST refuses it at parse; a model's arguments are not a body).
               { id: 'c4', name: 'lookup_order', arguments: '{"query": "A-1\\u0000"}' },
               { id: 'c5', name: 'lookup_order', arguments: '{"query": "A-1", "page": 1e999}' },
+              // Nested past a body's depth: validating it ran out of stack and the step failed (internal_error).
+              { id: 'c6', name: 'lookup_order', arguments: `{"query":${'['.repeat(5000)}${']'.repeat(5000)}}` },
             ],
           },
           // And in the model's own text: stored with U+FFFD, as what tools return is.
@@ -516,6 +518,7 @@ describe('agent runs (e2e)', () => {
         ['invalid_arguments', 'arguments.query', expect.any(String)],
         ['invalid_arguments', 'arguments.query', 'nul_character'],
         ['invalid_arguments', 'arguments.page', 'number_out_of_range'],
+        ['invalid_arguments', undefined, undefined],
       ]);
       expect(runExecutions.filter((e) => e.runId === res.body.id)).toEqual([]);
     });

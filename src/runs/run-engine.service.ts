@@ -2,6 +2,7 @@
 // tool calls through the executor, persist) reads best as one state machine in one place.
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
+import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../common/json-depth';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { BuiltVersion } from '../agents/built-version';
 import { VersionBuilder } from '../agents/version-builder.service';
@@ -344,6 +345,10 @@ export class RunEngine {
     built: BuiltVersion,
   ): Promise<{ call: ToolCallView } | { refusal: { code: string; message: string; errors?: unknown } } | 'retry'> {
     let args: unknown;
+    // Held to a request body's depth: walked deeper, validation ran out of stack and the step failed as the platform's error.
+    if (jsonDepthExceeds(p.arguments)) {
+      return { refusal: { code: 'invalid_arguments', message: `The arguments nest deeper than ${MAX_JSON_DEPTH} levels; nothing ran.` } };
+    }
     try {
       args = JSON.parse(p.arguments === '' ? '{}' : p.arguments);
     } catch {
