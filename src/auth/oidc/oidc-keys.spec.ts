@@ -112,6 +112,27 @@ describe('the identity provider key store', () => {
     expect(store.fetches).toBe(2);
   });
 
+  it('once a refresh of old keys has failed, sign-ins use the keys held while the provider is retried in the background, not waiting on it', async () => {
+    const a = await signingKey('a');
+    const idp = provider([a.jwk]);
+    let hang = false;
+    const fetchJson = (url: string) => (hang ? new Promise<unknown>(() => undefined) : idp.fetchJson(url));
+    // No fetch timeout: a sign-in that waited on a hung fetch would never end.
+    const store = new OidcKeyStore({ issuer: ISSUER, fetchJson, refreshCooldownMs: 1_000, maxAgeMs: 60_000, now });
+    await jwtVerify(await a.sign(), store.resolve);
+    idp.state.down = true;
+    clock += 60_000;
+    // The first sign-in after the keys grew old waits for the refresh, which fails; the keys held answer.
+    await expect(jwtVerify(await a.sign(), store.resolve)).resolves.toBeDefined();
+    expect(store.fetches).toBe(2);
+    // Now the provider is known to fail, and hangs: the next refresh starts, and nobody waits for it.
+    hang = true;
+    clock += 1_000;
+    await expect(jwtVerify(await a.sign(), store.resolve)).resolves.toBeDefined();
+    await expect(jwtVerify(await a.sign(), store.resolve)).resolves.toBeDefined();
+    expect(store.fetches).toBe(3);
+  });
+
   it('says the keys are unavailable when it never had any, and refuses a discovery document of another issuer', async () => {
     const a = await signingKey('a');
     const idp = provider([a.jwk]);

@@ -51,7 +51,14 @@ export class OidcKeyStore {
   /** The key resolver `jwtVerify` takes: the key the header names, or a refusal. */
   readonly resolve = async (header: JWSHeaderParameters): Promise<CryptoKey> => {
     const now = this.now();
-    if (!this.keys || now - this.keys.fetchedAt >= this.options.maxAgeMs) await this.refresh();
+    if (!this.keys) await this.refresh();
+    else if (now - this.keys.fetchedAt >= this.options.maxAgeMs) {
+      // Old keys are fetched again before they are used, so a key the provider withdrew stops
+      // working. A provider whose last fetch failed is not waited on again (a hung one cost every
+      // sign-in 10 s, each cooldown, to end on the keys held anyway): they serve while it is retried.
+      if (this.lastError === undefined) await this.refresh();
+      else void this.refresh();
+    }
     const keys = this.keys;
     if (!keys) throw new KeysUnavailableError(`the identity provider's keys could not be fetched: ${this.lastError ?? 'not yet fetched'}`);
     try {
