@@ -66,6 +66,12 @@ describe('sanitizeListedTools', () => {
     expect(sanitizeListedTools(big)).toHaveLength(60);
     expect(JSON.stringify(big).length).toBeLessThan(MAX_LIST_CHARS);
   });
+  it('a description or title too long is cut between two characters: one cut through an emoji left a lone surrogate', () => {
+    const [t] = sanitizeListedTools([
+      { name: 'a', description: 'a'.repeat(9999) + '\u{1F600}b', title: 'a'.repeat(499) + '\u{1F600}b', inputSchema: { type: 'object' } },
+    ]);
+    expect([t.description, t.title]).toEqual(['a'.repeat(9999), 'a'.repeat(499)]);
+  });
   it('a missing description is empty, not a refusal', () => {
     expect(sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object' } }])[0].description).toBe('');
   });

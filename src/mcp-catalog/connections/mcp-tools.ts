@@ -1,5 +1,5 @@
 import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
-import { withoutNulCharacters } from '../../common/nul-character';
+import { storablePrefix, withoutNulCharacters } from '../../common/nul-character';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { McpUpstreamError } from './mcp-client-pool.service';
 
@@ -89,13 +89,13 @@ function sanitizeTool(item: unknown, index: number, seen: Set<string>): ListedMc
   const name = clean(t.name);
   if (seen.has(name)) throw invalid(`tool "${name}" is listed twice`);
   seen.add(name);
-  const description = typeof t.description === 'string' ? clean(t.description.slice(0, MAX_DESCRIPTION + 1)).slice(0, MAX_DESCRIPTION) : '';
+  const description = typeof t.description === 'string' ? storablePrefix(t.description, MAX_DESCRIPTION) : '';
   const schema = t.inputSchema;
   if (!schema || typeof schema !== 'object' || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
     throw invalid(`tool "${name}" has no object input schema`);
   }
   const tool: ListedMcpTool = { name, description, inputSchema: bounded(clean(schema as Record<string, unknown>), `tool "${name}" input schema`) };
-  if (typeof t.title === 'string' && t.title !== '') tool.title = clean(t.title.slice(0, MAX_TITLE + 1)).slice(0, MAX_TITLE);
+  if (typeof t.title === 'string' && t.title !== '') tool.title = storablePrefix(t.title, MAX_TITLE);
   if (t.annotations && typeof t.annotations === 'object' && !Array.isArray(t.annotations)) {
     tool.annotations = bounded(clean(t.annotations as Record<string, unknown>), `tool "${name}" annotations`);
   }

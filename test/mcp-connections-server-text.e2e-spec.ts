@@ -1,0 +1,62 @@
+import { startFixtureMcpServer, FixtureMcpServer } from './support/mcp-fixture-server';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+const EMOJI = '\u{1F600}';
+const tool = (fields: Record<string, unknown> = {}) => ({ name: 'echo', description: 'Echoes.', inputSchema: { type: 'object' }, ...fields });
+
+/**
+ * What a vendor's server writes into a tool list or an error is its text, not ours: it is stored
+ * and shown to every reader of the connection and offered to agents. Before, a list echoing the
+ * connection's credential was shown as is (to a viewer key, to the agent and its model), and text
+ * PostgreSQL cannot store (a description cut through an emoji, an error message with U+0000)
+ * answered 500 and left the connection `ready` with no audit event.
+ */
+describe('MCP connections: text a server sends (e2e)', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let server: FixtureMcpServer;
+  let names = 0;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
+    org = await createOrg(t, ['mcp:remote']);
+    server = await startFixtureMcpServer();
+  }, 240_000);
+  afterAll(async () => {
+    await server.close();
+    await t.close();
+  });
+  afterEach(() => {
+    server.state.rawToolsList = undefined;
+  });
+
+  const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
+  const connect = (credentials?: Record<string, string>) =>
+    t.http
+      .post('/api/v1/mcp-connections')
+      .set(...as('admin'))
+      .send({ server: 'remote', name: `text-${++names}`, url: server.url, ...(credentials ? { credentials } : {}) });
+  const sync = (id: string) => t.http.post(`/api/v1/mcp-connections/${id}/sync`).set(...as('admin'));
+  const syncEvents = async (id: string) =>
+    (
+      await t.http
+        .get('/api/v1/audit-events?type=mcp_connection.synced&limit=200')
+        .set(...as('admin'))
+        .expect(200)
+    ).body.items.filter((e: { target: { id: string } }) => e.target.id === id);
+
+  it('a description or title cut through an emoji is stored well-formed: 201 on connect, 200 ready on sync', async () => {
+    const cut = { description: 'a'.repeat(9999) + EMOJI + 'b', title: 'a'.repeat(499) + EMOJI + 'b' };
+    server.state.rawToolsList = () => ({ result: { tools: [tool(cut)] } });
+    const created = await connect().expect(201);
+    expect(created.body.tools[0].description).toBe('a'.repeat(9999));
+    expect(created.body.tools[0].title).toBe('a'.repeat(499));
+
+    server.state.rawToolsList = () => ({ result: { tools: [tool()] } });
+    const clean = await connect().expect(201);
+    server.state.rawToolsList = () => ({ result: { tools: [tool(cut)] } });
+    const synced = await sync(clean.body.id).expect(200);
+    expect(synced.body).toMatchObject({ status: 'ready', tools: [{ name: 'echo', description: 'a'.repeat(9999), title: 'a'.repeat(499) }] });
+    expect(await syncEvents(clean.body.id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'ready', changed: ['echo'] }) })]);
+  });
+});
