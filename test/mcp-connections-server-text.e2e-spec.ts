@@ -59,4 +59,23 @@ describe('MCP connections: text a server sends (e2e)', () => {
     expect(synced.body).toMatchObject({ status: 'ready', tools: [{ name: 'echo', description: 'a'.repeat(9999), title: 'a'.repeat(499) }] });
     expect(await syncEvents(clean.body.id)).toEqual([expect.objectContaining({ data: expect.objectContaining({ status: 'ready', changed: ['echo'] }) })]);
   });
+
+  it.each([
+    ['U+0000', 'broken\u0000list', 'broken\uFFFDlist'],
+    ['an emoji at the cut', 'a'.repeat(960) + EMOJI, 'a'.repeat(960)],
+  ])('a tools/list error holding %s: sync is 200 with status error and its message, the last good list kept, audited', async (_what, message, shown) => {
+    const created = await connect().expect(201);
+    server.state.rawToolsList = () => ({ error: { code: -32000, message } });
+    const synced = await sync(created.body.id).expect(200);
+    expect(synced.body).toMatchObject({ status: 'error', error: { code: 'tool_error', message: expect.stringContaining(shown) }, tools: created.body.tools });
+    expect(synced.body.error.message.isWellFormed()).toBe(true);
+    const read = await t.http
+      .get(`/api/v1/mcp-connections/${created.body.id}`)
+      .set(...as('viewer'))
+      .expect(200);
+    expect(read.body).toMatchObject({ status: 'error', error: synced.body.error });
+    expect(await syncEvents(created.body.id)).toEqual([
+      expect.objectContaining({ data: expect.objectContaining({ trigger: 'sync', status: 'error', error: synced.body.error }) }),
+    ]);
+  });
 });

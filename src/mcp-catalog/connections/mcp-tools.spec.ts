@@ -111,4 +111,17 @@ describe('classify', () => {
     expect(err.message).not.toContain('sk-secret');
     expect(redactSecrets('token sk-secret-123456 leaked', secret)).toBe('token [redacted] leaked');
   });
+  it('makes a message storable: U+0000 and a cut emoji replaced or left out, at most 1,000 characters', () => {
+    const nul = classify(new ProtocolError(-32000, 'broken\u0000list'), creds).message;
+    expect(nul).toContain('broken\uFFFDlist');
+    for (let pad = 950; pad < 970; pad++) {
+      const cut = classify(new ProtocolError(-32000, 'a'.repeat(pad) + '\u{1F600}'.repeat(5)), creds).message;
+      expect([pad, cut.isWellFormed(), cut.length <= 1000]).toEqual([pad, true, true]);
+    }
+  });
+  it('redacts a credential before cutting: none of it is left at the end of a long message', () => {
+    const pads = Array.from({ length: 100 }, (_, i) => 900 + i);
+    const leaked = pads.filter((pad) => /sk-s/.test(classify(new Error('x'.repeat(pad) + 'Bearer sk-secret-123456'), creds).message));
+    expect(leaked).toEqual([]);
+  });
 });
