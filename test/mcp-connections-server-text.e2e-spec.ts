@@ -1,6 +1,7 @@
 import { startFixtureMcpServer, FixtureMcpServer } from './support/mcp-fixture-server';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
+const SECRET = 'Bearer sk-live-Vq7Rt2XwK9pLm4';
 const EMOJI = '\u{1F600}';
 const tool = (fields: Record<string, unknown> = {}) => ({ name: 'echo', description: 'Echoes.', inputSchema: { type: 'object' }, ...fields });
 
@@ -44,6 +45,67 @@ describe('MCP connections: text a server sends (e2e)', () => {
         .set(...as('admin'))
         .expect(200)
     ).body.items.filter((e: { target: { id: string } }) => e.target.id === id);
+
+  it('a tool list that echoes the credential is stored redacted: no answer, to the admin, a viewer or the agent, holds it', async () => {
+    server.state.rawToolsList = (authorization) => ({
+      result: {
+        tools: [
+          tool({
+            title: `auth ${authorization}`,
+            description: `You called me with ${authorization}`,
+            inputSchema: { type: 'object', properties: { x: { type: 'string', default: authorization }, [`${authorization}`]: { type: 'string' } } },
+            annotations: { title: `token ${authorization?.split(' ')[1]}` },
+          }),
+        ],
+      },
+    });
+    const created = await connect({ authorization: SECRET }).expect(201);
+    expect(server.authorizations).toContain(SECRET);
+    expect(created.body.tools[0]).toMatchObject({
+      title: 'auth [redacted]',
+      description: 'You called me with [redacted]',
+      inputSchema: { properties: { x: { default: '[redacted]' }, '[redacted]': { type: 'string' } } },
+      annotations: { title: 'token [redacted]' },
+    });
+    const agent = await t.http
+      .post('/api/v1/agents')
+      .set(...as('builder'))
+      .send({ slug: 'echoes', name: 'Echoes' })
+      .expect(201);
+    await t.http
+      .put(`/api/v1/agents/${agent.body.id}/draft`)
+      .set(...as('builder'))
+      .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection: created.body.id, tools: ['echo'] }] })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${agent.body.id}/publish`)
+      .set(...as('builder'))
+      .expect(201);
+    const answers = [
+      created.text,
+      (await sync(created.body.id).expect(200)).text,
+      (
+        await t.http
+          .get(`/api/v1/mcp-connections/${created.body.id}`)
+          .set(...as('viewer'))
+          .expect(200)
+      ).text,
+      (
+        await t.http
+          .get(`/api/v1/agents/${agent.body.id}/versions/latest/tools`)
+          .set(...as('agent'))
+          .expect(200)
+      ).text,
+      (
+        await t.http
+          .get('/api/v1/audit-events?limit=200')
+          .set(...as('admin'))
+          .expect(200)
+      ).text,
+    ];
+    for (const text of answers) expect(text).not.toContain('sk-live');
+    expect(answers[3]).toContain('You called me with [redacted]');
+  });
 
   it('a description or title cut through an emoji is stored well-formed: 201 on connect, 200 ready on sync', async () => {
     const cut = { description: 'a'.repeat(9999) + EMOJI + 'b', title: 'a'.repeat(499) + EMOJI + 'b' };

@@ -72,6 +72,28 @@ describe('sanitizeListedTools', () => {
     ]);
     expect([t.description, t.title]).toEqual(['a'.repeat(9999), 'a'.repeat(499)]);
   });
+  it("redacts the connection's credentials wherever the list echoes them, before anything is cut", () => {
+    const secret = 'Bearer sk-live-Vq7Rt2XwK9pLm4';
+    const [t] = sanitizeListedTools(
+      [
+        {
+          name: 'whoami',
+          title: `auth ${secret}`,
+          description: 'a'.repeat(9990) + secret,
+          inputSchema: { type: 'object', properties: { x: { type: 'string', default: secret }, [secret]: { enum: ['sk-live-Vq7Rt2XwK9pLm4'] } } },
+          annotations: { note: secret },
+        },
+      ],
+      { authorization: secret },
+    );
+    expect(t).toEqual({
+      name: 'whoami',
+      title: 'auth [redacted]',
+      description: 'a'.repeat(9990) + '[redacted]',
+      inputSchema: { type: 'object', properties: { x: { type: 'string', default: '[redacted]' }, '[redacted]': { enum: ['[redacted]'] } } },
+      annotations: { note: '[redacted]' },
+    });
+  });
   it('a missing description is empty, not a refusal', () => {
     expect(sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object' } }])[0].description).toBe('');
   });
