@@ -34,6 +34,11 @@ export interface FixtureState {
   richTools?: boolean;
   /** Also list `whoami`, which answers with the Authorization header it got (a debugging server's echo) in text, structuredContent and a resource. */
   echoAuthorization?: boolean;
+  /**
+   * When set, `tools/list` is answered with what it returns (a JSON-RPC `result` or `error`), given
+   * the Authorization header: a list no SDK server would send (an echoed header, a cut emoji, U+0000).
+   */
+  rawToolsList?: (authorization: string | undefined) => { result: unknown } | { error: { code: number; message: string } };
 }
 
 export interface FixtureMcpServer {
@@ -218,6 +223,12 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     req.on('end', async () => {
       const parsed = JSON.parse(body);
       if (parsed?.method === 'tools/list') listRequests.push(parsed.params?.cursor);
+      if (parsed?.method === 'tools/list' && state.rawToolsList) {
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...state.rawToolsList(req.headers.authorization) }));
+        return;
+      }
       if (parsed?.method === 'tools/call' && state.redirectCallsTo) {
         res.writeHead(307, { location: state.redirectCallsTo }).end();
         return;

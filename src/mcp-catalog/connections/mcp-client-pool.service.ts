@@ -116,11 +116,12 @@ export class McpClientPool implements OnModuleDestroy {
     return () => this.toolsChanged.delete(listener);
   }
 
-  /** `tools/list`, every page, as the platform stores it. */
+  /** `tools/list`, every page, as the platform stores it. No credential is in the list. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
     const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
     return this.withClient(target, paged, 'upstream_unavailable', async (client, signal) => {
-      const list = new ListedToolsCollector();
+      // Redacted like a tool's result: a server may echo the credential in its list as well.
+      const list = new ListedToolsCollector(target.credentials);
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
         if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);

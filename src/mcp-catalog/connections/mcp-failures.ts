@@ -1,4 +1,5 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, type Transport } from '@modelcontextprotocol/client';
+import { storablePrefix } from '../../common/nul-character';
 import { redactSecrets } from '../../common/redact-secrets';
 import { CleanStdioTransport } from './clean-stdio.transport';
 
@@ -20,37 +21,42 @@ export class McpUpstreamError extends Error {
   }
 }
 
-/** Turns whatever failed into one of API.md's codes, with a message fit for an answer. */
+/** The most of a failure's message kept: it is stored (a connection's error, a call's, an audit event) and shown. */
+const MAX_MESSAGE = 1000;
+
+/**
+ * Turns whatever failed into one of API.md's codes, with a message fit for an answer and for a
+ * jsonb column: credentials redacted before the cut (a cut through one would leave its start),
+ * then cut between two characters, U+0000 and lone surrogates replaced. A server's error text
+ * holding either made the sync that stored it answer 500 and left the connection `ready`.
+ */
 export function classify(err: unknown, target: { credentials: Readonly<Record<string, string>> }, transport?: Transport): McpUpstreamError {
-  const redact = (message: string) => redactSecrets(message, target.credentials);
-  if (err instanceof McpUpstreamError) return new McpUpstreamError(err.code, redact(err.message));
+  const fail = (code: McpFailureCode, message: string) => new McpUpstreamError(code, storablePrefix(redactSecrets(message, target.credentials), MAX_MESSAGE));
+  if (err instanceof McpUpstreamError) return fail(err.code, err.message);
   const code = codeOf(err);
-  if (code === 'egress_refused') return new McpUpstreamError('egress_refused', redact(`the egress policy refused the connection: ${messageOf(err)}`));
-  if (code === 'timeout') return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
-  if (code === 'response_too_large')
-    return new McpUpstreamError('result_too_large', redact(`the MCP server's answer was too large, not read further: ${messageOf(err)}`));
+  if (code === 'egress_refused') return fail('egress_refused', `the egress policy refused the connection: ${messageOf(err)}`);
+  if (code === 'timeout') return fail('timeout', 'the MCP server did not answer in time');
+  if (code === 'response_too_large') return fail('result_too_large', `the MCP server's answer was too large, not read further: ${messageOf(err)}`);
   if (err instanceof SdkHttpError) {
     // The transport follows redirects only within the server's origin (then through the egress
     // policy again); one that leaves it is refused, like any address the policy was not asked about.
-    if ([301, 302, 303, 307, 308].includes(err.status)) {
-      return new McpUpstreamError('egress_refused', redact(`the MCP server redirected the request to another origin; not followed`));
-    }
-    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server answered HTTP ${err.status || 'error'}`));
+    if ([301, 302, 303, 307, 308].includes(err.status)) return fail('egress_refused', `the MCP server redirected the request to another origin; not followed`);
+    return fail('upstream_unavailable', `the MCP server answered HTTP ${err.status || 'error'}`);
   }
   if (err instanceof SdkError) {
-    if (err.code === SdkErrorCode.RequestTimeout) return new McpUpstreamError('timeout', 'the MCP server did not answer in time');
+    if (err.code === SdkErrorCode.RequestTimeout) return fail('timeout', 'the MCP server did not answer in time');
     if (err.code === SdkErrorCode.ConnectionClosed) {
       const tail = transport instanceof CleanStdioTransport && transport.stderr ? ` (its last output: ${transport.stderr.trim().slice(-300)})` : '';
-      return new McpUpstreamError('upstream_unavailable', redact(`the MCP server closed the connection${tail}`));
+      return fail('upstream_unavailable', `the MCP server closed the connection${tail}`);
     }
-    return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be used: ${err.message}`.slice(0, 1000)));
+    return fail('upstream_unavailable', `the MCP server could not be used: ${err.message}`);
   }
   if (err instanceof ProtocolError) {
     // The server understood the request and refused it with a JSON-RPC error.
-    return new McpUpstreamError('tool_error', redact(`the MCP server answered with an error: ${err.message}`.slice(0, 1000)));
+    return fail('tool_error', `the MCP server answered with an error: ${err.message}`);
   }
-  if (isAbort(err)) return new McpUpstreamError('timeout', 'the call was aborted before the MCP server answered');
-  return new McpUpstreamError('upstream_unavailable', redact(`the MCP server could not be reached: ${messageOf(err)}`.slice(0, 1000)));
+  if (isAbort(err)) return fail('timeout', 'the call was aborted before the MCP server answered');
+  return fail('upstream_unavailable', `the MCP server could not be reached: ${messageOf(err)}`);
 }
 
 function codeOf(err: unknown): string | undefined {

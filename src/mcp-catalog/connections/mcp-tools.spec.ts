@@ -66,6 +66,34 @@ describe('sanitizeListedTools', () => {
     expect(sanitizeListedTools(big)).toHaveLength(60);
     expect(JSON.stringify(big).length).toBeLessThan(MAX_LIST_CHARS);
   });
+  it('a description or title too long is cut between two characters: one cut through an emoji left a lone surrogate', () => {
+    const [t] = sanitizeListedTools([
+      { name: 'a', description: 'a'.repeat(9999) + '\u{1F600}b', title: 'a'.repeat(499) + '\u{1F600}b', inputSchema: { type: 'object' } },
+    ]);
+    expect([t.description, t.title]).toEqual(['a'.repeat(9999), 'a'.repeat(499)]);
+  });
+  it("redacts the connection's credentials wherever the list echoes them, before anything is cut", () => {
+    const secret = 'Bearer sk-live-Vq7Rt2XwK9pLm4';
+    const [t] = sanitizeListedTools(
+      [
+        {
+          name: 'whoami',
+          title: `auth ${secret}`,
+          description: 'a'.repeat(9990) + secret,
+          inputSchema: { type: 'object', properties: { x: { type: 'string', default: secret }, [secret]: { enum: ['sk-live-Vq7Rt2XwK9pLm4'] } } },
+          annotations: { note: secret },
+        },
+      ],
+      { authorization: secret },
+    );
+    expect(t).toEqual({
+      name: 'whoami',
+      title: 'auth [redacted]',
+      description: 'a'.repeat(9990) + '[redacted]',
+      inputSchema: { type: 'object', properties: { x: { type: 'string', default: '[redacted]' }, '[redacted]': { enum: ['[redacted]'] } } },
+      annotations: { note: '[redacted]' },
+    });
+  });
   it('a missing description is empty, not a refusal', () => {
     expect(sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object' } }])[0].description).toBe('');
   });
@@ -104,5 +132,18 @@ describe('classify', () => {
     const err = classify(new Error('server said: unauthorized Bearer sk-secret-123456'), creds);
     expect(err.message).not.toContain('sk-secret');
     expect(redactSecrets('token sk-secret-123456 leaked', secret)).toBe('token [redacted] leaked');
+  });
+  it('makes a message storable: U+0000 and a cut emoji replaced or left out, at most 1,000 characters', () => {
+    const nul = classify(new ProtocolError(-32000, 'broken\u0000list'), creds).message;
+    expect(nul).toContain('broken\uFFFDlist');
+    for (let pad = 950; pad < 970; pad++) {
+      const cut = classify(new ProtocolError(-32000, 'a'.repeat(pad) + '\u{1F600}'.repeat(5)), creds).message;
+      expect([pad, cut.isWellFormed(), cut.length <= 1000]).toEqual([pad, true, true]);
+    }
+  });
+  it('redacts a credential before cutting: none of it is left at the end of a long message', () => {
+    const pads = Array.from({ length: 100 }, (_, i) => 900 + i);
+    const leaked = pads.filter((pad) => /sk-s/.test(classify(new Error('x'.repeat(pad) + 'Bearer sk-secret-123456'), creds).message));
+    expect(leaked).toEqual([]);
   });
 });

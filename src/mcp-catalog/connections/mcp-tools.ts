@@ -1,5 +1,6 @@
 import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
-import { withoutNulCharacters } from '../../common/nul-character';
+import { storablePrefix, withoutNulCharacters } from '../../common/nul-character';
+import { redactSecrets, redactSecretsDeep } from '../../common/redact-secrets';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { McpUpstreamError } from './mcp-client-pool.service';
 
@@ -47,13 +48,15 @@ export const MAX_LIST_CHARS = 4 * 1024 * 1024;
 export const MAX_LISTED_TOOLS = 500;
 
 /**
- * What a server listed, made storable and safe to show: strings well-formed and without U+0000
- * (PostgreSQL stores neither lone surrogates in jsonb nor U+0000), sizes bounded, and only the
- * fields the platform uses. A server that lists something unusable is refused as a whole, so what
- * an agent is offered is never a silently trimmed version of what the server meant.
+ * What a server listed, made storable and safe to show: the connection's credentials redacted
+ * wherever the server echoed them (the list is shown to every reader of the connection and
+ * offered to agents and their models), strings well-formed and without U+0000 (PostgreSQL stores
+ * neither lone surrogates in jsonb nor U+0000), sizes bounded, and only the fields the platform
+ * uses. A server that lists something unusable is refused as a whole, so what an agent is offered
+ * is never a silently trimmed version of what the server meant.
  */
-export function sanitizeListedTools(raw: unknown[]): ListedMcpTool[] {
-  const list = new ListedToolsCollector();
+export function sanitizeListedTools(raw: unknown[], credentials: Readonly<Record<string, string>> = {}): ListedMcpTool[] {
+  const list = new ListedToolsCollector(credentials);
   list.add(raw);
   return list.tools;
 }
@@ -69,10 +72,12 @@ export class ListedToolsCollector {
   /** `JSON.stringify(this.tools).length`, kept as tools are added: `[`, `]` and a comma between two. */
   private size = 1;
 
+  constructor(private readonly credentials: Readonly<Record<string, string>> = {}) {}
+
   add(page: unknown[]): void {
     for (const item of page) {
       if (this.tools.length >= MAX_LISTED_TOOLS) throw new McpUpstreamError('upstream_unavailable', `the server lists more than ${MAX_LISTED_TOOLS} tools`);
-      const tool = sanitizeTool(item, this.tools.length, this.seen);
+      const tool = sanitizeTool(item, this.tools.length, this.seen, this.credentials);
       this.size += JSON.stringify(tool).length + 1;
       // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
       // call of any of them (a call of a tiny tool took over a second).
@@ -82,22 +87,25 @@ export class ListedToolsCollector {
   }
 }
 
-function sanitizeTool(item: unknown, index: number, seen: Set<string>): ListedMcpTool {
+/** Credentials are redacted before anything is cut: a cut through one would leave its start. */
+function sanitizeTool(item: unknown, index: number, seen: Set<string>, credentials: Readonly<Record<string, string>>): ListedMcpTool {
   if (!item || typeof item !== 'object') throw invalid(`tool ${index} is not an object`);
   const t = item as Record<string, unknown>;
-  if (typeof t.name !== 'string' || t.name.length === 0 || t.name.length > MAX_NAME) throw invalid(`tool ${index} has no usable name`);
-  const name = clean(t.name);
+  const redact = (text: string) => redactSecrets(text, credentials);
+  const name = typeof t.name === 'string' && t.name.length <= MAX_NAME ? clean(redact(t.name)) : '';
+  if (name.length === 0 || name.length > MAX_NAME) throw invalid(`tool ${index} has no usable name`);
   if (seen.has(name)) throw invalid(`tool "${name}" is listed twice`);
   seen.add(name);
-  const description = typeof t.description === 'string' ? clean(t.description.slice(0, MAX_DESCRIPTION + 1)).slice(0, MAX_DESCRIPTION) : '';
+  const description = typeof t.description === 'string' ? storablePrefix(redact(t.description), MAX_DESCRIPTION) : '';
   const schema = t.inputSchema;
   if (!schema || typeof schema !== 'object' || Array.isArray(schema) || (schema as { type?: unknown }).type !== 'object') {
     throw invalid(`tool "${name}" has no object input schema`);
   }
-  const tool: ListedMcpTool = { name, description, inputSchema: bounded(clean(schema as Record<string, unknown>), `tool "${name}" input schema`) };
-  if (typeof t.title === 'string' && t.title !== '') tool.title = clean(t.title.slice(0, MAX_TITLE + 1)).slice(0, MAX_TITLE);
+  const inputSchema = bounded(clean(redactSecretsDeep(schema as Record<string, unknown>, credentials)), `tool "${name}" input schema`);
+  const tool: ListedMcpTool = { name, description, inputSchema };
+  if (typeof t.title === 'string' && t.title !== '') tool.title = storablePrefix(redact(t.title), MAX_TITLE);
   if (t.annotations && typeof t.annotations === 'object' && !Array.isArray(t.annotations)) {
-    tool.annotations = bounded(clean(t.annotations as Record<string, unknown>), `tool "${name}" annotations`);
+    tool.annotations = bounded(clean(redactSecretsDeep(t.annotations as Record<string, unknown>, credentials)), `tool "${name}" annotations`);
   }
   return tool;
 }
