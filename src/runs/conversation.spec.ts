@@ -1,4 +1,14 @@
-import { ChatMessage, CLEARED_RESULT, compactWithoutModel, estimateTokens, keptFrom, toProviderMessages, transcriptOf, turnStarts } from './conversation';
+import {
+  ChatMessage,
+  CLEARED_RESULT,
+  compactWithoutModel,
+  estimateTokens,
+  keptFrom,
+  toProviderMessages,
+  transcriptChars,
+  transcriptOf,
+  turnStarts,
+} from './conversation';
 
 const convo: ChatMessage[] = [
   { role: 'user', content: 'find A' },
@@ -70,5 +80,17 @@ describe('conversation', () => {
     expect(small).toBeGreaterThan(4);
     expect(estimateTokens([{ role: 'user', content: 'a <|endoftext|> b' }], [{ x: 1 }])).toBeGreaterThan(small);
     expect(estimateTokens(toProviderMessages('', convo, null), [])).toBeGreaterThan(20);
+  });
+});
+
+describe('transcriptChars', () => {
+  it('counts every character the run keeps: text, tool call ids, names, arguments, and the ids and names tool messages answer', () => {
+    const id = 'i'.repeat(1000);
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: null, toolCalls: [{ id, name: 'tool', arguments: '{}' }] },
+      { role: 'tool', toolCallId: id, name: 'tool', content: 'ok' },
+    ];
+    expect(transcriptChars(messages)).toBe(2 + (1000 + 4 + 2) + (1000 + 4 + 2));
   });
 });

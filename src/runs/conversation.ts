@@ -63,12 +63,13 @@ export function toProviderMessages(systemPrompt: string, messages: readonly Chat
  */
 export const MAX_TRANSCRIPT_CHARS = 8_000_000;
 
-/** The characters a run's messages hold: their text, tool calls' arguments and results. */
+/** The characters a run's messages hold: their text, tool calls' ids, names, arguments and results. */
 export function transcriptChars(messages: readonly ChatMessage[]): number {
   let n = 0;
   for (const m of messages) {
     n += m.content?.length ?? 0;
-    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) n += c.arguments.length + c.name.length;
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) n += c.id.length + c.arguments.length + c.name.length;
+    if (m.role === 'tool') n += m.toolCallId.length + m.name.length;
   }
   return n;
 }

@@ -1,5 +1,5 @@
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { assemble, MAX_TOOL_CALLS_PER_ANSWER, ModelError } from './model-answer';
+import { assemble, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_CALLS_PER_ANSWER, ModelError } from './model-answer';
 
 async function* chunks(...items: unknown[]): AsyncIterable<ChatCompletionChunk> {
   for (const item of items) yield item as ChatCompletionChunk;
@@ -57,6 +57,22 @@ describe('assemble', () => {
       ['call_3', 'd'],
       ['call_3~2', 'e'],
     ]);
+  });
+
+  it('a call id longer than MAX_TOOL_CALL_ID_CHARS is replaced by one of its own', async () => {
+    const long = 'x'.repeat(MAX_TOOL_CALL_ID_CHARS + 1);
+    const ok = 'y'.repeat(MAX_TOOL_CALL_ID_CHARS);
+    const turn = await assemble(
+      chunks(
+        delta({
+          tool_calls: [
+            { index: 0, id: long, function: { name: 'a' } },
+            { index: 1, id: ok, function: { name: 'b' } },
+          ],
+        }),
+      ),
+    );
+    expect(turn.toolCalls.map((c) => c.id)).toEqual(['call_0', ok]);
   });
 
   it('what no column can hold becomes U+FFFD (U+0000, a lone surrogate); a pair split across deltas is kept whole', async () => {

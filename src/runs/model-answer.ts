@@ -43,6 +43,9 @@ export const MAX_ANSWER_CHARS = 2_000_000;
  */
 export const MAX_TOOL_CALLS_PER_ANSWER = 128;
 
+/** The longest tool call id of a provider's kept as it is (theirs are a few dozen characters). */
+export const MAX_TOOL_CALL_ID_CHARS = 256;
+
 /** Puts a streamed answer together: content deltas in order, tool calls by their index. */
 export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
   let size = 0;
@@ -92,8 +95,10 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
   const toolCalls = uniqueIds(
     [...calls.entries()]
       .sort(([a], [b]) => a - b)
-      // A call without an id still needs one: the tool message answers it by id.
-      .map(([index, c]) => ({ ...c, id: c.id || `call_${index}` })),
+      // A call without an id still needs one: the tool message answers it by id. An id past
+      // MAX_TOOL_CALL_ID_CHARS gets one too: a provider's ids of 15,000 characters, stored twice
+      // each step, made the transcript the run keeps 124 MB.
+      .map(([index, c]) => ({ ...c, id: c.id && c.id.length <= MAX_TOOL_CALL_ID_CHARS ? c.id : `call_${index}` })),
   );
   if (!sawContent && toolCalls.length === 0 && finishReason === null) {
     throw new ModelError('model_error', 'The provider ended the stream without an answer.', true);
