@@ -10,7 +10,7 @@ import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/te
 import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engine.service';
 import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-answer';
 import { MAX_TRANSCRIPT_CHARS } from '../src/runs/conversation';
-import { RunsRepository } from '../src/runs/runs.repository';
+import { EVENT_BATCH_BYTES, RunsRepository } from '../src/runs/runs.repository';
 
 /**
  * API.md "Models and runs", on either database, against an OpenAI-compatible server on a loopback
@@ -1005,6 +1005,34 @@ describe('agent runs (e2e)', () => {
         .get(`/api/v1/runs/${run.body.id}/events`)
         .set(...as('viewer', other))
         .expect(404);
+    });
+
+    it('events are read about EVENT_BATCH_BYTES at a time (at least one), and a stream still sends every one, in order', async () => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      model.setScript(sequence({ text: 'done' }));
+      const run = await startRun(agentId, { input: 'x' }, 5).expect(201);
+      const big = 'b'.repeat(600 * 1024);
+      const ds = t.app.get(DataSource);
+      for (let i = 0; i < 6; i++) {
+        await ds.query(`INSERT INTO run_event (org_id, run_id, type, data) VALUES ($1, $2, 'model.completed', $3::jsonb)`, [
+          org.id,
+          run.body.id,
+          JSON.stringify({ step: 100 + i, content: i === 3 ? 'b'.repeat(3 * 1024 * 1024) : big }),
+        ]);
+      }
+      const repo = t.app.get(RunsRepository);
+      const batches: number[][] = [];
+      for (let last = '0'; ;) {
+        const batch = await repo.events(org.id, run.body.id, last);
+        if (batch.length === 0) break;
+        batches.push(batch.map((e) => Buffer.byteLength(JSON.stringify(e.data))));
+        last = batch[batch.length - 1].seq;
+      }
+      // Each batch stops at the event that passes the budget.
+      for (const sizes of batches) expect(sizes.slice(0, -1).reduce((a, b) => a + b, 0)).toBeLessThan(EVENT_BATCH_BYTES);
+      expect(batches.length).toBeGreaterThanOrEqual(3);
+      const steps = (await readEvents(run.body.id)).filter((e) => e.event === 'model.completed').map((e) => e.data.step);
+      expect(steps.slice(-6)).toEqual([100, 101, 102, 103, 104, 105]);
     });
 
     it('profiles and worker types: tools, manifest and runs offer only what applies', async () => {

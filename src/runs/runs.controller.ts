@@ -182,7 +182,10 @@ export class RunsController implements OnModuleDestroy {
       credential.release();
       this.open.delete(gone);
       release();
-      raw.end();
+      // A client that did not take what was written (cut as slow) is not left holding it in the
+      // socket's buffer, up to a megabyte a stream, until it reads or goes: the socket is closed.
+      if (raw.writableNeedDrain) raw.destroy();
+      else raw.end();
     }
   }
 
