@@ -1,7 +1,7 @@
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { AgentSpec, VersionTool } from './built-version';
-import { mcpToolDigest, ownEntry } from './digests';
+import { McpToolDefinitionFacts, mcpToolDigest, ownEntry } from './digests';
 
 /** The `capabilityId` every MCP catalog tool is offered under (API.md). */
 export const MCP_CAPABILITY_ID = 'mcp';
@@ -66,10 +66,25 @@ export function composeMcpTools(
         declaration: { id: toolId, description: facts.description, risk: facts.risk, maxOutputTokens: MCP_MAX_OUTPUT_TOKENS, offloadLargeResults: true },
         scopes,
         approvalReason,
-        digest: mcpToolDigest(facts),
+        digest: digestOf(connection, listed.name, override.description, facts),
         pinnedDigest: ownEntry(pinned, facts.name),
       });
     }
   }
   return { tools, contributors };
+}
+
+/**
+ * A tool's digest, from the connection's list's memo when this list was composed so before: the
+ * canonical JSON and SHA-256 of every listed tool on every call cost more than the call (a list of
+ * 500 tools at the 4 MiB cap). The key is everything the digest depends on besides the list itself,
+ * which the memo belongs to.
+ */
+function digestOf(connection: BoundConnection, listedName: string, descriptionOverride: string | undefined, facts: McpToolDefinitionFacts): string {
+  const key = JSON.stringify([listedName, facts.name, descriptionOverride ?? null, facts.risk, facts.requiresApproval]);
+  const known = connection.digests.get(key);
+  if (known !== undefined) return known;
+  const digest = mcpToolDigest(facts);
+  connection.digests.set(key, digest);
+  return digest;
 }

@@ -3,6 +3,7 @@ import { DiscoveryModule } from '@nestjs/core';
 import { McpClientPool } from './connections/mcp-client-pool.service';
 import { McpConnectionsRepository } from './connections/mcp-connections.repository';
 import { McpConnectionsService } from './connections/mcp-connections.service';
+import { StoredToolLists } from './connections/stored-tool-lists';
 import { McpCatalogEntriesModule } from './entries/entries.module';
 import { McpConnectionsController, McpServersController } from './mcp-catalog.controller';
 import { McpServerEntryAccessor } from './mcp-server-entry.accessor';
@@ -13,7 +14,15 @@ import { McpServerRegistry } from './mcp-server-registry.service';
 @Module({
   imports: [DiscoveryModule, McpCatalogEntriesModule],
   controllers: [McpServersController, McpConnectionsController],
-  providers: [McpServerEntryAccessor, McpServerEntryExplorer, McpServerRegistry, McpClientPool, McpConnectionsRepository, McpConnectionsService],
+  providers: [
+    McpServerEntryAccessor,
+    McpServerEntryExplorer,
+    McpServerRegistry,
+    McpClientPool,
+    McpConnectionsRepository,
+    McpConnectionsService,
+    StoredToolLists,
+  ],
   exports: [McpServerRegistry, McpConnectionsService, McpClientPool],
 })
 export class McpCatalogModule {}

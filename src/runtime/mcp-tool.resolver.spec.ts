@@ -125,6 +125,71 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(off, { tags: [1, 1] }).errors).toEqual([]);
   });
 
+  it('a schema whose $refs multiply cannot be used: its calls are refused, in bounded work, whatever the depth', () => {
+    // d_i is allOf [d_i-1, d_i-1]: checking {} against d_n called 2^n functions (n = 32 held the node 16 s).
+    const doubling = (n: number, at = 'definitions') => {
+      const defs: Record<string, unknown> = { d0: { type: 'object' } };
+      for (let i = 1; i <= n; i++) defs[`d${i}`] = { allOf: [{ $ref: `#/${at}/d${i - 1}` }, { $ref: `#/${at}/d${i - 1}` }] };
+      return tool({ type: 'object', [at]: defs, allOf: [{ $ref: `#/${at}/d${n}` }] });
+    };
+    const refused = [
+      {
+        path: '',
+        code: 'schema',
+        message: expect.stringMatching(/cannot be used: checking these arguments against it takes more than .* \(its \$refs multiply\)/),
+      },
+    ];
+    expect(resolver.validate(doubling(20), {}).errors).toEqual(refused);
+    expect(resolver.validate(doubling(64), { any: 'thing' }).errors).toEqual(refused);
+    // The same doubling through a property grows with the arguments' depth.
+    const nested = tool({ type: 'object', properties: { a: { allOf: [{ $ref: '#' }, { $ref: '#' }] } } });
+    const deep = (n: number): Record<string, unknown> => (n === 0 ? {} : { a: deep(n - 1) });
+    expect(resolver.validate(nested, deep(5)).errors).toEqual([]);
+    expect(resolver.validate(nested, deep(40)).errors).toEqual(refused);
+    // A reference to itself in place never ends (it overflowed the stack: a 500).
+    for (const endless of [
+      { type: 'object', allOf: [{ $ref: '#' }] },
+      { type: 'object', $defs: { x: { $ref: '#/$defs/x' } }, properties: { p: { $ref: '#/$defs/x' } } },
+    ]) {
+      expect(resolver.validate(tool(endless), { p: 1 }).errors).toEqual([
+        { path: '', code: 'schema', message: expect.stringMatching(/cannot be used: it refers to itself without end/) },
+      ]);
+    }
+    // A chain kept where no schema is expected (a `default`), reached by a JSON pointer, is counted all the same.
+    expect(resolver.validate(doubling(40, 'default'), {}).errors).toEqual(refused);
+  });
+
+  it('real schemas built of $refs pass: recursion through the arguments, and a union of referenced types over thousands of items', () => {
+    const tree = tool({
+      type: 'object',
+      $defs: {
+        node: { type: 'object', properties: { left: { $ref: '#/$defs/node' }, right: { $ref: '#/$defs/node' }, v: { type: 'integer' } }, required: ['v'] },
+      },
+      properties: { root: { $ref: '#/$defs/node' } },
+    });
+    const full = (n: number): Record<string, unknown> => (n === 0 ? { v: 0 } : { v: n, left: full(n - 1), right: full(n - 1) });
+    expect(resolver.validate(tree, { root: full(14) }).errors).toEqual([]);
+    expect(
+      resolver
+        .validate(tree, { root: { v: 1, left: { right: { v: 'x' } } } })
+        .errors.map((e) => e.path)
+        .sort(),
+    ).toEqual(['root.left.right.v', 'root.left.v']);
+    // Forty block types, each referring to shared definitions, checked in full (allErrors) for each of 2,000 blocks.
+    const $defs: Record<string, unknown> = {
+      meta: { type: 'object', properties: { tags: { type: 'array', items: { $ref: '#/$defs/tag' } }, owner: { $ref: '#/$defs/user' } } },
+      tag: { type: 'string', maxLength: 20 },
+      user: { type: 'object', properties: { id: { type: 'string' }, manager: { $ref: '#/$defs/user' } }, required: ['id'] },
+    };
+    const kinds = Array.from({ length: 40 }, (_, i) => `kind${i}`);
+    for (const k of kinds)
+      $defs[k] = { type: 'object', properties: { type: { const: k }, meta: { $ref: '#/$defs/meta' }, text: { type: 'string' } }, required: ['type'] };
+    const blocks = tool({ type: 'object', $defs, properties: { blocks: { type: 'array', items: { anyOf: kinds.map((k) => ({ $ref: `#/$defs/${k}` })) } } } });
+    const block = (i: number) => ({ type: `kind${i % 40}`, text: 't', meta: { tags: ['a', 'b'], owner: { id: 'u', manager: { id: 'm' } } } });
+    expect(resolver.validate(blocks, { blocks: Array.from({ length: 2000 }, (_, i) => block(i)) }).errors).toEqual([]);
+    expect(resolver.validate(blocks, { blocks: [block(1), { type: 'nope' }] }).errors.length).toBeGreaterThan(0);
+  });
+
   it("validates a tool against its own server's schema only: another organization's `$id` neither blocks nor answers it", () => {
     const id = 'https://schemas.example.com/search';
     // Organization A's server, then organization B's, list the same `$id` with different schemas; C's refers to it.

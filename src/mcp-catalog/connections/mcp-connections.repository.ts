@@ -1,4 +1,5 @@
 import { Injectable } from '@nestjs/common';
+import { hash } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import type { ToolRisk } from '../../capabilities/capability.types';
 import { Page, PageQuery } from '../../common/pagination';
@@ -17,11 +18,19 @@ export interface McpConnectionRow {
   status: 'ready' | 'error';
   error: { code: string; message: string } | null;
   tools: ListedMcpTool[];
+  /** SHA-256 of the stored list's JSON text: changes whenever the list does (StoredToolLists keeps lists by it). */
+  tools_digest: string;
   risk_overrides: Record<string, ToolRisk>;
   synced_at: Date;
   created_at: Date;
   updated_at: Date;
 }
+
+/** A connection without its tool list, which is up to 4 MiB of JSON: what a call needs of it. */
+export type McpConnectionSummary = Omit<McpConnectionRow, 'tools'>;
+
+const SUMMARY_COLUMNS =
+  'id, org_id, server, name, url, credentials, credential_names, status, error, tools_digest, risk_overrides, synced_at, created_at, updated_at';
 
 type Db = DataSource | EntityManager;
 
@@ -35,10 +44,11 @@ export class McpConnectionsRepository {
     orgId: string,
     row: Pick<McpConnectionRow, 'id' | 'server' | 'name' | 'url' | 'credentials' | 'credential_names' | 'tools'>,
   ): Promise<McpConnectionRow> {
+    const tools = storedList(row.tools);
     const [inserted]: McpConnectionRow[] = await db.query(
-      `INSERT INTO mcp_connection (id, org_id, server, name, url, credentials, credential_names, status, tools, synced_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8::jsonb, now()) RETURNING *`,
-      [row.id, orgId, row.server, row.name, row.url, row.credentials, row.credential_names, JSON.stringify(row.tools)],
+      `INSERT INTO mcp_connection (id, org_id, server, name, url, credentials, credential_names, status, tools, tools_digest, synced_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8::jsonb, $9, now()) RETURNING *`,
+      [row.id, orgId, row.server, row.name, row.url, row.credentials, row.credential_names, tools.json, tools.digest],
     );
     return inserted;
   }
@@ -62,17 +72,35 @@ export class McpConnectionsRepository {
     return row;
   }
 
-  /** The connections among `ids` that exist in the organization. */
-  async getMany(orgId: string, ids: readonly string[], db: Db = this.dataSource): Promise<McpConnectionRow[]> {
+  /** The connections among `ids` that exist in the organization, without their tool lists. */
+  async getSummaries(orgId: string, ids: readonly string[]): Promise<McpConnectionSummary[]> {
     if (ids.length === 0) return [];
-    return db.query(`SELECT * FROM mcp_connection WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, ids]);
+    return this.dataSource.query(`SELECT ${SUMMARY_COLUMNS} FROM mcp_connection WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, ids]);
   }
 
-  async saveTools(db: Db, orgId: string, id: string, tools: ListedMcpTool[]): Promise<McpConnectionRow | undefined> {
+  async getSummary(orgId: string, id: string): Promise<McpConnectionSummary | undefined> {
+    const [row]: McpConnectionSummary[] = await this.dataSource.query(`SELECT ${SUMMARY_COLUMNS} FROM mcp_connection WHERE org_id = $1 AND id = $2`, [
+      orgId,
+      id,
+    ]);
+    return row;
+  }
+
+  /** A connection's tool list as its JSON text, and that list's digest (read together: they always match). */
+  async getTools(orgId: string, id: string): Promise<{ json: string; digest: string } | undefined> {
+    const [row]: { json: string; digest: string }[] = await this.dataSource.query(
+      `SELECT tools::text AS json, tools_digest AS digest FROM mcp_connection WHERE org_id = $1 AND id = $2`,
+      [orgId, id],
+    );
+    return row;
+  }
+
+  async saveTools(db: Db, orgId: string, id: string, listed: ListedMcpTool[]): Promise<McpConnectionRow | undefined> {
+    const tools = storedList(listed);
     const [[row]]: [McpConnectionRow[], number] = await db.query(
-      `UPDATE mcp_connection SET tools = $3::jsonb, status = 'ready', error = NULL, synced_at = now(), updated_at = now()
+      `UPDATE mcp_connection SET tools = $3::jsonb, tools_digest = $4, status = 'ready', error = NULL, synced_at = now(), updated_at = now()
        WHERE org_id = $1 AND id = $2 RETURNING *`,
-      [orgId, id, JSON.stringify(tools)],
+      [orgId, id, tools.json, tools.digest],
     );
     return row;
   }
@@ -113,4 +141,9 @@ export class McpConnectionsRepository {
   async delete(db: Db, orgId: string, id: string): Promise<void> {
     await db.query(`DELETE FROM mcp_connection WHERE org_id = $1 AND id = $2`, [orgId, id]);
   }
+}
+
+function storedList(tools: ListedMcpTool[]): { json: string; digest: string } {
+  const json = JSON.stringify(tools);
+  return { json, digest: hash('sha256', json, 'hex') };
 }

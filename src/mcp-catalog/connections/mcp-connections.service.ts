@@ -14,12 +14,13 @@ import { SecretsService } from '../../secrets/secrets.service';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
-import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
+import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
 import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
 import { parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { countUnderOrgLock } from '../../database/org-limit';
 import { PerKeyThrottle } from './per-key-throttle';
+import { StoredToolLists } from './stored-tool-lists';
 
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 /** A connection's tools are listed again on its server's list_changed at most this often (a later one waits). */
@@ -48,6 +49,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     private readonly egress: EgressService,
     private readonly audit: AuditService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly lists: StoredToolLists,
   ) {}
 
   onModuleInit(): void {
@@ -230,32 +232,34 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
    * listed longer ago than MCP_TOOLS_TTL_SECONDS is listed again first when `refreshStale`.
    */
   async bound(orgId: string, ids: readonly string[], options: { refreshStale: boolean }): Promise<BoundConnection[]> {
-    let rows = await this.repository.getMany(orgId, ids);
+    let rows: (McpConnectionSummary | McpConnectionRow)[] = await this.repository.getSummaries(orgId, ids);
     if (options.refreshStale) {
       const ttlMs = this.config.mcpToolsTtlSeconds * 1000;
       const stale = rows.filter((r) => Date.now() - new Date(r.synced_at).getTime() >= ttlMs);
       if (stale.length > 0) {
         const refreshed = await Promise.all(stale.map((r) => this.refresh(orgId, r.id, 'ttl').catch(() => r)));
-        const byId = new Map(refreshed.filter((r): r is McpConnectionRow => r !== undefined).map((r) => [r.id, r]));
+        const byId = new Map(refreshed.filter((r) => r !== undefined).map((r) => [r.id, r]));
         rows = rows.map((r) => byId.get(r.id) ?? r);
       }
     }
     const byId = new Map(rows.map((r) => [r.id, r]));
-    return ids.flatMap((id) => {
+    const bound: BoundConnection[] = [];
+    for (const id of ids) {
       const r = byId.get(id);
-      if (!r) return [];
+      if (!r) continue;
       const entry = this.registry.get(r.server);
       const trust = entry?.definition.trustAnnotations ?? false;
-      return [
-        {
-          id: r.id,
-          name: r.name,
-          server: r.server,
-          entry,
-          tools: r.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })),
-        },
-      ];
-    });
+      const list = await this.lists.of(r);
+      bound.push({
+        id: r.id,
+        name: r.name,
+        server: r.server,
+        entry,
+        tools: list.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })),
+        digests: list.digests,
+      });
+    }
+    return bound;
   }
 
   /**
@@ -263,7 +267,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
    * credentials opened in memory. Throws McpUpstreamError when the connection or its entry is gone.
    */
   async target(orgId: string, connectionId: string): Promise<McpTarget> {
-    const row = await this.repository.get(orgId, connectionId);
+    const row = await this.repository.getSummary(orgId, connectionId);
     if (!row) throw new McpUpstreamError('upstream_unavailable', 'the MCP connection no longer exists');
     return this.targetOf(row);
   }
@@ -337,7 +341,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     return this.registry.get(row.server)?.definition.trustAnnotations ?? false;
   }
 
-  private targetOf(row: McpConnectionRow): McpTarget {
+  private targetOf(row: McpConnectionSummary): McpTarget {
     const entry = this.registry.get(row.server);
     if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
     const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};

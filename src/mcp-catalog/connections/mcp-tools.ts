@@ -1,4 +1,5 @@
 import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
+import type { LruCache } from '../../common/lru-cache';
 import { storablePrefix, withoutNulCharacters } from '../../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../../common/redact-secrets';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
@@ -25,6 +26,8 @@ export interface BoundConnection {
   server: string;
   entry: RegisteredMcpServer | undefined;
   tools: ConnectionTool[];
+  /** Digests of these tools as offered, kept with the stored list (StoredToolLists): see composeMcpTools. */
+  digests: LruCache<string, string>;
 }
 
 export type RiskSource = 'admin' | 'annotations' | 'default';

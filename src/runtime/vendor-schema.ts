@@ -1,0 +1,130 @@
+import Ajv, { ErrorObject, Options } from 'ajv';
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { canonicalize } from 'json-canonicalize';
+import { RE2JS } from 're2js';
+
+/**
+ * Checks arguments against a vendor's input schema: the errors found (empty: valid), or why the
+ * schema cannot be used to check them (the call is then refused, never let through unchecked).
+ */
+export type VendorValidator = (args: Record<string, unknown>) => ErrorObject[] | string;
+
+/** Calls of compiled schema functions one validation may make: a floor, and so many per value of the arguments. */
+export const WORK_FLOOR = 100_000;
+export const WORK_PER_VALUE = 32;
+
+const WORK = 'vendorSchemaWork';
+const OUT_OF_WORK = new Error('out of validation work');
+const ENDLESS = 'it refers to itself without end';
+const FUNCTION_START = /return function validate\d+\([^)]*\)\{/;
+
+/**
+ * Validation runs on the thread that serves every request, against a schema a vendor's server
+ * wrote: it must take time linear in the arguments. Three things did not.
+ *
+ * A `pattern` (or a key of `patternProperties`) ran on V8's backtracking engine: `^(a+)+$` held the
+ * node 15 s at 31 characters, `^(a|a)*$` 5 s at 29, and `\s+$` (in many real schemas) 21 s at
+ * 150,000 spaces. Patterns run on RE2 (re2js), which matches in time linear in the text whatever
+ * the pattern; one it cannot run (a lookaround, a backreference) makes the schema unusable, like
+ * one that does not compile: its tool's calls are refused, naming the pattern, rather than checked
+ * less or not at all.
+ *
+ * `uniqueItems` compared objects pair by pair: 30,000 of them held it 26 s. It is checked here in
+ * one pass over each item's canonical JSON (RFC 8785: the key order and 1 vs 1.0 do not matter,
+ * as JSON Schema's equality has it).
+ *
+ * `$ref`: Ajv compiles each referenced schema (that itself refers to others) into a function and
+ * calls it at every reference, with no memory of what it already checked. A 2.8 KB schema whose
+ * definition `d_i` was `allOf: [{$ref: d_i-1}, {$ref: d_i-1}]` made 2^32 calls for `{}` (16 s);
+ * the same doubling through `properties` grows with the depth of the arguments, and a reference to
+ * itself in place (`allOf: [{$ref: "#"}]`) never ends. Every compiled function counts its calls
+ * against a budget, a floor plus so many per value of the arguments (legitimate schemas, unions
+ * of dozens of referenced types included, stay far below it); past it, or past the stack, the
+ * schema cannot be used for these arguments and the call is refused, saying why.
+ */
+export function compileVendorSchema(inputSchema: Record<string, unknown>): VendorValidator | string {
+  const { $schema: dialect, ...schema } = inputSchema;
+  const work = { left: 0, out: OUT_OF_WORK };
+  // An Ajv of its own per schema: one shared by every tenant registered each schema's `$id` for the
+  // life of the process, so another organization's server could take an `$id` (its tools' schemas
+  // then failed to compile) or answer a `$ref` (validating this tool against its schema). Dropped
+  // with the validator, it also takes Ajv's own cache of the schema with it (about 2 KB, 1.5 ms).
+  const options: Options = {
+    strict: false,
+    allErrors: true,
+    validateSchema: false,
+    code: { regExp: linearRegExp, process: (source) => counted(source) },
+  };
+  const ajv = typeof dialect === 'string' && /2019-09|2020-12/.test(dialect) ? bounded(new Ajv2020(options)) : bounded(new Ajv(options));
+  // The compiled functions reach their Ajv as `self`: the budget of the validation under way.
+  Object.defineProperty(ajv, WORK, { value: work });
+  let validate;
+  try {
+    validate = ajv.compile(schema);
+  } catch (err) {
+    return err instanceof RangeError ? ENDLESS : (err as Error).message.slice(0, 300);
+  }
+  return (args) => {
+    work.left = WORK_FLOOR + WORK_PER_VALUE * valuesIn(args);
+    try {
+      return validate(args) ? [] : (validate.errors ?? []);
+    } catch (err) {
+      if (err === OUT_OF_WORK)
+        return `checking these arguments against it takes more than ${WORK_FLOOR} + ${WORK_PER_VALUE} per value steps (its $refs multiply)`;
+      if (err instanceof RangeError) return ENDLESS;
+      throw err;
+    }
+  };
+}
+
+/** A compiled schema function that first takes one step of its validation's budget. */
+function counted(source: string): string {
+  // An asynchronous schema answers a promise, which reads as valid whatever the arguments.
+  if (/return async function/.test(source)) throw new Error('asynchronous schemas ($async) are not supported');
+  const start = FUNCTION_START.exec(source);
+  // Every synchronous function Ajv compiles reads so; one that does not must not run unbudgeted.
+  if (!start) throw new Error('the schema compiles to code the platform cannot bound');
+  const end = start.index + start[0].length;
+  return `${source.slice(0, end)}if(--self.${WORK}.left<0)throw self.${WORK}.out;${source.slice(end)}`;
+}
+
+function valuesIn(args: unknown): number {
+  let count = 0;
+  const pending: unknown[] = [args];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    count++;
+    if (value !== null && typeof value === 'object') for (const child of Array.isArray(value) ? value : Object.values(value)) pending.push(child);
+  }
+  return count;
+}
+
+function bounded<T extends Ajv>(ajv: T): T {
+  addFormats(ajv);
+  ajv.removeKeyword('uniqueItems');
+  ajv.addKeyword({
+    keyword: 'uniqueItems',
+    schemaType: 'boolean',
+    type: 'array',
+    errors: false,
+    validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map((item) => canonicalize(item))).size === data.length,
+  });
+  return ajv;
+}
+
+/** Ajv's factory for `pattern` and `patternProperties` (flags: Ajv's `u`, which RE2 always is). */
+export const linearRegExp = Object.assign(
+  (pattern: string, flags: string): { test: (s: string) => boolean; toString: () => string } => {
+    let re: RE2JS;
+    try {
+      re = RE2JS.compile(RE2JS.translateRegExp(pattern), flags.includes('i') ? RE2JS.CASE_INSENSITIVE : 0);
+    } catch (err) {
+      const why = (err as Error).message.slice(0, 120);
+      throw new Error(`the pattern ${JSON.stringify(pattern.slice(0, 100))} cannot be matched in linear time (${why})`, { cause: err });
+    }
+    // Ajv shares compiled patterns by this text: the same for every pattern would give all of them the first one.
+    return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
+  },
+  { code: 'new RegExp' },
+);
