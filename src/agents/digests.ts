@@ -36,12 +36,37 @@ export function ownEntry<T>(record: Record<string, T> | undefined, key: string):
   return record !== undefined && Object.prototype.hasOwnProperty.call(record, key) ? record[key] : undefined;
 }
 
-/** What a version pins of an MCP catalog tool: what the model and the approver saw, and the server's annotations. */
+/**
+ * What a version pins of an MCP catalog tool: what the model and the approver saw, the server's
+ * annotations, and where a call of it goes (the connection, and the tool's key there). A pin that
+ * named no connection let another bound connection listing an exact copy take the pinned tool's
+ * calls, arguments and all.
+ */
 export interface McpToolDefinitionFacts extends ToolDefinitionFacts {
   annotations: Record<string, unknown>;
+  connectionId: string;
+  /** `<connection name>/<tool name>`: the server's own name of the tool, under an override too. */
+  toolId: string;
 }
 
 export function mcpToolDigest(tool: McpToolDefinitionFacts): string {
+  return canonicalHash({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema,
+    annotations: tool.annotations,
+    risk: tool.risk,
+    requiresApproval: tool.requiresApproval,
+    connectionId: tool.connectionId,
+    toolId: tool.toolId,
+  });
+}
+
+/**
+ * The digest versions published before pins named the connection hold. Still honoured while one
+ * tool alone carries the name (see oneToolPerName): those versions keep working until republished.
+ */
+export function legacyMcpToolDigest(tool: McpToolDefinitionFacts): string {
   return canonicalHash({
     name: tool.name,
     description: tool.description,

@@ -1,7 +1,7 @@
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { AgentSpec, VersionTool } from './built-version';
-import { McpToolDefinitionFacts, mcpToolDigest, ownEntry } from './digests';
+import { legacyMcpToolDigest, mcpToolDigest, ownEntry } from './digests';
 
 /** The `capabilityId` every MCP catalog tool is offered under (API.md). */
 export const MCP_CAPABILITY_ID = 'mcp';
@@ -25,15 +25,18 @@ export function mcpToolName(toolId: string): string {
 /**
  * The tools a spec's bound connections offer, as data (sealed execution: the executor's MCP
  * resolver runs them). A connection that no longer exists, or whose catalog entry the code no
- * longer has, offers nothing: its pinned tools show as drift and are refused.
+ * longer has, offers nothing: its pinned tools show as drift and are refused. `legacy`: the tools
+ * that match their pin only in the format of before pins named the connection, with their digest
+ * in today's (see oneToolPerName).
  */
 export function composeMcpTools(
   spec: AgentSpec,
   pinned: Record<string, string>,
   connections: readonly BoundConnection[],
-): { tools: VersionTool[]; contributors: { capabilityId: string; scopes: readonly string[] }[] } {
+): { tools: VersionTool[]; contributors: { capabilityId: string; scopes: readonly string[] }[]; legacy: Map<VersionTool, string> } {
   const byId = new Map(connections.map((c) => [c.id, c]));
   const tools: VersionTool[] = [];
+  const legacy = new Map<VersionTool, string>();
   const contributors: { capabilityId: string; scopes: readonly string[] }[] = [];
   for (const binding of spec.mcpServers ?? []) {
     const connection = byId.get(binding.connection);
@@ -53,8 +56,19 @@ export function composeMcpTools(
         annotations: listed.annotations ?? {},
         risk: listed.risk,
         requiresApproval: approvalReason !== null,
+        connectionId: connection.id,
+        toolId,
       };
-      tools.push({
+      // Everything a digest depends on besides the list itself, which the memo belongs to.
+      const key = [listed.name, toolId, facts.name, override.description ?? null, facts.risk, facts.requiresApproval];
+      const digest = memoized(connection, JSON.stringify(key), () => mcpToolDigest(facts));
+      const pinnedDigest = ownEntry(pinned, facts.name);
+      // Only when today's digest differs, and once per list: a version pinned in the older format.
+      const legacyMatch =
+        pinnedDigest !== undefined &&
+        pinnedDigest !== digest &&
+        pinnedDigest === memoized(connection, JSON.stringify(['legacy', ...key]), () => legacyMcpToolDigest(facts));
+      const tool: VersionTool = {
         name: facts.name,
         description: facts.description,
         inputSchema: facts.inputSchema,
@@ -66,25 +80,51 @@ export function composeMcpTools(
         declaration: { id: toolId, description: facts.description, risk: facts.risk, maxOutputTokens: MCP_MAX_OUTPUT_TOKENS, offloadLargeResults: true },
         scopes,
         approvalReason,
-        digest: digestOf(connection, listed.name, override.description, facts),
-        pinnedDigest: ownEntry(pinned, facts.name),
-      });
+        digest: legacyMatch ? pinnedDigest : digest,
+        pinnedDigest,
+      };
+      tools.push(tool);
+      if (legacyMatch) legacy.set(tool, digest);
     }
   }
-  return { tools, contributors };
+  return { tools, contributors, legacy };
+}
+
+/**
+ * A version offers each name once (publish refuses `duplicate_tool_name`), but a bound connection
+ * may later list a tool under a name the version already offers, even an exact copy of another
+ * connection's pinned tool. The name stays with the tool the version pinned: its digest names its
+ * connection, so a copy elsewhere never matches. With no such tool, the first in offer order keeps
+ * the name, and cannot run either. The others are not offered (`shadowed`: drift, never called).
+ * A pin of the older format cannot tell the copies apart, so none of them matches it then.
+ */
+export function oneToolPerName(tools: VersionTool[], legacy: ReadonlyMap<VersionTool, string>): { tools: VersionTool[]; shadowed: VersionTool[] } {
+  const byName = new Map<string, VersionTool[]>();
+  for (const tool of tools) {
+    const same = byName.get(tool.name);
+    if (same) same.push(tool);
+    else byName.set(tool.name, [tool]);
+  }
+  if (byName.size === tools.length) return { tools, shadowed: [] };
+  const kept = new Set<VersionTool>();
+  for (const same of byName.values()) {
+    if (same.length > 1) {
+      for (const tool of same) tool.digest = legacy.get(tool) ?? tool.digest;
+    }
+    kept.add(same.find((t) => t.pinnedDigest !== undefined && t.digest === t.pinnedDigest) ?? same[0]);
+  }
+  return { tools: tools.filter((t) => kept.has(t)), shadowed: tools.filter((t) => !kept.has(t)) };
 }
 
 /**
  * A tool's digest, from the connection's list's memo when this list was composed so before: the
  * canonical JSON and SHA-256 of every listed tool on every call cost more than the call (a list of
- * 500 tools at the 4 MiB cap). The key is everything the digest depends on besides the list itself,
- * which the memo belongs to.
+ * 500 tools at the 4 MiB cap).
  */
-function digestOf(connection: BoundConnection, listedName: string, descriptionOverride: string | undefined, facts: McpToolDefinitionFacts): string {
-  const key = JSON.stringify([listedName, facts.name, descriptionOverride ?? null, facts.risk, facts.requiresApproval]);
+function memoized(connection: BoundConnection, key: string, digest: () => string): string {
   const known = connection.digests.get(key);
   if (known !== undefined) return known;
-  const digest = mcpToolDigest(facts);
-  connection.digests.set(key, digest);
-  return digest;
+  const made = digest();
+  connection.digests.set(key, made);
+  return made;
 }

@@ -150,7 +150,7 @@ export class VersionBuilder {
       tools: composition.tools,
       pinnedTools: pinned,
     };
-    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools) };
+    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools, composition.shadowed) };
   }
 
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */

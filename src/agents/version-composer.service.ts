@@ -5,7 +5,7 @@ import type { FieldError } from '../common/api-error';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
 import type { AgentSpec, VersionTool } from './built-version';
-import { composeMcpTools } from './mcp-version-tools';
+import { composeMcpTools, oneToolPerName } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
 import { ToolReferences } from './tool-references';
 
@@ -13,6 +13,8 @@ import { ToolReferences } from './tool-references';
 export interface DriftEntry {
   tool: string;
   reason: 'changed' | 'removed' | 'added';
+  /** Only for a tool not offered because another tool of the version holds its name (see oneToolPerName). */
+  toolId?: string;
 }
 
 /**
@@ -50,6 +52,8 @@ export interface Composition {
   contributors: Contributor[];
   /** Offered names of the tools of capabilities that do not apply to the worker asking (see Applicability). */
   withheld: string[];
+  /** Tools not offered because another tool holds their name (oneToolPerName): drift, never called. */
+  shadowed: VersionTool[];
 }
 
 /** Memo of the pure parts of `compose` for one published version (see VersionStore). */
@@ -179,14 +183,16 @@ export class VersionComposer {
     const mcp = composeMcpTools(spec, pinned, mcpConnections);
     tools.push(...mcp.tools);
     contributors.push(...mcp.contributors);
+    const offered = oneToolPerName(tools, mcp.legacy);
 
     return {
       systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),
       settings,
       limits,
-      tools,
+      tools: offered.tools,
       contributors,
       withheld,
+      shadowed: offered.shadowed,
     };
   }
 }
@@ -214,7 +220,11 @@ function memoizedDigest(memo: ComposeMemo['digests'], key: string, facts: ToolDe
 }
 
 /** Compares what the code offers now with what was pinned at publish. */
-export function driftOf(pinned: Record<string, string>, tools: readonly { name: string; digest: string }[]): DriftEntry[] {
+export function driftOf(
+  pinned: Record<string, string>,
+  tools: readonly { name: string; digest: string }[],
+  shadowed: readonly { name: string; toolId: string }[] = [],
+): DriftEntry[] {
   const drift: DriftEntry[] = [];
   const current = new Map(tools.map((t) => [t.name, t.digest]));
   for (const [name, digest] of Object.entries(pinned)) {
@@ -225,5 +235,7 @@ export function driftOf(pinned: Record<string, string>, tools: readonly { name: 
   for (const name of current.keys()) {
     if (!Object.prototype.hasOwnProperty.call(pinned, name)) drift.push({ tool: name, reason: 'added' });
   }
+  for (const tool of shadowed) drift.push({ tool: tool.name, reason: 'added', toolId: tool.toolId });
+  // Stable: under one name, the entry of the tool that holds it comes first.
   return drift.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
 }

@@ -14,6 +14,11 @@ export class DriftView {
       '`changed`: its definition differs from the pinned digest; `removed`: the code no longer offers it; `added`: offered now but never pinned. Calls to it are refused with `409 tool_definition_changed` until the agent is published again.',
   })
   reason: DriftEntry['reason'];
+  @ApiPropertyOptional({
+    description:
+      "Only on an `added` entry of a tool that is not offered because another tool of the version holds its name (an MCP connection that later lists a tool under a pinned name): that tool's id, `<connection>/<tool>`. The name stays with the tool it was pinned from.",
+  })
+  toolId?: string;
 }
 
 export class AgentVersionView {

@@ -73,6 +73,28 @@ describe('CredentialWatch', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('asked at once, answers whether the key is still live, without waiting for the heartbeat, and ends what it opened when not', async () => {
+    const revoked = new Set<string>();
+    const liveKeys = jest.fn(async (ids: string[]) => ids.filter((id) => !revoked.has(id)));
+    const watch = new CredentialWatch({ liveKeys } as unknown as ApiKeysRepository, config);
+    const lease = watch.watch(key('a'));
+    expect(await lease.accepted()).toBe(true);
+    revoked.add('a');
+    expect(await lease.accepted()).toBe(false);
+    expect(lease.signal.aborted).toBe(true);
+    expect(liveKeys).toHaveBeenCalledTimes(2);
+    // Known refused: not asked again.
+    expect(await lease.accepted()).toBe(false);
+    expect(liveKeys).toHaveBeenCalledTimes(2);
+    lease.release();
+    const token = watch.watch(person(Date.now() + 1_000));
+    expect(await token.accepted()).toBe(true);
+    jest.setSystemTime(Date.now() + 1_000);
+    expect(await token.accepted()).toBe(false);
+    expect(token.signal.aborted).toBe(true);
+    token.release();
+  });
+
   it('watches nothing for the platform token', () => {
     const watch = new CredentialWatch({ liveKeys: jest.fn() } as unknown as ApiKeysRepository, config);
     const lease = watch.watch({ type: 'platform', id: 'platform' });

@@ -6,6 +6,12 @@ import type { Principal } from './principal';
 /** What a long answer holds while it lasts: `signal` aborts when its credential is no longer accepted. */
 export interface CredentialLease {
   readonly signal: AbortSignal;
+  /**
+   * Whether the guard would accept the credential now (a key: asked of the database at once, not at
+   * the next heartbeat; `signal` aborts when not). For an answer about to hand over what a refused
+   * credential must not read, such as a tool's result: a heartbeat is too late for that.
+   */
+  accepted(): Promise<boolean>;
   /** The answer ended: stop watching for it. */
   release(): void;
 }
@@ -59,6 +65,11 @@ export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
     let released = false;
     return {
       signal: controller.signal,
+      accepted: async () => {
+        if (!controller.signal.aborted && principal.type === 'api_key' && (await this.keys.liveKeys([principal.id])).length === 0) controller.abort();
+        if (principal.type === 'oidc' && Date.now() >= principal.expiresAt) controller.abort();
+        return !controller.signal.aborted;
+      },
       release: () => {
         if (released) return;
         released = true;

@@ -92,7 +92,13 @@ describe('EventStreamService heartbeats', () => {
     const res = new FakeResponse();
     const credential = new AbortController();
     const release = jest.fn();
-    service.open('org', { signal: credential.signal, release }, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
+    service.open(
+      'org',
+      { signal: credential.signal, accepted: () => Promise.resolve(!credential.signal.aborted), release },
+      undefined,
+      { from: { tx: 1n, seq: 0n } },
+      res as never,
+    );
     await jest.advanceTimersByTimeAsync(5_000);
     expect(res.written.filter((w) => w === ': keep-alive\n\n')).toHaveLength(5);
     expect(res.writableEnded).toBe(false);

@@ -1,5 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleInit } from '@nestjs/common';
-import { HttpAdapterHost } from '@nestjs/core';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   createMcpHandler,
   ProtocolError,
@@ -10,7 +9,7 @@ import {
   type ListToolsResult,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BuiltVersion } from '../agents/built-version';
 import { AgentIdentity, VersionBuilder, VersionRow } from '../agents/version-builder.service';
 import { isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
@@ -26,6 +25,7 @@ import { GovernanceRepository } from '../governance/governance.repository';
 import { isLoopbackOrigin, isRecord, refuseMalformed } from './mcp-guards';
 import { sendWebResponse, toWebRequest } from './mcp-http';
 import { createTaskResult, declaresTasks, TASK_PARAMS, TASKS_EXTENSION, taskOf } from './mcp-tasks';
+import { McpHeldCalls } from './mcp-held-calls';
 import { factsOf } from './mcp-tool-facts';
 import { PendingFacts, protocolErrorOf, protocolErrorOfCall, refusalResult, RUN_ID_META, toCallToolResult, toMcpTool } from './mcp-shapes';
 
@@ -34,8 +34,6 @@ export interface McpTarget {
   agent: AgentIdentity;
   row: VersionRow;
 }
-
-const PROGRESS_EVERY_MS = 1000;
 
 /**
  * Serves a published agent version as an MCP server over Streamable HTTP, statelessly: every HTTP
@@ -49,30 +47,18 @@ const PROGRESS_EVERY_MS = 1000;
  * `resumePending`) instead of asking a person twice; once, see ExclusiveWaitOptions.
  */
 @Injectable()
-export class McpService implements OnModuleInit {
+export class McpService {
   private readonly logger = new Logger(McpService.name);
-  /** Aborted when the HTTP server starts to close: waits end at once and answer "still pending". */
-  private readonly closing = new AbortController();
 
   constructor(
     private readonly versions: VersionBuilder,
     private readonly executor: ToolExecutor,
     private readonly waiter: DecisionWaiter,
+    private readonly held: McpHeldCalls,
     private readonly calls: ToolCallsService,
-    private readonly adapterHost: HttpAdapterHost,
     private readonly governance: GovernanceRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
-
-  onModuleInit(): void {
-    // preClose runs before Fastify waits for in-flight requests: a call held open for a decision
-    // answers "still pending" (which the client can ask again about) instead of holding up the stop.
-    const fastify = this.adapterHost.httpAdapter?.getInstance<FastifyInstance>();
-    fastify?.addHook('preClose', (done) => {
-      this.closing.abort();
-      done();
-    });
-  }
 
   /**
    * The agent (of the caller's organization) and the version: 404 not_found (no such agent here,
@@ -232,36 +218,9 @@ export class McpService implements OnModuleInit {
     }
     // A client that declared the Tasks extension gets a task at once instead of a held request.
     if (waits && declaresTasks(extra)) return createTaskResult(call, await this.pendingFacts(orgId, call));
-    const decided = waits ? await this.awaitDecision(orgId, call, extra, gone) : call;
+    const decided = waits ? await this.held.hold(ctx.principal, orgId, call, extra, gone) : call;
     if (!decided) return this.callTool(ctx, target, params, extra, gone, sentArguments);
     return toCallToolResult(decided, decided.status === 'pending_approval' ? await this.pendingFacts(orgId, decided) : {});
-  }
-
-  /**
-   * Holds the request open until a person decides (and an approved call has run), or
-   * MCP_APPROVAL_WAIT_SECONDS pass, sending progress notifications when the client asked for
-   * them. The setting is read per call so that it can change without a restart of this object.
-   */
-  private async awaitDecision(orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView | null> {
-    const waitSeconds = this.config.mcpApprovalWaitSeconds;
-    const token = extra.mcpReq._meta?.progressToken;
-    let last: number | undefined;
-    const progress = (waitedMs: number, message: string) => {
-      // One at once (it names the approval), then about one a second; each larger than the last, as MCP requires.
-      if (token === undefined || (last !== undefined && waitedMs < last + PROGRESS_EVERY_MS)) return;
-      last = waitedMs;
-      extra.mcpReq
-        .notify({ method: 'notifications/progress', params: { progressToken: token, progress: waitedMs / 1000, total: waitSeconds, message } })
-        .catch(() => undefined);
-    };
-    progress(0, waitingMessage(call, waitSeconds));
-    if (waitSeconds === 0) return call;
-    return this.waiter.waitForDecision(orgId, call.id, {
-      exclusive: true,
-      timeoutMs: waitSeconds * 1000,
-      signal: AbortSignal.any([extra.mcpReq.signal, gone, this.closing.signal]),
-      onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),
-    });
   }
 
   /**
@@ -300,12 +259,6 @@ export class McpService implements OnModuleInit {
       throw new ProtocolError(ProtocolErrorCode.InternalError, 'Internal error');
     }
   }
-}
-
-function waitingMessage(call: ToolCallView, waitSeconds: number): string {
-  return call.status === 'running'
-    ? 'A person approved the call; the tool is running.'
-    : `Waiting up to ${waitSeconds} s for a person to decide on approval ${call.approvalId}.`;
 }
 
 function keyOf(ctx: RequestContext): OrgPrincipal {

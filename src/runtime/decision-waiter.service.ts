@@ -13,6 +13,12 @@ export interface WaitOptions {
   pollMs?: number;
   /** Called while still waiting, about every `pollMs` (for MCP progress notifications). */
   onProgress?: (call: ToolCallView, waitedMs: number) => void;
+  /**
+   * Asked before a settled outcome is handed over: false ends the wait with the call as it stands,
+   * not handed over (the requester's next identical call still gets it). The caller's own state
+   * says why (MCP: the requester's credential is no longer accepted).
+   */
+  handover?: () => Promise<boolean>;
 }
 
 /**
@@ -47,6 +53,7 @@ export class DecisionWaiter {
       if (!row) throw ApiError.notFound('tool call');
       const view = toToolCallView(row);
       if (SETTLED_STATUSES.has(row.status)) {
+        if (options.handover && !(await options.handover())) return view;
         if (row.awaiting_requester && !(await this.store.markDelivered(orgId, callId)) && options.exclusive) return null;
         return view;
       }

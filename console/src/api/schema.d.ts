@@ -1571,6 +1571,8 @@ export interface components {
             reason: "changed" | "removed" | "added";
             /** @description The offered tool name. */
             tool: string;
+            /** @description Only on an `added` entry of a tool that is not offered because another tool of the version holds its name (an MCP connection that later lists a tool under a pinned name): that tool's id, `<connection>/<tool>`. The name stays with the tool it was pinned from. */
+            toolId?: string;
         };
         LivenessView: {
             /** @enum {string} */

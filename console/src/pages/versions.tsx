@@ -42,8 +42,14 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
                 ) : (
                   <ul className="drift">
                     {v.drift.map((d) => (
-                      <li key={d.tool}>
+                      <li key={`${d.tool} ${d.toolId ?? ''}`}>
                         <code>{d.tool}</code>: {d.reason}
+                        {d.toolId && (
+                          <>
+                            {' '}
+                            (from <code>{d.toolId}</code>, not offered: the name stays with the tool it was pinned from)
+                          </>
+                        )}
                       </li>
                     ))}
                   </ul>
