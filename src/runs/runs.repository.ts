@@ -3,6 +3,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
+import { liveKeySql } from '../auth/api-keys.repository';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import { Metrics } from '../telemetry/metrics';
@@ -318,12 +319,23 @@ export class RunsRepository {
     return runs;
   }
 
-  /** In the order of seq the number (the output column `seq` is text: ordered by it, 1000 came before 999). */
-  async events(orgId: string, runId: string, afterSeq: string, limit = 500): Promise<RunEventRow[]> {
-    return this.dataSource.query(
-      `SELECT seq::text AS seq, type, data, at FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY run_event.seq LIMIT $4`,
-      [orgId, runId, afterSeq, limit],
+  /**
+   * In the order of seq the number (the output column `seq` is text: ordered by it, 1000 came before
+   * 999). With `keyId`, the reader's API key: none when it is revoked in the snapshot they are read
+   * with, and `keyRevoked` (one row, its event's columns null, when there is no event).
+   */
+  async events(orgId: string, runId: string, afterSeq: string, keyId?: string, limit = 500): Promise<{ events: RunEventRow[]; keyRevoked: boolean }> {
+    const rows: (Omit<RunEventRow, 'seq'> & { seq: string | null; key_live: boolean })[] = await this.dataSource.query(
+      `SELECT k.live AS key_live, e.seq::text AS seq, e.type, e.data, e.at
+         FROM (SELECT ${keyId ? liveKeySql('$5') : 'true'} AS live) k
+         LEFT JOIN LATERAL (
+           SELECT seq, type, data, at FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY run_event.seq LIMIT $4
+         ) e ON k.live
+        ORDER BY e.seq`,
+      keyId ? [orgId, runId, afterSeq, limit, keyId] : [orgId, runId, afterSeq, limit],
     );
+    if (!rows[0]?.key_live) return { events: [], keyRevoked: true };
+    return { events: rows.flatMap(({ seq, type, data, at }) => (seq === null ? [] : [{ seq, type, data, at }])), keyRevoked: false };
   }
 
   private async insertEvents(m: EntityManager, orgId: string, runId: string, events: RunEventInput[]): Promise<void> {
