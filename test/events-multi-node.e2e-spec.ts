@@ -141,6 +141,35 @@ if (!onRealServer) console.info('events multi-node suite: not run on the embedde
     expect(resumed.events.map((e) => e.event.target)).toEqual(missed.map((id) => ({ type: 'agent', id })));
   });
 
+  it("ends a key's stream on one node when the key is revoked through the other, and sends it nothing written after", async () => {
+    const key = (
+      await node(0)
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as(keys.admin))
+        .send({ name: 'revoked through node 0', roles: ['approver'] })
+        .expect(201)
+    ).body as { id: string; token: string };
+    const c = await SseClient.open(`${nodes[1].url}/api/v1/events`, { authorization: `Bearer ${key.token}` });
+    clients.push(c);
+    let ended = false;
+    c.response.on('end', () => (ended = true));
+    await c.waitFor((x) => x.lastId !== undefined);
+    await node(0)
+      .delete(`/api/v1/orgs/${org.id}/api-keys/${key.id}`)
+      .set(...as(keys.admin))
+      .expect(204);
+    await node(0)
+      .post('/api/v1/agents')
+      .set(...as(keys.builder))
+      .send({ slug: 'after-revocation', name: 'After revocation' })
+      .expect(201);
+    // Node 1's stream reads when woken by the revocation's NOTIFY, and finds the key revoked: before,
+    // it sent the agent's creation and ended at the next heartbeat (15 s).
+    await c.waitFor(() => ended || c.events.length > 0);
+    expect(c.events).toEqual([]);
+    expect(ended).toBe(true);
+  });
+
   it('two nodes make each delivery attempt once', async () => {
     const hook = (
       await node(0)

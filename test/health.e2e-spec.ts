@@ -54,6 +54,28 @@ describe('health (e2e)', () => {
       .expect(200);
   });
 
+  it.each([
+    ['its database is gone by that name (3D000)', '3D000', 'database "gateway" does not exist'],
+    ['the password was rotated before the configuration (28P01)', '28P01', 'password authentication failed for user "gateway"'],
+    ['pg_hba.conf does not let this client in (28000)', '28000', 'no pg_hba.conf entry for host "10.0.0.7", user "gateway", database "gateway"'],
+  ])('a server that is up but refuses the connection because %s: 503 service_unavailable with Retry-After, not 500', async (_why, code, message) => {
+    const org = await createOrg(t, []);
+    const ds = t.app.get(DataSource);
+    // What node-postgres rejects a connection with when the server answers it with an error.
+    const query = jest.spyOn(ds, 'query').mockImplementation(() => Promise.reject(Object.assign(new Error(message), { code, severity: 'FATAL' })));
+    try {
+      for (const [path, token] of [
+        ['/api/v1/agents', org.keys.admin],
+        ['/api/v1/orgs', t.adminToken],
+      ]) {
+        const res = await t.http.get(path).set(...bearer(token));
+        expect([res.status, res.body.code, res.headers['retry-after']]).toEqual([503, 'service_unavailable', '5']);
+      }
+    } finally {
+      query.mockRestore();
+    }
+  });
+
   it('documents both answers with schemas in OpenAPI', async () => {
     const doc = (await t.http.get('/api/docs-json').expect(200)).body;
     const ready = doc.paths['/health/ready'].get.responses;

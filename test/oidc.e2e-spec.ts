@@ -206,6 +206,7 @@ describe('sign-in through an identity provider (e2e)', () => {
       ['an unknown organization (slug)', () => person(a, ['viewer'], { org_id: 'no-such-org' })],
       ['no organization', () => person(a, ['viewer'], { org_id: undefined })],
       ['no subject', () => person(a, ['viewer'], { sub: undefined })],
+      ['a subject with C1 controls and a bidi override', () => person(a, ['viewer'], { sub: 'mallory\u0085\u009b31m\u202eadmin' })],
       [
         'alg none',
         () =>

@@ -1023,7 +1023,7 @@ describe('agent runs (e2e)', () => {
       const repo = t.app.get(RunsRepository);
       const batches: number[][] = [];
       for (let last = '0'; ;) {
-        const batch = await repo.events(org.id, run.body.id, last);
+        const { events: batch } = await repo.events(org.id, run.body.id, last);
         if (batch.length === 0) break;
         batches.push(batch.map((e) => Buffer.byteLength(JSON.stringify(e.data))));
         last = batch[batch.length - 1].seq;

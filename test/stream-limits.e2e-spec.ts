@@ -285,9 +285,9 @@ describe('streams an attacker cannot hold open (e2e)', () => {
       let fetched = 0;
       const events = RunsRepository.prototype.events;
       jest.spyOn(RunsRepository.prototype, 'events').mockImplementation(async function (this: RunsRepository, ...args) {
-        const rows = await events.apply(this, args);
-        if (args[1] === runId) fetched += rows.length;
-        return rows;
+        const read = await events.apply(this, args);
+        if (args[1] === runId) fetched += read.events.length;
+        return read;
       });
       const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
         const req = http.get(

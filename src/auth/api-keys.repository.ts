@@ -141,9 +141,18 @@ export class ApiKeysRepository {
     return rows[0];
   }
 
-  /** Which of these API keys are not revoked. */
+  /** Which of these API keys are not revoked (liveKeySql asks the same inside another read). */
   async liveKeys(keyIds: string[]): Promise<string[]> {
     const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL`, [keyIds]);
     return rows.map((r) => r.id);
   }
+}
+
+/**
+ * True while the key whose id is the parameter `param` (e.g. `$4`) is not revoked: for a stream's
+ * read, so that the key is judged in the snapshot its events are read with. An event committed after
+ * the revocation is only visible to snapshots that also see the key revoked.
+ */
+export function liveKeySql(param: string): string {
+  return `EXISTS (SELECT 1 FROM api_key WHERE id = ${param}::uuid AND revoked_at IS NULL)`;
 }

@@ -4,12 +4,13 @@ import { ApiKeysRepository } from './api-keys.repository';
 import { AuthService } from './auth.service';
 import { CredentialWatch } from './credential-watch.service';
 import { OidcModule } from './oidc/oidc.module';
+import { RevokedKeyLeases } from './revoked-key-leases';
 
 /** Authentication for the global guard (API keys here, the identity provider's tokens in oidc/), and the owner of `api_key` for the organizations' routes. */
 @Global()
 @Module({
   imports: [OidcModule],
-  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
+  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch, RevokedKeyLeases],
   exports: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
 })
 export class AuthModule {}

@@ -12,6 +12,11 @@ export interface CredentialLease {
    * credential must not read, such as a tool's result: a heartbeat is too late for that.
    */
   accepted(): Promise<boolean>;
+  /**
+   * The API key the answer was opened with. A stream also asks in each read whether it is still
+   * live (liveKeySql): a revocation committed on another node is only heard of at the next check.
+   */
+  readonly keyId?: string;
   /** The answer ended: stop watching for it. */
   release(): void;
 }
@@ -21,9 +26,11 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The guard checks a credential once, at the request; an event stream lasts for hours. This ends
- * the stream when the guard would refuse it: an API key revoked since (every watched key checked
- * in one query per heartbeat), an identity provider's token past its expiry (a timer, to the
- * second the guard stops accepting it). The platform token is configuration: nothing to watch.
+ * the stream when the guard would refuse it: an API key revoked since (at once when the
+ * revocation commits on this node, RevokedKeyLeases; revoked through another node, at the
+ * stream's next read or else at the next heartbeat, every watched key checked in one query), an
+ * identity provider's token past its expiry (a timer, to the second the guard stops accepting
+ * it). The platform token is configuration: nothing to watch.
  */
 @Injectable()
 export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
@@ -70,12 +77,18 @@ export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
         if (principal.type === 'oidc' && Date.now() >= principal.expiresAt) controller.abort();
         return !controller.signal.aborted;
       },
+      ...(principal.type === 'api_key' ? { keyId: principal.id } : {}),
       release: () => {
         if (released) return;
         released = true;
         stop();
       },
     };
+  }
+
+  /** Ends what was opened with this key, now: its revocation committed. */
+  revoked(keyId: string): void {
+    for (const controller of this.byKey.get(keyId) ?? []) controller.abort();
   }
 
   /** Ends what was opened with a key revoked since; only the keys asked about (one watched meanwhile was just accepted by the guard). */

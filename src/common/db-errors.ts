@@ -23,8 +23,14 @@ export function isProgramLimitExceeded(err: unknown): boolean {
 
 /** Socket errors of a connection that cannot be made or was lost. */
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
-/** SQLSTATEs of a server that is going away or cannot take us now (class 08, 57P01-03, too_many_connections). */
-const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
+/**
+ * SQLSTATEs of a server that is going away or cannot take us now (class 08, 57P01-03,
+ * too_many_connections), or that is up but refuses this client its connection: the database is
+ * gone by that name (3D000: dropped, renamed, a failover to a server without it) or the
+ * credentials are (class 28: a password rotated before the configuration). An operator fixes
+ * those; the request was no worse for it.
+ */
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300|3D000|28[0-9A-Z]{3})$/;
 /** What node-postgres and its pool say when the connection is gone or none can be had. */
 const CONNECTION_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/i;
 

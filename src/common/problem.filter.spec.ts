@@ -31,6 +31,10 @@ describe('problem documents', () => {
         driverError: Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }),
       }),
       Object.assign(new Error('x'), { code: '08006' }),
+      // A server that is up but refuses the connection: the database gone by its name, a rotated password.
+      Object.assign(new Error('database "gateway" does not exist'), { code: '3D000' }),
+      Object.assign(new Error('password authentication failed for user "gateway"'), { code: '28P01' }),
+      Object.assign(new Error('query failed'), { driverError: Object.assign(new Error('no pg_hba.conf entry for host'), { code: '28000' }) }),
       new AggregateError([refused], ''),
     ];
     for (const err of unavailable) {

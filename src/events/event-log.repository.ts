@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AuditRow, toAuditEvent } from '../audit/audit.repository';
+import { liveKeySql } from '../auth/api-keys.repository';
 import type { AuditEvent } from '../audit/audit.service';
 import { EventPosition } from './event-position';
 
@@ -17,6 +18,8 @@ export interface StreamRead {
    * The reader reads again shortly; nobody else will wake it for them.
    */
   heldBack: boolean;
+  /** The stream's API key was revoked as of this read: nothing read may be sent, the stream ends. */
+  keyRevoked: boolean;
 }
 
 /**
@@ -33,10 +36,15 @@ export interface StreamStart {
   skipBelow?: bigint;
 }
 
-/** An audit row with its stream position and the snapshot's horizon. */
-interface Row extends AuditRow {
+/**
+ * An audit row with its stream position and the snapshot's horizon, and whether the stream's key
+ * was live in that snapshot; a read with no events has one row, its event's columns null.
+ */
+interface Row extends Omit<AuditRow, 'seq'> {
+  seq: string | null;
   tx: string;
   horizon: string;
+  key_live: boolean;
 }
 
 /**
@@ -65,8 +73,18 @@ export class EventLogRepository {
     return { from: { tx: xmin, seq: 0n }, skipVisibleIn: snapshot, skipBelow: xmax };
   }
 
-  /** Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`. */
-  async readAfter(orgId: string, after: EventPosition, types: readonly string[] | undefined, limit: number, skipVisibleIn?: string): Promise<StreamRead> {
+  /**
+   * Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`;
+   * none when `keyId` (the stream's API key) is revoked in the snapshot they are read with.
+   */
+  async readAfter(
+    orgId: string,
+    after: EventPosition,
+    types: readonly string[] | undefined,
+    limit: number,
+    skipVisibleIn?: string,
+    keyId?: string,
+  ): Promise<StreamRead> {
     const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString()];
     let typeFilter = '';
     if (types) {
@@ -77,27 +95,41 @@ export class EventLogRepository {
       params.push(skipVisibleIn);
       typeFilter += ` AND NOT pg_visible_in_snapshot(tx, $${params.length}::pg_snapshot)`;
     }
+    let live = 'true';
+    if (keyId) {
+      params.push(keyId);
+      live = liveKeySql(`$${params.length}`);
+    }
     params.push(limit);
-    // One statement, so the horizon belongs to the snapshot the rows were read with. Ordered by the
-    // columns, qualified: a bare `tx` names the text alias, and '10' sorts before '9'.
+    // One statement, so the horizon and the key belong to the snapshot the rows were read with: one
+    // row without an event when there is none. Ordered by the columns, qualified: the bare names
+    // are the text output columns, and '10' sorts before '9'.
     const rows: Row[] = await this.dataSource.query(
-      `SELECT seq::text AS seq, tx::text AS tx, pg_snapshot_xmin(pg_current_snapshot())::text AS horizon,
-              id, org_id, at, type, actor_type, actor_id, target_type, target_id, data
-         FROM audit_event
-        WHERE org_id = $1 AND (tx, seq) > ($2::xid8, $3::bigint) ${typeFilter}
-        ORDER BY audit_event.tx, audit_event.seq
-        LIMIT $${params.length}`,
+      `SELECT k.live AS key_live, e.seq::text AS seq, e.tx::text AS tx, e.horizon::text AS horizon,
+              e.id, e.org_id, e.at, e.type, e.actor_type, e.actor_id, e.target_type, e.target_id, e.data
+         FROM (SELECT ${live} AS live) k
+         LEFT JOIN LATERAL (
+           SELECT seq, tx, pg_snapshot_xmin(pg_current_snapshot()) AS horizon,
+                  id, org_id, at, type, actor_type, actor_id, target_type, target_id, data
+             FROM audit_event
+            WHERE org_id = $1 AND (tx, seq) > ($2::xid8, $3::bigint) ${typeFilter}
+            ORDER BY audit_event.tx, audit_event.seq
+            LIMIT $${params.length}
+         ) e ON k.live
+        ORDER BY e.tx, e.seq`,
       params,
     );
     const events: StreamEvent[] = [];
+    if (!rows[0]?.key_live) return { events, heldBack: false, keyRevoked: true };
     for (const r of rows) {
+      if (r.seq === null) break;
       const tx = BigInt(r.tx);
-      if (tx >= BigInt(r.horizon)) return { events, heldBack: true };
+      if (tx >= BigInt(r.horizon)) return { events, heldBack: true, keyRevoked: false };
       events.push({
         position: { tx, seq: BigInt(r.seq) },
         event: toAuditEvent(r),
       });
     }
-    return { events, heldBack: false };
+    return { events, heldBack: false, keyRevoked: false };
   }
 }

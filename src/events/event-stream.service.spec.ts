@@ -45,6 +45,7 @@ const oneEvent: StreamRead = {
     },
   ],
   heldBack: false,
+  keyRevoked: false,
 };
 
 describe('EventStreamService, a client that takes nothing', () => {
@@ -53,7 +54,7 @@ describe('EventStreamService, a client that takes nothing', () => {
 
   beforeEach(async () => {
     jest.useFakeTimers();
-    const log = { readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false }) };
+    const log = { readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false, keyRevoked: false }) };
     service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(15_000));
     res = new FakeResponse(true);
     service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
@@ -86,7 +87,7 @@ describe('EventStreamService heartbeats', () => {
 
   it('send a keep-alive every heartbeat, and end a stream when its credential is no longer accepted', async () => {
     jest.useFakeTimers();
-    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false }) };
+    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, keyRevoked: false }) };
     const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(1_000));
     service.onModuleInit();
     const res = new FakeResponse();

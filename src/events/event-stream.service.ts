@@ -149,14 +149,17 @@ class Stream {
       this.dirty = false;
       let read;
       try {
-        read = await this.log.readAfter(this.orgId, this.cursor, this.types, BATCH, this.skip?.visibleIn);
+        read = await this.log.readAfter(this.orgId, this.cursor, this.types, BATCH, this.skip?.visibleIn, this.credential?.keyId);
       } catch (err) {
         this.logger.warn(`event stream read failed: ${(err as Error).message}`);
         this.later(1000);
         continue;
       }
+      // Revoked through another node (or here, its commit not yet heard of): nothing read is sent.
+      if (read.keyRevoked) return this.close();
       for (const { position, event } of read.events) {
-        if (this.closed) return;
+        // The lease before each event: a revocation committed here meanwhile ends the stream before it.
+        if (this.closed || this.credential?.signal.aborted) return this.close();
         const accepted = this.res.write(`id: ${formatPosition(position)}\ndata: ${JSON.stringify(event)}\n\n`);
         this.cursor = position;
         if (this.skip && position.tx >= this.skip.below) this.skip = undefined;

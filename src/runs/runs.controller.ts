@@ -173,7 +173,7 @@ export class RunsController implements OnModuleDestroy {
       if (gone.signal.aborted) return;
       raw.writeHead(200, headers);
       raw.write(': run events\n\n');
-      await this.send(orgId, id, after, raw, gone.signal);
+      await this.send(orgId, id, after, raw, gone.signal, credential.keyId);
     } catch {
       // The stream is already open: the client reconnects with Last-Event-ID and loses nothing.
     } finally {
@@ -199,7 +199,7 @@ export class RunsController implements OnModuleDestroy {
    * is stopped when the socket is full and started again after the last event written once it
    * has drained, so a client that reads nothing holds one batch, not the whole run.
    */
-  private async send(orgId: string, id: string, after: string, raw: ServerResponse, gone: AbortSignal): Promise<void> {
+  private async send(orgId: string, id: string, after: string, raw: ServerResponse, gone: AbortSignal, keyId: string | undefined): Promise<void> {
     let last = after;
     while (!gone.aborted) {
       const stretch = new AbortController();
@@ -222,6 +222,7 @@ export class RunsController implements OnModuleDestroy {
             if (!raw.writableNeedDrain) raw.write(': keep-alive\n\n');
           },
           stretch.signal,
+          keyId,
         );
       } finally {
         gone.removeEventListener('abort', stop);

@@ -3,6 +3,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
+import { liveKeySql } from '../auth/api-keys.repository';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import { Metrics } from '../telemetry/metrics';
@@ -326,18 +327,33 @@ export class RunsRepository {
    * In the order of seq the number (the output column `seq` is text: ordered by it, 1000 came
    * before 999), and at most about `maxBytes` of them, with at least one: a `model.completed`
    * event holds up to 2,000,000 characters, and 500 of them read at once for each of 200 streams
-   * that read nothing took a node to 5 GB.
+   * that read nothing took a node to 5 GB. With `keyId`, the reader's API key: none when it is
+   * revoked in the snapshot they are read with, and `keyRevoked` (one row, its event's columns
+   * null, when there is no event).
    */
-  async events(orgId: string, runId: string, afterSeq: string, limit = 500, maxBytes = EVENT_BATCH_BYTES): Promise<RunEventRow[]> {
-    return this.dataSource.query(
-      `SELECT seq, type, data, at FROM (
-         SELECT seq::text AS seq, seq AS n, type, data, at, octet_length(data::text) AS bytes,
-                sum(octet_length(data::text)) OVER (ORDER BY run_event.seq) AS running
-           FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY run_event.seq LIMIT $4
-       ) e
-       WHERE e.running - e.bytes < $5 ORDER BY e.n`,
-      [orgId, runId, afterSeq, limit, maxBytes],
+  async events(
+    orgId: string,
+    runId: string,
+    afterSeq: string,
+    keyId?: string,
+    limit = 500,
+    maxBytes = EVENT_BATCH_BYTES,
+  ): Promise<{ events: RunEventRow[]; keyRevoked: boolean }> {
+    const rows: (Omit<RunEventRow, 'seq'> & { seq: string | null; key_live: boolean })[] = await this.dataSource.query(
+      `SELECT k.live AS key_live, e.seq::text AS seq, e.type, e.data, e.at
+         FROM (SELECT ${keyId ? liveKeySql('$6') : 'true'} AS live) k
+         LEFT JOIN LATERAL (
+           SELECT seq, type, data, at FROM (
+             SELECT seq, type, data, at, octet_length(data::text) AS bytes,
+                    sum(octet_length(data::text)) OVER (ORDER BY run_event.seq) AS running
+               FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY run_event.seq LIMIT $4
+           ) w WHERE w.running - w.bytes < $5
+         ) e ON k.live
+        ORDER BY e.seq`,
+      keyId ? [orgId, runId, afterSeq, limit, maxBytes, keyId] : [orgId, runId, afterSeq, limit, maxBytes],
     );
+    if (!rows[0]?.key_live) return { events: [], keyRevoked: true };
+    return { events: rows.flatMap(({ seq, type, data, at }) => (seq === null ? [] : [{ seq, type, data, at }])), keyRevoked: false };
   }
 
   private async insertEvents(m: EntityManager, orgId: string, runId: string, events: RunEventInput[]): Promise<void> {

@@ -149,7 +149,9 @@ export class RunsService implements OnModuleDestroy {
 
   /**
    * The run's events after `afterSeq`, as they are written, until the run finishes (and its last
-   * events are delivered) or `signal` aborts. Each batch is handed to `send` in order.
+   * events are delivered), `signal` aborts, or `keyId` (the reader's API key) is found revoked:
+   * judged with each read, so nothing written after its revocation is sent. Each batch is handed
+   * to `send` in order.
    */
   async stream(
     orgId: string,
@@ -158,13 +160,14 @@ export class RunsService implements OnModuleDestroy {
     send: (events: RunEventRow[]) => void,
     keepAlive: () => void,
     clientGone: AbortSignal,
+    keyId?: string,
   ): Promise<void> {
     const abort = new AbortController();
     const stop = () => abort.abort();
     clientGone.addEventListener('abort', stop, { once: true });
     this.streams.add(abort);
     try {
-      await this.streamUntil(orgId, id, afterSeq, send, keepAlive, abort.signal);
+      await this.streamUntil(orgId, id, afterSeq, send, keepAlive, abort.signal, keyId);
     } finally {
       this.streams.delete(abort);
       clientGone.removeEventListener('abort', stop);
@@ -182,11 +185,13 @@ export class RunsService implements OnModuleDestroy {
     send: (events: RunEventRow[]) => void,
     keepAlive: () => void,
     signal: AbortSignal,
+    keyId: string | undefined,
   ): Promise<void> {
     let last = afterSeq;
     let quietSince = Date.now();
     while (!signal.aborted) {
-      const batch = await this.repo.events(orgId, id, last);
+      const { events: batch, keyRevoked } = await this.repo.events(orgId, id, last, keyId);
+      if (keyRevoked) return;
       if (batch.length > 0) {
         send(batch);
         last = batch[batch.length - 1].seq;
@@ -197,8 +202,8 @@ export class RunsService implements OnModuleDestroy {
       const status = await this.repo.status(orgId, id);
       // Finished and nothing after `last`: every event of the run has been sent.
       if (!status || FINISHED.has(status)) {
-        const tail = await this.repo.events(orgId, id, last);
-        if (tail.length === 0) return;
+        const tail = await this.repo.events(orgId, id, last, keyId);
+        if (tail.keyRevoked || tail.events.length === 0) return;
         continue;
       }
       if (Date.now() - quietSince >= 15_000) {

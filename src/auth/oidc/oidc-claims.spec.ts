@@ -48,6 +48,30 @@ describe('claim mapping', () => {
     expect(() => mapClaims({ sub: 's', org_id: ['acme'] }, names)).toThrow(/org_id claim/);
   });
 
+  it('refuses a subject that would display as another or drive a terminal: C1 controls, bidi and other format characters', () => {
+    for (const bad of [
+      'mallory\u0085',
+      'a\u009b31m',
+      'mallory\u202eadmin',
+      'a\u2066b\u2069',
+      'a\u200eb',
+      'a\u200fb',
+      'a\u061cb',
+      'ad\u00admin',
+      'a\u200bb',
+      'a\ufeffb',
+      'a\u2028b',
+      'a\u2029b',
+      'a\u{e0041}',
+    ]) {
+      expect(() => mapClaims({ sub: bad, org_id: 'acme' }, names)).toThrow(/sub claim/);
+    }
+    // Text outside Latin stays a subject, joiners of emoji sequences included.
+    for (const good of ['müller', 'ユーザー', 'user@example.com', '\u{1f469}\u200d\u{1f469}\u200d\u{1f467}', 'auth0|5f7c8ec7c33c6c004bbafe82']) {
+      expect(mapClaims({ sub: good, org_id: 'acme' }, names).subject).toBe(good);
+    }
+  });
+
   it('reads only own claims: prototype names configured as claims find nothing', () => {
     const payload = JSON.parse('{"sub":"s","org_id":"acme","__proto__":{"roles":["admin"]}}') as Record<string, unknown>;
     expect(mapClaims(payload, { orgClaim: 'org_id', rolesClaim: 'roles' }).roles).toEqual([]);

@@ -28,9 +28,13 @@ export class ClaimError extends Error {
 const MAX_SUBJECT = 255;
 const MAX_LIST = 100;
 const MAX_ITEM = 200;
-// Control characters would end up in audit rows and logs.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
+/**
+ * The subject is shown as the audit actor and written to logs: no control characters (C0, DEL and
+ * C1, whose U+009B starts a terminal escape), no line or paragraph separators, and no format
+ * characters (bidi overrides and isolates, marks, invisible ones), with which one subject would
+ * display as another. Zero-width joiners stay: emoji sequences and some scripts need them.
+ */
+const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}]|(?![\u200c\u200d])\p{Cf}/u;
 
 /**
  * Maps a verified token's claims. Claims are read as own properties only, so a claim named
@@ -39,7 +43,7 @@ const PRINTABLE = /^[^\u0000-\u001f\u007f]+$/;
 export function mapClaims(payload: Record<string, unknown>, names: ClaimNames): MappedClaims {
   const sub = own(payload, 'sub');
   // A lone surrogate is not text: stored (audit actor, derived id) it becomes U+FFFD, and two subjects would be one.
-  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || !PRINTABLE.test(sub) || !sub.isWellFormed()) {
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || UNPRINTABLE.test(sub) || !sub.isWellFormed()) {
     throw new ClaimError(`The token's sub claim must be a string of 1 to ${MAX_SUBJECT} printable characters.`);
   }
   const org = own(payload, names.orgClaim);
