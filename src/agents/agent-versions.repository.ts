@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { BudgetedRows, rowsWithinBudget } from '../database/keyset-page';
 import type { AgentSpec } from './built-version';
 import type { VersionRow } from './version-builder.service';
 
@@ -59,14 +60,22 @@ export async function insertVersion(
   return row;
 }
 
-/** Newest first, below `beforeVersion` when given. */
-export function listVersions(db: Queryable, orgId: string, agentId: string, beforeVersion: number | undefined, limit: number): Promise<VersionRow[]> {
+/** Newest first, below `beforeVersion` when given; a spec is as large as the draft it was, so the page ends at the byte budget. */
+export function listVersions(
+  db: Queryable,
+  orgId: string,
+  agentId: string,
+  beforeVersion: number | undefined,
+  limit: number,
+): Promise<BudgetedRows<VersionRow>> {
   const params: unknown[] = [orgId, agentId, limit];
   if (beforeVersion !== undefined) params.push(beforeVersion);
-  return db.query(
-    `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 ${beforeVersion !== undefined ? 'AND version < $4' : ''} ORDER BY version DESC LIMIT $3`,
+  return rowsWithinBudget(db, {
+    text: `SELECT * FROM agent_version WHERE org_id = $1 AND agent_id = $2 ${beforeVersion !== undefined ? 'AND version < $4' : ''} ORDER BY version DESC LIMIT $3`,
     params,
-  );
+    order: 'version DESC',
+    bytes: ['w.spec_bytes', 'w.tool_digests_bytes'],
+  });
 }
 
 /**

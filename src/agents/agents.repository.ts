@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { BudgetedRows, rowsWithinBudget } from '../database/keyset-page';
 import type { AgentSpec } from './built-version';
 
 export interface AgentRow {
@@ -40,11 +41,16 @@ export class AgentsRepository {
     return row;
   }
 
-  /** Ordered by slug, after `afterSlug` when given. */
-  listBySlug(orgId: string, afterSlug: string | undefined, limit: number): Promise<AgentRow[]> {
-    return afterSlug !== undefined
-      ? this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 AND slug > $2 ORDER BY slug LIMIT $3`, [orgId, afterSlug, limit])
-      : this.dataSource.query(`SELECT * FROM agent WHERE org_id = $1 ORDER BY slug LIMIT $2`, [orgId, limit]);
+  /** Ordered by slug, after `afterSlug` when given; a draft is free-form until publish (up to the body limit), so the page ends at the byte budget. */
+  listBySlug(orgId: string, afterSlug: string | undefined, limit: number): Promise<BudgetedRows<AgentRow>> {
+    const params: unknown[] = [orgId, limit];
+    if (afterSlug !== undefined) params.push(afterSlug);
+    return rowsWithinBudget(this.dataSource, {
+      text: `SELECT * FROM agent WHERE org_id = $1${afterSlug !== undefined ? ' AND slug > $3' : ''} ORDER BY slug LIMIT $2`,
+      params,
+      order: 'slug',
+      bytes: ['w.draft_bytes', 'octet_length(w.description)'],
+    });
   }
 
   find(orgId: string, agentId: string, manager: Pick<DataSource, 'query'> = this.dataSource, lock = false): Promise<AgentRow | undefined> {

@@ -46,8 +46,8 @@ export class AgentsService {
   async list(orgId: string, query: PageQuery): Promise<Page<AgentView>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor, ['text']);
-    const rows = await this.repo.listBySlug(orgId, after ? String(after[0]) : undefined, limit + 1);
-    return pageOf(rows, limit, (r) => [r.slug], toAgent);
+    const { rows, found } = await this.repo.listBySlug(orgId, after ? String(after[0]) : undefined, limit + 1);
+    return pageOf(rows, limit, (r) => [r.slug], toAgent, undefined, found);
   }
 
   async get(orgId: string, agentId: string): Promise<AgentView> {

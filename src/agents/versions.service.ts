@@ -157,12 +157,14 @@ export class VersionsService {
     const agent = await this.identity(orgId, agentId);
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor(query.cursor, ['int']);
-    const rows = await listVersions(this.dataSource, orgId, agentId, after ? Number(after[0]) : undefined, limit + 1);
+    const { rows, found } = await listVersions(this.dataSource, orgId, agentId, after ? Number(after[0]) : undefined, limit + 1);
     const page = pageOf(
       rows,
       limit,
       (r) => [r.version],
       (r) => r,
+      undefined,
+      found,
     );
     const items: AgentVersionView[] = [];
     const retired = await this.switches.retirementsOf(orgId, agentId);

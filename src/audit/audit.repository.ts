@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { normalizeInstant } from '../common/instant';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { rowsWithinBudget } from '../database/keyset-page';
 import type { AuditEvent, AuditEventInput, AuditEventType } from './audit.service';
 
 /** A row of `audit_event` as stored; every reader (the list here, the event stream in src/events) maps it with `toAuditEvent`. */
@@ -52,11 +53,14 @@ export class AuditRepository {
       where.push(`seq < $${params.length}`);
     }
     params.push(limit + 1);
-    const rows: AuditRow[] = await this.dataSource.query(
-      `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`,
+    // An event's data is mostly ids, but a server's tool list (mcp_connection.synced) is as long as the server makes it.
+    const { rows, found } = await rowsWithinBudget<AuditRow>(this.dataSource, {
+      text: `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`,
       params,
-    );
-    return pageOf(rows, limit, (r) => [r.seq], toAuditEvent);
+      order: 'seq DESC',
+      bytes: ['w.data_bytes'],
+    });
+    return pageOf(rows, limit, (r) => [r.seq], toAuditEvent, undefined, found);
   }
 }
 

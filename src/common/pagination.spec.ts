@@ -125,6 +125,30 @@ describe('cursor pagination', () => {
       ).toEqual({ items: [], nextCursor: null });
     });
 
+    it('points on past a page the database already ended at the budget, from how many rows it found', () => {
+      // The database sent the four rows that fit of the six it matched: the page has a next one.
+      expect(
+        pageOf(
+          rows.slice(0, 4),
+          200,
+          (r) => [r.n],
+          (r) => r.n,
+          PAGE_BYTE_BUDGET,
+          6,
+        ),
+      ).toEqual({ items: [1, 2, 3, 4], nextCursor: encodeCursor([4]) });
+      expect(
+        pageOf(
+          rows.slice(0, 4),
+          200,
+          (r) => [r.n],
+          (r) => r.n,
+          PAGE_BYTE_BUDGET,
+          4,
+        ).nextCursor,
+      ).toBeNull();
+    });
+
     it('counts bytes, not characters, and pages an in-memory list by position the same way', () => {
       const wide = ['é'.repeat(600_000), 'é'.repeat(600_000), 'é'.repeat(600_000), 'é'.repeat(600_000), 'z'];
       // 1.2 MB each in UTF-8 (600,000 characters): the fourth passes 4 MiB.

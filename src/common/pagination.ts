@@ -117,11 +117,20 @@ function takeWithinBudget<T>(count: number, make: (i: number) => T, budget: numb
 
 /**
  * Fetch `limit + 1` rows, then call this: it trims the extra row, ends the page early past the
- * byte budget, and makes the next cursor from the last item kept.
+ * byte budget, and makes the next cursor from the last item kept. `found`: how many rows the
+ * query matched up to `limit + 1`, when the database already ended the page at the budget and
+ * sent fewer (rowsWithinBudget, src/database/keyset-page.ts).
  */
-export function pageOf<R, T>(rows: R[], limit: number, keyOf: (row: R) => unknown[], map: (row: R) => T, budget = PAGE_BYTE_BUDGET): Page<T> {
+export function pageOf<R, T>(
+  rows: R[],
+  limit: number,
+  keyOf: (row: R) => unknown[],
+  map: (row: R) => T,
+  budget = PAGE_BYTE_BUDGET,
+  found = rows.length,
+): Page<T> {
   const items = takeWithinBudget(Math.min(limit, rows.length), (i) => map(rows[i]), budget);
-  const more = rows.length > items.length;
+  const more = Math.max(found, rows.length) > items.length;
   return { items, nextCursor: more ? encodeCursor(keyOf(rows[items.length - 1])) : null };
 }
 

@@ -152,9 +152,10 @@ export class KnowledgeRepository {
     return newestFirstPage(
       this.dataSource,
       {
-        select: 'SELECT id, collection_id, title, metadata, length(content) AS content_length, created_at FROM knowledge_document',
+        select: 'SELECT id, collection_id, title, metadata, metadata_bytes, length(content) AS content_length, created_at FROM knowledge_document',
         where: 'org_id = $1 AND collection_id = $2',
         params: [orgId, collectionId],
+        bytes: ['w.metadata_bytes', 'octet_length(w.title)'],
       },
       query,
       toDocumentSummary,

@@ -101,6 +101,21 @@ export interface EndedRun {
   usage: RunUsage;
 }
 
+/**
+ * What a run of a list weighs, as the database sends it: its conversation can hold up to
+ * MAX_TRANSCRIPT_CHARS, and a page of runs ends at the byte budget (rowsWithinBudget). Each id in
+ * the arrays is 39 bytes of JSON.
+ */
+const RUN_BYTES = [
+  'octet_length(w.input)',
+  'w.messages_bytes',
+  'w.pending_bytes',
+  'w.compaction_bytes',
+  'octet_length(w.output)',
+  'octet_length(w.error_message)',
+  '39 * (cardinality(w.tool_call_ids) + cardinality(w.pending_tool_call_ids) + cardinality(w.pending_approval_ids))',
+];
+
 export interface RunEventInput {
   type: string;
   data: Record<string, unknown>;
@@ -170,7 +185,7 @@ export class RunsRepository {
       params.push(q.status);
       where.push(`status = $${params.length}`);
     }
-    return newestFirstPage(this.dataSource, { select: 'SELECT * FROM run', where: where.join(' AND '), params }, q, (r: RunRow) => r);
+    return newestFirstPage(this.dataSource, { select: 'SELECT * FROM run', where: where.join(' AND '), params, bytes: RUN_BYTES }, q, (r: RunRow) => r);
   }
 
   /**

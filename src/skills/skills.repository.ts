@@ -34,7 +34,12 @@ export class SkillsRepository {
   }
 
   async list(orgId: string, query: PageQuery): Promise<Page<SkillView>> {
-    return newestFirstPage(this.dataSource, { select: 'SELECT * FROM skill', where: 'org_id = $1', params: [orgId] }, query, toSkill);
+    return newestFirstPage(
+      this.dataSource,
+      { select: 'SELECT * FROM skill', where: 'org_id = $1', params: [orgId], bytes: ['octet_length(w.instructions)', 'octet_length(w.description)'] },
+      query,
+      toSkill,
+    );
   }
 
   async get(orgId: string, id: string): Promise<SkillView> {

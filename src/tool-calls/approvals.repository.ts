@@ -5,6 +5,7 @@ import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Statement } from '../database/statement';
 import { GovernanceFacts, toolKey } from '../runtime/tool-policy';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { rowsWithinBudget } from '../database/keyset-page';
 import { APPROVAL_COLUMNS, ApprovalRow, CALL_COLUMNS, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
 import { findCallWith } from './tool-calls.repository';
 import type { ApprovalStatus, ApprovalView } from './tool-calls.dto';
@@ -53,12 +54,15 @@ export class ApprovalsRepository {
       where.push(`(a.created_at, a.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
     params.push(limit + 1);
-    const rows: ApprovalRow[] = await this.dataSource.query(
-      `SELECT ${APPROVAL_COLUMNS} FROM approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id
-        WHERE ${where.join(' AND ')} ORDER BY a.created_at DESC, a.id DESC LIMIT $${params.length}`,
+    const { rows, found } = await rowsWithinBudget<ApprovalRow>(this.dataSource, {
+      text: `SELECT ${APPROVAL_COLUMNS}, c.arguments_bytes, a.approved_arguments_bytes
+               FROM approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id
+              WHERE ${where.join(' AND ')} ORDER BY a.created_at DESC, a.id DESC LIMIT $${params.length}`,
       params,
-    );
-    return pageOf(rows, limit, (r) => [iso(r.created_at), r.id], toApprovalView);
+      order: 'created_at DESC, id DESC',
+      bytes: ['w.arguments_bytes', 'w.approved_arguments_bytes', 'octet_length(w.note)'],
+    });
+    return pageOf(rows, limit, (r) => [iso(r.created_at), r.id], toApprovalView, undefined, found);
   }
 
   /**

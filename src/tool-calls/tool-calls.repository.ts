@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { auditInsert, auditInsertWhen } from '../audit/audit.repository';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { rowsWithinBudget } from '../database/keyset-page';
 import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
 import { completeClaimSql } from './idempotency.repository';
@@ -215,11 +216,14 @@ export class ToolCallsRepository {
       where.push(`(c.created_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
     params.push(limit + 1);
-    const rows: ToolCallRow[] = await db.query(
-      `SELECT ${CALL_COLUMNS} FROM tool_call c WHERE ${where.join(' AND ')} ORDER BY c.created_at DESC, c.id DESC LIMIT $${params.length}`,
+    const { rows, found } = await rowsWithinBudget<ToolCallRow>(db, {
+      text: `SELECT ${CALL_COLUMNS}, c.arguments_bytes, c.executed_arguments_bytes, c.result_bytes FROM tool_call c
+              WHERE ${where.join(' AND ')} ORDER BY c.created_at DESC, c.id DESC LIMIT $${params.length}`,
       params,
-    );
-    return pageOf(rows, limit, (r) => [iso(r.created_at), r.id], toToolCallView);
+      order: 'created_at DESC, id DESC',
+      bytes: ['w.arguments_bytes', 'w.executed_arguments_bytes', 'w.result_bytes', 'octet_length(w.error_message)'],
+    });
+    return pageOf(rows, limit, (r) => [iso(r.created_at), r.id], toToolCallView, undefined, found);
   }
 
   async findResult(orgId: string, callId: string): Promise<{ row: ToolCallRow; whole?: unknown } | undefined> {

@@ -56,7 +56,13 @@ export class McpConnectionsRepository {
   list(orgId: string, query: PageQuery): Promise<Page<McpConnectionRow>> {
     return newestFirstPage<McpConnectionRow, McpConnectionRow>(
       this.dataSource,
-      { select: 'SELECT * FROM mcp_connection', where: 'org_id = $1', params: [orgId] },
+      {
+        select: 'SELECT * FROM mcp_connection',
+        where: 'org_id = $1',
+        params: [orgId],
+        // Tools as their server listed them (up to MAX_LIST_CHARS), and the sealed credentials read with them.
+        bytes: ['w.tools_bytes', 'w.risk_overrides_bytes', 'w.error_bytes', 'octet_length(w.credentials)'],
+      },
       query,
       (r) => r,
     );
