@@ -124,7 +124,8 @@ describe('pages of large rows end in the database', () => {
     mcpConnections: async (o) => {
       for (let i = 0; i < ROWS; i++) {
         await ds.query(
-          `INSERT INTO mcp_connection (id, org_id, server, name, url, status, tools, synced_at) VALUES ($1, $2, 'remote', $3, $4, 'ready', $5::jsonb, now())`,
+          `INSERT INTO mcp_connection (id, org_id, server, name, url, status, tools, tools_digest, synced_at)
+           VALUES ($1, $2, 'remote', $3, $4, 'ready', $5::jsonb, encode(sha256(convert_to($5::jsonb::text, 'UTF8')), 'hex'), now())`,
           [
             randomUUID(),
             o.id,
