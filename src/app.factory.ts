@@ -10,11 +10,15 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
-import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
+import { AppConfig, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
 import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
+import { boundBufferedBodies } from './common/body-budget';
+import { refuseAnonymousRequests } from './auth/anonymous-requests';
+import { ResourceChallenge } from './auth/oidc/resource-challenge.service';
+import { RateLimiter } from './rate-limit/rate-limiter.service';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
@@ -159,6 +163,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     if (refused) done(refused, undefined);
     else done(null, payload);
   });
+  boundBufferedBodies(fastify, (options.config.httpLimits ?? DEFAULT_HTTP_LIMITS).maxBufferedBodyBytes);
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
     if (text instanceof ApiError) {
@@ -227,6 +232,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   });
   reapIdleConnectionsWhileClosing(fastify);
   installCors(fastify, options.config.corsOrigins);
+  // After CORS: a browser reads the 401 only with its Access-Control-Allow-Origin.
+  refuseAnonymousRequests(fastify, app.get(RateLimiter), app.get(ResourceChallenge));
   await registerConsole(fastify, options.consoleDir);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);

@@ -152,6 +152,17 @@ export class EnvironmentVariables {
   HTTP_IDLE_TIMEOUT_MS: number = 60_000;
 
   /**
+   * Bytes of request bodies the node holds at once while reading them, all requests together;
+   * past it a body is refused 503 with Retry-After. At least one whole body (1 MiB).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024 * 1024)
+  @Max(64 * 1024 * 1024 * 1024)
+  HTTP_MAX_BUFFERED_BODY_BYTES: number = 64 * 1024 * 1024;
+
+  /**
    * Origins (comma-separated, e.g. `https://app.example.com`) whose browsers may call the MCP
    * endpoints; a request with another `Origin` is refused (DNS rebinding). Requests without
    * `Origin` (every non-browser client) are not affected.
@@ -397,6 +408,14 @@ export interface HttpTimeouts {
 
 export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000 };
 
+/** What one node takes in at once, whoever sends it. */
+export interface HttpLimits {
+  /** Bytes of request bodies being read, all requests together (common/body-budget.ts). */
+  maxBufferedBodyBytes: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxBufferedBodyBytes: 64 * 1024 * 1024 };
+
 export interface AppConfig {
   port: number;
   host: string;
@@ -416,6 +435,8 @@ export interface AppConfig {
   rateLimit: RateLimitConfig;
   /** Unset (tests): DEFAULT_HTTP_TIMEOUTS. */
   httpTimeouts?: HttpTimeouts;
+  /** Unset (tests): DEFAULT_HTTP_LIMITS. */
+  httpLimits?: HttpLimits;
   /** Origins allowed to call MCP endpoints from a browser; unset: none. */
   mcpAllowedOrigins?: string[];
   runs: RunsConfig;
