@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { connect, Socket } from 'node:net';
-import { ConfigError, parseEnvironment } from '../../src/config/app-config';
+import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
 import { resolveConfig } from '../../src/config/resolve-config';
 import { walkRoutes } from '../support/routes';
 import { bearer, createTestApp, TestApp } from '../support/test-app';
@@ -56,7 +56,9 @@ describe('a request without a token is refused before its body is read', () => {
   const sockets: Socket[] = [];
   beforeAll(async () => {
     // A short request timeout: the code before this answered such requests 408 once it passed.
-    t = await createTestApp({ config: { corsOrigins: [ORIGIN], httpTimeouts: { headersMs: 2000, requestMs: 3000, idleMs: 10_000 } } });
+    t = await createTestApp({
+      config: { corsOrigins: [ORIGIN], httpTimeouts: { ...DEFAULT_HTTP_TIMEOUTS, headersMs: 2000, requestMs: 3000, idleMs: 10_000 } },
+    });
     await t.app.listen(0, '127.0.0.1');
     port = (t.app.getHttpServer().address() as { port: number }).port;
   }, 180_000);
@@ -139,7 +141,7 @@ describe('the bytes of bodies being read are bounded per node', () => {
   let port: number;
   const sockets: Socket[] = [];
   beforeAll(async () => {
-    t = await createTestApp({ config: { httpLimits: { maxBufferedBodyBytes: BUDGET } } });
+    t = await createTestApp({ config: { httpLimits: { ...DEFAULT_HTTP_LIMITS, maxBufferedBodyBytes: BUDGET } } });
     await t.app.listen(0, '127.0.0.1');
     port = (t.app.getHttpServer().address() as { port: number }).port;
   }, 180_000);
