@@ -1,5 +1,7 @@
+import { Body, Controller, Module, Post } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { connect, Socket } from 'node:net';
+import { PublicRoute } from '../../src/auth/access.decorator';
 import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
 import { resolveConfig } from '../../src/config/resolve-config';
 import { walkRoutes } from '../support/routes';
@@ -14,6 +16,18 @@ import { until } from '../support/until';
  * bounded per node, so a token-shaped header does not do the same.
  */
 jest.setTimeout(120_000);
+
+/** A public route under /api/v1, as one may be added: the check before the body must let it through. */
+@Controller('api/v1/test-public-echo')
+class PublicEchoController {
+  @Post()
+  @PublicRoute()
+  echo(@Body() body: unknown): unknown {
+    return { received: body };
+  }
+}
+@Module({ controllers: [PublicEchoController] })
+class PublicEchoModule {}
 
 const ORIGIN = 'http://localhost:5173';
 const BUDGET = 256 * 1024;
@@ -57,6 +71,7 @@ describe('a request without a token is refused before its body is read', () => {
   beforeAll(async () => {
     // A short request timeout: the code before this answered such requests 408 once it passed.
     t = await createTestApp({
+      imports: [PublicEchoModule],
       config: { corsOrigins: [ORIGIN], httpTimeouts: { ...DEFAULT_HTTP_TIMEOUTS, headersMs: 2000, requestMs: 3000, idleMs: 10_000 } },
     });
     await t.app.listen(0, '127.0.0.1');
@@ -116,6 +131,8 @@ describe('a request without a token is refused before its body is read', () => {
       .expect(204);
     expect(preflight.headers['access-control-allow-origin']).toBe(ORIGIN);
     expect((await t.http.get('/api/v1/no-such-thing').expect(404)).body.code).toBe('not_found');
+    // A @PublicRoute() under /api/v1 reads its body like any other.
+    expect((await t.http.post('/api/v1/test-public-echo').send({ a: 1 }).expect(201)).body).toEqual({ received: { a: 1 } });
   });
 
   it('counts each refusal against the address like the guard does: 429 with Retry-After past the limit', async () => {
