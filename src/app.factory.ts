@@ -10,11 +10,15 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
-import { AppConfig, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
+import { AppConfig, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from './config/app-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
 import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
 import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
+import { boundBufferedBodies } from './common/body-budget';
+import { refuseAnonymousRequests } from './auth/anonymous-requests';
+import { ResourceChallenge } from './auth/oidc/resource-challenge.service';
+import { RateLimiter } from './rate-limit/rate-limiter.service';
 import { ApiError, titleFor } from './common/api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './common/problem.filter';
 import { addCommonProblems } from './common/openapi';
@@ -22,6 +26,7 @@ import { addExamples } from './common/openapi-examples';
 import { operationIdFor } from './common/operation-ids';
 import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
+import { capConnections, reapIdleConnectionsWhileClosing } from './common/connections';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 /**
@@ -66,8 +71,6 @@ function installCors(fastify: FastifyInstance, origins: string[]): void {
   });
 }
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** How often, while closing, connections that have become idle are closed. */
-const IDLE_REAP_MS = 50;
 const MAY_BE_UNSTORABLE = /\\u(?:0000|d[89a-f])/i;
 
 export interface CreateAppOptions {
@@ -90,6 +93,7 @@ function safeInstance(url: string | undefined): string | undefined {
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
   const timeouts = options.config.httpTimeouts ?? DEFAULT_HTTP_TIMEOUTS;
+  const limits = options.config.httpLimits ?? DEFAULT_HTTP_LIMITS;
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -99,6 +103,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     // `connectionsCheckingInterval`, so that is kept well under the shortest timeout.
     requestTimeout: timeouts.requestMs,
     connectionTimeout: timeouts.idleMs,
+    // Between two requests a connection is kept this long, not Fastify's 72 s (meant for a load
+    // balancer in front; docs/operations.md): one request per connection every 72 s let a single
+    // client hold 20,000 connections.
+    keepAliveTimeout: timeouts.keepAliveMs,
     http: {
       headersTimeout: timeouts.headersMs,
       requestTimeout: timeouts.requestMs,
@@ -159,6 +167,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     if (refused) done(refused, undefined);
     else done(null, payload);
   });
+  boundBufferedBodies(fastify, limits.maxBufferedBodyBytes);
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
     if (text instanceof ApiError) {
@@ -226,7 +235,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .end(body);
   });
   reapIdleConnectionsWhileClosing(fastify);
+  capConnections(fastify, limits.maxConnections);
   installCors(fastify, options.config.corsOrigins);
+  // After CORS: a browser reads the 401 only with its Access-Control-Allow-Origin.
+  refuseAnonymousRequests(fastify, app.get(RateLimiter), app.get(ResourceChallenge));
   await registerConsole(fastify, options.consoleDir);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);
@@ -261,24 +273,4 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   );
   setupApiDocs(app, document);
   return app;
-}
-
-/**
- * Closing lets requests in flight finish, but Node closes idle keep-alive connections only once,
- * when the close begins: a connection whose answer is written after that stays open, idle, until
- * its keep-alive timeout (72 s), and the close waits for it. So while closing, idle connections
- * are closed as they appear. (A node B in CI waited out a whole test hook this way.)
- */
-function reapIdleConnectionsWhileClosing(fastify: FastifyInstance): void {
-  let reaper: NodeJS.Timeout | undefined;
-  fastify.addHook('preClose', (done) => {
-    const server = fastify.server;
-    reaper = setInterval(() => server.closeIdleConnections(), IDLE_REAP_MS);
-    reaper.unref();
-    done();
-  });
-  fastify.addHook('onClose', (_instance, done) => {
-    clearInterval(reaper);
-    done();
-  });
 }

@@ -722,7 +722,7 @@ describe('MCP endpoint (e2e)', () => {
         .expect(201);
       expect((await rawPost(org.keys.agent, draft.body.id).expect(409)).body.code).toBe('not_published');
       expect(await refusedConnect(org.keys.agent, draft.body.id)).toBe(409);
-      for (const version of ['abc', '0', '1.5', '-1']) {
+      for (const version of ['abc', '0', '1.5', '-1', '0x1', '1e0', '+1', '%201']) {
         const res = await rawPost(org.keys.agent, agentId, `?version=${version}`).expect(400);
         expect(res.body.code).toBe('invalid_request');
         expect(res.body.errors.length).toBeGreaterThan(0);

@@ -125,7 +125,8 @@ describe('cursor pagination of lists', () => {
             .set(...bearer(token))
             .expect(200);
       }
-      for (const limit of ['0', '201', 'abc', '1.5', '']) {
+      // Only decimal digits are an integer: Number() had read hexadecimal, binary, octal, exponent and signed spellings.
+      for (const limit of ['0', '201', 'abc', '1.5', '', '0x2', '0b11', '0o3', '2e0', '+2', ' 2', '2 ', '-0']) {
         const res = await t.http
           .get(path)
           .query({ limit })

@@ -1,5 +1,6 @@
 import { applyDecorators, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
+import { RouteConfig } from '@nestjs/platform-fastify';
 import { ApiBearerAuth, ApiForbiddenResponse, ApiUnauthorizedResponse } from '@nestjs/swagger';
 import { ProblemResponse } from '../common/openapi';
 import type { AgentRead } from './auth.service';
@@ -25,9 +26,16 @@ export function Access(...allowed: Allowed[]): MethodDecorator & ClassDecorator 
   );
 }
 
-/** The only way to open a route to anonymous callers; grep for it to audit what is public. */
-export function PublicRoute(): MethodDecorator & ClassDecorator {
-  return applyDecorators(SetMetadata(PUBLIC_ROUTE, true));
+/** In a public route's Fastify config, for the check that runs before the body is read (anonymous-requests.ts). */
+export const PUBLIC_ROUTE_CONFIG = 'publicRoute';
+
+/**
+ * The only way to open a route to anonymous callers; grep for it to audit what is public. On
+ * methods only: Nest hands a method's route config to Fastify, not a class's, and a class-level
+ * one would leave its routes refused before the guard.
+ */
+export function PublicRoute(): MethodDecorator {
+  return applyDecorators(SetMetadata(PUBLIC_ROUTE, true), RouteConfig({ [PUBLIC_ROUTE_CONFIG]: true }));
 }
 
 /**

@@ -6,7 +6,7 @@ import { toolKey } from '../runtime/tool-policy';
 import { ActiveKeyWithAgentRow, ApiKeysRepository } from './api-keys.repository';
 import { OidcAuthenticator } from './oidc/oidc-authenticator.service';
 import type { AgentSnapshot, ApiKeyPrincipal, Principal } from './principal';
-import { API_KEY_PREFIX, hashToken } from './tokens';
+import { API_KEY_PREFIX, bearerTokenOf, hashToken } from './tokens';
 
 /** Who a bearer token is: the platform admin, an organization's API key, a person signed in through the identity provider, or nobody (401). */
 @Injectable()
@@ -26,9 +26,8 @@ export class AuthService {
    * handed on as the principal's `agent` (AgentSnapshot). Revocation is unchanged: the key is read.
    */
   async authenticate(header: string | undefined, agent?: AgentRead): Promise<Principal> {
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
-    if (!match) throw ApiError.unauthorized();
-    const token = match[1];
+    const token = bearerTokenOf(header);
+    if (token === undefined) throw ApiError.unauthorized();
     const digest = Buffer.from(hashToken(token), 'hex');
     if (timingSafeEqual(digest, this.platformTokenHash)) return { type: 'platform', id: 'platform' };
     if (this.oidc.handles(token)) return this.oidc.authenticate(token);

@@ -3,6 +3,14 @@ import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 /** Visible prefix: a leaked token is recognizable in logs and by secret scanners. */
 export const API_KEY_PREFIX = 'cpk_';
 
+/**
+ * The token of an `Authorization: Bearer <token>` header; undefined for none or any other form.
+ * The guard and the check before the body is read (anonymous-requests.ts) agree through this.
+ */
+export function bearerTokenOf(header: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)\s*$/i.exec(header ?? '')?.[1];
+}
+
 export function generateApiKeyToken(): string {
   return API_KEY_PREFIX + randomBytes(32).toString('base64url');
 }

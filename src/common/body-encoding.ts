@@ -32,6 +32,12 @@ export function jsonBodyText(contentType: string | undefined, body: Buffer): str
   return body.toString('utf8');
 }
 
+/** Whether the request has a body to read: chunked, or a Content-Length other than 0. */
+export function declaresBody(headers: Record<string, string | string[] | undefined>): boolean {
+  const length = headers['content-length'];
+  return headers['transfer-encoding'] !== undefined || (length !== undefined && Number(length) !== 0);
+}
+
 /** Whether a Content-Encoding names no coding but identity (RFC 9110 §8.4: a list, applied in order). */
 function isIdentity(contentEncoding: string): boolean {
   return contentEncoding.split(',').every((c) => {
@@ -48,8 +54,7 @@ function isIdentity(contentEncoding: string): boolean {
 export function unsupportedContentEncoding(headers: Record<string, string | string[] | undefined>): ApiError | undefined {
   const coding = headers['content-encoding'];
   if (typeof coding !== 'string' || isIdentity(coding)) return undefined;
-  const length = headers['content-length'];
-  if (headers['transfer-encoding'] === undefined && (length === undefined || Number(length) === 0)) return undefined;
+  if (!declaresBody(headers)) return undefined;
   return new ApiError(
     'unsupported_media_type',
     'The request body has a content coding this server does not decode; send it uncompressed.',

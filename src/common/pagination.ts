@@ -1,6 +1,7 @@
 import { ApiPropertyOptional } from '@nestjs/swagger';
-import { Type } from 'class-transformer';
+import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min } from 'class-validator';
+import { decimalInteger } from './decimal-integer';
 import { ApiError } from './api-error';
 import { yearInRange } from './instant';
 
@@ -15,7 +16,7 @@ export class PageQuery {
       'with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items.',
   })
   @IsOptional()
-  @Type(() => Number)
+  @Transform(decimalInteger)
   @IsInt()
   @Min(1)
   @Max(200)

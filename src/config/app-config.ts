@@ -152,6 +152,36 @@ export class EnvironmentVariables {
   HTTP_IDLE_TIMEOUT_MS: number = 60_000;
 
   /**
+   * How long a connection is kept, idle, after an answer, for the client's next request. Behind a
+   * load balancer, longer than its idle timeout (docs/operations.md).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5_000;
+
+  /** Connections the node holds open at once; past it a new one is closed unanswered. Keep it under the file-descriptor limit. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  HTTP_MAX_CONNECTIONS: number = 2_000;
+
+  /**
+   * Bytes of request bodies the node holds at once while reading them, all requests together;
+   * past it a body is refused 503 with Retry-After. At least one whole body (1 MiB).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024 * 1024)
+  @Max(64 * 1024 * 1024 * 1024)
+  HTTP_MAX_BUFFERED_BODY_BYTES: number = 64 * 1024 * 1024;
+
+  /**
    * Origins (comma-separated, e.g. `https://app.example.com`) whose browsers may call the MCP
    * endpoints; a request with another `Origin` is refused (DNS rebinding). Requests without
    * `Origin` (every non-browser client) are not affected.
@@ -393,9 +423,21 @@ export interface HttpTimeouts {
   headersMs: number;
   requestMs: number;
   idleMs: number;
+  /** An idle connection between two requests. */
+  keepAliveMs: number;
 }
 
-export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000 };
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000, keepAliveMs: 5_000 };
+
+/** What one node takes in at once, whoever sends it. */
+export interface HttpLimits {
+  /** Bytes of request bodies being read, all requests together (common/body-budget.ts). */
+  maxBufferedBodyBytes: number;
+  /** Open connections, idle ones included (app.factory.ts). */
+  maxConnections: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxBufferedBodyBytes: 64 * 1024 * 1024, maxConnections: 2_000 };
 
 export interface AppConfig {
   port: number;
@@ -416,6 +458,8 @@ export interface AppConfig {
   rateLimit: RateLimitConfig;
   /** Unset (tests): DEFAULT_HTTP_TIMEOUTS. */
   httpTimeouts?: HttpTimeouts;
+  /** Unset (tests): DEFAULT_HTTP_LIMITS. */
+  httpLimits?: HttpLimits;
   /** Origins allowed to call MCP endpoints from a browser; unset: none. */
   mcpAllowedOrigins?: string[];
   runs: RunsConfig;

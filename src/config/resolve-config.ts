@@ -47,7 +47,13 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       redisUrl: e.RATE_LIMIT_REDIS_URL,
       redisPrefix: e.RATE_LIMIT_REDIS_PREFIX,
     },
-    httpTimeouts: { headersMs: e.HTTP_HEADERS_TIMEOUT_MS, requestMs: e.HTTP_REQUEST_TIMEOUT_MS, idleMs: e.HTTP_IDLE_TIMEOUT_MS },
+    httpTimeouts: {
+      headersMs: e.HTTP_HEADERS_TIMEOUT_MS,
+      requestMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      idleMs: e.HTTP_IDLE_TIMEOUT_MS,
+      keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    },
+    httpLimits: { maxBufferedBodyBytes: e.HTTP_MAX_BUFFERED_BODY_BYTES, maxConnections: e.HTTP_MAX_CONNECTIONS },
     mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
     metricsToken: e.METRICS_TOKEN,
     secrets: {

@@ -1,0 +1,50 @@
+import { Logger } from '@nestjs/common';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { ApiError } from '../common/api-error';
+import { declaresBody } from '../common/body-encoding';
+import { sendProblem } from '../common/problem.filter';
+import type { RateLimiter } from '../rate-limit/rate-limiter.service';
+import { PUBLIC_ROUTE_CONFIG } from './access.decorator';
+import type { ResourceChallenge } from './oidc/resource-challenge.service';
+import { bearerTokenOf } from './tokens';
+
+/**
+ * Every route under it needs a credential, unless it is a `@PublicRoute()`. Health, metrics (which
+ * checks its own token), the discovery documents, the console and the API docs lie outside it.
+ */
+const API_PREFIX = '/api/v1/';
+
+/**
+ * Refuses a request to the API that carries no bearer token at all, in `onRequest`, before any
+ * byte of its body is read. The guard (auth.guard.ts) runs only once Fastify has buffered and
+ * parsed the body: anonymous clients each made the node hold up to a megabyte that way, for as
+ * long as the request timeout allowed (3,000 connections, 3.2 GB). The answer is the guard's
+ * own: the 401 problem document with its WWW-Authenticate, counted against the address by the
+ * auth-failure limiter (so 429 past it). A token that is there but unknown is left to the guard,
+ * and the bytes its body may take are bounded by body-budget.ts.
+ */
+export function refuseAnonymousRequests(fastify: FastifyInstance, limiter: RateLimiter, challenge: ResourceChallenge): void {
+  const logger = new Logger('AuthGuard');
+  fastify.addHook('onRequest', async (request, reply) => {
+    if (!needsCredential(request) || bearerTokenOf(request.headers.authorization) !== undefined) return;
+    let refusal: unknown;
+    try {
+      await limiter.recordAuthFailure(request.ip);
+      refusal = challenge.unauthorized(request, ApiError.unauthorized());
+    } catch (err) {
+      refusal = err;
+    }
+    // The body is never read; the connection is not kept for a request behind it.
+    if (declaresBody(request.headers)) void reply.header('Connection', 'close');
+    sendProblem(reply, request, refusal, logger);
+    return reply;
+  });
+}
+
+function needsCredential(request: FastifyRequest): boolean {
+  const route = request.routeOptions.url;
+  if (route === undefined || !route.startsWith(API_PREFIX)) return false;
+  // A CORS preflight carries no Authorization by design (answered before this when CORS is on; no route otherwise).
+  if (request.method === 'OPTIONS') return false;
+  return (request.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[PUBLIC_ROUTE_CONFIG] !== true;
+}

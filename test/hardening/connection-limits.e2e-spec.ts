@@ -1,0 +1,128 @@
+import { connect, Socket } from 'node:net';
+import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
+import { resolveConfig } from '../../src/config/resolve-config';
+import { createTestApp, TestApp } from '../support/test-app';
+import { until } from '../support/until';
+
+/**
+ * Connections one client can hold. There was no cap, and an idle keep-alive connection was kept
+ * 72 s (Fastify's default, meant for a load balancer in front): one anonymous client opened 20,000
+ * of them with one `GET /health` each, filled the node's file descriptors, and every other client
+ * (health checks and the database pool's new connections too) was refused for as long as it kept
+ * that up. Connections are now capped (HTTP_MAX_CONNECTIONS), an idle one is kept 5 s
+ * (HTTP_KEEP_ALIVE_TIMEOUT_MS), and when the cap refuses a connection the idle ones make room.
+ */
+jest.setTimeout(120_000);
+
+interface Client {
+  socket: Socket;
+  received: () => string;
+  closed: Promise<void>;
+}
+
+/** A connection of its own that sends one `GET /health` and then stays open, idle. */
+function idleClient(port: number, sockets: Socket[]): Client {
+  const socket = connect(port, '127.0.0.1');
+  sockets.push(socket);
+  let text = '';
+  socket.setEncoding('latin1');
+  socket.on('data', (c: string) => (text += c));
+  socket.on('error', () => undefined);
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n');
+  return { socket, received: () => text, closed };
+}
+
+const answered = (c: Client) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n\{"status":"ok"\}/.test(c.received());
+
+describe('idle keep-alive connections', () => {
+  let t: TestApp;
+  let port: number;
+  const sockets: Socket[] = [];
+  beforeAll(async () => {
+    t = await createTestApp();
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as { port: number }).port;
+  }, 180_000);
+  afterAll(async () => {
+    for (const s of sockets.splice(0)) s.destroy();
+    await t.close();
+  });
+
+  it('are kept 5 s by default, and the server closes them itself', async () => {
+    const client = idleClient(port, sockets);
+    await until(
+      async () => client.received(),
+      (text) => text.includes('{"status":"ok"}'),
+    );
+    expect(client.received()).toMatch(/\r\nKeep-Alive: timeout=5\r\n/i);
+    // Closed by the server (the client never ends it); it had stayed 72 s.
+    await client.closed;
+    expect(client.socket.destroyed).toBe(true);
+  });
+
+  it('count against a cap of connections, by default well under a usual file-descriptor limit', () => {
+    expect(t.app.getHttpServer().maxConnections).toBe(DEFAULT_HTTP_LIMITS.maxConnections);
+    expect(DEFAULT_HTTP_LIMITS.maxConnections).toBeLessThanOrEqual(4096);
+  });
+});
+
+describe('the connection cap', () => {
+  const CAP = 4;
+  let t: TestApp;
+  let port: number;
+  const sockets: Socket[] = [];
+  beforeAll(async () => {
+    // A long keep-alive, so only the cap can free the idle connections below.
+    t = await createTestApp({
+      config: { httpTimeouts: { ...DEFAULT_HTTP_TIMEOUTS, keepAliveMs: 60_000 }, httpLimits: { ...DEFAULT_HTTP_LIMITS, maxConnections: CAP } },
+    });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as { port: number }).port;
+  }, 180_000);
+  afterAll(async () => {
+    for (const s of sockets.splice(0)) s.destroy();
+    await t.close();
+  });
+
+  it('refuses a connection past it, and the idle ones then make room for the next client', async () => {
+    const holders = Array.from({ length: CAP }, () => idleClient(port, sockets));
+    await until(
+      async () => holders.filter(answered).length,
+      (n) => n === CAP,
+    );
+    // One more: closed unanswered (the code before this answered it, and the next 20,000).
+    const refused = idleClient(port, sockets);
+    await refused.closed;
+    expect(refused.received()).toBe('');
+    // The refusal closed the idle connections, which had nothing in flight...
+    await Promise.all(holders.map((h) => h.closed));
+    // ...and the next client is served.
+    const next = idleClient(port, sockets);
+    await until(
+      async () => answered(next),
+      (ok) => ok,
+    );
+  });
+});
+
+describe('configuration', () => {
+  it('HTTP_MAX_CONNECTIONS and HTTP_KEEP_ALIVE_TIMEOUT_MS are read, validated and defaulted', () => {
+    const base = { PLATFORM_ADMIN_TOKEN: 'x'.repeat(20), DATABASE_URL: 'postgres://db/x', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') };
+    const config = resolveConfig({ ...base, HTTP_MAX_CONNECTIONS: '500', HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000' });
+    expect(config.httpLimits?.maxConnections).toBe(500);
+    expect(config.httpTimeouts?.keepAliveMs).toBe(65_000);
+    const defaults = parseEnvironment({});
+    expect([defaults.HTTP_MAX_CONNECTIONS, defaults.HTTP_KEEP_ALIVE_TIMEOUT_MS]).toEqual([DEFAULT_HTTP_LIMITS.maxConnections, 5000]);
+    expect(DEFAULT_HTTP_TIMEOUTS.keepAliveMs).toBe(5000);
+    for (const [name, value] of [
+      ['HTTP_MAX_CONNECTIONS', '0'],
+      ['HTTP_MAX_CONNECTIONS', 'many'],
+      ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '10'],
+      ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '5s'],
+    ]) {
+      expect(() => parseEnvironment({ [name]: value })).toThrow(ConfigError);
+      expect(() => parseEnvironment({ [name]: value })).toThrow(name);
+    }
+  });
+});
