@@ -94,6 +94,8 @@ function safeInstance(url: string | undefined): string | undefined {
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
   const timeouts = options.config.httpTimeouts ?? DEFAULT_HTTP_TIMEOUTS;
   const limits = options.config.httpLimits ?? DEFAULT_HTTP_LIMITS;
+  // Answers written on the socket, never reaching Fastify's hooks, are counted too (once Metrics exists).
+  const unparsed: { answered?: (status: number) => void } = {};
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
@@ -130,6 +132,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       if (!socket.writable) return socket.destroy();
       const status = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
       const body = JSON.stringify(toProblem(Object.assign(new Error(err.message), { statusCode: status })).problem);
+      unparsed.answered?.(status);
       // No request was parsed, so no request id was given: one is made, for the logs to join on.
       socket.end(
         `HTTP/1.1 ${status} ${titleFor(status)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
@@ -229,6 +232,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   });
   // An Expect other than 100-continue: Node answers 417 itself, bare, unless someone listens.
   fastify.server.on('checkExpectation', (req: IncomingMessage, res: import('node:http').ServerResponse) => {
+    unparsed.answered?.(417);
     const body = JSON.stringify(toProblem(new ApiError('expectation_failed', 'Only Expect: 100-continue is supported.')).problem);
     res
       .writeHead(417, { 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID(), connection: 'close' })
@@ -242,6 +246,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   await registerConsole(fastify, options.consoleDir);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);
+  unparsed.answered = (status) => metrics.httpRequestUnparsed(status);
   fastify.addHook('onResponse', (request, reply, done) => {
     metrics.httpRequest(request.method, request.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
     done();

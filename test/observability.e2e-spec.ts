@@ -1,3 +1,4 @@
+import { connect } from 'node:net';
 import { ProxyTracerProvider, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, ReadableSpan, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { RecordedSpan, RecordingTracerProvider } from '../src/telemetry/recording-tracer';
@@ -98,6 +99,27 @@ describe('observability (e2e)', () => {
       expect(text).toMatch(
         /^http_request_duration_seconds_bucket\{le="0\.1",method="POST",route="\/api\/v1\/agents\/:agentId\/publish",status_class="2xx"\} \d+/m,
       );
+    });
+
+    it('counts requests answered before they were parsed (headers too large, an unmet Expect) under route unparsed', async () => {
+      const server = t.app.getHttpServer() as import('node:http').Server;
+      if (!server.listening) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as import('node:net').AddressInfo;
+      const raw = (text: string) =>
+        new Promise<string>((resolve) => {
+          let answer = '';
+          const socket = connect(port, '127.0.0.1', () => socket.write(text));
+          socket.on('data', (d) => (answer += d.toString()));
+          socket.on('error', () => undefined);
+          socket.on('close', () => resolve(answer));
+        });
+      const series = (status: number) => `http_requests_total{method="OTHER",route="unparsed",status="${status}"}`;
+      const before = await scrape();
+      expect(await raw(`GET /health HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(100_000)}\r\n\r\n`)).toMatch(/^HTTP\/1\.1 431/);
+      expect(await raw('GET /health HTTP/1.1\r\nHost: x\r\nExpect: nonsense\r\n\r\n')).toMatch(/^HTTP\/1\.1 417/);
+      const after = await scrape();
+      expect(sample(after, series(431)) - sample(before, series(431))).toBe(1);
+      expect(sample(after, series(417)) - sample(before, series(417))).toBe(1);
     });
 
     it('moves as expected after a call, a denial and an approval', async () => {

@@ -193,6 +193,15 @@ export class Metrics implements OnApplicationShutdown {
   }
 
   /**
+   * A request answered before it was parsed, on the socket (a timeout, headers too large, a
+   * malformed request, an unmet Expect): counted, under route `unparsed`, so a slow-client or
+   * header-flood attack shows; its duration is not known, so none is observed.
+   */
+  httpRequestUnparsed(status: number): void {
+    this.httpRequests.labels('OTHER', 'unparsed', String(status)).inc();
+  }
+
+  /**
    * One tool call reaching an outcome; `tool` undefined when the request named no tool the version
    * offers. Labelled with the declared ids, bounded by the code; an MCP tool's id is not (a
    * connection name a tenant chose, a tool name a vendor's server sent: tenant data, unbounded, on
