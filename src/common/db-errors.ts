@@ -27,10 +27,11 @@ const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
  * SQLSTATEs of a server that is going away or cannot take us now (class 08, 57P01-03,
  * too_many_connections), or that is up but refuses this client its connection: the database is
  * gone by that name (3D000: dropped, renamed, a failover to a server without it) or the
- * credentials are (class 28: a password rotated before the configuration). An operator fixes
+ * credentials are (class 28: a password rotated before the configuration), or it has become a
+ * read-only standby (25006, a failover that left the nodes on the old primary). An operator fixes
  * those; the request was no worse for it.
  */
-const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300|3D000|28[0-9A-Z]{3})$/;
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300|3D000|28[0-9A-Z]{3}|25006)$/;
 /** What node-postgres and its pool say when the connection is gone or none can be had. */
 const CONNECTION_MESSAGE = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection refused/i;
 

@@ -35,6 +35,8 @@ describe('problem documents', () => {
       Object.assign(new Error('database "gateway" does not exist'), { code: '3D000' }),
       Object.assign(new Error('password authentication failed for user "gateway"'), { code: '28P01' }),
       Object.assign(new Error('query failed'), { driverError: Object.assign(new Error('no pg_hba.conf entry for host'), { code: '28000' }) }),
+      // A failover that left the nodes on a standby: every write refused.
+      Object.assign(new Error('cannot execute INSERT in a read-only transaction'), { code: '25006' }),
       new AggregateError([refused], ''),
     ];
     for (const err of unavailable) {
