@@ -252,6 +252,30 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       expect(approved.body.toolCall.status).toBe('succeeded');
     });
 
+    it('two admins disabling a tool at once: one switches it off, the other changes the reason, its event naming the reason it replaced', async () => {
+      const put = (reason: string) =>
+        h.t.http
+          .put('/api/v1/tools/memory-write/forget/disabled')
+          .set(...bearer(keys().admin))
+          .send({ disabled: true, reason })
+          .expect(200);
+      const before = (await events('tool.disabled')).length;
+      await Promise.all([put('INC-A'), put('INC-B')]);
+      const mine = (await events('tool.disabled'))
+        .slice(0, (await events('tool.disabled')).length - before)
+        .filter((e: { data: { toolId: string } }) => e.data.toolId === 'forget')
+        .map((e: { data: { reason: string; previousReason?: string } }) => e.data);
+      expect(mine).toHaveLength(2);
+      const off = mine.find((d: { previousReason?: string }) => !('previousReason' in d));
+      const changed = mine.find((d: { previousReason?: string }) => 'previousReason' in d);
+      expect(changed.previousReason).toBe(off.reason);
+      await h.t.http
+        .put('/api/v1/tools/memory-write/forget/disabled')
+        .set(...bearer(keys().admin))
+        .send({ disabled: false })
+        .expect(200);
+    });
+
     it('takes an MCP tool id (<connection>/<tool>, URL-encoded)', async () => {
       const res = await h.t.http
         .put(`/api/v1/tools/mcp/${encodeURIComponent('github/create_issue')}/disabled`)

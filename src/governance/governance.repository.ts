@@ -113,21 +113,32 @@ export class GovernanceRepository {
     reason: string | null,
     by: string,
   ): Promise<{ row: DisabledToolRow; change?: 'disabled' | 'reason'; previousReason?: string | null }> {
-    // Locked first, so of two admins changing the reason at once the second reads the first's.
-    const prior: { reason: string | null }[] = await manager.query(
-      `SELECT reason FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 FOR UPDATE`,
-      [orgId, capabilityId, toolId],
-    );
-    const rows: (DisabledToolRow & { inserted: boolean })[] = await manager.query(
-      `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (org_id, capability_id, tool_id) DO UPDATE SET reason = EXCLUDED.reason, disabled_by = EXCLUDED.disabled_by
-         WHERE tool_disabled.reason IS DISTINCT FROM EXCLUDED.reason
-       RETURNING capability_id, tool_id, reason, disabled_at, disabled_by, (xmax = 0) AS inserted`,
-      [orgId, capabilityId, toolId, reason, by],
-    );
-    if (rows.length === 0) return { row: (await this.disabledTool(orgId, capabilityId, toolId, manager))! };
-    const { inserted, ...row } = rows[0];
-    return inserted ? { row, change: 'disabled' } : { row, change: 'reason', previousReason: prior[0]?.reason ?? null };
+    // Inserted, or else the row there is locked and read, in a statement of its own: of two admins
+    // switching it at once, the second sees the first's reason (an upsert's snapshot did not).
+    for (;;) {
+      const inserted: DisabledToolRow[] = await manager.query(
+        `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by) VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (org_id, capability_id, tool_id) DO NOTHING
+         RETURNING capability_id, tool_id, reason, disabled_at, disabled_by`,
+        [orgId, capabilityId, toolId, reason, by],
+      );
+      if (inserted.length > 0) return { row: inserted[0], change: 'disabled' };
+      const prior: { reason: string | null }[] = await manager.query(
+        `SELECT reason FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 FOR UPDATE`,
+        [orgId, capabilityId, toolId],
+      );
+      // Enabled again in between: insert again.
+      if (prior.length === 0) continue;
+      if (prior[0].reason === reason) return { row: (await this.disabledTool(orgId, capabilityId, toolId, manager))! };
+      const updated: DisabledToolRow[] = await manager.query(
+        `UPDATE tool_disabled SET reason = $4, disabled_by = $5 WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3
+         RETURNING capability_id, tool_id, reason, disabled_at, disabled_by`,
+        [orgId, capabilityId, toolId, reason, by],
+      );
+      // TypeORM answers an UPDATE ... RETURNING as [rows, count].
+      const rows = (Array.isArray(updated[0]) ? updated[0] : updated) as DisabledToolRow[];
+      return { row: rows[0], change: 'reason', previousReason: prior[0].reason };
+    }
   }
 
   /** Enables a tool; true when it was disabled. */
