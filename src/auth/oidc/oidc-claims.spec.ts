@@ -63,11 +63,23 @@ describe('claim mapping', () => {
       'a\u2028b',
       'a\u2029b',
       'a\u{e0041}',
+      // Blank, or showing as nothing.
+      'alice ',
+      ' alice',
+      'alice\u00a0',
+      '   ',
+      '\u3000',
+      'alice\u3164',
+      '\u115f',
+      '\u2800',
+      'ali\u034fce',
+      'alice\ufe0f',
+      'alice\ufffe',
     ]) {
       expect(() => mapClaims({ sub: bad, org_id: 'acme' }, names)).toThrow(/sub claim/);
     }
     // Text outside Latin stays a subject, joiners of emoji sequences included.
-    for (const good of ['müller', 'ユーザー', 'user@example.com', '\u{1f469}\u200d\u{1f469}\u200d\u{1f467}', 'auth0|5f7c8ec7c33c6c004bbafe82']) {
+    for (const good of ['müller', 'ユーザー', 'user@example.com', 'Ann Lee', '\u{1f469}\u200d\u{1f469}\u200d\u{1f467}', 'auth0|5f7c8ec7c33c6c004bbafe82']) {
       expect(mapClaims({ sub: good, org_id: 'acme' }, names).subject).toBe(good);
     }
   });

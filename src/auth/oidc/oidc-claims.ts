@@ -35,6 +35,13 @@ const MAX_ITEM = 200;
  * display as another. Zero-width joiners stay: emoji sequences and some scripts need them.
  */
 const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}]|(?![\u200c\u200d])\p{Cf}/u;
+/**
+ * Nor anything else that shows as nothing (default-ignorable code points: a combining grapheme
+ * joiner, variation selectors, Hangul fillers; the braille blank; noncharacters), nor space at
+ * either end: `alice `, `alice\u3164` and `alice` were three actors all shown as alice, and a
+ * subject of spaces alone an actor shown as no one.
+ */
+const INVISIBLE = /(?![\u200c\u200d])\p{Default_Ignorable_Code_Point}|\p{Noncharacter_Code_Point}|\u2800|^\s|\s$/u;
 
 /**
  * Maps a verified token's claims. Claims are read as own properties only, so a claim named
@@ -43,7 +50,7 @@ const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}]|(?![\u200c\u200d])\p{Cf}/u;
 export function mapClaims(payload: Record<string, unknown>, names: ClaimNames): MappedClaims {
   const sub = own(payload, 'sub');
   // A lone surrogate is not text: stored (audit actor, derived id) it becomes U+FFFD, and two subjects would be one.
-  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || UNPRINTABLE.test(sub) || !sub.isWellFormed()) {
+  if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || UNPRINTABLE.test(sub) || INVISIBLE.test(sub) || !sub.isWellFormed()) {
     throw new ClaimError(`The token's sub claim must be a string of 1 to ${MAX_SUBJECT} printable characters.`);
   }
   const org = own(payload, names.orgClaim);
