@@ -1,6 +1,7 @@
 import type { VersionTool } from '../agents/built-version';
 import { testConfig } from '../../test/support/test-app';
 import { McpToolResolver } from './mcp-tool.resolver';
+import { WORK_FLOOR, WORK_PER_VALUE } from './vendor-schema';
 
 const tool = (
   inputSchema: Record<string, unknown>,
@@ -157,6 +158,20 @@ describe('McpToolResolver.validate', () => {
     }
     // A chain kept where no schema is expected (a `default`), reached by a JSON pointer, is counted all the same.
     expect(resolver.validate(doubling(40, 'default'), {}).errors).toEqual(refused);
+  });
+
+  it('counts the turns of loops too: a multiplied definition that walks every property reads the arguments a bounded number of times', () => {
+    const defs: Record<string, unknown> = { d0: { type: 'object', additionalProperties: { type: 'string', minLength: 1 } } };
+    for (let i = 1; i <= 20; i++) defs[`d${i}`] = { allOf: [{ $ref: `#/definitions/d${i - 1}` }, { $ref: `#/definitions/d${i - 1}` }] };
+    const walking = tool({ type: 'object', definitions: defs, allOf: [{ $ref: '#/definitions/d20' }] });
+    const values = 200;
+    let reads = 0;
+    const args = new Proxy(Object.fromEntries(Array.from({ length: values }, (_, i) => [`k${i}`, 'v'])), {
+      get: (target, key) => (reads++, Reflect.get(target, key)),
+    });
+    expect(resolver.validate(walking, args).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+    // Each read is a turn of a loop or an entry of a function, and those are what the budget counts.
+    expect(reads).toBeLessThan(2 * (WORK_FLOOR + WORK_PER_VALUE * (values + 1)));
   });
 
   it('real schemas built of $refs pass: recursion through the arguments, and a union of referenced types over thousands of items', () => {
