@@ -17,6 +17,7 @@ import { findUnstorableText } from './common/nul-character';
 import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
 import { boundBufferedBodies } from './common/body-budget';
 import { refuseAnonymousRequests } from './auth/anonymous-requests';
+import { AuthService } from './auth/auth.service';
 import { ResourceChallenge } from './auth/oidc/resource-challenge.service';
 import { RateLimiter } from './rate-limit/rate-limiter.service';
 import { ApiError, titleFor } from './common/api-error';
@@ -170,7 +171,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     if (refused) done(refused, undefined);
     else done(null, payload);
   });
-  boundBufferedBodies(fastify, limits.maxBufferedBodyBytes);
+  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes);
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
     if (text instanceof ApiError) {
@@ -242,7 +243,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   capConnections(fastify, limits.maxConnections);
   installCors(fastify, options.config.corsOrigins);
   // After CORS: a browser reads the 401 only with its Access-Control-Allow-Origin.
-  refuseAnonymousRequests(fastify, app.get(RateLimiter), app.get(ResourceChallenge));
+  refuseAnonymousRequests(fastify, app.get(RateLimiter), app.get(ResourceChallenge), app.get(AuthService), bodies);
   await registerConsole(fastify, options.consoleDir);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);

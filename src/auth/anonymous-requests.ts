@@ -1,10 +1,12 @@
-import { Logger } from '@nestjs/common';
+import { Logger, NotFoundException } from '@nestjs/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../common/api-error';
+import type { BodyBudget } from '../common/body-budget';
 import { declaresBody } from '../common/body-encoding';
 import { sendProblem } from '../common/problem.filter';
 import type { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { PUBLIC_ROUTE_CONFIG } from './access.decorator';
+import type { AuthService } from './auth.service';
 import type { ResourceChallenge } from './oidc/resource-challenge.service';
 import { bearerTokenOf } from './tokens';
 
@@ -23,10 +25,35 @@ const API_PREFIX = '/api/v1/';
  * auth-failure limiter (so 429 past it). A token that is there but unknown is left to the guard,
  * and the bytes its body may take are bounded by body-budget.ts.
  */
-export function refuseAnonymousRequests(fastify: FastifyInstance, limiter: RateLimiter, challenge: ResourceChallenge): void {
+export function refuseAnonymousRequests(
+  fastify: FastifyInstance,
+  limiter: RateLimiter,
+  challenge: ResourceChallenge,
+  auth: AuthService,
+  bodies: BodyBudget,
+): void {
   const logger = new Logger('AuthGuard');
   fastify.addHook('onRequest', async (request, reply) => {
-    if (!needsCredential(request) || bearerTokenOf(request.headers.authorization) !== undefined) return;
+    const body = declaresBody(request.headers);
+    // A body for no route is not read to be answered 404: bodies sent to unknown paths held the
+    // body budget as well as one sent with a made-up token.
+    if (body && request.routeOptions.url === undefined) {
+      void reply.header('Connection', 'close');
+      sendProblem(reply, request, new NotFoundException(), logger);
+      return reply;
+    }
+    if (!needsCredential(request)) return;
+    const header = request.headers.authorization;
+    if (bearerTokenOf(header) !== undefined) {
+      // Under pressure only (the guard checks it again, once the body is read).
+      if (!body || !bodies.underPressure()) return;
+      try {
+        await auth.authenticate(header);
+        return;
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.status !== 401) throw err;
+      }
+    }
     let refusal: unknown;
     try {
       await limiter.recordAuthFailure(request.ip);
@@ -35,7 +62,7 @@ export function refuseAnonymousRequests(fastify: FastifyInstance, limiter: RateL
       refusal = err;
     }
     // The body is never read; the connection is not kept for a request behind it.
-    if (declaresBody(request.headers)) void reply.header('Connection', 'close');
+    if (body) void reply.header('Connection', 'close');
     sendProblem(reply, request, refusal, logger);
     return reply;
   });

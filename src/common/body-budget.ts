@@ -15,7 +15,7 @@ export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
  * Retry-After, as its bytes arrive; nothing else waits for it. A body's bytes count from when
  * they are read until it is parsed, or its request ends.
  */
-export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number): void {
+export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number): BodyBudget {
   let held = 0;
   fastify.addHook('preParsing', (request, reply, payload, done) => {
     if (!declaresBody(request.headers)) {
@@ -48,6 +48,16 @@ export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number):
     payload.pipe(meter);
     done(null, meter);
   });
+  return { underPressure: () => held > maxBytes / 2 };
+}
+
+export interface BodyBudget {
+  /**
+   * More than half the budget is held: a request's credential is then checked before its body is
+   * read (anonymous-requests.ts), so made-up tokens cannot hold the rest and refuse every other
+   * client's body. Below it, nothing is checked twice.
+   */
+  underPressure(): boolean;
 }
 
 function full(): ApiError {

@@ -131,6 +131,15 @@ describe('a request without a token is refused before its body is read', () => {
       .expect(204);
     expect(preflight.headers['access-control-allow-origin']).toBe(ORIGIN);
     expect((await t.http.get('/api/v1/no-such-thing').expect(404)).body.code).toBe('not_found');
+    // A body sent to no route is answered 404 before it is read (it held the body budget otherwise).
+    for (const line of ['POST /api/v1/no-such-thing', 'PATCH /api/v1/orgs', 'POST /health', 'POST /metrics']) {
+      const answer = await headersOnly(
+        port,
+        `${line} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`,
+        sockets,
+      );
+      expect([line, answer.status, answer.body.code]).toEqual([line, 404, 'not_found']);
+    }
     // A @PublicRoute() under /api/v1 reads its body like any other.
     expect((await t.http.post('/api/v1/test-public-echo').send({ a: 1 }).expect(201)).body).toEqual({ received: { a: 1 } });
   });
@@ -195,6 +204,13 @@ describe('the bytes of bodies being read are bounded per node', () => {
     expect(refused.body).toMatchObject({ status: 503, code: 'service_unavailable' });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     expect(refused.headers.connection).toBe('close');
+    // Past half the budget a token is checked before its body is read: a made-up one cannot hold the rest.
+    const madeUp = await headersOnly(
+      port,
+      `POST /api/v1/orgs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer cpk_${'y'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`,
+      sockets,
+    );
+    expect([madeUp.status, madeUp.body.code]).toEqual([401, 'unauthorized']);
     // Bodies without a body's worth of bytes pass meanwhile.
     await t.http
       .get('/api/v1/me')
