@@ -1,6 +1,7 @@
 import { connect, Socket } from 'node:net';
 import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
 import { resolveConfig } from '../../src/config/resolve-config';
+import { HEAD_GRACE_MS } from '../../src/common/connections';
 import { createTestApp, TestApp } from '../support/test-app';
 import { until } from '../support/until';
 
@@ -97,6 +98,44 @@ describe('the connection cap', () => {
     expect(refused.received()).toBe('');
     // The refusal closed the idle connections, which had nothing in flight...
     await Promise.all(holders.map((h) => h.closed));
+    // ...and the next client is served.
+    const next = idleClient(port, sockets);
+    await until(
+      async () => answered(next),
+      (ok) => ok,
+    );
+  });
+});
+
+describe('connections still sending a request head', () => {
+  const CAP = 4;
+  let t: TestApp;
+  let port: number;
+  const sockets: Socket[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ config: { httpLimits: { ...DEFAULT_HTTP_LIMITS, maxConnections: CAP } } });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as { port: number }).port;
+  }, 180_000);
+  afterAll(async () => {
+    for (const s of sockets.splice(0)) s.destroy();
+    await t.close();
+  });
+
+  it('past HEAD_GRACE_MS, are closed when the cap refuses a connection, and the next client is served', async () => {
+    const closed: Promise<void>[] = [];
+    for (let i = 0; i < CAP; i++) {
+      const socket = connect(port, '127.0.0.1');
+      sockets.push(socket);
+      socket.on('error', () => undefined);
+      closed.push(new Promise((resolve) => socket.once('close', () => resolve())));
+      socket.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+    }
+    await new Promise((resolve) => setTimeout(resolve, HEAD_GRACE_MS + 200));
+    // Refused (the cap is full of half heads), which closes them...
+    const refused = idleClient(port, sockets);
+    await refused.closed;
+    await Promise.all(closed);
     // ...and the next client is served.
     const next = idleClient(port, sockets);
     await until(
