@@ -16,6 +16,7 @@ import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbe
 import { findUnstorableText } from './common/nul-character';
 import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
 import { boundBufferedBodies } from './common/body-budget';
+import { boundUnsentAnswers } from './common/answer-budget';
 import { refuseAnonymousRequests } from './auth/anonymous-requests';
 import { AuthService } from './auth/auth.service';
 import { ResourceChallenge } from './auth/oidc/resource-challenge.service';
@@ -172,6 +173,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     else done(null, payload);
   });
   const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes);
+  boundUnsentAnswers(fastify);
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
     if (text instanceof ApiError) {
