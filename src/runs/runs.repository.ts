@@ -342,7 +342,7 @@ export class RunsRepository {
    * In the order of seq the number (the output column `seq` is text: ordered by it, 1000 came
    * before 999), and at most about `maxBytes` of them, with at least one: a `model.completed`
    * event holds up to 2,000,000 characters, and 500 of them read at once for each of 200 streams
-   * that read nothing took a node to 5 GB. With `keyId`, the reader's API key: none when it is
+   * that read nothing took a node to 5 GB. Sizes are stored with each event (`data_bytes`). With `keyId`, the reader's API key: none when it is
    * revoked in the snapshot they are read with, and `keyRevoked` (one row, its event's columns
    * null, when there is no event).
    */
@@ -359,10 +359,9 @@ export class RunsRepository {
          FROM (SELECT ${keyId ? liveKeySql('$6') : 'true'} AS live) k
          LEFT JOIN LATERAL (
            SELECT seq, type, data, at FROM (
-             SELECT seq, type, data, at, octet_length(data::text) AS bytes,
-                    sum(octet_length(data::text)) OVER (ORDER BY run_event.seq) AS running
+             SELECT seq, type, data, at, data_bytes, sum(data_bytes) OVER (ORDER BY run_event.seq) AS running
                FROM run_event WHERE org_id = $1 AND run_id = $2 AND seq > $3::bigint ORDER BY run_event.seq LIMIT $4
-           ) w WHERE w.running - w.bytes < $5
+           ) w WHERE w.running - w.data_bytes < $5
          ) e ON k.live
         ORDER BY e.seq`,
       keyId ? [orgId, runId, afterSeq, limit, maxBytes, keyId] : [orgId, runId, afterSeq, limit, maxBytes],
