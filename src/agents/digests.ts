@@ -50,16 +50,8 @@ export interface McpToolDefinitionFacts extends ToolDefinitionFacts {
 }
 
 export function mcpToolDigest(tool: McpToolDefinitionFacts): string {
-  return canonicalHash({
-    name: tool.name,
-    description: tool.description,
-    inputSchema: tool.inputSchema,
-    annotations: tool.annotations,
-    risk: tool.risk,
-    requiresApproval: tool.requiresApproval,
-    connectionId: tool.connectionId,
-    toolId: tool.toolId,
-  });
+  // Canonical JSON sorts keys: the older format's facts and the connection's, in one object.
+  return canonicalHash({ ...definitionOf(tool), connectionId: tool.connectionId, toolId: tool.toolId });
 }
 
 /**
@@ -67,12 +59,10 @@ export function mcpToolDigest(tool: McpToolDefinitionFacts): string {
  * tool alone carries the name (see oneToolPerName): those versions keep working until republished.
  */
 export function legacyMcpToolDigest(tool: McpToolDefinitionFacts): string {
-  return canonicalHash({
-    name: tool.name,
-    description: tool.description,
-    inputSchema: tool.inputSchema,
-    annotations: tool.annotations,
-    risk: tool.risk,
-    requiresApproval: tool.requiresApproval,
-  });
+  return canonicalHash(definitionOf(tool));
+}
+
+function definitionOf(tool: McpToolDefinitionFacts) {
+  const { name, description, inputSchema, annotations, risk, requiresApproval } = tool;
+  return { name, description, inputSchema, annotations, risk, requiresApproval };
 }

@@ -25,6 +25,8 @@ export function boundUnsentAnswers(
 ): { held: () => number } {
   let held = 0;
   fastify.addHook('onSend', (_request, reply, payload, done) => {
+    // Most answers are a few hundred characters: at most 3 bytes each in UTF-8, never measured.
+    if (typeof payload === 'string' && payload.length * 3 < LARGE_ANSWER_BYTES) return done(null, payload);
     const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0;
     if (size < LARGE_ANSWER_BYTES) return done(null, payload);
     if (held + size > maxBytes) {
