@@ -19,6 +19,8 @@ import { boundBufferedBodies } from './common/body-budget';
 import { boundUnsentAnswers } from './common/answer-budget';
 import { refuseAnonymousRequests } from './auth/anonymous-requests';
 import { AuthService } from './auth/auth.service';
+import type { AuthenticatedRequest } from './auth/ctx.decorator';
+import { budgetOwnerOf } from './auth/principal';
 import { ResourceChallenge } from './auth/oidc/resource-challenge.service';
 import { RateLimiter } from './rate-limit/rate-limiter.service';
 import { ApiError, titleFor } from './common/api-error';
@@ -172,8 +174,11 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     if (refused) done(refused, undefined);
     else done(null, payload);
   });
-  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes);
-  boundUnsentAnswers(fastify);
+  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes, limits.maxConnections);
+  boundUnsentAnswers(fastify, (request) => {
+    const principal = (request as AuthenticatedRequest).principal;
+    return principal ? budgetOwnerOf(principal) : `address:${request.ip}`;
+  });
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
     if (text instanceof ApiError) {
@@ -242,10 +247,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       .end(body);
   });
   reapIdleConnectionsWhileClosing(fastify);
-  capConnections(fastify, limits.maxConnections);
+  const connections = capConnections(fastify, limits.maxConnections);
   installCors(fastify, options.config.corsOrigins);
   // After CORS: a browser reads the 401 only with its Access-Control-Allow-Origin.
-  refuseAnonymousRequests(fastify, app.get(RateLimiter), app.get(ResourceChallenge), app.get(AuthService), bodies);
+  refuseAnonymousRequests(fastify, app.get(RateLimiter), app.get(ResourceChallenge), app.get(AuthService), bodies, connections);
   await registerConsole(fastify, options.consoleDir);
   // By route template (`/api/v1/agents/:agentId`), never the URL, so the label stays bounded.
   const metrics = app.get(Metrics);

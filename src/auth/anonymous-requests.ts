@@ -1,13 +1,15 @@
 import { Logger, NotFoundException } from '@nestjs/common';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../common/api-error';
-import type { BodyBudget } from '../common/body-budget';
+import { type BodyBudget, ownerOverShare } from '../common/body-budget';
+import type { ConnectionCap } from '../common/connections';
 import { declaresBody } from '../common/body-encoding';
 import { sendProblem } from '../common/problem.filter';
 import type { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { PUBLIC_ROUTE_CONFIG } from './access.decorator';
 import type { AuthService } from './auth.service';
 import type { ResourceChallenge } from './oidc/resource-challenge.service';
+import { budgetOwnerOf, type Principal } from './principal';
 import { bearerTokenOf } from './tokens';
 
 /**
@@ -24,6 +26,11 @@ const API_PREFIX = '/api/v1/';
  * own: the 401 problem document with its WWW-Authenticate, counted against the address by the
  * auth-failure limiter (so 429 past it). A token that is there but unknown is left to the guard,
  * and the bytes its body may take are bounded by body-budget.ts.
+ *
+ * Under pressure (half the body budget held, or half the connection cap open) the token is
+ * checked here too, before the body: a made-up one is refused as above, and a real one's body
+ * counts against its organization's share of the node (`503` past it). Below it, nothing is
+ * checked twice, and the connection cap may close a body still being read unchecked when full.
  */
 export function refuseAnonymousRequests(
   fastify: FastifyInstance,
@@ -31,6 +38,7 @@ export function refuseAnonymousRequests(
   challenge: ResourceChallenge,
   auth: AuthService,
   bodies: BodyBudget,
+  connections: ConnectionCap,
 ): void {
   const logger = new Logger('AuthGuard');
   fastify.addHook('onRequest', async (request, reply) => {
@@ -45,13 +53,23 @@ export function refuseAnonymousRequests(
     if (!needsCredential(request)) return;
     const header = request.headers.authorization;
     if (bearerTokenOf(header) !== undefined) {
-      // Under pressure only (the guard checks it again, once the body is read).
-      if (!body || !bodies.underPressure()) return;
-      try {
-        await auth.authenticate(header);
+      if (!body) return;
+      if (!bodies.underPressure() && !connections.underPressure()) {
+        connections.readsBodyUnchecked(reply);
         return;
+      }
+      // Under pressure only (the guard checks it again, once the body is read).
+      let principal: Principal | undefined;
+      try {
+        principal = await auth.authenticate(header);
       } catch (err) {
         if (!(err instanceof ApiError) || err.status !== 401) throw err;
+      }
+      if (principal) {
+        if (bodies.claim(request, reply, budgetOwnerOf(principal))) return;
+        void reply.header('Connection', 'close');
+        sendProblem(reply, request, ownerOverShare(), logger);
+        return reply;
       }
     }
     let refusal: unknown;

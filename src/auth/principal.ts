@@ -93,3 +93,11 @@ export function orgIdOf(ctx: RequestContext): string {
 export function actorOf(principal: Principal): { type: string; id: string } {
   return { type: principal.type, id: principal.type === 'oidc' ? principal.subject : principal.id };
 }
+
+/**
+ * Whose share of a node's shared budgets (bodies being read, answers unsent) a request takes: an
+ * organization's keys and people together, so that minting keys does not mint shares.
+ */
+export function budgetOwnerOf(principal: Principal): string {
+  return isOrgPrincipal(principal) ? `org:${principal.orgId}` : 'platform';
+}

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from './api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem.filter';
 
@@ -8,6 +8,8 @@ export const LARGE_ANSWER_BYTES = 64 * 1024;
 export const MAX_UNSENT_ANSWER_BYTES = 256 * 1024 * 1024;
 /** How long a large answer may take to leave the node before its connection is closed. */
 export const ANSWER_SEND_TIMEOUT_MS = 30_000;
+/** Past half the bound, the part of it one owner's unsent answers may take. */
+export const ANSWER_OWNER_SHARE = 1 / 8;
 
 /**
  * Bounds what clients that do not read their answers make the node hold. An answer is built
@@ -17,19 +19,28 @@ export const ANSWER_SEND_TIMEOUT_MS = 30_000;
  * it has left the node; past the bound the next large one is `503 service_unavailable` with
  * Retry-After, and one still unsent after ANSWER_SEND_TIMEOUT_MS has its connection closed.
  * Streams (run and audit events) write their own bounded batches and are not counted here.
+ *
+ * Past half the bound one owner (`ownerOf`: an organization, or an address for requests without
+ * a credential) may hold at most ANSWER_OWNER_SHARE of it: one key within its rate limit filled
+ * the whole bound before, and every other organization's large answers were refused.
  */
 export function boundUnsentAnswers(
   fastify: FastifyInstance,
+  ownerOf: (request: FastifyRequest) => string,
   maxBytes = MAX_UNSENT_ANSWER_BYTES,
   sendTimeoutMs = ANSWER_SEND_TIMEOUT_MS,
 ): { held: () => number } {
   let held = 0;
-  fastify.addHook('onSend', (_request, reply, payload, done) => {
+  const owners = new Map<string, number>();
+  const share = Math.floor(maxBytes * ANSWER_OWNER_SHARE);
+  fastify.addHook('onSend', (request, reply, payload, done) => {
     // Most answers are a few hundred characters: at most 3 bytes each in UTF-8, never measured.
     if (typeof payload === 'string' && payload.length * 3 < LARGE_ANSWER_BYTES) return done(null, payload);
     const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0;
     if (size < LARGE_ANSWER_BYTES) return done(null, payload);
-    if (held + size > maxBytes) {
+    const owner = ownerOf(request);
+    const ownerHeld = owners.get(owner) ?? 0;
+    if (held + size > maxBytes || (held > maxBytes / 2 && ownerHeld + size > share)) {
       const { problem, headers } = toProblem(
         new ApiError('service_unavailable', 'The server is holding as many unread answers as it can; try again shortly.', undefined, undefined, {
           'Retry-After': '1',
@@ -39,6 +50,7 @@ export function boundUnsentAnswers(
       return done(null, JSON.stringify(problem));
     }
     held += size;
+    owners.set(owner, ownerHeld + size);
     let released = false;
     const raw = reply.raw;
     const timer = setTimeout(() => raw.destroy(), sendTimeoutMs);
@@ -47,6 +59,9 @@ export function boundUnsentAnswers(
       if (released) return;
       released = true;
       held -= size;
+      const left = owners.get(owner)! - size;
+      if (left === 0) owners.delete(owner);
+      else owners.set(owner, left);
       clearTimeout(timer);
     };
     raw.once('finish', release);

@@ -1,10 +1,12 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Transform } from 'node:stream';
 import { ApiError } from './api-error';
 import { declaresBody } from './body-encoding';
 
 /** What a client refused for want of room is told to wait: bodies are read in seconds or cut by the request timeout. */
 export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
+/** Under pressure, the part of the budget (bytes, and bodies being read) one owner may hold. */
+export const OWNER_SHARE = 1 / 8;
 
 /**
  * Bounds the bytes of request bodies this node holds at once while reading them, all requests
@@ -14,21 +16,38 @@ export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
  * the request timeout allows. Past the bound a body is refused `503 service_unavailable` with
  * Retry-After, as its bytes arrive; nothing else waits for it. A body's bytes count from when
  * they are read until it is parsed, or its request ends.
+ *
+ * Past half the bound, every body has an owner (its credential's organization, checked before
+ * the body: anonymous-requests.ts), and one owner may hold at most OWNER_SHARE of the bytes and
+ * of `maxBodies`: a real key within its rate limit filled the rest alone before.
  */
-export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number): BodyBudget {
+export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, maxBodies: number): BodyBudget {
   let held = 0;
+  const owners = new Map<string, Owner>();
+  // A claimed body counts against its owner until it is read, or its request ends.
+  const claims = new WeakMap<FastifyRequest, { owner: Owner; read: () => void }>();
+  const shareBytes = Math.max(1, Math.floor(maxBytes * OWNER_SHARE));
+  const shareBodies = Math.max(1, Math.floor(maxBodies * OWNER_SHARE));
+  const underPressure = () => held > maxBytes / 2;
+  const forget = (entry: Owner) => {
+    if (entry.bodies === 0 && entry.bytes === 0 && owners.get(entry.name) === entry) owners.delete(entry.name);
+  };
   fastify.addHook('preParsing', (request, reply, payload, done) => {
     if (!declaresBody(request.headers)) {
       done(null, payload);
       return;
     }
+    const claim = claims.get(request);
+    const owner = claim?.owner;
     let mine = 0;
     let released = false;
     const meter = new Transform({
       transform(chunk: Buffer, _encoding, callback) {
         if (held + chunk.length > maxBytes) return callback(full());
+        if (owner && owner.bytes + chunk.length > shareBytes && underPressure()) return callback(full());
         held += chunk.length;
         mine += chunk.length;
+        if (owner) owner.bytes += chunk.length;
         callback(null, chunk);
       },
     });
@@ -36,6 +55,9 @@ export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number):
       if (released) return;
       released = true;
       held -= mine;
+      if (owner) owner.bytes -= mine;
+      claim?.read();
+      if (owner) forget(owner);
     };
     // 'close' follows the end of the body, or its refusal; the response's covers a client gone mid-body.
     meter.once('close', release);
@@ -48,7 +70,27 @@ export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number):
     payload.pipe(meter);
     done(null, meter);
   });
-  return { underPressure: () => held > maxBytes / 2 };
+  return {
+    underPressure,
+    claim(request, reply, name) {
+      let entry = owners.get(name);
+      if (entry && entry.bodies >= shareBodies) return false;
+      if (!entry) owners.set(name, (entry = { name, bytes: 0, bodies: 0 }));
+      const owner = entry;
+      owner.bodies += 1;
+      let reading = true;
+      const read = () => {
+        if (!reading) return;
+        reading = false;
+        owner.bodies -= 1;
+        forget(owner);
+      };
+      // Its meter ends the claim when the body is read; the answer, if it never reaches one.
+      claims.set(request, { owner, read });
+      reply.raw.once('close', read);
+      return true;
+    },
+  };
 }
 
 export interface BodyBudget {
@@ -58,16 +100,30 @@ export interface BodyBudget {
    * client's body. Below it, nothing is checked twice.
    */
   underPressure(): boolean;
+  /**
+   * The body about to be read is `owner`'s (whose credential was checked first: its organization),
+   * and counts against its share: false if that owner already reads its share of bodies.
+   */
+  claim(request: FastifyRequest, reply: FastifyReply, owner: string): boolean;
+}
+
+interface Owner {
+  name: string;
+  bytes: number;
+  bodies: number;
 }
 
 function full(): ApiError {
-  const error = new ApiError(
-    'service_unavailable',
-    'The server is reading as many request bodies as it holds at once; try again shortly.',
-    undefined,
-    undefined,
-    { 'Retry-After': String(BODY_BUDGET_RETRY_AFTER_SECONDS) },
-  );
+  return busy('The server is reading as many request bodies as it holds at once; try again shortly.');
+}
+
+/** A body refused under pressure because its organization already sends its share of the node's. */
+export function ownerOverShare(): ApiError {
+  return busy('The server is busy, and this organization already sends as many request bodies as it may meanwhile; try again shortly.');
+}
+
+function busy(detail: string): ApiError {
+  const error = new ApiError('service_unavailable', detail, undefined, undefined, { 'Retry-After': String(BODY_BUDGET_RETRY_AFTER_SECONDS) });
   // Fastify would answer a stream error without a status of its own as 400.
   return Object.assign(error, { statusCode: 503 });
 }
