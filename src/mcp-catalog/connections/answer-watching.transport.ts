@@ -72,6 +72,14 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
     }
   }
 
+  /**
+   * The caller's call is over: its requests are no longer waited on. An answer that never came
+   * (a server answering JSON under another id, or a 202) left its entry for the connection's life.
+   */
+  forget(asker: (reason: Error) => void): void {
+    for (const [id, tell] of this.waiting) if (tell === asker) this.waiting.delete(id);
+  }
+
   override async close(): Promise<void> {
     this.waiting.clear();
     await super.close();

@@ -101,7 +101,7 @@ export class McpClientPool implements OnModuleDestroy {
   private closing = false;
   private readonly maxResponseBytes: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
-  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; lost?: AbortController }>();
+  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; tell?: (reason: Error) => void }>();
 
   constructor(
     private readonly egress: EgressService,
@@ -215,9 +215,10 @@ export class McpClientPool implements OnModuleDestroy {
     let pooled: Pooled | undefined;
     // Aborted by the transport when this call's answer stream ends unanswered (AnswerWatchingTransport).
     const lost = new AbortController();
+    const tell = (reason: Error) => lost.abort(reason);
     const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
     try {
-      return await this.current.run({ ...options, signal, lost }, async () => {
+      return await this.current.run({ ...options, signal, tell }, async () => {
         pooled = this.acquire(target, { ...options, signal });
         pooled.inFlight++;
         pooled.usedAt = Date.now();
@@ -234,6 +235,8 @@ export class McpClientPool implements OnModuleDestroy {
       throw failure;
     } finally {
       if (pooled) {
+        // Answered, failed or timed out: an answer that never came (or came under another id) is not waited for.
+        if (pooled.transport instanceof AnswerWatchingTransport) pooled.transport.forget(tell);
         pooled.inFlight--;
         if (pooled.retired && pooled.inFlight === 0) void this.retire(pooled);
         else if (pooled.inFlight === 0 && pooled.transport instanceof CleanStdioTransport) this.stopWhenIdle(target.connectionId, pooled);
@@ -310,10 +313,7 @@ export class McpClientPool implements OnModuleDestroy {
         requestInit: { headers },
         // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
       },
-      () => {
-        const lost = this.current.getStore()?.lost;
-        return lost ? (reason) => lost.abort(reason) : undefined;
-      },
+      () => this.current.getStore()?.tell,
     );
   }
 

@@ -51,6 +51,11 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
         return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
       }
       if (message.params?.name === 'broken') return void res.writeHead(500, { 'content-type': 'text/plain' }).end('boom');
+      // `wrong_id` answers, as JSON, a request that was never asked.
+      if (message.params?.name === 'wrong_id') {
+        const body = JSON.stringify({ jsonrpc: '2.0', id: message.id + 1000, result: { content: [] } });
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      }
       // `dropped` opens an event stream, sends a progress notice and ends it unanswered; `dropped_primed`
       // first offers to resume (an event id), which the client then asks for by GET (answered 405).
       if (message.params?.name === 'dropped' || message.params?.name === 'dropped_primed') {
@@ -145,6 +150,16 @@ describe('McpClientPool against a server that misbehaves after its headers', () 
       expect([tool, err.code, err.message]).toEqual([tool, 'upstream_unavailable', expect.stringMatching(/closed the connection/)]);
       await expect(beside).resolves.toMatchObject({ content: [{ type: 'text', text: 'slow but fine' }] });
     }
+  });
+
+  it('a call answered under another id times out, and its connection keeps nothing of it', async () => {
+    const t = target();
+    for (let i = 0; i < 5; i++) expect((await failure(pool.callTool(t, 'wrong_id', {}, { timeoutMs: 300 }))).code).toBe('timeout');
+    // The connection is kept (a timeout is not the transport's fault), with no call still waited on:
+    // each such call left an entry for the connection's life before.
+    const pooled = (pool as unknown as { pool: Map<string, { transport: unknown }> }).pool.get(t.connectionId)!;
+    expect((pooled.transport as { waiting: Map<unknown, unknown> }).waiting.size).toBe(0);
+    await expect(pool.callTool(t, 'ok', {}, { timeoutMs: 2000 })).resolves.toMatchObject({ content: [{ type: 'text', text: 'fine' }] });
   });
 
   it('a tool call whose answer floods fails as result_too_large once the cap is read, and its socket is closed', async () => {
