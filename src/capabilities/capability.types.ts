@@ -1,4 +1,5 @@
 import type { Type } from '@nestjs/common';
+import type { EntityManager } from 'typeorm';
 
 /**
  * The shapes every part of the product agrees on: what a capability declares (static, reviewed in
@@ -89,12 +90,18 @@ export interface ToolContext {
   /** Aborted on timeout; a tool that does I/O should pass it on. */
   signal: AbortSignal;
   /**
-   * Runs the write that is the tool's side effect (a transaction that commits, a statement that
-   * deletes): refused with the timeout once it has passed, and, once started, waited for. The
-   * call's outcome is then what the write did: a write that committed is never reported as a
-   * timeout that changed nothing. Check `signal` inside it before the point of no return.
+   * Runs the write that is the tool's side effect in the product's database, with `db`: a
+   * transaction that commits with the call's outcome and its audit event, only when the call
+   * succeeds, so the database holds both or neither (a crash, or a failed settlement, undoes the
+   * write). A write that throws rolls back what the call wrote. Refused with the timeout once it
+   * has passed, and after the tool returned; once started, waited for, so a write that is kept is
+   * never reported as a timeout. Check `signal` inside it before the point of no return.
+   *
+   * Make it the tool's last I/O, and query only through `db` inside it: until the call settles,
+   * the transaction holds its connection (the embedded database has one). A read-only tool has no
+   * effect: it is refused there.
    */
-  effect<T>(write: () => Promise<T>): Promise<T>;
+  effect<T>(write: (db: EntityManager) => Promise<T>): Promise<T>;
 }
 
 /**

@@ -1,7 +1,11 @@
+import type { EntityManager } from 'typeorm';
 import { ToolContext, ToolError } from '../capabilities/capability.types';
-import { runTool } from './run-tool';
+import { EffectWrites, runTool } from './run-tool';
 
 const context = { orgId: 'o', agentId: 'a', version: 1, callId: 'c', runId: null };
+/** Hands each write a stand-in for its transaction; these writes are promises the tests settle. */
+const db = {} as EntityManager;
+const effects: EffectWrites = { run: (write) => write(db) };
 
 function tool(execute: (args: unknown, ctx: ToolContext) => unknown, maxOutputTokens = 0) {
   return { declaration: { maxOutputTokens }, execute };
@@ -123,7 +127,7 @@ describe('runTool', () => {
       const row = await ctx.effect(() => new Promise<string>((resolve) => (commit = () => resolve('written'))));
       return { row };
     });
-    const running = runTool(writer, {}, context, 10, fail);
+    const running = runTool(writer, {}, context, 10, fail, effects);
     await new Promise((r) => setTimeout(r, 30));
     commit();
     expect(await running).toMatchObject({ status: 'succeeded', result: { row: 'written' } });
@@ -135,7 +139,7 @@ describe('runTool', () => {
       await ctx.effect(() => new Promise<void>((_resolve, reject) => (rollBack = () => reject(new Error('rolled back')))));
       return 'unreached';
     });
-    const running = runTool(writer, {}, context, 10, fail);
+    const running = runTool(writer, {}, context, 10, fail, effects);
     await new Promise((r) => setTimeout(r, 30));
     rollBack();
     expect(await running).toEqual({ status: 'failed', error: { code: 'timeout', message: 'The tool did not finish within 10 ms.' } });
@@ -149,12 +153,40 @@ describe('runTool', () => {
       await new Promise<void>((resolve) => (proceed = resolve));
       refused = await ctx.effect(write).catch((err: unknown) => err);
     });
-    const out = await runTool(late, {}, context, 10, fail);
+    const out = await runTool(late, {}, context, 10, fail, effects);
     expect(out).toMatchObject({ status: 'failed', error: { code: 'timeout' } });
     proceed();
     await new Promise((r) => setImmediate(r));
     expect(write).not.toHaveBeenCalled();
     expect(refused).toBeInstanceOf(ToolError);
+  });
+
+  it('hands a write the transaction of its call, and refuses one without (a read-only call has no effect)', async () => {
+    const seen: unknown[] = [];
+    const writer = tool(async (_args, ctx) => ctx.effect(async (tx) => (seen.push(tx), 'written')));
+    expect(await runTool(writer, {}, context, 1000, fail, effects)).toMatchObject({ status: 'succeeded', result: 'written' });
+    expect(seen).toEqual([db]);
+    const unexpected: unknown[] = [];
+    expect(await runTool(writer, {}, context, 1000, (err) => unexpected.push(err))).toEqual({
+      status: 'failed',
+      error: { code: 'tool_error', message: 'The tool failed unexpectedly.' },
+    });
+    expect(String(unexpected[0])).toContain('read-only tool has no effect');
+    expect(seen).toHaveLength(1);
+  });
+
+  it('refuses a write asked for after the tool returned: its outcome is already taken', async () => {
+    const write = jest.fn(async () => 'written');
+    let later: Promise<unknown> = Promise.resolve();
+    const hasty = tool((_args, ctx) => {
+      later = Promise.resolve()
+        .then(() => new Promise((r) => setImmediate(r)))
+        .then(() => ctx.effect(write));
+      return 'done';
+    });
+    expect(await runTool(hasty, {}, context, 1000, fail, effects)).toMatchObject({ status: 'succeeded', result: 'done' });
+    await expect(later).rejects.toMatchObject({ code: 'tool_returned' });
+    expect(write).not.toHaveBeenCalled();
   });
 
   it('applies the output budget and fails a result that is not JSON', async () => {

@@ -1,3 +1,4 @@
+import type { EntityManager } from 'typeorm';
 import { ToolContext, ToolDeclaration, ToolError } from '../capabilities/capability.types';
 import { withoutNulCharacters } from '../common/nul-character';
 import { applyOutputBudget, BudgetedResult, UnusableResultError } from './output-budget';
@@ -8,6 +9,19 @@ export interface RunnableImplementation {
   declaration: Pick<ToolDeclaration, 'maxOutputTokens' | 'offloadLargeResults'>;
   execute(args: unknown, ctx: ToolContext): unknown;
 }
+
+/**
+ * Where a tool's effects write (`ctx.effect`): for an approved call, the transaction its
+ * settlement commits (CallTransaction). `run` hands the write its transaction.
+ */
+export interface EffectWrites {
+  run<T>(write: (db: EntityManager) => Promise<T>): Promise<T>;
+}
+
+/** A call that is not run under a transaction of its own (a read-only one): its tool may not write. */
+export const NO_EFFECTS: EffectWrites = {
+  run: () => Promise.reject(new Error('invariant: a tool without an approved call wrote through ctx.effect (a read-only tool has no effect)')),
+};
 
 const SAFE_CODE = /^[a-z][a-z0-9_.-]{0,63}$/;
 const MAX_MESSAGE = 2000;
@@ -20,7 +34,7 @@ const MAX_MESSAGE = 2000;
  * A tool that ignores the signal keeps running after the timeout; its late result is discarded.
  * That is why side-effecting tools must pass the signal on to their I/O, and make their write,
  * their last I/O, through `ctx.effect`: a write under way at the deadline is waited for, and a
- * write that committed is the call's outcome, not a timeout.
+ * write that completed is the call's outcome, not a timeout. `effects` says where it writes.
  */
 export async function runTool(
   tool: RunnableImplementation,
@@ -28,6 +42,7 @@ export async function runTool(
   context: Omit<ToolContext, 'signal' | 'effect'>,
   timeoutMs: number,
   onUnexpected: (err: unknown) => void,
+  effects: EffectWrites = NO_EFFECTS,
 ): Promise<ToolOutcome> {
   // The signal is made when the tool first reads it: most tools never do (the builtins that only
   // read the database), and an AbortSignal cost several µs a call to make (docs/benchmarks.md). One
@@ -37,6 +52,8 @@ export async function runTool(
   // tool that copies its context (`{ ...ctx }`) copies the signal too.
   let controller: AbortController | undefined;
   let timeout: ToolError | undefined;
+  // A write asked for once the outcome is taken would not be part of it.
+  let returned = false;
   // Writes in flight (ctx.effect): the deadline's answer waits for them to end.
   let writing = 0;
   let settleDeadline: (() => void) | undefined;
@@ -53,11 +70,12 @@ export async function runTool(
       }
       return controller.signal;
     },
-    async effect<T>(write: () => Promise<T>): Promise<T> {
+    async effect<T>(write: (db: EntityManager) => Promise<T>): Promise<T> {
       if (timeout) throw timeout;
+      if (returned) throw new ToolError('tool_returned', 'The tool had already returned; nothing was written.');
       writing++;
       try {
-        return await write();
+        return await effects.run(write);
       } finally {
         writing--;
         if (writing === 0) settleDeadline?.();
@@ -92,6 +110,7 @@ export async function runTool(
     onUnexpected(err);
     return { status: 'failed', error: { code: 'tool_error', message: 'The tool failed unexpectedly.' } };
   } finally {
+    returned = true;
     clearTimeout(timer);
   }
 }

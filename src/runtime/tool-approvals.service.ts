@@ -7,7 +7,7 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { ApprovalView, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
-import { ApprovalRow, toApprovalView, toToolCallView } from '../tool-calls/tool-call-rows';
+import { ApprovalRow, toApprovalView, ToolCallRow, toToolCallView } from '../tool-calls/tool-call-rows';
 import { ToolCallsRepository } from '../tool-calls/tool-calls.repository';
 import { CallSettledNotifier } from './call-settled.notifier';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, ToolCallGuards } from './tool-call-guards';
@@ -89,16 +89,29 @@ export class ToolApprovals {
     this.metrics.approvalDecided('approved', (decidedAt.getTime() - result.approval.created_at.getTime()) / 1000);
 
     const call = result.call;
-    const outcome = await this.runner.run(runnable, tool, args, {
-      id: call.id,
-      orgId,
-      agentId: call.agent_id,
-      version: call.version,
-      runId: call.run_id,
-    });
-    const stored = await this.store.settleRunning(orgId, call.id, outcome, new Date(), [
-      settledEvent(orgId, actor, call.id, edited?.hash ?? call.arguments_hash, outcome, edited !== undefined),
-    ]);
+    // What the tool writes in the product's database commits with its outcome, or not at all.
+    const effects = this.store.callTransaction();
+    let stored: ToolCallRow;
+    try {
+      const outcome = await this.runner.run(
+        runnable,
+        tool,
+        args,
+        { id: call.id, orgId, agentId: call.agent_id, version: call.version, runId: call.run_id },
+        effects,
+      );
+      stored = await this.store.settleRunning(
+        orgId,
+        call.id,
+        outcome,
+        new Date(),
+        [settledEvent(orgId, actor, call.id, edited?.hash ?? call.arguments_hash, outcome, edited !== undefined)],
+        effects,
+      );
+    } finally {
+      // Settled: nothing left. Broken on the way: what the tool wrote is rolled back with it.
+      await effects.abandon();
+    }
     this.settled.notify([call.id]);
     return { approval: toApprovalView(result.approval), toolCall: toToolCallView(stored) };
   }

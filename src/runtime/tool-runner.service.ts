@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import type { VersionTool } from '../agents/built-version';
 import { ToolReferences } from '../agents/tool-references';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { runTool, ToolOutcome } from './run-tool';
+import { EffectWrites, NO_EFFECTS, runTool, ToolOutcome } from './run-tool';
 import { RunnableVersion, ToolImplementations } from './tool-implementations';
 import { Metrics } from '../telemetry/metrics';
 import { inSpan } from '../telemetry/tool-tracing';
@@ -35,11 +35,13 @@ export class ToolRunner {
    * Every run of every path passes here, so this is where a run is timed, counted and traced. The
    * span is always under the call's `execute_tool`, which names the capability, the tool and the
    * call: this one says only how the run ended (every attribute is paid for in every export).
+   * `effects`: where the tool's `ctx.effect` writes (an approved call's CallTransaction); by
+   * default it may not write at all.
    */
-  run(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
+  run(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor, effects: EffectWrites = NO_EFFECTS): Promise<ToolOutcome> {
     return inSpan(`tool ${tool.capabilityId}/${tool.toolId}`, async (span) => {
       const started = performance.now();
-      const outcome = await this.runUntimed(version, tool, args, call);
+      const outcome = await this.runUntimed(version, tool, args, call, effects);
       this.metrics.toolCall(tool, outcome.status, { seconds: (performance.now() - started) / 1000 });
       span.setAttribute('cp.tool_call.status', outcome.status);
       if (outcome.status === 'failed') span.setAttribute('error.type', outcome.error.code);
@@ -47,7 +49,7 @@ export class ToolRunner {
     });
   }
 
-  private async runUntimed(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor): Promise<ToolOutcome> {
+  private async runUntimed(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor, effects: EffectWrites): Promise<ToolOutcome> {
     const implementation = await this.implementations.resolve(tool, version);
     if (!implementation) {
       // The build that offered the tool is the build that contributed it; a miss is a bug.
@@ -60,6 +62,7 @@ export class ToolRunner {
       { orgId: call.orgId, agentId: call.agentId, version: call.version, callId: call.id, runId: call.runId },
       this.config.toolTimeoutMs,
       (err) => this.logger.error({ err, callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'tool threw an unexpected error'),
+      effects,
     );
     // A tool's message names the tools to use instead by their ids; the model knows them by the offered names.
     if (outcome.status === 'failed' && !tool.source) {

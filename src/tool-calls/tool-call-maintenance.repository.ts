@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
-import { EXPIRED_MESSAGE, INTERRUPTED_MESSAGE, iso, SYSTEM_ACTOR } from './tool-call-rows';
+import { EXPIRED_MESSAGE, INTERRUPTED_MESSAGE, INTERRUPTED_UPSTREAM_MESSAGE, iso, SYSTEM_ACTOR } from './tool-call-rows';
 
 /**
  * What time does to calls and approvals, across organizations (the sweeper's statements, and an
@@ -52,18 +52,21 @@ export class ToolCallMaintenanceRepository {
 
   /**
    * Calls left `running` past their lease: the process that ran them died. They become `failed`
-   * with code `interrupted` and are never run again by themselves.
+   * with code `interrupted` and are never run again by themselves; the message says whether the
+   * tool may have acted (an MCP server's) or not (a built-in's writes were rolled back with it).
    */
   async interruptAbandoned(batch = 500): Promise<{ orgId: string; callId: string }[]> {
     return this.dataSource.transaction(async (m) => {
       const [rows]: [{ id: string; org_id: string; arguments_hash: string; executed_arguments_hash: string | null; agent_id: string; tool: string }[], number] =
         await m.query(
-          `UPDATE tool_call SET status = 'failed', error_code = 'interrupted', error_message = $2, completed_at = now(), lease_expires_at = NULL
+          `UPDATE tool_call SET status = 'failed', error_code = 'interrupted', completed_at = now(), lease_expires_at = NULL,
+                  error_message = CASE WHEN capability_id = $4 THEN $3 ELSE $2 END
             WHERE id IN (SELECT id FROM tool_call WHERE status = 'running' AND lease_expires_at <= now()
                           ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
               AND status = 'running'
             RETURNING id, org_id, arguments_hash, executed_arguments_hash, agent_id, tool`,
-          [batch, INTERRUPTED_MESSAGE],
+          // 'mcp': MCP_CAPABILITY_ID (src/agents/mcp-version-tools.ts), the capability of every vendor's tool.
+          [batch, INTERRUPTED_MESSAGE, INTERRUPTED_UPSTREAM_MESSAGE, 'mcp'],
         );
       if (rows.length === 0) return [];
       await this.audit.record(

@@ -6,7 +6,14 @@ import { ApprovalReason, ApprovalStatus, ApprovalView, EntryPoint, ToolCallStatu
 /** Who acts when nobody does: the background jobs, in the audit log. */
 export const SYSTEM_ACTOR = { type: 'system', id: 'tool-call-sweeper' } as const;
 
-export const INTERRUPTED_MESSAGE = 'The process running this call stopped before it finished. It was not run again.';
+/**
+ * A call whose process died while it ran. A built-in tool's writes commit with its outcome
+ * (CallTransaction), so none of them stands; a vendor's MCP server acts outside this database, and
+ * the request may have reached it before the process died.
+ */
+export const INTERRUPTED_MESSAGE = 'The process running this call stopped before it finished; nothing the tool changed was kept. It was not run again.';
+export const INTERRUPTED_UPSTREAM_MESSAGE =
+  "The process running this call stopped before the MCP server's answer was recorded: the tool may have run on the server. It was not run again.";
 export const EXPIRED_MESSAGE = 'Nobody decided on the approval before it expired. The tool did not run.';
 
 export interface ToolCallRow {

@@ -6,6 +6,7 @@ import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination'
 import { rowsWithinBudget } from '../database/keyset-page';
 import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
+import { CallTransaction } from './call-transaction';
 import { completeClaimSql } from './idempotency.repository';
 import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
 import type { ApprovalReason, EntryPoint, ToolCallStatus, ToolCallView } from './tool-calls.dto';
@@ -237,12 +238,41 @@ export class ToolCallsRepository {
     return { row, whole: kept[0]?.result };
   }
 
+  /** The transaction an approved call's effect writes in, for `settleRunning` to commit (CallTransaction). */
+  callTransaction(): CallTransaction {
+    return new CallTransaction(this.dataSource);
+  }
+
   /**
    * Writes the outcome of an approved call that was running, with its whole result when offloaded
-   * and its audit events, in ONE statement. When the sweeper got there first (the lease ran out),
-   * its `interrupted` stands and nothing is written: the answer is what is stored.
+   * and its audit events, in ONE statement, committed with what its tool wrote in `effects` (kept
+   * only when it succeeded). When the sweeper got there first (the lease ran out), its
+   * `interrupted` stands, the tool's writes are rolled back and nothing is written: the answer is
+   * what is stored.
    */
-  async settleRunning(orgId: string, callId: string, settlement: Settlement, completedAt: Date, events: AuditEventInput[]): Promise<ToolCallRow> {
+  async settleRunning(
+    orgId: string,
+    callId: string,
+    settlement: Settlement,
+    completedAt: Date,
+    events: AuditEventInput[],
+    effects?: CallTransaction,
+  ): Promise<ToolCallRow> {
+    const write = (db: Queryable) => this.writeSettlement(db, orgId, callId, settlement, completedAt, events);
+    const settled = effects ? await effects.settle(settlement.status === 'succeeded', write) : await write(this.dataSource);
+    if (!settled) return (await this.findCall(orgId, callId))!;
+    this.audit.committed(events);
+    return settled;
+  }
+
+  private async writeSettlement(
+    db: Queryable,
+    orgId: string,
+    callId: string,
+    settlement: Settlement,
+    completedAt: Date,
+    events: AuditEventInput[],
+  ): Promise<ToolCallRow | undefined> {
     const ok = settlement.status === 'succeeded';
     const s = new Statement();
     const org = s.param(orgId);
@@ -263,9 +293,7 @@ export class ToolCallsRepository {
     const audit = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');
     s.params.push(...audit.params);
     s.with(audit.sql);
-    const [settled]: ToolCallRow[] = await this.dataSource.query(s.finish(`SELECT ${CALL_COLUMNS} FROM w0 c`), s.params);
-    if (!settled) return (await this.findCall(orgId, callId))!;
-    this.audit.committed(events);
+    const [settled]: ToolCallRow[] = await db.query(s.finish(`SELECT ${CALL_COLUMNS} FROM w0 c`), s.params);
     return settled;
   }
 }

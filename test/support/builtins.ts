@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { DataSource, EntityManager } from 'typeorm';
 import { CapabilityRegistry } from '../../src/capabilities/capability-registry.service';
 import type { BuildContext, ResolvedResources, StampedContribution, ToolContext } from '../../src/capabilities/capability.types';
 import { ToolError } from '../../src/capabilities/capability.types';
 import { KnowledgeRepository } from '../../src/knowledge/knowledge.repository';
 import { SkillsRepository } from '../../src/skills/skills.repository';
+import { EffectWrites, NO_EFFECTS } from '../../src/runtime/run-tool';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './test-app';
 
 /**
@@ -76,8 +78,17 @@ export function contextFor(
 }
 
 export function toolContext(orgId: string, agentId: string, overrides: Partial<ToolContext> = {}): ToolContext {
-  // A write runs at once: no deadline outside runTool.
-  return { orgId, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal, effect: (write) => write(), ...overrides };
+  // No deadline outside runTool; a tool that writes is given `effect: ownTransactions(ds)`.
+  return { orgId, agentId, version: 1, callId: randomUUID(), runId: null, signal: new AbortController().signal, effect: NO_EFFECTS.run, ...overrides };
+}
+
+/**
+ * Where a tool tested on its own writes: each write in a transaction of its own, committed as soon
+ * as it returns (there is no call to settle with it). The shape of runTool's `effects`.
+ */
+export function ownTransactions(ds: DataSource): EffectWrites & Pick<ToolContext, 'effect'> {
+  const run = <T>(write: (db: EntityManager) => Promise<T>) => ds.transaction(write);
+  return { run, effect: run };
 }
 
 /** Validates the config as publish does (defaults filled in) and builds the capability with it. */
@@ -119,12 +130,19 @@ export function configErrors(registry: CapabilityRegistry, capabilityId: string,
 }
 
 /** memory and memory-write built for one agent, and its tool context: the pair the memory tests drive. */
-export async function memoryTools(registry: CapabilityRegistry, o: TestOrg, a: TestAgent, config: { memory?: object; write?: object } = {}) {
+export async function memoryTools(t: TestApp, o: TestOrg, a: TestAgent, config: { memory?: object; write?: object } = {}) {
+  const registry = t.app.get(CapabilityRegistry);
   const recall = await buildWith(registry, 'memory', contextFor(o, a, config.memory ?? {}));
   const write = await buildWith(registry, 'memory-write', contextFor(o, a, config.write ?? {}));
-  const tc = toolContext(o.id, a.id);
+  const writes = ownTransactions(t.app.get(DataSource));
+  /** A context whose writes commit at once; `overrides` as toolContext's. */
+  const context = (orgId: string, agentId: string, overrides: Partial<ToolContext> = {}) =>
+    toolContext(orgId, agentId, { effect: writes.effect, ...overrides });
+  const tc = context(o.id, a.id);
   return {
     tc,
+    context,
+    writes,
     recall: (query: string, limit?: number, ctx: ToolContext = tc) =>
       callTool(registry, recall, 'recall_memories', limit === undefined ? { query } : { query, limit }, ctx),
     remember: (content: string, tags?: string[], ctx: ToolContext = tc) =>

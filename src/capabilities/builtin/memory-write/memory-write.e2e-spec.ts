@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../../capability-registry.service';
 import { runTool } from '../../../runtime/run-tool';
-import { createAgent, inputErrors, memoryTools, TestAgent, toolContext, toolError } from '../../../../test/support/builtins';
+import { createAgent, inputErrors, memoryTools, TestAgent, toolError } from '../../../../test/support/builtins';
 import { createOrg, createTestApp, TestApp, TestOrg } from '../../../../test/support/test-app';
 
 describe('builtin capability: memory-write (e2e)', () => {
@@ -24,7 +24,7 @@ describe('builtin capability: memory-write (e2e)', () => {
     sibling = await createAgent(t, org);
   });
   afterAll(() => t.close());
-  const forAgent = (a: TestAgent, o: TestOrg = org, config: { memory?: object; write?: object } = {}) => memoryTools(registry, o, a, config);
+  const forAgent = (a: TestAgent, o: TestOrg = org, config: { memory?: object; write?: object } = {}) => memoryTools(t, o, a, config);
 
   describe('memory-write: remember and forget', () => {
     it('remembers a fact with its tags, trimmed and without duplicates, and says when it is already remembered', async () => {
@@ -79,7 +79,7 @@ describe('builtin capability: memory-write (e2e)', () => {
       const mine = await a.remember('Temporary fact to forget');
       for (const [call, label] of [
         [s.forget(mine.memoryId), 'another agent'],
-        [a.forget(mine.memoryId, toolContext(other.id, agent.id)), 'another organization'],
+        [a.forget(mine.memoryId, a.context(other.id, agent.id)), 'another organization'],
         [a.forget(randomUUID()), 'no such memory'],
       ] as const) {
         expect({ label, err: await toolError(call) }).toEqual({
@@ -93,7 +93,7 @@ describe('builtin capability: memory-write (e2e)', () => {
 
     it('refuses to remember for an agent that is not in the calling organization', async () => {
       const a = await forAgent(agent);
-      expect(await toolError(a.remember('Misrouted', undefined, toolContext(other.id, agent.id)))).toEqual({
+      expect(await toolError(a.remember('Misrouted', undefined, a.context(other.id, agent.id)))).toEqual({
         code: 'agent_not_found',
         message: expect.stringContaining('nothing was remembered'),
       });
@@ -105,7 +105,7 @@ describe('builtin capability: memory-write (e2e)', () => {
       const kept = await a.remember('Kept before the timeout');
       const controller = new AbortController();
       controller.abort(new Error('timed out'));
-      const aborted = toolContext(org.id, late.id, { signal: controller.signal });
+      const aborted = a.context(org.id, late.id, { signal: controller.signal });
       await expect(a.remember('Written too late', undefined, aborted)).rejects.toThrow('timed out');
       await expect(a.forget(kept.memoryId, aborted)).rejects.toThrow('timed out');
       const rows = await ds.query(`SELECT content FROM agent_memory WHERE org_id = $1 AND agent_id = $2`, [org.id, late.id]);
@@ -124,13 +124,13 @@ describe('builtin capability: memory-write (e2e)', () => {
       for (let i = 0; i < 20; i++) ids.push((await a.remember(`Fact ${i}`)).memoryId);
       // Deadlines of 0 to 3 ms fall before, during and after the statement.
       const outcomes = await Promise.all(
-        ids.map((memoryId, i) => runTool(implementation('forget'), { memoryId }, { ...context, callId: randomUUID() }, i % 4, () => undefined)),
+        ids.map((memoryId, i) => runTool(implementation('forget'), { memoryId }, { ...context, callId: randomUUID() }, i % 4, () => undefined, a.writes)),
       );
       const left = new Set((await ds.query(`SELECT id FROM agent_memory WHERE agent_id = $1`, [racing.id])).map((r: { id: string }) => r.id));
       ids.forEach((id, i) => expect([id, outcomes[i].status]).toEqual([id, left.has(id) ? 'failed' : 'succeeded']));
       const remembered = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          runTool(implementation('remember'), { content: `Late ${i}`, tags: [] }, { ...context, callId: randomUUID() }, i % 4, () => undefined),
+          runTool(implementation('remember'), { content: `Late ${i}`, tags: [] }, { ...context, callId: randomUUID() }, i % 4, () => undefined, a.writes),
         ),
       );
       const kept = new Set((await ds.query(`SELECT content FROM agent_memory WHERE agent_id = $1`, [racing.id])).map((r: { content: string }) => r.content));

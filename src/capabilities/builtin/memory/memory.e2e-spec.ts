@@ -23,7 +23,7 @@ describe('builtin capability: memory (e2e)', () => {
     sibling = await createAgent(t, org);
   });
   afterAll(() => t.close());
-  const forAgent = (a: TestAgent, o: TestOrg = org, config: { memory?: object; write?: object } = {}) => memoryTools(registry, o, a, config);
+  const forAgent = (a: TestAgent, o: TestOrg = org, config: { memory?: object; write?: object } = {}) => memoryTools(t, o, a, config);
 
   describe('declarations', () => {
     it('lists memory as read-only behind memory:read, memory-write as side-effecting behind memory:write with every tool approved', async () => {

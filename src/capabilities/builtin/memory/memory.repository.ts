@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import type { ToolContext } from '../../capability.types';
 
 export interface MemoryRow {
@@ -53,50 +53,49 @@ export class MemoryRepository {
    * already keeps `max` memories. The agent's row is locked first, so concurrent calls for one
    * agent count one after the other and the limit holds; the look for the same text, the count
    * and the insert are then one statement (its snapshot is taken after the lock was granted, so it
-   * sees what the previous holder committed): four round trips with BEGIN and COMMIT, not six.
+   * sees what the previous holder committed): two statements in the call's transaction, which
+   * the call's settlement commits (the lock is held until then).
    */
   async remember(ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
-    // The whole transaction is the effect: past the deadline it is refused, or rolled back at the
-    // check below; once it may commit, the call reports what it did.
-    return ctx.effect(() => this.rememberNow(ctx, content, tags, max));
+    // The effect's transaction commits with the call's outcome: past the deadline it is refused,
+    // or rolled back at the check below; once it may commit, the call reports what it did.
+    return ctx.effect((m) => this.rememberIn(m, ctx, content, tags, max));
   }
 
-  private rememberNow(ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
-    return this.dataSource.transaction(async (m) => {
-      const agent: unknown[] = await m.query(`SELECT 1 FROM agent WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`, [ctx.orgId, ctx.agentId]);
-      if (agent.length === 0) return { kind: 'no_agent' as const };
-      // Past the timeout the executor has already answered "failed": writing now would be a side effect nobody sees.
-      ctx.signal.throwIfAborted();
-      const [row]: (MemoryRow & { kind: 'created' | 'existing' | 'full'; n: number })[] = await m.query(
-        `WITH existing AS (
-           SELECT id, content, tags, created_at FROM agent_memory
-            WHERE org_id = $1::uuid AND agent_id = $2::uuid AND content = $3::text ORDER BY created_at LIMIT 1
-         ), kept AS (
-           SELECT count(*)::integer AS n FROM agent_memory WHERE org_id = $1::uuid AND agent_id = $2::uuid
-         ), created AS (
-           INSERT INTO agent_memory (id, org_id, agent_id, content, tags)
-           SELECT $4::uuid, $1::uuid, $2::uuid, $3::text, $5::text[]
-            WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT n FROM kept) < $6::integer
-           RETURNING id, content, tags, created_at
-         )
-         SELECT 'created' AS kind, c.id, c.content, c.tags, c.created_at, (SELECT n FROM kept) + 1 AS n FROM created c
-         UNION ALL SELECT 'existing', e.id, e.content, e.tags, e.created_at, NULL FROM existing e
-         UNION ALL SELECT 'full', NULL, NULL, NULL, NULL, k.n FROM kept k WHERE NOT EXISTS (SELECT 1 FROM existing) AND k.n >= $6::integer`,
-        [ctx.orgId, ctx.agentId, content, randomUUID(), tags, max],
-      );
-      const { kind, n, ...memory } = row;
-      if (kind === 'existing') return { kind, memory };
-      if (kind === 'full') return { kind, count: n };
-      return { kind, memory, count: n };
-    });
+  private async rememberIn(m: EntityManager, ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
+    const agent: unknown[] = await m.query(`SELECT 1 FROM agent WHERE org_id = $1 AND id = $2 FOR NO KEY UPDATE`, [ctx.orgId, ctx.agentId]);
+    if (agent.length === 0) return { kind: 'no_agent' as const };
+    // Past the timeout the executor has already answered "failed": writing now would be a side effect nobody sees.
+    ctx.signal.throwIfAborted();
+    const [row]: (MemoryRow & { kind: 'created' | 'existing' | 'full'; n: number })[] = await m.query(
+      `WITH existing AS (
+         SELECT id, content, tags, created_at FROM agent_memory
+          WHERE org_id = $1::uuid AND agent_id = $2::uuid AND content = $3::text ORDER BY created_at LIMIT 1
+       ), kept AS (
+         SELECT count(*)::integer AS n FROM agent_memory WHERE org_id = $1::uuid AND agent_id = $2::uuid
+       ), created AS (
+         INSERT INTO agent_memory (id, org_id, agent_id, content, tags)
+         SELECT $4::uuid, $1::uuid, $2::uuid, $3::text, $5::text[]
+          WHERE NOT EXISTS (SELECT 1 FROM existing) AND (SELECT n FROM kept) < $6::integer
+         RETURNING id, content, tags, created_at
+       )
+       SELECT 'created' AS kind, c.id, c.content, c.tags, c.created_at, (SELECT n FROM kept) + 1 AS n FROM created c
+       UNION ALL SELECT 'existing', e.id, e.content, e.tags, e.created_at, NULL FROM existing e
+       UNION ALL SELECT 'full', NULL, NULL, NULL, NULL, k.n FROM kept k WHERE NOT EXISTS (SELECT 1 FROM existing) AND k.n >= $6::integer`,
+      [ctx.orgId, ctx.agentId, content, randomUUID(), tags, max],
+    );
+    const { kind, n, ...memory } = row;
+    if (kind === 'existing') return { kind, memory };
+    if (kind === 'full') return { kind, count: n };
+    return { kind, memory, count: n };
   }
 
   /** The forgotten memory, or undefined when the agent keeps none with that id. */
   async forget(ctx: ToolContext, memoryId: string): Promise<MemoryRow | undefined> {
-    // One statement that commits as it runs: refused past the deadline, reported as done once sent.
-    const [rows]: [MemoryRow[], number] = await ctx.effect(() => {
+    // Refused past the deadline; once sent, it commits with the call's outcome.
+    const [rows]: [MemoryRow[], number] = await ctx.effect((m) => {
       ctx.signal.throwIfAborted();
-      return this.dataSource.query(`DELETE FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND id = $3 RETURNING id, content, tags, created_at`, [
+      return m.query(`DELETE FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND id = $3 RETURNING id, content, tags, created_at`, [
         ctx.orgId,
         ctx.agentId,
         memoryId,
