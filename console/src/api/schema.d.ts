@@ -1415,6 +1415,7 @@ export interface components {
             /** @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
             secret: string;
             types: string[];
+            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
         };
         CreateMcpConnectionDto: {
@@ -1426,13 +1427,13 @@ export interface components {
             name: string;
             /** @description A catalog entry id (GET /mcp-servers). */
             server: string;
-            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. */
+            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) is kept sealed like a credential: answers show every query value as `[redacted]`. */
             url?: string;
         };
         CreateModelProviderDto: {
             /** @description Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one). */
             apiKey?: string;
-            /** @description The API base the client appends `/chat/completions` to. Checked against the egress policy when saved. */
+            /** @description The API base the client appends `/chat/completions` to: no query string or fragment (`400` at `baseUrl`; the key goes in `apiKey`). Checked against the egress policy when saved. */
             baseUrl: string;
             /**
              * @description Chat Completions with tools: OpenAI, Azure OpenAI (v1 API), vLLM, Ollama, LM Studio and the like.
@@ -1483,7 +1484,7 @@ export interface components {
             description?: string;
             /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
             types: string[];
-            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. */
+            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`. */
             url: string;
         };
         DeliveryAttemptView: {
@@ -1616,6 +1617,7 @@ export interface components {
             /** Format: date-time */
             syncedAt: string;
             tools: components["schemas"]["McpToolView"][];
+            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
             url?: string;
         };
         McpCredentialFieldView: {
@@ -2034,6 +2036,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             types: string[];
+            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
         };
     };
