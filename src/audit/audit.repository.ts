@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { normalizeInstant } from '../common/instant';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { shownUrl } from '../common/url-secrets';
 import { rowsWithinBudget } from '../database/keyset-page';
 import type { AuditEvent, AuditEventInput, AuditEventType } from './audit.service';
 
@@ -90,8 +91,27 @@ export function toAuditEvent(r: Omit<AuditRow, 'seq'>): AuditEvent {
     actor: { type: r.actor_type, id: r.actor_id },
     orgId: r.org_id,
     target: { type: r.target_type, id: r.target_id },
-    data: r.data,
+    data: shownData(r.type, r.data),
   };
+}
+
+/** The field of an event's data that holds a URL an admin saved, by type. */
+const SAVED_URLS: Partial<Record<AuditEventType, string>> = {
+  'mcp_connection.created': 'url',
+  'model_provider.created': 'baseUrl',
+  'webhook.created': 'url',
+  'webhook.deleted': 'url',
+};
+
+/**
+ * The data with its saved URL as answers show it (query values `[redacted]`). Events are written
+ * so; this shows those written before, with a token in the query, the same way to every reader
+ * (the audit list, the event stream, webhook deliveries) without changing the append-only log.
+ */
+function shownData(type: AuditEventType, data: Record<string, unknown>): Record<string, unknown> {
+  const field = SAVED_URLS[type];
+  if (field === undefined || typeof data?.[field] !== 'string') return data;
+  return { ...data, [field]: shownUrl(data[field]) };
 }
 
 /**

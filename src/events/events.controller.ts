@@ -10,6 +10,7 @@ import { ProblemResponse } from '../common/openapi';
 import { StreamStart } from './event-log.repository';
 import { EventPosition, parsePosition } from './event-position';
 import { EventStreamService, MAX_STREAMS_PER_ORG } from './event-stream.service';
+import { APPROVER_EVENT_TYPES, streamTypesFor } from './event-visibility';
 import { EventsQuery } from './events.dto';
 
 @ApiTags('events')
@@ -30,6 +31,8 @@ export class EventsController {
       '`Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream',
       'starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client.',
       "The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires.",
+      `An admin's stream carries every type. An approver's carries only the work it reviews (${APPROVER_EVENT_TYPES.join(', ')}),`,
+      'from now and on resuming alike; asking it for another type is `403 forbidden` with an `errors[]` entry at `types[i]`.',
       `At most ${MAX_STREAMS_PER_ORG} streams per organization per server node.`,
     ].join(' '),
   })
@@ -48,6 +51,7 @@ export class EventsController {
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const orgId = orgIdOf(ctx);
+    const types = streamTypesFor(ctx.principal, query.types);
     const resumeAt = lastEventId ? parsePosition(lastEventId.trim()) : undefined;
     if (lastEventId && !resumeAt) throw notIssued();
     const headers = {
@@ -79,7 +83,7 @@ export class EventsController {
     // From here the response is ours: Fastify would end it when this handler returns.
     reply.hijack();
     reply.raw.writeHead(200, headers);
-    this.streams.open(orgId, this.credentials.watch(ctx.principal), query.types, from, reply.raw, release);
+    this.streams.open(orgId, this.credentials.watch(ctx.principal), types, from, reply.raw, release);
   }
 }
 

@@ -163,7 +163,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       // Standard Webhooks: the id stays the same on every attempt (receivers deduplicate on it),
       // the timestamp is the attempt's (receivers refuse old ones), the signature covers both.
       const signature = new Webhook(this.secrets.open(d.secretSealed)).sign(d.event.id, sentAt, body);
-      const response = await this.egress.fetch(d.url, {
+      const response = await this.egress.fetch(d.url.sealed ? this.secrets.open(d.url.sealed) : d.url.shown, {
         method: 'POST',
         headers: {
           'content-type': 'application/json',

@@ -12,7 +12,8 @@ export class CreateWebhookDto {
   @ApiProperty({
     example: 'https://hooks.example.com/platform',
     maxLength: 2048,
-    description: 'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it.',
+    description:
+      'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`.',
   })
   @IsString()
   @MinLength(1)
@@ -40,7 +41,7 @@ export class CreateWebhookDto {
 
 export class WebhookView implements WebhookEndpoint {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty() url: string;
+  @ApiProperty({ description: 'The URL, its query values shown as `[redacted]` (the URL itself is kept sealed).' }) url: string;
   @ApiProperty({ type: [String] }) types: string[];
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;

@@ -1,14 +1,18 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, LoggerService } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AuditEventInput, AuditService } from '../audit/audit.service';
+import { AuditRow, toAuditEvent } from '../audit/audit.repository';
+import { AuditEvent, AuditEventInput, AuditService } from '../audit/audit.service';
 import { Page, PageQuery } from '../common/pagination';
+import { shownUrl } from '../common/url-secrets';
 import { newestFirstPage } from '../database/keyset-page';
 import { countUnderOrgLock } from '../database/org-limit';
+import { sealStoredUrls } from '../database/seal-stored-urls';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface WebhookEndpoint {
   id: string;
+  /** As answers show it: its query values `[redacted]` (src/common/url-secrets.ts). */
   url: string;
   types: string[];
   description: string | null;
@@ -44,18 +48,11 @@ export interface ClaimedDelivery {
   orgId: string;
   endpointId: string;
   attempt: number;
-  url: string;
+  /** Where to POST: the URL as saved, to be opened when `sealed` (it holds a token). */
+  url: { shown: string; sealed: string | null };
   secretSealed: string;
   createdAt: Date;
-  event: {
-    id: string;
-    at: string;
-    type: string;
-    actor: { type: string; id: string };
-    orgId: string | null;
-    target: { type: string; id: string };
-    data: Record<string, unknown>;
-  };
+  event: AuditEvent;
 }
 
 export type AttemptOutcome =
@@ -104,16 +101,16 @@ export class WebhooksRepository {
   /** Creates the endpoint unless the organization already has `limit` live ones (undefined then). */
   async create(
     orgId: string,
-    endpoint: { id: string; url: string; types: string[]; description: string | null; secretSealed: string },
+    endpoint: { id: string; url: string; urlSealed: string | null; types: string[]; description: string | null; secretSealed: string },
     event: AuditEventInput,
     limit: number,
   ): Promise<WebhookEndpoint | undefined> {
     return this.dataSource.transaction(async (m) => {
       if ((await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL')) >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
-        `INSERT INTO webhook_endpoint (id, org_id, url, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6)
+        `INSERT INTO webhook_endpoint (id, org_id, url, url_sealed, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7)
          RETURNING id, url, types, description, created_at`,
-        [endpoint.id, orgId, endpoint.url, endpoint.types, endpoint.description, endpoint.secretSealed],
+        [endpoint.id, orgId, endpoint.url, endpoint.urlSealed, endpoint.types, endpoint.description, endpoint.secretSealed],
       );
       await this.audit.record(m, event);
       return toEndpoint(rows[0]);
@@ -135,6 +132,11 @@ export class WebhooksRepository {
       query,
       toEndpoint,
     );
+  }
+
+  /** Seals the URLs of endpoints saved whole before URLs holding a token were sealed (at start). */
+  sealStoredUrls(seal: (url: string) => string, logger: Pick<LoggerService, 'log' | 'warn'>): Promise<void> {
+    return sealStoredUrls(this.dataSource, 'webhook_endpoint', seal, logger);
   }
 
   /** False when there is no such live endpoint. Its pending deliveries end `failed`: nobody is listening any more. */
@@ -189,24 +191,17 @@ export class WebhooksRepository {
    * that another node tries again (as the next attempt) once the lease has run out.
    */
   async claim(limit: number, busy: string[], leaseMs: number, orgs: OrgSlots): Promise<ClaimedDelivery[]> {
-    const rows: {
+    const rows: (Omit<AuditRow, 'seq' | 'id'> & {
       id: string;
       owner_org_id: string;
       endpoint_id: string;
       attempts: number;
       url: string;
+      url_sealed: string | null;
       secret_sealed: string;
       created_at: Date;
       event_id: string;
-      at: Date;
-      type: string;
-      actor_type: string;
-      actor_id: string;
-      org_id: string | null;
-      target_type: string;
-      target_id: string;
-      data: Record<string, unknown>;
-    }[] = await this.dataSource.query(
+    })[] = await this.dataSource.query(
       `WITH taken AS (
          SELECT * FROM unnest($4::uuid[], $5::integer[]) AS t(org_id, n)
        ), due AS (
@@ -234,7 +229,7 @@ export class WebhooksRepository {
        ), logged AS (
          INSERT INTO webhook_attempt (delivery_id, attempt, org_id, started_at) SELECT id, attempts, org_id, now() FROM claimed
        )
-       SELECT c.id, c.org_id AS owner_org_id, c.endpoint_id, c.attempts, c.created_at, w.url, w.secret_sealed,
+       SELECT c.id, c.org_id AS owner_org_id, c.endpoint_id, c.attempts, c.created_at, w.url, w.url_sealed, w.secret_sealed,
               e.id AS event_id, e.at, e.type, e.actor_type, e.actor_id, e.org_id, e.target_type, e.target_id, e.data
          FROM claimed c
          JOIN webhook_endpoint w ON w.id = c.endpoint_id AND w.org_id = c.org_id
@@ -246,18 +241,11 @@ export class WebhooksRepository {
       orgId: r.owner_org_id,
       endpointId: r.endpoint_id,
       attempt: r.attempts,
-      url: r.url,
+      url: { shown: r.url, sealed: r.url_sealed },
       secretSealed: r.secret_sealed,
       createdAt: new Date(r.created_at),
-      event: {
-        id: r.event_id,
-        at: new Date(r.at).toISOString(),
-        type: r.type,
-        actor: { type: r.actor_type, id: r.actor_id },
-        orgId: r.org_id,
-        target: { type: r.target_type, id: r.target_id },
-        data: r.data,
-      },
+      // The event as the audit log shows it (an endpoint's URL in it with its query values hidden).
+      event: toAuditEvent({ ...r, id: r.event_id }),
     }));
   }
 
@@ -290,8 +278,9 @@ export class WebhooksRepository {
   }
 }
 
+/** A row saved before its URL was sealed (sealed at the next start) shows as new ones do. */
 function toEndpoint(r: EndpointRow): WebhookEndpoint {
-  return { id: r.id, url: r.url, types: r.types, description: r.description, createdAt: iso(r.created_at)! };
+  return { id: r.id, url: shownUrl(r.url), types: r.types, description: r.description, createdAt: iso(r.created_at)! };
 }
 
 function toDelivery(r: DeliveryRow): WebhookDelivery {

@@ -1,10 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { Page, PageQuery } from '../common/pagination';
 import { EgressService } from '../egress/egress.service';
 import { SecretsService } from '../secrets/secrets.service';
+import { shownUrl, urlHidesSomething } from '../common/url-secrets';
 import { CreateWebhookDto } from './webhooks.dto';
 import { DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks.repository';
 
@@ -12,12 +13,19 @@ import { DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhooksRepository } 
 export const MAX_WEBHOOKS_PER_ORG = 50;
 
 @Injectable()
-export class WebhooksService {
+export class WebhooksService implements OnApplicationBootstrap {
+  private readonly logger = new Logger(WebhooksService.name);
+
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,
   ) {}
+
+  /** Endpoints saved before URLs holding a token were sealed are sealed now. */
+  onApplicationBootstrap(): Promise<void> {
+    return this.repo.sealStoredUrls((url) => this.secrets.seal(url), this.logger);
+  }
 
   async create(ctx: RequestContext, dto: CreateWebhookDto): Promise<WebhookEndpoint & { secret: string }> {
     const orgId = orgIdOf(ctx);
@@ -26,10 +34,13 @@ export class WebhooksService {
     // Standard Webhooks' secret format: whsec_ and 32 random bytes, base64.
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const id = randomUUID();
+    // A receiver's token in the query (`?token=`) is a credential: sealed, never shown, not even to admins.
+    const shown = shownUrl(url);
+    const urlSealed = urlHidesSomething(url) ? this.secrets.seal(url) : null;
     const endpoint = await this.repo.create(
       orgId,
-      { id, url, types: dto.types, description: dto.description ?? null, secretSealed: this.secrets.seal(secret) },
-      { type: 'webhook.created', orgId, actor: actorOf(ctx.principal), target: { type: 'webhook', id }, data: { url, types: dto.types } },
+      { id, url: shown, urlSealed, types: dto.types, description: dto.description ?? null, secretSealed: this.secrets.seal(secret) },
+      { type: 'webhook.created', orgId, actor: actorOf(ctx.principal), target: { type: 'webhook', id }, data: { url: shown, types: dto.types } },
       MAX_WEBHOOKS_PER_ORG,
     );
     if (!endpoint) throw ApiError.conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);

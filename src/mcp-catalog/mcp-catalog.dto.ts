@@ -50,7 +50,11 @@ export class CreateMcpConnectionDto {
   @Matches(CONNECTION_NAME)
   name: string;
 
-  @ApiPropertyOptional({ description: 'Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy.', maxLength: 2048 })
+  @ApiPropertyOptional({
+    description:
+      'Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) is kept sealed like a credential: answers show every query value as `[redacted]`.',
+    maxLength: 2048,
+  })
   @OptionalNotNull()
   @IsString()
   @MinLength(1)
@@ -98,7 +102,7 @@ export class McpConnectionView {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ description: 'The catalog entry id.' }) server: string;
   @ApiProperty() name: string;
-  @ApiPropertyOptional() url?: string;
+  @ApiPropertyOptional({ description: 'The URL, its query values shown as `[redacted]` (the URL itself is kept sealed).' }) url?: string;
   @ApiProperty({ enum: ['ready', 'error'] }) status: 'ready' | 'error';
   @ApiPropertyOptional({ type: McpConnectionErrorView, description: 'Why the last sync failed (the tools are those of the last good one).' })
   error?: McpConnectionErrorView;

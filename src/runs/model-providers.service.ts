@@ -6,6 +6,7 @@ import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { shownUrl } from '../common/url-secrets';
 import { EgressService } from '../egress/egress.service';
 import { SecretsService } from '../secrets/secrets.service';
 import { ChatModel, OpenAiCompatibleModel } from './model-client';
@@ -28,6 +29,7 @@ export class ModelProvidersService {
 
   async create(ctx: RequestContext, dto: CreateModelProviderDto): Promise<ModelProviderView> {
     const orgId = orgIdOf(ctx);
+    assertBaseUrlShape(dto.baseUrl);
     // Refused when saved (422 egress_refused at baseUrl), not at the first run.
     await this.egress.assertAllowed(dto.baseUrl, 'baseUrl');
     const id = randomUUID();
@@ -105,6 +107,28 @@ export class ModelProvidersService {
   }
 }
 
+/**
+ * A base URL is a prefix the client appends paths to (`/chat/completions`): a query or fragment in
+ * it never reached the provider as meant (the path landed inside it), and a key in it was shown to
+ * every viewer. The key goes in `apiKey`, which is sealed.
+ */
+function assertBaseUrlShape(baseUrl: string): void {
+  // Either character ends the path of any URL (userinfo cannot hold them unescaped).
+  if (baseUrl.includes('?') || baseUrl.includes('#')) {
+    throw ApiError.invalidRequest([
+      { path: 'baseUrl', code: 'url', message: 'baseUrl takes no query string or fragment; send the API key in apiKey, where it is stored sealed' },
+    ]);
+  }
+}
+
+/** A provider saved with a query before it was refused shows as a URL with one would. */
 function toView(r: ModelProviderRow): ModelProviderView {
-  return { id: r.id, name: r.name, kind: r.kind, baseUrl: r.base_url, hasApiKey: r.api_key_sealed !== null, createdAt: new Date(r.created_at).toISOString() };
+  return {
+    id: r.id,
+    name: r.name,
+    kind: r.kind,
+    baseUrl: shownUrl(r.base_url),
+    hasApiKey: r.api_key_sealed !== null,
+    createdAt: new Date(r.created_at).toISOString(),
+  };
 }

@@ -24,7 +24,8 @@ export class CreateModelProviderDto {
 
   @ApiProperty({
     example: 'https://api.openai.com/v1',
-    description: 'The API base the client appends `/chat/completions` to. Checked against the egress policy when saved.',
+    description:
+      'The API base the client appends `/chat/completions` to: no query string or fragment (`400` at `baseUrl`; the key goes in `apiKey`). Checked against the egress policy when saved.',
     maxLength: 2000,
   })
   @IsString()

@@ -34,6 +34,8 @@ export interface FixtureState {
   richTools?: boolean;
   /** Also list `whoami`, which answers with the Authorization header it got (a debugging server's echo) in text, structuredContent and a resource. */
   echoAuthorization?: boolean;
+  /** Also list `whereami`, which answers with the URL it was called at, query included (a debugging server's echo). */
+  echoRequestUrl?: boolean;
   /**
    * When set, `tools/list` is answered with what it returns (a JSON-RPC `result` or `error`), given
    * the Authorization header: a list no SDK server would send (an echoed header, a cut emoji, U+0000).
@@ -46,6 +48,8 @@ export interface FixtureMcpServer {
   state: FixtureState;
   /** Authorization headers the server received, in order. */
   authorizations: (string | undefined)[];
+  /** The path and query of every request received, in order. */
+  requestUrls: string[];
   /** `traceparent` headers the server received, in order. */
   traceparents: (string | undefined)[];
   /** Names of the tools called, in order. */
@@ -60,6 +64,7 @@ export interface FixtureMcpServer {
 export async function startFixtureMcpServer(initial: Partial<FixtureState> = {}): Promise<FixtureMcpServer> {
   const state: FixtureState = { lookupDescription: 'Looks a customer up by id.', archiveListed: true, extraTools: 0, pageSize: 0, ...initial };
   const authorizations: (string | undefined)[] = [];
+  const requestUrls: string[] = [];
   const traceparents: (string | undefined)[] = [];
   const calls: string[] = [];
   const listRequests: (string | undefined)[] = [];
@@ -187,6 +192,12 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
         };
       });
     }
+    if (state.echoRequestUrl) {
+      server.registerTool('whereami', { description: 'Shows the URL it was called at.', inputSchema: {} }, async () => {
+        calls.push('whereami');
+        return { content: [{ type: 'text', text: `you called ${res.req.url}` }], structuredContent: { url: res.req.url } };
+      });
+    }
     for (let i = 0; i < state.extraTools; i++) {
       server.registerTool(`extra_${i}`, { description: `Extra tool ${i}.`, inputSchema: {}, annotations: { readOnlyHint: true } }, async () => ({
         content: [],
@@ -209,6 +220,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
 
   const http = createServer((req: IncomingMessage, res: ServerResponse) => {
     authorizations.push(req.headers.authorization);
+    requestUrls.push(req.url ?? '');
     traceparents.push(req.headers.traceparent as string | undefined);
     if (state.requireAuthorization !== undefined && req.headers.authorization !== state.requireAuthorization) {
       res.writeHead(401, { 'content-type': 'application/json' }).end(JSON.stringify({ error: `invalid credentials: ${req.headers.authorization ?? 'none'}` }));
@@ -251,6 +263,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     url: `http://127.0.0.1:${port}/mcp`,
     state,
     authorizations,
+    requestUrls,
     traceparents,
     calls,
     listRequests,

@@ -2,6 +2,8 @@ import http from 'node:http';
 import { Webhook } from 'standardwebhooks';
 
 export interface Received {
+  /** The path and query the delivery was POSTed to. */
+  path: string;
   id: string;
   timestamp: string;
   body: string;
@@ -66,7 +68,14 @@ export class WebhookReceiver {
       }
       const nth = this.received.filter((r) => r.id === headers['webhook-id']).length + 1;
       const answer = valid ? this.answer(headers['webhook-id'], nth) : 401;
-      this.received.push({ id: headers['webhook-id'], timestamp: headers['webhook-timestamp'], body, valid, answered: answer === 'hang' ? 'hung' : answer });
+      this.received.push({
+        path: req.url ?? '',
+        id: headers['webhook-id'],
+        timestamp: headers['webhook-timestamp'],
+        body,
+        valid,
+        answered: answer === 'hang' ? 'hung' : answer,
+      });
       if (answer === 'hang') return;
       res.statusCode = answer;
       res.end();

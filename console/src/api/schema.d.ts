@@ -438,7 +438,7 @@ export interface paths {
         };
         /**
          * The organization's audit events as they are written (Server-Sent Events)
-         * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires. At most 256 streams per organization per server node.
+         * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires. An admin's stream carries every type. An approver's carries only the work it reviews (agent.created, agent.published, agent.version_retired, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled), from now and on resuming alike; asking it for another type is `403 forbidden` with an `errors[]` entry at `types[i]`. At most 256 streams per organization per server node.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -1415,6 +1415,7 @@ export interface components {
             /** @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
             secret: string;
             types: string[];
+            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
         };
         CreateMcpConnectionDto: {
@@ -1426,13 +1427,13 @@ export interface components {
             name: string;
             /** @description A catalog entry id (GET /mcp-servers). */
             server: string;
-            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. */
+            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) is kept sealed like a credential: answers show every query value as `[redacted]`. */
             url?: string;
         };
         CreateModelProviderDto: {
             /** @description Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one). */
             apiKey?: string;
-            /** @description The API base the client appends `/chat/completions` to. Checked against the egress policy when saved. */
+            /** @description The API base the client appends `/chat/completions` to: no query string or fragment (`400` at `baseUrl`; the key goes in `apiKey`). Checked against the egress policy when saved. */
             baseUrl: string;
             /**
              * @description Chat Completions with tools: OpenAI, Azure OpenAI (v1 API), vLLM, Ollama, LM Studio and the like.
@@ -1483,7 +1484,7 @@ export interface components {
             description?: string;
             /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
             types: string[];
-            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. */
+            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`. */
             url: string;
         };
         DeliveryAttemptView: {
@@ -1616,6 +1617,7 @@ export interface components {
             /** Format: date-time */
             syncedAt: string;
             tools: components["schemas"]["McpToolView"][];
+            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
             url?: string;
         };
         McpCredentialFieldView: {
@@ -2034,6 +2036,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             types: string[];
+            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
         };
     };

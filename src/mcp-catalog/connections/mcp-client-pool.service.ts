@@ -11,13 +11,13 @@ import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { AnswerWatchingTransport } from './answer-watching.transport';
 import { CleanStdioTransport } from './clean-stdio.transport';
 import { redactSecretsDeep } from '../../common/redact-secrets';
-import { classify, McpFailureCode, McpUpstreamError } from './mcp-failures';
+import { classify, McpFailureCode, McpUpstreamError, secretsOf } from './mcp-failures';
 import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS } from './mcp-tools';
 
 export { classify, McpUpstreamError, redactSecrets } from './mcp-failures';
 export type { McpFailureCode } from './mcp-failures';
 
-/** Everything needed to reach one connection's server. Credentials are plaintext here only, in memory. */
+/** Everything needed to reach one connection's server. Credentials (and the URL's token) are plaintext here only, in memory. */
 export interface McpTarget {
   orgId: string;
   connectionId: string;
@@ -121,7 +121,7 @@ export class McpClientPool implements OnModuleDestroy {
     const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
     return this.withClient(target, paged, 'upstream_unavailable', async (client, signal) => {
       // Redacted like a tool's result: a server may echo the credential in its list as well.
-      const list = new ListedToolsCollector(target.credentials);
+      const list = new ListedToolsCollector(secretsOf(target));
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
         if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
@@ -148,7 +148,7 @@ export class McpClientPool implements OnModuleDestroy {
         // Asking for progress lets long-running tools report it; each report extends nothing.
         onprogress: () => undefined,
       });
-      return redactSecretsDeep(result, target.credentials);
+      return redactSecretsDeep(result, secretsOf(target));
     });
   }
 

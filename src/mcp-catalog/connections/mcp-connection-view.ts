@@ -1,15 +1,16 @@
 import type { ToolRisk } from '../../capabilities/capability.types';
+import { shownUrl } from '../../common/url-secrets';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import type { McpConnectionRow } from './mcp-connections.repository';
 import { riskOf } from './mcp-tools';
 
-/** API.md McpConnection: never the credentials, only their names. */
+/** API.md McpConnection: never the credentials, only their names; the URL's query values `[redacted]`. */
 export function toConnectionView(row: McpConnectionRow, trustAnnotations: boolean): McpConnectionView {
   return {
     id: row.id,
     server: row.server,
     name: row.name,
-    ...(row.url !== null ? { url: row.url } : {}),
+    ...(row.url !== null ? { url: shownUrl(row.url) } : {}),
     status: row.status,
     ...(row.error ? { error: row.error } : {}),
     credentialNames: row.credential_names,

@@ -11,7 +11,10 @@ export interface McpConnectionRow {
   org_id: string;
   server: string;
   name: string;
+  /** As answers show it (src/common/url-secrets.ts); the URL itself is `url_sealed` when that is set. */
   url: string | null;
+  /** The URL, sealed, when it holds more than `url` shows (a token in its query). */
+  url_sealed: string | null;
   /** Sealed JSON object of credential values, or null. */
   credentials: string | null;
   credential_names: string[];
@@ -30,7 +33,7 @@ export interface McpConnectionRow {
 export type McpConnectionSummary = Omit<McpConnectionRow, 'tools'>;
 
 const SUMMARY_COLUMNS =
-  'id, org_id, server, name, url, credentials, credential_names, status, error, tools_digest, risk_overrides, synced_at, created_at, updated_at';
+  'id, org_id, server, name, url, url_sealed, credentials, credential_names, status, error, tools_digest, risk_overrides, synced_at, created_at, updated_at';
 
 type Db = DataSource | EntityManager;
 
@@ -42,13 +45,13 @@ export class McpConnectionsRepository {
   async insert(
     db: Db,
     orgId: string,
-    row: Pick<McpConnectionRow, 'id' | 'server' | 'name' | 'url' | 'credentials' | 'credential_names' | 'tools'>,
+    row: Pick<McpConnectionRow, 'id' | 'server' | 'name' | 'url' | 'url_sealed' | 'credentials' | 'credential_names' | 'tools'>,
   ): Promise<McpConnectionRow> {
     const tools = storedList(row.tools);
     const [inserted]: McpConnectionRow[] = await db.query(
-      `INSERT INTO mcp_connection (id, org_id, server, name, url, credentials, credential_names, status, tools, tools_digest, synced_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, 'ready', $8::jsonb, $9, now()) RETURNING *`,
-      [row.id, orgId, row.server, row.name, row.url, row.credentials, row.credential_names, tools.json, tools.digest],
+      `INSERT INTO mcp_connection (id, org_id, server, name, url, url_sealed, credentials, credential_names, status, tools, tools_digest, synced_at)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'ready', $9::jsonb, $10, now()) RETURNING *`,
+      [row.id, orgId, row.server, row.name, row.url, row.url_sealed, row.credentials, row.credential_names, tools.json, tools.digest],
     );
     return inserted;
   }
@@ -61,7 +64,7 @@ export class McpConnectionsRepository {
         where: 'org_id = $1',
         params: [orgId],
         // Tools as their server listed them (up to MAX_LIST_CHARS), and the sealed credentials read with them.
-        bytes: ['w.tools_bytes', 'w.risk_overrides_bytes', 'w.error_bytes', 'octet_length(w.credentials)'],
+        bytes: ['w.tools_bytes', 'w.risk_overrides_bytes', 'w.error_bytes', 'octet_length(w.credentials)', 'octet_length(w.url_sealed)'],
       },
       query,
       (r) => r,

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../../audit/audit.service';
@@ -10,7 +10,9 @@ import { Page, PageQuery } from '../../common/pagination';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressService } from '../../egress/egress.service';
 import { deleteUnlessBound } from '../../database/delete-unless-bound';
+import { sealStoredUrls } from '../../database/seal-stored-urls';
 import { SecretsService } from '../../secrets/secrets.service';
+import { shownUrl, urlHidesSomething } from '../../common/url-secrets';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
@@ -34,7 +36,7 @@ export type { BoundConnection, ConnectionTool } from './mcp-tools';
  * held (read, release, talk, then write), so a hung server costs a timeout and nothing else.
  */
 @Injectable()
-export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
+export class McpConnectionsService implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger(McpConnectionsService.name);
   private readonly refreshing = new Map<string, Promise<McpConnectionRow | undefined>>();
   private unsubscribe?: () => void;
@@ -62,6 +64,11 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
         );
       }),
     );
+  }
+
+  /** Connections saved before URLs holding a token were sealed are sealed now. */
+  onApplicationBootstrap(): Promise<void> {
+    return sealStoredUrls(this.dataSource, 'mcp_connection', (url) => this.secrets.seal(url), this.logger);
   }
 
   onModuleDestroy(): void {
@@ -113,6 +120,8 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
       );
     }
     const names = Object.keys(credentials).sort();
+    // A token in the query (`?api_key=`, as hosted servers take it) is a credential: sealed, never shown.
+    const url = dto.url === undefined ? null : shownUrl(dto.url);
     try {
       const row = await this.dataSource.transaction(async (m) => {
         if ((await countUnderOrgLock(m, 'mcp_connection', orgId)) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
@@ -120,7 +129,8 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
           id,
           server: entry.definition.id,
           name: dto.name,
-          url: dto.url ?? null,
+          url,
+          url_sealed: dto.url !== undefined && urlHidesSomething(dto.url) ? this.secrets.seal(dto.url) : null,
           credentials: names.length > 0 ? this.secrets.seal(JSON.stringify(credentials)) : null,
           credential_names: names,
           tools,
@@ -130,7 +140,7 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
           orgId,
           actor: actorOf(ctx.principal),
           target: { type: 'mcp_connection', id },
-          data: { server: entry.definition.id, name: dto.name, url: dto.url ?? null, credentialNames: names, tools: tools.map((t) => t.name) },
+          data: { server: entry.definition.id, name: dto.name, url, credentialNames: names, tools: tools.map((t) => t.name) },
         });
         return inserted;
       });
@@ -345,7 +355,8 @@ export class McpConnectionsService implements OnModuleInit, OnModuleDestroy {
     const entry = this.registry.get(row.server);
     if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
     const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};
-    return { orgId: row.org_id, connectionId: row.id, entry, url: row.url, credentials };
+    const url = row.url_sealed ? this.secrets.open(row.url_sealed) : row.url;
+    return { orgId: row.org_id, connectionId: row.id, entry, url, credentials };
   }
 
   view(row: McpConnectionRow): McpConnectionView {

@@ -1,6 +1,7 @@
 import { ProtocolError, SdkError, SdkErrorCode, SdkHttpError, type Transport } from '@modelcontextprotocol/client';
 import { storablePrefix } from '../../common/nul-character';
 import { redactSecrets } from '../../common/redact-secrets';
+import { urlQuerySecrets } from '../../common/url-secrets';
 import { CleanStdioTransport } from './clean-stdio.transport';
 
 // Shared with the model providers' errors (src/runs/model-client.ts); kept here for this module's importers.
@@ -21,6 +22,14 @@ export class McpUpstreamError extends Error {
   }
 }
 
+/**
+ * What nothing a server says may show: the connection's credentials, and the values of its URL's
+ * query, where hosted servers take their token (`?api_key=`).
+ */
+export function secretsOf(target: { credentials: Readonly<Record<string, string>>; url?: string | null }): Readonly<Record<string, string>> {
+  return { ...urlQuerySecrets(target.url), ...target.credentials };
+}
+
 /** The most of a failure's message kept: it is stored (a connection's error, a call's, an audit event) and shown. */
 const MAX_MESSAGE = 1000;
 
@@ -30,8 +39,13 @@ const MAX_MESSAGE = 1000;
  * then cut between two characters, U+0000 and lone surrogates replaced. A server's error text
  * holding either made the sync that stored it answer 500 and left the connection `ready`.
  */
-export function classify(err: unknown, target: { credentials: Readonly<Record<string, string>> }, transport?: Transport): McpUpstreamError {
-  const fail = (code: McpFailureCode, message: string) => new McpUpstreamError(code, storablePrefix(redactSecrets(message, target.credentials), MAX_MESSAGE));
+export function classify(
+  err: unknown,
+  target: { credentials: Readonly<Record<string, string>>; url?: string | null },
+  transport?: Transport,
+): McpUpstreamError {
+  const secrets = secretsOf(target);
+  const fail = (code: McpFailureCode, message: string) => new McpUpstreamError(code, storablePrefix(redactSecrets(message, secrets), MAX_MESSAGE));
   if (err instanceof McpUpstreamError) return fail(err.code, err.message);
   const code = codeOf(err);
   if (code === 'egress_refused') return fail('egress_refused', `the egress policy refused the connection: ${messageOf(err)}`);

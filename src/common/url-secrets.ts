@@ -1,0 +1,67 @@
+import { MIN_REDACTED_IN_DATA } from './redact-secrets';
+
+const REDACTED = '[redacted]';
+
+/**
+ * A saved URL as answers and the audit log show it: every query value `[redacted]` (a parameter
+ * without `=`, whole), no fragment and no user name or password; scheme, host, port and path as
+ * they are. Hosted MCP servers and webhook receivers take their token in the query (`?api_key=`,
+ * `?token=`, `?code=`, `?sig=`), and no list of names tells a token from a setting, so every value
+ * is hidden. A URL without any of these is returned as given. Showing a shown URL changes nothing,
+ * so rows and events written before URLs were sealed read the same as new ones.
+ */
+export function shownUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return REDACTED;
+  }
+  if (url.search === '' && url.hash === '' && url.username === '' && url.password === '') return text;
+  const query = url.search === '' ? '' : `?${url.search.slice(1).split('&').map(redactParameter).join('&')}`;
+  return `${url.protocol}//${url.host}${url.pathname}${query}`;
+}
+
+function redactParameter(part: string): string {
+  const eq = part.indexOf('=');
+  if (part === '' || eq === part.length - 1) return part;
+  return eq < 0 ? REDACTED : `${part.slice(0, eq + 1)}${REDACTED}`;
+}
+
+/** Whether `text` holds more than it shows, and must be sealed to be kept. */
+export function urlHidesSomething(text: string): boolean {
+  return shownUrl(text) !== text;
+}
+
+/**
+ * The query values of `url` as secrets for `redactSecrets`: a server that echoes its URL (in an
+ * error, a result, a tool's description) must not show the token it was given in it. Only values
+ * long enough to be a secret: `?v=2` must not take every 2 out of a server's words.
+ */
+export function urlQuerySecrets(text: string | null | undefined): Record<string, string> {
+  if (!text) return {};
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return {};
+  }
+  const out: Record<string, string> = {};
+  let i = 0;
+  for (const part of url.search.slice(1).split('&')) {
+    // A parameter without `=` is a value in its name's place.
+    const eq = part.indexOf('=');
+    const raw = eq < 0 ? part : part.slice(eq + 1);
+    // As sent and as decoded: an echo may quote either.
+    for (const secret of new Set([raw, decoded(raw)])) if (secret.length >= MIN_REDACTED_IN_DATA) out[`url.query.${i++}`] = secret;
+  }
+  return out;
+}
+
+function decoded(raw: string): string {
+  try {
+    return decodeURIComponent(raw.replace(/\+/g, ' '));
+  } catch {
+    return raw;
+  }
+}
