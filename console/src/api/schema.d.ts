@@ -1870,6 +1870,7 @@ export interface components {
             profile?: string;
             /** @enum {string} */
             status: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
+            /** @description Every tool call the run made (`usage.toolCalls` counts them), also one still running when the run was cancelled or its key revoked: added once it settles. */
             toolCallIds: string[];
             usage: components["schemas"]["RunUsageView"];
             version: number;
