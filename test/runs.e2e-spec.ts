@@ -214,6 +214,44 @@ describe('agent runs (e2e)', () => {
         .expect(404);
     });
 
+    it('409 version_retired for a retired version, checked before its model (as every switch is checked first); nothing starts', async () => {
+      const agentId = await agentWith({ instructions: 'v1 has no model', capabilities: [] });
+      const publish = async (draft: object) => {
+        await t.http
+          .put(`/api/v1/agents/${agentId}/draft`)
+          .set(...as('builder'))
+          .send(draft)
+          .expect(200);
+        return (
+          await t.http
+            .post(`/api/v1/agents/${agentId}/publish`)
+            .set(...as('builder'))
+            .expect(201)
+        ).body.version as number;
+      };
+      expect(await publish({ instructions: 'v2 has one', capabilities: [], model: modelRef() })).toBe(2);
+      expect(await publish({ instructions: 'v3 has one too', capabilities: [], model: modelRef() })).toBe(3);
+      for (const version of [1, 2]) {
+        await t.http
+          .post(`/api/v1/agents/${agentId}/versions/${version}/retire`)
+          .set(...as('builder'))
+          .expect(200);
+      }
+      const from = model.requests.length;
+      for (const version of [1, 2]) {
+        const res = await startRun(agentId, { input: 'hi', version }).expect(409);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.body.code).toBe('version_retired');
+        expect(res.body.detail).toContain(`Version ${version}`);
+      }
+      const list = await t.http
+        .get(`/api/v1/runs?agentId=${agentId}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(list.body.items).toEqual([]);
+      expect(since(from)).toHaveLength(0);
+    });
+
     it('400 on bad input, and nothing is created', async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
       const res = await t.http

@@ -2925,7 +2925,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_published`, or the version names no model provider (`model_not_configured`). */
+            /** @description `not_published`; the version was retired (`version_retired`, checked first); or it names no model provider (`model_not_configured`). */
             409: {
                 headers: {
                     [name: string]: unknown;
