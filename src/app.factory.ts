@@ -126,7 +126,13 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       const status = (error as { code?: string }).code === 'FST_ERR_MAX_PARAM_LENGTH' ? 414 : 400;
       const detail = status === 414 ? 'A path segment is too long.' : 'The request path is not a valid URL (a percent-escape that is not UTF-8?).';
       const problem = { ...toProblem(new ApiError(status === 414 ? 'uri_too_long' : 'invalid_request', detail)).problem, instance: safeInstance(request.url) };
-      void reply.status(status).header('x-request-id', String(request.id)).type(PROBLEM_CONTENT_TYPE).send(JSON.stringify(problem));
+      // Answered before any hook runs: the headers every answer carries are set here.
+      void reply
+        .status(status)
+        .header('x-request-id', String(request.id))
+        .header('x-content-type-options', 'nosniff')
+        .type(PROBLEM_CONTENT_TYPE)
+        .send(JSON.stringify(problem));
     },
     // While stopping, requests already on an open connection are served, not answered 503.
     return503OnClosing: false,
@@ -139,7 +145,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       unparsed.answered?.(status);
       // No request was parsed, so no request id was given: one is made, for the logs to join on.
       socket.end(
-        `HTTP/1.1 ${status} ${titleFor(status)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${status} ${titleFor(status)}\r\nContent-Type: ${PROBLEM_CONTENT_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Content-Type-Options: nosniff\r\nx-request-id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
       );
     },
     // A caller's request id is kept when it is sane, so logs join across services.
@@ -226,8 +232,12 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   fastify.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', String(request.id));
   });
-  // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body).
   fastify.addHook('onRequest', (request, reply, done) => {
+    // Every answer is what its Content-Type says (JSON, a problem document, an event stream): no
+    // browser may sniff one into a script or a page. Set before anything answers, so that replies
+    // written by hand (event streams, MCP), which copy the headers set so far, carry it too.
+    void reply.header('x-content-type-options', 'nosniff');
+    // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body).
     if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) return done();
     void reply
       .status(400)
@@ -243,7 +253,13 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     unparsed.answered?.(417);
     const body = JSON.stringify(toProblem(new ApiError('expectation_failed', 'Only Expect: 100-continue is supported.')).problem);
     res
-      .writeHead(417, { 'content-type': PROBLEM_CONTENT_TYPE, 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID(), connection: 'close' })
+      .writeHead(417, {
+        'content-type': PROBLEM_CONTENT_TYPE,
+        'content-length': Buffer.byteLength(body),
+        'x-content-type-options': 'nosniff',
+        'x-request-id': randomUUID(),
+        connection: 'close',
+      })
       .end(body);
   });
   reapIdleConnectionsWhileClosing(fastify);

@@ -6,8 +6,10 @@ import { DataSource } from 'typeorm';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
 import { TestIdentityProvider } from './support/oidc-provider';
 import { sequence, startScriptedModel } from './support/scripted-model';
+import { stopAtEventStream, walkRoutes } from './support/routes';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { createWorld, fillPath, validBody } from './support/world';
 
 const KEY_REFRESH_COOLDOWN_MS = 300;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -156,6 +158,42 @@ describe('sign-in through an identity provider (e2e)', () => {
             .expect(200)
         ).body.roles,
       ).toEqual([]);
+    });
+
+    it('a token with no role the product knows may call GET /me and nothing else: every other route of the router answers 403', async () => {
+      // Objects that exist, so a route that would answer 404 for a made-up id is asked about a real one.
+      const world = await createWorld(t, [], 'roleless');
+      const tokens = [
+        await person(world.org, []),
+        await person(world.org, ['owner', 'superuser']),
+        // The org claim by slug, as a provider may name it.
+        await person(world.org, [], { org_id: world.org.slug }),
+      ];
+      const diffs: string[] = [];
+      const routes = walkRoutes(t).filter((r) => r.access !== 'public');
+      expect(routes.length).toBeGreaterThan(50);
+      for (const token of tokens) {
+        for (const route of routes) {
+          const key = `${route.method} ${route.path}`;
+          let req = t.http[route.method.toLowerCase() as 'get'](fillPath(route.path, world.ids, randomUUID))
+            .parse(stopAtEventStream)
+            .set(...bearer(token));
+          const { known, body } = validBody(route.method, route.path);
+          if (route.method !== 'GET' && route.method !== 'DELETE' && body !== undefined)
+            req = req.set('Accept', 'application/json, text/event-stream').send(body as object);
+          else if (route.method !== 'GET' && route.method !== 'DELETE' && !known) req = req.send({});
+          const res = await req;
+          const want = key === 'GET /api/v1/me' ? 200 : 403;
+          if (res.status !== want || (want === 403 && res.body?.code !== 'forbidden')) diffs.push(`${key}: ${res.status} ${res.body?.code ?? ''}`);
+        }
+      }
+      expect(diffs).toEqual([]);
+      // What the finding named, with the organization the token names: its own.
+      const me = await t.http
+        .get('/api/v1/me')
+        .set(...bearer(tokens[0]))
+        .expect(200);
+      expect(me.body).toMatchObject({ type: 'oidc', orgId: world.org.id, roles: [] });
     });
 
     it('keeps API keys working beside it', async () => {

@@ -2,7 +2,7 @@ import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { RunWorker } from '../src/runs/run-worker.service';
-import { RunFixturesModule, runExecutions, slowLookups } from './fixtures/run-fixtures.module';
+import { holdLookup, RunFixturesModule, runExecutions, slowLookups } from './fixtures/run-fixtures.module';
 import { ChatRequest, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { metricSample, scrapeMetrics } from './support/metrics';
 import { SseClient } from './support/sse-client';
@@ -212,6 +212,44 @@ describe('agent runs (e2e)', () => {
         .set(...as('agent', other))
         .send({ input: 'hi' })
         .expect(404);
+    });
+
+    it('409 version_retired for a retired version, checked before its model (as every switch is checked first); nothing starts', async () => {
+      const agentId = await agentWith({ instructions: 'v1 has no model', capabilities: [] });
+      const publish = async (draft: object) => {
+        await t.http
+          .put(`/api/v1/agents/${agentId}/draft`)
+          .set(...as('builder'))
+          .send(draft)
+          .expect(200);
+        return (
+          await t.http
+            .post(`/api/v1/agents/${agentId}/publish`)
+            .set(...as('builder'))
+            .expect(201)
+        ).body.version as number;
+      };
+      expect(await publish({ instructions: 'v2 has one', capabilities: [], model: modelRef() })).toBe(2);
+      expect(await publish({ instructions: 'v3 has one too', capabilities: [], model: modelRef() })).toBe(3);
+      for (const version of [1, 2]) {
+        await t.http
+          .post(`/api/v1/agents/${agentId}/versions/${version}/retire`)
+          .set(...as('builder'))
+          .expect(200);
+      }
+      const from = model.requests.length;
+      for (const version of [1, 2]) {
+        const res = await startRun(agentId, { input: 'hi', version }).expect(409);
+        expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+        expect(res.body.code).toBe('version_retired');
+        expect(res.body.detail).toContain(`Version ${version}`);
+      }
+      const list = await t.http
+        .get(`/api/v1/runs?agentId=${agentId}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(list.body.items).toEqual([]);
+      expect(since(from)).toHaveLength(0);
     });
 
     it('400 on bad input, and nothing is created', async () => {
@@ -935,6 +973,66 @@ describe('agent runs (e2e)', () => {
         .expect(200);
       await new Promise((r) => setTimeout(r, 300));
       expect(since(from)).toHaveLength(0);
+    });
+
+    it.each([
+      { end: 'revoked', how: 'its key revoked' },
+      { end: 'cancelled', how: 'cancelled' },
+    ] as const)('a tool call still running when the run ends ($how) is counted in the run once it settles: toolCallIds and usage', async ({ end }) => {
+      const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: modelRef() });
+      const key = await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...as('admin'))
+        .send({ name: `runtime ${end} mid-call`, roles: ['agent'] })
+        .expect(201);
+      const query = `held-${end}-${randomUUID()}`;
+      const release = holdLookup(query);
+      model.setScript(sequence({ toolCalls: [{ id: 'h1', name: 'lookup_order', arguments: JSON.stringify({ query }) }] }, { text: 'never' }));
+      const run = await t.http
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...bearer(key.body.token))
+        .send({ input: 'x' })
+        .expect(201);
+      try {
+        for (const deadline = Date.now() + 10_000; !runExecutions.some((e) => e.args.query === query);) {
+          if (Date.now() > deadline) throw new Error('the tool never started');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        if (end === 'revoked') {
+          await t.http
+            .delete(`/api/v1/orgs/${org.id}/api-keys/${key.body.id}`)
+            .set(...as('admin'))
+            .expect(204);
+        } else {
+          await t.http
+            .post(`/api/v1/runs/${run.body.id}/cancel`)
+            .set(...bearer(key.body.token))
+            .expect(200);
+        }
+        const ended = await until(run.body.id, ['failed', 'cancelled']);
+        expect(ended).toMatchObject({ status: end === 'revoked' ? 'failed' : 'cancelled', toolCallIds: [] });
+      } finally {
+        release();
+      }
+      // The step that ran the tool finishes now, after the run ended: its call ran under the run's id.
+      await t.app.get(RunWorker).idle();
+      const calls = await t.http
+        .get(`/api/v1/tool-calls?runId=${run.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(calls.body.items.map((c: { status: string; tool: string }) => [c.tool, c.status])).toEqual([['lookup_order', 'succeeded']]);
+      const after = await t.http
+        .get(`/api/v1/runs/${run.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(after.body).toMatchObject({
+        status: end === 'revoked' ? 'failed' : 'cancelled',
+        toolCallIds: [calls.body.items[0].id],
+        usage: { modelCalls: 1, toolCalls: 1 },
+      });
+      if (end === 'revoked') expect(after.body.error.code).toBe('unauthorized');
+      // Nothing else happened to the ended run: no model call after it ended.
+      expect((await readEvents(run.body.id)).map((e) => e.event).slice(-1)).toEqual([end === 'revoked' ? 'run.failed' : 'run.cancelled']);
     });
 
     it("an open event stream and a Prefer: wait poll the run's status, not its whole row (its transcript) twice a second", async () => {

@@ -6,8 +6,13 @@ import { ProblemResponse } from '../common/openapi';
 import type { AgentRead } from './auth.service';
 import { Role } from './principal';
 
-/** Who may call a route: `platform`, any role of an organization key, or `authenticated` (anyone with a valid token). */
-export type Allowed = Role | 'platform' | 'authenticated';
+/**
+ * Who may call a route: `platform`, any role of an organization key, `authenticated` (the platform
+ * token, or a principal of an organization holding at least one role), or `any-token` (any valid
+ * token, a person's whose token carries no role the product knows included). `any-token` is for
+ * `GET /me` alone, where such a person finds out what the token carries (API.md, Identity providers).
+ */
+export type Allowed = Role | 'platform' | 'authenticated' | 'any-token';
 
 export const AccessMetadata = Reflector.createDecorator<Allowed[]>();
 export const PUBLIC_ROUTE = 'route:public';

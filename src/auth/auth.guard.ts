@@ -49,8 +49,12 @@ export class AuthGuard implements CanActivate {
 }
 
 export function permits(allowed: readonly Allowed[], principal: Principal): boolean {
+  if (allowed.includes('any-token')) return true;
+  if (principal.type === 'platform') return allowed.includes('platform') || allowed.includes('authenticated');
+  // A person whose token carries no role the product knows (they are dropped) may only ask who it
+  // is: being signed in to the organization's identity provider grants nothing here by itself.
+  if (principal.roles.length === 0) return false;
   if (allowed.includes('authenticated')) return true;
-  if (principal.type === 'platform') return allowed.includes('platform');
   const roles = effectiveRoles(principal.roles);
-  return allowed.some((a) => a !== 'platform' && a !== 'authenticated' && roles.has(a));
+  return allowed.some((a) => a !== 'platform' && a !== 'authenticated' && a !== 'any-token' && roles.has(a));
 }

@@ -30,6 +30,18 @@ describe('roles', () => {
     expect(permits(['approver'], key('admin'))).toBe(true);
   });
 
+  it('lets a principal with no role only where any token will do (GET /me), not where being signed in is enough', () => {
+    const platform: Principal = { type: 'platform', id: 'platform' };
+    const nobody: Principal = { type: 'oidc', id: 'u', subject: 'eve', orgId: 'o', roles: [], orgScopes: [], expiresAt: Date.now() + 60_000 };
+    expect(permits(['any-token'], nobody)).toBe(true);
+    expect(permits(['authenticated'], nobody)).toBe(false);
+    expect(permits(['platform', 'authenticated'], nobody)).toBe(false);
+    expect(permits(['viewer'], nobody)).toBe(false);
+    expect(permits(['any-token'], platform)).toBe(true);
+    expect(permits(['authenticated'], key('agent'))).toBe(true);
+    expect(permits(['any-token'], key('viewer'))).toBe(true);
+  });
+
   it('refuses to take an organization from the platform principal', () => {
     expect(orgIdOf({ principal: key('viewer'), requestId: 'r' })).toBe('o');
     expect(() => orgIdOf({ principal: { type: 'platform', id: 'platform' }, requestId: 'r' })).toThrow(/platform principal/);

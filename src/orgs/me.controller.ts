@@ -9,7 +9,7 @@ import { MeView } from './orgs.dto';
 @Controller('api/v1/me')
 export class MeController {
   @Get()
-  @Access('authenticated')
+  @Access('any-token')
   @ApiOperation({ summary: 'Who the token belongs to' })
   @ApiOkResponse({ type: MeView })
   me(@Ctx() ctx: RequestContext): MeView {

@@ -491,6 +491,9 @@ export class RunEngine {
   private async save(row: RunRow, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
     const saved = await this.repo.save(row, owner, patch, events, audit);
     this.signals.notify(row.id);
+    // Cancelled, or its key revoked, while this step's tools ran: they ran under the run's id all the
+    // same, and a run's record counts every call made for it (the repository adds only to an ended run).
+    if (!saved && patch.toolCallIds?.length) await this.repo.recordCallsOfEndedRun(row.org_id, row.id, patch.toolCallIds);
     if (!saved && patch.pending?.some((p) => p.approvalId && !p.result)) {
       // Cancelled, or its key revoked, while this step was asking for approvals: that change may have
       // looked for pending approvals before these were recorded, so they are settled here, as it would have.

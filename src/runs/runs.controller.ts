@@ -57,7 +57,9 @@ export class RunsController implements OnModuleDestroy {
   @ApiHeader({ name: 'Prefer', required: false, description: '`wait=N`, N seconds (at most 60).' })
   @ApiCreatedResponse({ type: RunView })
   @ApiNotFoundResponse(ProblemResponse('No such agent or version (`not_found`).'))
-  @ApiConflictResponse(ProblemResponse('`not_published`, or the version names no model provider (`model_not_configured`).'))
+  @ApiConflictResponse(
+    ProblemResponse('`not_published`; the version was retired (`version_retired`, checked first); or it names no model provider (`model_not_configured`).'),
+  )
   @ApiForbiddenResponse(FORBIDDEN)
   async create(
     @Ctx() ctx: RequestContext,

@@ -168,7 +168,13 @@ export class RunView {
   })
   messages: ChatMessage[];
   @ApiPropertyOptional({ description: "The model's final answer, once succeeded." }) output?: string;
-  @ApiProperty({ type: [String], format: 'uuid' }) toolCallIds: string[];
+  @ApiProperty({
+    type: [String],
+    format: 'uuid',
+    description:
+      'Every tool call the run made (`usage.toolCalls` counts them), also one still running when the run was cancelled or its key revoked: added once it settles.',
+  })
+  toolCallIds: string[];
   @ApiProperty({ type: [String], format: 'uuid', description: 'While `waiting_for_approval`: what it waits for.' }) pendingApprovalIds: string[];
   @ApiProperty({ type: RunUsageView }) usage: RunUsageView;
   @ApiPropertyOptional({ type: RunErrorView }) error?: RunErrorView;

@@ -304,6 +304,32 @@ export class RunsRepository {
   }
 
   /**
+   * Adds to a run that ended (cancelled, or failed by its key's revocation) while one of its steps
+   * was running tool calls the calls that step made: the step's own write no longer matches, yet the
+   * calls ran under the run's id, and the run's record must count every one. A run not ended is
+   * left to the node stepping it: one that takes it over replays the step's calls under the same
+   * keys, and records them itself.
+   */
+  async recordCallsOfEndedRun(orgId: string, runId: string, callIds: readonly string[]): Promise<void> {
+    await this.dataSource.transaction(async (m) => {
+      const rows: { tool_call_ids: string[] }[] = await m.query(
+        `SELECT tool_call_ids FROM run WHERE org_id = $1 AND id = $2 AND status IN ('succeeded', 'failed', 'cancelled') FOR UPDATE`,
+        [orgId, runId],
+      );
+      if (!rows[0]) return;
+      const known = new Set(rows[0].tool_call_ids);
+      const missing = [...new Set(callIds)].filter((id) => !known.has(id));
+      if (missing.length === 0) return;
+      const ids = [...rows[0].tool_call_ids, ...missing];
+      await m.query(
+        `UPDATE run SET tool_call_ids = $3::uuid[], usage = jsonb_set(usage, '{toolCalls}', to_jsonb($4::int)), updated_at = now()
+          WHERE org_id = $1 AND id = $2`,
+        [orgId, runId, ids, ids.length],
+      );
+    });
+  }
+
+  /**
    * Why a run ended before its approvals were decided: cancelled (by that API key), or failed because
    * the key that started it was revoked. undefined when neither.
    */

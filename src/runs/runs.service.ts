@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
 import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { GovernanceRepository } from '../governance/governance.repository';
 import { Page } from '../common/pagination';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ChatMessage } from './conversation';
@@ -29,11 +30,12 @@ export class RunsService implements OnModuleDestroy {
     private readonly worker: RunWorker,
     private readonly signals: RunSignals,
     private readonly cancelledApprovals: CancelledRunApprovals,
+    private readonly governance: GovernanceRepository,
   ) {}
 
   /**
-   * Starts a run of a published version (404 not_found, 409 not_published, 409
-   * model_not_configured) and steps it on this node at once. With `waitSeconds`, answers when the
+   * Starts a run of a published version (404 not_found, 409 not_published, 409 version_retired,
+   * 409 model_not_configured) and steps it on this node at once. With `waitSeconds`, answers when the
    * run finishes or waits for approval, or when the time is up, whichever comes first.
    */
   async create(ctx: RequestContext, agentId: string, dto: CreateRunDto, waitSeconds = 0): Promise<RunView> {
@@ -41,6 +43,10 @@ export class RunsService implements OnModuleDestroy {
     const orgId = principal.orgId;
     const applicability = { profile: dto.profile, workerType: dto.workerType };
     const built = await this.versions.build(orgId, principal.orgScopes, agentId, dto.version ?? 'latest', undefined, { applicability });
+    // The switches first, as the tool policy orders them: the answer names the decision a person made, whatever else holds.
+    if (await this.governance.retirementOf(orgId, built.agentId, built.version)) {
+      throw new ApiError('version_retired', `Version ${built.version} of this agent was retired; start a run of a current version. Nothing ran.`);
+    }
     const model = built.spec.model;
     if (!model || !(await this.providers.exists(orgId, model.provider))) {
       throw new ApiError(

@@ -41,6 +41,7 @@ describe('refusals of the router and the HTTP parser are problem documents with 
           detail: expect.any(String),
         });
         expect(res.headers['x-request-id']).toEqual(expect.any(String));
+        expect(res.headers['x-content-type-options']).toBe('nosniff');
       }),
       { numRuns: 40 },
     );
@@ -56,6 +57,7 @@ describe('refusals of the router and the HTTP parser are problem documents with 
         expect([prefix, length, res.status, res.body.code]).toEqual([prefix, length, 414, 'uri_too_long']);
         expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
         expect(res.headers['x-request-id']).toBe('trace-123');
+        expect(res.headers['x-content-type-options']).toBe('nosniff');
       }),
       { numRuns: 20 },
     );
@@ -101,6 +103,7 @@ describe('refusals of the router and the HTTP parser are problem documents with 
     expect(answer.startsWith(`HTTP/1.1 ${status} `)).toBe(true);
     expect(answer).toMatch(/\r\nContent-Type: application\/problem\+json(; charset=utf-8)?\r\n/i);
     expect(answer).toMatch(/\r\nx-request-id: [0-9a-f-]{36}\r\n/i);
+    expect(answer).toMatch(/\r\nX-Content-Type-Options: nosniff\r\n/i);
     const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
     expect(body).toMatchObject({ status, code: expect.any(String) });
   });

@@ -1872,6 +1872,7 @@ export interface components {
             profile?: string;
             /** @enum {string} */
             status: "running" | "waiting_for_approval" | "succeeded" | "failed" | "cancelled";
+            /** @description Every tool call the run made (`usage.toolCalls` counts them), also one still running when the run was cancelled or its key revoked: added once it settles. */
             toolCallIds: string[];
             usage: components["schemas"]["RunUsageView"];
             version: number;
@@ -2927,7 +2928,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_published`, or the version names no model provider (`model_not_configured`). */
+            /** @description `not_published`; the version was retired (`version_retired`, checked first); or it names no model provider (`model_not_configured`). */
             409: {
                 headers: {
                     [name: string]: unknown;
