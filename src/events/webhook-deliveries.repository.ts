@@ -27,6 +27,9 @@ export type AttemptOutcome =
   | { kind: 'retry'; status: number | null; error: string | null; at: Date }
   | { kind: 'failed'; status: number | null; error: string | null };
 
+/** The greatest UUID: a row comparison against it passes over every endpoint of an organization. */
+const LAST_UUID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
+
 /** The attempts each organization has in flight on this node, and how many one may have. */
 export interface OrgSlots {
   taken: ReadonlyMap<string, number>;
@@ -43,8 +46,11 @@ export class WebhookDeliveriesRepository {
 
   /**
    * Claims due deliveries for one attempt each, at most one per endpoint per call, none of the
-   * endpoints in `busy`, and no more of one organization than its free slots in `orgs` (the
-   * oldest of each first), so one tenant's receivers cannot take every slot. One statement: the attempt number goes up, the attempt's row is
+   * endpoints in `busy`, and organizations in turn: each endpoint's next delivery is ranked within
+   * its organization, oldest first, after the attempts the organization has in flight here
+   * (`orgs.taken`), the lowest ranks are taken first, and none past `orgs.max`. Oldest first
+   * across organizations made a fresh delivery wait behind every older one of organizations whose
+   * receivers hang. One statement: the attempt number goes up, the attempt's row is
    * written (its key makes attempt n happen once), and the delivery is leased by moving its
    * next attempt past the attempt's timeout, so a node that dies mid-attempt leaves a delivery
    * that another node tries again (as the next attempt) once the lease has run out.
@@ -68,22 +74,29 @@ export class WebhookDeliveriesRepository {
       target_id: string;
       data: Record<string, unknown>;
     }[] = await this.dataSource.query(
-      `WITH taken AS (
+      // heads: each endpoint's next delivery, one index probe per endpoint with pending deliveries
+      // (an organization at its cap is stepped over whole), so the cost does not grow with a backlog.
+      `WITH RECURSIVE taken AS (
          SELECT * FROM unnest($4::uuid[], $5::integer[]) AS t(org_id, n)
+       ), heads AS (
+         (SELECT org_id, endpoint_id, id, next_attempt_at FROM webhook_delivery
+           WHERE status = 'pending' AND (SELECT min(next_attempt_at) FROM webhook_delivery WHERE status = 'pending') <= now()
+           ORDER BY org_id, endpoint_id, next_attempt_at LIMIT 1)
+         UNION ALL
+         SELECT n.* FROM heads h CROSS JOIN LATERAL (
+           SELECT d.org_id, d.endpoint_id, d.id, d.next_attempt_at FROM webhook_delivery d
+            WHERE d.status = 'pending'
+              AND (d.org_id, d.endpoint_id) > (h.org_id, CASE WHEN h.org_id = ANY ($7::uuid[]) THEN '${LAST_UUID}'::uuid ELSE h.endpoint_id END)
+            ORDER BY d.org_id, d.endpoint_id, d.next_attempt_at LIMIT 1
+         ) n
        ), due AS (
          SELECT id FROM (
-           SELECT first.id, first.next_attempt_at,
-                  row_number() OVER (PARTITION BY first.org_id ORDER BY first.next_attempt_at, first.id) + COALESCE(taken.n, 0) AS nth_org
-             FROM (
-               SELECT id, org_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS nth
-                 FROM (SELECT id, org_id, endpoint_id, next_attempt_at FROM webhook_delivery
-                        WHERE status = 'pending' AND next_attempt_at <= now() AND NOT (endpoint_id = ANY ($2::uuid[]))
-                          AND NOT (org_id = ANY ($7::uuid[]))
-                        ORDER BY next_attempt_at LIMIT 1000) oldest
-             ) first LEFT JOIN taken ON taken.org_id = first.org_id
-            WHERE first.nth = 1
+           SELECT h.id, h.next_attempt_at,
+                  row_number() OVER (PARTITION BY h.org_id ORDER BY h.next_attempt_at, h.id) + COALESCE(t.n, 0) AS nth_org
+             FROM heads h LEFT JOIN taken t ON t.org_id = h.org_id
+            WHERE h.next_attempt_at <= now() AND NOT (h.endpoint_id = ANY ($2::uuid[])) AND NOT (h.org_id = ANY ($7::uuid[]))
          ) ranked
-         WHERE nth_org <= $6 ORDER BY next_attempt_at LIMIT $1
+         WHERE nth_org <= $6 ORDER BY nth_org, next_attempt_at, id LIMIT $1
        ), locked AS (
          SELECT d.id FROM webhook_delivery d JOIN due ON due.id = d.id
           WHERE d.status = 'pending' AND d.next_attempt_at <= now()
