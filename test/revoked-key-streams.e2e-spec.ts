@@ -26,7 +26,18 @@ describe('streams of a revoked API key (e2e)', () => {
     model = await startScriptedModel(sequence({ text: 'unused' }));
     t = await createTestApp({
       imports: [RunFixturesModule],
-      config: { runs: { maxSteps: 6, leaseMs: 30_000, pollIntervalMs: 100, maxConcurrent: 8, modelRetries: 2, modelRetryBaseMs: 10, modelTimeoutMs: 5000 } },
+      config: {
+        runs: {
+          maxSteps: 6,
+          leaseMs: 30_000,
+          pollIntervalMs: 100,
+          maxConcurrent: 8,
+          maxConcurrentPerOrg: 8,
+          modelRetries: 2,
+          modelRetryBaseMs: 10,
+          modelTimeoutMs: 5000,
+        },
+      },
     });
     expect(t.config.events.heartbeatMs).toBe(15_000);
     await t.app.listen(0, '127.0.0.1');

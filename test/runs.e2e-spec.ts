@@ -27,7 +27,18 @@ describe('agent runs (e2e)', () => {
     model = await startScriptedModel(sequence({ text: 'unused' }));
     t = await createTestApp({
       imports: [RunFixturesModule],
-      config: { runs: { maxSteps: 6, leaseMs: 30_000, pollIntervalMs: 100, maxConcurrent: 8, modelRetries: 2, modelRetryBaseMs: 10, modelTimeoutMs: 5000 } },
+      config: {
+        runs: {
+          maxSteps: 6,
+          leaseMs: 30_000,
+          pollIntervalMs: 100,
+          maxConcurrent: 8,
+          maxConcurrentPerOrg: 8,
+          modelRetries: 2,
+          modelRetryBaseMs: 10,
+          modelTimeoutMs: 5000,
+        },
+      },
     });
     await t.app.listen(0, '127.0.0.1');
     org = await createOrg(t, []);

@@ -36,7 +36,16 @@ describe('streams an attacker cannot hold open (e2e)', () => {
       imports: [RunFixturesModule],
       config: {
         corsOrigins: [ORIGIN],
-        runs: { maxSteps: 6, leaseMs: 30_000, pollIntervalMs: 100, maxConcurrent: 8, modelRetries: 2, modelRetryBaseMs: 10, modelTimeoutMs: 5000 },
+        runs: {
+          maxSteps: 6,
+          leaseMs: 30_000,
+          pollIntervalMs: 100,
+          maxConcurrent: 8,
+          maxConcurrentPerOrg: 8,
+          modelRetries: 2,
+          modelRetryBaseMs: 10,
+          modelTimeoutMs: 5000,
+        },
       },
     });
     await t.app.listen(0, '127.0.0.1');

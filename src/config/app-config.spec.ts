@@ -116,3 +116,19 @@ describe('the identity provider', () => {
     expect(() => parseEnvironment({ OIDC_ROLES_CLAIM: 'two words' })).toThrow(/OIDC_ROLES_CLAIM:/);
   });
 });
+
+describe("one organization's share of a node's runs", () => {
+  const runs = (env: Record<string, string>) => resolveConfig({ DATA_DIR: mkdtempSync(join(tmpdir(), 'cfg-')), ...env }).runs;
+
+  it('is a quarter of RUN_MAX_CONCURRENT unless set, at least 1, and never more than RUN_MAX_CONCURRENT', () => {
+    expect(runs({})).toMatchObject({ maxConcurrent: 16, maxConcurrentPerOrg: 4 });
+    expect(runs({ RUN_MAX_CONCURRENT: '3' }).maxConcurrentPerOrg).toBe(1);
+    expect(runs({ RUN_MAX_CONCURRENT: '40', RUN_MAX_CONCURRENT_PER_ORG: '' }).maxConcurrentPerOrg).toBe(10);
+    expect(runs({ RUN_MAX_CONCURRENT_PER_ORG: '16' }).maxConcurrentPerOrg).toBe(16);
+    expect(runs({ RUN_MAX_CONCURRENT: '8', RUN_MAX_CONCURRENT_PER_ORG: '20' }).maxConcurrentPerOrg).toBe(8);
+  });
+
+  it.each(['0', '1.5', 'many'])('refuses RUN_MAX_CONCURRENT_PER_ORG=%s, naming it', (value) => {
+    expect(() => parseEnvironment({ RUN_MAX_CONCURRENT_PER_ORG: value })).toThrow(/RUN_MAX_CONCURRENT_PER_ORG:/);
+  });
+});

@@ -300,6 +300,18 @@ export class EnvironmentVariables {
   @Max(1000)
   RUN_MAX_CONCURRENT: number = 16;
 
+  /**
+   * Runs of one organization one node steps at once (unset: a quarter of RUN_MAX_CONCURRENT, at
+   * least 1; at most RUN_MAX_CONCURRENT). A run holds its slot through its model's retries and
+   * slow tools, so without it one organization's hung provider took every slot for minutes.
+   */
+  @IsOptional()
+  @Transform((p) => toInt({ value: emptyToUndefined(p) }))
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  RUN_MAX_CONCURRENT_PER_ORG?: number;
+
   /** Retries of a model call that failed with 408/409/429/5xx, a broken answer or no connection. */
   @IsOptional()
   @Transform(toInt)
@@ -514,6 +526,8 @@ export interface RunsConfig {
   leaseMs: number;
   pollIntervalMs: number;
   maxConcurrent: number;
+  /** Of those, the most of one organization's (resolved: never more than maxConcurrent). */
+  maxConcurrentPerOrg: number;
   modelRetries: number;
   modelRetryBaseMs: number;
   modelTimeoutMs: number;
@@ -524,6 +538,7 @@ export const DEFAULT_RUNS_CONFIG: RunsConfig = {
   leaseMs: 30_000,
   pollIntervalMs: 1000,
   maxConcurrent: 16,
+  maxConcurrentPerOrg: 4,
   modelRetries: 4,
   modelRetryBaseMs: 1000,
   modelTimeoutMs: 120_000,

@@ -67,6 +67,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       leaseMs: e.RUN_LEASE_SECONDS * 1000,
       pollIntervalMs: e.RUN_POLL_INTERVAL_MS,
       maxConcurrent: e.RUN_MAX_CONCURRENT,
+      maxConcurrentPerOrg: Math.min(e.RUN_MAX_CONCURRENT, e.RUN_MAX_CONCURRENT_PER_ORG ?? Math.max(1, Math.floor(e.RUN_MAX_CONCURRENT / 4))),
       modelRetries: e.RUN_MODEL_RETRIES,
       modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,

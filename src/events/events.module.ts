@@ -3,6 +3,7 @@ import { EventLogRepository } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import { EventWakeups } from './event-wakeups.service';
 import { EventsController } from './events.controller';
+import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
@@ -11,7 +12,7 @@ import { WebhooksService } from './webhooks.service';
 /** The audit log read as events: the live stream (GET /events) and webhooks (the outbox and its dispatcher). */
 @Module({
   controllers: [EventsController, WebhooksController],
-  providers: [EventLogRepository, EventWakeups, EventStreamService, WebhooksRepository, WebhooksService, WebhookDispatcher],
+  providers: [EventLogRepository, EventWakeups, EventStreamService, WebhooksRepository, WebhookDeliveriesRepository, WebhooksService, WebhookDispatcher],
   exports: [EventWakeups, EventLogRepository],
 })
 export class EventsModule {}

@@ -7,7 +7,7 @@ import { Metrics } from '../telemetry/metrics';
 import { SecretsService } from '../secrets/secrets.service';
 import { EventWakeups } from './event-wakeups.service';
 import { nextAttemptAt } from './webhook-schedule';
-import { AttemptOutcome, ClaimedDelivery, WebhooksRepository } from './webhooks.repository';
+import { AttemptOutcome, ClaimedDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 
 /** Attempts one node makes at the same time. */
 export const MAX_IN_FLIGHT = 16;
@@ -52,7 +52,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   private unsubscribe?: () => void;
 
   constructor(
-    private readonly repo: WebhooksRepository,
+    private readonly repo: WebhookDeliveriesRepository,
     private readonly wakeups: EventWakeups,
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,

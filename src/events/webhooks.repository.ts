@@ -1,7 +1,6 @@
 import { Injectable, LoggerService } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AuditRow, toAuditEvent } from '../audit/audit.repository';
-import { AuditEvent, AuditEventInput, AuditService } from '../audit/audit.service';
+import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Page, PageQuery } from '../common/pagination';
 import { shownUrl } from '../common/url-secrets';
 import { newestFirstPage } from '../database/keyset-page';
@@ -41,25 +40,6 @@ export interface WebhookDelivery {
   history: DeliveryAttempt[];
 }
 
-/** A delivery claimed for one attempt: everything needed to make it without the database. */
-export interface ClaimedDelivery {
-  id: string;
-  /** The organization of the endpoint. */
-  orgId: string;
-  endpointId: string;
-  attempt: number;
-  /** Where to POST: the URL as saved, to be opened when `sealed` (it holds a token). */
-  url: { shown: string; sealed: string | null };
-  secretSealed: string;
-  createdAt: Date;
-  event: AuditEvent;
-}
-
-export type AttemptOutcome =
-  | { kind: 'succeeded'; status: number }
-  | { kind: 'retry'; status: number | null; error: string | null; at: Date }
-  | { kind: 'failed'; status: number | null; error: string | null };
-
 interface EndpointRow {
   id: string;
   url: string;
@@ -84,13 +64,7 @@ interface DeliveryRow {
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
-/** Endpoints, deliveries and attempts; every read and write takes the organization first. */
-/** The attempts each organization has in flight on this node, and how many one may have. */
-export interface OrgSlots {
-  taken: ReadonlyMap<string, number>;
-  max: number;
-}
-
+/** Endpoints and the delivery log; every read and write takes the organization first (the dispatcher's statements: WebhookDeliveriesRepository). */
 @Injectable()
 export class WebhooksRepository {
   constructor(
@@ -179,101 +153,6 @@ export class WebhooksRepository {
       },
       query,
       toDelivery,
-    );
-  }
-
-  /**
-   * Claims due deliveries for one attempt each, at most one per endpoint per call, none of the
-   * endpoints in `busy`, and no more of one organization than its free slots in `orgs` (the
-   * oldest of each first), so one tenant's receivers cannot take every slot. One statement: the attempt number goes up, the attempt's row is
-   * written (its key makes attempt n happen once), and the delivery is leased by moving its
-   * next attempt past the attempt's timeout, so a node that dies mid-attempt leaves a delivery
-   * that another node tries again (as the next attempt) once the lease has run out.
-   */
-  async claim(limit: number, busy: string[], leaseMs: number, orgs: OrgSlots): Promise<ClaimedDelivery[]> {
-    const rows: (Omit<AuditRow, 'seq' | 'id'> & {
-      id: string;
-      owner_org_id: string;
-      endpoint_id: string;
-      attempts: number;
-      url: string;
-      url_sealed: string | null;
-      secret_sealed: string;
-      created_at: Date;
-      event_id: string;
-    })[] = await this.dataSource.query(
-      `WITH taken AS (
-         SELECT * FROM unnest($4::uuid[], $5::integer[]) AS t(org_id, n)
-       ), due AS (
-         SELECT id FROM (
-           SELECT first.id, first.next_attempt_at,
-                  row_number() OVER (PARTITION BY first.org_id ORDER BY first.next_attempt_at, first.id) + COALESCE(taken.n, 0) AS nth_org
-             FROM (
-               SELECT id, org_id, next_attempt_at, row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS nth
-                 FROM (SELECT id, org_id, endpoint_id, next_attempt_at FROM webhook_delivery
-                        WHERE status = 'pending' AND next_attempt_at <= now() AND NOT (endpoint_id = ANY ($2::uuid[]))
-                          AND NOT (org_id = ANY ($7::uuid[]))
-                        ORDER BY next_attempt_at LIMIT 1000) oldest
-             ) first LEFT JOIN taken ON taken.org_id = first.org_id
-            WHERE first.nth = 1
-         ) ranked
-         WHERE nth_org <= $6 ORDER BY next_attempt_at LIMIT $1
-       ), locked AS (
-         SELECT d.id FROM webhook_delivery d JOIN due ON due.id = d.id
-          WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-          FOR UPDATE OF d SKIP LOCKED
-       ), claimed AS (
-         UPDATE webhook_delivery d SET attempts = d.attempts + 1, next_attempt_at = now() + $3 * interval '1 millisecond'
-           FROM locked WHERE d.id = locked.id
-         RETURNING d.id, d.org_id, d.endpoint_id, d.event_seq, d.attempts, d.created_at
-       ), logged AS (
-         INSERT INTO webhook_attempt (delivery_id, attempt, org_id, started_at) SELECT id, attempts, org_id, now() FROM claimed
-       )
-       SELECT c.id, c.org_id AS owner_org_id, c.endpoint_id, c.attempts, c.created_at, w.url, w.url_sealed, w.secret_sealed,
-              e.id AS event_id, e.at, e.type, e.actor_type, e.actor_id, e.org_id, e.target_type, e.target_id, e.data
-         FROM claimed c
-         JOIN webhook_endpoint w ON w.id = c.endpoint_id AND w.org_id = c.org_id
-         JOIN audit_event e ON e.seq = c.event_seq AND e.org_id = c.org_id`,
-      [limit, busy, leaseMs, [...orgs.taken.keys()], [...orgs.taken.values()], orgs.max, [...orgs.taken].filter(([, n]) => n >= orgs.max).map(([id]) => id)],
-    );
-    return rows.map((r) => ({
-      id: r.id,
-      orgId: r.owner_org_id,
-      endpointId: r.endpoint_id,
-      attempt: r.attempts,
-      url: { shown: r.url, sealed: r.url_sealed },
-      secretSealed: r.secret_sealed,
-      createdAt: new Date(r.created_at),
-      // The event as the audit log shows it (an endpoint's URL in it with its query values hidden).
-      event: toAuditEvent({ ...r, id: r.event_id }),
-    }));
-  }
-
-  /** When the next pending delivery comes due, if any. */
-  async nextDue(): Promise<Date | undefined> {
-    const rows: { at: Date | null }[] = await this.dataSource.query(`SELECT min(next_attempt_at) AS at FROM webhook_delivery WHERE status = 'pending'`);
-    return rows[0]?.at ? new Date(rows[0].at) : undefined;
-  }
-
-  /**
-   * Records how attempt `attempt` ended. Only while it is still the delivery's latest attempt:
-   * an attempt that outlived its lease (another node has made the next one) changes nothing
-   * but its own row.
-   */
-  async finish(deliveryId: string, attempt: number, outcome: AttemptOutcome): Promise<void> {
-    const status = outcome.kind === 'succeeded' ? outcome.status : outcome.status;
-    const error = outcome.kind === 'succeeded' ? null : outcome.error;
-    await this.dataSource.query(
-      `WITH logged AS (
-         UPDATE webhook_attempt SET finished_at = now(), response_status = $3, error = $4
-          WHERE delivery_id = $1 AND attempt = $2
-       )
-       UPDATE webhook_delivery SET
-         status = $5, last_status = $3, last_error = $4,
-         next_attempt_at = COALESCE($6::timestamptz, next_attempt_at),
-         completed_at = CASE WHEN $5 = 'pending' THEN NULL ELSE now() END
-        WHERE id = $1 AND attempts = $2 AND status = 'pending'`,
-      [deliveryId, attempt, status, error, outcome.kind === 'retry' ? 'pending' : outcome.kind, outcome.kind === 'retry' ? outcome.at : null],
     );
   }
 }

@@ -7,8 +7,8 @@ import { RunsRepository } from './runs.repository';
 
 /**
  * Each node's share of the runs. It steps the runs it creates at once (when it steps fewer than
- * RUN_MAX_CONCURRENT), and every poll interval it
- * claims the runs that need a node: ones whose node died (the lease expired), ones due for a retry,
+ * RUN_MAX_CONCURRENT, and fewer than RUN_MAX_CONCURRENT_PER_ORG of the run's organization), and
+ * every poll interval it claims the runs that need a node, organizations in turn: ones whose node died (the lease expired), ones due for a retry,
  * and waiting ones whose approvals were all decided or expired, on whatever node. A decision made
  * in this process wakes it at once (the executor's settled-call notifier), so the common case does
  * not wait for the poll. While it steps a run it renews the lease; if renewal fails (another node
@@ -20,7 +20,9 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
   /** This process's name on the leases it holds. */
   readonly owner = `node-${randomUUID()}`;
   readonly leaseMs: number;
-  private readonly active = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  private readonly active = new Map<string, { orgId: string; abort: AbortController; done: Promise<void> }>();
+  /** Runs stepping here per organization (only organizations with some). */
+  private readonly perOrg = new Map<string, number>();
   private timer?: NodeJS.Timeout;
   private polling?: Promise<void>;
   private pollAgain = false;
@@ -67,12 +69,14 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Steps a run this node has just leased (a run it created, or claimed). With RUN_MAX_CONCURRENT
-   * runs stepping already, the lease is given back instead: a poll (here or on another node) takes
-   * the run when a slot is free, so creating runs cannot go past the operator's cap.
+   * runs stepping already, or RUN_MAX_CONCURRENT_PER_ORG of its organization, the lease is given
+   * back instead: a poll (here or on another node) takes the run when a slot is free, so creating
+   * runs cannot go past the operator's caps, and one organization cannot take every slot.
    */
-  start(runId: string): void {
+  start(runId: string, orgId: string): void {
     if (this.stopping || this.active.has(runId)) return;
-    if (this.active.size >= this.config.runs.maxConcurrent) {
+    const { maxConcurrent, maxConcurrentPerOrg } = this.config.runs;
+    if (this.active.size >= maxConcurrent || (this.perOrg.get(orgId) ?? 0) >= maxConcurrentPerOrg) {
       this.repo.release(runId, this.owner).catch((err) => this.logger.warn({ err, runId }, 'could not give back the lease of a run'));
       return;
     }
@@ -90,13 +94,17 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
       Math.max(50, Math.floor(leaseMs / 3)),
     );
     renew.unref();
+    this.perOrg.set(orgId, (this.perOrg.get(orgId) ?? 0) + 1);
     const done = this.engine.advance(runId, this.owner, abort.signal).finally(() => {
       clearInterval(renew);
       this.active.delete(runId);
+      const left = (this.perOrg.get(orgId) ?? 1) - 1;
+      if (left > 0) this.perOrg.set(orgId, left);
+      else this.perOrg.delete(orgId);
       // A slot is free, and a run may have become ready meanwhile.
       this.poke();
     });
-    this.active.set(runId, { abort, done });
+    this.active.set(runId, { orgId, abort, done });
   }
 
   /** Looks for runs to take now (coalesced: one poll at a time, and one more if asked meanwhile). */
@@ -120,8 +128,8 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private async poll(): Promise<void> {
     const free = this.config.runs.maxConcurrent - this.active.size;
     if (free <= 0) return;
-    const ids = await this.repo.claim(this.owner, this.config.runs.leaseMs, free);
-    for (const id of ids) this.start(id);
+    const runs = await this.repo.claim(this.owner, this.config.runs.leaseMs, free, { taken: this.perOrg, max: this.config.runs.maxConcurrentPerOrg });
+    for (const run of runs) this.start(run.id, run.orgId);
   }
 
   /** Waits for the steps in progress (tests, and the demo, use it to settle). */

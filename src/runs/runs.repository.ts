@@ -128,6 +128,26 @@ export interface RunEventRow {
   at: Date;
 }
 
+/** A run that needs a node (`r`): a node died holding it, a retry is due, or its approvals are decided. */
+const CLAIMABLE = `((r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now()))
+    OR (r.status = 'waiting_for_approval' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())
+        AND NOT EXISTS (
+          SELECT 1 FROM tool_call c
+           WHERE c.org_id = r.org_id AND c.id = ANY(r.pending_tool_call_ids)
+             AND (c.status = 'running' OR (c.status = 'pending_approval' AND c.approval_expires_at > now())))))
+  AND (r.not_before IS NULL OR r.not_before <= now())`;
+
+/** The runs each organization has stepping on this node, and how many one may have. */
+export interface RunSlots {
+  taken: ReadonlyMap<string, number>;
+  max: number;
+}
+
+export interface ClaimedRun {
+  id: string;
+  orgId: string;
+}
+
 /**
  * Every statement about runs. A step's write is conditional on the lease (`lease_owner`): a node
  * whose lease expired and was taken over writes nothing, so two nodes never both advance a run.
@@ -191,27 +211,32 @@ export class RunsRepository {
   /**
    * Claims runs that need a node: running ones nobody holds (their node died, or a retry is due),
    * and waiting ones whose every pending call is decided (on any node) or past its approval's expiry.
+   * Organizations are served in turn: each one's runs are ranked oldest first, after the runs it
+   * already has on this node (`orgs.taken`), and the lowest ranks are taken first, none past
+   * `orgs.max`. So a run of an organization with nothing here starts before the next of one with
+   * hundreds queued, where a single queue oldest first made it wait behind all of them.
    */
-  async claim(owner: string, leaseMs: number, limit: number): Promise<string[]> {
+  async claim(owner: string, leaseMs: number, limit: number, orgs: RunSlots): Promise<ClaimedRun[]> {
     // An UPDATE answers [rows, count] through TypeORM's pg driver.
-    const [rows]: [{ id: string }[], number] = await this.dataSource.query(
-      `UPDATE run SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000)
-        WHERE id IN (
-          SELECT r.id FROM run r
-           WHERE ((r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now()))
-               OR (r.status = 'waiting_for_approval' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())
-                   AND NOT EXISTS (
-                     SELECT 1 FROM tool_call c
-                      WHERE c.org_id = r.org_id AND c.id = ANY(r.pending_tool_call_ids)
-                        AND (c.status = 'running' OR (c.status = 'pending_approval' AND c.approval_expires_at > now())))))
-             AND (r.not_before IS NULL OR r.not_before <= now())
-           ORDER BY r.updated_at
-           LIMIT $3
-           FOR UPDATE SKIP LOCKED)
-        RETURNING id`,
-      [owner, leaseMs, limit],
+    const [rows]: [{ id: string; org_id: string }[], number] = await this.dataSource.query(
+      `WITH taken AS (
+         SELECT * FROM unnest($4::uuid[], $5::integer[]) AS t(org_id, n)
+       ), ranked AS (
+         SELECT r.id, r.updated_at, row_number() OVER (PARTITION BY r.org_id ORDER BY r.updated_at, r.id) + COALESCE(t.n, 0) AS nth
+           FROM run r LEFT JOIN taken t ON t.org_id = r.org_id
+          WHERE ${CLAIMABLE}
+            AND COALESCE(t.n, 0) < $6
+       ), picked AS (
+         SELECT id FROM ranked WHERE nth <= $6 ORDER BY nth, updated_at, id LIMIT $3
+       ), locked AS (
+         SELECT r.id FROM run r JOIN picked p ON p.id = r.id WHERE ${CLAIMABLE} FOR UPDATE OF r SKIP LOCKED
+       )
+       UPDATE run SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000)
+         FROM locked WHERE run.id = locked.id
+       RETURNING run.id, run.org_id`,
+      [owner, leaseMs, limit, [...orgs.taken.keys()], [...orgs.taken.values()], orgs.max],
     );
-    return rows.map((r) => r.id);
+    return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
   }
 
   /** Keeps the lease while a step runs; false when another node has it now. */

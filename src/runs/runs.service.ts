@@ -95,7 +95,7 @@ export class RunsService implements OnModuleDestroy {
         },
       ],
     );
-    this.worker.start(id);
+    this.worker.start(id, orgId);
     if (waitSeconds > 0) return this.waitWhileRunning(orgId, id, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
     return toRunView((await this.repo.find(orgId, id))!);
   }
