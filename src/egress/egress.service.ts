@@ -12,7 +12,8 @@ export type EgressRequestInit = RequestInit & {
   /**
    * How long the whole exchange may take, redirects and the body included, counted from the call.
    * Default: the headers' limit, so nothing outlives EGRESS_TIMEOUT_MS unless its caller says why
-   * (a model streams its answer for minutes); `Infinity` only for a stream meant to stay open.
+   * (a model streams its answer for minutes); `Infinity` only for a stream meant to stay open
+   * (such streams are not counted against EGRESS_MAX_CONNECTIONS_PER_ORIGIN).
    */
   deadlineMs?: number;
   /** Past this many bytes of body the read fails with EgressTooLargeError and the connection is closed. */
@@ -20,6 +21,12 @@ export type EgressRequestInit = RequestInit & {
 };
 
 const MAX_REDIRECTS = 5;
+/**
+ * Sockets open to one origin at once (EGRESS_MAX_CONNECTIONS_PER_ORIGIN). Without a bound, a
+ * server that made the node send it requests and never answered them (an MCP server sending
+ * requests of its own) had it open a socket for each: 2,578 in 2 s, every tenant's fds.
+ */
+export const MAX_CONNECTIONS_PER_ORIGIN = 256;
 /** setTimeout's ceiling; a longer deadline would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -35,19 +42,23 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class EgressService implements OnModuleDestroy {
   private readonly allow: AllowList;
   private readonly agent: Agent;
+  /**
+   * Streams meant to stay open (an MCP session's events): one per session, so as many as a node
+   * has sessions to an origin, and counting them against its bound would keep every request out.
+   */
+  private readonly streams: Agent;
   private readonly requestTimeoutMs: number;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.allow = parseAllowList(config.egress.allowedHosts);
     this.requestTimeoutMs = config.egress.requestTimeoutMs;
-    this.agent = new Agent({
-      connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup },
-      headersTimeout: config.egress.requestTimeoutMs,
-    });
+    const options = { connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup }, headersTimeout: config.egress.requestTimeoutMs };
+    this.agent = new Agent({ ...options, connections: config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN });
+    this.streams = new Agent(options);
   }
 
   async onModuleDestroy(): Promise<void> {
-    await this.agent.destroy();
+    await Promise.all([this.agent.destroy(), this.streams.destroy()]);
   }
 
   /**
@@ -93,7 +104,15 @@ export class EgressService implements OnModuleDestroy {
     const timer =
       total <= MAX_TIMER_MS ? setTimeout(() => stop.abort(new EgressTimeoutError(`${origin} did not finish answering within ${total} ms`)), total) : undefined;
     const signal = rest.signal ? AbortSignal.any([rest.signal, stop.signal]) : stop.signal;
-    const exchange: Exchange = { stop, signal, callerSignal: rest.signal ?? undefined, maxBytes, origin, finish: () => clearTimeout(timer) };
+    const exchange: Exchange = {
+      stop,
+      signal,
+      callerSignal: rest.signal ?? undefined,
+      maxBytes,
+      origin,
+      dispatcher: timer === undefined ? this.streams : this.agent,
+      finish: () => clearTimeout(timer),
+    };
     let requestInit: RequestInit = { ...rest, signal };
     // A body nobody reads keeps its socket until then; the timer alone must not keep the process up.
     timer?.unref();
@@ -120,7 +139,8 @@ export class EgressService implements OnModuleDestroy {
   private async fetchOnce(url: URL, init: RequestInit, timeoutMs: number, exchange: Exchange): Promise<Response> {
     const timer = setTimeout(() => exchange.stop.abort(new EgressTimeoutError(`${url.origin} did not answer within ${timeoutMs} ms`)), timeoutMs);
     try {
-      const response = await undiciFetch(url, { ...(init as object), redirect: 'manual', dispatcher: this.agent } as Parameters<typeof undiciFetch>[1]);
+      const options = { ...(init as object), redirect: 'manual', dispatcher: exchange.dispatcher } as Parameters<typeof undiciFetch>[1];
+      const response = await undiciFetch(url, options);
       return response as unknown as Response;
     } finally {
       clearTimeout(timer);
@@ -180,6 +200,8 @@ interface Exchange {
   callerSignal?: AbortSignal;
   maxBytes?: number;
   origin: string;
+  /** The bounded pool, or the streams' for an exchange with no deadline. */
+  dispatcher: Agent;
   finish(): void;
 }
 
