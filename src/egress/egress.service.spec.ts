@@ -267,6 +267,16 @@ describe('EgressService', () => {
     expect((refused as ApiError).errors).toEqual([expect.objectContaining({ path: 'url', code: 'egress_refused' })]);
     expect(((await failure(none.assertAllowed('https://localhost/mcp', 'url'))) as ApiError).code).toBe('egress_refused');
     expect(((await failure(none.assertAllowed('not a url', 'url'))) as ApiError).status).toBe(400);
+    // What nothing could be sent to is malformed, whatever the policy would say of the host.
+    const allowed = make(['localhost', '127.0.0.1']);
+    for (const url of ['http://localhost.:4122/', 'https://localhost:0/', 'http://localhost:4122/a b', 'http://local\nhost:4122/', ' http://localhost/']) {
+      const err = (await failure(allowed.assertAllowed(url, 'baseUrl'))) as ApiError;
+      expect([url, err.status, err.errors]).toEqual([url, 400, [expect.objectContaining({ path: 'baseUrl', code: 'url' })]]);
+    }
+    // Credentials and other schemes are the policy's to refuse, as at connect time.
+    for (const url of ['http://user:pw@localhost:4122/', 'ftp://localhost/']) {
+      expect([url, ((await failure(allowed.assertAllowed(url, 'url'))) as ApiError).code]).toEqual([url, 'egress_refused']);
+    }
     await expect(make(['127.0.0.1']).assertAllowed(`http://127.0.0.1:${port}/mcp`, 'url')).resolves.toBeUndefined();
   });
 });

@@ -20,6 +20,14 @@ export type EgressRequestInit = RequestInit & {
   maxBytes?: number;
 };
 
+/** What a route that saves a URL answers when it refuses one (assertAllowed), for its OpenAPI document. */
+export const SAVED_URL_REFUSALS = {
+  invalid:
+    'not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`)',
+  refused:
+    'refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled',
+};
+
 const MAX_REDIRECTS = 5;
 /**
  * Sockets open to one origin at once (EGRESS_MAX_CONNECTIONS_PER_ORIGIN). Without a bound, a
@@ -64,14 +72,12 @@ export class EgressService implements OnModuleDestroy {
   /**
    * Refuses, before anything is stored, a URL the policy would refuse at connect time: its
    * scheme, its host, and what the host resolves to now. `field` is the request field to name.
+   * Every route that saves a URL calls this, so the same URL gets the same answer on each: a
+   * value nothing could be sent to is `400 invalid_request` (code `url`), one the policy refuses
+   * `422 egress_refused`, both at `field`.
    */
   async assertAllowed(url: string, field: string): Promise<void> {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw ApiError.invalidRequest([{ path: field, code: 'url', message: `${field} must be an absolute URL` }]);
-    }
+    const parsed = deliverableUrl(url, field);
     try {
       checkUrl(this.allow, parsed);
       const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
@@ -165,6 +171,28 @@ export class EgressService implements OnModuleDestroy {
       return callback(null, addresses[0].address, addresses[0].family);
     });
   }) as unknown as LookupFunction;
+}
+
+/**
+ * The URL a saved value names, when something could be sent to it. The URL parser drops spaces at
+ * either end and tabs and newlines anywhere, so the text stored would not be what is reached; port
+ * 0 reaches nothing; a host name ending in a dot is judged by the policy as the name without it
+ * (so a listed host's allowance covers it) while the resolver looks it up as another name
+ * (`localhost.` was saved, then failed every delivery as not found).
+ */
+function deliverableUrl(text: string, field: string): URL {
+  const refuse = (message: string) => ApiError.invalidRequest([{ path: field, code: 'url', message }]);
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\x00-\x1f\x7f]/.test(text)) throw refuse(`${field} must not contain spaces or control characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw refuse(`${field} must be an absolute URL`);
+  }
+  if (parsed.port === '0') throw refuse(`${field} must not name port 0`);
+  if (parsed.hostname.endsWith('.')) throw refuse(`${field}'s host must not end with a dot; write ${parsed.hostname.replace(/\.+$/, '')}`);
+  return parsed;
 }
 
 /** fetch's own redirect rules (WHATWG): 303 (and 301/302 after POST) become GET without a body; credentials stay on their origin. */
