@@ -142,7 +142,7 @@ describe('agent runs (e2e)', () => {
       const bad = await t.http
         .post('/api/v1/model-providers')
         .set(...as('admin'))
-        .send({ name: 'x y', kind: 'anthropic', baseUrl: 'ftp://x', extra: 1 })
+        .send({ name: 'x y', kind: 'anthropic', baseUrl: 7, extra: 1 })
         .expect(400);
       expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['baseUrl', 'extra', 'kind', 'name']);
       await t.http

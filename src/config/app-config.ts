@@ -261,6 +261,18 @@ export class EnvironmentVariables {
   @Max(3_600_000)
   EGRESS_TIMEOUT_MS: number = 30_000;
 
+  /**
+   * Sockets a node holds open to one origin at once for outbound requests; past it requests wait
+   * for one (within their own timeouts). Streams meant to stay open (an MCP session's events) are
+   * not counted: each is one per session, and they would keep every other request out.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  EGRESS_MAX_CONNECTIONS_PER_ORIGIN: number = 256;
+
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional()
   @Transform(toInt)
@@ -519,6 +531,8 @@ export interface EgressConfig {
   allowedHosts: string[];
   connectTimeoutMs: number;
   requestTimeoutMs: number;
+  /** Unset (tests): the egress service's MAX_CONNECTIONS_PER_ORIGIN. */
+  maxConnectionsPerOrigin?: number;
 }
 
 export interface RunsConfig {

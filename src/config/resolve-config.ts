@@ -60,7 +60,12 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       key: secretsKey,
       previousKey: e.SECRETS_KEY_PREVIOUS ? decodeKey(e.SECRETS_KEY_PREVIOUS, 'SECRETS_KEY_PREVIOUS') : undefined,
     },
-    egress: { allowedHosts, connectTimeoutMs: e.EGRESS_CONNECT_TIMEOUT_MS, requestTimeoutMs: e.EGRESS_TIMEOUT_MS },
+    egress: {
+      allowedHosts,
+      connectTimeoutMs: e.EGRESS_CONNECT_TIMEOUT_MS,
+      requestTimeoutMs: e.EGRESS_TIMEOUT_MS,
+      maxConnectionsPerOrigin: e.EGRESS_MAX_CONNECTIONS_PER_ORIGIN,
+    },
     mcpToolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
     runs: {
       maxSteps: e.RUN_MAX_STEPS,

@@ -25,12 +25,36 @@ describe('egress policy', () => {
     '64:ff9b::a9fe:a9fe',
     '2002:7f00:1::',
     '::127.0.0.1',
+    '::ffff:0:7f00:1', // SIIT's IPv4-translated form of 127.0.0.1
+    '::ffff:0:10.0.0.1',
+    '64:ff9b:1::7f00:1', // NAT64's local-use prefix: where the IPv4 address sits is the network's choice
+    '64:ff9b:1:7f00:1::',
+    '100::1', // discard-only
+    '100:0:0:1::1',
+    '2001:0:4136:e378:8000:63bf:3fff:fdd2', // Teredo
+    '2001:2::1', // benchmarking
+    '2001:db8::1',
+    '3fff::1',
+    '5f00::1',
+    '192.0.2.1',
+    '198.51.100.7',
+    '203.0.113.9',
     'not-an-address',
   ])('refuses %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(true);
   });
 
-  it.each(['93.184.216.34', '8.8.8.8', '172.32.0.1', '2606:4700::1111', '::ffff:8.8.8.8', '2002:808:808::'])('allows the public address %s', (address) => {
+  it.each([
+    '93.184.216.34',
+    '8.8.8.8',
+    '172.32.0.1',
+    '2606:4700::1111',
+    '::ffff:8.8.8.8',
+    '::ffff:0:808:808',
+    '64:ff9b::808:808',
+    '2002:808:808::',
+    '2001:4860:4860::8888',
+  ])('allows the public address %s', (address) => {
     expect(isForbiddenAddress(address)).toBe(false);
   });
 
@@ -38,6 +62,8 @@ describe('egress policy', () => {
     expect(embeddedIpv4('::ffff:10.0.0.1')).toBe('10.0.0.1');
     expect(embeddedIpv4('::ffff:a00:1')).toBe('10.0.0.1');
     expect(embeddedIpv4('64:ff9b::7f00:1')).toBe('127.0.0.1');
+    expect(embeddedIpv4('::ffff:0:7f00:1')).toBe('127.0.0.1');
+    expect(embeddedIpv4('::ffff:0:127.0.0.1')).toBe('127.0.0.1');
     expect(embeddedIpv4('2001:db8::1')).toBeNull();
     expect(embeddedIpv4('::1')).toBeNull();
   });

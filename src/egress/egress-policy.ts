@@ -47,7 +47,12 @@ function addRanges(list: BlockList, ranges: Array<[string, number, 'ipv4' | 'ipv
   return list;
 }
 
-/** Ranges that are not the public internet (RFC 6890 and friends). */
+/**
+ * Ranges that are not the public internet: the IANA IPv4 and IPv6 special-purpose address
+ * registries' entries that are not globally reachable (RFC 6890 and its updates), and the few
+ * that are reachable only through some local device (NAT64's local-use prefix, Teredo). An IPv6
+ * address that carries an IPv4 address a connection would reach is judged again as that address.
+ */
 const FORBIDDEN = addRanges(new BlockList(), [
   ['0.0.0.0', 8, 'ipv4'], // "this network", 0.0.0.0 connects to the local host
   ['10.0.0.0', 8, 'ipv4'],
@@ -56,12 +61,26 @@ const FORBIDDEN = addRanges(new BlockList(), [
   ['169.254.0.0', 16, 'ipv4'], // link-local: cloud metadata services live here
   ['172.16.0.0', 12, 'ipv4'],
   ['192.0.0.0', 24, 'ipv4'],
+  ['192.0.2.0', 24, 'ipv4'], // documentation (TEST-NET-1..3): never routed, sometimes used inside
   ['192.168.0.0', 16, 'ipv4'],
   ['198.18.0.0', 15, 'ipv4'],
+  ['198.51.100.0', 24, 'ipv4'],
+  ['203.0.113.0', 24, 'ipv4'],
   ['224.0.0.0', 4, 'ipv4'], // multicast
   ['240.0.0.0', 4, 'ipv4'], // reserved, and the broadcast address
   ['::', 128, 'ipv6'],
   ['::1', 128, 'ipv6'],
+  // NAT64's local-use prefix (RFC 8215): the network chooses where in it the IPv4 address sits,
+  // so it cannot be read back; it reaches whatever IPv4 space the local translator serves.
+  ['64:ff9b:1::', 48, 'ipv6'],
+  ['100::', 64, 'ipv6'], // discard-only
+  ['100:0:0:1::', 64, 'ipv6'], // dummy prefix (RFC 9780)
+  // IETF protocol assignments, Teredo (2001::/32, reached through a relay to a client behind a NAT)
+  // and benchmarking among them; its few globally reachable entries are anycast infrastructure.
+  ['2001::', 23, 'ipv6'],
+  ['2001:db8::', 32, 'ipv6'], // documentation
+  ['3fff::', 20, 'ipv6'], // documentation (RFC 9637)
+  ['5f00::', 16, 'ipv6'], // segment routing SIDs (RFC 9602)
   ['fc00::', 7, 'ipv6'], // unique local
   ['fe80::', 10, 'ipv6'], // link-local
   ['fec0::', 10, 'ipv6'], // site-local (deprecated, still routed by some)
@@ -124,17 +143,19 @@ export function normalizeHost(hostname: string): string {
 
 /**
  * The IPv4 address an IPv6 address carries, when it carries one a connection would reach
- * (IPv4-mapped, IPv4-compatible, NAT64, 6to4): such an address is judged as that IPv4 address.
+ * (IPv4-mapped, SIIT's IPv4-translated, IPv4-compatible, NAT64's well-known prefix, 6to4): such an
+ * address is judged as that IPv4 address.
  */
 export function embeddedIpv4(address: string): string | null {
   const lower = address.toLowerCase();
-  const dotted = /^(?:::ffff:|::|64:ff9b::)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
+  const dotted = /^(?:::ffff:|::ffff:0:|::|64:ff9b::)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
   if (dotted && isIP(dotted[1]) === 4) return dotted[1];
   const groups = expandIpv6(lower);
   if (!groups) return null;
   const v4 = (hi: number, lo: number) => `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
   const zero = (from: number, to: number) => groups.slice(from, to).every((g) => g === 0);
   if (zero(0, 5) && groups[5] === 0xffff) return v4(groups[6], groups[7]); // ::ffff:a.b.c.d
+  if (zero(0, 4) && groups[4] === 0xffff && groups[5] === 0) return v4(groups[6], groups[7]); // ::ffff:0:a.b.c.d (RFC 2765)
   if (zero(0, 6) && (groups[6] !== 0 || groups[7] > 1)) return v4(groups[6], groups[7]); // ::a.b.c.d (deprecated)
   if (groups[0] === 0x64 && groups[1] === 0xff9b && zero(2, 6)) return v4(groups[6], groups[7]); // NAT64
   if (groups[0] === 0x2002) return v4(groups[1], groups[2]); // 6to4
@@ -163,9 +184,9 @@ export function isForbiddenAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 4) return FORBIDDEN.check(address, 'ipv4');
   if (family !== 6) return true; // not an address at all: never connect to it
+  if (FORBIDDEN.check(address, 'ipv6')) return true;
   const v4 = embeddedIpv4(address);
-  if (v4 !== null) return FORBIDDEN.check(v4, 'ipv4');
-  return FORBIDDEN.check(address, 'ipv6');
+  return v4 !== null && FORBIDDEN.check(v4, 'ipv4');
 }
 
 function inAllowedRange(allow: AllowList, address: string): boolean {

@@ -1,6 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { testConfig } from '../../test/support/test-app';
+import { until } from '../../test/support/until';
 import { ApiError } from '../common/api-error';
 import { EgressRefusedError, EgressTimeoutError, EgressTooLargeError } from './egress-policy';
 import { EgressService } from './egress.service';
@@ -166,6 +167,40 @@ describe('EgressService', () => {
     expect(err.code).not.toBe('timeout');
   });
 
+  it('holds at most EGRESS_MAX_CONNECTIONS_PER_ORIGIN sockets to one origin; the rest wait their turn, streams are not counted', async () => {
+    let open = 0;
+    let mostOpen = 0;
+    const held = await listen((req, res) => {
+      if (req.url === '/stream') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).write(': open\n\n');
+      if (req.url === '/ok') return void res.end('ok');
+    });
+    servers.push(held.server);
+    held.server.on('connection', (socket) => {
+      mostOpen = Math.max(mostOpen, ++open);
+      socket.once('close', () => open--);
+    });
+    const bounded = new EgressService(
+      testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 2000, requestTimeoutMs: 5000, maxConnectionsPerOrigin: 3 } }),
+    );
+    services.push(bounded);
+    const base = `http://127.0.0.1:${held.port}`;
+    // Twenty requests the server never answers: one socket each before, a few thousand from one MCP server.
+    const hanging = Array.from({ length: 20 }, () => failure(bounded.fetch(`${base}/hang`, { timeoutMs: 1500 })));
+    await until(
+      async () => open,
+      (n) => n >= 3,
+      5000,
+    );
+    // A stream meant to stay open still gets through, and is not held against the bound.
+    const stream = await bounded.fetch(`${base}/stream`, { deadlineMs: Infinity });
+    expect(stream.status).toBe(200);
+    expect(mostOpen).toBe(4);
+    // The waiting ones time out within their own limits, and the origin serves again.
+    for (const err of await Promise.all(hanging)) expect(err.code).toBe('timeout');
+    expect(await (await bounded.fetch(`${base}/ok`)).text()).toBe('ok');
+    await stream.body!.cancel();
+  });
+
   describe('after the headers', () => {
     let bad: Awaited<ReturnType<typeof misbehaving>>;
     beforeAll(async () => {
@@ -232,6 +267,16 @@ describe('EgressService', () => {
     expect((refused as ApiError).errors).toEqual([expect.objectContaining({ path: 'url', code: 'egress_refused' })]);
     expect(((await failure(none.assertAllowed('https://localhost/mcp', 'url'))) as ApiError).code).toBe('egress_refused');
     expect(((await failure(none.assertAllowed('not a url', 'url'))) as ApiError).status).toBe(400);
+    // What nothing could be sent to is malformed, whatever the policy would say of the host.
+    const allowed = make(['localhost', '127.0.0.1']);
+    for (const url of ['http://localhost.:4122/', 'https://localhost:0/', 'http://localhost:4122/a b', 'http://local\nhost:4122/', ' http://localhost/']) {
+      const err = (await failure(allowed.assertAllowed(url, 'baseUrl'))) as ApiError;
+      expect([url, err.status, err.errors]).toEqual([url, 400, [expect.objectContaining({ path: 'baseUrl', code: 'url' })]]);
+    }
+    // Credentials and other schemes are the policy's to refuse, as at connect time.
+    for (const url of ['http://user:pw@localhost:4122/', 'ftp://localhost/']) {
+      expect([url, ((await failure(allowed.assertAllowed(url, 'url'))) as ApiError).code]).toEqual([url, 'egress_refused']);
+    }
     await expect(make(['127.0.0.1']).assertAllowed(`http://127.0.0.1:${port}/mcp`, 'url')).resolves.toBeUndefined();
   });
 });

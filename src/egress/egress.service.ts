@@ -12,14 +12,29 @@ export type EgressRequestInit = RequestInit & {
   /**
    * How long the whole exchange may take, redirects and the body included, counted from the call.
    * Default: the headers' limit, so nothing outlives EGRESS_TIMEOUT_MS unless its caller says why
-   * (a model streams its answer for minutes); `Infinity` only for a stream meant to stay open.
+   * (a model streams its answer for minutes); `Infinity` only for a stream meant to stay open
+   * (such streams are not counted against EGRESS_MAX_CONNECTIONS_PER_ORIGIN).
    */
   deadlineMs?: number;
   /** Past this many bytes of body the read fails with EgressTooLargeError and the connection is closed. */
   maxBytes?: number;
 };
 
+/** What a route that saves a URL answers when it refuses one (assertAllowed), for its OpenAPI document. */
+export const SAVED_URL_REFUSALS = {
+  invalid:
+    'not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`)',
+  refused:
+    'refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled',
+};
+
 const MAX_REDIRECTS = 5;
+/**
+ * Sockets open to one origin at once (EGRESS_MAX_CONNECTIONS_PER_ORIGIN). Without a bound, a
+ * server that made the node send it requests and never answered them (an MCP server sending
+ * requests of its own) had it open a socket for each: 2,578 in 2 s, every tenant's fds.
+ */
+export const MAX_CONNECTIONS_PER_ORIGIN = 256;
 /** setTimeout's ceiling; a longer deadline would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -35,32 +50,34 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 export class EgressService implements OnModuleDestroy {
   private readonly allow: AllowList;
   private readonly agent: Agent;
+  /**
+   * Streams meant to stay open (an MCP session's events): one per session, so as many as a node
+   * has sessions to an origin, and counting them against its bound would keep every request out.
+   */
+  private readonly streams: Agent;
   private readonly requestTimeoutMs: number;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.allow = parseAllowList(config.egress.allowedHosts);
     this.requestTimeoutMs = config.egress.requestTimeoutMs;
-    this.agent = new Agent({
-      connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup },
-      headersTimeout: config.egress.requestTimeoutMs,
-    });
+    const options = { connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup }, headersTimeout: config.egress.requestTimeoutMs };
+    this.agent = new Agent({ ...options, connections: config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN });
+    this.streams = new Agent(options);
   }
 
   async onModuleDestroy(): Promise<void> {
-    await this.agent.destroy();
+    await Promise.all([this.agent.destroy(), this.streams.destroy()]);
   }
 
   /**
    * Refuses, before anything is stored, a URL the policy would refuse at connect time: its
    * scheme, its host, and what the host resolves to now. `field` is the request field to name.
+   * Every route that saves a URL calls this, so the same URL gets the same answer on each: a
+   * value nothing could be sent to is `400 invalid_request` (code `url`), one the policy refuses
+   * `422 egress_refused`, both at `field`.
    */
   async assertAllowed(url: string, field: string): Promise<void> {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw ApiError.invalidRequest([{ path: field, code: 'url', message: `${field} must be an absolute URL` }]);
-    }
+    const parsed = deliverableUrl(url, field);
     try {
       checkUrl(this.allow, parsed);
       const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
@@ -93,7 +110,15 @@ export class EgressService implements OnModuleDestroy {
     const timer =
       total <= MAX_TIMER_MS ? setTimeout(() => stop.abort(new EgressTimeoutError(`${origin} did not finish answering within ${total} ms`)), total) : undefined;
     const signal = rest.signal ? AbortSignal.any([rest.signal, stop.signal]) : stop.signal;
-    const exchange: Exchange = { stop, signal, callerSignal: rest.signal ?? undefined, maxBytes, origin, finish: () => clearTimeout(timer) };
+    const exchange: Exchange = {
+      stop,
+      signal,
+      callerSignal: rest.signal ?? undefined,
+      maxBytes,
+      origin,
+      dispatcher: timer === undefined ? this.streams : this.agent,
+      finish: () => clearTimeout(timer),
+    };
     let requestInit: RequestInit = { ...rest, signal };
     // A body nobody reads keeps its socket until then; the timer alone must not keep the process up.
     timer?.unref();
@@ -120,7 +145,8 @@ export class EgressService implements OnModuleDestroy {
   private async fetchOnce(url: URL, init: RequestInit, timeoutMs: number, exchange: Exchange): Promise<Response> {
     const timer = setTimeout(() => exchange.stop.abort(new EgressTimeoutError(`${url.origin} did not answer within ${timeoutMs} ms`)), timeoutMs);
     try {
-      const response = await undiciFetch(url, { ...(init as object), redirect: 'manual', dispatcher: this.agent } as Parameters<typeof undiciFetch>[1]);
+      const options = { ...(init as object), redirect: 'manual', dispatcher: exchange.dispatcher } as Parameters<typeof undiciFetch>[1];
+      const response = await undiciFetch(url, options);
       return response as unknown as Response;
     } finally {
       clearTimeout(timer);
@@ -145,6 +171,28 @@ export class EgressService implements OnModuleDestroy {
       return callback(null, addresses[0].address, addresses[0].family);
     });
   }) as unknown as LookupFunction;
+}
+
+/**
+ * The URL a saved value names, when something could be sent to it. The URL parser drops spaces at
+ * either end and tabs and newlines anywhere, so the text stored would not be what is reached; port
+ * 0 reaches nothing; a host name ending in a dot is judged by the policy as the name without it
+ * (so a listed host's allowance covers it) while the resolver looks it up as another name
+ * (`localhost.` was saved, then failed every delivery as not found).
+ */
+function deliverableUrl(text: string, field: string): URL {
+  const refuse = (message: string) => ApiError.invalidRequest([{ path: field, code: 'url', message }]);
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\x00-\x1f\x7f]/.test(text)) throw refuse(`${field} must not contain spaces or control characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw refuse(`${field} must be an absolute URL`);
+  }
+  if (parsed.port === '0') throw refuse(`${field} must not name port 0`);
+  if (parsed.hostname.endsWith('.')) throw refuse(`${field}'s host must not end with a dot; write ${parsed.hostname.replace(/\.+$/, '')}`);
+  return parsed;
 }
 
 /** fetch's own redirect rules (WHATWG): 303 (and 301/302 after POST) become GET without a body; credentials stay on their origin. */
@@ -180,6 +228,8 @@ interface Exchange {
   callerSignal?: AbortSignal;
   maxBytes?: number;
   origin: string;
+  /** The bounded pool, or the streams' for an exchange with no deadline. */
+  dispatcher: Agent;
   finish(): void;
 }
 

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
+  ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
   ApiNoContentResponse,
@@ -13,6 +14,7 @@ import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
+import { SAVED_URL_REFUSALS } from '../egress/egress.service';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { CreatedWebhookView, CreateWebhookDto, DeliveriesQuery, DeliveryPage, WebhookPage, WebhookView } from './webhooks.dto';
@@ -37,7 +39,10 @@ export class WebhooksController {
   })
   @ApiCreatedResponse({ type: CreatedWebhookView, description: 'The endpoint, with its signing secret: the only answer that shows it.' })
   @ApiConflictResponse(ProblemResponse(`The organization has ${MAX_WEBHOOKS_PER_ORG} endpoints already (\`conflict\`).`))
-  @ApiUnprocessableEntityResponse(ProblemResponse('The egress policy refuses the URL (`egress_refused`, naming `url`).'))
+  @ApiBadRequestResponse(
+    ProblemResponse(`The body is invalid (\`invalid_request\`; \`errors[]\` names each problem by \`path\`), or \`url\` is ${SAVED_URL_REFUSALS.invalid}.`),
+  )
+  @ApiUnprocessableEntityResponse(ProblemResponse(`\`url\` is ${SAVED_URL_REFUSALS.refused}; nothing stored.`))
   create(@Ctx() ctx: RequestContext, @Body() dto: CreateWebhookDto): Promise<CreatedWebhookView> {
     return this.webhooks.create(ctx, dto);
   }

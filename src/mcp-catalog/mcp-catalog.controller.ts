@@ -16,6 +16,7 @@ import { Ctx } from '../auth/ctx.decorator';
 import { isOrgPrincipal, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
+import { SAVED_URL_REFUSALS } from '../egress/egress.service';
 import { pageByKey, PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { McpConnectionsService } from './connections/mcp-connections.service';
@@ -70,13 +71,15 @@ export class McpConnectionsController {
   })
   @ApiCreatedResponse({ type: McpConnectionView })
   @ApiBadRequestResponse(
-    ProblemResponse('Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`).'),
+    ProblemResponse(
+      `Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (\`invalid_request\`); or \`url\` is ${SAVED_URL_REFUSALS.invalid}.`,
+    ),
   )
   @ApiForbiddenResponse(ProblemResponse('Not an admin (`forbidden`), or the organization lacks a scope the entry needs (`scope_not_granted`).'))
   @ApiConflictResponse(ProblemResponse('The name is taken in the organization (`conflict`).'))
   @ApiUnprocessableEntityResponse(
     ProblemResponse(
-      'The URL is refused by the egress policy (`egress_refused`), or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored.',
+      `\`url\` is ${SAVED_URL_REFUSALS.refused}; or the server could not be connected and listed (\`mcp_connect_failed\`, \`reason\` says why); nothing stored.`,
     ),
   )
   create(@Ctx() ctx: RequestContext, @Body() dto: CreateMcpConnectionDto): Promise<McpConnectionView> {

@@ -1,5 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import {
+  ApiBadRequestResponse,
   ApiConflictResponse,
   ApiCreatedResponse,
   ApiNoContentResponse,
@@ -13,6 +14,7 @@ import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
+import { SAVED_URL_REFUSALS } from '../egress/egress.service';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { ModelProvidersService } from './model-providers.service';
@@ -34,7 +36,10 @@ export class ModelProvidersController {
   })
   @ApiCreatedResponse({ type: ModelProviderView })
   @ApiConflictResponse(ProblemResponse('The name is taken in this organization (`conflict`).'))
-  @ApiUnprocessableEntityResponse(ProblemResponse('`baseUrl` is refused by the egress policy (`egress_refused`).'))
+  @ApiBadRequestResponse(
+    ProblemResponse(`The body is invalid (\`invalid_request\`; \`errors[]\` names each problem by \`path\`), or \`baseUrl\` is ${SAVED_URL_REFUSALS.invalid}.`),
+  )
+  @ApiUnprocessableEntityResponse(ProblemResponse(`\`baseUrl\` is ${SAVED_URL_REFUSALS.refused}; nothing stored.`))
   create(@Ctx() ctx: RequestContext, @Body() dto: CreateModelProviderDto): Promise<ModelProviderView> {
     return this.providers.create(ctx, dto);
   }

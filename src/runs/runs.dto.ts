@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, IsUrl, IsUUID, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, IsUUID, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsVersionRef } from '../tool-calls/tool-calls.dto';
 import type { ChatMessage } from './conversation';
@@ -30,7 +30,7 @@ export class CreateModelProviderDto {
   })
   @IsString()
   @MaxLength(2000)
-  @IsUrl({ protocols: ['http', 'https'], require_protocol: true, require_tld: false, require_host: true }, { message: 'baseUrl must be an http(s) URL' })
+  // Judged when saved by the egress service, as every saved URL is (400 when it is no URL, 422 egress_refused).
   baseUrl: string;
 
   @ApiPropertyOptional({

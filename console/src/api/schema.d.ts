@@ -4832,7 +4832,7 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionView"];
                 };
             };
-            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`). */
+            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4892,7 +4892,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The URL is refused by the egress policy (`egress_refused`), or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored. */
+            /** @description `url` is refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled; or the server could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing stored. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -5531,7 +5531,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderView"];
                 };
             };
-            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `baseUrl` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5587,7 +5587,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `baseUrl` is refused by the egress policy (`egress_refused`). */
+            /** @description `baseUrl` is refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled; nothing stored. */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -7352,7 +7352,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookView"];
                 };
             };
-            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7408,7 +7408,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description The egress policy refuses the URL (`egress_refused`, naming `url`). */
+            /** @description `url` is refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled; nothing stored. */
             422: {
                 headers: {
                     [name: string]: unknown;

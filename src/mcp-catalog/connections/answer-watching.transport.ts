@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import {
   isJSONRPCErrorResponse,
   isJSONRPCRequest,
@@ -14,6 +15,18 @@ import {
 type OnMessage = NonNullable<StreamableHTTPClientTransport['onmessage']>;
 
 /**
+ * Replies to the server's own requests on their way at once, per session. The client declares no
+ * capability, so all it answers is `ping` (anything else is refused with an error), and each reply
+ * is a POST of its own: a server that sent pings as fast as it liked and never answered those POSTs
+ * had the node open a socket per ping (3,000 pings, 2,578 sockets in 2 s).
+ */
+export const MAX_REPLIES_IN_FLIGHT = 4;
+/** Replies a session may send in a burst; then one per REPLY_REFILL_MS. Past them a request goes unanswered. */
+export const REPLY_BURST = 16;
+const REPLY_REFILL_MS = 1000;
+const logger = new Logger('McpClientPool');
+
+/**
  * Streamable HTTP that fails a request whose answer stream ended without its answer. The SDK's
  * transport notices that end (and gives up resuming a stream the server offered to resume), but
  * its client never hears of it: the call then waited its whole timeout and was recorded
@@ -21,12 +34,19 @@ type OnMessage = NonNullable<StreamableHTTPClientTransport['onmessage']>;
  *
  * `askerOf` names, when a request is sent, who to tell: the caller's own abort, so only the call
  * whose answer was lost fails, never the others sharing the connection.
+ *
+ * It also sends the client's replies to the server's requests within a budget (MAX_REPLIES_IN_FLIGHT,
+ * REPLY_BURST): the server decides how many requests it sends, and each reply costs a socket.
  */
 export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   private readonly waiting = new Map<RequestId, (reason: Error) => void>();
+  private repliesInFlight = 0;
+  private replyTokens = REPLY_BURST;
+  private refilledAt = Date.now();
+  private dropped = 0;
 
   constructor(
-    url: URL,
+    private readonly url: URL,
     options: StreamableHTTPClientTransportOptions,
     private readonly askerOf: () => ((reason: Error) => void) | undefined,
   ) {
@@ -51,6 +71,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   }
 
   override async send(message: JSONRPCMessage | JSONRPCMessage[], options?: TransportSendOptions): Promise<void> {
+    if (!Array.isArray(message) && (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message))) return this.reply(message, options);
     const asker = !Array.isArray(message) && isJSONRPCRequest(message) ? this.askerOf() : undefined;
     if (!asker || Array.isArray(message) || !isJSONRPCRequest(message)) return super.send(message, options);
     const id = message.id;
@@ -78,6 +99,29 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
    */
   forget(asker: (reason: Error) => void): void {
     for (const [id, tell] of this.waiting) if (tell === asker) this.waiting.delete(id);
+  }
+
+  /**
+   * A reply to the server, within the session's budget. Past it the reply is dropped rather than
+   * queued: JSON-RPC lets a server wait for an answer, so one that floods waits for its own.
+   */
+  private async reply(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    const now = Date.now();
+    this.replyTokens = Math.min(REPLY_BURST, this.replyTokens + (now - this.refilledAt) / REPLY_REFILL_MS);
+    this.refilledAt = now;
+    if (this.repliesInFlight >= MAX_REPLIES_IN_FLIGHT || this.replyTokens < 1) {
+      if (this.dropped++ === 0) {
+        logger.warn(`the MCP server at ${this.url.origin} sends requests faster than the client answers them; the excess goes unanswered`);
+      }
+      return;
+    }
+    this.replyTokens -= 1;
+    this.repliesInFlight++;
+    try {
+      await super.send(message, options);
+    } finally {
+      this.repliesInFlight--;
+    }
   }
 
   override async close(): Promise<void> {
