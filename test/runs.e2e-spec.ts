@@ -676,7 +676,10 @@ describe('agent runs (e2e)', () => {
 
     it("a provider that echoes its API key in an error: the run's error and events show it redacted, to every reader", async () => {
       const agentId = await agentWith({ instructions: 'x', capabilities: [], model: modelRef() });
-      for (const message of ['Incorrect API key provided: sk-test-secret-123.', 'bad request from Bearer sk-test-secret-123']) {
+      const spellings = ['Incorrect API key provided: sk-test-secret-123.', 'bad request from Bearer sk-test-secret-123'];
+      // Case-normalised, and base64 (of the header a provider decoded and shows again).
+      spellings.push('invalid key SK-TEST-SECRET-123', `got ${Buffer.from('Bearer sk-test-secret-123').toString('base64')}`);
+      for (const message of spellings) {
         model.setScript(sequence({ status: 401, body: { error: { message } } }));
         const run = await startRun(agentId, { input: 'x' }).expect(201);
         expect(run.body).toMatchObject({ status: 'failed', error: { code: 'model_error', message: expect.stringContaining('[redacted]') } });
@@ -686,9 +689,11 @@ describe('agent runs (e2e)', () => {
           .expect(200);
         const events = await readEvents(run.body.id);
         expect(events.map((e) => e.event)).toContain('run.failed');
-        for (const seen of [run.body, read.body, events]) expect(JSON.stringify(seen)).not.toContain('sk-test-secret-123');
+        const encoded = Buffer.from('Bearer sk-test-secret-123').toString('base64');
+        const leaked = (text: string) => text.toLowerCase().includes('sk-test-secret-123') || text.includes(encoded.slice(8, -4));
+        for (const seen of [run.body, read.body, events]) expect(leaked(JSON.stringify(seen))).toBe(false);
         const [row] = await t.app.get(DataSource).query(`SELECT error_message FROM run WHERE id = $1`, [run.body.id]);
-        expect(row.error_message).not.toContain('sk-test-secret-123');
+        expect(leaked(row.error_message)).toBe(false);
       }
     });
 

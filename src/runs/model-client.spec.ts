@@ -130,6 +130,24 @@ describe('OpenAiCompatibleModel', () => {
     expect(JSON.parse(turn.toolCalls[0].arguments)).toEqual({ k: '[redacted]' });
   });
 
+  it('redacts the key in another case and base64-encoded, in an error (and its cut at 500) and in an answer', async () => {
+    const key = 'sk-test-PROVIDERKEY-0123456789';
+    const b64 = Buffer.from(key).toString('base64');
+    const answering = (body: () => Response) =>
+      new OpenAiCompatibleModel('p', 'http://model.test/v1', key, async () => body(), { ...policy, retries: 0 }, sleep);
+    const message = `Incorrect API key provided: ${key.toUpperCase()} / ${b64} / ${key.toLowerCase()}`;
+    const err = (await answering(() => new Response(JSON.stringify({ error: { message } }), { status: 401 }))
+      .complete(req)
+      .catch((e: unknown) => e)) as ModelError;
+    expect(err.message).toBe('The provider answered 401: 401 Incorrect API key provided: [redacted] / [redacted] / [redacted]');
+    const long = (await answering(() => new Response(JSON.stringify({ error: { message: `${'x'.repeat(470)} ${b64}` } }), { status: 500 }))
+      .complete(req)
+      .catch((e: unknown) => e)) as ModelError;
+    expect(long.message).not.toContain(b64.slice(0, 8));
+    const echo = answering(() => sse(delta({ content: `yours: ${key.toUpperCase()}` }), delta({ content: ` and ${b64}` }, 'stop')));
+    expect((await echo.complete(req)).content).toBe('yours: [redacted] and [redacted]');
+  });
+
   it('reports an egress refusal as such, without retrying', async () => {
     const refusing = new OpenAiCompatibleModel(
       'p',

@@ -41,6 +41,8 @@ export interface FixtureState {
    * the Authorization header: a list no SDK server would send (an echoed header, a cut emoji, U+0000).
    */
   rawToolsList?: (authorization: string | undefined) => { result: unknown } | { error: { code: number; message: string } };
+  /** Like rawToolsList, for `tools/call` of the named tool (others are answered by the SDK's server). */
+  rawToolsCall?: (name: string, authorization: string | undefined) => { result: unknown } | { error: { code: number; message: string } } | undefined;
 }
 
 export interface FixtureMcpServer {
@@ -239,6 +241,12 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
         res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...state.rawToolsList(req.headers.authorization) }));
+        return;
+      }
+      const raw = parsed?.method === 'tools/call' ? state.rawToolsCall?.(parsed.params?.name, req.headers.authorization) : undefined;
+      if (raw) {
+        calls.push(parsed.params?.name);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...raw }));
         return;
       }
       if (parsed?.method === 'tools/call' && state.redirectCallsTo) {
