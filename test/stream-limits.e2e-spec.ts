@@ -1,6 +1,6 @@
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import http from 'node:http';
-import { connect, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { DataSource } from 'typeorm';
 import { CORS_EXPOSED_HEADERS } from '../src/app.factory';
 import { CredentialWatch } from '../src/auth/credential-watch.service';
@@ -8,6 +8,7 @@ import { EventStreamService } from '../src/events/event-stream.service';
 import { RunsRepository } from '../src/runs/runs.repository';
 import { RunsService } from '../src/runs/runs.service';
 import { RunFixturesModule } from './fixtures/run-fixtures.module';
+import { parseAnswer, rawClient } from './support/raw-http';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -113,17 +114,9 @@ describe('streams an attacker cannot hold open (e2e)', () => {
   const finishedRun = () => runUntil(sequence({ text: 'Done.' }), 'succeeded');
 
   /** A request written on a socket of its own; what comes back is collected. */
-  function send(method: string, path: string, token: string): { socket: Socket; received: () => string } {
-    const socket = connect(port, '127.0.0.1');
-    sockets.push(socket);
-    let received = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (c: string) => (received += c));
-    socket.on('error', () => undefined);
-    socket.write(`${method} ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`);
-    return { socket, received: () => received };
-  }
-  const statusOf = (text: string) => Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0);
+  const send = (method: string, path: string, token: string) =>
+    rawClient(port, `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nAccept: text/event-stream\r\n\r\n`, sockets);
+  const statusOf = (text: string) => parseAnswer(text).status;
 
   /**
    * Holds every call of `method` until `release()`: requests wait inside the handler, between

@@ -1,34 +1,17 @@
 import type { INestApplication } from '@nestjs/common';
 import { OpenAPIObject, SwaggerCustomOptions, SwaggerModule } from '@nestjs/swagger';
 import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler, RouteOptions } from 'fastify';
+import { pageSecurityHeaders } from './page-security-headers';
 
 export const API_DOCS_PATH = 'api/docs';
 
 /**
  * The docs page is where people paste a bearer token (Authorize) and press Execute on `DELETE`
- * routes: nothing may frame it (clickjacking), and it runs only its own files. Swagger UI's
- * scripts are all files of its own (no inline script, no eval), so `script-src 'self'` holds;
- * its page carries inline `<style>` blocks and React sets `style` attributes, hence styles alone
- * may be inline. Its icons are `data:` images. Execute calls this origin only.
+ * routes. Swagger UI's scripts are all files of its own (no inline script, no eval), so
+ * `script-src 'self'` holds; its page carries inline `<style>` blocks and React sets `style`
+ * attributes, hence inline styles; its fonts are `data:` URLs. Execute calls this origin only.
  */
-export const API_DOCS_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self' 'unsafe-inline'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "font-src 'self' data:",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-  ].join('; '),
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-opener-policy': 'same-origin',
-};
+export const API_DOCS_SECURITY_HEADERS = pageSecurityHeaders({ inlineStyles: true, dataFonts: true });
 
 /**
  * Gives every route under `/api/docs` (the page, its init script, Swagger UI's files and the

@@ -2,34 +2,17 @@ import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { pageSecurityHeaders } from '../common/page-security-headers';
 import { PROBLEM_CONTENT_TYPE, problemType } from '../common/problem.filter';
 
 export const CONSOLE_PATH = '/console';
 
 /**
  * The console is a bundle of static files: an API key typed into it is the only secret it ever
- * holds, so the page is locked down to its own origin. No inline script or style is allowed
- * (Vite emits none), nothing may frame it (clickjacking an "Approve" button), and it sends no
- * referrer (its URLs carry ids, never tokens, but they are still nobody else's business).
+ * holds, so the page is locked down to its own origin. Vite emits no inline script or style, so
+ * none is allowed. Its URLs carry ids, never tokens, but they are still nobody else's business.
  */
-const SECURITY_HEADERS: Record<string, string> = {
-  'content-security-policy': [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "connect-src 'self'",
-    "font-src 'self'",
-    "object-src 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-  ].join('; '),
-  'x-content-type-options': 'nosniff',
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'cross-origin-opener-policy': 'same-origin',
-};
+const SECURITY_HEADERS = pageSecurityHeaders();
 
 /**
  * Where `npm run build` puts the console: `dist/console` at the package root, beside the compiled

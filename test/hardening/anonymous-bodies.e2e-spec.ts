@@ -1,9 +1,10 @@
 import { Body, Controller, Module, Post } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { connect, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { PublicRoute } from '../../src/auth/access.decorator';
 import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
 import { resolveConfig } from '../../src/config/resolve-config';
+import { rawClient } from '../support/raw-http';
 import { walkRoutes } from '../support/routes';
 import { bearer, createTestApp, TestApp } from '../support/test-app';
 import { until } from '../support/until';
@@ -32,37 +33,8 @@ class PublicEchoModule {}
 const ORIGIN = 'http://localhost:5173';
 const BUDGET = 256 * 1024;
 
-interface Answer {
-  status: number;
-  head: string;
-  body: Record<string, unknown>;
-}
-
-function parse(text: string): Answer {
-  const end = text.indexOf('\r\n\r\n');
-  const head = end < 0 ? text : text.slice(0, end);
-  let body: Record<string, unknown> = {};
-  try {
-    body = JSON.parse(text.slice(end + 4)) as Record<string, unknown>;
-  } catch {
-    // not JSON
-  }
-  return { status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0), head, body };
-}
-
-/** Writes `head` on a socket of its own and nothing more; the answer is what arrived when the server closed it. */
-function headersOnly(port: number, head: string, sockets: Socket[]): Promise<Answer> {
-  return new Promise((resolve) => {
-    const socket = connect(port, '127.0.0.1');
-    sockets.push(socket);
-    let text = '';
-    socket.setEncoding('latin1');
-    socket.on('data', (c: string) => (text += c));
-    socket.on('error', () => undefined);
-    socket.on('close', () => resolve(parse(text)));
-    socket.write(head);
-  });
-}
+/** Writes `head` and nothing more; the answer is what arrived when the server closed the connection. */
+const headersOnly = (port: number, head: string, sockets: Socket[]) => rawClient(port, head, sockets).answer;
 
 describe('a request without a token is refused before its body is read', () => {
   let t: TestApp;
@@ -188,14 +160,8 @@ describe('the bytes of bodies being read are bounded per node', () => {
     // Two clients with a token-shaped header each send most of a large body, and stall.
     const stalled: Socket[] = [];
     for (let i = 0; i < 2; i++) {
-      const socket = connect(port, '127.0.0.1');
-      sockets.push(socket);
-      stalled.push(socket);
-      socket.on('error', () => undefined);
-      socket.write(
-        `POST /api/v1/orgs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer cpk_${'x'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`,
-      );
-      socket.write('{"pad":"' + 'x'.repeat(120 * 1024));
+      const head = `POST /api/v1/orgs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer cpk_${'x'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`;
+      stalled.push(rawClient(port, head + '{"pad":"' + 'x'.repeat(120 * 1024), sockets).socket);
     }
     const refused = await until(
       () => padded(64 * 1024),

@@ -1,6 +1,7 @@
-import { connect, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { BODY_GRACE_MS } from '../../src/common/connections';
 import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/app-config';
+import { rawClient } from '../support/raw-http';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from '../support/test-app';
 import { until } from '../support/until';
 
@@ -14,40 +15,8 @@ import { until } from '../support/until';
  */
 jest.setTimeout(120_000);
 
-interface Answer {
-  status: number;
-  code?: string;
-  head: string;
-}
-
-interface Client {
-  socket: Socket;
-  answer: Promise<Answer>;
-}
-
-/** Sends `head` and the start of a body on a connection of its own; the answer is what arrived when the server closed it. */
-function client(port: number, head: string, sockets: Socket[], start = ''): Client {
-  const socket = connect(port, '127.0.0.1');
-  sockets.push(socket);
-  let text = '';
-  socket.setEncoding('latin1');
-  socket.on('data', (c: string) => (text += c));
-  socket.on('error', () => undefined);
-  const answer = new Promise<Answer>((resolve) =>
-    socket.once('close', () => {
-      const end = text.indexOf('\r\n\r\n');
-      let code: string | undefined;
-      try {
-        code = (JSON.parse(text.slice(end + 4)) as { code?: string }).code;
-      } catch {
-        // no body
-      }
-      resolve({ status: Number(/^HTTP\/1\.1 (\d{3}) /.exec(text)?.[1] ?? 0), code, head: end < 0 ? text : text.slice(0, end) });
-    }),
-  );
-  socket.write(head + start);
-  return { socket, answer };
-}
+/** Sends `head` and the start of a body on a connection of its own, and leaves it open. */
+const client = (port: number, head: string, sockets: Socket[], start = '') => rawClient(port, head + start, sockets);
 
 const posting = (token: string, length: number, path = '/api/v1/agents') =>
   `POST ${path} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\nConnection: close\r\n\r\n`;
@@ -88,7 +57,7 @@ describe('bodies under connection pressure', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     // One more: refused at once, before its body (the code before this read it for the request timeout).
     const refused = await client(port, posting(madeUp(99), 1000), sockets, '{').answer;
-    expect([refused.status, refused.code]).toEqual([401, 'unauthorized']);
+    expect([refused.status, refused.body.code]).toEqual([401, 'unauthorized']);
     // A real key's body is read meanwhile.
     const served = await t.http
       .post('/api/v1/agents')
@@ -118,7 +87,7 @@ describe('bodies under connection pressure', () => {
     await new Promise((resolve) => setTimeout(resolve, 300));
     // ...so its next body is refused 503 before it is read,
     const over = await client(port, posting(first.keys.builder, 2000), sockets, body).answer;
-    expect([over.status, over.code]).toEqual([503, 'service_unavailable']);
+    expect([over.status, over.body.code]).toEqual([503, 'service_unavailable']);
     expect(over.head).toMatch(/\r\nRetry-After: 1\r\n/i);
     // while the second organization's is read (400: `pad` is not a field of an agent).
     const other = client(port, posting(second.keys.builder, 2000), sockets, body);

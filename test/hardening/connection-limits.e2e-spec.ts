@@ -1,7 +1,8 @@
-import { connect, Socket } from 'node:net';
+import { Socket } from 'node:net';
 import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
 import { resolveConfig } from '../../src/config/resolve-config';
 import { HEAD_GRACE_MS } from '../../src/common/connections';
+import { rawClient, RawClient } from '../support/raw-http';
 import { createTestApp, TestApp } from '../support/test-app';
 import { until } from '../support/until';
 
@@ -15,26 +16,10 @@ import { until } from '../support/until';
  */
 jest.setTimeout(120_000);
 
-interface Client {
-  socket: Socket;
-  received: () => string;
-  closed: Promise<void>;
-}
-
 /** A connection of its own that sends one `GET /health` and then stays open, idle. */
-function idleClient(port: number, sockets: Socket[]): Client {
-  const socket = connect(port, '127.0.0.1');
-  sockets.push(socket);
-  let text = '';
-  socket.setEncoding('latin1');
-  socket.on('data', (c: string) => (text += c));
-  socket.on('error', () => undefined);
-  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-  socket.write('GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n');
-  return { socket, received: () => text, closed };
-}
+const idleClient = (port: number, sockets: Socket[]) => rawClient(port, 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n', sockets);
 
-const answered = (c: Client) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n\{"status":"ok"\}/.test(c.received());
+const answered = (c: RawClient) => /^HTTP\/1\.1 200 [\s\S]*\r\n\r\n\{"status":"ok"\}/.test(c.received());
 
 describe('idle keep-alive connections', () => {
   let t: TestApp;
@@ -58,7 +43,7 @@ describe('idle keep-alive connections', () => {
     );
     expect(client.received()).toMatch(/\r\nKeep-Alive: timeout=5\r\n/i);
     // Closed by the server (the client never ends it); it had stayed 72 s.
-    await client.closed;
+    await client.answer;
     expect(client.socket.destroyed).toBe(true);
   });
 
@@ -94,10 +79,10 @@ describe('the connection cap', () => {
     );
     // One more: closed unanswered (the code before this answered it, and the next 20,000).
     const refused = idleClient(port, sockets);
-    await refused.closed;
+    await refused.answer;
     expect(refused.received()).toBe('');
     // The refusal closed the idle connections, which had nothing in flight...
-    await Promise.all(holders.map((h) => h.closed));
+    await Promise.all(holders.map((h) => h.answer));
     // ...and the next client is served.
     const next = idleClient(port, sockets);
     await until(
@@ -123,19 +108,12 @@ describe('connections still sending a request head', () => {
   });
 
   it('past HEAD_GRACE_MS, are closed when the cap refuses a connection, and the next client is served', async () => {
-    const closed: Promise<void>[] = [];
-    for (let i = 0; i < CAP; i++) {
-      const socket = connect(port, '127.0.0.1');
-      sockets.push(socket);
-      socket.on('error', () => undefined);
-      closed.push(new Promise((resolve) => socket.once('close', () => resolve())));
-      socket.write('GET /health HTTP/1.1\r\nHost: x\r\n');
-    }
+    const halfHeads = Array.from({ length: CAP }, () => rawClient(port, 'GET /health HTTP/1.1\r\nHost: x\r\n', sockets));
     await new Promise((resolve) => setTimeout(resolve, HEAD_GRACE_MS + 200));
     // Refused (the cap is full of half heads), which closes them...
     const refused = idleClient(port, sockets);
-    await refused.closed;
-    await Promise.all(closed);
+    await refused.answer;
+    await Promise.all(halfHeads.map((h) => h.answer));
     // ...and the next client is served.
     const next = idleClient(port, sockets);
     await until(
