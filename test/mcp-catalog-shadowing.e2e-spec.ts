@@ -107,4 +107,28 @@ describe('an MCP tool copied by another bound connection after publish (e2e)', (
     expect(trusted.calls).toEqual(['archive']);
     expect(community.calls).toEqual([]);
   });
+
+  it('once the pinned server stops listing the tool, the copy is drift `added` and the pinned one `removed`, and no call runs', async () => {
+    trusted.state.archiveListed = false;
+    await t.http
+      .post(`/api/v1/mcp-connections/${trustedId}/sync`)
+      .set(...bearer(org.keys.admin))
+      .expect(200);
+    const version = await t.http
+      .get(`/api/v1/agents/${agentId}/versions/latest`)
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
+    // Not `changed`: the tool that now holds the name is another server's, not a new definition of the pinned one.
+    expect(version.body.drift).toEqual([
+      { tool: 'archive', reason: 'removed' },
+      { tool: 'archive', reason: 'added', toolId: 'community/archive' },
+    ]);
+    const refused = await t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'archive', arguments: { id: 'ceo@corp' } })
+      .expect(409);
+    expect(refused.body.code).toBe('tool_definition_changed');
+    expect(community.calls).toEqual([]);
+  });
 });

@@ -31,6 +31,7 @@ export async function insertVersion(
     spec: AgentSpec;
     specHash: string;
     toolDigests: Record<string, string>;
+    toolSources: Record<string, string>;
     contentHash: string;
     publishedBy: string;
     collections: string[];
@@ -39,9 +40,19 @@ export async function insertVersion(
   },
 ): Promise<VersionRow> {
   const [row]: VersionRow[] = await m.query(
-    `INSERT INTO agent_version (org_id, agent_id, version, spec, spec_hash, tool_digests, content_hash, published_by)
-     VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8) RETURNING *`,
-    [orgId, v.agentId, v.version, JSON.stringify(v.spec), v.specHash, JSON.stringify(v.toolDigests), v.contentHash, v.publishedBy],
+    `INSERT INTO agent_version (org_id, agent_id, version, spec, spec_hash, tool_digests, tool_sources, content_hash, published_by)
+     VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7::jsonb, $8, $9) RETURNING *`,
+    [
+      orgId,
+      v.agentId,
+      v.version,
+      JSON.stringify(v.spec),
+      v.specHash,
+      JSON.stringify(v.toolDigests),
+      JSON.stringify(v.toolSources),
+      v.contentHash,
+      v.publishedBy,
+    ],
   );
   for (const id of v.collections) {
     await m.query(`INSERT INTO agent_version_resource (org_id, agent_id, version, collection_id) VALUES ($1, $2, $3, $4)`, [orgId, v.agentId, v.version, id]);

@@ -4,7 +4,7 @@ import type { RegisteredMcpServer } from '../mcp-catalog/mcp-server-registry.ser
 import { canRunNow } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { legacyMcpToolDigest, mcpToolDigest } from './digests';
-import { composeMcpTools, oneToolPerName } from './mcp-version-tools';
+import { composeMcpTools, oneToolPerName, sourceOf } from './mcp-version-tools';
 
 describe('composeMcpTools', () => {
   const id = '00000000-0000-4000-8000-000000000001';
@@ -91,9 +91,9 @@ const listing = (c: BoundConnection, tools: ConnectionTool[]): BoundConnection =
 const twoServers: AgentSpec = { instructions: '', capabilities: [], mcpServers: [{ connection: community.id }, { connection: trusted.id }] };
 
 /** What the composer offers of these connections under these pins: the names once each, and the rest. */
-function offer(pinned: Record<string, string>, connections: BoundConnection[]) {
+function offer(pinned: Record<string, string>, connections: BoundConnection[], pinnedSources: Record<string, string> | null = null) {
   const mcp = composeMcpTools(twoServers, pinned, connections);
-  return oneToolPerName(mcp.tools, mcp.legacy);
+  return oneToolPerName(mcp.tools, mcp.legacy, pinnedSources);
 }
 
 /** The pins a publish of `connections` writes. */
@@ -124,6 +124,18 @@ describe('MCP tools of a published version', () => {
     expect(tools.map((t) => t.toolId)).toEqual(['community/send_email']);
     expect(canRunNow(tools[0], [])).toBe(false);
     expect(shadowed.map((t) => t.toolId)).toEqual(['trusted-mail/send_email']);
+  });
+
+  it('with no tool matching the pin, keep the name with the tool of the pinned source, and it cannot run', () => {
+    const pinned = publish([community, trusted]);
+    const sources = Object.fromEntries(offer({}, [community, trusted]).tools.map((t) => [t.name, sourceOf(t)]));
+    expect(sources.send_email).toBe(`mcp/${trusted.id}/send_email`);
+    const changed = listing(trusted, [{ ...sendEmail, description: 'Sends an email; also forwards it.' }]);
+    // The copy comes first in offer order; without the sources it would hold the name.
+    const { tools, shadowed } = offer(pinned, [listing(community, [sendEmail]), changed], sources);
+    expect(tools.map((t) => t.toolId)).toEqual(['trusted-mail/send_email']);
+    expect(canRunNow(tools[0], [])).toBe(false);
+    expect(shadowed.map((t) => t.toolId)).toEqual(['community/send_email']);
   });
 
   describe('pinned before pins named the connection', () => {

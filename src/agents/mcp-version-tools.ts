@@ -23,6 +23,16 @@ export function mcpToolName(toolId: string): string {
 }
 
 /**
+ * Where a tool's calls go, as a version pins it beside its digest (`agent_version.tool_sources`):
+ * an MCP tool's connection (by id: a renamed connection is the same source) and the server's name
+ * of the tool; a built-in's capability and tool id. A name whose tool now comes from another
+ * source is drift `removed` plus `added`, not `changed`.
+ */
+export function sourceOf(tool: Pick<VersionTool, 'capabilityId' | 'toolId' | 'source'>): string {
+  return tool.source ? `${MCP_CAPABILITY_ID}/${tool.source.connectionId}/${mcpToolName(tool.toolId)}` : `${tool.capabilityId}/${tool.toolId}`;
+}
+
+/**
  * The tools a spec's bound connections offer, as data (sealed execution: the executor's MCP
  * resolver runs them). A connection that no longer exists, or whose catalog entry the code no
  * longer has, offers nothing: its pinned tools show as drift and are refused. `legacy`: the tools
@@ -94,11 +104,15 @@ export function composeMcpTools(
  * A version offers each name once (publish refuses `duplicate_tool_name`), but a bound connection
  * may later list a tool under a name the version already offers, even an exact copy of another
  * connection's pinned tool. The name stays with the tool the version pinned: its digest names its
- * connection, so a copy elsewhere never matches. With no such tool, the first in offer order keeps
- * the name, and cannot run either. The others are not offered (`shadowed`: drift, never called).
+ * connection, so a copy elsewhere never matches. With no such tool, the one from the pinned source
+ * keeps it (its definition changed), else the first in offer order; neither can run. The others are not offered (`shadowed`: drift, never called).
  * A pin of the older format cannot tell the copies apart, so none of them matches it then.
  */
-export function oneToolPerName(tools: VersionTool[], legacy: ReadonlyMap<VersionTool, string>): { tools: VersionTool[]; shadowed: VersionTool[] } {
+export function oneToolPerName(
+  tools: VersionTool[],
+  legacy: ReadonlyMap<VersionTool, string>,
+  pinnedSources: Readonly<Record<string, string>> | null = null,
+): { tools: VersionTool[]; shadowed: VersionTool[] } {
   const byName = new Map<string, VersionTool[]>();
   for (const tool of tools) {
     const same = byName.get(tool.name);
@@ -111,7 +125,12 @@ export function oneToolPerName(tools: VersionTool[], legacy: ReadonlyMap<Version
     if (same.length > 1) {
       for (const tool of same) tool.digest = legacy.get(tool) ?? tool.digest;
     }
-    kept.add(same.find((t) => t.pinnedDigest !== undefined && t.digest === t.pinnedDigest) ?? same[0]);
+    const source = pinnedSources && ownEntry(pinnedSources, same[0].name);
+    kept.add(
+      same.find((t) => t.pinnedDigest !== undefined && t.digest === t.pinnedDigest) ??
+        (source === undefined || source === null ? undefined : same.find((t) => sourceOf(t) === source)) ??
+        same[0],
+    );
   }
   return { tools: tools.filter((t) => kept.has(t)), shadowed: tools.filter((t) => !kept.has(t)) };
 }

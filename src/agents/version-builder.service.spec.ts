@@ -5,25 +5,25 @@ import { VersionComposer } from './version-composer.service';
 import { VersionStore } from './version-store.service';
 import { PublishedVersionsRepository } from './published-versions.repository';
 
+/** A built-in tool of capability `c`, as the composer offers it (its tool id is its name). */
+const tool = (name: string, digest: string) => ({ name, digest, capabilityId: 'c', toolId: name });
+/** An MCP tool of connection `connectionId`, named `name` by its server. */
+const mcpTool = (name: string, digest: string, connectionId: string) => ({
+  name,
+  digest,
+  capabilityId: 'mcp',
+  toolId: `conn-${connectionId}/${name}`,
+  source: { connectionId, server: 'remote' },
+});
+
 describe('driftOf', () => {
   it('is empty when every pinned tool is offered with its pinned digest', () => {
-    expect(
-      driftOf({ a: '1', b: '2' }, [
-        { name: 'b', digest: '2' },
-        { name: 'a', digest: '1' },
-      ]),
-    ).toEqual([]);
+    expect(driftOf({ a: '1', b: '2' }, [tool('b', '2'), tool('a', '1')])).toEqual([]);
     expect(driftOf({}, [])).toEqual([]);
   });
 
   it('names changed, removed and unpinned tools, sorted by name', () => {
-    expect(
-      driftOf({ a: '1', b: '2', c: '3' }, [
-        { name: 'd', digest: '4' },
-        { name: 'b', digest: '2' },
-        { name: 'a', digest: 'x' },
-      ]),
-    ).toEqual([
+    expect(driftOf({ a: '1', b: '2', c: '3' }, [tool('d', '4'), tool('b', '2'), tool('a', 'x')])).toEqual([
       { tool: 'a', reason: 'changed' },
       { tool: 'c', reason: 'removed' },
       { tool: 'd', reason: 'added' },
@@ -31,7 +31,25 @@ describe('driftOf', () => {
   });
 
   it('does not mistake inherited object keys for pinned tools', () => {
-    expect(driftOf({}, [{ name: 'constructor', digest: '1' }])).toEqual([{ tool: 'constructor', reason: 'added' }]);
+    expect(driftOf({}, [tool('constructor', '1')])).toEqual([{ tool: 'constructor', reason: 'added' }]);
+    expect(driftOf({ constructor: '1' }, [tool('constructor', '2')], [], {})).toEqual([{ tool: 'constructor', reason: 'changed' }]);
+  });
+
+  it('tells a tool of another source under a pinned name from a changed definition, when the version kept its sources', () => {
+    const pinnedSources = { search: 'mcp/A/search', lookup: 'mcp/A/lookup' };
+    // `search` now comes from connection B (A no longer lists it); `lookup` is A's, redefined.
+    const now = [mcpTool('search', 'x', 'B'), mcpTool('lookup', 'y', 'A')];
+    expect(driftOf({ search: '1', lookup: '2' }, now, [], pinnedSources)).toEqual([
+      { tool: 'lookup', reason: 'changed' },
+      { tool: 'search', reason: 'removed' },
+      { tool: 'search', reason: 'added', toolId: 'conn-B/search' },
+    ]);
+    // A version published before sources were kept reads as before.
+    expect(driftOf({ search: '1' }, [mcpTool('search', 'x', 'B')], [], null)).toEqual([{ tool: 'search', reason: 'changed' }]);
+    // A renamed connection is the same source: its tools changed (their ids name it), nothing moved.
+    expect(driftOf({ search: '1' }, [{ ...mcpTool('search', 'x', 'A'), toolId: 'renamed/search' }], [], pinnedSources)).toEqual([
+      { tool: 'search', reason: 'changed' },
+    ]);
   });
 });
 
@@ -76,6 +94,7 @@ describe('VersionBuilder, published versions kept per process', () => {
         spec,
         spec_hash: `h${version}`,
         tool_digests: {},
+        tool_sources: {},
         content_hash: `c${version}`,
         published_at: new Date(),
         published_by: 'k',

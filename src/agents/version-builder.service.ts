@@ -134,6 +134,7 @@ export class VersionBuilder {
       contributions,
       applicability,
       mcpConnections,
+      row.tool_sources,
     );
     // A tool withheld from this worker is not drift: to it, the version never offered it (404 unknown_tool).
     const pinned = composition.withheld.length ? omit(row.tool_digests, composition.withheld) : row.tool_digests;
@@ -150,7 +151,7 @@ export class VersionBuilder {
       tools: composition.tools,
       pinnedTools: pinned,
     };
-    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools, composition.shadowed) };
+    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools, composition.shadowed, row.tool_sources) };
   }
 
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */

@@ -5,7 +5,7 @@ import type { FieldError } from '../common/api-error';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
 import type { AgentSpec, VersionTool } from './built-version';
-import { composeMcpTools, oneToolPerName } from './mcp-version-tools';
+import { composeMcpTools, oneToolPerName, sourceOf } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
 import { ToolReferences } from './tool-references';
 
@@ -13,7 +13,11 @@ import { ToolReferences } from './tool-references';
 export interface DriftEntry {
   tool: string;
   reason: 'changed' | 'removed' | 'added';
-  /** Only for a tool not offered because another tool of the version holds its name (see oneToolPerName). */
+  /**
+   * Only on `added` for a tool of another source than the one pinned under that name: one not
+   * offered because the pinned tool holds the name (see oneToolPerName), or one that now holds a
+   * name whose pinned tool is gone (see driftOf). Its calls never run.
+   */
   toolId?: string;
 }
 
@@ -95,6 +99,8 @@ export class VersionComposer {
     applicability?: Applicability,
     /** The spec's bound MCP connections, resolved for the organization (like resources). */
     mcpConnections: readonly BoundConnection[] = [],
+    /** Where each pinned tool's calls went (`tool_sources`); null for a version published before they were pinned. */
+    pinnedSources: Readonly<Record<string, string>> | null = null,
   ): Promise<Composition> {
     const prompts: string[] = [];
     const settings: Record<string, unknown> = {};
@@ -183,7 +189,7 @@ export class VersionComposer {
     const mcp = composeMcpTools(spec, pinned, mcpConnections);
     tools.push(...mcp.tools);
     contributors.push(...mcp.contributors);
-    const offered = oneToolPerName(tools, mcp.legacy);
+    const offered = oneToolPerName(tools, mcp.legacy, pinnedSources);
 
     return {
       systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),
@@ -219,23 +225,33 @@ function memoizedDigest(memo: ComposeMemo['digests'], key: string, facts: ToolDe
   return digest;
 }
 
-/** Compares what the code offers now with what was pinned at publish. */
+/**
+ * Compares what the code offers now with what was pinned at publish. A name whose tool now comes
+ * from another source than the pinned one (`pinnedSources`, when the version has them) is the
+ * pinned tool `removed` and another `added`, with its `toolId`: a tool of another server is not a
+ * new definition of the same tool.
+ */
 export function driftOf(
   pinned: Record<string, string>,
-  tools: readonly { name: string; digest: string }[],
+  tools: readonly Pick<VersionTool, 'name' | 'digest' | 'capabilityId' | 'toolId' | 'source'>[],
   shadowed: readonly { name: string; toolId: string }[] = [],
+  pinnedSources: Readonly<Record<string, string>> | null = null,
 ): DriftEntry[] {
   const drift: DriftEntry[] = [];
-  const current = new Map(tools.map((t) => [t.name, t.digest]));
+  const current = new Map(tools.map((t) => [t.name, t]));
   for (const [name, digest] of Object.entries(pinned)) {
     const now = current.get(name);
     if (now === undefined) drift.push({ tool: name, reason: 'removed' });
-    else if (now !== digest) drift.push({ tool: name, reason: 'changed' });
+    else if (now.digest !== digest) {
+      const source = pinnedSources ? ownEntry(pinnedSources, name) : undefined;
+      if (source === undefined || source === sourceOf(now)) drift.push({ tool: name, reason: 'changed' });
+      else drift.push({ tool: name, reason: 'removed' }, { tool: name, reason: 'added', toolId: now.toolId });
+    }
   }
   for (const name of current.keys()) {
     if (!Object.prototype.hasOwnProperty.call(pinned, name)) drift.push({ tool: name, reason: 'added' });
   }
   for (const tool of shadowed) drift.push({ tool: tool.name, reason: 'added', toolId: tool.toolId });
-  // Stable: under one name, the entry of the tool that holds it comes first.
+  // Stable: under one name, the entry of the tool that holds it (or held it) comes first.
   return drift.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
 }

@@ -13,6 +13,8 @@ export interface VersionRow {
   spec: AgentSpec;
   spec_hash: string;
   tool_digests: Record<string, string>;
+  /** Where each tool's calls went at publish (sourceOf); null for versions published before this was kept. */
+  tool_sources: Record<string, string> | null;
   content_hash: string;
   published_at: Date;
   published_by: string;

@@ -12,6 +12,7 @@ import { findVersion, insertVersion, listVersions, lockExisting } from './agent-
 import { AgentsService } from './agents.service';
 import type { AgentSpec, OfferedTool } from './built-version';
 import { canonicalHash, contentHash } from './digests';
+import { sourceOf } from './mcp-version-tools';
 import { modelProviderExists } from '../runs/model-providers.repository';
 import { SpecError, SpecValidator } from './spec-validator.service';
 import { renderTool, toOfferedTool } from './tool-formats';
@@ -66,11 +67,14 @@ export class VersionsService {
       checked.mcpConnections,
     );
     const toolDigests = Object.fromEntries(composition.tools.map((t) => [t.name, t.digest]));
+    const toolSources = Object.fromEntries(composition.tools.map((t) => [t.name, sourceOf(t)]));
     const content = contentHash(specHash, toolDigests);
 
     for (let attempt = 1; ; attempt++) {
       try {
-        const { created, row } = await this.dataSource.transaction((m) => this.insertVersion(m, ctx, agentId, spec, specHash, toolDigests, content));
+        const { created, row } = await this.dataSource.transaction((m) =>
+          this.insertVersion(m, ctx, agentId, spec, specHash, { toolDigests, toolSources }, content),
+        );
         // Pinned from this very composition: nothing has drifted yet.
         return { created, version: toVersionView(row, [], (await this.switches.retirementOf(orgId, agentId, row.version))?.retired_at) };
       } catch (err) {
@@ -87,7 +91,7 @@ export class VersionsService {
     agentId: string,
     spec: AgentSpec,
     specHash: string,
-    toolDigests: Record<string, string>,
+    { toolDigests, toolSources }: { toolDigests: Record<string, string>; toolSources: Record<string, string> },
     content: string,
   ): Promise<{ created: boolean; row: VersionRow }> {
     const orgId = keyOf(ctx).orgId;
@@ -132,6 +136,7 @@ export class VersionsService {
       spec,
       specHash,
       toolDigests,
+      toolSources,
       contentHash: content,
       publishedBy,
       collections,
