@@ -53,6 +53,24 @@ describe('redactSecrets', () => {
       }
     });
 
+    it("JSON-escaped by other languages' encoders: PHP's `\\/`, .NET's and Go's `\\u00XX`, Python's non-ASCII", () => {
+      const slashed = { authorization: 'Bearer Zm9v/YmFy+SLASHSECRET/abc123xyz==' };
+      const php = '{"headers":{"authorization":"Bearer Zm9v\\/YmFy+SLASHSECRET\\/abc123xyz=="}}';
+      expect(redactSecrets(php, slashed)).toBe('{"headers":{"authorization":"[redacted]"}}');
+      const dotnet = '{"authorization":"Bearer Zm9v/YmFy\\u002BSLASHSECRET/abc123xyz=="}';
+      expect(redactSecretsDeep({ text: dotnet }, slashed)).toEqual({ text: '{"authorization":"[redacted]"}' });
+      const go = { key: 'tok<en>&x-123456' };
+      expect(redactSecrets('{"k":"tok\\u003cen\\u003e\\u0026x-123456"}', go)).toBe('{"k":"[redacted]"}');
+      const accented = { key: 'pässwörd-123456' };
+      expect(redactSecrets('{"k":"p\\u00e4ssw\\u00f6rd-123456"}', accented)).toBe('{"k":"[redacted]"}');
+      expect(
+        redactSecrets(
+          JSON.stringify({ k: 'pässwörd-123456' }).replace(/[^ -~]/g, (c) => `\\u${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`),
+          accented,
+        ),
+      ).toBe('{"k":"[redacted]"}');
+    });
+
     it("a Basic credential's user:password and password, decoded", () => {
       const basic = { authorization: `Basic ${b64('alice:open-sesame-42')}` };
       expect(redactSecrets('as ALICE:open-sesame-42, password Open-Sesame-42', basic)).toBe('as [redacted], password [redacted]');

@@ -2,7 +2,7 @@
  * How an echo may spell a secret it was sent. Not every transform (a server that changes a secret
  * on purpose always gets it past), but what servers and libraries do without meaning to: repeat
  * it in another case ("invalid token ABC…" of a case-normalising message), JSON-escape it (an
- * error object stringified), URL-encode it (a URL or form shown back), base64 it (a decoded and
+ * error object stringified, by whichever language's encoder), URL-encode it (a URL or form shown back), base64 it (a decoded and
  * re-encoded Basic or Bearer header, a payload that embeds the request), or decode a Basic one.
  */
 export interface Spelling {
@@ -25,11 +25,26 @@ export function spellingsOf(value: string): Spelling[] {
   };
   for (const secret of secretsIn(value)) {
     add(secret, true);
-    add(JSON.stringify(secret).slice(1, -1), true);
+    for (const escaped of jsonSpellings(secret)) add(escaped, true);
     add(encodeURIComponent(secret), true);
     for (const encoded of base64Spellings(secret)) if (encoded.length >= MIN_ENCODED) add(encoded, false);
   }
   return [...out.values()];
+}
+
+/**
+ * The secret inside a JSON string as common encoders write it by default: JavaScript's minimal
+ * escapes; Python's and PHP's every non-ASCII character as `\uXXXX`, PHP's `/` as `\/` too;
+ * .NET's System.Text.Json `+`, `'`, `` ` ``, `<`, `>`, `&`, `"` and non-ASCII as `\uXXXX`; Go's
+ * `<`, `>`, `&`, U+2028 and U+2029. Hex digits in either case: the search is caseless for these.
+ * A secret with none of those characters has one spelling, and the duplicates are dropped.
+ */
+function jsonSpellings(secret: string): string[] {
+  const minimal = JSON.stringify(secret).slice(1, -1);
+  const u = (c: string) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  const asciiOnly = minimal.replace(/[^ -\u007f]/g, u);
+  const dotnet = secret.replace(/\\/g, '\\\\').replace(/[^\u0020-\u007e]|[+'`<>&"]/g, u);
+  return [minimal, asciiOnly, asciiOnly.replace(/\//g, '\\/'), dotnet, minimal.replace(/[<>&\u2028\u2029]/g, u)];
 }
 
 /** The value, the token of `<scheme> <token>` alone, and what a Basic token decodes to (and its password). */
