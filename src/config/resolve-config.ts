@@ -1,7 +1,7 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, EnvironmentVariables, OidcConfig, parseEnvironment, parseOrigins } from './app-config';
+import { AppConfig, ConfigError, EnvironmentVariables, OidcConfig, parseEnvironment, parseOrigins, SecretsConfig } from './app-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 
 /**
@@ -18,7 +18,6 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     }
     token = loadOrCreateAdminToken(e.DATA_DIR, log);
   }
-  const secretsKey = resolveSecretsKey(e, log);
   const allowedHosts = splitAllowedHosts(e.EGRESS_ALLOWED_HOSTS);
   try {
     parseAllowList(allowedHosts);
@@ -56,10 +55,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     httpLimits: { maxBufferedBodyBytes: e.HTTP_MAX_BUFFERED_BODY_BYTES, maxConnections: e.HTTP_MAX_CONNECTIONS },
     mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
     metricsToken: e.METRICS_TOKEN,
-    secrets: {
-      key: secretsKey,
-      previousKey: e.SECRETS_KEY_PREVIOUS ? decodeKey(e.SECRETS_KEY_PREVIOUS, 'SECRETS_KEY_PREVIOUS') : undefined,
-    },
+    secrets: resolveSecrets(e, log),
     egress: {
       allowedHosts,
       connectTimeoutMs: e.EGRESS_CONNECT_TIMEOUT_MS,
@@ -115,6 +111,14 @@ function decodeKey(value: string, name: string): Buffer {
   const key = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
   if (key.length !== 32) throw new ConfigError(`Invalid environment:\n  ${name}: must be 32 bytes, base64 (openssl rand -base64 32)`);
   return key;
+}
+
+/** SECRETS_KEY (or the embedded database's key file) and SECRETS_KEY_PREVIOUS; also for `npm run secrets:reseal`. */
+export function resolveSecrets(e: EnvironmentVariables, log: (message: string) => void): SecretsConfig {
+  return {
+    key: resolveSecretsKey(e, log),
+    previousKey: e.SECRETS_KEY_PREVIOUS ? decodeKey(e.SECRETS_KEY_PREVIOUS, 'SECRETS_KEY_PREVIOUS') : undefined,
+  };
 }
 
 /**

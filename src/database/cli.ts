@@ -3,12 +3,19 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
-import { ConfigError, parseEnvironment } from '../config/app-config';
+import { AppConfig, ConfigError, parseEnvironment } from '../config/app-config';
+import { resolveSecrets } from '../config/resolve-config';
+import { SecretsService } from '../secrets/secrets.service';
 import { dataSourceOptions } from './data-source-options';
 import { openDatabase, revertLastMigration, runMigrations } from './database';
+import { describeReseal, remainingCount, resealSecrets } from './reseal-secrets';
 import { startEmbeddedDatabase } from './embedded-database';
 
 /**
+ * `npm run secrets:reseal`: seals again under SECRETS_KEY every stored secret another key sealed
+ * (SECRETS_KEY_PREVIOUS opens them), reports how many, and how many remain under another key
+ * (exit status 2 while any do). Safe beside running nodes (docs/operations.md, "Rotating SECRETS_KEY").
+ *
  * `npm run migration:run | migration:revert | migration:create <name> | migration:generate <name>`.
  * run and revert act on DATABASE_URL, or on the embedded database in DATA_DIR (stop the server
  * first: the data directory is locked while it runs). generate diffs the TypeORM entities against
@@ -30,6 +37,22 @@ async function main(): Promise<void> {
           console.log('reverted the last migration');
         }
       } finally {
+        await db.embedded?.stop();
+      }
+      return;
+    }
+    case 'reseal': {
+      const secrets = new SecretsService({ secrets: resolveSecrets(env, console.log) } as AppConfig);
+      const db = await openDatabase({ databaseUrl: env.DATABASE_URL, dataDir: env.DATA_DIR, databasePoolSize: 1 });
+      const ds = new DataSource({ ...dataSourceOptions(db.url, 1), entities: [] });
+      try {
+        await ds.initialize();
+        const report = await resealSecrets(ds, secrets);
+        console.log(describeReseal(report, secrets.currentKeyId));
+        // A script (or an operator) about to drop SECRETS_KEY_PREVIOUS checks this.
+        if (remainingCount(report) > 0) process.exitCode = 2;
+      } finally {
+        if (ds.isInitialized) await ds.destroy();
         await db.embedded?.stop();
       }
       return;
@@ -61,7 +84,7 @@ async function main(): Promise<void> {
       return;
     }
     default:
-      throw new ConfigError('usage: cli.ts run | revert | create <name> | generate <name>');
+      throw new ConfigError('usage: cli.ts run | revert | reseal | create <name> | generate <name>');
   }
 }
 

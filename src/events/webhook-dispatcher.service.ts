@@ -4,7 +4,7 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { EgressRefusedError } from '../egress/egress-policy';
 import { EgressService } from '../egress/egress.service';
 import { Metrics } from '../telemetry/metrics';
-import { SecretsService } from '../secrets/secrets.service';
+import { SecretOpenError, SecretsService } from '../secrets/secrets.service';
 import { EventWakeups } from './event-wakeups.service';
 import { nextAttemptAt } from './webhook-schedule';
 import { AttemptOutcome, ClaimedDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository';
@@ -184,6 +184,12 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
     } catch (err) {
       error = describe(err);
       refused = err instanceof EgressRefusedError;
+      if (err instanceof SecretOpenError) {
+        // The platform's fault, not the receiver's: nothing was sent. Retried (another node, or this
+        // one once given the key, may open it); the operator reads why here, the admin in the delivery.
+        error = "the platform cannot open this webhook's stored secret or URL (sealed under a secrets key this server does not hold); nothing was sent";
+        this.logger.error(`webhook ${d.endpointId} (organization ${d.orgId}): its stored secret or URL cannot be opened: ${err.message}`);
+      }
     }
     const outcome: AttemptOutcome = error === null && status !== null ? { kind: 'succeeded', status } : this.retryOrFail(d, status, error ?? 'failed');
     await this.repo.finish(d.id, d.attempt, outcome);

@@ -109,7 +109,7 @@ export class McpConnectionsController {
   @ApiOperation({
     summary: 'List the tools again',
     description:
-      'The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.',
+      'The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept. A node that cannot open the stored credentials or URL (sealed under a secrets key it does not hold) answers `500 internal_error` saying so and changes nothing.',
   })
   @ApiOkResponse({ type: McpConnectionView })
   @ApiNotFoundResponse(NOT_FOUND)

@@ -35,6 +35,7 @@ import { ChatModel, ModelError, ModelTurn } from './model-client';
 import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
 import { KEY_REVOKED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
+import { SecretOpenError } from '../secrets/secrets.service';
 
 /** When the model's window is not given: a common size today, and what compaction aims under. */
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
@@ -110,11 +111,14 @@ export class RunEngine {
       // a few in a row the run fails instead. The statement's parameters (the whole conversation) stay out of the log.
       const failures = await this.repo.countStepFailure(runId, owner).catch(() => 0);
       const stop = failures >= MAX_STEP_FAILURES;
+      // The model provider's API key sealed under a key this node does not hold: retried (another
+      // node may hold it), and said as such to the operator and, at the end, in the run.
+      const unreadable = err instanceof SecretOpenError;
       this.logger.error(
         { err: withoutParameters(err), runId, failures },
-        stop ? 'run step failed again; the run is stopped' : 'run step failed; it will be retried',
+        `${unreadable ? "the model provider's stored API key cannot be opened (sealed under a secrets key this node does not hold): " : ''}${stop ? 'run step failed again; the run is stopped' : 'run step failed; it will be retried'}`,
       );
-      if (stop && (await this.stop(runId, owner, failures).catch(() => false))) return;
+      if (stop && (await this.stop(runId, owner, failures, unreadable).catch(() => false))) return;
       await this.repo.release(runId, owner, new Date(Date.now() + STEP_RETRY_POLLS * this.config.runs.pollIntervalMs)).catch(() => undefined);
     } finally {
       this.signals.notify(runId);
@@ -509,13 +513,16 @@ export class RunEngine {
     return saved;
   }
 
-  private async stop(runId: string, owner: string, failures: number): Promise<boolean> {
+  private async stop(runId: string, owner: string, failures: number, unreadableKey: boolean): Promise<boolean> {
     const row = await this.repo.findLeased(runId, owner);
     if (!row || (row.status !== 'running' && row.status !== 'waiting_for_approval')) return false;
+    const why = unreadableKey
+      ? "the platform cannot open the model provider's stored API key (sealed under a secrets key the server does not hold; the operator has been told)"
+      : "an error of the platform (the server's log has each, with the run's id)";
     await this.finish(row, owner, 'failed', {
       error: {
         code: 'internal_error',
-        message: `A step of the run failed ${failures} times in a row on an error of the platform (the server's log has each, with the run's id); the run was stopped rather than tried again.`,
+        message: `A step of the run failed ${failures} times in a row on ${why}; the run was stopped rather than tried again.`,
       },
     });
     return true;

@@ -9,19 +9,23 @@ import { LruCache } from '../common/lru-cache';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { McpClientPool, McpUpstreamError } from '../mcp-catalog/connections/mcp-client-pool.service';
 import { McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
+import { SecretOpenError } from '../secrets/secrets.service';
 import type { ToolImplementation, ToolImplementationResolver, ValidatedArguments } from './tool-implementations';
 import { compileVendorSchema, VendorValidator } from './vendor-schema';
 
 /** Compiled argument validators kept per process, by tool digest (a changed schema is a new digest). */
 const VALIDATORS_CACHED = 2000;
 const MAX_ERROR_TEXT = 2000;
+const SECRET_UNREADABLE =
+  "The platform cannot open this MCP connection's stored credentials or URL (sealed under a secrets key this server does not hold); nothing was sent to the MCP server. The operator has been told.";
 
 /**
  * Tools of MCP catalog connections (`capabilityId: "mcp"`): arguments validated against the input
  * schema the server listed (the one pinned in the version's digest), and run by the connection's
  * pooled MCP client. The server's answer is the result, `{ content, structuredContent? }`;
  * `isError` is a failed call (`tool_error`), an unreachable server `upstream_unavailable`, a
- * refused address `egress_refused`, no answer in time `timeout`. Like every resolver, reached only
+ * refused address `egress_refused`, no answer in time `timeout`, stored secrets this node cannot
+ * open `secret_unreadable`. Like every resolver, reached only
  * by the executor, after every guard.
  */
 @Injectable()
@@ -64,6 +68,8 @@ export class McpToolResolver implements ToolImplementationResolver {
           result = await this.pool.callTool(target, name, args as Record<string, unknown>, { signal: ctx.signal, timeoutMs: this.config.toolTimeoutMs });
         } catch (err) {
           if (err instanceof McpUpstreamError) throw new ToolError(err.code, err.message);
+          // Logged for the operator where it was opened; the caller learns it is no outage of the server.
+          if (err instanceof SecretOpenError) throw new ToolError('secret_unreadable', SECRET_UNREADABLE);
           throw err;
         }
         if (result.isError === true) throw new ToolError('tool_error', errorText(result));

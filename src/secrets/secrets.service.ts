@@ -67,7 +67,17 @@ export class SecretsService {
     }
   }
 
-  /** True when the value was sealed under an older key and should be sealed again. */
+  /** The key id new values are sealed under (SECRETS_KEY's). */
+  get currentKeyId(): string {
+    return this.currentId;
+  }
+
+  /** Whether this node holds the key `id` names (SECRETS_KEY or SECRETS_KEY_PREVIOUS). */
+  holds(id: string): boolean {
+    return this.keys.has(id);
+  }
+
+  /** True when the value was sealed under another key than SECRETS_KEY and should be sealed again. */
   needsReseal(sealed: string): boolean {
     return sealed.split('.')[1] !== this.currentId;
   }

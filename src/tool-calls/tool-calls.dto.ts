@@ -123,7 +123,8 @@ export class RejectDto {
 
 export class ToolCallErrorView {
   @ApiProperty({
-    description: "A tool's own code, or `timeout`, `tool_error`, `interrupted`, `invalid_result`, `result_too_large`, `approval_rejected`, `approval_expired`.",
+    description:
+      "A tool's own code, or `timeout`, `tool_error`, `interrupted`, `invalid_result`, `result_too_large`, `approval_rejected`, `approval_expired`, `secret_unreadable` (the platform cannot open the stored credentials of the tool's MCP connection; nothing was sent).",
   })
   code: string;
   @ApiProperty() message: string;

@@ -44,11 +44,21 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   };
 }
 
-/** The real application on a fresh database of its own. Call `close()` in afterAll. */
+/**
+ * The real application on a fresh database of its own. Call `close()` in afterAll. With `database`,
+ * on that one instead (several apps in turn, as a node restarted with other settings), which
+ * `close()` then leaves for its owner to drop.
+ */
 export async function createTestApp(
-  options: { imports?: ModuleMetadata['imports']; config?: Partial<AppConfig>; rateLimitStore?: CreateAppOptions['rateLimitStore']; consoleDir?: string } = {},
+  options: {
+    imports?: ModuleMetadata['imports'];
+    config?: Partial<AppConfig>;
+    rateLimitStore?: CreateAppOptions['rateLimitStore'];
+    consoleDir?: string;
+    database?: TestDatabase;
+  } = {},
 ): Promise<TestApp> {
-  const db = await createTestDatabase();
+  const db = options.database ?? (await createTestDatabase());
   const config = testConfig({ ...options.config, databaseUrl: db.real ? db.url : undefined });
   const app = await createApp({
     config,
@@ -68,7 +78,7 @@ export async function createTestApp(
     http: request(app.getHttpServer()),
     async close() {
       await app.close();
-      await db.drop();
+      if (!options.database) await db.drop();
     },
   };
 }

@@ -591,7 +591,7 @@ export interface paths {
         put?: never;
         /**
          * List the tools again
-         * @description The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept.
+         * @description The audit event names the tools added, removed and changed. A server that cannot be reached answers `status: "error"` with the last good tools kept. A node that cannot open the stored credentials or URL (sealed under a secrets key it does not hold) answers `500 internal_error` saying so and changes nothing.
          */
         post: operations["syncMcpConnection"];
         delete?: never;
@@ -1914,7 +1914,7 @@ export interface components {
             path: string;
         };
         ToolCallErrorView: {
-            /** @description A tool's own code, or `timeout`, `tool_error`, `interrupted`, `invalid_result`, `result_too_large`, `approval_rejected`, `approval_expired`. */
+            /** @description A tool's own code, or `timeout`, `tool_error`, `interrupted`, `invalid_result`, `result_too_large`, `approval_rejected`, `approval_expired`, `secret_unreadable` (the platform cannot open the stored credentials of the tool's MCP connection; nothing was sent). */
             code: string;
             message: string;
         };

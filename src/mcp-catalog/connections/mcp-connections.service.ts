@@ -11,7 +11,7 @@ import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressService } from '../../egress/egress.service';
 import { deleteUnlessBound } from '../../database/delete-unless-bound';
 import { sealStoredUrls } from '../../database/seal-stored-urls';
-import { SecretsService } from '../../secrets/secrets.service';
+import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { shownUrl, urlHidesSomething } from '../../common/url-secrets';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import { McpServerRegistry } from '../mcp-server-registry.service';
@@ -165,7 +165,13 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
   async sync(ctx: RequestContext, id: string): Promise<McpConnectionView> {
     const orgId = orgIdOf(ctx);
     await this.row(orgId, id);
-    const row = await this.refresh(orgId, id, 'sync', actorOf(ctx.principal));
+    let row: McpConnectionRow | undefined;
+    try {
+      row = await this.refresh(orgId, id, 'sync', actorOf(ctx.principal));
+    } catch (err) {
+      if (err instanceof SecretOpenError) throw secretUnreadable();
+      throw err;
+    }
     if (!row) throw ApiError.notFound('MCP connection');
     return this.view(row);
   }
@@ -282,6 +288,26 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
     return this.targetOf(row);
   }
 
+  /**
+   * Opens the connection's sealed URL and credentials. One this node cannot open (sealed under a
+   * secrets key it does not hold: a misconfigured node, or a rotation done out of order) is the
+   * platform's fault, not the server's: said to the operator here, and a SecretOpenError to the caller.
+   */
+  private targetOf(row: McpConnectionSummary): McpTarget {
+    const entry = this.registry.get(row.server);
+    if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
+    try {
+      const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};
+      const url = row.url_sealed ? this.secrets.open(row.url_sealed) : row.url;
+      return { orgId: row.org_id, connectionId: row.id, entry, url, credentials };
+    } catch (err) {
+      if (err instanceof SecretOpenError) {
+        this.logger.error(`MCP connection ${row.id} (organization ${row.org_id}): its stored credentials or URL cannot be opened: ${err.message}`);
+      }
+      throw err;
+    }
+  }
+
   /** Lists the tools again and stores them, one refresh per connection at a time on this node. */
   private refresh(orgId: string, id: string, why: 'sync' | 'ttl' | 'list_changed', actor = SYSTEM_ACTOR): Promise<McpConnectionRow | undefined> {
     const key = `${orgId}/${id}`;
@@ -308,6 +334,9 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
     try {
       tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why) });
     } catch (err) {
+      // A node that cannot open the secrets never reached the server: it writes nothing over the
+      // shared row (another node may open them) and records no sync.
+      if (err instanceof SecretOpenError) throw err;
       failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
     }
     return this.dataSource.transaction(async (m) => {
@@ -351,14 +380,6 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
     return this.registry.get(row.server)?.definition.trustAnnotations ?? false;
   }
 
-  private targetOf(row: McpConnectionSummary): McpTarget {
-    const entry = this.registry.get(row.server);
-    if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
-    const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};
-    const url = row.url_sealed ? this.secrets.open(row.url_sealed) : row.url;
-    return { orgId: row.org_id, connectionId: row.id, entry, url, credentials };
-  }
-
   view(row: McpConnectionRow): McpConnectionView {
     return toConnectionView(row, this.trusts(row));
   }
@@ -366,6 +387,14 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
 
 /** Connections one organization may have: each may be a process on every node (a local server) or a pooled client. */
 export const MAX_MCP_CONNECTIONS_PER_ORG = 50;
+
+/** API.md "MCP catalog": sync on a node that cannot open the connection's stored secrets. */
+function secretUnreadable(): ApiError {
+  return new ApiError(
+    'internal_error',
+    "This server cannot open the connection's stored credentials or URL (sealed under a secrets key it does not hold); nothing was sent to the MCP server and the connection was not changed. The operator has been told (see the server's log).",
+  );
+}
 
 function tooManyConnections(): ApiError {
   return ApiError.conflict(`An organization has at most ${MAX_MCP_CONNECTIONS_PER_ORG} MCP connections; delete one first.`);
