@@ -79,6 +79,7 @@ const MATRIX: Record<string, string> = {
   'POST /api/v1/model-providers': '401  403    403     403   403      ok    ok      403',
   'GET /api/v1/model-providers/:id': '401  ok     ok      403   ok       ok    404     403',
   'DELETE /api/v1/model-providers/:id': '401  403    403     403   403      ok    404     403',
+  'PUT /api/v1/model-providers/:id/api-key': '401  403    403     403   403      ok    404     403',
   'POST /api/v1/agents/:agentId/runs': '401  403    ok      ok    403      ok    404     403',
   'GET /api/v1/runs': '401  ok     ok      ok    ok       ok    ok      403',
   'GET /api/v1/runs/:id': '401  ok     ok      ok    ok       ok    404     403',

@@ -35,6 +35,7 @@ const TYPE_SET: Record<EventType, true> = {
   'run.failed': true,
   'run.cancelled': true,
   'model_provider.created': true,
+  'model_provider.api_key_updated': true,
   'model_provider.deleted': true,
 };
 export const AUDIT_EVENT_TYPES = Object.keys(TYPE_SET) as EventType[];

@@ -29,6 +29,7 @@ export const AUDIT_EVENT_TYPES = [
   'run.failed',
   'run.cancelled',
   'model_provider.created',
+  'model_provider.api_key_updated',
   'model_provider.deleted',
   'mcp_connection.created',
   'mcp_connection.synced',

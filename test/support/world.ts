@@ -118,6 +118,8 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
   // Tests allow loopback egress; nothing listens on port 9 and nothing is called when saving.
   'POST /api/v1/model-providers': { name: 'world-model', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1' },
+  // Nothing listens at the world's provider: another key reaches no one.
+  'PUT /api/v1/model-providers/:id/api-key': { apiKey: 'sk-world-replaced' },
   'POST /api/v1/agents/:agentId/runs': { input: 'hello' },
   'POST /api/v1/runs/:id/cancel': undefined,
   'POST /api/v1/webhooks': { url: 'http://127.0.0.1:9/hook', types: ['agent.created'] },
