@@ -89,6 +89,7 @@ const MATRIX: Record<string, string> = {
   'GET /api/v1/webhooks': '401  403    403     403   403      ok    ok      403',
   'GET /api/v1/webhooks/:id': '401  403    403     403   403      ok    404     403',
   'DELETE /api/v1/webhooks/:id': '401  403    403     403   403      ok    404     403',
+  'POST /api/v1/webhooks/:id/rotate-secret': '401  403    403     403   403      ok    404     403',
   'GET /api/v1/webhooks/:id/deliveries': '401  403    403     403   403      ok    404     403',
   // Public, reads nothing; 404 for everyone here, where no identity provider is configured (test/oidc.e2e-spec.ts).
   'GET /.well-known/oauth-protected-resource/api/v1/agents/:agentId/mcp': 'ok   ok     ok      ok    ok       ok    404     ok',

@@ -24,6 +24,7 @@ const TYPE_SET: Record<EventType, true> = {
   'approval.rejected': true,
   'approval.expired': true,
   'webhook.created': true,
+  'webhook.secret_rotated': true,
   'webhook.deleted': true,
   'mcp_connection.created': true,
   'mcp_connection.synced': true,

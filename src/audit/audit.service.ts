@@ -37,6 +37,7 @@ export const AUDIT_EVENT_TYPES = [
   'mcp_connection.credentials_updated',
   'mcp_connection.deleted',
   'webhook.created',
+  'webhook.secret_rotated',
   'webhook.deleted',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -123,6 +123,8 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/agents/:agentId/runs': { input: 'hello' },
   'POST /api/v1/runs/:id/cancel': undefined,
   'POST /api/v1/webhooks': { url: 'http://127.0.0.1:9/hook', types: ['agent.created'] },
+  // Nothing listens at the world's webhook: a new secret signs nothing anyone checks.
+  'POST /api/v1/webhooks/:id/rotate-secret': {},
   'POST /api/v1/mcp-connections': { server: 'everything', name: 'world-extra-mcp' },
   'POST /api/v1/mcp-connections/:id/sync': undefined,
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },
