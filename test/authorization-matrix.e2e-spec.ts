@@ -79,6 +79,7 @@ const MATRIX: Record<string, string> = {
   'POST /api/v1/model-providers': '401  403    403     403   403      ok    ok      403',
   'GET /api/v1/model-providers/:id': '401  ok     ok      403   ok       ok    404     403',
   'DELETE /api/v1/model-providers/:id': '401  403    403     403   403      ok    404     403',
+  'PUT /api/v1/model-providers/:id/api-key': '401  403    403     403   403      ok    404     403',
   'POST /api/v1/agents/:agentId/runs': '401  403    ok      ok    403      ok    404     403',
   'GET /api/v1/runs': '401  ok     ok      ok    ok       ok    ok      403',
   'GET /api/v1/runs/:id': '401  ok     ok      ok    ok       ok    404     403',
@@ -88,6 +89,7 @@ const MATRIX: Record<string, string> = {
   'GET /api/v1/webhooks': '401  403    403     403   403      ok    ok      403',
   'GET /api/v1/webhooks/:id': '401  403    403     403   403      ok    404     403',
   'DELETE /api/v1/webhooks/:id': '401  403    403     403   403      ok    404     403',
+  'POST /api/v1/webhooks/:id/rotate-secret': '401  403    403     403   403      ok    404     403',
   'GET /api/v1/webhooks/:id/deliveries': '401  403    403     403   403      ok    404     403',
   // Public, reads nothing; 404 for everyone here, where no identity provider is configured (test/oidc.e2e-spec.ts).
   'GET /.well-known/oauth-protected-resource/api/v1/agents/:agentId/mcp': 'ok   ok     ok      ok    ok       ok    404     ok',

@@ -113,6 +113,8 @@ describe('hostile input on every route', () => {
               Array.isArray((body as { scopes: unknown }).scopes)
             ),
           );
+          // `null` reads as no body, `{}` (src/common/validation.ts): valid where every field is optional.
+          fc.pre(!(body === null && JSON.stringify(VALID_BODIES[`${route.method} ${route.path}`]) === '{}'));
           const url = fillPath(route.path, world.ids, randomUUID);
           const res = await t.http[route.method.toLowerCase() as 'post'](url)
             .set(...bearer(tokenFor(route)))

@@ -261,4 +261,41 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
     expect(asked).toHaveLength(1);
     expect(asked[0].messages.find((m) => m.role === 'tool')?.content).toContain('interrupted');
   }, 240_000);
+
+  it('a key replaced on one node is what the other nodes send from their next model request', async () => {
+    const providerId = (
+      await node(0)
+        .get('/api/v1/model-providers')
+        .set(...as(keys.viewer))
+        .expect(200)
+    ).body.items[0].id;
+    const from = model.requests.length;
+    model.setScript(
+      sequence(
+        { toolCalls: [{ id: 'p1', name: 'send_message', arguments: '{"to":"kim@example.com","body":"rotated"}' }] },
+        { text: 'Sent after the rotation.' },
+      ),
+    );
+    const run = (
+      await node(0)
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(keys.agent))
+        .set('Prefer', 'wait=10')
+        .send({ input: 'tell kim' })
+        .expect(201)
+    ).body;
+    expect(run.status).toBe('waiting_for_approval');
+    await node(1)
+      .put(`/api/v1/model-providers/${providerId}/api-key`)
+      .set(...as(keys.admin))
+      .send({ apiKey: 'sk-nodes-rotated' })
+      .expect(200);
+    await node(0)
+      .post(`/api/v1/approvals/${run.pendingApprovalIds[0]}/approve`)
+      .set(...as(keys.approver))
+      .send({})
+      .expect(200);
+    expect(await until(run.id, ['succeeded', 'failed'])).toMatchObject({ status: 'succeeded', output: 'Sent after the rotation.' });
+    expect(model.authorizations.slice(from)).toEqual(['Bearer sk-nodes', 'Bearer sk-nodes-rotated']);
+  }, 120_000);
 });

@@ -24,6 +24,7 @@ const TYPE_SET: Record<EventType, true> = {
   'approval.rejected': true,
   'approval.expired': true,
   'webhook.created': true,
+  'webhook.secret_rotated': true,
   'webhook.deleted': true,
   'mcp_connection.created': true,
   'mcp_connection.synced': true,
@@ -35,6 +36,7 @@ const TYPE_SET: Record<EventType, true> = {
   'run.failed': true,
   'run.cancelled': true,
   'model_provider.created': true,
+  'model_provider.api_key_updated': true,
   'model_provider.deleted': true,
 };
 export const AUDIT_EVENT_TYPES = Object.keys(TYPE_SET) as EventType[];

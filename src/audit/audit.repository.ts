@@ -100,6 +100,7 @@ const SAVED_URLS: Partial<Record<AuditEventType, string>> = {
   'mcp_connection.created': 'url',
   'model_provider.created': 'baseUrl',
   'webhook.created': 'url',
+  'webhook.secret_rotated': 'url',
   'webhook.deleted': 'url',
 };
 

@@ -29,6 +29,7 @@ export const AUDIT_EVENT_TYPES = [
   'run.failed',
   'run.cancelled',
   'model_provider.created',
+  'model_provider.api_key_updated',
   'model_provider.deleted',
   'mcp_connection.created',
   'mcp_connection.synced',
@@ -36,6 +37,7 @@ export const AUDIT_EVENT_TYPES = [
   'mcp_connection.credentials_updated',
   'mcp_connection.deleted',
   'webhook.created',
+  'webhook.secret_rotated',
   'webhook.deleted',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -13,6 +13,8 @@ export interface ClaimedDelivery {
   /** Where to POST: the URL as saved, to be opened when `sealed` (it holds a token). */
   url: { shown: string; sealed: string | null };
   secretSealed: string;
+  /** The secret a rotation replaced, while it is kept: the attempt is signed with both. */
+  previousSecretSealed: string | null;
   createdAt: Date;
   event: AuditEvent;
 }
@@ -59,6 +61,7 @@ export class WebhookDeliveriesRepository {
       url: string;
       url_sealed: string | null;
       secret_sealed: string;
+      previous_secret_sealed: string | null;
       created_at: Date;
       event_id: string;
     })[] = await this.dataSource.query(
@@ -97,6 +100,7 @@ export class WebhookDeliveriesRepository {
          INSERT INTO webhook_attempt (delivery_id, attempt, org_id, started_at) SELECT id, attempts, org_id, now() FROM claimed
        )
        SELECT c.id, c.org_id AS owner_org_id, c.endpoint_id, c.attempts, c.created_at, w.url, w.url_sealed, w.secret_sealed,
+              CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed,
               e.id AS event_id, e.at, e.type, e.actor_type, e.actor_id, e.org_id, e.target_type, e.target_id, e.data
          FROM claimed c
          JOIN webhook_endpoint w ON w.id = c.endpoint_id AND w.org_id = c.org_id
@@ -110,10 +114,18 @@ export class WebhookDeliveriesRepository {
       attempt: r.attempts,
       url: { shown: r.url, sealed: r.url_sealed },
       secretSealed: r.secret_sealed,
+      previousSecretSealed: r.previous_secret_sealed,
       createdAt: new Date(r.created_at),
       // The event as the audit log shows it (an endpoint's URL in it with its query values hidden).
       event: toAuditEvent({ ...r, id: r.event_id }),
     }));
+  }
+
+  /** Drops the previous signing secrets past their expiry (none is used then): a replaced secret is not kept longer than asked. */
+  async forgetExpiredSecrets(): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE webhook_endpoint SET previous_secret_sealed = NULL, previous_secret_expires_at = NULL WHERE previous_secret_expires_at <= now()`,
+    );
   }
 
   /** When the next pending delivery comes due, if any. */

@@ -28,6 +28,8 @@ const ERROR_MAX_CHARS = 300;
  * a claim per commit would be a query per request even for organizations without webhooks.
  */
 const WAKE_COALESCE_MS = 50;
+/** How often a node removes replaced signing secrets past their expiry. */
+const FORGET_SECRETS_EVERY_MS = 60_000;
 
 /**
  * Delivers the webhook outbox: claims due deliveries (any number of nodes, each attempt claimed
@@ -50,6 +52,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   private dueTimer?: NodeJS.Timeout;
   private wakeTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
+  private secretsForgottenAt = 0;
 
   constructor(
     private readonly repo: WebhookDeliveriesRepository,
@@ -69,7 +72,10 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       }, WAKE_COALESCE_MS);
       this.wakeTimer.unref();
     });
-    this.pollTimer = setInterval(() => this.kick(), this.config.events.pollMs);
+    this.pollTimer = setInterval(() => {
+      this.kick();
+      this.forgetExpiredSecrets();
+    }, this.config.events.pollMs);
     this.pollTimer.unref();
     this.kick();
   }
@@ -86,6 +92,13 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
     await Promise.allSettled(pending);
     clearTimeout(cut);
     this.stopping.abort();
+  }
+
+  /** At most once a minute per node: a secret past its expiry no longer signs anything (the claim checks the expiry), this only removes it. */
+  private forgetExpiredSecrets(): void {
+    if (Date.now() - this.secretsForgottenAt < FORGET_SECRETS_EVERY_MS) return;
+    this.secretsForgottenAt = Date.now();
+    this.repo.forgetExpiredSecrets().catch((err) => this.logger.warn(`removing expired webhook secrets failed: ${(err as Error).message}`));
   }
 
   /** Looks for due deliveries now (coalesced: a kick during a round makes one more round). */
@@ -162,7 +175,12 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       const sentAt = new Date();
       // Standard Webhooks: the id stays the same on every attempt (receivers deduplicate on it),
       // the timestamp is the attempt's (receivers refuse old ones), the signature covers both.
-      const signature = new Webhook(this.secrets.open(d.secretSealed)).sign(d.event.id, sentAt, body);
+      // During a rotation the replaced secret signs too: Standard Webhooks' space-separated list,
+      // the new one first; a receiver's verifier accepts a match with the secret it holds.
+      const signature = [d.secretSealed, d.previousSecretSealed]
+        .filter((sealed) => sealed !== null)
+        .map((sealed) => new Webhook(this.secrets.open(sealed)).sign(d.event.id, sentAt, body))
+        .join(' ');
       const response = await this.egress.fetch(d.url.sealed ? this.secrets.open(d.url.sealed) : d.url.shown, {
         method: 'POST',
         headers: {

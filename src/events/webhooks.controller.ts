@@ -17,7 +17,17 @@ import { ProblemResponse } from '../common/openapi';
 import { SAVED_URL_REFUSALS } from '../egress/egress.service';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
-import { CreatedWebhookView, CreateWebhookDto, DeliveriesQuery, DeliveryPage, WebhookPage, WebhookView } from './webhooks.dto';
+import {
+  CreatedWebhookView,
+  CreateWebhookDto,
+  DEFAULT_KEEP_PREVIOUS_SECONDS,
+  DeliveriesQuery,
+  DeliveryPage,
+  RotatedWebhookSecretView,
+  RotateWebhookSecretDto,
+  WebhookPage,
+  WebhookView,
+} from './webhooks.dto';
 import { MAX_WEBHOOKS_PER_ORG, WebhooksService } from './webhooks.service';
 
 @ApiTags('webhooks')
@@ -69,6 +79,24 @@ export class WebhooksController {
   @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
   async delete(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<void> {
     await this.webhooks.delete(ctx, id);
+  }
+
+  @Post(':id/rotate-secret')
+  @HttpCode(200)
+  @ApiOperation({
+    summary: 'Give the endpoint a new signing secret',
+    description: [
+      'Standard Webhooks rotation: until `previousSecretExpiresAt` every delivery, retries of those already queued included',
+      '(each attempt is signed when it is sent), carries both signatures, space-separated in `webhook-signature`, the new',
+      "one first (`v1,<new> v1,<old>`), which Standard Webhooks' verifiers accept with either secret; then only the new one.",
+      'One previous secret at a time: rotating again drops the older one. Audited (`webhook.secret_rotated`, which never holds a secret).',
+    ].join(' '),
+  })
+  @ApiOkResponse({ type: RotatedWebhookSecretView, description: 'The new secret: the only answer that shows it.' })
+  @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
+  @ApiBadRequestResponse(ProblemResponse('`keepPreviousForSeconds` is not an integer from 0 to 604800 (`invalid_request`).'))
+  rotateSecret(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: RotateWebhookSecretDto): Promise<RotatedWebhookSecretView> {
+    return this.webhooks.rotateSecret(ctx, id, dto.keepPreviousForSeconds ?? DEFAULT_KEEP_PREVIOUS_SECONDS);
   }
 
   @Get(':id/deliveries')

@@ -1,8 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, MaxLength, MinLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
 import { PageQuery } from '../common/pagination';
-import type { DeliveryAttempt, DeliveryStatus, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
+import type { DeliveryAttempt, DeliveryStatus, RotatedSecret, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
 
 /** Every type, and `*` for all of them (also the types a later release adds). */
 export const WEBHOOK_TYPES = ['*', ...AUDIT_EVENT_TYPES] as const;
@@ -53,6 +53,41 @@ export class CreatedWebhookView extends WebhookView {
     description: 'The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.',
   })
   secret: string;
+}
+
+/** How long a replaced signing secret may be kept at most: a rotation is meant to end, not to keep two secrets valid for good. */
+export const MAX_KEEP_PREVIOUS_SECONDS = 604_800;
+export const DEFAULT_KEEP_PREVIOUS_SECONDS = 86_400;
+
+export class RotateWebhookSecretDto {
+  @ApiPropertyOptional({
+    minimum: 0,
+    maximum: MAX_KEEP_PREVIOUS_SECONDS,
+    default: DEFAULT_KEEP_PREVIOUS_SECONDS,
+    description:
+      'How long deliveries keep being signed with the secret replaced too (a second `v1,` signature), so receivers can switch without refusing one. 0: from now on only the new secret signs.',
+  })
+  @IsOptional()
+  @IsInt()
+  @Min(0)
+  @Max(MAX_KEEP_PREVIOUS_SECONDS)
+  keepPreviousForSeconds?: number;
+}
+
+export class RotatedWebhookSecretView implements RotatedSecret {
+  @ApiProperty({ format: 'uuid' }) id: string;
+  @ApiProperty({
+    example: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw',
+    description: 'The new signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now.',
+  })
+  secret: string;
+  @ApiProperty({
+    format: 'date-time',
+    type: String,
+    nullable: true,
+    description: 'Until when deliveries also carry a signature under the secret replaced; null when they no longer do (`keepPreviousForSeconds: 0`).',
+  })
+  previousSecretExpiresAt: string | null;
 }
 
 export class WebhookPage {

@@ -18,6 +18,12 @@ export interface WebhookEndpoint {
   createdAt: string;
 }
 
+export interface RotatedSecret {
+  id: string;
+  /** Until when deliveries are also signed with the secret replaced; null: they are not. */
+  previousSecretExpiresAt: string | null;
+}
+
 export interface DeliveryAttempt {
   attempt: number;
   startedAt: string;
@@ -106,6 +112,37 @@ export class WebhooksRepository {
       query,
       toEndpoint,
     );
+  }
+
+  /**
+   * Gives the endpoint a new signing secret, keeping the current one as the previous for
+   * `keepSeconds` (none at 0; a previous one still kept is dropped: one at a time), with the event
+   * `event` builds from the outcome, in one transaction. Undefined when there is no such live endpoint.
+   */
+  async rotateSecret(
+    orgId: string,
+    id: string,
+    secretSealed: string,
+    keepSeconds: number,
+    event: (rotated: RotatedSecret & { url: string }) => AuditEventInput,
+  ): Promise<RotatedSecret | undefined> {
+    return this.dataSource.transaction(async (m) => {
+      // The right-hand secret_sealed is the row's value before this UPDATE; the expiry is the
+      // database's clock, which the dispatcher's claim compares it with.
+      const [rows]: [{ id: string; url: string; previous_secret_expires_at: Date | null }[], number] = await m.query(
+        `UPDATE webhook_endpoint SET
+           previous_secret_sealed = CASE WHEN $4::integer > 0 THEN secret_sealed END,
+           previous_secret_expires_at = CASE WHEN $4::integer > 0 THEN now() + $4::integer * interval '1 second' END,
+           secret_sealed = $3
+         WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL
+         RETURNING id, url, previous_secret_expires_at`,
+        [orgId, id, secretSealed, keepSeconds],
+      );
+      if (!rows[0]) return undefined;
+      const rotated: RotatedSecret = { id: rows[0].id, previousSecretExpiresAt: iso(rows[0].previous_secret_expires_at) };
+      await this.audit.record(m, event({ ...rotated, url: shownUrl(rows[0].url) }));
+      return rotated;
+    });
   }
 
   /** Seals the URLs of endpoints saved whole before URLs holding a token were sealed (at start). */

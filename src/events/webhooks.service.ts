@@ -7,7 +7,7 @@ import { EgressService } from '../egress/egress.service';
 import { SecretsService } from '../secrets/secrets.service';
 import { shownUrl, urlHidesSomething } from '../common/url-secrets';
 import { CreateWebhookDto } from './webhooks.dto';
-import { DeliveryStatus, WebhookDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks.repository';
+import { DeliveryStatus, RotatedSecret, WebhookDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks.repository';
 
 /** Live endpoints one organization may have: each one multiplies every event's deliveries. */
 export const MAX_WEBHOOKS_PER_ORG = 50;
@@ -32,8 +32,7 @@ export class WebhooksService implements OnApplicationBootstrap {
     // Judged as given, like every saved URL (a credential in it is the policy's to refuse: 422).
     await this.egress.assertAllowed(dto.url, 'url');
     const url = normalized(dto.url);
-    // Standard Webhooks' secret format: whsec_ and 32 random bytes, base64.
-    const secret = `whsec_${randomBytes(32).toString('base64')}`;
+    const secret = newSecret();
     const id = randomUUID();
     // A receiver's token in the query (`?token=`) is a credential: sealed, never shown, not even to admins.
     const shown = shownUrl(url);
@@ -72,11 +71,35 @@ export class WebhooksService implements OnApplicationBootstrap {
     if (!deleted) throw ApiError.notFound('webhook');
   }
 
+  /**
+   * A new signing secret, shown in this answer only. The one replaced keeps signing deliveries
+   * beside it (Standard Webhooks' rotation: two `v1,` signatures, the new one first) for
+   * `keepPreviousForSeconds`, so receivers move to the new one without refusing a delivery.
+   */
+  async rotateSecret(ctx: RequestContext, id: string, keepPreviousForSeconds: number): Promise<RotatedSecret & { secret: string }> {
+    const orgId = orgIdOf(ctx);
+    const secret = newSecret();
+    const rotated = await this.repo.rotateSecret(orgId, id, this.secrets.seal(secret), keepPreviousForSeconds, ({ url, previousSecretExpiresAt }) => ({
+      type: 'webhook.secret_rotated',
+      orgId,
+      actor: actorOf(ctx.principal),
+      target: { type: 'webhook', id },
+      data: { url, previousSecretExpiresAt },
+    }));
+    if (!rotated) throw ApiError.notFound('webhook');
+    return { id: rotated.id, secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt };
+  }
+
   async deliveries(ctx: RequestContext, id: string, query: PageQuery & { status?: DeliveryStatus }): Promise<Page<WebhookDelivery>> {
     const orgId = orgIdOf(ctx);
     if (!(await this.repo.find(orgId, id))) throw ApiError.notFound('webhook');
     return this.repo.deliveries(orgId, id, query);
   }
+}
+
+/** Standard Webhooks' secret format: whsec_ and 32 random bytes, base64. */
+function newSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
 }
 
 /** As every answer shows it: the URL parser's spelling, without a fragment (never sent). */

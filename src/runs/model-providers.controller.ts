@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
 import {
   ApiBadRequestResponse,
   ApiConflictResponse,
@@ -18,7 +18,7 @@ import { SAVED_URL_REFUSALS } from '../egress/egress.service';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { ModelProvidersService } from './model-providers.service';
-import { CreateModelProviderDto, ModelProviderPage, ModelProviderView } from './runs.dto';
+import { CreateModelProviderDto, ModelProviderPage, ModelProviderView, SetModelProviderApiKeyDto } from './runs.dto';
 
 const NOT_FOUND = ProblemResponse('No such model provider in your organization (`not_found`).');
 
@@ -59,6 +59,20 @@ export class ModelProvidersController {
   @ApiNotFoundResponse(NOT_FOUND)
   get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<ModelProviderView> {
     return this.providers.get(ctx, id);
+  }
+
+  @Put(':id/api-key')
+  @Access('admin')
+  @ApiOperation({
+    summary: 'Replace or remove the API key',
+    description:
+      'For a key rotated at the vendor (leaked, expired): the next model request of every run on this provider, on any node, sends the new key. `null` removes it. Audited (`model_provider.api_key_updated`, which never holds the key).',
+  })
+  @ApiOkResponse({ type: ModelProviderView })
+  @ApiNotFoundResponse(NOT_FOUND)
+  @ApiBadRequestResponse(ProblemResponse('`apiKey` is missing or malformed (`invalid_request` at `apiKey`); the value is never echoed.'))
+  setApiKey(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: SetModelProviderApiKeyDto): Promise<ModelProviderView> {
+    return this.providers.setApiKey(ctx, id, dto.apiKey);
   }
 
   @Delete(':id')

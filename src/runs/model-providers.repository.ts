@@ -71,6 +71,16 @@ export class ModelProvidersRepository {
     return bound[0];
   }
 
+  /** Replaces the sealed key (null: none); undefined when the organization has no such provider. */
+  async setApiKey(orgId: string, id: string, apiKeySealed: string | null, m: EntityManager): Promise<ModelProviderRow | undefined> {
+    const [rows]: [ModelProviderRow[], number] = await m.query(`UPDATE model_provider SET api_key_sealed = $3 WHERE org_id = $1 AND id = $2 RETURNING *`, [
+      orgId,
+      id,
+      apiKeySealed,
+    ]);
+    return rows[0];
+  }
+
   async delete(orgId: string, id: string, m: EntityManager): Promise<void> {
     await m.query(`DELETE FROM model_provider WHERE org_id = $1 AND id = $2`, [orgId, id]);
   }

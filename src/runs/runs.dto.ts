@@ -1,6 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { Type } from 'class-transformer';
-import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, IsUUID, Matches, MaxLength, MinLength, ValidateNested } from 'class-validator';
+import { ArrayMaxSize, IsArray, IsIn, IsOptional, IsString, IsUUID, Matches, MaxLength, MinLength, ValidateIf, ValidateNested } from 'class-validator';
 import { PageQuery } from '../common/pagination';
 import { IsVersionRef } from '../tool-calls/tool-calls.dto';
 import type { ChatMessage } from './conversation';
@@ -11,6 +11,11 @@ export const MAX_RUN_INPUT_CHARS = 100_000;
 const MAX_PRIOR_MESSAGES = 200;
 
 export const MODEL_PROVIDER_KINDS = ['openai-compatible'] as const;
+
+const MAX_API_KEY_CHARS = 4096;
+// Sent as a header: a space or a control character would change what is sent, or inject a header.
+const API_KEY_PATTERN = /^[\x21-\x7e]+$/;
+const API_KEY_PATTERN_MESSAGE = 'apiKey must be printable ASCII without spaces';
 
 export class CreateModelProviderDto {
   @ApiProperty({ example: 'openai', description: 'Unique in the organization; the org slug pattern.', pattern: '^[a-z0-9][a-z0-9-]{1,62}$' })
@@ -35,15 +40,33 @@ export class CreateModelProviderDto {
 
   @ApiPropertyOptional({
     description: 'Sent as `Authorization: Bearer`. Stored encrypted; never shown again (`hasApiKey` says whether there is one).',
-    maxLength: 4096,
+    maxLength: MAX_API_KEY_CHARS,
     writeOnly: true,
   })
   @IsOptional()
   @IsString()
   @MinLength(1)
-  @MaxLength(4096)
-  @Matches(/^[\x21-\x7e]+$/, { message: 'apiKey must be printable ASCII without spaces' })
+  @MaxLength(MAX_API_KEY_CHARS)
+  @Matches(API_KEY_PATTERN, { message: API_KEY_PATTERN_MESSAGE })
   apiKey?: string;
+}
+
+export class SetModelProviderApiKeyDto {
+  @ApiProperty({
+    type: String,
+    nullable: true,
+    description:
+      'The new key, replacing the stored one (the same rules as at create); `null` removes it. Stored encrypted; never shown again. The next model request of every run on the provider sends it.',
+    maxLength: MAX_API_KEY_CHARS,
+    writeOnly: true,
+  })
+  // Required, but null is a value: removing the key of a local server (Ollama) is a change like any other.
+  @ValidateIf((o: SetModelProviderApiKeyDto) => o.apiKey !== null)
+  @IsString()
+  @MinLength(1)
+  @MaxLength(MAX_API_KEY_CHARS)
+  @Matches(API_KEY_PATTERN, { message: API_KEY_PATTERN_MESSAGE })
+  apiKey: string | null;
 }
 
 export class ModelProviderView {

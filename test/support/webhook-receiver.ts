@@ -6,6 +6,8 @@ export interface Received {
   path: string;
   id: string;
   timestamp: string;
+  /** The `webhook-signature` header: one `v1,<sig>`, or several space-separated during a rotation. */
+  signature: string;
   body: string;
   valid: boolean;
   answered: number | 'hung';
@@ -72,6 +74,7 @@ export class WebhookReceiver {
         path: req.url ?? '',
         id: headers['webhook-id'],
         timestamp: headers['webhook-timestamp'],
+        signature: headers['webhook-signature'],
         body,
         valid,
         answered: answer === 'hang' ? 'hung' : answer,

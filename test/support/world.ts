@@ -118,9 +118,13 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/agents/:agentId/mcp': { jsonrpc: '2.0', id: 1, method: 'tools/list' },
   // Tests allow loopback egress; nothing listens on port 9 and nothing is called when saving.
   'POST /api/v1/model-providers': { name: 'world-model', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:9/v1' },
+  // Nothing listens at the world's provider: another key reaches no one.
+  'PUT /api/v1/model-providers/:id/api-key': { apiKey: 'sk-world-replaced' },
   'POST /api/v1/agents/:agentId/runs': { input: 'hello' },
   'POST /api/v1/runs/:id/cancel': undefined,
   'POST /api/v1/webhooks': { url: 'http://127.0.0.1:9/hook', types: ['agent.created'] },
+  // Nothing listens at the world's webhook: a new secret signs nothing anyone checks.
+  'POST /api/v1/webhooks/:id/rotate-secret': {},
   'POST /api/v1/mcp-connections': { server: 'everything', name: 'world-extra-mcp' },
   'POST /api/v1/mcp-connections/:id/sync': undefined,
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },

@@ -696,6 +696,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/model-providers/{id}/api-key": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace or remove the API key
+         * @description For a key rotated at the vendor (leaked, expired): the next model request of every run on this provider, on any node, sends the new key. `null` removes it. Audited (`model_provider.api_key_updated`, which never holds the key).
+         */
+        put: operations["setApiKeyModelProviders"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/orgs": {
         parameters: {
             query?: never;
@@ -1053,6 +1073,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhooks/{id}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give the endpoint a new signing secret
+         * @description Standard Webhooks rotation: until `previousSecretExpiresAt` every delivery, retries of those already queued included (each attempt is signed when it is sent), carries both signatures, space-separated in `webhook-signature`, the new one first (`v1,<new> v1,<old>`), which Standard Webhooks' verifiers accept with either secret; then only the new one. One previous secret at a time: rotating again drops the older one. Audited (`webhook.secret_rotated`, which never holds a secret).
+         */
+        post: operations["rotateSecretWebhooks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -1289,7 +1329,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted";
         };
         AuditPartyView: {
             id: string;
@@ -1482,7 +1522,7 @@ export interface components {
         };
         CreateWebhookDto: {
             description?: string;
-            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
+            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted. */
             types: string[];
             /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`. */
             url: string;
@@ -1837,6 +1877,24 @@ export interface components {
             /** @description Why; shown to the agent as the call's error message. */
             reason: string;
         };
+        RotatedWebhookSecretView: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: date-time
+             * @description Until when deliveries also carry a signature under the secret replaced; null when they no longer do (`keepPreviousForSeconds: 0`).
+             */
+            previousSecretExpiresAt: string | null;
+            /** @description The new signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
+            secret: string;
+        };
+        RotateWebhookSecretDto: {
+            /**
+             * @description How long deliveries keep being signed with the secret replaced too (a second `v1,` signature), so receivers can switch without refusing one. 0: from now on only the new secret signs.
+             * @default 86400
+             */
+            keepPreviousForSeconds: number;
+        };
         RunErrorView: {
             /** @description `model_error`, `max_steps`, `transcript_too_large`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...). */
             code: string;
@@ -1887,6 +1945,10 @@ export interface components {
         SetMcpToolRiskDto: {
             /** @enum {string} */
             risk: "read_only" | "mutating" | "destructive";
+        };
+        SetModelProviderApiKeyDto: {
+            /** @description The new key, replacing the stored one (the same rules as at create); `null` removes it. Stored encrypted; never shown again. The next model request of every run on the provider sends it. */
+            apiKey: string | null;
         };
         SetToolDisabledDto: {
             /** @description `true` refuses every call of the tool, in every agent and version of the organization, with `403 tool_disabled`; `false` allows them again. */
@@ -3998,7 +4060,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.deleted";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted";
             };
             header?: never;
             path?: never;
@@ -4063,7 +4125,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.deleted. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted. */
                 types?: string;
             };
             header?: {
@@ -5728,6 +5790,104 @@ export interface operations {
             /** @description A published version runs on it (`resource_in_use`). */
             409: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setApiKeyModelProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetModelProviderApiKeyDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ModelProviderView"];
+                };
+            };
+            /** @description `apiKey` is missing or malformed (`invalid_request` at `apiKey`); the value is never echoed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such model provider in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7620,6 +7780,105 @@ export interface operations {
             /** @description No such endpoint in this organization (`not_found`). */
             404: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    rotateSecretWebhooks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RotateWebhookSecretDto"];
+            };
+        };
+        responses: {
+            /** @description The new secret: the only answer that shows it. */
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedWebhookSecretView"];
+                };
+            };
+            /** @description `keepPreviousForSeconds` is not an integer from 0 to 604800 (`invalid_request`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such endpoint in this organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
                     [name: string]: unknown;
                 };
                 content: {
