@@ -116,7 +116,13 @@ describe('rotating SECRETS_KEY (e2e)', () => {
       .send({ url: `${receiver.url}?token=${HOOK_TOKEN}`, types: ['agent.created'] })
       .expect(201);
     hookId = hook.body.id;
-    receiver.secret = hook.body.secret;
+    // A signing-secret rotation under way: the previous secret is kept, sealed, beside the new one.
+    const rotated = await t!.http
+      .post(`/api/v1/webhooks/${hookId}/rotate-secret`)
+      .set(...as('admin'))
+      .send({ keepPreviousForSeconds: 3600 })
+      .expect(200);
+    receiver.secret = rotated.body.secret;
     const connection = await t!.http
       .post('/api/v1/mcp-connections')
       .set(...as('admin'))

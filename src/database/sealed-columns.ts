@@ -12,6 +12,7 @@ export const SEALED_COLUMNS = [
   { table: 'mcp_connection', column: 'url_sealed', holds: "MCP connections' URLs" },
   { table: 'model_provider', column: 'api_key_sealed', holds: "model providers' API keys" },
   { table: 'webhook_endpoint', column: 'secret_sealed', holds: "webhooks' signing secrets" },
+  { table: 'webhook_endpoint', column: 'previous_secret_sealed', holds: "webhooks' previous signing secrets, kept while a rotation overlaps" },
   { table: 'webhook_endpoint', column: 'url_sealed', holds: "webhooks' URLs" },
 ] as const;
 
