@@ -475,9 +475,16 @@ describe('sign-in through an identity provider (e2e)', () => {
       }
     });
 
-    it('refuses tools/call to a token without mcp:tools: 403 insufficient_scope naming the scope', async () => {
-      const token = await person(a, ['agent'], { scope: 'api' });
-      const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_notes', arguments: { query: 'x' } } };
+    it.each([
+      ['tools/call', { name: 'search_notes', arguments: { query: 'x' } }, 'api'],
+      // A task is a held tools/call's answer: tasks/get handed the tool's result to a token that could not call it.
+      ['tasks/get', { taskId: randomUUID() }, 'openid'],
+      ['tasks/result', { taskId: randomUUID() }, 'openid'],
+      ['tasks/cancel', { taskId: randomUUID() }, 'openid'],
+      ['tasks/list', {}, 'openid'],
+    ])('refuses %s to a token without mcp:tools: 403 insufficient_scope naming the scope', async (method, params, scope) => {
+      const token = await person(a, ['agent'], { scope });
+      const call = { jsonrpc: '2.0', id: 1, method, params };
       const res = await fetch(mcpUrl(agentA), {
         method: 'POST',
         headers: {

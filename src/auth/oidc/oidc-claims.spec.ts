@@ -123,6 +123,13 @@ describe('token scopes', () => {
 
   it('need mcp:tools for tools/call (also inside a batch) but not to list tools', () => {
     expect(missingScope(person(['api']), mcp, call)).toBe('mcp:tools');
+    // A task is a call's answer delivered later: reading or acting on it is calling, whatever the method.
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'resources/read', 'made/up']) {
+      expect([method, missingScope(person(['openid']), mcp, { jsonrpc: '2.0', id: 1, method, params: { taskId: 't' } })]).toEqual([method, 'mcp:tools']);
+    }
+    for (const method of ['initialize', 'server/discover', 'ping', 'tools/list', 'notifications/initialized', 'notifications/cancelled']) {
+      expect([method, missingScope(person(['openid']), mcp, { jsonrpc: '2.0', method })]).toEqual([method, undefined]);
+    }
     expect(missingScope(person(['api']), mcp, [list, call])).toBe('mcp:tools');
     expect(missingScope(person([]), mcp, list)).toBeUndefined();
     expect(missingScope(person(['mcp:tools']), mcp, call)).toBeUndefined();
