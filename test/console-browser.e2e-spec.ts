@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchBrowser } from './support/browser';
+import { TestIdentityProvider } from './support/oidc-provider';
 import { buildConsole } from './support/console-build';
 import { sequence, startScriptedModel } from './support/scripted-model';
 import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -39,13 +40,24 @@ describe('the Builder console in a browser (e2e)', () => {
   let browser: Browser;
   let base: string;
   let org: TestOrg;
+  let idp: TestIdentityProvider;
   const pageErrors: string[] = [];
 
   const api = (method: 'get' | 'post' | 'put', path: string, token: string) => t.http[method](`/api/v1${path}`).set('Authorization', `Bearer ${token}`);
 
   beforeAll(async () => {
     build = buildConsole();
-    t = await createTestApp({ consoleDir: build.dir });
+    idp = await TestIdentityProvider.start();
+    const oidc = {
+      issuer: idp.issuer,
+      audience: idp.audience,
+      orgClaim: 'org_id',
+      rolesClaim: 'roles',
+      clockSkewSeconds: 60,
+      keyRefreshCooldownMs: 30_000,
+      keysMaxAgeMs: 600_000,
+    };
+    t = await createTestApp({ consoleDir: build.dir, config: { oidc } });
     await t.app.listen(0, '127.0.0.1');
     const address = t.app.getHttpServer().address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -55,6 +67,7 @@ describe('the Builder console in a browser (e2e)', () => {
   afterAll(async () => {
     await browser?.close();
     await t?.close();
+    await idp?.close();
     build?.remove();
   });
 
@@ -101,6 +114,47 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByRole('textbox', { name: 'API key' }).fill('cpk_wrong');
     await page.getByRole('button', { name: 'Sign in' }).click();
     await expect(page.getByRole('alert').innerText()).resolves.toContain('Sign-in failed');
+    await context.close();
+  });
+
+  it('shows a signed-in person in the audit log by the whole subject, a key by its short id', async () => {
+    // Fuzz session 29: every actor was cut to 8 characters, and Auth0's subjects all start `auth0|`.
+    const own = await createOrg(t);
+    const subjects = [
+      'auth0|64f1c0ffee0000000000a11c',
+      'auth0|64f1deadbeef00000000bad0',
+      'alice smith',
+      'alice  smith',
+      `auth0|${'0123456789abcdef'.repeat(14)}`,
+    ];
+    for (const sub of subjects) {
+      const token = await idp.token({ claims: { org_id: own.id, roles: ['admin'], sub } });
+      await api('post', `/orgs/${own.id}/api-keys`, token)
+        .send({ name: 'backdoor', roles: ['admin'] })
+        .expect(201);
+    }
+    await api('post', `/orgs/${own.id}/api-keys`, own.keys.admin)
+      .send({ name: 'runtime', roles: ['agent'] })
+      .expect(201);
+    const keyId = ((await api('get', '/me', own.keys.admin).expect(200)).body as { id: string }).id;
+
+    const { context, page } = await signedIn(own.keys.admin);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log', exact: true }).click();
+    await page.getByRole('cell', { name: `oidc ${subjects[0]}` }).waitFor();
+    const shown = page.locator('td code.subject');
+    // Each subject whole, as typed: two spaces stay two, so `alice  smith` is not `alice smith`.
+    expect((await shown.allInnerTexts()).sort()).toEqual([...subjects].sort());
+    // Wrapped within its cell, not cut off nor pushing the table past the page.
+    for (const cell of await page.locator('td:has(code.subject)').all()) {
+      expect(await cell.evaluate((td) => td.scrollWidth <= td.clientWidth)).toBe(true);
+    }
+    expect(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
+    // A key, whose id is random, keeps its short form; the title holds the whole id.
+    const key = page
+      .getByRole('cell', { name: `api_key ${keyId.slice(0, 8)}` })
+      .first()
+      .locator('code');
+    expect(await key.getAttribute('title')).toBe(keyId);
     await context.close();
   });
 

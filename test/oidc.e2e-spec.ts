@@ -269,6 +269,23 @@ describe('sign-in through an identity provider (e2e)', () => {
       expect(res.headers['www-authenticate']).toBe('Bearer');
     });
 
+    it('refuses a subject that would display as another person (decomposed, a no-break space, a Cyrillic а): 401 saying why', async () => {
+      for (const [sub, why] of [
+        ['jose\u0301', /normalization form C/],
+        ['alice\u00a0smith', /no space other than U\+0020/],
+        ['\u0301', /combining mark/],
+        ['\u0430lice', /mix scripts/],
+      ] as const) {
+        const res = await t.http.get('/api/v1/me').set(...bearer(await person(a, ['viewer'], { sub })));
+        expectUnauthorized(res);
+        expect(res.body.detail).toMatch(why);
+      }
+      // Their lookalikes, the subjects they would have passed for, are still let in.
+      for (const sub of ['jos\u00e9', 'alice smith', 'alice']) {
+        expect((await t.http.get('/api/v1/me').set(...bearer(await person(a, ['viewer'], { sub })))).body).toMatchObject({ type: 'oidc', id: sub });
+      }
+    });
+
     it('accepts a token that expired within the clock skew', async () => {
       const token = await idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, expiresIn: -10 });
       await t.http
@@ -475,9 +492,16 @@ describe('sign-in through an identity provider (e2e)', () => {
       }
     });
 
-    it('refuses tools/call to a token without mcp:tools: 403 insufficient_scope naming the scope', async () => {
-      const token = await person(a, ['agent'], { scope: 'api' });
-      const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'search_notes', arguments: { query: 'x' } } };
+    it.each([
+      ['tools/call', { name: 'search_notes', arguments: { query: 'x' } }, 'api'],
+      // A task is a held tools/call's answer: tasks/get handed the tool's result to a token that could not call it.
+      ['tasks/get', { taskId: randomUUID() }, 'openid'],
+      ['tasks/result', { taskId: randomUUID() }, 'openid'],
+      ['tasks/cancel', { taskId: randomUUID() }, 'openid'],
+      ['tasks/list', {}, 'openid'],
+    ])('refuses %s to a token without mcp:tools: 403 insufficient_scope naming the scope', async (method, params, scope) => {
+      const token = await person(a, ['agent'], { scope });
+      const call = { jsonrpc: '2.0', id: 1, method, params };
       const res = await fetch(mcpUrl(agentA), {
         method: 'POST',
         headers: {

@@ -1,5 +1,6 @@
 import { useCallback, useMemo, useState, type FormEvent } from 'react';
 import { createApi, messageOf, ok } from './api/client';
+import { Actor } from './components/actor';
 import { Alert } from './components/feedback';
 import { AgentEditor } from './pages/agent-editor';
 import { AgentsPage } from './pages/agents';
@@ -124,7 +125,7 @@ function Shell({ session }: { session: Session }) {
       <header className="top">
         <span className="brand">Builder console</span>
         <span className="who">
-          Key <code>{me.id.slice(0, 8)}</code> · {(me.roles ?? []).join(', ')}
+          <Actor type={me.type} id={me.id} label={me.type === 'oidc' ? 'Signed in as' : 'Key'} /> · {(me.roles ?? []).join(', ')}
         </span>
         <button type="button" onClick={() => session.signOut()}>
           Sign out

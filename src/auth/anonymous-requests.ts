@@ -9,7 +9,7 @@ import type { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { PUBLIC_ROUTE_CONFIG } from './access.decorator';
 import type { AuthService } from './auth.service';
 import type { ResourceChallenge } from './oidc/resource-challenge.service';
-import { budgetOwnerOf, type Principal } from './principal';
+import { budgetOwnerOf, holdsRole, type Principal } from './principal';
 import { bearerTokenOf } from './tokens';
 
 /**
@@ -66,9 +66,12 @@ export function refuseAnonymousRequests(
         if (!(err instanceof ApiError) || err.status !== 401) throw err;
       }
       if (principal) {
-        if (bodies.claim(request, reply, budgetOwnerOf(principal))) return;
+        // One the guard will refuse whatever the body (no role; a token scoped away from REST) holds
+        // none of its organization's share: it is refused before its body, as the guard would.
+        const refusal = refusedWhateverTheBody(request, principal, challenge);
+        if (!refusal && bodies.claim(request, reply, budgetOwnerOf(principal))) return;
         void reply.header('Connection', 'close');
-        sendProblem(reply, request, ownerOverShare(), logger);
+        sendProblem(reply, request, refusal ?? ownerOverShare(), logger);
         return reply;
       }
     }
@@ -84,6 +87,18 @@ export function refuseAnonymousRequests(
     sendProblem(reply, request, refusal, logger);
     return reply;
   });
+}
+
+function refusedWhateverTheBody(request: FastifyRequest, principal: Principal, challenge: ResourceChallenge): ApiError | undefined {
+  if (!holdsRole(principal)) return ApiError.forbidden();
+  try {
+    // The body is not read yet: only a scope that no body could change (`api` for REST) is missing here.
+    challenge.assertScopes(request, principal);
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  return undefined;
 }
 
 function needsCredential(request: FastifyRequest): boolean {

@@ -5,7 +5,7 @@ import { AccessMetadata, agentReadOf, Allowed, PUBLIC_ROUTE, ReadsAgentWithKey }
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { AuthService } from './auth.service';
 import { ResourceChallenge } from './oidc/resource-challenge.service';
-import { effectiveRoles, Principal } from './principal';
+import { effectiveRoles, holdsRole, Principal } from './principal';
 import { RateLimiter, rateLimitHeaders } from '../rate-limit/rate-limiter.service';
 import type { FastifyReply } from 'fastify';
 
@@ -38,12 +38,21 @@ export class AuthGuard implements CanActivate {
       }
       throw err;
     }
-    const limits = await this.limiter.hit(principal);
-    if (limits) void context.switchToHttp().getResponse<FastifyReply>().headers(rateLimitHeaders(limits));
     request.principal = principal;
-    if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
-    if (!permits(allowed, principal)) throw ApiError.forbidden();
-    this.challenge.assertScopes(request, principal);
+    let refusal: unknown;
+    try {
+      if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
+      if (!permits(allowed, principal)) throw ApiError.forbidden();
+      this.challenge.assertScopes(request, principal);
+    } catch (err) {
+      refusal = err;
+    }
+    // A refused request still counts, against its principal's own limit, so a refused client cannot
+    // flood; but not against its organization's: six people with no role (or MCP clients' tokens on
+    // REST) spent its budget in seconds and its keys and runtimes were all answered 429.
+    const limits = await this.limiter.hit(principal, refusal === undefined && holdsRole(principal));
+    if (limits) void context.switchToHttp().getResponse<FastifyReply>().headers(rateLimitHeaders(limits));
+    if (refusal !== undefined) throw refusal;
     return true;
   }
 }

@@ -101,3 +101,11 @@ export function actorOf(principal: Principal): { type: string; id: string } {
 export function budgetOwnerOf(principal: Principal): string {
   return isOrgPrincipal(principal) ? `org:${principal.orgId}` : 'platform';
 }
+
+/**
+ * Whether a principal is granted anything in its organization. A person whose token carries no role
+ * the product knows may call `GET /me` alone, and so draws on nothing the organization shares.
+ */
+export function holdsRole(principal: Principal): boolean {
+  return principal.type === 'platform' || principal.roles.length > 0;
+}

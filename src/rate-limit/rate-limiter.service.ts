@@ -56,20 +56,24 @@ export class RateLimiter {
 
   /**
    * Counts one request of an authenticated principal; answers where it stands against the
-   * tighter of its limits (none when every limit is off), or throws 429 past one.
+   * tighter of its limits (none when every limit is off), or throws 429 past one. A request the
+   * guard refuses (`shared` false) counts against the principal's own limit only: the per-key one,
+   * or the organization's figure when that is off, so it is limited still.
    */
-  async hit(principal: Principal): Promise<RateLimitStatus | undefined> {
-    const { perKey, perOrg } = this.config.rateLimit;
+  async hit(principal: Principal, shared = true): Promise<RateLimitStatus | undefined> {
+    const { perOrg } = this.config.rateLimit;
+    const perKey = shared || this.config.rateLimit.perKey > 0 || principal.type === 'platform' ? this.config.rateLimit.perKey : perOrg;
     let status: RateLimitStatus | undefined;
     if (perKey > 0) {
       const r = await this.storage.increment(`key:${principal.id}`, this.windowMs, perKey, 0, 'per-key');
       if (r.totalHits > perKey) {
         this.metrics.rateLimited('per_key');
-        throw tooMany(r.timeToExpire * 1000, 'This API key made too many requests.', perKey);
+        const who = principal.type === 'oidc' ? 'This signed-in person' : 'This API key';
+        throw tooMany(r.timeToExpire * 1000, `${who} made too many requests.`, perKey);
       }
       status = { limit: perKey, remaining: perKey - r.totalHits, resetSeconds: r.timeToExpire };
     }
-    if (perOrg > 0 && principal.type !== 'platform') {
+    if (shared && perOrg > 0 && principal.type !== 'platform') {
       const r = await this.storage.increment(`org:${principal.orgId}`, this.windowMs, perOrg, 0, 'per-org');
       if (r.totalHits > perOrg) {
         this.metrics.rateLimited('per_org');

@@ -1,6 +1,7 @@
 import { Socket } from 'node:net';
 import { BODY_GRACE_MS } from '../../src/common/connections';
 import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/app-config';
+import { TestIdentityProvider } from '../support/oidc-provider';
 import { rawClient } from '../support/raw-http';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from '../support/test-app';
 import { until } from '../support/until';
@@ -31,12 +32,23 @@ describe('bodies under connection pressure', () => {
   let first: TestOrg;
   let second: TestOrg;
   const sockets: Socket[] = [];
+  let idp: TestIdentityProvider;
   beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
     // A long keep-alive and request timeout, so only what is under test closes a connection.
     t = await createTestApp({
       config: {
         httpTimeouts: { ...DEFAULT_HTTP_TIMEOUTS, keepAliveMs: 60_000, requestMs: 60_000 },
         httpLimits: { ...DEFAULT_HTTP_LIMITS, maxConnections: CAP },
+        oidc: {
+          issuer: idp.issuer,
+          audience: idp.audience,
+          orgClaim: 'org_id',
+          rolesClaim: 'roles',
+          clockSkewSeconds: 60,
+          keyRefreshCooldownMs: 30_000,
+          keysMaxAgeMs: 600_000,
+        },
       },
     });
     first = await createOrg(t);
@@ -47,7 +59,10 @@ describe('bodies under connection pressure', () => {
   afterEach(() => {
     for (const s of sockets.splice(0)) s.destroy();
   });
-  afterAll(() => t.close());
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
 
   const madeUp = (i: number) => `cpk_${String(i).padStart(40, 'm')}`;
 
@@ -99,6 +114,21 @@ describe('bodies under connection pressure', () => {
     const again = client(port, posting(first.keys.builder, 2000), sockets, body);
     again.socket.write(rest(body, 2000));
     expect((await again.answer).status).toBe(400);
+  });
+
+  it("under pressure, a person who may do nothing (no role, or a token scoped away from REST) is refused before the body, holding none of the organization's share", async () => {
+    for (let i = 0; i <= CAP / 2; i++) client(port, 'GET /health HTTP/1.1\r\nHost: x\r\n\r\n', sockets);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const body = '{"slug":"share-2","name":"Share","pad":';
+    for (const claims of [{ roles: [] }, { roles: ['builder'], scope: 'mcp:tools' }]) {
+      const token = await idp.token({ claims: { org_id: first.id, ...claims } });
+      const refused = await client(port, posting(token, 2000), sockets, body).answer;
+      expect([refused.status, refused.body.code]).toEqual([403, 'roles' in claims && claims.roles.length === 0 ? 'forbidden' : 'insufficient_scope']);
+    }
+    // The organization's one share of bodies is still its keys': this body is read (400: `pad`).
+    const served = client(port, posting(first.keys.builder, 2000), sockets, body);
+    served.socket.write(rest(body, 2000));
+    expect((await served.answer).status).toBe(400);
   });
 });
 

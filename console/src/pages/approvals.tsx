@@ -1,5 +1,6 @@
 import { useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
+import { ShortId } from '../components/actor';
 import { Alert, formatTime, JsonView, Status, useLoad } from '../components/feedback';
 import { useLiveUpdates } from '../events';
 import { PageTitle } from '../router';
@@ -91,7 +92,7 @@ export function ApprovalsPage() {
                     {a.status}
                     {a.approvedArgumentsHash ? ' (edited arguments)' : ''}
                   </td>
-                  <td>{a.decidedBy ? <code>{a.decidedBy.slice(0, 8)}</code> : '—'}</td>
+                  <td>{a.decidedBy ? <ShortId id={a.decidedBy} /> : '—'}</td>
                   <td>{formatTime(a.decidedAt ?? a.expiresAt)}</td>
                   <td>{a.note}</td>
                 </tr>
@@ -193,7 +194,7 @@ function PendingApproval({
         <dd>{REASONS[a.reason] ?? a.reason}</dd>
         <dt>Requested</dt>
         <dd>
-          {formatTime(a.createdAt)} by <code>{a.requestedBy.slice(0, 8)}</code>
+          {formatTime(a.createdAt)} by <ShortId id={a.requestedBy} />
         </dd>
         <dt>Expires</dt>
         <dd>{formatTime(a.expiresAt)}</dd>

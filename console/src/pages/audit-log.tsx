@@ -1,6 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { messageOf, ok, type Schemas } from '../api/client';
 import { AUDIT_EVENT_TYPES as TYPES, type EventType } from '../audit-types';
+import { Actor, ShortId } from '../components/actor';
 import { Alert, formatTime, JsonView } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
@@ -90,10 +91,10 @@ export function AuditLogPage() {
                 <code>{e.type}</code>
               </td>
               <td>
-                {e.actor.type} <code>{e.actor.id.slice(0, 8)}</code>
+                <Actor type={e.actor.type} id={e.actor.id} />
               </td>
               <td>
-                {e.target.type} <code>{e.target.id.slice(0, 8)}</code>
+                {e.target.type} <ShortId id={e.target.id} />
               </td>
               <td>
                 <details>

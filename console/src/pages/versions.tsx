@@ -1,5 +1,6 @@
 import { useState } from 'react';
 import { ok } from '../api/client';
+import { ShortId } from '../components/actor';
 import { Alert, formatTime, JsonView, useLoad } from '../components/feedback';
 import { useSession } from '../session';
 
@@ -34,7 +35,7 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
               <td>{v.version}</td>
               <td>{formatTime(v.publishedAt)}</td>
               <td>
-                <code>{v.publishedBy.slice(0, 8)}</code>
+                <ShortId id={v.publishedBy} />
               </td>
               <td>
                 {v.drift.length === 0 ? (

@@ -84,6 +84,46 @@ describe('claim mapping', () => {
     }
   });
 
+  it('refuses a subject shown like another: not NFC, a space other than U+0020, a leading mark, mixed scripts', () => {
+    const refusal = (sub: string) => {
+      try {
+        mapClaims({ sub, org_id: 'acme' }, names);
+        return undefined;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    // josé as e + U+0301 beside the composed josé; both composed forms of one text are one subject.
+    expect(refusal('jose\u0301')).toMatch(/sub claim must be in Unicode normalization form C/);
+    expect(refusal('jos\u00e9')).toBeUndefined();
+    for (const space of ['\u00a0', '\u3000', '\u2002', '\u202f', '\u205f', '\u1680']) {
+      expect(refusal(`alice${space}smith`)).toMatch(/sub claim must hold no space other than U\+0020/);
+    }
+    expect(refusal('alice smith')).toBeUndefined();
+    expect(refusal('\u0301')).toMatch(/sub claim must not start with a combining mark/);
+    expect(refusal('\u0301alice')).toMatch(/combining mark/);
+    expect(refusal('\u093fa')).toMatch(/combining mark/);
+    for (const mixed of ['\u0430lice', 'p\u0430ypal', '\u03bfpen', 'abc\u0915', '\u0915\u0964\u0995', 'ㄅ한', 'a\ue000', 'a\u0378']) {
+      expect(refusal(mixed)).toMatch(/sub claim must not mix scripts/);
+    }
+    // One script, or a mix UTS #39 allows, with Common (digits, punctuation) and Inherited marks: still subjects.
+    for (const good of [
+      'алиса',
+      'Ελληνικά',
+      'ユーザー',
+      'user_ユーザー漢字',
+      '한국어漢字',
+      'ㄅㄆ中文',
+      'müller-42',
+      'Zoë',
+      '\u0915\u093f\u0964',
+      'auth0|64f1c0ffee',
+      'a\u0301b'.normalize('NFC'),
+    ]) {
+      expect([good, refusal(good)]).toEqual([good, undefined]);
+    }
+  });
+
   it('reads only own claims: prototype names configured as claims find nothing', () => {
     const payload = JSON.parse('{"sub":"s","org_id":"acme","__proto__":{"roles":["admin"]}}') as Record<string, unknown>;
     expect(mapClaims(payload, { orgClaim: 'org_id', rolesClaim: 'roles' }).roles).toEqual([]);
@@ -123,6 +163,13 @@ describe('token scopes', () => {
 
   it('need mcp:tools for tools/call (also inside a batch) but not to list tools', () => {
     expect(missingScope(person(['api']), mcp, call)).toBe('mcp:tools');
+    // A task is a call's answer delivered later: reading or acting on it is calling, whatever the method.
+    for (const method of ['tasks/get', 'tasks/result', 'tasks/list', 'tasks/cancel', 'resources/read', 'made/up']) {
+      expect([method, missingScope(person(['openid']), mcp, { jsonrpc: '2.0', id: 1, method, params: { taskId: 't' } })]).toEqual([method, 'mcp:tools']);
+    }
+    for (const method of ['initialize', 'server/discover', 'ping', 'tools/list', 'notifications/initialized', 'notifications/cancelled']) {
+      expect([method, missingScope(person(['openid']), mcp, { jsonrpc: '2.0', method })]).toEqual([method, undefined]);
+    }
     expect(missingScope(person(['api']), mcp, [list, call])).toBe('mcp:tools');
     expect(missingScope(person([]), mcp, list)).toBeUndefined();
     expect(missingScope(person(['mcp:tools']), mcp, call)).toBeUndefined();

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Role, ROLES } from '../principal';
+import { isSingleScript } from './subject-scripts';
 
 /** What a verified access token says about its bearer, in the product's terms. */
 export interface MappedClaims {
@@ -42,6 +43,21 @@ const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}]|(?![\u200c\u200d])\p{Cf}/u;
  * subject of spaces alone an actor shown as no one.
  */
 const INVISIBLE = /(?![\u200c\u200d])\p{Default_Ignorable_Code_Point}|\p{Noncharacter_Code_Point}|\u2800|^\s|\s$/u;
+/** A space that shows as U+0020 does (`alice\u00a0smith`, `a\u3000b`), and a mark on nothing. */
+const LOOKALIKE_SPACE = /(?! )\p{Zs}/u;
+const LEADING_MARK = /^\p{M}/u;
+
+/**
+ * Why a subject would display as another's, or undefined. Two forms of one text (`josé` composed or
+ * as e + U+0301) are one subject shown twice: only NFC, the form providers send, is taken.
+ */
+function lookalikeOf(sub: string): string | undefined {
+  if (sub.normalize('NFC') !== sub) return 'must be in Unicode normalization form C (NFC)';
+  if (LOOKALIKE_SPACE.test(sub)) return 'must hold no space other than U+0020';
+  if (LEADING_MARK.test(sub)) return 'must not start with a combining mark';
+  if (!isSingleScript(sub)) return 'must not mix scripts (UTS #39, highly restrictive)';
+  return undefined;
+}
 
 /**
  * Maps a verified token's claims. Claims are read as own properties only, so a claim named
@@ -53,6 +69,8 @@ export function mapClaims(payload: Record<string, unknown>, names: ClaimNames): 
   if (typeof sub !== 'string' || sub.length === 0 || sub.length > MAX_SUBJECT || UNPRINTABLE.test(sub) || INVISIBLE.test(sub) || !sub.isWellFormed()) {
     throw new ClaimError(`The token's sub claim must be a string of 1 to ${MAX_SUBJECT} printable characters.`);
   }
+  const lookalike = lookalikeOf(sub);
+  if (lookalike) throw new ClaimError(`The token's sub claim ${lookalike}, so that no subject displays as another.`);
   const org = own(payload, names.orgClaim);
   if (typeof org !== 'string' || org.length === 0 || org.length > MAX_ITEM) {
     throw new ClaimError(`The token carries no organization: its ${names.orgClaim} claim must name an organization's id or slug.`);
