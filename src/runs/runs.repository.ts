@@ -55,6 +55,8 @@ export interface RunRow {
   error_code: string | null;
   error_message: string | null;
   requested_by: string;
+  /** Counts its tool calls settled (a trigger on tool_call): a step compares it to tell a decision it did not see. */
+  wakes: number;
   created_at: Date;
   updated_at: Date;
   completed_at: Date | null;
@@ -128,12 +130,20 @@ export interface RunEventRow {
   at: Date;
 }
 
-/** A run that needs a node (`r`): a node died holding it, a retry is due, or its approvals are decided. */
+/**
+ * A run that needs a node (`r`): a node died holding it, a retry is due, or its approvals are decided.
+ * A waiting run is looked at only once one of its calls settled (the trigger of migration
+ * 1764522600000 clears its `not_before`) or its last approval expires (`not_before`, set when it
+ * paused): one organization's thousands of runs waiting for approval cost the polls of every node
+ * nothing, where each poll probed each of them (quadratic in that organization's tool calls: 8.8 s
+ * at 21,800 waiting runs, every other organization's resumed runs waiting behind it). Its calls are
+ * probed by primary key.
+ */
 const CLAIMABLE = `((r.status = 'running' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now()))
     OR (r.status = 'waiting_for_approval' AND (r.lease_expires_at IS NULL OR r.lease_expires_at <= now())
         AND NOT EXISTS (
-          SELECT 1 FROM tool_call c
-           WHERE c.org_id = r.org_id AND c.id = ANY(r.pending_tool_call_ids)
+          SELECT 1 FROM unnest(r.pending_tool_call_ids) AS p(id) JOIN tool_call c ON c.id = p.id
+           WHERE c.org_id = r.org_id
              AND (c.status = 'running' OR (c.status = 'pending_approval' AND c.approval_expires_at > now())))))
   AND (r.not_before IS NULL OR r.not_before <= now())`;
 
@@ -250,7 +260,13 @@ export class RunsRepository {
   }
 
   /** Writes a step; false (and nothing written) when the lease is no longer ours or the run was cancelled. */
-  async save(row: Pick<RunRow, 'id' | 'org_id'>, owner: string, patch: RunPatch, events: RunEventInput[], audit: AuditEventInput[] = []): Promise<boolean> {
+  async save(
+    row: Pick<RunRow, 'id' | 'org_id'> & Partial<Pick<RunRow, 'wakes'>>,
+    owner: string,
+    patch: RunPatch,
+    events: RunEventInput[],
+    audit: AuditEventInput[] = [],
+  ): Promise<boolean> {
     // A step that writes went forward: the count of failures in a row starts again.
     const sets: string[] = ['updated_at = now()', 'step_failures = 0'];
     const params: unknown[] = [row.id, owner];
@@ -271,7 +287,15 @@ export class RunsRepository {
       set('error_code', patch.error?.code ?? null);
       set('error_message', patch.error?.message ?? null);
     }
-    if (patch.notBefore !== undefined) set('not_before', patch.notBefore);
+    if (patch.status === 'waiting_for_approval' && row.wakes !== undefined) {
+      // Paused: not looked at again until a call of it settles or its last approval expires. A
+      // settlement since the step read the run (`wakes` moved: the trigger's increment, or the row as
+      // it is once the trigger's transaction commits, if that one holds it) may not have been seen.
+      params.push(row.wakes, row.org_id, patch.pendingToolCallIds ?? []);
+      const [wakes, org, ids] = [params.length - 2, params.length - 1, params.length];
+      sets.push(`not_before = CASE WHEN wakes <> $${wakes} THEN NULL ELSE (SELECT max(c.approval_expires_at) FROM tool_call c
+        WHERE c.org_id = $${org} AND c.id = ANY($${ids}::uuid[]) AND c.status = 'pending_approval') END`);
+    } else if (patch.notBefore !== undefined) set('not_before', patch.notBefore);
     if (patch.status && FINISHED.has(patch.status)) sets.push('completed_at = now()');
     if (patch.release) sets.push('lease_owner = NULL', 'lease_expires_at = NULL');
     const saved = await this.dataSource.transaction(async (m) => {
