@@ -621,6 +621,8 @@ describe('agent runs (e2e)', () => {
       await t.app
         .get(DataSource)
         .query(`UPDATE tool_call SET approval_expires_at = now() - interval '1 second' WHERE approval_id = $1`, [expiring.body.pendingApprovalIds[0]]);
+      // The run's gate is its approval's expiry (test/runs-waiting.e2e-spec.ts): moved with it.
+      await t.app.get(DataSource).query(`UPDATE run SET not_before = now() - interval '1 second' WHERE id = $1`, [expiring.body.id]);
       expect(await until(expiring.body.id, ['succeeded', 'failed'])).toMatchObject({ status: 'succeeded' });
       const expiry = JSON.parse(since(from)[1].messages.find((m) => m.role === 'tool')!.content!);
       expect(expiry.error.code).toBe('approval_expired');

@@ -401,6 +401,17 @@ export class RunsRepository {
    * next write. Answers those runs.
    */
   async failRunsOfKey(m: EntityManager, orgId: string, keyId: string, audit: (run: EndedRun) => AuditEventInput): Promise<EndedRun[]> {
+    // The locks in a decision's order (approval, tool call, then the run, which the call's
+    // settlement wakes): this change rejects these runs' pending approvals after failing the runs,
+    // so a person deciding one of them meanwhile, holding its approval and waiting for its run,
+    // would otherwise wait for this change while it waits for that approval.
+    await m.query(
+      `SELECT a.id FROM approval a JOIN tool_call c ON c.org_id = a.org_id AND c.id = a.tool_call_id
+        WHERE a.org_id = $1 AND a.status = 'pending' AND c.entry_point = 'run'
+          AND c.run_id IN (SELECT id::text FROM run WHERE org_id = $1 AND requested_by = $2 AND status IN ('running', 'waiting_for_approval'))
+        ORDER BY a.id FOR UPDATE OF a`,
+      [orgId, keyId],
+    );
     const [runs]: [EndedRun[], number] = await m.query(
       `UPDATE run SET status = 'failed', error_code = $3, error_message = $4, completed_at = now(), updated_at = now(),
               lease_owner = NULL, lease_expires_at = NULL, pending = '[]'::jsonb, pending_tool_call_ids = '{}', pending_approval_ids = '{}'
