@@ -33,6 +33,7 @@ describe('streams of a revoked API key (e2e)', () => {
           pollIntervalMs: 100,
           maxConcurrent: 8,
           maxConcurrentPerOrg: 8,
+          reservedForNewOrgs: 0,
           modelRetries: 2,
           modelRetryBaseMs: 10,
           modelTimeoutMs: 5000,

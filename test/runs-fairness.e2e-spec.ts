@@ -6,7 +6,9 @@ import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/te
  * Organizations share a node's run slots (RUN_MAX_CONCURRENT) fairly, on either database: a run
  * holds its slot for its whole model call, so one organization whose provider never answers
  * (a server on a loopback port that takes the request and is silent) held every slot, and the
- * runs of every other organization waited behind all of its queued runs.
+ * runs of every other organization waited behind all of its queued runs. And the last slot
+ * (RUN_RESERVED_FOR_NEW_ORGS) goes only to an organization stepping none here: without it, two such
+ * organizations filled this node, as four did a node with the default caps.
  */
 describe('runs: organizations share a node (e2e)', () => {
   let t: TestApp;
@@ -15,6 +17,7 @@ describe('runs: organizations share a node (e2e)', () => {
   let worker: RunWorker;
   const maxConcurrent = 4;
   const perOrg = 2;
+  const reserved = 1;
   const started: { org: TestOrg; id: string }[] = [];
 
   beforeAll(async () => {
@@ -28,6 +31,7 @@ describe('runs: organizations share a node (e2e)', () => {
           pollIntervalMs: 100,
           maxConcurrent,
           maxConcurrentPerOrg: perOrg,
+          reservedForNewOrgs: reserved,
           modelRetries: 0,
           modelRetryBaseMs: 10,
           modelTimeoutMs: 120_000,
@@ -115,11 +119,29 @@ describe('runs: organizations share a node (e2e)', () => {
     expect(silent.requests.length - from).toBe(perOrg);
   });
 
-  it('a slot that frees on a full node goes to the organization stepping the fewest runs here, not to the oldest queued run', async () => {
+  it("two organizations whose providers never answer leave the reserved slot: another organization's run succeeds at once", async () => {
     const [first, second] = [await tenant(silent), await tenant(silent)];
     const from = silent.requests.length;
-    await startRuns(first, perOrg + 3);
-    const secondRuns = await startRuns(second, perOrg + 3);
+    const queued = [...(await startRuns(first, perOrg + 3)), ...(await startRuns(second, perOrg + 3))];
+    // The first steps its share; the second one run, since a second would take the last slot.
+    await silent.received(from + maxConcurrent - reserved);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(queued.filter((r) => worker.isStepping(r.id))).toHaveLength(maxConcurrent - reserved);
+    const victim = await tenant(healthy);
+    const began = Date.now();
+    const [run] = await startRuns(victim, 1, 10);
+    expect(run.status).toBe('succeeded');
+    expect(Date.now() - began).toBeLessThan(5000);
+    expect(silent.requests.length - from).toBe(maxConcurrent - reserved);
+  });
+
+  it('a slot that frees on a full node goes to the organization stepping the fewest runs here, not to the oldest queued run', async () => {
+    // Three organizations fill it: two slots, then one each (the last, reserved, to the third).
+    const [first, second, third] = [await tenant(silent), await tenant(silent), await tenant(silent)];
+    const from = silent.requests.length;
+    const firstRuns = await startRuns(first, perOrg + 3);
+    await startRuns(second, perOrg + 3);
+    await startRuns(third, perOrg + 3);
     await silent.received(from + maxConcurrent);
     const victim = await tenant(healthy);
     const [run] = await startRuns(victim, 1);
@@ -127,10 +149,11 @@ describe('runs: organizations share a node (e2e)', () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(worker.isStepping(run.id)).toBe(false);
     const asked = healthy.requests.length;
-    const freed = secondRuns.find((r) => worker.isStepping(r.id))!;
+    // The first keeps one slot and has runs queued from before the victim's: the victim's still comes first.
+    const freed = firstRuns.find((r) => worker.isStepping(r.id))!;
     await t.http
       .post(`/api/v1/runs/${freed.id}/cancel`)
-      .set(...bearer(second.org.keys.agent))
+      .set(...bearer(first.org.keys.agent))
       .expect(200);
     await healthy.received(asked + 1);
     // Its model was asked before any queued run of the others started.

@@ -43,6 +43,7 @@ describe('streams an attacker cannot hold open (e2e)', () => {
           pollIntervalMs: 100,
           maxConcurrent: 8,
           maxConcurrentPerOrg: 8,
+          reservedForNewOrgs: 0,
           modelRetries: 2,
           modelRetryBaseMs: 10,
           modelTimeoutMs: 5000,

@@ -131,4 +131,21 @@ describe("one organization's share of a node's runs", () => {
   it.each(['0', '1.5', 'many'])('refuses RUN_MAX_CONCURRENT_PER_ORG=%s, naming it', (value) => {
     expect(() => parseEnvironment({ RUN_MAX_CONCURRENT_PER_ORG: value })).toThrow(/RUN_MAX_CONCURRENT_PER_ORG:/);
   });
+
+  it('keeps a quarter of RUN_MAX_CONCURRENT for organizations with no run on the node, unless set, and never all of it', () => {
+    expect(runs({}).reservedForNewOrgs).toBe(4);
+    expect(runs({ RUN_MAX_CONCURRENT: '3' }).reservedForNewOrgs).toBe(1);
+    expect(runs({ RUN_MAX_CONCURRENT: '1' }).reservedForNewOrgs).toBe(0);
+    // One organization alone still steps its whole share: a single-tenant deployment keeps every slot.
+    expect(runs({ RUN_MAX_CONCURRENT_PER_ORG: '16' }).reservedForNewOrgs).toBe(0);
+    expect(runs({ RUN_MAX_CONCURRENT_PER_ORG: '14' }).reservedForNewOrgs).toBe(2);
+    expect(runs({ RUN_RESERVED_FOR_NEW_ORGS: '0' }).reservedForNewOrgs).toBe(0);
+    expect(runs({ RUN_RESERVED_FOR_NEW_ORGS: '' }).reservedForNewOrgs).toBe(4);
+    expect(runs({ RUN_MAX_CONCURRENT_PER_ORG: '16', RUN_RESERVED_FOR_NEW_ORGS: '6' }).reservedForNewOrgs).toBe(6);
+    expect(runs({ RUN_MAX_CONCURRENT: '8', RUN_RESERVED_FOR_NEW_ORGS: '50' }).reservedForNewOrgs).toBe(7);
+  });
+
+  it.each(['-1', '1.5', 'many'])('refuses RUN_RESERVED_FOR_NEW_ORGS=%s, naming it', (value) => {
+    expect(() => parseEnvironment({ RUN_RESERVED_FOR_NEW_ORGS: value })).toThrow(/RUN_RESERVED_FOR_NEW_ORGS:/);
+  });
 });

@@ -324,6 +324,19 @@ export class EnvironmentVariables {
   @Max(1000)
   RUN_MAX_CONCURRENT_PER_ORG?: number;
 
+  /**
+   * Of RUN_MAX_CONCURRENT, the slots only organizations stepping no run on the node may take, one
+   * each (unset: a quarter, at least 1, at most RUN_MAX_CONCURRENT less RUN_MAX_CONCURRENT_PER_ORG;
+   * kept below RUN_MAX_CONCURRENT). Without it four organizations whose providers never answered
+   * held every slot of every node.
+   */
+  @IsOptional()
+  @Transform((p) => toInt({ value: emptyToUndefined(p) }))
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  RUN_RESERVED_FOR_NEW_ORGS?: number;
+
   /** Retries of a model call that failed with 408/409/429/5xx, a broken answer or no connection. */
   @IsOptional()
   @Transform(toInt)
@@ -542,6 +555,8 @@ export interface RunsConfig {
   maxConcurrent: number;
   /** Of those, the most of one organization's (resolved: never more than maxConcurrent). */
   maxConcurrentPerOrg: number;
+  /** Of maxConcurrent, the slots only organizations stepping none here may take, one each (resolved: below maxConcurrent). */
+  reservedForNewOrgs: number;
   modelRetries: number;
   modelRetryBaseMs: number;
   modelTimeoutMs: number;
@@ -553,6 +568,7 @@ export const DEFAULT_RUNS_CONFIG: RunsConfig = {
   pollIntervalMs: 1000,
   maxConcurrent: 16,
   maxConcurrentPerOrg: 4,
+  reservedForNewOrgs: 4,
   modelRetries: 4,
   modelRetryBaseMs: 1000,
   modelTimeoutMs: 120_000,

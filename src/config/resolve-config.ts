@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { AppConfig, ConfigError, EnvironmentVariables, OidcConfig, parseEnvironment, parseOrigins, SecretsConfig } from './app-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
+import { reservedSlots } from '../runs/run-slots';
 
 /**
  * Turns the environment into the one typed config object. The platform admin token is the only
@@ -19,6 +20,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     token = loadOrCreateAdminToken(e.DATA_DIR, log);
   }
   const allowedHosts = splitAllowedHosts(e.EGRESS_ALLOWED_HOSTS);
+  const perOrg = Math.min(e.RUN_MAX_CONCURRENT, e.RUN_MAX_CONCURRENT_PER_ORG ?? Math.max(1, Math.floor(e.RUN_MAX_CONCURRENT / 4)));
   try {
     parseAllowList(allowedHosts);
   } catch (err) {
@@ -68,7 +70,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       leaseMs: e.RUN_LEASE_SECONDS * 1000,
       pollIntervalMs: e.RUN_POLL_INTERVAL_MS,
       maxConcurrent: e.RUN_MAX_CONCURRENT,
-      maxConcurrentPerOrg: Math.min(e.RUN_MAX_CONCURRENT, e.RUN_MAX_CONCURRENT_PER_ORG ?? Math.max(1, Math.floor(e.RUN_MAX_CONCURRENT / 4))),
+      maxConcurrentPerOrg: perOrg,
+      reservedForNewOrgs: reservedSlots(e.RUN_MAX_CONCURRENT, perOrg, e.RUN_RESERVED_FOR_NEW_ORGS),
       modelRetries: e.RUN_MODEL_RETRIES,
       modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,

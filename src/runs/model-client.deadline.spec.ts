@@ -1,5 +1,5 @@
 import { createServer, Server } from 'node:http';
-import { AddressInfo } from 'node:net';
+import { AddressInfo, createServer as createTcpServer, Socket } from 'node:net';
 import { testConfig } from '../../test/support/test-app';
 import { EgressService } from '../egress/egress.service';
 import { ModelError, OpenAiCompatibleModel, RetryPolicy } from './model-client';
@@ -88,6 +88,40 @@ describe('a model call has a deadline over its whole streamed answer', () => {
     expect(err).toMatchObject({ code: 'model_error', retryable: false, message: 'The model call was aborted.' });
     expect(p.requests.length - before).toBe(1);
     expect(await p.requests.at(-1)!).toBeLessThan(1500);
+  });
+
+  it('a provider that takes the connection and sends no headers gives up the attempt after EGRESS_TIMEOUT_MS, not the model timeout', async () => {
+    // What a hung server does: its run's slot is held for EGRESS_TIMEOUT_MS per attempt, not RUN_MODEL_TIMEOUT_MS.
+    const sockets: Socket[] = [];
+    // Per request (a socket that sent one: the client may open a spare that sends nothing), when its socket closed.
+    const closed: Array<Promise<number>> = [];
+    const silent = createTcpServer((socket) => {
+      const at = Date.now();
+      sockets.push(socket);
+      socket.once('data', () => closed.push(new Promise((resolve) => socket.once('close', () => resolve(Date.now() - at)))));
+      socket.resume();
+    });
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    try {
+      const started = Date.now();
+      const err = await new OpenAiCompatibleModel(
+        'p',
+        `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`,
+        'k',
+        (url, init) => egress.fetch(url, init),
+        { retries: 1, baseDelayMs: 1, maxDelayMs: 1, timeoutMs: 10_000 },
+        sleep,
+      )
+        .complete(req)
+        .catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'model_error', retryable: true, message: expect.stringMatching(/could not be reached/) });
+      expect(Date.now() - started).toBeLessThan(2500);
+      expect(closed).toHaveLength(2);
+      for (const closedAfter of await Promise.all(closed)) expect(closedAfter).toBeLessThan(1500);
+    } finally {
+      sockets.forEach((s) => s.destroy());
+      await new Promise((r) => silent.close(r));
+    }
   });
 
   it('an answer streamed for longer than EGRESS_TIMEOUT_MS but within the model timeout is read whole', async () => {

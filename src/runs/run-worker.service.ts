@@ -3,11 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
 import { RunEngine } from './run-engine.service';
+import { mayStart, sharedLeft, SlotCaps } from './run-slots';
 import { RunsRepository } from './runs.repository';
 
 /**
  * Each node's share of the runs. It steps the runs it creates at once (when it steps fewer than
- * RUN_MAX_CONCURRENT, and fewer than RUN_MAX_CONCURRENT_PER_ORG of the run's organization), and
+ * RUN_MAX_CONCURRENT, and fewer than RUN_MAX_CONCURRENT_PER_ORG of the run's organization, and
+ * when the organization steps some here already, while RUN_RESERVED_FOR_NEW_ORGS slots stay free), and
  * every poll interval it claims the runs that need a node, organizations in turn: ones whose node died (the lease expired), ones due for a retry,
  * and waiting ones whose approvals were all decided or expired, on whatever node. A decision made
  * in this process wakes it at once (the executor's settled-call notifier), so the common case does
@@ -69,14 +71,14 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   /**
    * Steps a run this node has just leased (a run it created, or claimed). With RUN_MAX_CONCURRENT
-   * runs stepping already, or RUN_MAX_CONCURRENT_PER_ORG of its organization, the lease is given
-   * back instead: a poll (here or on another node) takes the run when a slot is free, so creating
-   * runs cannot go past the operator's caps, and one organization cannot take every slot.
+   * runs stepping already, or RUN_MAX_CONCURRENT_PER_ORG of its organization, or only the reserve
+   * left and its organization stepping one here already (run-slots.ts), the lease is given back
+   * instead: a poll (here or on another node) takes the run when a slot is free, so creating runs
+   * cannot go past the operator's caps, and a few organizations cannot take every slot.
    */
   start(runId: string, orgId: string): void {
     if (this.stopping || this.active.has(runId)) return;
-    const { maxConcurrent, maxConcurrentPerOrg } = this.config.runs;
-    if (this.active.size >= maxConcurrent || (this.perOrg.get(orgId) ?? 0) >= maxConcurrentPerOrg) {
+    if (!mayStart(this.caps(), this.active.size, this.perOrg.get(orgId) ?? 0)) {
       this.repo.release(runId, this.owner).catch((err) => this.logger.warn({ err, runId }, 'could not give back the lease of a run'));
       return;
     }
@@ -126,10 +128,20 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   private async poll(): Promise<void> {
-    const free = this.config.runs.maxConcurrent - this.active.size;
+    const caps = this.caps();
+    const free = caps.max - this.active.size;
     if (free <= 0) return;
-    const runs = await this.repo.claim(this.owner, this.config.runs.leaseMs, free, { taken: this.perOrg, max: this.config.runs.maxConcurrentPerOrg });
+    const runs = await this.repo.claim(this.owner, this.config.runs.leaseMs, free, {
+      taken: this.perOrg,
+      max: caps.perOrg,
+      shared: sharedLeft(caps, this.active.size),
+    });
     for (const run of runs) this.start(run.id, run.orgId);
+  }
+
+  private caps(): SlotCaps {
+    const { maxConcurrent, maxConcurrentPerOrg, reservedForNewOrgs } = this.config.runs;
+    return { max: maxConcurrent, perOrg: maxConcurrentPerOrg, reserved: reservedForNewOrgs };
   }
 
   /** Waits for the steps in progress (tests, and the demo, use it to settle). */

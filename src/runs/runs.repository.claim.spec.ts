@@ -94,6 +94,26 @@ describe('RunsRepository.claim', () => {
     expect(await claim(16, {}, 4, 'node-b')).toEqual(byId(aRuns.slice(2, 6).map((id) => ({ id, orgId: a.id }))));
   });
 
+  it('keeps the reserve for organizations stepping nothing here: past `shared`, only one first run each', async () => {
+    const [busy, fresh, newer] = [await org(), await org(), await org()];
+    const busyRuns = await queue(busy, 5);
+    const [freshRun] = await queue(fresh, 3);
+    const [newerRun] = await queue(newer, 1);
+    const reserve = (limit: number, taken: Record<string, number>, shared: number) =>
+      repo.claim('node-a', 30_000, limit, { taken: new Map(Object.entries(taken)), max: 4, shared }).then(byId);
+    // 4 slots, 1 kept, `busy` steps 1: two more may be of organizations stepping some, the newcomers' first runs among them.
+    expect(await reserve(3, { [busy.id]: 1 }, 2)).toEqual(
+      byId([
+        { id: freshRun, orgId: fresh.id },
+        { id: newerRun, orgId: newer.id },
+      ]),
+    );
+    // Nothing shared left: not even `fresh`, now stepping one here, starts a second.
+    expect(await reserve(1, { [busy.id]: 1, [fresh.id]: 1, [newer.id]: 1 }, 0)).toEqual([]);
+    // One shared slot left of three free: one run, of the lowest rank and oldest (`fresh` has two more queued).
+    expect(await reserve(3, { [busy.id]: 1, [fresh.id]: 1, [newer.id]: 1 }, 1)).toEqual([{ id: busyRuns[0], orgId: busy.id }]);
+  });
+
   it('leaves runs another node holds, runs waiting for a retry, and waiting runs whose approvals are undecided', async () => {
     const o = await org();
     const [held, later, waiting, ready] = await queue(o, 4);

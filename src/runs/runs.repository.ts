@@ -151,6 +151,12 @@ const CLAIMABLE = `((r.status = 'running' AND (r.lease_expires_at IS NULL OR r.l
 export interface RunSlots {
   taken: ReadonlyMap<string, number>;
   max: number;
+  /**
+   * How many of the runs claimed may be of organizations stepping some here already, counting
+   * each newcomer's first as one of them (run-slots.ts's sharedLeft); the rest of `limit` goes only
+   * to a first run each of organizations stepping none (RUN_RESERVED_FOR_NEW_ORGS). Unset: no such bound.
+   */
+  shared?: number;
 }
 
 export interface ClaimedRun {
@@ -224,7 +230,9 @@ export class RunsRepository {
    * Organizations are served in turn: each one's runs are ranked oldest first, after the runs it
    * already has on this node (`orgs.taken`), and the lowest ranks are taken first, none past
    * `orgs.max`. So a run of an organization with nothing here starts before the next of one with
-   * hundreds queued, where a single queue oldest first made it wait behind all of them.
+   * hundreds queued, where a single queue oldest first made it wait behind all of them. Those first
+   * runs (rank 1) come before every other, so the `orgs.shared` bound only drops runs of
+   * organizations that would already step one here: past it, the slots left are the reserve.
    */
   async claim(owner: string, leaseMs: number, limit: number, orgs: RunSlots): Promise<ClaimedRun[]> {
     // An UPDATE answers [rows, count] through TypeORM's pg driver.
@@ -236,15 +244,18 @@ export class RunsRepository {
            FROM run r LEFT JOIN taken t ON t.org_id = r.org_id
           WHERE ${CLAIMABLE}
             AND COALESCE(t.n, 0) < $6
+       ), ordered AS (
+         SELECT id, nth, row_number() OVER (ORDER BY nth, updated_at, id) AS pos
+           FROM (SELECT id, nth, updated_at FROM ranked WHERE nth <= $6 ORDER BY nth, updated_at, id LIMIT $3) first
        ), picked AS (
-         SELECT id FROM ranked WHERE nth <= $6 ORDER BY nth, updated_at, id LIMIT $3
+         SELECT id FROM ordered WHERE nth = 1 OR pos <= $7
        ), locked AS (
          SELECT r.id FROM run r JOIN picked p ON p.id = r.id WHERE ${CLAIMABLE} FOR UPDATE OF r SKIP LOCKED
        )
        UPDATE run SET lease_owner = $1, lease_expires_at = now() + make_interval(secs => $2::double precision / 1000)
          FROM locked WHERE run.id = locked.id
        RETURNING run.id, run.org_id`,
-      [owner, leaseMs, limit, [...orgs.taken.keys()], [...orgs.taken.values()], orgs.max],
+      [owner, leaseMs, limit, [...orgs.taken.keys()], [...orgs.taken.values()], orgs.max, orgs.shared ?? limit],
     );
     return rows.map((r) => ({ id: r.id, orgId: r.org_id }));
   }
