@@ -29,6 +29,7 @@ describe('runs waiting for approval (e2e)', () => {
           pollIntervalMs: 100,
           maxConcurrent: 8,
           maxConcurrentPerOrg: 8,
+          reservedForNewOrgs: 0,
           modelRetries: 0,
           modelRetryBaseMs: 10,
           modelTimeoutMs: 5000,
