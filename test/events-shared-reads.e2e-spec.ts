@@ -83,7 +83,7 @@ describe('GET /events: many streams of one organization share their reads (e2e)'
     // 60 streams, 12 commits: one read per stream per commit would be 720 (and two resumed streams' own).
     const commits = 2 * PAIRS;
     console.info(`reads: ${reads.mock.calls.filter((c) => c[0] === org.id).length}`);
-    expect(reads.mock.calls.filter((c) => c[0] === org.id).length).toBeLessThanOrEqual(2 * commits + 8);
+    expect(reads.mock.calls.filter((c) => c[0] === org.id).length).toBeLessThanOrEqual(4 * commits);
     reads.mockRestore();
 
     const all = admins[0].events;
