@@ -18,8 +18,13 @@ export interface StreamRead {
    * The reader reads again shortly; nobody else will wake it for them.
    */
   heldBack: boolean;
-  /** The stream's API key was revoked as of this read: nothing read may be sent, the stream ends. */
-  keyRevoked: boolean;
+  /**
+   * The oldest transaction still running as of this read: when the read was not cut at `limit` and
+   * nothing was held back, every event before `<horizon>-0` has been seen.
+   */
+  horizon: bigint;
+  /** The readers' API keys revoked as of this read: nothing read may be sent on their streams, which end. */
+  revokedKeys: ReadonlySet<string>;
 }
 
 /**
@@ -37,14 +42,14 @@ export interface StreamStart {
 }
 
 /**
- * An audit row with its stream position and the snapshot's horizon, and whether the stream's key
- * was live in that snapshot; a read with no events has one row, its event's columns null.
+ * An audit row with its stream position and the snapshot's horizon, and the readers' keys revoked
+ * in that snapshot; a read with no events has one row, its event's columns null.
  */
 interface Row extends Omit<AuditRow, 'seq'> {
   seq: string | null;
   tx: string;
   horizon: string;
-  key_live: boolean;
+  revoked: string[];
 }
 
 /**
@@ -74,8 +79,10 @@ export class EventLogRepository {
   }
 
   /**
-   * Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`;
-   * none when `keyId` (the stream's API key) is revoked in the snapshot they are read with.
+   * Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`,
+   * and which of `keyIds` (the readers' API keys) are revoked in the snapshot they are read with:
+   * a reader whose key is sends none of them. One read serves every stream of an organization
+   * that is at the head (EventStreamService), each with its own key.
    */
   async readAfter(
     orgId: string,
@@ -83,9 +90,9 @@ export class EventLogRepository {
     types: readonly string[] | undefined,
     limit: number,
     skipVisibleIn?: string,
-    keyId?: string,
+    keyIds: readonly string[] = [],
   ): Promise<StreamRead> {
-    const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString()];
+    const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString(), keyIds];
     let typeFilter = '';
     if (types) {
       params.push(types);
@@ -95,41 +102,50 @@ export class EventLogRepository {
       params.push(skipVisibleIn);
       typeFilter += ` AND NOT pg_visible_in_snapshot(tx, $${params.length}::pg_snapshot)`;
     }
-    let live = 'true';
-    if (keyId) {
-      params.push(keyId);
-      live = liveKeySql(`$${params.length}`);
-    }
     params.push(limit);
-    // One statement, so the horizon and the key belong to the snapshot the rows were read with: one
+    // One statement, so the horizon and the keys belong to the snapshot the rows were read with: one
     // row without an event when there is none. Ordered by the columns, qualified: the bare names
     // are the text output columns, and '10' sorts before '9'.
     const rows: Row[] = await this.dataSource.query(
-      `SELECT k.live AS key_live, e.seq::text AS seq, e.tx::text AS tx, e.horizon::text AS horizon,
+      `SELECT k.revoked, h.horizon, e.seq::text AS seq, e.tx::text AS tx,
               e.id, e.org_id, e.at, e.type, e.actor_type, e.actor_id, e.target_type, e.target_id, e.data
-         FROM (SELECT ${live} AS live) k
+         FROM (SELECT coalesce(array_agg(u.id::text), '{}') AS revoked FROM unnest($4::uuid[]) AS u(id)
+                WHERE NOT ${liveKeySql('u.id')}) k
+        CROSS JOIN (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) h
          LEFT JOIN LATERAL (
-           SELECT seq, tx, pg_snapshot_xmin(pg_current_snapshot()) AS horizon,
-                  id, org_id, at, type, actor_type, actor_id, target_type, target_id, data
+           SELECT seq, tx, id, org_id, at, type, actor_type, actor_id, target_type, target_id, data
              FROM audit_event
             WHERE org_id = $1 AND (tx, seq) > ($2::xid8, $3::bigint) ${typeFilter}
             ORDER BY audit_event.tx, audit_event.seq
             LIMIT $${params.length}
-         ) e ON k.live
+         ) e ON true
         ORDER BY e.tx, e.seq`,
       params,
     );
+    const horizon = BigInt(rows[0].horizon);
+    const revokedKeys: ReadonlySet<string> = new Set(rows[0].revoked);
     const events: StreamEvent[] = [];
-    if (!rows[0]?.key_live) return { events, heldBack: false, keyRevoked: true };
     for (const r of rows) {
       if (r.seq === null) break;
       const tx = BigInt(r.tx);
-      if (tx >= BigInt(r.horizon)) return { events, heldBack: true, keyRevoked: false };
+      if (tx >= horizon) return { events, heldBack: true, horizon, revokedKeys };
       events.push({
         position: { tx, seq: BigInt(r.seq) },
         event: toAuditEvent(r),
       });
     }
-    return { events, heldBack: false, keyRevoked: false };
+    return { events, heldBack: false, horizon, revokedKeys };
   }
+}
+
+/**
+ * Whether transaction `tx` had committed for the snapshot `snapshot` (`pg_snapshot` text,
+ * `xmin:xmax:xip,...`): PostgreSQL's `pg_visible_in_snapshot`, for a read shared by streams that
+ * each opened with a snapshot of their own.
+ */
+export function visibleInSnapshot(tx: bigint, snapshot: string): boolean {
+  const [xmin, xmax, running = ''] = snapshot.split(':');
+  if (tx < BigInt(xmin)) return true;
+  if (tx >= BigInt(xmax)) return false;
+  return !running.split(',').some((x) => x !== '' && BigInt(x) === tx);
 }

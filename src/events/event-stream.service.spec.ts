@@ -45,7 +45,8 @@ const oneEvent: StreamRead = {
     },
   ],
   heldBack: false,
-  keyRevoked: false,
+  horizon: 8n,
+  revokedKeys: new Set<string>(),
 };
 
 describe('EventStreamService, a client that takes nothing', () => {
@@ -54,7 +55,9 @@ describe('EventStreamService, a client that takes nothing', () => {
 
   beforeEach(async () => {
     jest.useFakeTimers();
-    const log = { readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false, keyRevoked: false }) };
+    const log = {
+      readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }),
+    };
     service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(15_000));
     res = new FakeResponse(true);
     service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
@@ -87,7 +90,7 @@ describe('EventStreamService heartbeats', () => {
 
   it('send a keep-alive every heartbeat, and end a stream when its credential is no longer accepted', async () => {
     jest.useFakeTimers();
-    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, keyRevoked: false }) };
+    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }) };
     const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(1_000));
     service.onModuleInit();
     const res = new FakeResponse();
@@ -107,6 +110,63 @@ describe('EventStreamService heartbeats', () => {
     expect(res.writableEnded).toBe(true);
     expect(service.openStreams).toBe(0);
     expect(release).toHaveBeenCalledTimes(1);
+    service.onModuleDestroy();
+  });
+});
+
+describe('EventStreamService, streams of one organization sharing a read', () => {
+  afterEach(() => jest.useRealTimers());
+
+  const event = (seq: bigint, type: string) => ({
+    ...oneEvent.events[0],
+    position: { tx: 7n, seq },
+    event: { ...oneEvent.events[0].event, id: `e${seq}`, type },
+  });
+  const nothing = { events: [], heldBack: false, horizon: 7n, revokedKeys: new Set<string>() };
+
+  it('serves every stream at the head from one read per wake-up, and takes out a stream whose client stopped reading', async () => {
+    jest.useFakeTimers();
+    let listener: (orgs: Set<string>) => void = () => undefined;
+    const wakes = { on: (l: typeof listener) => ((listener = l), () => undefined) } as unknown as EventWakeups;
+    const readAfter = jest.fn().mockResolvedValue(nothing);
+    const service = new EventStreamService({ readAfter } as unknown as EventLogRepository, wakes, configWith(600_000));
+    service.onModuleInit();
+    const fast = new FakeResponse();
+    const stuck = new FakeResponse(true);
+    const approver = new FakeResponse();
+    service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, fast as never);
+    service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, stuck as never);
+    service.open('org', undefined, ['agent.created'], { from: { tx: 1n, seq: 0n } }, approver as never);
+    await jest.advanceTimersByTimeAsync(0);
+    // Each stream's own first read, from where it opened.
+    expect(readAfter).toHaveBeenCalledTimes(3);
+
+    readAfter.mockResolvedValueOnce({ ...nothing, events: [event(1n, 'api_key.created'), event(2n, 'agent.created')] });
+    for (let i = 0; i < 5; i++) listener(new Set(['org']));
+    await jest.advanceTimersByTimeAsync(0);
+    // Five wake-ups in a burst: one read, of every type, from the streams' lowest position.
+    expect(readAfter).toHaveBeenCalledTimes(4);
+    expect(readAfter.mock.calls[3].slice(1, 4)).toEqual([{ tx: 7n, seq: 0n }, undefined, 100]);
+    const ids = (r: FakeResponse) => r.written.filter((w) => w.startsWith('id: 7-')).map((w) => w.split('\n')[0]);
+    expect(ids(fast)).toEqual(['id: 7-1', 'id: 7-2']);
+    expect(ids(approver)).toEqual(['id: 7-2']);
+    // The stuck client took its first event and no more; it waits for its socket, out of the shared reads.
+    expect(ids(stuck)).toEqual(['id: 7-1']);
+    // The same frame, serialized once, for every stream that carries the event.
+    expect(fast.written.find((w) => w.startsWith('id: 7-2'))).toBe(approver.written.find((w) => w.startsWith('id: 7-2')));
+
+    readAfter.mockResolvedValueOnce({ ...nothing, events: [event(3n, 'agent.created')] });
+    listener(new Set(['org']));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(readAfter).toHaveBeenCalledTimes(5);
+    expect(ids(fast)).toEqual(['id: 7-1', 'id: 7-2', 'id: 7-3']);
+    expect(ids(stuck)).toEqual(['id: 7-1']);
+    // Its socket drains: it reads on its own from its last event, catches up, and joins again.
+    readAfter.mockResolvedValueOnce({ ...nothing, events: [event(2n, 'agent.created'), event(3n, 'agent.created')] });
+    stuck.writableNeedDrain = false;
+    stuck.emit('drain');
+    await jest.advanceTimersByTimeAsync(0);
+    expect(readAfter.mock.calls[5].slice(1, 3)).toEqual([{ tx: 7n, seq: 1n }, undefined]);
     service.onModuleDestroy();
   });
 });

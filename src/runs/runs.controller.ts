@@ -236,7 +236,19 @@ export class RunsController implements OnModuleDestroy {
   }
 }
 
+/**
+ * The frames of events read once for several streams of a run (RunsService shares their reads):
+ * a `model.completed` event holds up to 2,000,000 characters, serialized once, not once a stream.
+ */
+const frames = new WeakMap<RunEventRow, string>();
+
 function formatEvent(e: RunEventRow): string {
+  let frame = frames.get(e);
+  if (frame === undefined) frames.set(e, (frame = frameOf(e)));
+  return frame;
+}
+
+function frameOf(e: RunEventRow): string {
   return `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ type: e.type, at: new Date(e.at).toISOString(), ...e.data })}\n\n`;
 }
 

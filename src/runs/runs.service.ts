@@ -22,6 +22,13 @@ const CROSS_NODE_POLL_MS = 500;
 export class RunsService implements OnModuleDestroy {
   /** Open event streams, ended at shutdown so the HTTP server can close (clients resume with Last-Event-ID). */
   private readonly streams = new Set<AbortController>();
+  /**
+   * The reads of run streams begun in this turn of the event loop, by what they read: the streams
+   * of one run are woken together (by the run's write, or by the poll, aligned for them all) and at
+   * the same position ask the same query, which is sent once. 256 streams of a run read it 256 times per step and
+   * each twice a second while it waited.
+   */
+  private readonly reads = new Map<string, Promise<unknown>>();
 
   constructor(
     private readonly repo: RunsRepository,
@@ -196,7 +203,7 @@ export class RunsService implements OnModuleDestroy {
     let last = afterSeq;
     let quietSince = Date.now();
     while (!signal.aborted) {
-      const { events: batch, keyRevoked } = await this.repo.events(orgId, id, last, keyId);
+      const { events: batch, keyRevoked } = await this.once(`e:${orgId}:${id}:${last}:${keyId ?? ''}`, () => this.repo.events(orgId, id, last, keyId));
       if (keyRevoked) return;
       if (batch.length > 0) {
         send(batch);
@@ -205,9 +212,10 @@ export class RunsService implements OnModuleDestroy {
         continue;
       }
       // The status alone: a run's row holds its transcript (up to megabytes), and every open stream asks twice a second.
-      const status = await this.repo.status(orgId, id);
+      const status = await this.once(`s:${orgId}:${id}`, () => this.repo.status(orgId, id));
       // Finished and nothing after `last`: every event of the run has been sent.
       if (!status || FINISHED.has(status)) {
+        // Read after the status, never a read of another stream begun before it: that one may not see the last events.
         const tail = await this.repo.events(orgId, id, last, keyId);
         if (tail.keyRevoked || tail.events.length === 0) return;
         continue;
@@ -216,8 +224,24 @@ export class RunsService implements OnModuleDestroy {
         keepAlive();
         quietSince = Date.now();
       }
-      await this.signals.wait(id, CROSS_NODE_POLL_MS, signal);
+      // On the same ticks for every stream, so that the streams of a run poll it together, once.
+      await this.signals.wait(id, CROSS_NODE_POLL_MS - (Date.now() % CROSS_NODE_POLL_MS), signal);
     }
+  }
+
+  /**
+   * `read()`, or the same read begun in this turn of the event loop (its result is only read). Not
+   * one begun earlier: a stream woken by a write must not be handed a read that may predate it.
+   */
+  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+    const begun = this.reads.get(key) as Promise<T> | undefined;
+    if (begun) return begun;
+    const p = read();
+    this.reads.set(key, p);
+    setImmediate(() => {
+      if (this.reads.get(key) === p) this.reads.delete(key);
+    });
+    return p;
   }
 
   private async waitWhileRunning(orgId: string, id: string, ms: number): Promise<RunView> {
