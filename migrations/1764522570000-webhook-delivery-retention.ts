@@ -31,7 +31,8 @@ export class WebhookDeliveryRetention1764522570000 implements MigrationInterface
     }
   }
 
+  // Not CONCURRENTLY: TypeORM reverts in a transaction whatever `transaction` says (a drop is quick).
   async down(q: QueryRunner): Promise<void> {
-    for (const name of Object.keys(INDEXES).reverse()) await q.query(`DROP INDEX CONCURRENTLY IF EXISTS ${name}`);
+    for (const name of Object.keys(INDEXES).reverse()) await q.query(`DROP INDEX IF EXISTS ${name}`);
   }
 }
