@@ -20,6 +20,14 @@ describe('environment', () => {
     expect(config.databaseUrl).toBeUndefined();
   });
 
+  it('keeps finished webhook deliveries a week unless told otherwise, in days', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).webhookDeliveryRetentionMs).toBe(7 * 86_400_000);
+    expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_DELIVERY_RETENTION_DAYS: ' 30 ' }).webhookDeliveryRetentionMs).toBe(30 * 86_400_000);
+    expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_DELIVERY_RETENTION_DAYS: '1' }).webhookDeliveryRetentionMs).toBe(86_400_000);
+    expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_DELIVERY_RETENTION_DAYS: '365' }).webhookDeliveryRetentionMs).toBe(365 * 86_400_000);
+  });
+
   it('parses numbers and keeps given values', () => {
     const env = parseEnvironment({
       PORT: '8080',
@@ -39,6 +47,10 @@ describe('environment', () => {
     ['DATABASE_URL', 'mysql://x'],
     ['PLATFORM_ADMIN_TOKEN', 'short'],
     ['TOOL_TIMEOUT_MS', '1.5'],
+    ['WEBHOOK_DELIVERY_RETENTION_DAYS', '0'],
+    ['WEBHOOK_DELIVERY_RETENTION_DAYS', '366'],
+    ['WEBHOOK_DELIVERY_RETENTION_DAYS', '1.5'],
+    ['WEBHOOK_DELIVERY_RETENTION_DAYS', 'week'],
   ])('refuses %s=%s, naming the variable', (name, value) => {
     expect(() => parseEnvironment({ [name]: value })).toThrow(ConfigError);
     expect(() => parseEnvironment({ [name]: value })).toThrow(new RegExp(`${name}:`));

@@ -435,6 +435,18 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(30 * 86400)
   WEBHOOK_RETRY_WINDOW_SECONDS: number = 86_400;
+
+  /**
+   * How long a finished delivery (`succeeded`, `failed`) and its attempts are kept, from when it
+   * finished; pending ones are kept until they finish. A week: the log is for finding out why a
+   * receiver refused what it did, over a weekend too; the events stay in the audit log.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  WEBHOOK_DELIVERY_RETENTION_DAYS: number = 7;
 }
 
 /** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
@@ -490,6 +502,8 @@ export interface AppConfig {
   /** A running call's lease is toolTimeoutMs + this; past it, the sweeper marks it interrupted. */
   toolLeaseGraceMs: number;
   sweepIntervalMs: number;
+  /** A finished webhook delivery older than this (from when it finished) is removed by the sweep. */
+  webhookDeliveryRetentionMs: number;
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;

@@ -38,6 +38,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     toolTimeoutMs: e.TOOL_TIMEOUT_MS,
     toolLeaseGraceMs: e.TOOL_LEASE_GRACE_SECONDS * 1000,
     sweepIntervalMs: e.SWEEP_INTERVAL_SECONDS * 1000,
+    webhookDeliveryRetentionMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     rateLimit: {

@@ -5,6 +5,7 @@ import { EventWakeups } from './event-wakeups.service';
 import { EventsController } from './events.controller';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
+import { WebhookRetentionSweeper } from './webhook-retention.service';
 import { WebhooksController } from './webhooks.controller';
 import { WebhooksRepository } from './webhooks.repository';
 import { WebhooksService } from './webhooks.service';
@@ -12,7 +13,16 @@ import { WebhooksService } from './webhooks.service';
 /** The audit log read as events: the live stream (GET /events) and webhooks (the outbox and its dispatcher). */
 @Module({
   controllers: [EventsController, WebhooksController],
-  providers: [EventLogRepository, EventWakeups, EventStreamService, WebhooksRepository, WebhookDeliveriesRepository, WebhooksService, WebhookDispatcher],
+  providers: [
+    EventLogRepository,
+    EventWakeups,
+    EventStreamService,
+    WebhooksRepository,
+    WebhookDeliveriesRepository,
+    WebhooksService,
+    WebhookDispatcher,
+    WebhookRetentionSweeper,
+  ],
   exports: [EventWakeups, EventLogRepository],
 })
 export class EventsModule {}

@@ -100,7 +100,13 @@ export class WebhooksController {
   }
 
   @Get(':id/deliveries')
-  @ApiOperation({ summary: "The endpoint's delivery log, newest first, each delivery with its attempts" })
+  @ApiOperation({
+    summary: "The endpoint's delivery log, newest first, each delivery with its attempts",
+    description: [
+      'Pending deliveries, and those that finished (`succeeded`, `failed`) in the last WEBHOOK_DELIVERY_RETENTION_DAYS',
+      '(default 7, from `completedAt`): older finished ones are removed with their attempts. The events stay in the audit log.',
+    ].join(' '),
+  })
   @ApiOkResponse({ type: DeliveryPage })
   @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
   deliveries(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Query() query: DeliveriesQuery): Promise<DeliveryPage> {

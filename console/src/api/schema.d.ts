@@ -1063,7 +1063,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The endpoint's delivery log, newest first, each delivery with its attempts */
+        /**
+         * The endpoint's delivery log, newest first, each delivery with its attempts
+         * @description Pending deliveries, and those that finished (`succeeded`, `failed`) in the last WEBHOOK_DELIVERY_RETENTION_DAYS (default 7, from `completedAt`): older finished ones are removed with their attempts. The events stay in the audit log.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
