@@ -298,6 +298,28 @@ describe('webhooks (e2e)', () => {
       .expect(404);
   });
 
+  it('a delivery its event made while the endpoint was being deleted is failed, never sent', async () => {
+    const { id, receiver } = await endpoint(['agent.created']);
+    receiver.answer = () => 500;
+    await createAgent();
+    await until(
+      () => deliveries(id),
+      (items) => items.length === 1 && items[0].attempts >= 1,
+    );
+    // As when the event's transaction read the endpoint live and committed after the deletion had
+    // failed the pending deliveries it could see: deleted, with this one still pending.
+    await ds.query(`UPDATE webhook_endpoint SET deleted_at = now() WHERE id = $1`, [id]);
+    const sent = receiver.received.length;
+    receiver.answer = () => 204;
+    await ds.query(`UPDATE webhook_delivery SET next_attempt_at = now() WHERE endpoint_id = $1`, [id]);
+    const rows = await until(
+      async () => (await ds.query(`SELECT status, last_error FROM webhook_delivery WHERE endpoint_id = $1`, [id])) as { status: string; last_error: string }[],
+      (r) => r[0]?.status !== 'pending',
+    );
+    expect(rows).toEqual([{ status: 'failed', last_error: 'endpoint deleted' }]);
+    expect(receiver.received.length).toBe(sent);
+  });
+
   it('at most 50 endpoints per organization, also when many are asked for at once (409 conflict past it)', async () => {
     const crowded = await createOrg(t);
     // Nothing listens on port 9: nothing is delivered, and creating calls nothing.

@@ -15,6 +15,12 @@ export interface ClaimedDelivery {
   secretSealed: string;
   /** The secret a rotation replaced, while it is kept: the attempt is signed with both. */
   previousSecretSealed: string | null;
+  /**
+   * The endpoint was deleted after the event that made this delivery was written, before that
+   * write committed (its outbox read the endpoint live; the deletion's failing of pending
+   * deliveries could not see this one): it is failed, never sent.
+   */
+  endpointDeleted: boolean;
   createdAt: Date;
   event: AuditEvent;
 }
@@ -62,6 +68,7 @@ export class WebhookDeliveriesRepository {
       url_sealed: string | null;
       secret_sealed: string;
       previous_secret_sealed: string | null;
+      endpoint_deleted: boolean;
       created_at: Date;
       event_id: string;
     })[] = await this.dataSource.query(
@@ -101,6 +108,7 @@ export class WebhookDeliveriesRepository {
        )
        SELECT c.id, c.org_id AS owner_org_id, c.endpoint_id, c.attempts, c.created_at, w.url, w.url_sealed, w.secret_sealed,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed,
+              w.deleted_at IS NOT NULL AS endpoint_deleted,
               e.id AS event_id, e.at, e.type, e.actor_type, e.actor_id, e.org_id, e.target_type, e.target_id, e.data
          FROM claimed c
          JOIN webhook_endpoint w ON w.id = c.endpoint_id AND w.org_id = c.org_id
@@ -115,6 +123,7 @@ export class WebhookDeliveriesRepository {
       url: { shown: r.url, sealed: r.url_sealed },
       secretSealed: r.secret_sealed,
       previousSecretSealed: r.previous_secret_sealed,
+      endpointDeleted: r.endpoint_deleted,
       createdAt: new Date(r.created_at),
       // The event as the audit log shows it (an endpoint's URL in it with its query values hidden).
       event: toAuditEvent({ ...r, id: r.event_id }),

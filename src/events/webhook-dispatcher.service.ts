@@ -166,6 +166,12 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
   }
 
   private async attempt(d: ClaimedDelivery): Promise<void> {
+    if (d.endpointDeleted) {
+      // Nobody is listening any more, as for the deliveries the deletion failed itself.
+      await this.repo.finish(d.id, d.attempt, { kind: 'failed', status: null, error: 'endpoint deleted' });
+      this.metrics.webhookDelivery('dead', 0);
+      return;
+    }
     let status: number | null = null;
     let error: string | null = null;
     let refused = false;
