@@ -37,6 +37,9 @@ export async function revertLastMigration(url: string, log: (message: string) =>
   await withMigrationLock(url, log, (executor) => executor.undoLastMigration());
 }
 
+/** How often a node waiting for another's migrations asks for the lock again. */
+const MIGRATION_LOCK_POLL_MS = 200;
+
 /**
  * Runs `work` with the migration lock held by the very session that runs the migrations (one
  * connection: the embedded database serves only one, and a lock held on another connection would
@@ -49,10 +52,14 @@ async function withMigrationLock<T>(url: string, log: (message: string) => void,
   try {
     runner = ds.createQueryRunner();
     await runner.connect();
-    const [{ locked }] = (await runner.query(`SELECT pg_try_advisory_lock(${MIGRATION_LOCK_KEY}::bigint) AS locked`)) as { locked: boolean }[];
-    if (!locked) {
+    const tryLock = async (r: QueryRunner) =>
+      ((await r.query(`SELECT pg_try_advisory_lock(${MIGRATION_LOCK_KEY}::bigint) AS locked`)) as { locked: boolean }[])[0].locked;
+    if (!(await tryLock(runner))) {
       log('waiting for another node to finish migrating the database');
-      await runner.query(`SELECT pg_advisory_lock(${MIGRATION_LOCK_KEY}::bigint)`);
+      // Asked again and again, not waited for in one statement: a statement waiting for the lock
+      // holds a snapshot all the while, and a migration that builds an index CONCURRENTLY waits for
+      // every older snapshot to go, so the two waited for each other (PostgreSQL: deadlock detected).
+      while (!(await tryLock(runner))) await new Promise((resolve) => setTimeout(resolve, MIGRATION_LOCK_POLL_MS));
     }
     try {
       const executor = new MigrationExecutor(ds, runner);
