@@ -5,6 +5,7 @@ import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
+import { testRunsConfig } from './support/runs-config';
 
 /**
  * API.md: a revoked key is `401` from the `204` on. The streams it holds open (`GET /events`,
@@ -27,17 +28,7 @@ describe('streams of a revoked API key (e2e)', () => {
     t = await createTestApp({
       imports: [RunFixturesModule],
       config: {
-        runs: {
-          maxSteps: 6,
-          leaseMs: 30_000,
-          pollIntervalMs: 100,
-          maxConcurrent: 8,
-          maxConcurrentPerOrg: 8,
-          reservedForNewOrgs: 0,
-          modelRetries: 2,
-          modelRetryBaseMs: 10,
-          modelTimeoutMs: 5000,
-        },
+        runs: testRunsConfig(),
       },
     });
     expect(t.config.events.heartbeatMs).toBe(15_000);

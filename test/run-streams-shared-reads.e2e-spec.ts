@@ -5,6 +5,7 @@ import { RunFixturesModule } from './fixtures/run-fixtures.module';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { testRunsConfig } from './support/runs-config';
 
 /**
  * Security finding (with GET /events'): every stream of a run read it on its own, twice a second
@@ -23,17 +24,7 @@ describe('GET /runs/{id}/events: the streams of a run share their reads (e2e)', 
     t = await createTestApp({
       imports: [RunFixturesModule],
       config: {
-        runs: {
-          maxSteps: 6,
-          leaseMs: 30_000,
-          pollIntervalMs: 100,
-          maxConcurrent: 8,
-          maxConcurrentPerOrg: 8,
-          reservedForNewOrgs: 0,
-          modelRetries: 2,
-          modelRetryBaseMs: 10,
-          modelTimeoutMs: 5000,
-        },
+        runs: testRunsConfig(),
       },
     });
     await t.app.listen(0, '127.0.0.1');

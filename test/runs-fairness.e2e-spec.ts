@@ -1,6 +1,7 @@
 import { RunWorker } from '../src/runs/run-worker.service';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { testRunsConfig } from './support/runs-config';
 
 /**
  * Organizations share a node's run slots (RUN_MAX_CONCURRENT) fairly, on either database: a run
@@ -25,17 +26,14 @@ describe('runs: organizations share a node (e2e)', () => {
     healthy = await startScriptedModel(sequence({ text: 'done' }));
     t = await createTestApp({
       config: {
-        runs: {
+        runs: testRunsConfig({
           maxSteps: 4,
-          leaseMs: 30_000,
-          pollIntervalMs: 100,
           maxConcurrent,
           maxConcurrentPerOrg: perOrg,
           reservedForNewOrgs: reserved,
           modelRetries: 0,
-          modelRetryBaseMs: 10,
           modelTimeoutMs: 120_000,
-        },
+        }),
       },
     });
     await t.app.listen(0, '127.0.0.1');

@@ -3,6 +3,7 @@ import { RunsRepository } from '../src/runs/runs.repository';
 import { RunFixturesModule } from './fixtures/run-fixtures.module';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { testRunsConfig } from './support/runs-config';
 
 /**
  * A run waiting for approval is woken by its calls, not found by every poll: every poll of every
@@ -23,17 +24,7 @@ describe('runs waiting for approval (e2e)', () => {
     t = await createTestApp({
       imports: [RunFixturesModule],
       config: {
-        runs: {
-          maxSteps: 6,
-          leaseMs: 30_000,
-          pollIntervalMs: 100,
-          maxConcurrent: 8,
-          maxConcurrentPerOrg: 8,
-          reservedForNewOrgs: 0,
-          modelRetries: 0,
-          modelRetryBaseMs: 10,
-          modelTimeoutMs: 5000,
-        },
+        runs: testRunsConfig({ modelRetries: 0 }),
       },
     });
     await t.app.listen(0, '127.0.0.1');

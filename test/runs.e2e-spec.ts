@@ -11,6 +11,7 @@ import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engi
 import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-answer';
 import { MAX_TRANSCRIPT_CHARS } from '../src/runs/conversation';
 import { EVENT_BATCH_BYTES, RunsRepository } from '../src/runs/runs.repository';
+import { testRunsConfig } from './support/runs-config';
 
 /**
  * API.md "Models and runs", on either database, against an OpenAI-compatible server on a loopback
@@ -28,17 +29,7 @@ describe('agent runs (e2e)', () => {
     t = await createTestApp({
       imports: [RunFixturesModule],
       config: {
-        runs: {
-          maxSteps: 6,
-          leaseMs: 30_000,
-          pollIntervalMs: 100,
-          maxConcurrent: 8,
-          maxConcurrentPerOrg: 8,
-          reservedForNewOrgs: 0,
-          modelRetries: 2,
-          modelRetryBaseMs: 10,
-          modelTimeoutMs: 5000,
-        },
+        runs: testRunsConfig(),
       },
     });
     await t.app.listen(0, '127.0.0.1');

@@ -13,6 +13,7 @@ import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
+import { testRunsConfig } from './support/runs-config';
 
 /**
  * The streaming answers (`GET /events`, `GET /runs/{id}/events`, MCP) against an attacker who
@@ -37,17 +38,7 @@ describe('streams an attacker cannot hold open (e2e)', () => {
       imports: [RunFixturesModule],
       config: {
         corsOrigins: [ORIGIN],
-        runs: {
-          maxSteps: 6,
-          leaseMs: 30_000,
-          pollIntervalMs: 100,
-          maxConcurrent: 8,
-          maxConcurrentPerOrg: 8,
-          reservedForNewOrgs: 0,
-          modelRetries: 2,
-          modelRetryBaseMs: 10,
-          modelTimeoutMs: 5000,
-        },
+        runs: testRunsConfig(),
       },
     });
     await t.app.listen(0, '127.0.0.1');
