@@ -1,7 +1,10 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { EXPIRED_MESSAGE, INTERRUPTED_MESSAGE, INTERRUPTED_UPSTREAM_MESSAGE, iso, SYSTEM_ACTOR } from './tool-call-rows';
+
+/** A `run_id` that can name one of our runs (a runtime outside names its own runs in any text), as the wake-up trigger reads it. */
+const UUID_TEXT = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 /**
  * What time does to calls and approvals, across organizations (the sweeper's statements, and an
@@ -31,6 +34,10 @@ export class ToolCallMaintenanceRepository {
         ids ? [batch, ids] : [batch],
       );
       if (rows.length === 0) return [];
+      await lockCallsThenRuns(
+        m,
+        rows.map((r) => r.tool_call_id),
+      );
       await m.query(
         `UPDATE tool_call SET status = 'expired', error_code = 'approval_expired', error_message = $2, completed_at = approval_expires_at
           WHERE id = ANY($1::uuid[]) AND status = 'pending_approval'`,
@@ -57,16 +64,24 @@ export class ToolCallMaintenanceRepository {
    */
   async interruptAbandoned(batch = 500): Promise<{ orgId: string; callId: string }[]> {
     return this.dataSource.transaction(async (m) => {
+      const abandoned: { id: string }[] = await m.query(
+        `SELECT id FROM tool_call WHERE status = 'running' AND lease_expires_at <= now()
+          ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
+        [batch],
+      );
+      if (abandoned.length === 0) return [];
+      await lockCallsThenRuns(
+        m,
+        abandoned.map((r) => r.id),
+      );
       const [rows]: [{ id: string; org_id: string; arguments_hash: string; executed_arguments_hash: string | null; agent_id: string; tool: string }[], number] =
         await m.query(
           `UPDATE tool_call SET status = 'failed', error_code = 'interrupted', completed_at = now(), lease_expires_at = NULL,
                   error_message = CASE WHEN capability_id = $4 THEN $3 ELSE $2 END
-            WHERE id IN (SELECT id FROM tool_call WHERE status = 'running' AND lease_expires_at <= now()
-                          ORDER BY lease_expires_at LIMIT $1 FOR UPDATE SKIP LOCKED)
-              AND status = 'running'
+            WHERE id = ANY($1::uuid[]) AND status = 'running'
             RETURNING id, org_id, arguments_hash, executed_arguments_hash, agent_id, tool`,
           // 'mcp': MCP_CAPABILITY_ID (src/agents/mcp-version-tools.ts), the capability of every vendor's tool.
-          [batch, INTERRUPTED_MESSAGE, INTERRUPTED_UPSTREAM_MESSAGE, 'mcp'],
+          [abandoned.map((r) => r.id), INTERRUPTED_MESSAGE, INTERRUPTED_UPSTREAM_MESSAGE, 'mcp'],
         );
       if (rows.length === 0) return [];
       await this.audit.record(
@@ -82,4 +97,22 @@ export class ToolCallMaintenanceRepository {
       return rows.map((r) => ({ orgId: r.org_id, callId: r.id }));
     });
   }
+}
+
+/**
+ * Takes, in the sweep's transaction, the locks its settlement would take, in one order every sweep
+ * shares: the calls, then their runs, each in id order. Settling a run's call wakes the run (a
+ * trigger updates its row, migration 1764522600000), and a statement settles its rows in no order
+ * it promises: two nodes sweeping two calls each of the same two runs (a step's parallel calls)
+ * could each hold one run and wait for the other's. Calls before runs, as a decision takes them
+ * (approval, call, run), so a sweep and a decision never wait on each other in a circle either.
+ */
+async function lockCallsThenRuns(m: EntityManager, callIds: readonly string[]): Promise<void> {
+  await m.query(`SELECT id FROM tool_call WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [callIds]);
+  await m.query(
+    `SELECT r.id FROM run r
+      WHERE r.id IN (SELECT c.run_id::uuid FROM tool_call c WHERE c.id = ANY($1::uuid[]) AND c.run_id ~ '${UUID_TEXT}')
+      ORDER BY r.id FOR UPDATE OF r`,
+    [callIds],
+  );
 }
