@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { RunWorker } from '../src/runs/run-worker.service';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -15,6 +16,7 @@ describe('runs: organizations share a node (e2e)', () => {
   let t: TestApp;
   let silent: ScriptedModel;
   let healthy: ScriptedModel;
+  let failing: ScriptedModel;
   let worker: RunWorker;
   const maxConcurrent = 4;
   const perOrg = 2;
@@ -24,6 +26,7 @@ describe('runs: organizations share a node (e2e)', () => {
   beforeAll(async () => {
     silent = await startScriptedModel(sequence({ hang: true }));
     healthy = await startScriptedModel(sequence({ text: 'done' }));
+    failing = await startScriptedModel(sequence({ status: 503, headers: { 'retry-after-ms': '1500' } }));
     t = await createTestApp({
       config: {
         runs: testRunsConfig({
@@ -31,7 +34,8 @@ describe('runs: organizations share a node (e2e)', () => {
           maxConcurrent,
           maxConcurrentPerOrg: perOrg,
           reservedForNewOrgs: reserved,
-          modelRetries: 0,
+          // Retried (`failing`, below); a silent provider's attempt outlasts every test here.
+          modelRetries: 2,
           modelTimeoutMs: 120_000,
         }),
       },
@@ -43,6 +47,7 @@ describe('runs: organizations share a node (e2e)', () => {
     await t.close();
     await silent.close();
     await healthy.close();
+    await failing.close();
   });
   // Each test starts from an idle node: every run a test started is cancelled (a call in flight is aborted).
   afterEach(async () => {
@@ -90,7 +95,7 @@ describe('runs: organizations share a node (e2e)', () => {
     return runs;
   }
 
-  async function settle(org: TestOrg, id: string, ms: number): Promise<{ status: string }> {
+  async function settle(org: TestOrg, id: string, ms: number): Promise<{ status: string; error?: unknown }> {
     const deadline = Date.now() + ms;
     for (;;) {
       const res = await t.http
@@ -157,5 +162,29 @@ describe('runs: organizations share a node (e2e)', () => {
     // Its model was asked before any queued run of the others started.
     expect(silent.requests.length - from).toBe(maxConcurrent);
     expect(await settle(victim.org, run.id, 5000)).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('a run whose provider keeps failing gives its slot back between attempts, and the count of attempts follows it to the next claim', async () => {
+    const flaky = await tenant(failing);
+    const from = failing.requests.length;
+    const [run] = await startRuns(flaky, 1);
+    await failing.received(from + 1);
+    // Waiting out the provider's Retry-After with no node holding it: its slot is free meanwhile.
+    const waiting = async () =>
+      (
+        (await t.app.get(DataSource).query(`SELECT model_attempts, lease_owner FROM run WHERE id = $1`, [run.id])) as {
+          model_attempts: number;
+          lease_owner: string | null;
+        }[]
+      )[0];
+    for (let i = 0; i < 100 && (await waiting()).model_attempts === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await waiting()).toEqual({ model_attempts: 1, lease_owner: null });
+    expect(worker.isStepping(run.id)).toBe(false);
+    // Every claim continues the count: the first attempt and RUN_MODEL_RETRIES (2), then the provider's error.
+    expect(await settle(flaky.org, run.id, 10_000)).toMatchObject({
+      status: 'failed',
+      error: { code: 'model_error', message: expect.stringContaining('503') },
+    });
+    expect(failing.requests.length - from).toBe(3);
   });
 });

@@ -1,4 +1,4 @@
-import { ModelError, OpenAiCompatibleModel } from './model-client';
+import { ModelError, ModelRetry, OpenAiCompatibleModel } from './model-client';
 import { MAX_SSE_LINE_BYTES } from './sse-line-limit';
 
 const delta = (d: object, finish: string | null = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
@@ -43,6 +43,23 @@ describe('OpenAiCompatibleModel', () => {
     const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => answers.shift()!, policy, sleep);
     await expect(model.complete(req)).resolves.toMatchObject({ content: 'ok' });
     expect(sleeps).toEqual([2000]);
+  });
+
+  it('one attempt leaves the wait to the caller: a retry and how long (never sooner than Retry-After) while attempts are left, then the error', async () => {
+    let calls = 0;
+    const busy = () => (calls++, new Response('{}', { status: 503, headers: { 'retry-after-ms': '700' } }));
+    const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => busy(), policy, sleep);
+    for (const attempt of [0, 1]) {
+      const retry = (await model.attempt(req, attempt).catch((e: unknown) => e)) as ModelRetry;
+      expect(retry).toBeInstanceOf(ModelRetry);
+      expect(retry.afterMs).toBeGreaterThanOrEqual(700);
+      expect(retry.failure).toMatchObject({ code: 'model_error', status: 503, retryable: true });
+    }
+    // The policy's retries (2) spent: the provider's error itself.
+    await expect(model.attempt(req, 2)).rejects.toMatchObject({ code: 'model_error', status: 503 });
+    expect(await model.attempt(req, 2).catch((e: unknown) => e)).not.toBeInstanceOf(ModelRetry);
+    expect(calls).toBe(4);
+    expect(sleeps).toEqual([]);
   });
 
   it("gives up after the retries with the provider's status; a 400 is not retried", async () => {

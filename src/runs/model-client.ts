@@ -20,7 +20,24 @@ export interface ModelRequest {
 
 /** What a run calls: one Chat Completions request, retried as the policy says. */
 export interface ChatModel {
+  /** The request, retried in this process (each wait here) until it answers or the retries are spent. */
   complete(req: ModelRequest): Promise<ModelTurn>;
+  /**
+   * One attempt of the request, `attempt` retries having failed before it (0: the first). A failure
+   * worth another attempt, with one left, is a ModelRetry saying how long to wait; the caller waits
+   * wherever it likes (a run gives its slot back meanwhile). Otherwise as `complete`.
+   */
+  attempt(req: ModelRequest, attempt: number): Promise<ModelTurn>;
+}
+
+/** The provider failed in a way another attempt may not (a 429, a 5xx, a timeout), and the policy has one left. */
+export class ModelRetry extends Error {
+  constructor(
+    readonly afterMs: number,
+    readonly failure: ModelError,
+  ) {
+    super(failure.message);
+  }
 }
 
 /** `deadlineMs`: how long the whole exchange, streamed body included, may take (EgressRequestInit's). */
@@ -83,7 +100,17 @@ export class OpenAiCompatibleModel implements ChatModel {
   }
 
   async complete(req: ModelRequest): Promise<ModelTurn> {
-    let attempt = 0;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.attempt(req, attempt);
+      } catch (err) {
+        if (!(err instanceof ModelRetry)) throw err;
+        await this.sleep(err.afterMs, req.signal);
+      }
+    }
+  }
+
+  async attempt(req: ModelRequest, attempt: number): Promise<ModelTurn> {
     for (;;) {
       try {
         return await this.once(req);
@@ -97,9 +124,7 @@ export class OpenAiCompatibleModel implements ChatModel {
         if (!err.retryable || attempt >= this.policy.retries || req.signal?.aborted) throw err;
         const backoff = Math.min(this.policy.maxDelayMs, this.policy.baseDelayMs * 2 ** attempt);
         // Full jitter, but never sooner than the provider asked.
-        const delay = Math.max(Math.round(Math.random() * backoff), Math.min(err.retryAfterMs ?? 0, this.policy.maxDelayMs * 4));
-        attempt++;
-        await this.sleep(delay, req.signal);
+        throw new ModelRetry(Math.max(Math.round(Math.random() * backoff), Math.min(err.retryAfterMs ?? 0, this.policy.maxDelayMs * 4)), err);
       }
     }
   }

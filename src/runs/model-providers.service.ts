@@ -115,16 +115,18 @@ export class ModelProvidersService {
   async modelFor(orgId: string, providerId: string): Promise<ChatModel | undefined> {
     if (!(await this.repo.exists(orgId, providerId))) return undefined;
     let current: { row: ModelProviderRow; model: ChatModel } | undefined;
+    const model = async () => {
+      const row = await this.repo.find(orgId, providerId);
+      // Not while a version names it (delete is refused then); kept for a row removed by hand.
+      if (!row) throw new ModelError('model_error', 'The model provider no longer exists.', false);
+      if (!current || current.row.api_key_sealed !== row.api_key_sealed || current.row.base_url !== row.base_url) {
+        current = { row, model: this.clientOf(row) };
+      }
+      return current.model;
+    };
     return {
-      complete: async (req) => {
-        const row = await this.repo.find(orgId, providerId);
-        // Not while a version names it (delete is refused then); kept for a row removed by hand.
-        if (!row) throw new ModelError('model_error', 'The model provider no longer exists.', false);
-        if (!current || current.row.api_key_sealed !== row.api_key_sealed || current.row.base_url !== row.base_url) {
-          current = { row, model: this.clientOf(row) };
-        }
-        return current.model.complete(req);
-      },
+      complete: async (req) => (await model()).complete(req),
+      attempt: async (req, attempt) => (await model()).attempt(req, attempt),
     };
   }
 

@@ -31,7 +31,7 @@ import {
   transcriptChars,
   transcriptOf,
 } from './conversation';
-import { ChatModel, ModelError, ModelTurn } from './model-client';
+import { ChatModel, ModelError, ModelRetry, ModelTurn } from './model-client';
 import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
 import { KEY_REVOKED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
@@ -50,9 +50,23 @@ type ToolMessage = Extract<ChatMessage, { role: 'tool' }>;
 
 /** Why a step stopped before the run finished or paused: it is claimed again later (this node or another). */
 class RetryLater extends Error {
-  constructor(readonly afterMs: number) {
+  constructor(
+    readonly afterMs: number,
+    /** The model's failed attempts in a row so far, when that is why (kept on the run for the next claim). */
+    readonly modelAttempts?: number,
+  ) {
     super('retry later');
   }
+}
+
+/**
+ * A model request to try again: the run gives its slot back and waits with no node holding it. A
+ * provider that never answers costs each attempt its whole RUN_MODEL_TIMEOUT_MS; held through every
+ * attempt and back-off, one run kept a slot for minutes, and a few organizations whose providers
+ * hang held every slot of a node (fuzz session 29). Between attempts, others take the slot.
+ */
+function modelRetryLater(err: ModelRetry, row: RunRow): RetryLater {
+  return new RetryLater(err.afterMs, row.model_attempts + 1);
 }
 
 /**
@@ -102,7 +116,7 @@ export class RunEngine {
       await this.loop(runId, owner, signal);
     } catch (err) {
       if (err instanceof RetryLater) {
-        await this.repo.release(runId, owner, new Date(Date.now() + err.afterMs));
+        await this.repo.release(runId, owner, new Date(Date.now() + err.afterMs), err.modelAttempts);
         return;
       }
       if (signal.aborted) return;
@@ -199,17 +213,21 @@ export class RunEngine {
 
       let turn: ModelTurn;
       try {
-        turn = await model.complete({
-          model: modelRef.name,
-          messages: toProviderMessages(built.systemPrompt, row.messages, row.compaction),
-          tools,
-          temperature: modelRef.temperature,
-          maxOutputTokens: modelRef.maxOutputTokens,
-          reasoningEffort: effortOf(built),
-          signal,
-        });
+        turn = await model.attempt(
+          {
+            model: modelRef.name,
+            messages: toProviderMessages(built.systemPrompt, row.messages, row.compaction),
+            tools,
+            temperature: modelRef.temperature,
+            maxOutputTokens: modelRef.maxOutputTokens,
+            reasoningEffort: effortOf(built),
+            signal,
+          },
+          row.model_attempts,
+        );
       } catch (err) {
         if (signal.aborted) return;
+        if (err instanceof ModelRetry) throw modelRetryLater(err, row);
         if (err instanceof ModelError && err.code === 'context_length_exceeded') {
           // Our estimate was short of the provider's count: compact now if the strategy can, and ask again.
           const compacted = await this.compact(row, owner, built, model, modelRef.name, tools, signal, true);
@@ -427,15 +445,18 @@ export class RunEngine {
       const start = row.compaction?.before ?? 0;
       if (from <= start) return row;
       try {
-        const summary = await model.complete({
-          model: modelName,
-          messages: [
-            { role: 'system', content: settings.summaryPrompt ?? '' },
-            { role: 'user', content: transcriptOf(row.messages, start, from, row.compaction?.summary) },
-          ],
-          tools: [],
-          signal,
-        });
+        const summary = await model.attempt(
+          {
+            model: modelName,
+            messages: [
+              { role: 'system', content: settings.summaryPrompt ?? '' },
+              { role: 'user', content: transcriptOf(row.messages, start, from, row.compaction?.summary) },
+            ],
+            tools: [],
+            signal,
+          },
+          row.model_attempts,
+        );
         usage = {
           ...usage,
           inputTokens: usage.inputTokens + summary.usage.inputTokens,
@@ -444,6 +465,7 @@ export class RunEngine {
         next = { before: from, summary: summary.content ?? '' };
       } catch (err) {
         if (signal.aborted) return false;
+        if (err instanceof ModelRetry) throw modelRetryLater(err, row);
         if (err instanceof ModelError) {
           await this.finish(row, owner, 'failed', { error: { code: 'model_error', message: `Summarizing the conversation failed: ${err.message}` } });
           return false;

@@ -57,6 +57,8 @@ export interface RunRow {
   requested_by: string;
   /** Counts its tool calls settled (a trigger on tool_call): a step compares it to tell a decision it did not see. */
   wakes: number;
+  /** The model's failed attempts in a row, each retried after the run gave its slot back (0 once a step is written). */
+  model_attempts: number;
   created_at: Date;
   updated_at: Date;
   completed_at: Date | null;
@@ -278,8 +280,8 @@ export class RunsRepository {
     events: RunEventInput[],
     audit: AuditEventInput[] = [],
   ): Promise<boolean> {
-    // A step that writes went forward: the count of failures in a row starts again.
-    const sets: string[] = ['updated_at = now()', 'step_failures = 0'];
+    // A step that writes went forward: the counts of failures in a row start again.
+    const sets: string[] = ['updated_at = now()', 'step_failures = 0', 'model_attempts = 0'];
     const params: unknown[] = [row.id, owner];
     const set = (column: string, value: unknown, cast = '') => {
       params.push(value);
@@ -324,7 +326,6 @@ export class RunsRepository {
     return saved;
   }
 
-  /** Gives the lease back without changing anything else (a node shutting down, a step to retry). */
   /** Counts a step that failed on an error of ours, keeping the lease; the failures in a row so far (0: no longer ours). */
   async countStepFailure(id: string, owner: string): Promise<number> {
     const [rows]: [{ step_failures: number }[], number] = await this.dataSource.query(
@@ -334,12 +335,16 @@ export class RunsRepository {
     return rows[0]?.step_failures ?? 0;
   }
 
-  async release(id: string, owner: string, notBefore?: Date): Promise<void> {
-    await this.dataSource.query(`UPDATE run SET lease_owner = NULL, lease_expires_at = NULL, not_before = $3 WHERE id = $1 AND lease_owner = $2`, [
-      id,
-      owner,
-      notBefore ?? null,
-    ]);
+  /**
+   * Gives the lease back without changing anything else (a node shutting down, a step to retry), or
+   * with the model's failed attempts so far when a model request is what waits.
+   */
+  async release(id: string, owner: string, notBefore?: Date, modelAttempts?: number): Promise<void> {
+    await this.dataSource.query(
+      `UPDATE run SET lease_owner = NULL, lease_expires_at = NULL, not_before = $3, model_attempts = COALESCE($4, model_attempts)
+        WHERE id = $1 AND lease_owner = $2`,
+      [id, owner, notBefore ?? null, modelAttempts ?? null],
+    );
   }
 
   /** Cancels a run that has not finished, whoever holds it: its holder's next write matches nothing. */
