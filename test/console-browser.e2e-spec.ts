@@ -370,6 +370,121 @@ describe('the Builder console in a browser (e2e)', () => {
     }
   });
 
+  it('connects a model provider, replaces and removes its key, and picks its model in the agent editor', async () => {
+    const model = await startScriptedModel(sequence({ text: 'Answered with the new key' }));
+    try {
+      const admin = await signedIn(org.keys.admin);
+      await admin.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Model providers', exact: true }).click();
+      const form = admin.page.getByRole('form', { name: 'Connect a model provider' });
+      await form.getByRole('textbox', { name: 'Name' }).fill('console-llm');
+      // A key in the URL is refused at the field that holds it, and nothing is stored.
+      await form.getByRole('textbox', { name: 'Base URL' }).fill(`${model.url}?api_key=sk-in-url`);
+      await form.getByRole('button', { name: 'Connect provider' }).click();
+      const baseUrl = form.getByRole('textbox', { name: 'Base URL' });
+      await until(
+        () => baseUrl.getAttribute('aria-invalid'),
+        (v) => v === 'true',
+      );
+      await form.getByText(/no query string/).waitFor();
+      expect((await api('get', '/model-providers', org.keys.viewer).expect(200)).body.items).toEqual([]);
+      await baseUrl.fill(model.url);
+      // Typed unseen: a password field, never offered by autofill.
+      const key = form.getByLabel('API key');
+      expect(await key.getAttribute('type')).toBe('password');
+      await key.fill('sk-console-first');
+      await form.getByRole('button', { name: 'Connect provider' }).click();
+      await admin.page.getByRole('status').filter({ hasText: 'Connected the model provider “console-llm”' }).waitFor();
+      const row = admin.page.getByRole('row').filter({ hasText: 'console-llm' });
+      await row.getByRole('cell', { name: 'stored' }).waitFor();
+      expect(await admin.page.getByText('sk-console-first').count()).toBe(0);
+
+      await row.getByRole('button', { name: 'Replace the key of console-llm' }).click();
+      const replace = admin.page.getByRole('form', { name: 'Replace the key of console-llm' });
+      await replace.getByLabel('New API key').fill('sk-console-second');
+      await replace.getByRole('button', { name: 'Save the new key' }).click();
+      await admin.page.getByRole('status').filter({ hasText: 'Replaced the key of “console-llm”' }).waitFor();
+
+      // A builder picks it in the editor; the draft stores the provider's id and the model's name.
+      const provider = ((await api('get', '/model-providers', org.keys.viewer).expect(200)).body.items as { id: string; name: string }[]).find(
+        (p) => p.name === 'console-llm',
+      )!;
+      const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'picks-model', name: 'Picks model' }).expect(201)).body as { id: string };
+      await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Answer.', capabilities: [] }).expect(200);
+      const builder = await signedIn(org.keys.builder);
+      await builder.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents', exact: true }).click();
+      await builder.page.getByRole('link', { name: 'Picks model' }).click();
+      const section = builder.page.getByRole('region', { name: 'Model' });
+      await section.getByRole('combobox', { name: 'Provider' }).selectOption({ label: `console-llm (${model.url})` });
+      // A provider with no model name: refused at the name, where the builder types it.
+      await builder.page.getByRole('button', { name: 'Save draft' }).click();
+      await section.getByRole('textbox', { name: 'Model name' }).and(builder.page.locator('[aria-invalid="true"]')).waitFor();
+      await section.getByRole('textbox', { name: 'Model name' }).fill('scripted-1');
+      await section.getByRole('spinbutton', { name: 'Temperature' }).fill('0.2');
+      await builder.page.getByRole('button', { name: 'Save draft' }).click();
+      await builder.page.getByText('Draft saved.').waitFor();
+      const saved = (await api('get', `/agents/${agent.id}`, org.keys.viewer).expect(200)).body as { draft: { model?: unknown } };
+      expect(saved.draft.model).toEqual({ provider: provider.id, name: 'scripted-1', temperature: 0.2 });
+      await builder.page.getByRole('button', { name: 'Publish' }).click();
+      await builder.page.getByText('Version 1 published').waitFor();
+      await builder.context.close();
+
+      // The run sends the key that replaced the first.
+      const run = await api('post', `/agents/${agent.id}/runs`, org.keys.agent).set('Prefer', 'wait=30').send({ input: 'Hi' }).expect(201);
+      expect(run.body).toMatchObject({ status: 'succeeded', output: 'Answered with the new key' });
+      expect(model.authorizations.at(-1)).toBe('Bearer sk-console-second');
+
+      await row.getByRole('button', { name: 'Replace the key of console-llm' }).click();
+      await admin.page.getByRole('button', { name: 'Remove the stored key' }).click();
+      await admin.page.getByRole('status').filter({ hasText: 'Removed the key of “console-llm”' }).waitFor();
+      await row.getByRole('cell', { name: 'none' }).waitFor();
+      expect(await accessibilityProblems(admin.page)).toEqual([]);
+      await admin.context.close();
+
+      // Every role reads the providers (to pick one); only an admin connects or changes one.
+      const viewer = await signedIn(org.keys.viewer);
+      await viewer.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Model providers', exact: true }).click();
+      await viewer.page.getByRole('row').filter({ hasText: 'console-llm' }).waitFor();
+      expect(await viewer.page.getByRole('button', { name: /Connect provider|Replace the key|Delete/ }).count()).toBe(0);
+      await viewer.context.close();
+    } finally {
+      await model.close();
+    }
+  });
+
+  it("rotates a webhook's signing secret, shown once, the old one kept for the time chosen", async () => {
+    const receiver = 'http://127.0.0.1:9/console-rotation';
+    const hook = (
+      await api('post', '/webhooks', org.keys.admin)
+        .send({ url: receiver, types: ['org.scopes_updated'] })
+        .expect(201)
+    ).body as {
+      id: string;
+      secret: string;
+    };
+    const { context, page } = await signedIn(org.keys.admin);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByRole('button', { name: `Rotate the secret of ${receiver}` }).click();
+    const rotate = page.getByRole('form', { name: `Rotate the secret of ${receiver}` });
+    await rotate.getByRole('combobox', { name: 'Keep signing with the current secret for' }).selectOption({ label: 'one hour' });
+    const before = Date.now();
+    await rotate.getByRole('button', { name: 'Rotate the secret' }).click();
+    const shown = page.getByRole('region', { name: 'New webhook secret' });
+    const secret = await shown.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    expect(secret).toMatch(/^whsec_/);
+    expect(secret).not.toBe(hook.secret);
+    await shown.getByText(/every delivery is signed with both secrets/).waitFor();
+    const audit = (await api('get', '/audit-events?type=webhook.secret_rotated', org.keys.admin).expect(200)).body as {
+      items: { target: { id: string }; data: { previousSecretExpiresAt: string } }[];
+    };
+    const kept = Date.parse(audit.items.find((e) => e.target.id === hook.id)!.data.previousSecretExpiresAt) - before;
+    expect(kept).toBeGreaterThan(3_500_000);
+    expect(kept).toBeLessThan(3_700_000);
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await shown.getByRole('button', { name: 'Done, hide the secret' }).click();
+    expect(await page.getByText(secret).count()).toBe(0);
+    await context.close();
+  });
+
   it('has no serious or critical accessibility problem on any page', async () => {
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'axe-check', name: 'Axe check' }).expect(201)).body as { id: string };
     await api('put', `/agents/${agent.id}/draft`, org.keys.builder)
@@ -444,6 +559,7 @@ describe('the Builder console in a browser (e2e)', () => {
     await visit('mcp servers', nav('MCP servers'), () => page.getByRole('button', { name: 'Connect' }).waitFor());
     await visit('runs', nav('Runs'), () => page.getByRole('button', { name: 'Start run' }).waitFor());
     await visit('webhooks', nav('Webhooks'), () => page.getByRole('button', { name: 'Create webhook' }).waitFor());
+    await visit('model providers', nav('Model providers'), () => page.getByRole('button', { name: 'Connect provider' }).waitFor());
     await context.close();
 
     expect(Object.entries(found).filter(([, problems]) => problems.length > 0)).toEqual([]);

@@ -10,6 +10,7 @@ import { AuditLogPage } from './pages/audit-log';
 import { CapabilitiesPage } from './pages/capabilities';
 import { KnowledgePage } from './pages/knowledge';
 import { McpServersPage } from './pages/mcp-servers';
+import { ModelProvidersPage } from './pages/model-providers';
 import { canReadRuns, RunPage, RunsPage } from './pages/runs';
 import { WebhooksPage } from './pages/webhooks';
 import { SkillsPage } from './pages/skills';
@@ -110,6 +111,7 @@ function Shell({ session }: { session: Session }) {
     { to: '/runs', label: 'Runs', show: canReadRuns(me) },
     { to: '/approvals', label: 'Approvals', show: can(me, 'read') },
     { to: '/mcp-servers', label: 'MCP servers', show: can(me, 'read') },
+    { to: '/model-providers', label: 'Model providers', show: can(me, 'read') },
     { to: '/knowledge', label: 'Knowledge', show: can(me, 'read') },
     { to: '/skills', label: 'Skills', show: can(me, 'read') },
     { to: '/audit-log', label: 'Audit log', show: can(me, 'admin') },
@@ -169,6 +171,7 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   if ((params = match('/knowledge/:id', path)) && can(me, 'read')) return <KnowledgePage collectionId={params.id} />;
   if (match('/skills', path) && can(me, 'read')) return <SkillsPage />;
   if (match('/mcp-servers', path) && can(me, 'read')) return <McpServersPage />;
+  if (match('/model-providers', path) && can(me, 'read')) return <ModelProvidersPage />;
   if (match('/webhooks', path) && can(me, 'admin')) return <WebhooksPage />;
   if (match('/audit-log', path) && can(me, 'admin')) return <AuditLogPage />;
   if (match('/api-keys', path) && can(me, 'admin')) return <ApiKeysPage />;

@@ -6,7 +6,8 @@ import { MarkdownEditor } from './markdown';
 export interface SimpleField {
   name: string;
   label: string;
-  kind?: 'text' | 'textarea' | 'markdown';
+  /** `secret`: typed unseen and never offered by the browser's autofill (an API key). */
+  kind?: 'text' | 'textarea' | 'markdown' | 'secret';
   required?: boolean;
   help?: string;
 }
@@ -83,7 +84,21 @@ export function SimpleForm({
             {f.kind === 'textarea' ? (
               <textarea id={id} rows={6} value={values[f.name]} onChange={(e) => set(e.target.value)} {...aria} />
             ) : (
-              <input id={id} type="text" value={values[f.name]} onChange={(e) => set(e.target.value)} {...aria} />
+              <input
+                id={id}
+                type={f.kind === 'secret' ? 'password' : 'text'}
+                autoComplete={f.kind === 'secret' ? 'off' : undefined}
+                spellCheck={f.kind === 'secret' ? false : undefined}
+                value={values[f.name]}
+                onChange={(e) => set(e.target.value)}
+                {...aria}
+                aria-describedby={[f.help ? `${id}-help` : '', aria['aria-describedby'] ?? ''].filter(Boolean).join(' ') || undefined}
+              />
+            )}
+            {f.help && (
+              <p id={`${id}-help`} className="help">
+                {f.help}
+              </p>
             )}
             <FieldErrors errors={map} path={f.name} />
           </div>

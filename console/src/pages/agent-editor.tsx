@@ -5,6 +5,7 @@ import { MarkdownEditor } from '../components/markdown';
 import { SchemaForm, type JsonSchema } from '../components/schema-form';
 import { Link, PageTitle } from '../router';
 import { can, useSession } from '../session';
+import { ModelSection } from './model-section';
 import { VersionsPanel } from './versions';
 
 type AgentSpec = Schemas['AgentSpecDto'];
@@ -184,6 +185,8 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
         />
         <FieldErrors errors={map} path="instructions" />
       </div>
+
+      <ModelSection spec={spec} errors={map} readOnly={readOnly} onSpec={edit} />
 
       <section aria-labelledby="capabilities-title" className="card">
         <h2 id="capabilities-title">Capabilities</h2>

@@ -10,7 +10,8 @@ export function WebhooksPage() {
   const { api } = useSession();
   const hooks = useLoad(() => ok(api.GET('/api/v1/webhooks', { params: { query: { limit: 200 } } })), [api]);
   const [open, setOpen] = useState<string>();
-  const [created, setCreated] = useState<{ url: string; secret: string }>();
+  const [rotating, setRotating] = useState<string>();
+  const [created, setCreated] = useState<{ url: string; secret: string; previousUntil?: string | null }>();
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
   const remove = async (id: string, url: string) => {
@@ -30,9 +31,16 @@ export function WebhooksPage() {
       <Alert>{error ?? hooks.error}</Alert>
       <Status>{status}</Status>
       {created && (
-        <div className="card notice" role="region" aria-label="New webhook">
-          <h2>Webhook to {created.url} created</h2>
+        <div className="card notice" role="region" aria-label="New webhook secret">
+          <h2>{created.previousUntil === undefined ? `Webhook to ${created.url} created` : `New signing secret for ${created.url}`}</h2>
           <p>Copy the signing secret now: it is shown this once and never again.</p>
+          {created.previousUntil !== undefined && (
+            <p>
+              {created.previousUntil
+                ? `Until ${formatTime(created.previousUntil)} every delivery is signed with both secrets, so receivers can switch at their pace.`
+                : 'Deliveries are signed with the new secret only, from now on.'}
+            </p>
+          )}
           <label htmlFor="new-secret">Signing secret</label>
           <input id="new-secret" type="text" readOnly value={created.secret} onFocus={(e) => e.target.select()} spellCheck={false} />
           <button type="button" onClick={() => setCreated(undefined)}>
@@ -55,10 +63,23 @@ export function WebhooksPage() {
               <button type="button" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? undefined : h.id)}>
                 {open === h.id ? 'Hide deliveries' : 'Show deliveries'} to {h.url}
               </button>
+              <button type="button" aria-expanded={rotating === h.id} onClick={() => setRotating(rotating === h.id ? undefined : h.id)}>
+                Rotate the secret of {h.url}
+              </button>
               <button type="button" className="danger" onClick={() => void remove(h.id, h.url)}>
                 Delete webhook to {h.url}
               </button>
             </div>
+            {rotating === h.id && (
+              <RotateSecret
+                id={h.id}
+                url={h.url}
+                onRotated={(secret, previousUntil) => {
+                  setRotating(undefined);
+                  setCreated({ url: h.url, secret, previousUntil });
+                }}
+              />
+            )}
             {open === h.id && <Deliveries id={h.id} />}
           </li>
         ))}
@@ -70,6 +91,56 @@ export function WebhooksPage() {
         }}
       />
     </>
+  );
+}
+
+/** How long deliveries keep the replaced secret's signature beside the new one (Standard Webhooks' rotation). */
+const KEEP_PREVIOUS: [number, string][] = [
+  [86_400, 'one day (the default)'],
+  [3_600, 'one hour'],
+  [604_800, 'seven days'],
+  [0, 'no time: sign with the new secret only'],
+];
+
+/** A new signing secret for a leaked or scheduled rotation; the old one keeps signing beside it for a while. */
+function RotateSecret({ id, url, onRotated }: { id: string; url: string; onRotated(secret: string, previousUntil: string | null): void }) {
+  const { api } = useSession();
+  const [keep, setKeep] = useState(KEEP_PREVIOUS[0][0]);
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    setError(undefined);
+    setBusy(true);
+    try {
+      const rotated = await ok(api.POST('/api/v1/webhooks/{id}/rotate-secret', { params: { path: { id } }, body: { keepPreviousForSeconds: keep } }));
+      onRotated(rotated.secret, rotated.previousSecretExpiresAt ?? null);
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const field = `keep-previous-${id}`;
+  return (
+    <form onSubmit={submit} aria-label={`Rotate the secret of ${url}`} noValidate>
+      <Alert>{error}</Alert>
+      <div className="field">
+        <label htmlFor={field}>Keep signing with the current secret for</label>
+        <select id={field} value={keep} onChange={(e) => setKeep(Number(e.target.value))}>
+          {KEEP_PREVIOUS.map(([seconds, label]) => (
+            <option key={seconds} value={seconds}>
+              {label}
+            </option>
+          ))}
+        </select>
+      </div>
+      <div className="actions">
+        <button type="submit" className="primary" disabled={busy}>
+          Rotate the secret
+        </button>
+      </div>
+    </form>
   );
 }
 
