@@ -117,7 +117,7 @@ describe('the architecture', () => {
 
   it('keeps files short enough to hold in mind, or says why at the top', () => {
     // Landed from other work before this rule; to be split by job like the executor was.
-    const toSplit = new Set(['mcp-catalog/connections/mcp-connections.service.ts', 'config/app-config.ts']);
+    const toSplit = new Set(['mcp-catalog/connections/mcp-connections.service.ts']);
     const long = files
       .filter((f) => !toSplit.has(f.path) && f.text.split('\n').length > 320 && !/^\/\/ Longer than 300 lines because/m.test(f.text))
       .map((f) => f.path);
