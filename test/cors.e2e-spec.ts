@@ -1,4 +1,5 @@
-import { parseEnvironment, parseOrigins } from '../src/config/app-config';
+import { parseEnvironment } from '../src/config/app-config';
+import { parseOrigins } from '../src/config/http-config';
 import { bearer, createTestApp, TestApp } from './support/test-app';
 
 /** API.md "Events, webhooks, browsers": CORS_ORIGINS. */

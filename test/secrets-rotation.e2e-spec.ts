@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
-import { DEFAULT_RUNS_CONFIG } from '../src/config/app-config';
+import { DEFAULT_RUNS_CONFIG } from '../src/config/runs-config';
 import { SEALED_COLUMNS } from '../src/database/sealed-columns';
 import { resealSecrets } from '../src/database/reseal-secrets';
 import { keyId, SecretsService } from '../src/secrets/secrets.service';

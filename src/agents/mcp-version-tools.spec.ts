@@ -1,5 +1,5 @@
 import { LruCache } from '../common/lru-cache';
-import type { BoundConnection, ConnectionTool } from '../mcp-catalog/connections/mcp-connections.service';
+import type { BoundConnection, ConnectionTool } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import type { RegisteredMcpServer } from '../mcp-catalog/mcp-server-registry.service';
 import { canRunNow } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';

@@ -1,4 +1,4 @@
-import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
+import type { BoundConnection } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { AgentSpec, VersionTool } from './built-version';
 import { legacyMcpToolDigest, mcpToolDigest, ownEntry } from './digests';

@@ -8,7 +8,7 @@ import { missingScopes } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { ownEntry } from './digests';
 import { VersionBuilder } from './version-builder.service';
-import { BoundConnection, McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
+import { BoundConnection, McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { mcpToolKey } from './mcp-version-tools';
 
 export type SpecErrorCode =
@@ -47,7 +47,7 @@ export class SpecValidator {
     private readonly registry: CapabilityRegistry,
     private readonly builder: VersionBuilder,
     private readonly dataSource: DataSource,
-    private readonly mcp: McpConnectionsService,
+    private readonly mcp: McpConnectionSync,
   ) {}
 
   async validate(orgId: string, orgScopes: readonly string[], draft: AgentSpec): Promise<SpecValidation> {

@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import type { ResolvedResources } from '../capabilities/capability.types';
 import { KnowledgeRepository } from '../knowledge/knowledge.repository';
 import { SkillsRepository } from '../skills/skills.repository';
-import { BoundConnection, McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
+import { BoundConnection, McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import type { AgentSpec, BuiltVersion } from './built-version';
 import { Applicability, Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
 import { AgentIdentity, deepFreeze, FrozenVersion, VersionRow, VersionStore } from './version-store.service';
@@ -36,7 +36,7 @@ export class VersionBuilder {
     private readonly composer: VersionComposer,
     private readonly knowledge: KnowledgeRepository,
     private readonly skills: SkillsRepository,
-    private readonly mcp: McpConnectionsService,
+    private readonly mcp: McpConnectionSync,
   ) {}
 
   /**

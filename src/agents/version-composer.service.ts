@@ -3,7 +3,7 @@ import { CapabilityRegistry } from '../capabilities/capability-registry.service'
 import type { ResolvedResources, StampedContribution } from '../capabilities/capability.types';
 import type { FieldError } from '../common/api-error';
 import { approvalReasonOf } from '../runtime/tool-policy';
-import type { BoundConnection } from '../mcp-catalog/connections/mcp-connections.service';
+import type { BoundConnection } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import type { AgentSpec, VersionTool } from './built-version';
 import { composeMcpTools, oneToolPerName, sourceOf } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';

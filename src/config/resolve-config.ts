@@ -1,7 +1,10 @@
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { AppConfig, ConfigError, EnvironmentVariables, OidcConfig, parseEnvironment, parseOrigins, SecretsConfig } from './app-config';
+import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment } from './app-config';
+import { OidcConfig } from './auth-config';
+import { SecretsConfig } from './database-config';
+import { parseOrigins } from './http-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 import { reservedSlots } from '../runs/run-slots';
 

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { McpClientPool } from './connections/mcp-client-pool.service';
+import { McpConnectionSync } from './connections/mcp-connection-sync.service';
 import { McpConnectionsRepository } from './connections/mcp-connections.repository';
 import { McpConnectionsService } from './connections/mcp-connections.service';
 import { StoredToolLists } from './connections/stored-tool-lists';
@@ -21,8 +22,9 @@ import { McpServerRegistry } from './mcp-server-registry.service';
     McpClientPool,
     McpConnectionsRepository,
     McpConnectionsService,
+    McpConnectionSync,
     StoredToolLists,
   ],
-  exports: [McpServerRegistry, McpConnectionsService, McpClientPool],
+  exports: [McpServerRegistry, McpConnectionsService, McpConnectionSync, McpClientPool],
 })
 export class McpCatalogModule {}

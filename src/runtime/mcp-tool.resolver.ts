@@ -8,7 +8,7 @@ import type { FieldError } from '../common/api-error';
 import { LruCache } from '../common/lru-cache';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { McpClientPool, McpUpstreamError } from '../mcp-catalog/connections/mcp-client-pool.service';
-import { McpConnectionsService } from '../mcp-catalog/connections/mcp-connections.service';
+import { McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { SecretOpenError } from '../secrets/secrets.service';
 import type { ToolImplementation, ToolImplementationResolver, ValidatedArguments } from './tool-implementations';
 import { compileVendorSchema, VendorValidator } from './vendor-schema';
@@ -33,7 +33,7 @@ export class McpToolResolver implements ToolImplementationResolver {
   private readonly validators = new LruCache<string, VendorValidator | string>(VALIDATORS_CACHED);
 
   constructor(
-    private readonly connections: McpConnectionsService,
+    private readonly connections: McpConnectionSync,
     private readonly pool: McpClientPool,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}

@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import { BODY_GRACE_MS } from '../../src/common/connections';
-import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/app-config';
+import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/http-config';
 import { TestIdentityProvider } from '../support/oidc-provider';
 import { rawClient } from '../support/raw-http';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from '../support/test-app';

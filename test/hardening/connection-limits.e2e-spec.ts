@@ -1,5 +1,6 @@
 import { Socket } from 'node:net';
-import { ConfigError, DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, parseEnvironment } from '../../src/config/app-config';
+import { ConfigError, parseEnvironment } from '../../src/config/app-config';
+import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/http-config';
 import { resolveConfig } from '../../src/config/resolve-config';
 import { HEAD_GRACE_MS } from '../../src/common/connections';
 import { rawClient, RawClient } from '../support/raw-http';

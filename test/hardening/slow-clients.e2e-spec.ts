@@ -1,5 +1,6 @@
 import { connect, Socket } from 'node:net';
-import { parseEnvironment, ConfigError, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/app-config';
+import { parseEnvironment, ConfigError } from '../../src/config/app-config';
+import { DEFAULT_HTTP_TIMEOUTS } from '../../src/config/http-config';
 import { resolveConfig } from '../../src/config/resolve-config';
 import { createTestApp, TestApp } from '../support/test-app';
 

@@ -1,4 +1,4 @@
-import type { RunsConfig } from '../../src/config/app-config';
+import type { RunsConfig } from '../../src/config/runs-config';
 
 /**
  * Runs as the run suites step them: quickly (a poll every 100 ms, short back-off and timeouts), on

@@ -4,7 +4,8 @@ import { randomBytes } from 'node:crypto';
 import request from 'supertest';
 import TestAgent from 'supertest/lib/agent';
 import { createApp, CreateAppOptions } from '../../src/app.factory';
-import { AppConfig, DEFAULT_RUNS_CONFIG } from '../../src/config/app-config';
+import { AppConfig } from '../../src/config/app-config';
+import { DEFAULT_RUNS_CONFIG } from '../../src/config/runs-config';
 import type { Role } from '../../src/auth/principal';
 import { createTestDatabase, TestDatabase } from './test-database';
 

@@ -1,7 +1,8 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { errors, jwtVerify, type JWTPayload } from 'jose';
 import { ApiError } from '../../common/api-error';
-import { APP_CONFIG, AppConfig, OidcConfig } from '../../config/app-config';
+import { APP_CONFIG, AppConfig } from '../../config/app-config';
+import { OidcConfig } from '../../config/auth-config';
 import { EgressTooLargeError } from '../../egress/egress-policy';
 import { EgressService } from '../../egress/egress.service';
 import type { OidcPrincipal } from '../principal';

@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../../audit/audit.service';
@@ -7,7 +7,6 @@ import type { ToolRisk } from '../../capabilities/capability.types';
 import { ApiError, FieldError } from '../../common/api-error';
 import { isUniqueViolation } from '../../common/db-errors';
 import { Page, PageQuery } from '../../common/pagination';
-import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { EgressService } from '../../egress/egress.service';
 import { deleteUnlessBound } from '../../database/delete-unless-bound';
 import { sealStoredUrls } from '../../database/seal-stored-urls';
@@ -16,31 +15,22 @@ import { shownUrl, urlHidesSomething } from '../../common/url-secrets';
 import type { McpConnectionView } from '../mcp-catalog.dto';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
-import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { McpConnectionSync } from './mcp-connection-sync.service';
+import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
+import { ListedMcpTool, riskOf } from './mcp-tools';
 import { parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { countUnderOrgLock } from '../../database/org-limit';
-import { PerKeyThrottle } from './per-key-throttle';
-import { StoredToolLists } from './stored-tool-lists';
-
-const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
-/** A connection's tools are listed again on its server's list_changed at most this often (a later one waits). */
-export const LIST_CHANGED_INTERVAL_MS = 30_000;
-
-export type { BoundConnection, ConnectionTool } from './mcp-tools';
 
 /**
  * An organization's MCP connections: connect and list on creation, sync, risk decisions,
- * credential rotation, deletion. Every talk with a server happens with no database connection
+ * credential rotation, deletion (the tool lists' refresh, and what agents and the executor read,
+ * in McpConnectionSync). Every talk with a server happens with no database connection
  * held (read, release, talk, then write), so a hung server costs a timeout and nothing else.
  */
 @Injectable()
-export class McpConnectionsService implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy {
+export class McpConnectionsService implements OnApplicationBootstrap {
   private readonly logger = new Logger(McpConnectionsService.name);
-  private readonly refreshing = new Map<string, Promise<McpConnectionRow | undefined>>();
-  private unsubscribe?: () => void;
-  private readonly listChanged = new PerKeyThrottle(LIST_CHANGED_INTERVAL_MS);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -50,30 +40,12 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,
     private readonly audit: AuditService,
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly lists: StoredToolLists,
+    private readonly connectionSync: McpConnectionSync,
   ) {}
-
-  onModuleInit(): void {
-    // The server sends list_changed whenever it likes: one sending it every 10 ms, its list a little
-    // different each time, wrote ~30 audited refreshes a second. At most one per connection per interval.
-    this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) =>
-      this.listChanged.request(`${orgId}/${connectionId}`, () => {
-        void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
-          this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
-        );
-      }),
-    );
-  }
 
   /** Connections saved before URLs holding a token were sealed are sealed now. */
   onApplicationBootstrap(): Promise<void> {
     return sealStoredUrls(this.dataSource, 'mcp_connection', (url) => this.secrets.seal(url), this.logger);
-  }
-
-  onModuleDestroy(): void {
-    this.unsubscribe?.();
-    this.listChanged.close();
   }
 
   async create(ctx: RequestContext, dto: { server: string; name: string; url?: string; credentials?: Record<string, unknown> }): Promise<McpConnectionView> {
@@ -105,7 +77,7 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
     const target: McpTarget = { orgId, connectionId: id, entry, url: dto.url ?? null, credentials };
     let tools: ListedMcpTool[];
     try {
-      tools = await this.pool.listTools(target, { timeoutMs: this.listTimeoutMs('sync') });
+      tools = await this.pool.listTools(target, { timeoutMs: this.connectionSync.listTimeoutMs('sync') });
     } catch (err) {
       await this.pool.release(id);
       const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
@@ -167,7 +139,7 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
     await this.row(orgId, id);
     let row: McpConnectionRow | undefined;
     try {
-      row = await this.refresh(orgId, id, 'sync', actorOf(ctx.principal));
+      row = await this.connectionSync.refresh(orgId, id, 'sync', actorOf(ctx.principal));
     } catch (err) {
       if (err instanceof SecretOpenError) throw secretUnreadable();
       throw err;
@@ -240,134 +212,6 @@ export class McpConnectionsService implements OnModuleInit, OnApplicationBootstr
       });
     });
     await this.pool.release(id);
-  }
-
-  /**
-   * The bound connections of a spec with their tools, in the order asked; missing ones are left
-   * out (publish reports them, a published version shows their tools as drift). A connection
-   * listed longer ago than MCP_TOOLS_TTL_SECONDS is listed again first when `refreshStale`.
-   */
-  async bound(orgId: string, ids: readonly string[], options: { refreshStale: boolean }): Promise<BoundConnection[]> {
-    let rows: (McpConnectionSummary | McpConnectionRow)[] = await this.repository.getSummaries(orgId, ids);
-    if (options.refreshStale) {
-      const ttlMs = this.config.mcpToolsTtlSeconds * 1000;
-      const stale = rows.filter((r) => Date.now() - new Date(r.synced_at).getTime() >= ttlMs);
-      if (stale.length > 0) {
-        const refreshed = await Promise.all(stale.map((r) => this.refresh(orgId, r.id, 'ttl').catch(() => r)));
-        const byId = new Map(refreshed.filter((r) => r !== undefined).map((r) => [r.id, r]));
-        rows = rows.map((r) => byId.get(r.id) ?? r);
-      }
-    }
-    const byId = new Map(rows.map((r) => [r.id, r]));
-    const bound: BoundConnection[] = [];
-    for (const id of ids) {
-      const r = byId.get(id);
-      if (!r) continue;
-      const entry = this.registry.get(r.server);
-      const trust = entry?.definition.trustAnnotations ?? false;
-      const list = await this.lists.of(r);
-      bound.push({
-        id: r.id,
-        name: r.name,
-        server: r.server,
-        entry,
-        tools: list.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })),
-        digests: list.digests,
-      });
-    }
-    return bound;
-  }
-
-  /**
-   * What the executor's MCP resolver needs to call a connection's server: its entry, URL and the
-   * credentials opened in memory. Throws McpUpstreamError when the connection or its entry is gone.
-   */
-  async target(orgId: string, connectionId: string): Promise<McpTarget> {
-    const row = await this.repository.getSummary(orgId, connectionId);
-    if (!row) throw new McpUpstreamError('upstream_unavailable', 'the MCP connection no longer exists');
-    return this.targetOf(row);
-  }
-
-  /**
-   * Opens the connection's sealed URL and credentials. One this node cannot open (sealed under a
-   * secrets key it does not hold: a misconfigured node, or a rotation done out of order) is the
-   * platform's fault, not the server's: said to the operator here, and a SecretOpenError to the caller.
-   */
-  private targetOf(row: McpConnectionSummary): McpTarget {
-    const entry = this.registry.get(row.server);
-    if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
-    try {
-      const credentials = row.credentials ? (JSON.parse(this.secrets.open(row.credentials)) as Record<string, string>) : {};
-      const url = row.url_sealed ? this.secrets.open(row.url_sealed) : row.url;
-      return { orgId: row.org_id, connectionId: row.id, entry, url, credentials };
-    } catch (err) {
-      if (err instanceof SecretOpenError) {
-        this.logger.error(`MCP connection ${row.id} (organization ${row.org_id}): its stored credentials or URL cannot be opened: ${err.message}`);
-      }
-      throw err;
-    }
-  }
-
-  /** Lists the tools again and stores them, one refresh per connection at a time on this node. */
-  private refresh(orgId: string, id: string, why: 'sync' | 'ttl' | 'list_changed', actor = SYSTEM_ACTOR): Promise<McpConnectionRow | undefined> {
-    const key = `${orgId}/${id}`;
-    const running = this.refreshing.get(key);
-    // A person's sync always lists again; an automatic one joins one already under way.
-    if (running && why !== 'sync') return running;
-    const work = this.doRefresh(orgId, id, why, actor).finally(() => {
-      if (this.refreshing.get(key) === work) this.refreshing.delete(key);
-    });
-    this.refreshing.set(key, work);
-    return work;
-  }
-
-  private async doRefresh(
-    orgId: string,
-    id: string,
-    why: 'sync' | 'ttl' | 'list_changed',
-    actor: { type: string; id: string },
-  ): Promise<McpConnectionRow | undefined> {
-    const before = await this.repository.get(orgId, id);
-    if (!before) return undefined;
-    let tools: ListedMcpTool[] | undefined;
-    let failure: McpUpstreamError | undefined;
-    try {
-      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why) });
-    } catch (err) {
-      // A node that cannot open the secrets never reached the server: it writes nothing over the
-      // shared row (another node may open them) and records no sync.
-      if (err instanceof SecretOpenError) throw err;
-      failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
-    }
-    return this.dataSource.transaction(async (m) => {
-      const base = { orgId, actor, target: { type: 'mcp_connection', id } } as const;
-      if (failure) {
-        const row = await this.repository.saveError(m, orgId, id, { code: failure.code, message: failure.message });
-        if (row && (why === 'sync' || before.status !== 'error')) {
-          await this.audit.record(m, {
-            ...base,
-            type: 'mcp_connection.synced',
-            data: { name: before.name, trigger: why, status: 'error', error: { code: failure.code, message: failure.message } },
-          });
-        }
-        return row;
-      }
-      const diff = toolListDiff(before.tools, tools!);
-      const row = await this.repository.saveTools(m, orgId, id, tools!);
-      const changed = diff.added.length + diff.removed.length + diff.changed.length > 0;
-      if (row && (why === 'sync' || changed || before.status === 'error')) {
-        await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'ready', ...diff } });
-      }
-      return row;
-    });
-  }
-
-  /**
-   * A person connecting or syncing may wait as long as any outbound request (a stdio server's
-   * first start included); a refresh before a call waits no longer than the call itself would.
-   */
-  private listTimeoutMs(why: 'sync' | 'ttl' | 'list_changed'): number {
-    return why === 'ttl' ? this.config.toolTimeoutMs : Math.max(this.config.toolTimeoutMs, this.config.egress.requestTimeoutMs);
   }
 
   private async row(orgId: string, id: string): Promise<McpConnectionRow> {

@@ -1,0 +1,49 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Matches, Max, Min, MinLength } from 'class-validator';
+import { emptyToUndefined, toInt } from './env-transforms';
+import { HttpVariables } from './http-config';
+
+// 32 bytes are 43 base64 characters and one `=` (or 44 characters with url-safe alphabet variants).
+const BASE64_32_BYTES = /^[A-Za-z0-9+/_-]{43}=?$/;
+
+/** Where the data lives, and the key its secrets are sealed under. */
+export class DatabaseVariables extends HttpVariables {
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(/^postgres(ql)?:\/\//, { message: 'must be a postgres:// URL' })
+  DATABASE_URL?: string;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  DATA_DIR: string = './.data';
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1000)
+  DATABASE_POOL_SIZE: number = 10;
+
+  /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  SECRETS_KEY?: string;
+
+  /** The key before the last rotation: what it sealed still opens. */
+  @IsOptional()
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
+  SECRETS_KEY_PREVIOUS?: string;
+}
+
+export interface SecretsConfig {
+  /** 32 bytes: what seals new secrets. */
+  key: Buffer;
+  /** 32 bytes: opens what was sealed before a rotation. */
+  previousKey?: Buffer;
+}

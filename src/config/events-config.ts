@@ -1,0 +1,53 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { toInt } from './env-transforms';
+import { RunsVariables } from './runs-config';
+
+/** How webhooks are delivered, retried and kept. */
+export class EventsVariables extends RunsVariables {
+  /** How long one webhook request may take, connection included. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(120_000)
+  WEBHOOK_TIMEOUT_MS: number = 10_000;
+
+  /** The wait before the second attempt; each later wait is three times the one before (at most an hour), with jitter. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(3_600_000)
+  WEBHOOK_RETRY_BASE_MS: number = 5_000;
+
+  /** How long a delivery is retried before it is `failed`. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(30 * 86400)
+  WEBHOOK_RETRY_WINDOW_SECONDS: number = 86_400;
+
+  /**
+   * How long a finished delivery (`succeeded`, `failed`) and its attempts are kept, from when it
+   * finished; pending ones are kept until they finish. A week: the log is for finding out why a
+   * receiver refused what it did, over a weekend too; the events stay in the audit log.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(365)
+  WEBHOOK_DELIVERY_RETENTION_DAYS: number = 7;
+}
+
+export interface EventsConfig {
+  /** A comment on every open event stream this often (API.md: 15 s). */
+  heartbeatMs: number;
+  /** How often a stream and the webhook dispatcher look for events nobody woke them for. */
+  pollMs: number;
+  webhookTimeoutMs: number;
+  webhookRetryBaseMs: number;
+  webhookRetryWindowMs: number;
+}

@@ -1,0 +1,138 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
+import { toInt } from './env-transforms';
+
+/** The listener, what it takes in at once, and which browser origins may call it. */
+export class HttpVariables {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(65535)
+  PORT: number = 3000;
+
+  @IsOptional()
+  @IsString()
+  @MinLength(1)
+  HOST: string = '127.0.0.1';
+
+  /** How long a client may take to send a request's headers (then 408). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(600_000)
+  HTTP_HEADERS_TIMEOUT_MS: number = 10_000;
+
+  /** How long a client may take to send a whole request, headers and body (then 408). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  HTTP_REQUEST_TIMEOUT_MS: number = 30_000;
+
+  /** How long a connection may stay silent (no bytes either way) before it is closed. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(100)
+  @Max(3_600_000)
+  HTTP_IDLE_TIMEOUT_MS: number = 60_000;
+
+  /**
+   * How long a connection is kept, idle, after an answer, for the client's next request. Behind a
+   * load balancer, longer than its idle timeout (docs/operations.md).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1000)
+  @Max(3_600_000)
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number = 5_000;
+
+  /** Connections the node holds open at once; past it a new one is closed unanswered. Keep it under the file-descriptor limit. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  HTTP_MAX_CONNECTIONS: number = 2_000;
+
+  /**
+   * Bytes of request bodies the node holds at once while reading them, all requests together;
+   * past it a body is refused 503 with Retry-After. At least one whole body (1 MiB).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1024 * 1024)
+  @Max(64 * 1024 * 1024 * 1024)
+  HTTP_MAX_BUFFERED_BODY_BYTES: number = 64 * 1024 * 1024;
+
+  /**
+   * Origins (comma-separated, e.g. `https://app.example.com`) whose browsers may call the MCP
+   * endpoints; a request with another `Origin` is refused (DNS rebinding). Requests without
+   * `Origin` (every non-browser client) are not affected.
+   */
+  @IsOptional()
+  @IsString()
+  @MaxLength(10_000)
+  @IsOriginList()
+  MCP_ALLOWED_ORIGINS: string = '';
+
+  /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
+  @IsOptional()
+  @IsString()
+  @IsOriginList()
+  CORS_ORIGINS: string = '';
+}
+
+function IsOriginList(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isOriginList',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && parseOrigins(v) !== undefined,
+      defaultMessage: () => 'must be comma-separated origins such as https://app.example.com (scheme, host and optional port; no path)',
+    },
+  });
+}
+
+/** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
+export function parseOrigins(value: string): string[] | undefined {
+  const origins: string[] = [];
+  for (const part of value
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '')) {
+    let url: URL;
+    try {
+      url = new URL(part);
+    } catch {
+      return undefined;
+    }
+    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== part.replace(/\/$/, '') || url.username || url.password) return undefined;
+    origins.push(url.origin);
+  }
+  return origins;
+}
+
+export interface HttpTimeouts {
+  headersMs: number;
+  requestMs: number;
+  idleMs: number;
+  /** An idle connection between two requests. */
+  keepAliveMs: number;
+}
+
+export const DEFAULT_HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000, keepAliveMs: 5_000 };
+
+/** What one node takes in at once, whoever sends it. */
+export interface HttpLimits {
+  /** Bytes of request bodies being read, all requests together (common/body-budget.ts). */
+  maxBufferedBodyBytes: number;
+  /** Open connections, idle ones included (app.factory.ts). */
+  maxConnections: number;
+}
+
+export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxBufferedBodyBytes: 64 * 1024 * 1024, maxConnections: 2_000 };

@@ -1,0 +1,56 @@
+import { Transform } from 'class-transformer';
+import { IsInt, IsOptional, Max, Min } from 'class-validator';
+import { toInt } from './env-transforms';
+import { AuthVariables } from './auth-config';
+
+/** How long a tool call may run, wait for its approval, and trust its MCP server's tool list. */
+export class ToolCallVariables extends AuthVariables {
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(30 * 86400)
+  APPROVAL_TTL_SECONDS: number = 86400;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3_600_000)
+  TOOL_TIMEOUT_MS: number = 30000;
+
+  /** How long past its timeout a running call is presumed to belong to a process that died. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(86400)
+  TOOL_LEASE_GRACE_SECONDS: number = 60;
+
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(3600)
+  SWEEP_INTERVAL_SECONDS: number = 15;
+
+  /**
+   * How long an MCP tool call that needs approval is held open. Below 60 s, the request timeout
+   * most MCP clients use by default, so the client gets the "still pending" answer rather than
+   * a timeout error (docs/mcp.md).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3600)
+  MCP_APPROVAL_WAIT_SECONDS: number = 45;
+
+  /** An MCP connection's tool list older than this is listed again before a call uses it. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(86400 * 30)
+  MCP_TOOLS_TTL_SECONDS: number = 300;
+}
