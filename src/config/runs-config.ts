@@ -39,8 +39,9 @@ export class RunsVariables extends EgressVariables {
 
   /**
    * Runs of one organization one node steps at once (unset: a quarter of RUN_MAX_CONCURRENT, at
-   * least 1; at most RUN_MAX_CONCURRENT). A run holds its slot through its model's retries and
-   * slow tools, so without it one organization's hung provider took every slot for minutes.
+   * least 1; at most RUN_MAX_CONCURRENT). A run holds its slot through a model request (one
+   * attempt: between attempts it gives the slot back) and slow tools, so without it one
+   * organization's hung provider took every slot for minutes.
    */
   @IsOptional()
   @Transform((p) => toInt({ value: emptyToUndefined(p) }))
