@@ -286,6 +286,18 @@ describe('sign-in through an identity provider (e2e)', () => {
       }
     });
 
+    it('refuses a subject with zero-width joiners where they show as nothing (alice as alice, or no one): 401 saying why', async () => {
+      for (const sub of ['al\u200cice', 'alice\u200d', '\u200calice', '\u200d', '\u200c\u200c']) {
+        const res = await t.http.get('/api/v1/me').set(...bearer(await person(a, ['viewer'], { sub })));
+        expectUnauthorized(res);
+        expect(res.body.detail).toMatch(/zero-width joiner or non-joiner only after a virama/);
+      }
+      // Where a script or an emoji sequence needs one, the joiner is part of the subject: a half ka, a Persian word, a family.
+      for (const sub of ['\u0915\u094d\u200d\u0937', '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645', '\u{1f469}\u200d\u{1f469}\u200d\u{1f467}']) {
+        expect((await t.http.get('/api/v1/me').set(...bearer(await person(a, ['viewer'], { sub })))).body).toMatchObject({ type: 'oidc', id: sub });
+      }
+    });
+
     it('accepts a token that expired within the clock skew', async () => {
       const token = await idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, expiresIn: -10 });
       await t.http

@@ -124,6 +124,70 @@ describe('claim mapping', () => {
     }
   });
 
+  it('refuses a zero-width joiner or non-joiner where it shows as nothing, and keeps it where a script or an emoji needs it', () => {
+    const refusal = (sub: string) => {
+      try {
+        mapClaims({ sub, org_id: 'acme' }, names);
+        return undefined;
+      } catch (err) {
+        return (err as Error).message;
+      }
+    };
+    for (const bad of [
+      // alice, shown as alice; and subjects shown as no one.
+      'al\u200cice',
+      'alice\u200d',
+      '\u200calice',
+      'al\u200dice',
+      '\u200d',
+      '\u200c\u200c',
+      '\u200d\u200c\u200d',
+      // A joiner not right after the virama, or one after another.
+      '\u0915\u093f\u200d\u0937',
+      '\u0915\u094d\u200d\u200d\u0937',
+      '\u0915\u094d\u200c\u200d\u0937',
+      '\u0915\u200d\u094d\u0937',
+      // ZWNJ after a letter that does not join the next (alef), before none, or at either end; ZWJ between Arabic letters.
+      '\u0627\u200c\u0628',
+      '\u0628\u0627\u200c\u0628',
+      '\u0628\u200c',
+      '\u200c\u0628',
+      '\u0628\u200c\u0621',
+      '\u0628\u200d\u0628',
+      '\u0628\u200c\u200c\u0628',
+      // Emoji side by side that no sequence makes one picture of, or a joiner hanging off a sequence.
+      '\u{1f436}\u200d\u{1f431}',
+      '\u{1f469}\u200d',
+      '\u{1f469}\u200d\u{1f469}\u200d\u{1f467}\u200d',
+      'alice\u200d\u{1f469}',
+    ]) {
+      expect([bad, refusal(bad)]).toEqual([bad, expect.stringMatching(/sub claim must hold a zero-width joiner or non-joiner only after a virama/)]);
+    }
+    for (const good of [
+      // Devanagari ksha with a half ka, and with a visible virama; Malayalam and Sinhala after their viramas.
+      '\u0915\u094d\u200d\u0937',
+      '\u0915\u094d\u200c\u0937',
+      '\u0928\u094d\u200d',
+      '\u0d28\u0d4d\u200c\u0d28',
+      '\u0dc1\u0dca\u200d\u0dbb',
+      // Persian: "I want" and "houses" (the non-joiner after a dual-joining letter, before a dual- or right-joining one), with a mark between.
+      '\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645',
+      '\u062e\u0627\u0646\u0647\u200c\u0647\u0627',
+      '\u0628\u0650\u200c\u0627',
+      // Emoji ZWJ sequences: a family, a technologist with a skin tone.
+      '\u{1f469}\u200d\u{1f469}\u200d\u{1f467}',
+      'ann-\u{1f9d1}\u{1f3fd}\u200d\u{1f4bb}',
+    ]) {
+      expect([good, refusal(good)]).toEqual([good, undefined]);
+    }
+    // A sequence whose emoji need U+FE0F is refused for the selector, as before: it shows as nothing beside a text-style emoji.
+    expect(refusal('\u{1f3f3}\ufe0f\u200d\u{1f308}')).toMatch(/printable characters/);
+    // Nothing visible at all: variation selectors and other default-ignorables, marks, spaces.
+    for (const blank of ['\ufe0f', '\u200d\ufe0f', '\u034f', '\u3164\u200c', ' \u200d ', '\u094d\u200d']) {
+      expect([blank, refusal(blank)]).toEqual([blank, expect.stringMatching(/sub claim/)]);
+    }
+  });
+
   it('reads only own claims: prototype names configured as claims find nothing', () => {
     const payload = JSON.parse('{"sub":"s","org_id":"acme","__proto__":{"roles":["admin"]}}') as Record<string, unknown>;
     expect(mapClaims(payload, { orgClaim: 'org_id', rolesClaim: 'roles' }).roles).toEqual([]);

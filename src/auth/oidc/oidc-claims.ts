@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Role, ROLES } from '../principal';
+import { joinersInContext } from './subject-joiners';
 import { isSingleScript } from './subject-scripts';
 
 /** What a verified access token says about its bearer, in the product's terms. */
@@ -33,7 +34,8 @@ const MAX_ITEM = 200;
  * The subject is shown as the audit actor and written to logs: no control characters (C0, DEL and
  * C1, whose U+009B starts a terminal escape), no line or paragraph separators, and no format
  * characters (bidi overrides and isolates, marks, invisible ones), with which one subject would
- * display as another. Zero-width joiners stay: emoji sequences and some scripts need them.
+ * display as another. Zero-width joiners are judged by where they stand (`joinersInContext`): some
+ * scripts and emoji sequences need them, and elsewhere they too show as nothing.
  */
 const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}]|(?![\u200c\u200d])\p{Cf}/u;
 /**
@@ -56,6 +58,9 @@ function lookalikeOf(sub: string): string | undefined {
   if (LOOKALIKE_SPACE.test(sub)) return 'must hold no space other than U+0020';
   if (LEADING_MARK.test(sub)) return 'must not start with a combining mark';
   if (!isSingleScript(sub)) return 'must not mix scripts (UTS #39, highly restrictive)';
+  if (!joinersInContext(sub)) {
+    return 'must hold a zero-width joiner or non-joiner only after a virama, between Arabic letters it keeps apart, or inside an emoji ZWJ sequence';
+  }
   return undefined;
 }
 
