@@ -447,6 +447,18 @@ export class EnvironmentVariables {
   @Min(1)
   @Max(365)
   WEBHOOK_DELIVERY_RETENTION_DAYS: number = 7;
+
+  /**
+   * Pending deliveries one endpoint may have. At it, its organization's new events are not written
+   * as deliveries for it (counted, shown on the endpoint, audited) until half have drained: a
+   * receiver that hangs or is slow no longer grows the table without limit (~450 bytes a delivery).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(10_000_000)
+  WEBHOOK_MAX_PENDING_PER_ENDPOINT: number = 10_000;
 }
 
 /** `CORS_ORIGINS` as the list of origins it names, or undefined when one is not an origin. */
@@ -504,6 +516,8 @@ export interface AppConfig {
   sweepIntervalMs: number;
   /** A finished webhook delivery older than this (from when it finished) is removed by the sweep. */
   webhookDeliveryRetentionMs: number;
+  /** WEBHOOK_MAX_PENDING_PER_ENDPOINT: an endpoint with this many pending deliveries gets no new ones until half have drained. */
+  webhookMaxPendingPerEndpoint: number;
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;
