@@ -26,6 +26,8 @@ const TYPE_SET: Record<EventType, true> = {
   'webhook.created': true,
   'webhook.secret_rotated': true,
   'webhook.deleted': true,
+  'webhook.backlogged': true,
+  'webhook.backlog_cleared': true,
   'mcp_connection.created': true,
   'mcp_connection.synced': true,
   'mcp_connection.risk_set': true,

@@ -102,6 +102,8 @@ const SAVED_URLS: Partial<Record<AuditEventType, string>> = {
   'webhook.created': 'url',
   'webhook.secret_rotated': 'url',
   'webhook.deleted': 'url',
+  'webhook.backlogged': 'url',
+  'webhook.backlog_cleared': 'url',
 };
 
 /**

@@ -39,6 +39,8 @@ export const AUDIT_EVENT_TYPES = [
   'webhook.created',
   'webhook.secret_rotated',
   'webhook.deleted',
+  'webhook.backlogged',
+  'webhook.backlog_cleared',
 ] as const;
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 

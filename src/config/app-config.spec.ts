@@ -28,6 +28,13 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_DELIVERY_RETENTION_DAYS: '365' }).webhookDeliveryRetentionMs).toBe(365 * 86_400_000);
   });
 
+  it('caps an endpoint at 10,000 pending deliveries unless told otherwise', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).webhookMaxPendingPerEndpoint).toBe(10_000);
+    expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_MAX_PENDING_PER_ENDPOINT: ' 250000 ' }).webhookMaxPendingPerEndpoint).toBe(250_000);
+    expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_MAX_PENDING_PER_ENDPOINT: '10' }).webhookMaxPendingPerEndpoint).toBe(10);
+  });
+
   it('parses numbers and keeps given values', () => {
     const env = parseEnvironment({
       PORT: '8080',
@@ -51,6 +58,9 @@ describe('environment', () => {
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', '366'],
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', '1.5'],
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', 'week'],
+    ['WEBHOOK_MAX_PENDING_PER_ENDPOINT', '9'],
+    ['WEBHOOK_MAX_PENDING_PER_ENDPOINT', '10000001'],
+    ['WEBHOOK_MAX_PENDING_PER_ENDPOINT', '1e4'],
   ])('refuses %s=%s, naming the variable', (name, value) => {
     expect(() => parseEnvironment({ [name]: value })).toThrow(ConfigError);
     expect(() => parseEnvironment({ [name]: value })).toThrow(new RegExp(`${name}:`));

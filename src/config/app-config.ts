@@ -36,6 +36,8 @@ export interface AppConfig {
   sweepIntervalMs: number;
   /** A finished webhook delivery older than this (from when it finished) is removed by the sweep. */
   webhookDeliveryRetentionMs: number;
+  /** WEBHOOK_MAX_PENDING_PER_ENDPOINT: an endpoint with this many pending deliveries gets no new ones until half have drained. */
+  webhookMaxPendingPerEndpoint: number;
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
   rateLimit: RateLimitConfig;

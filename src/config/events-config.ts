@@ -40,6 +40,18 @@ export class EventsVariables extends RunsVariables {
   @Min(1)
   @Max(365)
   WEBHOOK_DELIVERY_RETENTION_DAYS: number = 7;
+
+  /**
+   * Pending deliveries one endpoint may have. At it, its organization's new events are not written
+   * as deliveries for it (counted, shown on the endpoint, audited) until half have drained: a
+   * receiver that hangs or is slow no longer grows the table without limit (~450 bytes a delivery).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(10_000_000)
+  WEBHOOK_MAX_PENDING_PER_ENDPOINT: number = 10_000;
 }
 
 export interface EventsConfig {

@@ -3,6 +3,8 @@ import { EventLogRepository } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import { EventWakeups } from './event-wakeups.service';
 import { EventsController } from './events.controller';
+import { WebhookBacklogRepository } from './webhook-backlog.repository';
+import { WebhookBacklogSweeper } from './webhook-backlog.service';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 import { WebhookDispatcher } from './webhook-dispatcher.service';
 import { WebhookRetentionSweeper } from './webhook-retention.service';
@@ -22,6 +24,8 @@ import { WebhooksService } from './webhooks.service';
     WebhooksService,
     WebhookDispatcher,
     WebhookRetentionSweeper,
+    WebhookBacklogRepository,
+    WebhookBacklogSweeper,
   ],
   exports: [EventWakeups, EventLogRepository],
 })

@@ -44,7 +44,8 @@ export class WebhooksController {
       'the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body',
       'is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and',
       'jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on',
-      `\`webhook-id\`. At most ${MAX_WEBHOOKS_PER_ORG} endpoints per organization.`,
+      `\`webhook-id\`. At most ${MAX_WEBHOOKS_PER_ORG} endpoints per organization. An endpoint with WEBHOOK_MAX_PENDING_PER_ENDPOINT (default 10,000)`,
+      'pending deliveries gets no new ones until half have drained: the events it misses stay in the audit log, and its `backlog` says how many and from when.',
     ].join(' '),
   })
   @ApiCreatedResponse({ type: CreatedWebhookView, description: 'The endpoint, with its signing secret: the only answer that shows it.' })

@@ -2,7 +2,7 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
 import { PageQuery } from '../common/pagination';
-import type { DeliveryAttempt, DeliveryStatus, RotatedSecret, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
+import type { DeliveryAttempt, DeliveryStatus, RotatedSecret, WebhookBacklog, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
 
 /** Every type, and `*` for all of them (also the types a later release adds). */
 export const WEBHOOK_TYPES = ['*', ...AUDIT_EVENT_TYPES] as const;
@@ -39,12 +39,41 @@ export class CreateWebhookDto {
   description?: string;
 }
 
+export class WebhookBacklogView implements WebhookBacklog {
+  @ApiProperty({
+    description:
+      'Pending deliveries now (not yet succeeded or failed), counted up to twice `maxPending`. Stays near `maxPending` at most: an endpoint reaching it gets no new deliveries within a sweep interval.',
+  })
+  pending: number;
+  @ApiProperty({ description: 'WEBHOOK_MAX_PENDING_PER_ENDPOINT: at this many pending deliveries, new events are not written as deliveries for the endpoint.' })
+  maxPending: number;
+  @ApiProperty({
+    format: 'date-time',
+    type: String,
+    nullable: true,
+    description:
+      'Since when new events are not written as deliveries for this endpoint (it reached `maxPending`); null while they are. They are written again once half of `maxPending` or fewer are pending. Audited `webhook.backlogged` and `webhook.backlog_cleared`.',
+  })
+  droppingSince: string | null;
+  @ApiProperty({
+    description:
+      'Events of its types not written as deliveries for it, in its latest time at the cap (0 if never), counted by the sweep: up to an interval behind. They stay in the audit log: read them with `GET /audit-events?since=` `firstDroppedAt`.',
+  })
+  dropped: number;
+  @ApiProperty({ format: 'date-time', type: String, nullable: true, description: 'The `at` of the first event counted in `dropped`.' })
+  firstDroppedAt: string | null;
+  @ApiProperty({ format: 'date-time', type: String, nullable: true, description: 'The `at` of the last event counted in `dropped`.' })
+  lastDroppedAt: string | null;
+}
+
 export class WebhookView implements WebhookEndpoint {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ description: 'The URL, its query values shown as `[redacted]` (the URL itself is kept sealed).' }) url: string;
   @ApiProperty({ type: [String] }) types: string[];
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({ type: WebhookBacklogView, description: 'Its pending deliveries against the cap, and the events the cap kept from it.' })
+  backlog: WebhookBacklogView;
 }
 
 export class CreatedWebhookView extends WebhookView {

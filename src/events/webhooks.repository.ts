@@ -6,6 +6,7 @@ import { shownUrl } from '../common/url-secrets';
 import { newestFirstPage } from '../database/keyset-page';
 import { countUnderOrgLock } from '../database/org-limit';
 import { sealStoredUrls } from '../database/seal-stored-urls';
+import { pendingCountedUpTo } from './webhook-backlog';
 
 export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
@@ -16,6 +17,20 @@ export interface WebhookEndpoint {
   types: string[];
   description: string | null;
   createdAt: string;
+  backlog: WebhookBacklog;
+}
+
+/** The endpoint against WEBHOOK_MAX_PENDING_PER_ENDPOINT (src/events/webhook-backlog.service.ts). */
+export interface WebhookBacklog {
+  /** Its pending deliveries now, counted up to twice the cap. */
+  pending: number;
+  maxPending: number;
+  /** Since when its new events are not written as deliveries; null while they are. */
+  droppingSince: string | null;
+  /** Of the latest such time (counted by the sweep, so up to an interval late): how many, the first's and the last's `at`. */
+  dropped: number;
+  firstDroppedAt: string | null;
+  lastDroppedAt: string | null;
 }
 
 export interface RotatedSecret {
@@ -52,7 +67,17 @@ interface EndpointRow {
   types: string[];
   description: string | null;
   created_at: Date;
+  pending: number;
+  backlogged_at: Date | null;
+  dropped: string;
+  dropped_first_at: Date | null;
+  dropped_last_at: Date | null;
 }
+
+/** An endpoint's columns as answers show them, `pending` counted up to `$2`. */
+const ENDPOINT_COLUMNS = `id, url, types, description, created_at, backlogged_at, dropped, dropped_first_at, dropped_last_at,
+  (SELECT count(*)::integer FROM (SELECT 1 FROM webhook_delivery d
+     WHERE d.org_id = webhook_endpoint.org_id AND d.endpoint_id = webhook_endpoint.id AND d.status = 'pending' LIMIT $2) p) AS pending`;
 
 interface DeliveryRow {
   id: string;
@@ -84,33 +109,48 @@ export class WebhooksRepository {
     endpoint: { id: string; url: string; urlSealed: string | null; types: string[]; description: string | null; secretSealed: string },
     event: AuditEventInput,
     limit: number,
+    maxPending: number,
   ): Promise<WebhookEndpoint | undefined> {
     return this.dataSource.transaction(async (m) => {
       if ((await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL')) >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, url_sealed, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         RETURNING id, url, types, description, created_at`,
+         RETURNING id, url, types, description, created_at, backlogged_at, dropped, dropped_first_at, dropped_last_at, 0 AS pending`,
         [endpoint.id, orgId, endpoint.url, endpoint.urlSealed, endpoint.types, endpoint.description, endpoint.secretSealed],
       );
       await this.audit.record(m, event);
-      return toEndpoint(rows[0]);
+      return toEndpoint(rows[0], maxPending);
     });
   }
 
-  async find(orgId: string, id: string): Promise<WebhookEndpoint | undefined> {
+  /** `maxPending`: WEBHOOK_MAX_PENDING_PER_ENDPOINT, which the endpoint's backlog is shown against. */
+  async find(orgId: string, id: string, maxPending: number): Promise<WebhookEndpoint | undefined> {
     const rows: EndpointRow[] = await this.dataSource.query(
-      `SELECT id, url, types, description, created_at FROM webhook_endpoint WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
-      [orgId, id],
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoint WHERE org_id = $1 AND id = $3 AND deleted_at IS NULL`,
+      [orgId, pendingCountedUpTo(maxPending), id],
     );
-    return rows[0] && toEndpoint(rows[0]);
+    return rows[0] && toEndpoint(rows[0], maxPending);
   }
 
-  list(orgId: string, query: PageQuery): Promise<Page<WebhookEndpoint>> {
+  /** The live endpoint's URL as answers show it, without counting its backlog; undefined when there is none. */
+  async urlOf(orgId: string, id: string): Promise<string | undefined> {
+    const rows: { url: string }[] = await this.dataSource.query(`SELECT url FROM webhook_endpoint WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`, [
+      orgId,
+      id,
+    ]);
+    return rows[0] && shownUrl(rows[0].url);
+  }
+
+  list(orgId: string, query: PageQuery, maxPending: number): Promise<Page<WebhookEndpoint>> {
     return newestFirstPage(
       this.dataSource,
-      { select: 'SELECT id, url, types, description, created_at FROM webhook_endpoint', where: 'org_id = $1 AND deleted_at IS NULL', params: [orgId] },
+      {
+        select: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoint`,
+        where: 'org_id = $1 AND deleted_at IS NULL',
+        params: [orgId, pendingCountedUpTo(maxPending)],
+      },
       query,
-      toEndpoint,
+      (r: EndpointRow) => toEndpoint(r, maxPending),
     );
   }
 
@@ -195,8 +235,22 @@ export class WebhooksRepository {
 }
 
 /** A row saved before its URL was sealed (sealed at the next start) shows as new ones do. */
-function toEndpoint(r: EndpointRow): WebhookEndpoint {
-  return { id: r.id, url: shownUrl(r.url), types: r.types, description: r.description, createdAt: iso(r.created_at)! };
+function toEndpoint(r: EndpointRow, maxPending: number): WebhookEndpoint {
+  return {
+    id: r.id,
+    url: shownUrl(r.url),
+    types: r.types,
+    description: r.description,
+    createdAt: iso(r.created_at)!,
+    backlog: {
+      pending: Number(r.pending),
+      maxPending,
+      droppingSince: iso(r.backlogged_at),
+      dropped: Number(r.dropped),
+      firstDroppedAt: iso(r.dropped_first_at),
+      lastDroppedAt: iso(r.dropped_last_at),
+    },
+  };
 }
 
 function toDelivery(r: DeliveryRow): WebhookDelivery {

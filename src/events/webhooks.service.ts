@@ -1,7 +1,8 @@
-import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { Page, PageQuery } from '../common/pagination';
 import { EgressService } from '../egress/egress.service';
 import { SecretsService } from '../secrets/secrets.service';
@@ -20,6 +21,7 @@ export class WebhooksService implements OnApplicationBootstrap {
     private readonly repo: WebhooksRepository,
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   /** Endpoints saved before URLs holding a token were sealed are sealed now. */
@@ -42,31 +44,32 @@ export class WebhooksService implements OnApplicationBootstrap {
       { id, url: shown, urlSealed, types: dto.types, description: dto.description ?? null, secretSealed: this.secrets.seal(secret) },
       { type: 'webhook.created', orgId, actor: actorOf(ctx.principal), target: { type: 'webhook', id }, data: { url: shown, types: dto.types } },
       MAX_WEBHOOKS_PER_ORG,
+      this.config.webhookMaxPendingPerEndpoint,
     );
     if (!endpoint) throw ApiError.conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
     return { ...endpoint, secret };
   }
 
   list(ctx: RequestContext, query: PageQuery): Promise<Page<WebhookEndpoint>> {
-    return this.repo.list(orgIdOf(ctx), query);
+    return this.repo.list(orgIdOf(ctx), query, this.config.webhookMaxPendingPerEndpoint);
   }
 
   async get(ctx: RequestContext, id: string): Promise<WebhookEndpoint> {
-    const endpoint = await this.repo.find(orgIdOf(ctx), id);
+    const endpoint = await this.repo.find(orgIdOf(ctx), id, this.config.webhookMaxPendingPerEndpoint);
     if (!endpoint) throw ApiError.notFound('webhook');
     return endpoint;
   }
 
   async delete(ctx: RequestContext, id: string): Promise<void> {
     const orgId = orgIdOf(ctx);
-    const endpoint = await this.repo.find(orgId, id);
-    if (!endpoint) throw ApiError.notFound('webhook');
+    const url = await this.repo.urlOf(orgId, id);
+    if (url === undefined) throw ApiError.notFound('webhook');
     const deleted = await this.repo.delete(orgId, id, {
       type: 'webhook.deleted',
       orgId,
       actor: actorOf(ctx.principal),
       target: { type: 'webhook', id },
-      data: { url: endpoint.url },
+      data: { url },
     });
     if (!deleted) throw ApiError.notFound('webhook');
   }
@@ -92,7 +95,7 @@ export class WebhooksService implements OnApplicationBootstrap {
 
   async deliveries(ctx: RequestContext, id: string, query: PageQuery & { status?: DeliveryStatus }): Promise<Page<WebhookDelivery>> {
     const orgId = orgIdOf(ctx);
-    if (!(await this.repo.find(orgId, id))) throw ApiError.notFound('webhook');
+    if ((await this.repo.urlOf(orgId, id)) === undefined) throw ApiError.notFound('webhook');
     return this.repo.deliveries(orgId, id, query);
   }
 }

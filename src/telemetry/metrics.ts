@@ -137,7 +137,7 @@ export class Metrics implements OnApplicationShutdown {
   });
   private readonly webhookDeliveries = new Counter({
     name: 'webhook_deliveries_total',
-    help: 'Webhook delivery attempts by outcome.',
+    help: 'Webhook delivery attempts by outcome; `dropped`: events not written as deliveries, their endpoint being at its cap of pending ones.',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
@@ -246,6 +246,14 @@ export class Metrics implements OnApplicationShutdown {
   webhookDelivery(outcome: WebhookDeliveryOutcome, seconds?: number): void {
     this.webhookDeliveries.labels(outcome).inc();
     if (seconds !== undefined) this.webhookDuration.labels(outcome).observe(seconds);
+  }
+
+  /**
+   * Events not written as deliveries because their endpoint was at WEBHOOK_MAX_PENDING_PER_ENDPOINT,
+   * as the sweep counts them (within an interval, by the node that counted): `outcome="dropped"`.
+   */
+  webhookDeliveriesDropped(count: number): void {
+    if (count > 0) this.webhookDeliveries.labels('dropped').inc(count);
   }
 
   /** One query answered: `seconds` when it succeeded, undefined when it failed. */

@@ -30,6 +30,7 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
     toolLeaseGraceMs: 60000,
     sweepIntervalMs: 15000,
     webhookDeliveryRetentionMs: 7 * 86_400_000,
+    webhookMaxPendingPerEndpoint: 10_000,
     mcpApprovalWaitSeconds: 60,
     databasePoolSize: 10,
     // Tests drive hundreds of requests per key; the rate-limit suite turns limits on for itself.

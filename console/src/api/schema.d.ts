@@ -1029,7 +1029,7 @@ export interface paths {
         put?: never;
         /**
          * Register an endpoint for the organization's audit events
-         * @description Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id, the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on `webhook-id`. At most 50 endpoints per organization.
+         * @description Each event of the chosen types is POSTed to `url` following Standard Webhooks: headers `webhook-id` (the event id, the same on every attempt), `webhook-timestamp` (seconds) and `webhook-signature: v1,<base64 HMAC-SHA256>`; the body is the AuditEvent. A 2xx answer within the timeout is success; anything else is retried with exponential backoff and jitter for WEBHOOK_RETRY_WINDOW_SECONDS (default 24 h), then the delivery is `failed`. At least once: deduplicate on `webhook-id`. At most 50 endpoints per organization. An endpoint with WEBHOOK_MAX_PENDING_PER_ENDPOINT (default 10,000) pending deliveries gets no new ones until half have drained: the events it misses stay in the audit log, and its `backlog` says how many and from when.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -1332,7 +1332,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
         };
         AuditPartyView: {
             id: string;
@@ -1450,6 +1450,8 @@ export interface components {
             title: string;
         };
         CreatedWebhookView: {
+            /** @description Its pending deliveries against the cap, and the events the cap kept from it. */
+            backlog: components["schemas"]["WebhookBacklogView"];
             /** Format: date-time */
             createdAt: string;
             description: string | null;
@@ -1525,7 +1527,7 @@ export interface components {
         };
         CreateWebhookDto: {
             description?: string;
-            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted. */
+            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
             types: string[];
             /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`. */
             url: string;
@@ -2091,11 +2093,36 @@ export interface components {
             /** @description True when the draft can be published. */
             valid: boolean;
         };
+        WebhookBacklogView: {
+            /** @description Events of its types not written as deliveries for it, in its latest time at the cap (0 if never), counted by the sweep: up to an interval behind. They stay in the audit log: read them with `GET /audit-events?since=` `firstDroppedAt`. */
+            dropped: number;
+            /**
+             * Format: date-time
+             * @description Since when new events are not written as deliveries for this endpoint (it reached `maxPending`); null while they are. They are written again once half of `maxPending` or fewer are pending. Audited `webhook.backlogged` and `webhook.backlog_cleared`.
+             */
+            droppingSince: string | null;
+            /**
+             * Format: date-time
+             * @description The `at` of the first event counted in `dropped`.
+             */
+            firstDroppedAt: string | null;
+            /**
+             * Format: date-time
+             * @description The `at` of the last event counted in `dropped`.
+             */
+            lastDroppedAt: string | null;
+            /** @description WEBHOOK_MAX_PENDING_PER_ENDPOINT: at this many pending deliveries, new events are not written as deliveries for the endpoint. */
+            maxPending: number;
+            /** @description Pending deliveries now (not yet succeeded or failed), counted up to twice `maxPending`. Stays near `maxPending` at most: an endpoint reaching it gets no new deliveries within a sweep interval. */
+            pending: number;
+        };
         WebhookPage: {
             items: components["schemas"]["WebhookView"][];
             nextCursor: string | null;
         };
         WebhookView: {
+            /** @description Its pending deliveries against the cap, and the events the cap kept from it. */
+            backlog: components["schemas"]["WebhookBacklogView"];
             /** Format: date-time */
             createdAt: string;
             description: string | null;
@@ -4063,7 +4090,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
             };
             header?: never;
             path?: never;
@@ -4128,7 +4155,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
                 types?: string;
             };
             header?: {
