@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { DataSource } from 'typeorm';
 import { launchBrowser } from './support/browser';
 import { TestIdentityProvider } from './support/oidc-provider';
 import { buildConsole } from './support/console-build';
@@ -57,7 +58,8 @@ describe('the Builder console in a browser (e2e)', () => {
       keyRefreshCooldownMs: 30_000,
       keysMaxAgeMs: 600_000,
     };
-    t = await createTestApp({ consoleDir: build.dir, config: { oidc } });
+    // No sweep: a webhook's backlog mark set by a test stays as the test set it.
+    t = await createTestApp({ consoleDir: build.dir, config: { oidc, sweepIntervalMs: 3_600_000 } });
     await t.app.listen(0, '127.0.0.1');
     const address = t.app.getHttpServer().address();
     base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
@@ -386,7 +388,8 @@ describe('the Builder console in a browser (e2e)', () => {
         (v) => v === 'true',
       );
       await form.getByText(/no query string/).waitFor();
-      expect((await api('get', '/model-providers', org.keys.viewer).expect(200)).body.items).toEqual([]);
+      const names = async () => ((await api('get', '/model-providers', org.keys.viewer).expect(200)).body.items as { name: string }[]).map((p) => p.name);
+      expect(await names()).not.toContain('console-llm');
       await baseUrl.fill(model.url);
       // Typed unseen: a password field, never offered by autofill.
       const key = form.getByLabel('API key');
@@ -482,6 +485,18 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(await accessibilityProblems(page)).toEqual([]);
     await shown.getByRole('button', { name: 'Done, hide the secret' }).click();
     expect(await page.getByText(secret).count()).toBe(0);
+
+    // At its cap of pending deliveries (as the sweep marks it), the endpoint says so and where the missed events are.
+    await t.app
+      .get(DataSource)
+      .query(
+        `UPDATE webhook_endpoint SET backlogged_at = now(), dropped = 3, dropped_first_at = now() - interval '1 minute', dropped_last_at = now() WHERE id = $1`,
+        [hook.id],
+      );
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Audit log', exact: true }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByText(/Not delivering new events since .*3 events were not delivered, from .*: read them in the audit log\./).waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
     await context.close();
   });
 

@@ -1,5 +1,5 @@
 import { useState, type FormEvent } from 'react';
-import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
+import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
 import { AUDIT_EVENT_TYPES } from '../audit-types';
 import { PageTitle } from '../router';
@@ -57,8 +57,9 @@ export function WebhooksPage() {
             </h2>
             {h.description && <p>{h.description}</p>}
             <p className="muted">
-              {h.types.includes('*') ? 'Every event type' : h.types.join(', ')} · since {formatTime(h.createdAt)}
+              {h.types.includes('*') ? 'Every event type' : h.types.join(', ')} · since {formatTime(h.createdAt)} · {h.backlog.pending} pending
             </p>
+            <Backlog backlog={h.backlog} />
             <div className="actions">
               <button type="button" aria-expanded={open === h.id} onClick={() => setOpen(open === h.id ? undefined : h.id)}>
                 {open === h.id ? 'Hide deliveries' : 'Show deliveries'} to {h.url}
@@ -92,6 +93,26 @@ export function WebhooksPage() {
       />
     </>
   );
+}
+
+/**
+ * An endpoint at its cap of pending deliveries gets no new ones until half have drained: what it
+ * missed stays in the audit log, and the admin needs to know from when to read it back.
+ */
+function Backlog({ backlog }: { backlog: Schemas['WebhookBacklogView'] }) {
+  const missed =
+    backlog.dropped > 0 && backlog.firstDroppedAt
+      ? ` ${backlog.dropped === 1 ? '1 event was' : `${backlog.dropped} events were`} not delivered, from ${formatTime(backlog.firstDroppedAt)} to ${formatTime(backlog.lastDroppedAt)}: read them in the audit log.`
+      : '';
+  if (backlog.droppingSince) {
+    return (
+      <p className="warning">
+        Not delivering new events since {formatTime(backlog.droppingSince)}: {backlog.pending} deliveries wait (at most {backlog.maxPending}); new ones are
+        written again once half have drained.{missed}
+      </p>
+    );
+  }
+  return missed ? <p className="help warning">Earlier backlog:{missed}</p> : null;
 }
 
 /** How long deliveries keep the replaced secret's signature beside the new one (Standard Webhooks' rotation). */
