@@ -8,7 +8,7 @@ const TIMEOUT_MS = 2000;
 /**
  * API.md "MCP catalog": what a vendor's server does on its own, against a loopback fixture server
  * (the SDK's McpServer): it says its tools changed (`notifications/tools/list_changed`), it
- * reports progress while a call runs, and it answers with images and embedded resources. The
+ * reports progress while a call runs when asked to (the platform does not ask), and it answers with images and embedded resources. The
  * tool list is cached for an hour here, so only the server's notice (or a sync) refreshes it.
  */
 describe('MCP catalog: what vendor servers send (e2e)', () => {
@@ -160,14 +160,15 @@ describe('MCP catalog: what vendor servers send (e2e)', () => {
     expect(vendor.listRequests.length - listsBefore).toBeLessThanOrEqual(1);
   });
 
-  it('progress: the platform asks for it and the call succeeds; reports never stretch the call past TOOL_TIMEOUT_MS', async () => {
+  it('progress: the platform asks for none (nothing would use the reports) and the call succeeds; a call is cut at TOOL_TIMEOUT_MS', async () => {
     const agent = await publishedAgent(['count_slowly']);
     const done = await call(agent.id, 'count_slowly', { steps: 3, stepMs: 20 }).expect(200);
     expect(done.body).toMatchObject({ status: 'succeeded', result: { content: [{ type: 'text', text: 'counted to 3' }] } });
-    // The call carried a progress token, and the server reported every step on it.
-    expect(vendor.progressSent.at(-1)).toBe(3);
+    // The call carried no progress token, so the server sent no report: one asked for them may
+    // send as many as it likes, and each costs the node's event loop (docs/security.md).
+    expect(vendor.progressSent.at(-1)).toBe(0);
 
-    // A server reporting progress every 200 ms for 4 s is still cut at the 2 s timeout.
+    // A server working 200 ms a step for 4 s is cut at the 2 s timeout.
     const started = Date.now();
     const slow = await call(agent.id, 'count_slowly', { steps: 20, stepMs: 200 }).expect(200);
     expect(slow.body).toMatchObject({ status: 'failed', error: { code: 'timeout' } });

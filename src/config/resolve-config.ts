@@ -70,6 +70,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       maxConnectionsPerOrigin: e.EGRESS_MAX_CONNECTIONS_PER_ORIGIN,
     },
     mcpToolsTtlSeconds: e.MCP_TOOLS_TTL_SECONDS,
+    mcpMaxMessagesPerRequest: e.MCP_MAX_MESSAGES_PER_REQUEST,
     runs: {
       maxSteps: e.RUN_MAX_STEPS,
       leaseMs: e.RUN_LEASE_SECONDS * 1000,

@@ -53,4 +53,16 @@ export class ToolCallVariables extends AuthVariables {
   @Min(0)
   @Max(86400 * 30)
   MCP_TOOLS_TTL_SECONDS: number = 300;
+
+  /**
+   * Messages an MCP server may send beside one request's answer (notifications, requests of its
+   * own); past it the call fails `upstream_unavailable`. A session's event stream gets as many per
+   * minute, then is closed for the session.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(10)
+  @Max(1_000_000)
+  MCP_MAX_MESSAGES_PER_REQUEST: number = 1000;
 }

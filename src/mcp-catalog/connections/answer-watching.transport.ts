@@ -11,8 +11,11 @@ import {
   type StreamableHTTPClientTransportOptions,
   type TransportSendOptions,
 } from '@modelcontextprotocol/client';
+import { budgets, MessageBudget, MessageLimits, meteredFetch } from './message-budget';
+import { McpUpstreamError } from './mcp-failures';
 
 type OnMessage = NonNullable<StreamableHTTPClientTransport['onmessage']>;
+type OnError = NonNullable<StreamableHTTPClientTransport['onerror']>;
 
 /**
  * Replies to the server's own requests on their way at once, per session. The client declares no
@@ -37,6 +40,11 @@ const logger = new Logger('McpClientPool');
  *
  * It also sends the client's replies to the server's requests within a budget (MAX_REPLIES_IN_FLIGHT,
  * REPLY_BURST): the server decides how many requests it sends, and each reply costs a socket.
+ *
+ * And it reads what the server sends within `limits` (message-budget.ts): a request's streams at
+ * most `maxMessages` messages beside its answer (then the call fails `upstream_unavailable` and
+ * its exchange is ended), the session's event stream as many per minute (then it is closed for the
+ * session's life); event streams reach the SDK a piece per event-loop turn.
  */
 export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   private readonly waiting = new Map<RequestId, (reason: Error) => void>();
@@ -44,20 +52,29 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   private replyTokens = REPLY_BURST;
   private refilledAt = Date.now();
   private dropped = 0;
+  /** What the server sends outside any request: its event stream (GET), opened by the `initialized` notification. */
+  private readonly session: MessageBudget;
 
   constructor(
     private readonly url: URL,
     options: StreamableHTTPClientTransportOptions,
     private readonly askerOf: () => ((reason: Error) => void) | undefined,
+    private readonly limits: MessageLimits,
   ) {
-    super(url, options);
+    super(url, { ...options, fetch: meteredFetch(options.fetch ?? fetch) });
+    this.session = new MessageBudget(limits, 'session', (reason) =>
+      logger.warn(`${url.origin}: ${reason.message}; its event stream is closed for this session`),
+    );
     // The client sets `onmessage` after this is built, and the base class reads it as an own field:
-    // an accessor in its place sees every answer first, so a request answered is no longer waited on.
+    // an accessor in its place sees every message first, so a request answered is no longer waited
+    // on, and each message is counted against the budget of the stream it came on (the SDK reads a
+    // stream in the async context of the send that opened it).
     let handler: OnMessage | undefined;
     const seen: OnMessage = (message: JSONRPCMessage) => {
-      if (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message)) {
-        if (message.id !== undefined) this.waiting.delete(message.id);
-      }
+      // Not the SDK's guards: each is a schema parse, and failing ones are the costly kind.
+      const answer = 'id' in message && ('result' in message || 'error' in message);
+      if (budgets.getStore()?.charge(answer ? 0 : 1, 0) === false) return;
+      if (answer && message.id !== undefined) this.waiting.delete(message.id);
       handler?.(message);
     };
     Object.defineProperty(this, 'onmessage', {
@@ -68,29 +85,57 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
         handler = next;
       },
     });
+    // An event that does not parse costs as much as one that does, and reaches only `onerror`.
+    let onError: OnError | undefined;
+    const counted: OnError = (error: Error) => {
+      budgets.getStore()?.charge(1, 0);
+      onError?.(error);
+    };
+    Object.defineProperty(this, 'onerror', {
+      configurable: true,
+      enumerable: true,
+      get: () => (onError ? counted : undefined),
+      set: (next: OnError | undefined) => {
+        onError = next;
+      },
+    });
   }
 
   override async send(message: JSONRPCMessage | JSONRPCMessage[], options?: TransportSendOptions): Promise<void> {
-    if (!Array.isArray(message) && (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message))) return this.reply(message, options);
+    if (!Array.isArray(message) && (isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message))) {
+      return budgets.run(this.session, () => this.reply(message, options));
+    }
+    const request = Array.isArray(message) ? message.some((m) => isJSONRPCRequest(m)) : isJSONRPCRequest(message);
+    if (!request) return budgets.run(this.session, () => super.send(message, options));
     const asker = !Array.isArray(message) && isJSONRPCRequest(message) ? this.askerOf() : undefined;
-    if (!asker || Array.isArray(message) || !isJSONRPCRequest(message)) return super.send(message, options);
+    if (!asker || Array.isArray(message) || !isJSONRPCRequest(message)) {
+      return budgets.run(new MessageBudget(this.limits, 'request', () => undefined), () => super.send(message, options));
+    }
     const id = message.id;
+    const budget = new MessageBudget(this.limits, 'request', (reason) => this.fail(id, new McpUpstreamError('upstream_unavailable', reason.message)));
     this.waiting.set(id, asker);
     try {
-      await super.send(message, {
-        ...options,
-        onRequestStreamEnd: () => {
-          options?.onRequestStreamEnd?.();
-          const tell = this.waiting.get(id);
-          if (!tell) return;
-          this.waiting.delete(id);
-          tell(new SdkError(SdkErrorCode.ConnectionClosed, 'the MCP server ended its answer without answering'));
-        },
-      });
+      await budgets.run(budget, () =>
+        super.send(message, {
+          ...options,
+          onRequestStreamEnd: () => {
+            options?.onRequestStreamEnd?.();
+            this.fail(id, new SdkError(SdkErrorCode.ConnectionClosed, 'the MCP server ended its answer without answering'));
+          },
+        }),
+      );
     } catch (err) {
       this.waiting.delete(id);
       throw err;
     }
+  }
+
+  /** Fails a request for its caller, once: its stream ended unanswered, or the server sent past its budget. */
+  private fail(id: RequestId, reason: Error): void {
+    const tell = this.waiting.get(id);
+    if (!tell) return;
+    this.waiting.delete(id);
+    tell(reason);
   }
 
   /**

@@ -40,6 +40,12 @@ const MAX_LIST_PAGE_BYTES = 4 * MAX_LIST_CHARS;
  * what a stored result may hold, as JSON escapes can take several bytes for one character.
  */
 export const MAX_RESPONSE_BYTES = 4 * MAX_RESULT_CHARS;
+/**
+ * What a server may send beside a request's answer (notifications, requests of its own), and on
+ * its session's event stream per minute (MCP_MAX_MESSAGES_PER_REQUEST): each costs the node's
+ * event loop 50 to 90 µs in the SDK, so this bounds a call's share to about a tenth of a second.
+ */
+export const MAX_MESSAGES_PER_REQUEST = 1000;
 const CLIENT_INFO = { name: 'capability-platform', version: '1' };
 
 /**
@@ -100,6 +106,7 @@ export class McpClientPool implements OnModuleDestroy {
   private readonly toolsChanged = new Set<(orgId: string, connectionId: string) => void>();
   private closing = false;
   private readonly maxResponseBytes: number;
+  private readonly maxMessages: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
   private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; tell?: (reason: Error) => void }>();
 
@@ -108,6 +115,7 @@ export class McpClientPool implements OnModuleDestroy {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.maxResponseBytes = config.mcpMaxResponseBytes ?? MAX_RESPONSE_BYTES;
+    this.maxMessages = config.mcpMaxMessagesPerRequest ?? MAX_MESSAGES_PER_REQUEST;
   }
 
   /** Called with a connection when its server says its tool list changed. */
@@ -142,12 +150,9 @@ export class McpClientPool implements OnModuleDestroy {
   /** `tools/call`. The server's own failure (`isError`) is an answer, not an exception. No credential is in the answer. */
   async callTool(target: McpTarget, name: string, args: Record<string, unknown>, options: McpRequestOptions): Promise<CallToolResult> {
     return this.withClient(target, options, 'result_too_large', async (client, signal) => {
-      const result = await client.request({ method: 'tools/call', params: { name, arguments: args } }, AS_SENT, {
-        signal,
-        timeout: options.timeoutMs,
-        // Asking for progress lets long-running tools report it; each report extends nothing.
-        onprogress: () => undefined,
-      });
+      // No progress is asked for (no `onprogress`): nothing shows it, and it would extend no timeout;
+      // a server asked for it may send as many reports as it likes, each parsed on the event loop.
+      const result = await client.request({ method: 'tools/call', params: { name, arguments: args } }, AS_SENT, { signal, timeout: options.timeoutMs });
       return redactSecretsDeep(result, secretsOf(target));
     });
   }
@@ -226,7 +231,9 @@ export class McpClientPool implements OnModuleDestroy {
         return await use(client, signal);
       });
     } catch (err) {
-      let failure = classify(err, target, pooled?.transport);
+      // The transport's own verdict (a server past its message budget) is the cause; the SDK reports it as a cancellation.
+      const reason: unknown = lost.signal.reason;
+      let failure = classify(reason instanceof McpUpstreamError ? reason : err, target, pooled?.transport);
       if (failure.code === 'result_too_large') failure = new McpUpstreamError(tooLarge, failure.message);
       // A transport that failed is not reused: the next call opens a new one (this one drains).
       if (failure.code !== 'tool_error' && pooled && this.pool.get(target.connectionId) === pooled && failure.code !== 'timeout') {
@@ -314,13 +321,15 @@ export class McpClientPool implements OnModuleDestroy {
         // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
       },
       () => this.current.getStore()?.tell,
+      { maxMessages: this.maxMessages, maxBytes: this.maxResponseBytes },
     );
   }
 
   /**
    * The SDK's timeout settles a request but never ends its HTTP exchange, so a server that trickles
    * or floods its answer would keep the socket and fill memory: each exchange gets the request's
-   * own deadline, and every answer a size cap. A GET is the session's event stream, meant to stay open.
+   * own deadline, and every answer a size cap. A GET is the session's event stream, meant to stay
+   * open: the transport bounds what it carries per minute instead (AnswerWatchingTransport).
    */
   private bounded(init: RequestInit | undefined): EgressRequestInit {
     const stream = (init?.method ?? 'GET').toUpperCase() === 'GET';
