@@ -4,7 +4,7 @@ import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.c
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
 import { assemble, ModelError, type ModelTurn } from './model-answer';
-import { limitSseLines } from './sse-line-limit';
+import { completionChunks } from './model-stream';
 
 export { ModelError, type ModelTurn };
 
@@ -83,15 +83,9 @@ export class OpenAiCompatibleModel implements ChatModel {
       baseURL: baseUrl,
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
       apiKey: apiKey ?? 'none',
-      // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS.
-      // And read no more than an answer of MAX_ANSWER_CHARS could take, framing included (a stream
-      // sends a chunk of about 200 bytes for every few characters).
-      // And no line of the stream past MAX_SSE_LINE_BYTES (the client's decoder is quadratic in a line's length).
-      fetch: async (url, init) =>
-        limitSseLines(
-          await fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
-          (max) => new ModelError('model_error', `The provider streamed a line longer than ${max} bytes; the answer was not read.`, false),
-        ),
+      // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS,
+      // and read no more than MAX_STREAM_BYTES.
+      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
@@ -146,7 +140,8 @@ export class OpenAiCompatibleModel implements ChatModel {
     const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
     let turn: ModelTurn;
     try {
-      turn = await assemble(await this.client.chat.completions.create(body, { signal }));
+      // The client sends the request and reads its errors; the stream is read by completionChunks.
+      turn = await assemble(completionChunks(await this.client.chat.completions.create(body, { signal }).asResponse()));
     } catch (err) {
       throw this.interruption(req, deadline) ?? err;
     }
