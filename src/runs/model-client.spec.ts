@@ -1,7 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { EgressTooLargeError } from '../egress/egress-policy';
 import { MAX_EMPTY_CHUNKS_PER_ANSWER } from './model-answer';
-import { ModelError, ModelRetry, OpenAiCompatibleModel } from './model-client';
+import { MAX_STREAM_BYTES, ModelError, ModelRetry, OpenAiCompatibleModel } from './model-client';
 import { MAX_SSE_LINE_BYTES } from './sse-line-limit';
 
 const delta = (d: object, finish: string | null = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
@@ -99,6 +100,34 @@ describe('OpenAiCompatibleModel', () => {
     } finally {
       await new Promise((r) => server.close(r));
     }
+  });
+
+  it('a stream past MAX_STREAM_BYTES (the egress cut it off) fails the call without another attempt', async () => {
+    let calls = 0;
+    const model = new OpenAiCompatibleModel(
+      'p',
+      'http://model.test/v1',
+      'k',
+      async (_url, init) => {
+        calls++;
+        expect(init?.maxBytes).toBe(MAX_STREAM_BYTES);
+        const body = new ReadableStream<Uint8Array>({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(`data: ${JSON.stringify(delta({ content: 'a' }))}\n\n`));
+            c.error(new EgressTooLargeError(`model.test answered more than ${MAX_STREAM_BYTES} bytes`, MAX_STREAM_BYTES));
+          },
+        });
+        return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+      },
+      policy,
+      sleep,
+    );
+    await expect(model.complete(req)).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: `The provider streamed more than ${MAX_STREAM_BYTES} bytes for one answer; none of it was kept.`,
+    });
+    expect([calls, sleeps]).toEqual([1, []]);
   });
 
   it('retries 429 honouring Retry-After, then answers', async () => {

@@ -3,7 +3,8 @@ import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, C
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
-import { assemble, ModelError, type ModelTurn } from './model-answer';
+import { EgressTooLargeError } from '../egress/egress-policy';
+import { assemble, MAX_CHUNKS_PER_ANSWER, ModelError, type ModelTurn } from './model-answer';
 import { completionChunks } from './model-stream';
 
 export { ModelError, type ModelTurn };
@@ -43,7 +44,12 @@ export class ModelRetry extends Error {
 /** `deadlineMs`: how long the whole exchange, streamed body included, may take (EgressRequestInit's). */
 export type FetchLike = (url: string, init?: RequestInit & { deadlineMs?: number; maxBytes?: number }) => Promise<Response>;
 
-const MAX_STREAM_BYTES = 256 * 1024 * 1024;
+/**
+ * The most bytes one answer may be streamed in: MAX_CHUNKS_PER_ANSWER chunks of 512 bytes (OpenAI's
+ * are about 250 with their ids, Azure's about 450 with their content filter results), so the
+ * longest answers today take half of it. Past it the call fails and is not tried again.
+ */
+export const MAX_STREAM_BYTES = MAX_CHUNKS_PER_ANSWER * 512;
 
 /** How much longer than the model's own deadline the connection's is: only a backstop, never what fires. */
 const CONNECTION_DEADLINE_MARGIN_MS = 1000;
@@ -165,6 +171,10 @@ function classify(raw: unknown, secrets: Readonly<Record<string, string>>): Mode
   if (raw instanceof ModelError) return raw;
   const code = (raw as { code?: unknown })?.code ?? (raw as { cause?: { code?: unknown } })?.cause?.code;
   if (code === 'egress_refused') return new ModelError('egress_refused', messageOf(raw), false);
+  // The same provider would stream as much again.
+  if (raw instanceof EgressTooLargeError) {
+    return new ModelError('model_error', `The provider streamed more than ${MAX_STREAM_BYTES} bytes for one answer; none of it was kept.`, false);
+  }
   if (raw instanceof OpenAI.APIUserAbortError) return new ModelError('model_error', 'The model call was aborted.', false);
   if (raw instanceof OpenAI.APIConnectionError) {
     const cause = (raw as { cause?: { code?: unknown } }).cause;
