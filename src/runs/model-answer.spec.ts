@@ -1,5 +1,5 @@
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { assemble, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_CALLS_PER_ANSWER, ModelError } from './model-answer';
+import { assemble, MAX_CHUNKS_PER_ANSWER, MAX_EMPTY_CHUNKS_PER_ANSWER, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_CALLS_PER_ANSWER, ModelError } from './model-answer';
 
 async function* chunks(...items: unknown[]): AsyncIterable<ChatCompletionChunk> {
   for (const item of items) yield item as ChatCompletionChunk;
@@ -123,5 +123,50 @@ describe('assemble', () => {
   it('a stream with no answer, or chunks that are not objects, is a retryable model error', async () => {
     await expect(assemble(chunks(delta({})))).rejects.toMatchObject({ code: 'model_error', retryable: true });
     await expect(assemble(chunks(null))).rejects.toBeInstanceOf(ModelError);
+  });
+
+  it('a stream of chunks that add nothing (empty deltas, a role alone, empty text, other choices, no choices) fails past the cap, read no further, not retried, however it would end', async () => {
+    const nothing = [delta({}), delta({ role: 'assistant' }), delta({ content: '' }), { choices: [{ index: 1, delta: { content: 'x' } }] }, { choices: [] }];
+    let read = 0;
+    async function* flood(): AsyncIterable<ChatCompletionChunk> {
+      while (read < 2 * MAX_EMPTY_CHUNKS_PER_ANSWER) yield nothing[read++ % nothing.length] as ChatCompletionChunk;
+      yield delta({ content: 'done' }, 'stop') as ChatCompletionChunk;
+    }
+    await expect(assemble(flood())).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: expect.stringContaining(`more than ${MAX_EMPTY_CHUNKS_PER_ANSWER} chunks that added nothing`),
+    });
+    expect(read).toBe(MAX_EMPTY_CHUNKS_PER_ANSWER + 1);
+  });
+
+  it("chunks of reasoning text, a role-only first chunk and the usage chunk are not empty; chunks that add nothing count across the answer's text", async () => {
+    const reasoning = Array.from({ length: MAX_EMPTY_CHUNKS_PER_ANSWER + 10 }, (_, i) =>
+      delta(i % 2 ? { reasoning_content: 'hm' } : { content: null, reasoning: 'hm' }),
+    );
+    const turn = await assemble(
+      chunks(delta({ role: 'assistant', content: '' }), ...reasoning, delta({ content: 'done' }, 'stop'), {
+        choices: [],
+        usage: { prompt_tokens: 1, completion_tokens: 2 },
+      }),
+    );
+    expect(turn).toMatchObject({ content: 'done', finishReason: 'stop', usage: { inputTokens: 1, outputTokens: 2 } });
+    // Empty chunks between the words of an answer are still counted: a few words do not reset the count.
+    const padded = Array.from({ length: MAX_EMPTY_CHUNKS_PER_ANSWER * 1.1 }, (_, i) => (i % 1000 === 0 ? delta({ content: 'w' }) : delta({})));
+    await expect(assemble(chunks(...padded, delta({ content: '.' }, 'stop')))).rejects.toMatchObject({ retryable: false });
+  });
+
+  it('past MAX_CHUNKS_PER_ANSWER chunks in all, each adding a little (reasoning, one character), the answer fails, read no further, not retried', async () => {
+    let read = 0;
+    async function* flood(): AsyncIterable<ChatCompletionChunk> {
+      while (read < 2 * MAX_CHUNKS_PER_ANSWER) yield delta(read++ % 2 ? { reasoning_content: 'x' } : { content: 'x' }) as ChatCompletionChunk;
+      yield delta({}, 'stop') as ChatCompletionChunk;
+    }
+    await expect(assemble(flood())).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: expect.stringContaining(`more than ${MAX_CHUNKS_PER_ANSWER} chunks`),
+    });
+    expect(read).toBe(MAX_CHUNKS_PER_ANSWER + 1);
   });
 });

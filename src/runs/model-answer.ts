@@ -46,6 +46,23 @@ export const MAX_TOOL_CALLS_PER_ANSWER = 128;
 /** The longest tool call id of a provider's kept as it is (theirs are a few dozen characters). */
 export const MAX_TOOL_CALL_ID_CHARS = 256;
 
+/**
+ * The most chunks one answer may be streamed in. A stream sends about a chunk a token, and the
+ * longest answers today are about 128k tokens, reasoning included: this is twice that. Chunks of
+ * reasoning, or of a character each, streamed without end (the provider is any URL an org admin
+ * saves) are otherwise bounded only by the stream's bytes, a few seconds of parsing a call.
+ */
+export const MAX_CHUNKS_PER_ANSWER = 250_000;
+
+/**
+ * The most chunks of one answer that add nothing to it: no text (the answer's, a refusal, reasoning
+ * under any name), no tool call's id, name or arguments, no usage, no finish reason. A real stream
+ * sends a few (the role alone first, a chunk of another choice). A provider streaming
+ * `{"choices":[{"delta":{}}]}` as fast as the socket took them made the node parse 80 MiB of them
+ * in 10 s; past this the call fails, and is not retried (the provider would do it again).
+ */
+export const MAX_EMPTY_CHUNKS_PER_ANSWER = 10_000;
+
 /** Puts a streamed answer together: content deltas in order, tool calls by their index. */
 export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
   let size = 0;
@@ -59,9 +76,15 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
   let finishReason: string | null = null;
   const calls = new Map<number, { id: string; name: string; arguments: string }>();
   const usage = { inputTokens: 0, outputTokens: 0 };
+  let count = 0;
+  let empty = 0;
   for await (const chunk of chunks) {
+    if (++count > MAX_CHUNKS_PER_ANSWER) {
+      throw new ModelError('model_error', `The provider streamed more than ${MAX_CHUNKS_PER_ANSWER} chunks for one answer; none of it was kept.`, false);
+    }
     if (chunk === null || typeof chunk !== 'object')
       throw new ModelError('model_error', 'The provider streamed something that is not a completion chunk.', true);
+    let added = Boolean(chunk.usage);
     if (chunk.usage) {
       // Summed into the run's usage: a provider's string or null must not turn the sum into text.
       usage.inputTokens = tokenCount(chunk.usage.prompt_tokens);
@@ -69,11 +92,12 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
     }
     for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
       if ((choice.index ?? 0) !== 0) continue;
-      const delta = choice.delta ?? {};
+      const delta: ChatCompletionChunk.Choice.Delta = choice.delta !== null && typeof choice.delta === 'object' ? choice.delta : {};
       if (typeof delta.content === 'string') {
         content += grow(delta.content);
         sawContent = true;
       }
+      added ||= carriesText(delta);
       for (const tc of Array.isArray(delta.tool_calls) ? delta.tool_calls : []) {
         const index = typeof tc.index === 'number' ? tc.index : calls.size;
         if (!calls.has(index) && calls.size >= MAX_TOOL_CALLS_PER_ANSWER) {
@@ -88,8 +112,19 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
         if (typeof tc.function?.name === 'string') call.name += grow(tc.function.name);
         if (typeof tc.function?.arguments === 'string') call.arguments += grow(tc.function.arguments);
         calls.set(index, call);
+        added ||= Boolean(tc.id || tc.function?.name || tc.function?.arguments);
       }
-      if (typeof choice.finish_reason === 'string' && choice.finish_reason) finishReason = choice.finish_reason;
+      if (typeof choice.finish_reason === 'string' && choice.finish_reason) {
+        finishReason = choice.finish_reason;
+        added = true;
+      }
+    }
+    if (!added && ++empty > MAX_EMPTY_CHUNKS_PER_ANSWER) {
+      throw new ModelError(
+        'model_error',
+        `The provider streamed more than ${MAX_EMPTY_CHUNKS_PER_ANSWER} chunks that added nothing to the answer (no text, tool call, usage or finish reason); none of it was kept.`,
+        false,
+      );
     }
   }
   const toolCalls = uniqueIds(
@@ -122,6 +157,15 @@ function uniqueIds<T extends { id: string }>(calls: T[]): T[] {
     seen.add(id);
     return id === c.id ? c : { ...c, id };
   });
+}
+
+/**
+ * Whether a delta carries text, kept or not: the answer's, a refusal, or reasoning, which providers
+ * stream under names of their own (`reasoning_content`, `reasoning`) before the answer.
+ */
+function carriesText(delta: object): boolean {
+  for (const [key, value] of Object.entries(delta)) if (key !== 'role' && typeof value === 'string' && value !== '') return true;
+  return false;
 }
 
 function tokenCount(n: unknown): number {

@@ -1,4 +1,8 @@
-import { ModelError, ModelRetry, OpenAiCompatibleModel } from './model-client';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { EgressTooLargeError } from '../egress/egress-policy';
+import { MAX_EMPTY_CHUNKS_PER_ANSWER } from './model-answer';
+import { MAX_STREAM_BYTES, ModelError, ModelRetry, OpenAiCompatibleModel } from './model-client';
 import { MAX_SSE_LINE_BYTES } from './sse-line-limit';
 
 const delta = (d: object, finish: string | null = null) => ({ choices: [{ index: 0, delta: d, finish_reason: finish }] });
@@ -13,26 +17,117 @@ describe('OpenAiCompatibleModel', () => {
 
   beforeEach(() => (sleeps.length = 0));
 
-  it('a provider streaming one line past MAX_SSE_LINE_BYTES fails the call (model_error, not retried) before the client decodes it', async () => {
-    const piece = new Uint8Array(64 * 1024).fill(0x61);
-    let sent = 0;
-    const endless = () =>
+  it('a provider streaming one line past MAX_SSE_LINE_BYTES fails the call (model_error, not retried) before it is decoded, whatever its content type', async () => {
+    for (const contentType of ['text/event-stream', 'text/plain']) {
+      const piece = new Uint8Array(64 * 1024).fill(0x61);
+      let sent = 0;
+      const endless = () =>
+        new Response(
+          new ReadableStream<Uint8Array>({
+            pull(c) {
+              // One line of 6 MiB, then the end of the stream.
+              if (sent >= 96 * piece.length) return c.close();
+              sent += piece.length;
+              c.enqueue(sent === piece.length ? new TextEncoder().encode('data: {"x":"') : piece);
+            },
+          }),
+          { headers: { 'content-type': contentType } },
+        );
+      const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => endless(), policy, sleep);
+      await expect(model.complete(req)).rejects.toMatchObject({ code: 'model_error', retryable: false, message: expect.stringContaining('line longer than') });
+      expect(sleeps).toEqual([]);
+      // Read up to the bound and a little past it (what the stream had buffered), not on and on.
+      expect(sent).toBeLessThan(MAX_SSE_LINE_BYTES + 16 * piece.length);
+    }
+  });
+
+  /** A body already there as fast as it is read: `pieces` times `piece` (`pulled` counts them), then the answer "done". */
+  function flood(piece: string, pieces: number) {
+    const bytes = new TextEncoder().encode(piece);
+    const seen = { pulled: 0, cancelled: false };
+    const response = () =>
       new Response(
         new ReadableStream<Uint8Array>({
           pull(c) {
-            // One line of 6 MiB, then the end of the stream.
-            if (sent >= 96 * piece.length) return c.close();
-            sent += piece.length;
-            c.enqueue(sent === piece.length ? new TextEncoder().encode('data: {"x":"') : piece);
+            if (seen.pulled === pieces) {
+              c.enqueue(new TextEncoder().encode(`data: ${JSON.stringify(delta({ content: 'done' }, 'stop'))}\n\ndata: [DONE]\n\n`));
+              return c.close();
+            }
+            seen.pulled++;
+            c.enqueue(bytes);
           },
+          cancel: () => void (seen.cancelled = true),
         }),
         { headers: { 'content-type': 'text/event-stream' } },
       );
-    const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => endless(), policy, sleep);
-    await expect(model.complete(req)).rejects.toMatchObject({ code: 'model_error', retryable: false, message: expect.stringContaining('line longer than') });
-    expect(sleeps).toEqual([]);
-    // Read up to the bound and a little past it (what the stream had buffered), not on and on.
-    expect(sent).toBeLessThan(MAX_SSE_LINE_BYTES + 16 * piece.length);
+    return { response, seen };
+  }
+
+  it('a provider streaming chunks that add nothing fails the call past MAX_EMPTY_CHUNKS_PER_ANSWER: not retried, its body read no further', async () => {
+    const line = `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {} }] })}\n\n`;
+    const perPiece = Math.floor(65536 / line.length);
+    // Then a real answer: read to its end, the flood would have succeeded.
+    const { response, seen } = flood(line.repeat(perPiece), Math.ceil((3 * MAX_EMPTY_CHUNKS_PER_ANSWER) / perPiece));
+    let calls = 0;
+    const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => (calls++, response()), policy, sleep);
+    await expect(model.complete(req)).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: expect.stringContaining(`more than ${MAX_EMPTY_CHUNKS_PER_ANSWER} chunks that added nothing`),
+    });
+    expect([calls, sleeps]).toEqual([1, []]);
+    expect(seen.cancelled).toBe(true);
+    expect(seen.pulled).toBeLessThan(MAX_EMPTY_CHUNKS_PER_ANSWER / perPiece + 4);
+  });
+
+  it("a long burst of a provider's chunks leaves other connections their turns: a loopback request made as it starts is answered before its end", async () => {
+    const server = createServer((_req, res) => res.end('pong'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const pieces = 20_000;
+      const { response, seen } = flood(`data: ${JSON.stringify(delta({ content: 'x' }))}\n\n`, pieces);
+      const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => response(), policy, sleep);
+      let pulledWhenAnswered = -1;
+      const answered = fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
+        .then((r) => r.text())
+        .then(() => (pulledWhenAnswered = seen.pulled));
+      const turn = await model.complete(req);
+      await answered;
+      expect(turn.content).toBe('x'.repeat(pieces) + 'done');
+      // Read at once, the burst took every turn until its end (pulledWhenAnswered === pieces).
+      expect(pulledWhenAnswered).toBeGreaterThan(0);
+      expect(pulledWhenAnswered).toBeLessThan(pieces / 2);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('a stream past MAX_STREAM_BYTES (the egress cut it off) fails the call without another attempt', async () => {
+    let calls = 0;
+    const model = new OpenAiCompatibleModel(
+      'p',
+      'http://model.test/v1',
+      'k',
+      async (_url, init) => {
+        calls++;
+        expect(init?.maxBytes).toBe(MAX_STREAM_BYTES);
+        const body = new ReadableStream<Uint8Array>({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(`data: ${JSON.stringify(delta({ content: 'a' }))}\n\n`));
+            c.error(new EgressTooLargeError(`model.test answered more than ${MAX_STREAM_BYTES} bytes`, MAX_STREAM_BYTES));
+          },
+        });
+        return new Response(body, { headers: { 'content-type': 'text/event-stream' } });
+      },
+      policy,
+      sleep,
+    );
+    await expect(model.complete(req)).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: `The provider streamed more than ${MAX_STREAM_BYTES} bytes for one answer; none of it was kept.`,
+    });
+    expect([calls, sleeps]).toEqual([1, []]);
   });
 
   it('retries 429 honouring Retry-After, then answers', async () => {

@@ -3,8 +3,9 @@ import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, C
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
-import { assemble, ModelError, type ModelTurn } from './model-answer';
-import { limitSseLines } from './sse-line-limit';
+import { EgressTooLargeError } from '../egress/egress-policy';
+import { assemble, MAX_CHUNKS_PER_ANSWER, ModelError, type ModelTurn } from './model-answer';
+import { completionChunks } from './model-stream';
 
 export { ModelError, type ModelTurn };
 
@@ -43,7 +44,12 @@ export class ModelRetry extends Error {
 /** `deadlineMs`: how long the whole exchange, streamed body included, may take (EgressRequestInit's). */
 export type FetchLike = (url: string, init?: RequestInit & { deadlineMs?: number; maxBytes?: number }) => Promise<Response>;
 
-const MAX_STREAM_BYTES = 256 * 1024 * 1024;
+/**
+ * The most bytes one answer may be streamed in: MAX_CHUNKS_PER_ANSWER chunks of 512 bytes (OpenAI's
+ * are about 250 with their ids, Azure's about 450 with their content filter results), so the
+ * longest answers today take half of it. Past it the call fails and is not tried again.
+ */
+export const MAX_STREAM_BYTES = MAX_CHUNKS_PER_ANSWER * 512;
 
 /** How much longer than the model's own deadline the connection's is: only a backstop, never what fires. */
 const CONNECTION_DEADLINE_MARGIN_MS = 1000;
@@ -83,15 +89,9 @@ export class OpenAiCompatibleModel implements ChatModel {
       baseURL: baseUrl,
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
       apiKey: apiKey ?? 'none',
-      // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS.
-      // And read no more than an answer of MAX_ANSWER_CHARS could take, framing included (a stream
-      // sends a chunk of about 200 bytes for every few characters).
-      // And no line of the stream past MAX_SSE_LINE_BYTES (the client's decoder is quadratic in a line's length).
-      fetch: async (url, init) =>
-        limitSseLines(
-          await fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
-          (max) => new ModelError('model_error', `The provider streamed a line longer than ${max} bytes; the answer was not read.`, false),
-        ),
+      // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS,
+      // and read no more than MAX_STREAM_BYTES.
+      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
@@ -146,7 +146,8 @@ export class OpenAiCompatibleModel implements ChatModel {
     const signal = req.signal ? AbortSignal.any([req.signal, deadline]) : deadline;
     let turn: ModelTurn;
     try {
-      turn = await assemble(await this.client.chat.completions.create(body, { signal }));
+      // The client sends the request and reads its errors; the stream is read by completionChunks.
+      turn = await assemble(completionChunks(await this.client.chat.completions.create(body, { signal }).asResponse()));
     } catch (err) {
       throw this.interruption(req, deadline) ?? err;
     }
@@ -170,6 +171,10 @@ function classify(raw: unknown, secrets: Readonly<Record<string, string>>): Mode
   if (raw instanceof ModelError) return raw;
   const code = (raw as { code?: unknown })?.code ?? (raw as { cause?: { code?: unknown } })?.cause?.code;
   if (code === 'egress_refused') return new ModelError('egress_refused', messageOf(raw), false);
+  // The same provider would stream as much again.
+  if (raw instanceof EgressTooLargeError) {
+    return new ModelError('model_error', `The provider streamed more than ${MAX_STREAM_BYTES} bytes for one answer; none of it was kept.`, false);
+  }
   if (raw instanceof OpenAI.APIUserAbortError) return new ModelError('model_error', 'The model call was aborted.', false);
   if (raw instanceof OpenAI.APIConnectionError) {
     const cause = (raw as { cause?: { code?: unknown } }).cause;
