@@ -1,7 +1,8 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { Metrics } from '../telemetry/metrics';
+import { IntervalSweeper } from './interval-sweeper';
 import { BACKLOG_ACTOR, DROP_COUNT_BATCH, resumeAt } from './webhook-backlog';
 import { BacklogCandidate, CountPosition, WebhookBacklogRepository } from './webhook-backlog.repository';
 
@@ -29,40 +30,20 @@ export interface BacklogReport {
  * sweep interval of overshoot past the cap (docs/operations.md).
  */
 @Injectable()
-export class WebhookBacklogSweeper implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly logger = new Logger(WebhookBacklogSweeper.name);
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<BacklogReport>;
-  private stopped = false;
+export class WebhookBacklogSweeper extends IntervalSweeper<BacklogReport> {
+  protected readonly logger = new Logger(WebhookBacklogSweeper.name);
+  protected readonly what = 'bounding webhook backlogs';
 
   constructor(
     private readonly repo: WebhookBacklogRepository,
     private readonly audit: AuditService,
     private readonly metrics: Metrics,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => {
-      this.sweepOnce().catch((err) => this.logger.warn(`bounding webhook backlogs failed: ${(err as Error).message}`));
-    }, this.config.sweepIntervalMs);
-    this.timer.unref();
+  ) {
+    super(config.sweepIntervalMs);
   }
 
-  /** Before the database connection closes: the statement in progress ends, no other starts. */
-  async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running?.catch(() => undefined);
-  }
-
-  /** One pass; overlapping calls share the pass in progress. */
-  sweepOnce(): Promise<BacklogReport> {
-    this.running ??= this.sweep().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  private async sweep(): Promise<BacklogReport> {
+  protected async sweep(): Promise<BacklogReport> {
     const report: BacklogReport = { marked: [], cleared: [], dropped: 0 };
     const max = this.config.webhookMaxPendingPerEndpoint;
     const resume = resumeAt(max);

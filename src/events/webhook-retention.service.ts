@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { IntervalSweeper } from './interval-sweeper';
 import { WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 
 /**
@@ -23,39 +24,18 @@ export interface RetentionReport {
  * until what is past the retention is gone; nodes sweeping at once skip each other's rows.
  */
 @Injectable()
-export class WebhookRetentionSweeper implements OnApplicationBootstrap, OnModuleDestroy {
-  private readonly logger = new Logger(WebhookRetentionSweeper.name);
-  private timer?: NodeJS.Timeout;
-  private running?: Promise<RetentionReport>;
-  private stopped = false;
+export class WebhookRetentionSweeper extends IntervalSweeper<RetentionReport> {
+  protected readonly logger = new Logger(WebhookRetentionSweeper.name);
+  protected readonly what = 'removing old webhook deliveries';
 
   constructor(
     private readonly repo: WebhookDeliveriesRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
-
-  onApplicationBootstrap(): void {
-    this.timer = setInterval(() => {
-      this.sweepOnce().catch((err) => this.logger.warn(`removing old webhook deliveries failed: ${(err as Error).message}`));
-    }, this.config.sweepIntervalMs);
-    // The sweep never keeps a process alive on its own.
-    this.timer.unref();
+  ) {
+    super(config.sweepIntervalMs);
   }
 
-  /** Before the database connection closes: the batch in progress ends, no other starts. */
-  async onModuleDestroy(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running?.catch(() => undefined);
-  }
-
-  /** One pass; overlapping calls share the pass in progress. */
-  sweepOnce(): Promise<RetentionReport> {
-    this.running ??= this.sweep().finally(() => (this.running = undefined));
-    return this.running;
-  }
-
-  private async sweep(): Promise<RetentionReport> {
+  protected async sweep(): Promise<RetentionReport> {
     const retentionMs = this.config.webhookDeliveryRetentionMs;
     const report: RetentionReport = { deliveries: 0, endpoints: 0, batches: 0 };
     while (!this.stopped) {

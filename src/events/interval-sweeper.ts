@@ -1,0 +1,40 @@
+import { Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+
+/**
+ * A pass a node runs every SWEEP_INTERVAL_SECONDS over what time leaves behind (the delivery log's
+ * retention, the endpoints' backlog marks): one pass at a time, shared by overlapping callers, never
+ * keeping the process alive, and finished (no other started) before the database connection closes.
+ */
+export abstract class IntervalSweeper<Report> implements OnApplicationBootstrap, OnModuleDestroy {
+  protected abstract readonly logger: Logger;
+  /** What the warning says failed, e.g. `removing old webhook deliveries`. */
+  protected abstract readonly what: string;
+  private timer?: NodeJS.Timeout;
+  private running?: Promise<Report>;
+  /** Set once the module stops: a pass checks it between its statements. */
+  protected stopped = false;
+
+  constructor(private readonly intervalMs: number) {}
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => {
+      this.sweepOnce().catch((err) => this.logger.warn(`${this.what} failed: ${(err as Error).message}`));
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Before the database connection closes: the statement in progress ends, no other starts. */
+  async onModuleDestroy(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass; overlapping calls share the pass in progress. */
+  sweepOnce(): Promise<Report> {
+    this.running ??= this.sweep().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  protected abstract sweep(): Promise<Report>;
+}
