@@ -1,3 +1,4 @@
+import type { FetchLike } from '@modelcontextprotocol/client';
 import { Logger } from '@nestjs/common';
 import {
   isJSONRPCErrorResponse,
@@ -57,11 +58,12 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
 
   constructor(
     private readonly url: URL,
-    options: StreamableHTTPClientTransportOptions,
+    /** `fetch` required: every exchange goes through the egress policy's, never the SDK's default. */
+    options: StreamableHTTPClientTransportOptions & { fetch: FetchLike },
     private readonly askerOf: () => ((reason: Error) => void) | undefined,
     private readonly limits: MessageLimits,
   ) {
-    super(url, { ...options, fetch: meteredFetch(options.fetch ?? fetch) });
+    super(url, { ...options, fetch: meteredFetch(options.fetch) });
     this.session = new MessageBudget(limits, 'session', (reason) =>
       logger.warn(`${url.origin}: ${reason.message}; its event stream is closed for this session`),
     );

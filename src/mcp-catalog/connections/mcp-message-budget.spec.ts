@@ -100,7 +100,7 @@ describe('AnswerWatchingTransport reading an event stream', () => {
 
   it('hands the SDK a bounded piece per event-loop turn, so other work interleaves with a long stream', async () => {
     const client = new Client({ name: 'test', version: '1' }, { capabilities: {} });
-    await client.connect(new AnswerWatchingTransport(new URL(mcp.url), {}, () => undefined, { maxMessages: 100_000, maxBytes: 64 * 1024 * 1024 }));
+    await client.connect(new AnswerWatchingTransport(new URL(mcp.url), { fetch }, () => undefined, { maxMessages: 100_000, maxBytes: 64 * 1024 * 1024 }));
     // An event-loop turn is counted by an immediate that schedules the next; each message handled is put in its turn.
     let turn = 0;
     let ticking = true;
