@@ -43,12 +43,17 @@ if (!onRealServer) console.info('sweep lock order: runs when DATABASE_URL is set
     await t.close();
   });
 
-  /** Two runs, lower id first, each waiting on its calls. */
+  /**
+   * Two runs, lower id first, each waiting on its calls. Each is leased to another node for the
+   * hour: a run with no lease is claimed by this node's engine, whose claim and step lock the run's
+   * row too (CI once saw the higher run locked by it, not by the sweep).
+   */
   async function twoRuns(): Promise<[string, string]> {
     const [low, high] = [randomUUID(), randomUUID()].sort();
     for (const id of [low, high]) {
       await db.query(
-        `INSERT INTO run (id, org_id, agent_id, version, status, input, messages, requested_by) VALUES ($1, $2, $3, 1, 'running', 'x', '[]', $4)`,
+        `INSERT INTO run (id, org_id, agent_id, version, status, input, messages, requested_by, lease_owner, lease_expires_at)
+         VALUES ($1, $2, $3, 1, 'running', 'x', '[]', $4, 'another-node', now() + interval '1 hour')`,
         [id, org.id, agentId, randomUUID()],
       );
     }
