@@ -310,6 +310,16 @@ describe('webhooks (e2e)', () => {
     // As when the event's transaction read the endpoint live and committed after the deletion had
     // failed the pending deliveries it could see: deleted, with this one still pending.
     await ds.query(`UPDATE webhook_endpoint SET deleted_at = now() WHERE id = $1`, [id]);
+    // A retry claimed before that (they come 100 ms apart here) is already on its way: it fails
+    // on the 500 before the receiver starts answering 204. CI once saw one land after the switch.
+    await until(
+      async () =>
+        (await ds.query(
+          `SELECT count(*)::int AS n FROM webhook_attempt a JOIN webhook_delivery d ON d.id = a.delivery_id WHERE d.endpoint_id = $1 AND a.finished_at IS NULL`,
+          [id],
+        )) as { n: number }[],
+      (r) => r[0].n === 0,
+    );
     const sent = receiver.received.length;
     receiver.answer = () => 204;
     await ds.query(`UPDATE webhook_delivery SET next_attempt_at = now() WHERE endpoint_id = $1`, [id]);
