@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { randomUUID } from 'node:crypto';
 import { ApiKeysRepository } from '../src/auth/api-keys.repository';
 import { EventStreamService } from '../src/events/event-stream.service';
+import { PositionSeals } from '../src/secrets/position-seals';
 import { collectGarbage } from './support/gc';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -95,7 +96,8 @@ describe('GET /events (e2e)', () => {
     const [first, second] = c.events;
     expect(first.event).toMatchObject({ type: 'agent.created', orgId: org.id, target: { type: 'agent', id: agentId } });
     expect(second.event).toMatchObject({ type: 'api_key.created', orgId: org.id });
-    expect(first.id).toMatch(/^\d+-\d+$/);
+    // Sealed: the transaction and sequence behind it are counters every organization shares.
+    expect(first.id).toMatch(/^[A-Za-z0-9_-]{32}$/);
     expect(first.id).not.toBe(second.id);
     // The same event as the audit log shows.
     const log = await t.http
@@ -114,6 +116,31 @@ describe('GET /events (e2e)', () => {
     await theirs.waitFor((x) => x.events.length >= 1);
     expect(mine.events.every((e) => e.event.orgId === org.id)).toBe(true);
     expect(theirs.events.every((e) => e.event.orgId === other.id)).toBe(true);
+  });
+
+  it("takes no id of another organization's stream, and its own ids count nothing the others wrote", async () => {
+    const mine = await stream(org);
+    const theirs = await stream(other);
+    await createAgent(org);
+    for (let i = 0; i < 3; i++) await createAgent(other);
+    await createAgent(org);
+    await mine.waitFor((x) => x.events.length >= 2);
+    await theirs.waitFor((x) => x.events.length >= 3);
+    // In the clear these were <transaction>-<sequence>: the gap between mine counted the other's three.
+    const seal = t.app.get(PositionSeals).events(org.id);
+    const [a, b] = mine.events.map((e) => seal.open(e.id)!);
+    expect(b[1] - a[1]).toBeGreaterThanOrEqual(4n);
+    expect(mine.events.map((e) => e.id)).not.toContain(`${a[0]}-${a[1]}`);
+    const res = await SseClient.open(`${base}/events`, { authorization: `Bearer ${org.keys.admin}`, 'last-event-id': theirs.events[1].id }).then(
+      (c) => (open.push(c), { status: 200, body: '' }),
+      (err: { status: number; body: string }) => err,
+    );
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.body)).toMatchObject({ code: 'invalid_request', errors: [{ path: 'Last-Event-ID', code: 'invalid_header' }] });
+    // The same position, resumed by its own organization, is taken.
+    const resumed = await stream(other, '', { 'last-event-id': theirs.events[1].id });
+    await resumed.waitFor((x) => x.events.length >= 1);
+    expect(resumed.events[0].event.id).toBe(theirs.events[2].event.id);
   });
 
   it('types= sends only those types', async () => {
@@ -171,7 +198,8 @@ describe('GET /events (e2e)', () => {
     const all = await stream(o, '?types=agent.created', { 'last-event-id': '0-0' });
     await all.waitFor((x) => x.events.length >= 4);
     expect(all.events.map((e) => e.event.id)).toEqual(ids);
-    expect(all.events.map((e) => e.id.split('-')[0])).toEqual(['9', '10', '99', '100']);
+    const seal = t.app.get(PositionSeals).events(o.id);
+    expect(all.events.map((e) => seal.open(e.id)![0].toString())).toEqual(['9', '10', '99', '100']);
     // Resumed after the second, the three after it, in order.
     const resumed = await stream(o, '?types=agent.created', { 'last-event-id': all.events[1].id });
     await resumed.waitFor((x) => x.events.length >= 2);
@@ -207,7 +235,7 @@ describe('GET /events (e2e)', () => {
     const admin = { authorization: `Bearer ${org.keys.admin}` };
     expect((await get('', {})).status).toBe(401);
     for (const role of ['viewer', 'builder', 'agent'] as const) expect((await get('', { authorization: `Bearer ${org.keys[role]}` })).status).toBe(403);
-    for (const bad of ['x', '12', '-1-2', '1-99999999999999999999', '184467440737095516160-1', randomUUID()]) {
+    for (const bad of ['x', '12', '-1-2', '1-2', '1-99999999999999999999', '184467440737095516160-1', randomUUID(), 'A'.repeat(32)]) {
       const res = await get('', { ...admin, 'last-event-id': bad });
       expect(res.status).toBe(400);
       expect(JSON.parse(res.body).errors[0].path).toBe('Last-Event-ID');

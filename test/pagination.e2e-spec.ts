@@ -46,6 +46,33 @@ describe('cursor pagination of lists', () => {
     return ids;
   }
 
+  it("walks the audit log with sealed cursors that no other organization's list takes", async () => {
+    const all = await walk('/api/v1/audit-events', 200);
+    expect(all.length).toBeGreaterThanOrEqual(9);
+    expect(await walk('/api/v1/audit-events', 1)).toEqual(all);
+    expect(await walk('/api/v1/audit-events', 4)).toEqual(all);
+    const page = await t.http
+      .get('/api/v1/audit-events')
+      .query({ limit: 1 })
+      .set(...bearer(org.keys.admin))
+      .expect(200);
+    // The cursor carries the audit sequence, which every organization shares, sealed under this one's key.
+    const inside = JSON.parse(Buffer.from(page.body.nextCursor, 'base64url').toString()) as unknown[];
+    expect(inside).toEqual([expect.stringMatching(/^[A-Za-z0-9_-]{32}$/)]);
+    const [seq] = (await t.app.get(DataSource).query(`SELECT max(seq)::text AS seq FROM audit_event WHERE org_id = $1`, [org.id])) as { seq: string }[];
+    const other = await createOrg(t);
+    for (const [cursor, what] of [
+      [page.body.nextCursor, "another organization's cursor"],
+      [Buffer.from(JSON.stringify([seq.seq])).toString('base64url'), 'the plain sequence, as cursors were before they were sealed'],
+    ]) {
+      const res = await t.http
+        .get('/api/v1/audit-events')
+        .query({ cursor })
+        .set(...bearer(other.keys.admin));
+      expect([what, res.status, res.body.errors?.[0]]).toEqual([what, 400, expect.objectContaining({ path: 'cursor', code: 'invalid_cursor' })]);
+    }
+  });
+
   it.each(['/api/v1/knowledge/collections', '/api/v1/skills', '/api/v1/agents', 'KEYS'])(
     '%s: every item once, in the same order at any page size',
     async (route) => {

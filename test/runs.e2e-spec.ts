@@ -11,6 +11,7 @@ import { MAX_PARALLEL_TOOL_CALLS, MAX_STEP_FAILURES } from '../src/runs/run-engi
 import { MAX_TOOL_CALLS_PER_ANSWER } from '../src/runs/model-answer';
 import { MAX_TRANSCRIPT_CHARS } from '../src/runs/conversation';
 import { EVENT_BATCH_BYTES, RunsRepository } from '../src/runs/runs.repository';
+import { PositionSeals } from '../src/secrets/position-seals';
 import { testRunsConfig } from './support/runs-config';
 
 /**
@@ -1099,8 +1100,11 @@ describe('agent runs (e2e)', () => {
         'model.completed',
         'run.succeeded',
       ]);
-      const ids = events.map((e) => Number(e.id));
-      expect([...ids].sort((a, b) => a - b)).toEqual(ids);
+      // Sealed under the run's key: in the clear they were a sequence every run of every organization shares.
+      expect(events.every((e) => /^[A-Za-z0-9_-]{32}$/.test(e.id))).toBe(true);
+      const seal = t.app.get(PositionSeals).run(org.id, run.body.id);
+      const ids = events.map((e) => seal.open(e.id)![0]);
+      expect([...ids].sort((a, b) => (a < b ? -1 : 1))).toEqual(ids);
       const resumed = await readEvents(run.body.id, events[4].id);
       expect(resumed.map((e) => e.event)).toEqual(['run.resumed', 'tool_call.succeeded', 'model.completed', 'run.succeeded']);
       await t.http
@@ -1108,6 +1112,14 @@ describe('agent runs (e2e)', () => {
         .set(...as('viewer'))
         .set('Last-Event-ID', 'abc')
         .expect(400);
+      // The plain sequence, as ids were before they were sealed, and another run's id: neither is this stream's.
+      for (const bad of [ids[4].toString(), seal.seal(ids[4], 1n), t.app.get(PositionSeals).run(org.id, randomUUID()).seal(ids[4], 0n)]) {
+        await t.http
+          .get(`/api/v1/runs/${run.body.id}/events`)
+          .set(...as('viewer'))
+          .set('Last-Event-ID', bad)
+          .expect(400);
+      }
       const other = await createOrg(t, []);
       await t.http
         .get(`/api/v1/runs/${run.body.id}/events`)

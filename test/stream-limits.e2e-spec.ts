@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { CORS_EXPOSED_HEADERS } from '../src/app.factory';
 import { CredentialWatch } from '../src/auth/credential-watch.service';
 import { EventStreamService } from '../src/events/event-stream.service';
+import { PositionSeals } from '../src/secrets/position-seals';
 import { RunsRepository } from '../src/runs/runs.repository';
 import { RunsService } from '../src/runs/runs.service';
 import { RunFixturesModule } from './fixtures/run-fixtures.module';
@@ -217,7 +218,10 @@ describe('streams an attacker cannot hold open (e2e)', () => {
           (err: { status: number; body: string }) => err,
         );
       const [{ xmax }] = await t.app.get(DataSource).query(`SELECT pg_snapshot_xmax(pg_current_snapshot())::text AS xmax`);
-      for (const never of ['9999999999-0', `${BigInt(xmax) + 1_000_000n}-0`, `${BigInt(xmax) + 1_000_000n}-7`]) {
+      // Ids are sealed, so no client makes these up; sealed with the organization's key, as a
+      // leaked secret or a bug would, they are still refused.
+      const seal = t.app.get(PositionSeals).events(org.id);
+      for (const never of [seal.seal(9999999999n, 0n), seal.seal(BigInt(xmax) + 1_000_000n, 0n), seal.seal(BigInt(xmax) + 1_000_000n, 7n), '9999999999-0']) {
         const res = await get(never);
         expect(res.status).toBe(400);
         expect(JSON.parse(res.body)).toMatchObject({ code: 'invalid_request', errors: [{ path: 'Last-Event-ID', code: 'invalid_header' }] });
@@ -313,7 +317,8 @@ describe('streams an attacker cannot hold open (e2e)', () => {
         response.on('end', () => resolve(body));
         response.on('error', reject);
       });
-      const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      const seal = t.app.get(PositionSeals).run(org.id, runId);
+      const ids = [...text.matchAll(/^id: (\S+)$/gm)].map((m) => seal.open(m[1])![0]);
       expect(ids).toHaveLength(total);
       expect(ids.every((id, i) => i === 0 || id > ids[i - 1])).toBe(true);
     });

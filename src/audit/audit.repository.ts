@@ -2,9 +2,10 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { normalizeInstant } from '../common/instant';
-import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
+import { decodeCursor, DEFAULT_LIMIT, invalidCursor, Page, pageOf } from '../common/pagination';
 import { shownUrl } from '../common/url-secrets';
 import { rowsWithinBudget } from '../database/keyset-page';
+import { PositionSeal, PositionSeals } from '../secrets/position-seals';
 import type { AuditEvent, AuditEventInput, AuditEventType } from './audit.service';
 
 /** A row of `audit_event` as stored; every reader (the list here, the event stream in src/events) maps it with `toAuditEvent`. */
@@ -28,7 +29,10 @@ export interface AuditRow {
  */
 @Injectable()
 export class AuditRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  constructor(
+    private readonly dataSource: DataSource,
+    private readonly seals: PositionSeals,
+  ) {}
 
   /** Writes the events with the caller's manager, so they commit (or not) with its change. */
   async insert(manager: EntityManager, events: AuditEventInput[]): Promise<void> {
@@ -38,7 +42,10 @@ export class AuditRepository {
 
   async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const after = decodeCursor(query.cursor, ['bigint']);
+    // The sequence is every organization's: the cursor carries it sealed under this one's key, so
+    // the gap between two pages' cursors does not count what the others wrote in between.
+    const seal = this.seals.audit(orgId);
+    const after = openedCursor(seal, query.cursor);
     const where = ['org_id = $1'];
     const params: unknown[] = [orgId];
     if (query.type) {
@@ -50,7 +57,7 @@ export class AuditRepository {
       where.push(`at >= $${params.length}::timestamptz`);
     }
     if (after) {
-      params.push(String(after[0]));
+      params.push(after);
       where.push(`seq < $${params.length}`);
     }
     params.push(limit + 1);
@@ -61,9 +68,20 @@ export class AuditRepository {
       order: 'seq DESC',
       bytes: ['w.data_bytes'],
     });
-    return pageOf(rows, limit, (r) => [r.seq], toAuditEvent, undefined, found);
+    return pageOf(rows, limit, (r) => [seal.seal(BigInt(r.seq), 0n)], toAuditEvent, undefined, found);
   }
 }
+
+/** The sequence a cursor of `GET /audit-events` seals, or 400 at `cursor` as for any list's cursor. */
+function openedCursor(seal: PositionSeal, cursor: string | undefined): string | undefined {
+  const token = decodeCursor(cursor, ['text'])?.[0] as string | undefined;
+  if (token === undefined) return undefined;
+  const pair = seal.open(token);
+  if (!pair || pair[1] !== 0n || pair[0] > BIGINT_MAX) throw invalidCursor();
+  return pair[0].toString();
+}
+
+const BIGINT_MAX = 9223372036854775807n;
 
 /**
  * The INSERT of `events` with its parameters numbered from `firstParam`. For a hot path that writes

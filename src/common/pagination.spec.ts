@@ -9,7 +9,6 @@ describe('cursor pagination', () => {
     expect(decodeCursor(cursor, ['timestamp', 'uuid'])).toEqual(['2026-01-01T00:00:00.123456Z', id]);
     expect(decodeCursor(encodeCursor(['acme']), ['text'])).toEqual(['acme']);
     expect(decodeCursor(encodeCursor([7]), ['int'])).toEqual([7]);
-    expect(decodeCursor(encodeCursor(['9223372036854775807']), ['bigint'])).toEqual(['9223372036854775807']);
     expect(decodeCursor(undefined, ['timestamp', 'uuid'])).toBeUndefined();
   });
 
@@ -26,8 +25,6 @@ describe('cursor pagination', () => {
     ['a fraction for an int', encodeCursor([1.5]), ['int'] as const],
     ['a huge int', encodeCursor([1e300]), ['int'] as const],
     ['a string for an int', encodeCursor(['1']), ['int'] as const],
-    ['a bigint out of range', encodeCursor(['99999999999999999999']), ['bigint'] as const],
-    ['a bigint that is not digits', encodeCursor(['1e400']), ['bigint'] as const],
     ['a number for text', encodeCursor([1]), ['text'] as const],
     ['a NUL in text', encodeCursor(['a\u0000b']), ['text'] as const],
   ])('refuses a cursor it did not issue: %s', (_what, bad, parts) => {

@@ -45,12 +45,11 @@ export function encodeCursor(key: unknown[]): string {
  * What each position of a sort key must be. A cursor is opaque to clients but not trusted: one
  * that was edited, or issued by another list, is a 400, never a query that fails in the database.
  */
-export type CursorPart = 'text' | 'int' | 'bigint' | 'timestamp' | 'uuid';
+export type CursorPart = 'text' | 'int' | 'timestamp' | 'uuid';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 // What PostgreSQL prints for a timestamptz in UTC, to the microsecond (see newestFirstPage).
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
-const BIGINT_MAX = 9223372036854775807n;
 
 function partOk(part: CursorPart, v: unknown): boolean {
   switch (part) {
@@ -58,8 +57,6 @@ function partOk(part: CursorPart, v: unknown): boolean {
       return typeof v === 'string' && v.length <= 512 && !v.includes('\u0000');
     case 'int':
       return typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 2147483647;
-    case 'bigint':
-      return typeof v === 'string' && /^\d{1,19}$/.test(v) && BigInt(v) <= BIGINT_MAX;
     case 'timestamp':
       // Round-tripped to the second: JavaScript reads 2026-02-30 as March 2, PostgreSQL refuses it.
       return (
@@ -82,7 +79,12 @@ export function decodeCursor(cursor: string | undefined, parts: readonly CursorP
   } catch {
     // fall through
   }
-  throw ApiError.invalidRequest([{ path: 'cursor', code: 'invalid_cursor', message: 'cursor is not one this API issued' }]);
+  throw invalidCursor();
+}
+
+/** A `cursor` this API did not issue (edited, another list's, another organization's): 400 naming it. */
+export function invalidCursor(): ApiError {
+  return ApiError.invalidRequest([{ path: 'cursor', code: 'invalid_cursor', message: 'cursor is not one this API issued' }]);
 }
 
 /**

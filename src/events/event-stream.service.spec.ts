@@ -1,5 +1,6 @@
 import { EventEmitter } from 'node:events';
 import type { AppConfig } from '../config/app-config';
+import { PositionSeals } from '../secrets/position-seals';
 import type { EventLogRepository, StreamRead } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import type { EventWakeups } from './event-wakeups.service';
@@ -27,6 +28,8 @@ class FakeResponse extends EventEmitter {
 }
 
 const wakeups = { on: () => () => undefined } as unknown as EventWakeups;
+const seals = new PositionSeals({ read: () => Promise.resolve(Buffer.alloc(32, 7)) } as never);
+beforeAll(() => seals.onModuleInit());
 const configWith = (heartbeatMs: number) => ({ events: { heartbeatMs, pollMs: 600_000 } }) as unknown as AppConfig;
 
 const oneEvent: StreamRead = {
@@ -58,7 +61,7 @@ describe('EventStreamService, a client that takes nothing', () => {
     const log = {
       readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }),
     };
-    service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(15_000));
+    service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(15_000));
     res = new FakeResponse(true);
     service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
     // The stream reads, writes the event into the full socket, and waits for it to drain.
@@ -91,7 +94,7 @@ describe('EventStreamService heartbeats', () => {
   it('send a keep-alive every heartbeat, and end a stream when its credential is no longer accepted', async () => {
     jest.useFakeTimers();
     const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }) };
-    const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, configWith(1_000));
+    const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(1_000));
     service.onModuleInit();
     const res = new FakeResponse();
     const credential = new AbortController();
@@ -129,7 +132,7 @@ describe('EventStreamService, streams of one organization sharing a read', () =>
     let listener: (orgs: Set<string>) => void = () => undefined;
     const wakes = { on: (l: typeof listener) => ((listener = l), () => undefined) } as unknown as EventWakeups;
     const readAfter = jest.fn().mockResolvedValue(nothing);
-    const service = new EventStreamService({ readAfter } as unknown as EventLogRepository, wakes, configWith(600_000));
+    const service = new EventStreamService({ readAfter } as unknown as EventLogRepository, wakes, seals, configWith(600_000));
     service.onModuleInit();
     const fast = new FakeResponse();
     const stuck = new FakeResponse(true);
@@ -147,13 +150,20 @@ describe('EventStreamService, streams of one organization sharing a read', () =>
     // Five wake-ups in a burst: one read, of every type, from the streams' lowest position.
     expect(readAfter).toHaveBeenCalledTimes(4);
     expect(readAfter.mock.calls[3].slice(1, 4)).toEqual([{ tx: 7n, seq: 0n }, undefined, 100]);
-    const ids = (r: FakeResponse) => r.written.filter((w) => w.startsWith('id: 7-')).map((w) => w.split('\n')[0]);
+    // Each event's id, opened with the organization's seal and shown as `<tx>-<seq>`.
+    const seal = seals.events('org');
+    const ids = (r: FakeResponse) =>
+      r.written
+        .filter((w) => w.includes('\ndata: '))
+        .map((w) => seal.open(w.slice('id: '.length, w.indexOf('\n')))!)
+        .map(([tx, seq]) => `id: ${tx}-${seq}`);
     expect(ids(fast)).toEqual(['id: 7-1', 'id: 7-2']);
     expect(ids(approver)).toEqual(['id: 7-2']);
     // The stuck client took its first event and no more; it waits for its socket, out of the shared reads.
     expect(ids(stuck)).toEqual(['id: 7-1']);
     // The same frame, serialized once, for every stream that carries the event.
-    expect(fast.written.find((w) => w.startsWith('id: 7-2'))).toBe(approver.written.find((w) => w.startsWith('id: 7-2')));
+    const second = `id: ${seal.seal(7n, 2n)}\n`;
+    expect(fast.written.find((w) => w.startsWith(second))).toBe(approver.written.find((w) => w.startsWith(second)));
 
     readAfter.mockResolvedValueOnce({ ...nothing, events: [event(3n, 'agent.created')] });
     listener(new Set(['org']));

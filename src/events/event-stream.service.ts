@@ -3,6 +3,7 @@ import type { ServerResponse } from 'node:http';
 import type { CredentialLease } from '../auth/credential-watch.service';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { PositionSeals } from '../secrets/position-seals';
 import { EventLogRepository, StreamStart } from './event-log.repository';
 import { OrgStreams, Stream } from './event-stream';
 import { EventWakeups } from './event-wakeups.service';
@@ -58,6 +59,7 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   constructor(
     private readonly log: EventLogRepository,
     private readonly wakeups: EventWakeups,
+    private readonly seals: PositionSeals,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -114,7 +116,7 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   ): void {
     let group = this.byOrg.get(orgId);
     if (!group) {
-      group = new OrgStreams(orgId, this.log, this.logger, (g) => {
+      group = new OrgStreams(orgId, this.log, this.logger, this.seals.events(orgId), (g) => {
         if (this.byOrg.get(orgId) === g) this.byOrg.delete(orgId);
       });
       this.byOrg.set(orgId, group);

@@ -2,6 +2,7 @@ import type { Logger } from '@nestjs/common';
 import type { ServerResponse } from 'node:http';
 import type { CredentialLease } from '../auth/credential-watch.service';
 import { EventLogRepository, StreamEvent, StreamRead, StreamStart, visibleInSnapshot } from './event-log.repository';
+import type { PositionSeal } from '../secrets/position-seals';
 import { comparePositions, EventPosition, formatPosition } from './event-position';
 
 /** Events read per query; also the most a stream holds in memory besides its socket's buffer. */
@@ -36,9 +37,9 @@ export function drained(res: ServerResponse, stop?: AbortSignal): Promise<boolea
   });
 }
 
-/** The SSE frame of an event: the same for every stream that carries it. */
-function frameOf({ position, event }: StreamEvent): string {
-  return `id: ${formatPosition(position)}\ndata: ${JSON.stringify(event)}\n\n`;
+/** The SSE frame of an event: the same for every stream of the organization that carries it. */
+function frameOf({ position, event }: StreamEvent, seal: PositionSeal): string {
+  return `id: ${formatPosition(seal, position)}\ndata: ${JSON.stringify(event)}\n\n`;
 }
 
 /**
@@ -62,6 +63,8 @@ export class OrgStreams {
     readonly orgId: string,
     readonly log: EventLogRepository,
     readonly logger: Logger,
+    /** The organization's seal of positions: derived once for all its streams. */
+    readonly seal: PositionSeal,
     private readonly onEmpty: (group: OrgStreams) => void,
   ) {}
 
@@ -116,7 +119,7 @@ export class OrgStreams {
         const frames = new Map<StreamEvent, string>();
         const frame = (e: StreamEvent): string => {
           let f = frames.get(e);
-          if (f === undefined) frames.set(e, (f = frameOf(e)));
+          if (f === undefined) frames.set(e, (f = frameOf(e, this.seal)));
           return f;
         };
         for (const s of members) s.deliver(read, frame);
@@ -187,7 +190,7 @@ export class Stream {
     if (this.res.destroyed) return this.close();
     // The start position as an id without data: a client that drops before any event arrives
     // still resumes from here, not from whenever it reconnects.
-    this.res.write(`retry: ${RETRY_MS}\nid: ${formatPosition(this.cursor)}\n\n`);
+    this.res.write(`retry: ${RETRY_MS}\nid: ${formatPosition(this.group.seal, this.cursor)}\n\n`);
     void this.alone();
   }
 
@@ -257,7 +260,7 @@ export class Stream {
       if (this.keyId && read.revokedKeys.has(this.keyId)) return this.close();
       for (const e of read.events) {
         if (this.closed || this.credential?.signal.aborted) return this.close();
-        const accepted = this.res.write(frameOf(e));
+        const accepted = this.res.write(frameOf(e, this.group.seal));
         this.passed(e.position);
         if (!accepted && !(await drained(this.res, this.closing.signal))) return this.close();
       }

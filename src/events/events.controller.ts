@@ -7,8 +7,9 @@ import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
+import { PositionSeals } from '../secrets/position-seals';
 import { StreamStart } from './event-log.repository';
-import { EventPosition, parsePosition } from './event-position';
+import { EventPosition, FROM_THE_START, parsePosition } from './event-position';
 import { EventStreamService, MAX_STREAMS_PER_ORG } from './event-stream.service';
 import { APPROVER_EVENT_TYPES, streamTypesFor } from './event-visibility';
 import { EventsQuery } from './events.dto';
@@ -19,6 +20,7 @@ export class EventsController {
   constructor(
     private readonly streams: EventStreamService,
     private readonly credentials: CredentialWatch,
+    private readonly seals: PositionSeals,
   ) {}
 
   @Get()
@@ -29,7 +31,8 @@ export class EventsController {
       'A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens',
       'with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with',
       '`Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream',
-      'starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client.',
+      `starts now; \`Last-Event-ID: ${FROM_THE_START}\` replays everything from the start. Positions are opaque, and an id`,
+      "of another organization's stream is refused. Browsers: EventSource cannot send `Authorization`; use a fetch-based client.",
       "The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires.",
       `An admin's stream carries every type. An approver's carries only the work it reviews (${APPROVER_EVENT_TYPES.join(', ')}),`,
       'from now and on resuming alike; asking it for another type is `403 forbidden` with an `errors[]` entry at `types[i]`.',
@@ -40,7 +43,9 @@ export class EventsController {
   @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id:` of the last event received: resume after it.' })
   @ApiOkResponse({
     description: 'The stream.',
-    content: { 'text/event-stream': { schema: { type: 'string', example: 'id: 7345-912\ndata: {"id":"…","type":"approval.requested",…}\n\n' } } },
+    content: {
+      'text/event-stream': { schema: { type: 'string', example: 'id: 3mXn0bH2kQe8T1vZy4LcWg9pAuDsRf7o\ndata: {"id":"…","type":"approval.requested",…}\n\n' } },
+    },
   })
   @ApiTooManyRequestsResponse(ProblemResponse(`The organization already has ${MAX_STREAMS_PER_ORG} streams open on this node (\`rate_limited\`).`))
   async stream(
@@ -52,7 +57,7 @@ export class EventsController {
   ): Promise<void> {
     const orgId = orgIdOf(ctx);
     const types = streamTypesFor(ctx.principal, query.types);
-    const resumeAt = lastEventId ? parsePosition(lastEventId.trim()) : undefined;
+    const resumeAt = lastEventId ? parsePosition(this.seals.events(orgId), lastEventId.trim()) : undefined;
     if (lastEventId && !resumeAt) throw notIssued();
     const headers = {
       ...(reply.getHeaders() as Record<string, string>),
@@ -93,9 +98,9 @@ function notIssued(): ApiError {
 
 /**
  * Whether `p` can be a position a stream sent. Events are sent below the horizon, which is below
- * the snapshot's xmax; an opening id is `<xmin>-0`, and xmin is xmax when nothing runs. A position
+ * the snapshot's xmax; an opening id is `(xmin, 0)`, and xmin is xmax when nothing runs. A position
  * past that was never sent: resuming there would wait, silently, for transactions that may never
- * come (`9999999999-0`).
+ * come. Sealed ids cannot be made up, so this holds against a leaked secret, or a bug.
  */
 function issuedBy(p: EventPosition, head: StreamStart): boolean {
   const xmax = head.skipBelow ?? head.from.tx;

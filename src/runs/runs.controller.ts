@@ -20,6 +20,7 @@ import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { drained, MAX_STREAMS_PER_ORG, OrgStreamSlots } from '../events/event-stream.service';
+import { PositionSeal, PositionSeals } from '../secrets/position-seals';
 import { CreateRunDto, ListRunsQuery, RunPage, RunView } from './runs.dto';
 import { RunEventRow } from './runs.repository';
 import { MAX_WAIT_SECONDS, RunsService } from './runs.service';
@@ -41,6 +42,7 @@ export class RunsController implements OnModuleDestroy {
   constructor(
     private readonly runs: RunsService,
     private readonly credentials: CredentialWatch,
+    private readonly seals: PositionSeals,
   ) {}
 
   @Post('agents/:agentId/runs')
@@ -136,11 +138,9 @@ export class RunsController implements OnModuleDestroy {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    const after = lastEventId === undefined || lastEventId.trim() === '' ? '0' : lastEventId.trim();
-    if (!/^\d{1,18}$/.test(after)) {
-      throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event of this stream' }]);
-    }
     const orgId = await this.runs.assertVisible(ctx, id);
+    const seal = this.seals.run(orgId, id);
+    const after = lastEventId === undefined || lastEventId.trim() === '' ? '0' : seqOf(seal, lastEventId.trim());
     // What Fastify would have sent (CORS, Vary), which a hijacked reply must send itself.
     const headers = {
       ...(reply.getHeaders() as Record<string, string>),
@@ -175,7 +175,7 @@ export class RunsController implements OnModuleDestroy {
       if (gone.signal.aborted) return;
       raw.writeHead(200, headers);
       raw.write(': run events\n\n');
-      await this.send(orgId, id, after, raw, gone.signal, credential.keyId);
+      await this.send(orgId, id, seal, after, raw, gone.signal, credential.keyId);
     } catch {
       // The stream is already open: the client reconnects with Last-Event-ID and loses nothing.
     } finally {
@@ -201,7 +201,15 @@ export class RunsController implements OnModuleDestroy {
    * is stopped when the socket is full and started again after the last event written once it
    * has drained, so a client that reads nothing holds one batch, not the whole run.
    */
-  private async send(orgId: string, id: string, after: string, raw: ServerResponse, gone: AbortSignal, keyId: string | undefined): Promise<void> {
+  private async send(
+    orgId: string,
+    id: string,
+    seal: PositionSeal,
+    after: string,
+    raw: ServerResponse,
+    gone: AbortSignal,
+    keyId: string | undefined,
+  ): Promise<void> {
     let last = after;
     while (!gone.aborted) {
       const stretch = new AbortController();
@@ -216,7 +224,7 @@ export class RunsController implements OnModuleDestroy {
           (batch: RunEventRow[]) => {
             // The service may hand over one more batch it had read when it was stopped.
             if (stretch.signal.aborted) return;
-            full = !raw.write(batch.map(formatEvent).join(''));
+            full = !raw.write(batch.map((e) => formatEvent(e, seal)).join(''));
             last = batch[batch.length - 1].seq;
             if (full) stretch.abort();
           },
@@ -237,19 +245,36 @@ export class RunsController implements OnModuleDestroy {
 }
 
 /**
+ * The run events' sequence `id` seals (an event's `id:`), or 400. The sequence is shared by every
+ * run of every organization, so it is sent sealed under the run's own key
+ * (src/secrets/position-seals.ts): in the clear, the gap between two ids counted what every other
+ * run wrote in between, and an id of one run now opens in no other.
+ */
+function seqOf(seal: PositionSeal, id: string): string {
+  const pair = seal.open(id);
+  if (!pair || pair[1] !== 0n || pair[0] > MAX_SEQ) {
+    throw ApiError.invalidRequest([{ path: 'Last-Event-ID', code: 'invalid_header', message: 'Last-Event-ID must be the id of an event of this stream' }]);
+  }
+  return pair[0].toString();
+}
+
+const MAX_SEQ = 9223372036854775807n;
+
+/**
  * The frames of events read once for several streams of a run (RunsService shares their reads):
  * a `model.completed` event holds up to 2,000,000 characters, serialized once, not once a stream.
+ * Every stream of the run seals with the same key, so the frame is the same for each.
  */
 const frames = new WeakMap<RunEventRow, string>();
 
-function formatEvent(e: RunEventRow): string {
+function formatEvent(e: RunEventRow, seal: PositionSeal): string {
   let frame = frames.get(e);
-  if (frame === undefined) frames.set(e, (frame = frameOf(e)));
+  if (frame === undefined) frames.set(e, (frame = frameOf(e, seal)));
   return frame;
 }
 
-function frameOf(e: RunEventRow): string {
-  return `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify({ type: e.type, at: new Date(e.at).toISOString(), ...e.data })}\n\n`;
+function frameOf(e: RunEventRow, seal: PositionSeal): string {
+  return `id: ${seal.seal(BigInt(e.seq), 0n)}\nevent: ${e.type}\ndata: ${JSON.stringify({ type: e.type, at: new Date(e.at).toISOString(), ...e.data })}\n\n`;
 }
 
 /**
