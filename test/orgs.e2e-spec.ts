@@ -240,6 +240,66 @@ describe('organizations, API keys and /me (e2e)', () => {
     }
   });
 
+  it('reads a window of the audit trail with `since` and `until` (exclusive), paged by cursor', async () => {
+    const org = await createOrg(t);
+    for (let i = 0; i < 5; i++) {
+      await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(org.keys.builder))
+        .send({ slug: `window-${i}`, name: `w${i}` })
+        .expect(201);
+    }
+    const read = async (query: Record<string, string | number>) => {
+      const items: { id: string; at: string }[] = [];
+      let cursor: string | undefined;
+      do {
+        const res = await t.http
+          .get('/api/v1/audit-events')
+          .query({ ...query, ...(cursor ? { cursor } : {}) })
+          .set(...bearer(org.keys.admin))
+          .expect(200);
+        items.push(...(res.body.items as { id: string; at: string }[]));
+        cursor = res.body.nextCursor ?? undefined;
+      } while (cursor);
+      return items;
+    };
+    const all = await read({ type: 'agent.created' });
+    expect(all).toHaveLength(5);
+    // Newest first by time; the window from the fourth newest up to (not including) the newest.
+    const ats = all.map((e) => Date.parse(e.at));
+    expect([...ats].sort((a, b) => b - a)).toEqual(ats);
+    const window = await read({ type: 'agent.created', since: all[3].at, until: all[0].at, limit: 1 });
+    expect(window.map((e) => e.id)).toEqual(all.filter((e) => e.at >= all[3].at && e.at < all[0].at).map((e) => e.id));
+    expect(window.map((e) => e.id)).not.toContain(all[0].id);
+    expect(window.map((e) => e.id)).toContain(all[3].id);
+    expect(await read({ until: '2000-01-01' })).toEqual([]);
+    expect((await read({ until: '9999-12-31', limit: 2 })).length).toBe((await read({})).length);
+    // A cursor of the whole trail, read with an `until` below it: the lower bound wins.
+    const first = await t.http
+      .get('/api/v1/audit-events')
+      .query({ limit: 1 })
+      .set(...bearer(org.keys.admin))
+      .expect(200);
+    const below = await t.http
+      .get('/api/v1/audit-events')
+      .query({ cursor: first.body.nextCursor, until: all[2].at, type: 'agent.created' })
+      .set(...bearer(org.keys.admin))
+      .expect(200);
+    expect(below.body.items.map((e: { id: string }) => e.id)).toEqual(all.filter((e) => e.at < all[2].at).map((e) => e.id));
+    for (const [query, path] of [
+      [{ until: 'tomorrow' }, 'until'],
+      [{ until: '2020-02-30' }, 'until'],
+      [{ since: '2026-01-02', until: '2026-01-01T23:59:59Z' }, 'until'],
+    ] as const) {
+      const res = await t.http
+        .get('/api/v1/audit-events')
+        .query(query)
+        .set(...bearer(org.keys.admin))
+        .expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_request', errors: [{ path }] });
+    }
+  });
+
   it('answers 413 for bodies over 1 MiB and 400 for broken JSON, as problem documents', async () => {
     const big = await t.http
       .post('/api/v1/orgs')

@@ -22,6 +22,14 @@ export interface AuditRow {
   data: Record<string, unknown>;
 }
 
+export interface AuditListQuery {
+  type?: string;
+  since?: string;
+  until?: string;
+  limit?: number;
+  cursor?: string;
+}
+
 /**
  * The owner of `audit_event`'s SQL: the insert (on its own, or as part of a caller's statement
  * through `auditInsert`) and the newest-first list. The stream's reads (by transaction position)
@@ -40,7 +48,15 @@ export class AuditRepository {
     await manager.query(sql, params);
   }
 
-  async list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
+  /**
+   * Newest first by `at`, then `seq`, through (org_id[, type], at DESC, seq DESC): `since` and
+   * `until` are bounds of the index scan. Ordered by `seq` alone, a window that matched little
+   * (`since` an hour from now) walked the organization's whole log, filtering: 1.5 s at 2,000,000
+   * events, and any admin could repeat it. The page's upper end is one row bound, the lower of the
+   * cursor's row and `(until, 0)`: given as two conditions, the scan started at one of them and
+   * could walk from there to the other (a cursor of another query with an old `until`: 310 ms).
+   */
+  async list(orgId: string, query: AuditListQuery): Promise<Page<AuditEvent>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     // The sequence is every organization's: the cursor carries it sealed under this one's key, so
     // the gap between two pages' cursors does not count what the others wrote in between.
@@ -56,16 +72,23 @@ export class AuditRepository {
       params.push(normalizeInstant(query.since));
       where.push(`at >= $${params.length}::timestamptz`);
     }
+    const ends: string[] = [];
     if (after) {
       params.push(after);
-      where.push(`seq < $${params.length}`);
+      ends.push(`SELECT c.at, c.seq FROM audit_event c WHERE c.seq = $${params.length} AND c.org_id = $1`);
     }
+    if (query.until) {
+      params.push(normalizeInstant(query.until));
+      // seq starts at 1: (until, 0) is below every event at `until`, so the bound is exclusive.
+      ends.push(`SELECT $${params.length}::timestamptz, 0::bigint`);
+    }
+    if (ends.length > 0) where.push(`(at, seq) < (SELECT e.at, e.seq FROM (${ends.join(' UNION ALL ')}) e(at, seq) ORDER BY e.at, e.seq LIMIT 1)`);
     params.push(limit + 1);
     // An event's data is mostly ids, but a server's tool list (mcp_connection.synced) is as long as the server makes it.
     const { rows, found } = await rowsWithinBudget<AuditRow>(this.dataSource, {
-      text: `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY seq DESC LIMIT $${params.length}`,
+      text: `SELECT * FROM audit_event WHERE ${where.join(' AND ')} ORDER BY at DESC, seq DESC LIMIT $${params.length}`,
       params,
-      order: 'seq DESC',
+      order: 'at DESC, seq DESC',
       bytes: ['w.data_bytes'],
     });
     return pageOf(rows, limit, (r) => [seal.seal(BigInt(r.seq), 0n)], toAuditEvent, undefined, found);

@@ -1,7 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { DataSource, EntityManager, EntitySubscriberInterface, TransactionCommitEvent, TransactionRollbackEvent } from 'typeorm';
 import type { Page } from '../common/pagination';
-import { AuditRepository } from './audit.repository';
+import { AuditListQuery, AuditRepository } from './audit.repository';
 
 // The statement builder lives with the table's SQL; callers that write events in their own statement import it from here.
 export { auditInsert } from './audit.repository';
@@ -144,7 +144,7 @@ export class AuditService implements OnModuleInit, EntitySubscriberInterface {
     }
   }
 
-  list(orgId: string, query: { type?: string; since?: string; limit?: number; cursor?: string }): Promise<Page<AuditEvent>> {
+  list(orgId: string, query: AuditListQuery): Promise<Page<AuditEvent>> {
     return this.repo.list(orgId, query);
   }
 }

@@ -57,7 +57,7 @@ export class WebhookBacklogView implements WebhookBacklog {
   droppingSince: string | null;
   @ApiProperty({
     description:
-      'Events of its types not written as deliveries for it, in its latest time at the cap (0 if never), counted by the sweep: up to an interval behind. They stay in the audit log: read them with `GET /audit-events?since=` `firstDroppedAt`.',
+      'Events of its types not written as deliveries for it, in its latest time at the cap (0 if never), counted by the sweep: up to an interval behind. They stay in the audit log: read them with `GET /audit-events?since=` `firstDroppedAt` `&until=` `lastDroppedAt` plus a millisecond.',
   })
   dropped: number;
   @ApiProperty({ format: 'date-time', type: String, nullable: true, description: 'The `at` of the first event counted in `dropped`.' })

@@ -419,7 +419,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's audit log, newest first */
+        /**
+         * The organization's audit log, newest first
+         * @description Newest first by the time each event was written, then by the order it was written in. `since` and `until` bound the read in the index, so a narrow window of a long log is as quick as its first page.
+         */
         get: operations["listAuditEvents"];
         put?: never;
         post?: never;
@@ -438,7 +441,7 @@ export interface paths {
         };
         /**
          * The organization's audit events as they are written (Server-Sent Events)
-         * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now. Positions are opaque. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires. An admin's stream carries every type. An approver's carries only the work it reviews (agent.created, agent.published, agent.version_retired, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled), from now and on resuming alike; asking it for another type is `403 forbidden` with an `errors[]` entry at `types[i]`. At most 256 streams per organization per server node.
+         * @description A `text/event-stream`: each event is `id: <position>` and `data: <AuditEvent as JSON>`, in order. The stream opens with an `id:` line alone (where it starts) and a comment (`: keep-alive`) is sent every 15 s. Reconnect with `Last-Event-ID: <the last id received>` to get exactly the events written since, none twice. Without it the stream starts now; `Last-Event-ID: 0-0` replays everything from the start. Positions are opaque, and an id of another organization's stream is refused. Browsers: EventSource cannot send `Authorization`; use a fetch-based client. The stream ends when the API key it was opened with is revoked, or when the identity provider's token expires. An admin's stream carries every type. An approver's carries only the work it reviews (agent.created, agent.published, agent.version_retired, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled), from now and on resuming alike; asking it for another type is `403 forbidden` with an `errors[]` entry at `types[i]`. At most 256 streams per organization per server node.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -2094,7 +2097,7 @@ export interface components {
             valid: boolean;
         };
         WebhookBacklogView: {
-            /** @description Events of its types not written as deliveries for it, in its latest time at the cap (0 if never), counted by the sweep: up to an interval behind. They stay in the audit log: read them with `GET /audit-events?since=` `firstDroppedAt`. */
+            /** @description Events of its types not written as deliveries for it, in its latest time at the cap (0 if never), counted by the sweep: up to an interval behind. They stay in the audit log: read them with `GET /audit-events?since=` `firstDroppedAt` `&until=` `lastDroppedAt` plus a millisecond. */
             dropped: number;
             /**
              * Format: date-time
@@ -4091,6 +4094,8 @@ export interface operations {
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
                 type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
+                /** @description Only events before this instant (exclusive, so `since=2026-01-30&until=2026-01-31` is that one day), written as `since` is; not before `since`. With `since`, a bounded read: recovering the events a webhook endpoint left out takes the ones between its `firstDroppedAt` and `lastDroppedAt`. */
+                until?: string;
             };
             header?: never;
             path?: never;
