@@ -141,6 +141,14 @@ describe('GET /events (e2e)', () => {
     const resumed = await stream(other, '', { 'last-event-id': theirs.events[1].id });
     await resumed.waitFor((x) => x.events.length >= 1);
     expect(resumed.events[0].event.id).toBe(theirs.events[2].event.id);
+    // Where a stream opens is the server's horizon, which every organization's writes move: two
+    // openings in a row do not show whether anyone wrote between them, and each resumes.
+    const [x, y] = [await stream(org), await stream(org)];
+    expect(x.lastId).not.toBe(y.lastId);
+    const fromY = await stream(org, '', { 'last-event-id': y.lastId! });
+    const agentId = await createAgent(org);
+    await fromY.waitFor((z) => z.events.length >= 1);
+    expect(fromY.events[0].event.target).toEqual({ type: 'agent', id: agentId });
   });
 
   it('types= sends only those types', async () => {
