@@ -12,7 +12,7 @@ import { AuthModule } from './auth/auth.module';
 import { CapabilitiesModule } from './capabilities/capabilities.module';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
-import { dataSourceOptions } from './database/data-source-options';
+import { dataSourceOptions, withStatementTimeout } from './database/data-source-options';
 import { EventsModule } from './events/events.module';
 import { HealthModule } from './health/health.module';
 import { KnowledgeModule } from './knowledge/knowledge.module';
@@ -63,7 +63,10 @@ export class AppModule {
             },
           },
         }),
-        TypeOrmModule.forRoot({ ...dataSourceOptions(database.url, database.poolSize), autoLoadEntities: false }),
+        TypeOrmModule.forRoot({
+          ...withStatementTimeout(dataSourceOptions(database.url, database.poolSize), config.databaseStatementTimeoutMs),
+          autoLoadEntities: false,
+        }),
         TelemetryModule,
         RateLimitModule.forRoot(options.rateLimitStore),
         SecretsModule,

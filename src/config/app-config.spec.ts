@@ -35,6 +35,13 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_MAX_PENDING_PER_ENDPOINT: '10' }).webhookMaxPendingPerEndpoint).toBe(10);
   });
 
+  it('ends a statement of the API past a minute unless told otherwise (0: never)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).databaseStatementTimeoutMs).toBe(60_000);
+    expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: ' 5000 ' }).databaseStatementTimeoutMs).toBe(5_000);
+    expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
+  });
+
   it('parses numbers and keeps given values', () => {
     const env = parseEnvironment({
       PORT: '8080',
@@ -58,6 +65,9 @@ describe('environment', () => {
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', '366'],
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', '1.5'],
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', 'week'],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '3600001'],
+    ['DATABASE_STATEMENT_TIMEOUT_MS', '1.5'],
     ['WEBHOOK_MAX_PENDING_PER_ENDPOINT', '9'],
     ['WEBHOOK_MAX_PENDING_PER_ENDPOINT', '10000001'],
     ['WEBHOOK_MAX_PENDING_PER_ENDPOINT', '1e4'],

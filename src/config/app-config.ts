@@ -40,6 +40,8 @@ export interface AppConfig {
   webhookMaxPendingPerEndpoint: number;
   mcpApprovalWaitSeconds: number;
   databasePoolSize: number;
+  /** DATABASE_STATEMENT_TIMEOUT_MS for the pool's connections; unset or 0: none (tests set theirs). */
+  databaseStatementTimeoutMs?: number;
   rateLimit: RateLimitConfig;
   /** Unset (tests): DEFAULT_HTTP_TIMEOUTS. */
   httpTimeouts?: HttpTimeouts;

@@ -26,6 +26,20 @@ export class DatabaseVariables extends HttpVariables {
   @Max(1000)
   DATABASE_POOL_SIZE: number = 10;
 
+  /**
+   * The longest one statement of the API may run, in ms (0: no limit). A statement nobody waits for
+   * any more (its tool timed out, its client left) otherwise keeps its pool connection for as long
+   * as it runs; the limit also stops one the product never meant to be slow. Migrations are not
+   * bound by it (they run on a connection of their own), nor is the embedded database (PGlite
+   * keeps no statement timer).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(3_600_000)
+  DATABASE_STATEMENT_TIMEOUT_MS: number = 60_000;
+
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional()
   @Transform(emptyToUndefined)

@@ -45,6 +45,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     webhookMaxPendingPerEndpoint: e.WEBHOOK_MAX_PENDING_PER_ENDPOINT,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
+    databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     rateLimit: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
       perKey: e.RATE_LIMIT_PER_KEY,

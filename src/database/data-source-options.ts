@@ -22,3 +22,13 @@ export function dataSourceOptions(url: string, poolSize: number): DataSourceOpti
     extra: { max: poolSize, application_name: 'capability-platform' },
   };
 }
+
+/**
+ * `options` whose connections end any statement past `ms` (PostgreSQL's statement_timeout, sent
+ * when each connection starts): the API's pool, never the migrations' connection, whose index
+ * builds may rightly take longer. Unset or 0: no limit.
+ */
+export function withStatementTimeout(options: DataSourceOptions, ms: number | undefined): DataSourceOptions {
+  if (!ms) return options;
+  return { ...options, extra: { ...(options.extra as Record<string, unknown>), statement_timeout: ms } } as DataSourceOptions;
+}
