@@ -158,8 +158,8 @@ export class VersionBuilder {
   private async resourcesOf(orgId: string, frozen: FrozenVersion): Promise<ResolvedResources> {
     const spec = frozen.row.spec;
     const knowledgeCollections = await this.knowledge.resolve(orgId, spec.resources?.knowledgeCollections ?? []);
-    frozen.skills ??= deepFreeze(await this.skills.resolve(orgId, spec.resources?.skills ?? []));
-    return { knowledgeCollections, skills: [...frozen.skills] };
+    if (!frozen.skills) this.store.rememberSkills(orgId, frozen, deepFreeze(await this.skills.resolve(orgId, spec.resources?.skills ?? [])));
+    return { knowledgeCollections, skills: [...frozen.skills!] };
   }
 }
 

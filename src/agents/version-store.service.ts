@@ -45,11 +45,24 @@ export interface FrozenVersion extends ComposeMemo {
 
 /** Published versions kept per process; a miss costs one or two primary-key reads. */
 export const FROZEN_VERSIONS_CACHED = 1000;
+/**
+ * What the cached versions may weigh together, about (UTF-16 bytes of their rows and skills). A
+ * version is some kilobytes, but one can bind 200 skills with 2,000-character descriptions and
+ * 100,000 characters of instructions: by count alone, a thousand of those were a gigabyte.
+ */
+export const FROZEN_VERSIONS_BYTES = 64 * 1024 * 1024;
+
+/** About what a frozen version holds, in UTF-16 bytes (its configs and digests are small beside its row). */
+export function frozenBytes(f: FrozenVersion): number {
+  let chars = JSON.stringify(f.row).length;
+  for (const s of f.skills ?? []) chars += s.id.length + s.name.length + s.description.length + 64;
+  return 2 * chars + 1024;
+}
 
 /** Loads published versions (agent pointer, version row) and keeps what never changes about them. */
 @Injectable()
 export class VersionStore {
-  private readonly frozen = new LruCache<string, FrozenVersion>(FROZEN_VERSIONS_CACHED);
+  private readonly frozen = new LruCache<string, FrozenVersion>(FROZEN_VERSIONS_CACHED, { max: FROZEN_VERSIONS_BYTES, of: frozenBytes });
 
   constructor(private readonly published: PublishedVersionsRepository) {}
 
@@ -90,6 +103,13 @@ export class VersionStore {
     const row = await this.published.version(orgId, agent.id, version);
     if (!row) throw ApiError.notFound('agent version');
     return this.freeze(orgId, agent, row);
+  }
+
+  /** Keeps the skills `frozen` binds with it, weighed into the cache's bound when it is still cached. */
+  rememberSkills(orgId: string, frozen: FrozenVersion, skills: readonly ResolvedSkill[]): void {
+    frozen.skills = skills;
+    const key = `${orgId}/${frozen.agent.id}/${frozen.row.version}`;
+    if (this.frozen.get(key) === frozen) this.frozen.set(key, frozen);
   }
 
   /** A row already read (a list of versions): the cached version when there is one. */

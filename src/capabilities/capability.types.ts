@@ -59,11 +59,16 @@ export interface ResolvedKnowledgeCollection {
   documentCount: number;
 }
 
+/**
+ * A bound skill as a build and list_skills see it: never its instructions (up to 100,000
+ * characters, 400 KB of astral ones), which only load_skill reads, one skill at a time. Kept with
+ * every cached version and read for every list, 200 skills' instructions took the node's heap
+ * (attack round 6).
+ */
 export interface ResolvedSkill {
   id: string;
   name: string;
   description: string;
-  instructions: string;
 }
 
 /** Resources resolved from the database for the organization before a capability is built. */

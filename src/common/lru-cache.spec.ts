@@ -21,6 +21,22 @@ describe('LruCache', () => {
     expect(cache.get('a')).toBe(2);
   });
 
+  it('also forgets the least recently used first past what its entries may weigh together, keeping the newest', () => {
+    const cache = new LruCache<string, string>(100, { max: 10, of: (v) => v.length });
+    cache.set('a', 'xxxx');
+    cache.set('b', 'xxxx');
+    expect(cache.get('a')).toBe('xxxx');
+    cache.set('c', 'xxxx');
+    expect([cache.get('b'), cache.get('a'), cache.get('c'), cache.weighed]).toEqual([undefined, 'xxxx', 'xxxx', 8]);
+    // Set again, a value is weighed again.
+    cache.set('a', 'x');
+    expect(cache.weighed).toBe(5);
+    cache.set('big', 'x'.repeat(50));
+    expect([cache.size, cache.get('big')?.length, cache.weighed]).toEqual([1, 50, 50]);
+    cache.set('d', 'x');
+    expect([cache.size, cache.get('big'), cache.weighed]).toEqual([1, undefined, 1]);
+  });
+
   it('refuses a capacity that is not a positive integer', () => {
     expect(() => new LruCache(0)).toThrow('positive integer');
     expect(() => new LruCache(1.5)).toThrow('positive integer');

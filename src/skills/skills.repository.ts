@@ -61,13 +61,19 @@ export class SkillsRepository {
   }
 
   /**
-   * The skills among `ids` that exist in the organization, in the order asked, as they are now.
-   * The skills tools ask this on every call, so concurrent calls share one statement (Batcher);
-   * each is still read after it was asked.
+   * The skills among `ids` that exist in the organization, in the order asked, as they are now,
+   * without their instructions (ResolvedSkill). The skills tools ask this on every call, so
+   * concurrent calls share one statement (Batcher); each is still read after it was asked.
    */
   async resolve(orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
     if (ids.length === 0) return [];
     return this.resolutions.submit({ orgId, ids });
+  }
+
+  /** One skill's instructions (load_skill), or undefined when the organization has no such skill. */
+  async instructionsOf(orgId: string, id: string): Promise<string | undefined> {
+    const [row]: { instructions: string }[] = await this.dataSource.query(`SELECT instructions FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]);
+    return row?.instructions;
   }
 
   private readonly resolutions = new Batcher<{ orgId: string; ids: readonly string[] }, ResolvedSkill[]>((asks) => this.resolveMany(asks), {
@@ -86,14 +92,14 @@ export class SkillsRepository {
         ids.push(id);
       }
     });
-    const rows: (SkillRow & { ask: number })[] = await this.dataSource.query(
-      `SELECT DISTINCT q.ask, s.id, s.name, s.description, s.instructions
+    const rows: (Omit<SkillRow, 'instructions' | 'created_at'> & { ask: number })[] = await this.dataSource.query(
+      `SELECT DISTINCT q.ask, s.id, s.name, s.description
          FROM unnest($1::integer[], $2::uuid[], $3::uuid[]) AS q(ask, org_id, id)
          JOIN skill s ON s.org_id = q.org_id AND s.id = q.id`,
       [ask, orgs, ids],
     );
     const found = asks.map(() => new Map<string, ResolvedSkill>());
-    for (const r of rows) found[r.ask].set(r.id, { id: r.id, name: r.name, description: r.description, instructions: r.instructions });
+    for (const r of rows) found[r.ask].set(r.id, { id: r.id, name: r.name, description: r.description });
     return asks.map((a, i) =>
       a.ids.flatMap((id) => {
         const s = found[i].get(id);

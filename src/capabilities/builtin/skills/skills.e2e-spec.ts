@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import { CapabilityRegistry } from '../../capability-registry.service';
 import type { StampedContribution, ToolContext } from '../../capability.types';
 import { LIST_SKILLS_MAX_TOKENS, ListSkillsInput, LoadSkillInput } from './skills.tools';
@@ -174,5 +175,28 @@ describe('builtin capability: skills (e2e)', () => {
     // The exact name still picks one.
     expect((await load('refunds', tc, both)).id).toBe(twin);
     expect((await load(twin, tc, both)).instructions).toBe('Send it to accounts.');
+  });
+
+  it("reads a skill's instructions only for load_skill, one skill at a time, never for a list or a build", async () => {
+    // 400 KB of instructions (the 100,000-character limit, in astral characters): 200 of them on
+    // every cached version and in every list_skills read took the node's heap (attack round 6).
+    const big = await createSkill(t, org, 'Big', 'Large instructions', '😀'.repeat(100_000));
+    const resolved = await resolveResources(t, org.id, { skills: [skills.refunds, big] });
+    expect(resolved.skills.map((s) => Object.keys(s).sort())).toEqual([
+      ['description', 'id', 'name'],
+      ['description', 'id', 'name'],
+    ]);
+    const withBig = await buildWith(registry, 'skills', contextFor(org, agent, {}, resolved));
+    const queries = jest.spyOn(DataSource.prototype, 'query');
+    try {
+      const listed = await list(tc);
+      expect(listed.skills.map((s: { name: string }) => s.name)).toEqual(['Refunds', 'Escalation']);
+      const loaded = await load('Big', tc, withBig);
+      expect(loaded.instructions).toBe('😀'.repeat(100_000));
+      const read = queries.mock.calls.map((c) => String(c[0]));
+      expect(read.filter((q) => /instructions/.test(q))).toEqual([expect.stringMatching(/^SELECT instructions FROM skill WHERE org_id = \$1 AND id = \$2$/)]);
+    } finally {
+      queries.mockRestore();
+    }
   });
 });

@@ -84,7 +84,9 @@ export class SkillsTools {
     const matches = exact.length > 0 ? exact : rows.filter((r) => r.name.trim().toLowerCase() === wanted.toLowerCase());
     if (matches.length === 1) {
       const [s] = matches;
-      return { id: s.id, name: s.name, description: s.description, instructions: s.instructions };
+      // Read alone, after the match: a list of bound skills never carries their instructions.
+      const instructions = await this.skills.instructionsOf(ctx.orgId, s.id);
+      if (instructions !== undefined) return { id: s.id, name: s.name, description: s.description, instructions };
     }
     if (matches.length > 1) {
       const which = matches.map((s) => `${s.id} (${s.description})`).join('; ');
