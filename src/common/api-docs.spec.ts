@@ -1,7 +1,7 @@
 import { Controller, Get } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ApiOperation, DocumentBuilder, SwaggerModule } from '@nestjs/swagger';
+import { ApiOperation, DocumentBuilder, OpenAPIObject, SwaggerModule } from '@nestjs/swagger';
 import { Module } from '@nestjs/common';
 import { Script, createContext } from 'node:vm';
 import { escapeReplacementPatterns, setupApiDocs } from './api-docs';
@@ -36,10 +36,11 @@ function runInitScript(source: string): { spec: unknown } {
 
 describe('the API docs page', () => {
   let app: NestFastifyApplication;
+  let document: OpenAPIObject;
 
   beforeAll(async () => {
     app = await NestFactory.create<NestFastifyApplication>(ThingsModule, new FastifyAdapter(), { logger: false });
-    const document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Costs in $ and $`').setVersion('1').build());
+    document = SwaggerModule.createDocument(app, new DocumentBuilder().setTitle('Costs in $ and $`').setVersion('1').build());
     setupApiDocs(app, document);
     await app.init();
     await app.getHttpAdapter().getInstance().ready();
@@ -65,6 +66,20 @@ describe('the API docs page', () => {
   it('leaves the JSON and YAML documents unescaped', async () => {
     expect(JSON.parse((await get('/api/docs-json')).body).info.title).toBe('Costs in $ and $`');
     expect((await get('/api/docs-yaml')).body).toContain('title: Costs in $ and $`');
+  });
+
+  it('serializes each document once, not on every request (anonymous requests held the event loop)', async () => {
+    const first = await Promise.all(['/api/docs-json', '/api/docs-yaml', '/api/docs/swagger-ui-init.js'].map((url) => get(url)));
+    // What a request would serialize anew shows a change to the document; what was serialized once does not.
+    const title = document.info.title;
+    document.info.title = 'changed after the first requests';
+    try {
+      const again = await Promise.all(['/api/docs-json', '/api/docs-yaml', '/api/docs/swagger-ui-init.js'].map((url) => get(url)));
+      expect(again.map((r) => r.body)).toEqual(first.map((r) => r.body));
+      expect(again.map((r) => r.headers['content-type'])).toEqual(['application/json; charset=utf-8', 'text/yaml; charset=utf-8', 'application/javascript']);
+    } finally {
+      document.info.title = title;
+    }
   });
 
   it('doubles every $ in keys and values, leaving other values alone', () => {
