@@ -2,7 +2,8 @@ import { Global, Module } from '@nestjs/common';
 import { AuditController } from './audit.controller';
 import { AuditRepository } from './audit.repository';
 import { AuditService } from './audit.service';
+import { PositionSealsModule } from '../secrets/position-seals.module';
 
 @Global()
-@Module({ controllers: [AuditController], providers: [AuditService, AuditRepository], exports: [AuditService] })
+@Module({ imports: [PositionSealsModule], controllers: [AuditController], providers: [AuditService, AuditRepository], exports: [AuditService] })
 export class AuditModule {}

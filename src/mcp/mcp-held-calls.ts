@@ -45,11 +45,11 @@ export class McpHeldCalls implements OnModuleInit {
   }
 
   /**
-   * The call once decided (and, approved, run), or as it stands when the wait ends first; `null`
-   * when an identical request was handed the outcome (see ExclusiveWaitOptions). 401 unauthorized
+   * The call once decided (and, approved, run), or as it stands when the wait ends first; every
+   * identical request held on the call gets the same (DecisionWaiter). 401 unauthorized
    * (a JSON-RPC error once MCP answers it) when the credential is no longer accepted.
    */
-  async hold(principal: Principal, orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView | null> {
+  async hold(principal: Principal, orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView> {
     const waitSeconds = this.config.mcpApprovalWaitSeconds;
     const token = extra.mcpReq._meta?.progressToken;
     let last: number | undefined;
@@ -67,7 +67,6 @@ export class McpHeldCalls implements OnModuleInit {
     let asked = false;
     try {
       const decided = await this.waiter.waitForDecision(orgId, call.id, {
-        exclusive: true,
         timeoutMs: waitSeconds * 1000,
         signal: AbortSignal.any([extra.mcpReq.signal, gone, this.closing.signal, credential.signal]),
         onProgress: (now, waitedMs) => progress(waitedMs, waitingMessage(now, waitSeconds)),

@@ -219,7 +219,6 @@ export class McpService {
     // A client that declared the Tasks extension gets a task at once instead of a held request.
     if (waits && declaresTasks(extra)) return createTaskResult(call, await this.pendingFacts(orgId, call));
     const decided = waits ? await this.held.hold(ctx.principal, orgId, call, extra, gone) : call;
-    if (!decided) return this.callTool(ctx, target, params, extra, gone, sentArguments);
     return toCallToolResult(decided, decided.status === 'pending_approval' ? await this.pendingFacts(orgId, decided) : {});
   }
 

@@ -21,14 +21,6 @@ export interface WaitOptions {
   handover?: () => Promise<boolean>;
 }
 
-/**
- * A request held open for a call that other identical requests joined (MCP `resumePending`): the
- * outcome is handed over once, to whichever marks it delivered first; the others get `null`.
- */
-export interface ExclusiveWaitOptions extends WaitOptions {
-  exclusive: true;
-}
-
 /** Waiting for a person's decision on a call, for entry points that hold a request open (MCP, runs). */
 @Injectable()
 export class DecisionWaiter {
@@ -40,12 +32,15 @@ export class DecisionWaiter {
   /**
    * Waits until the call is decided and settled (`succeeded`, `failed`, `rejected`, `expired`) or
    * `timeoutMs` passes, and returns the call as it stands. A settled answer counts as handed to the
-   * requester (see `resumePending`). Decisions made in this process wake it at once; those of other
-   * nodes are seen within `pollMs`. 404 not_found for a call of another organization.
+   * requester (see `resumePending`), and is handed to every request held on the call: each was
+   * waiting before the decision, so each is the same request (a client that asked again after
+   * its own timeout). Handing it to the first alone sent the others back to ask anew, which found
+   * nothing pending and asked a person for a second approval of the same call (attack round 6).
+   * Only a request that arrives after the hand-over is a new call (ToolExecutor's resume).
+   * Decisions made in this process wake it at once; those of other nodes are seen within `pollMs`.
+   * 404 not_found for a call of another organization.
    */
-  async waitForDecision(orgId: string, callId: string, options: ExclusiveWaitOptions): Promise<ToolCallView | null>;
-  async waitForDecision(orgId: string, callId: string, options: WaitOptions): Promise<ToolCallView>;
-  async waitForDecision(orgId: string, callId: string, options: WaitOptions & { exclusive?: true }): Promise<ToolCallView | null> {
+  async waitForDecision(orgId: string, callId: string, options: WaitOptions): Promise<ToolCallView> {
     const started = Date.now();
     const pollMs = options.pollMs ?? 1000;
     for (;;) {
@@ -54,7 +49,7 @@ export class DecisionWaiter {
       const view = toToolCallView(row);
       if (SETTLED_STATUSES.has(row.status)) {
         if (options.handover && !(await options.handover())) return view;
-        if (row.awaiting_requester && !(await this.store.markDelivered(orgId, callId)) && options.exclusive) return null;
+        if (row.awaiting_requester) await this.store.markDelivered(orgId, callId);
         return view;
       }
       const waited = Date.now() - started;

@@ -1,6 +1,5 @@
 import { Global, Module } from '@nestjs/common';
-import { PositionSealKeyRepository } from './position-seal-key.repository';
-import { PositionSeals } from './position-seals';
+import { PositionSealsModule } from './position-seals.module';
 import { ResealOnStart } from './reseal-on-start.service';
 import { SecretsService } from './secrets.service';
 
@@ -9,5 +8,5 @@ import { SecretsService } from './secrets.service';
  * stream positions and the audit cursor by PositionSeals.
  */
 @Global()
-@Module({ providers: [SecretsService, ResealOnStart, PositionSealKeyRepository, PositionSeals], exports: [SecretsService, PositionSeals] })
+@Module({ imports: [PositionSealsModule], providers: [SecretsService, ResealOnStart], exports: [SecretsService, PositionSealsModule] })
 export class SecretsModule {}
