@@ -1,4 +1,7 @@
+import { DataSource } from 'typeorm';
+import { AuditService } from '../src/audit/audit.service';
 import { EventLogRepository } from '../src/events/event-log.repository';
+import { APPROVER_EVENT_TYPES } from '../src/events/event-visibility';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
@@ -98,4 +101,69 @@ describe('GET /events: many streams of one organization share their reads (e2e)'
     expect(resumedAdmin!.events.map((e) => e.id)).toEqual(all.slice(4).map((e) => e.id));
     expect(resumedApprover!.events.map((e) => e.id)).toEqual(work.slice(2).map((e) => e.id));
   }, 120_000);
+
+  /**
+   * Attack round 6 (F8): 200 streams resuming from `0-0` each read and serialized the organization's
+   * log on its own, and every other organization's requests took 200 times longer. Streams behind
+   * at one position share a read, and an organization has at most 4 such reads running per node.
+   */
+  it('replays the log for many streams resuming from 0-0 with a bounded number of reads, each stream getting every event once, in order', async () => {
+    const replayed = await createOrg(t);
+    const EVENTS = 1_000;
+    const types = ['agent.created', 'api_key.created'] as const;
+    await t.app.get(AuditService).record(
+      t.app.get(DataSource).manager,
+      ...Array.from({ length: EVENTS }, (_, i) => ({
+        type: types[i % 2],
+        orgId: replayed.id,
+        actor: { type: 'system', id: 'replay-test' },
+        target: { type: 'agent', id: `a${i}` },
+        data: { i },
+      })),
+    );
+    // Every read of the organization waits until all its streams are open, and is counted: read
+    // each on its own, 30 streams would all be reading at once.
+    const log = t.app.get(EventLogRepository);
+    const original = log.readAfter.bind(log);
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const counts = { reads: 0, running: 0, mostAtOnce: 0 };
+    const reads = jest.spyOn(log, 'readAfter').mockImplementation(async (...args) => {
+      if (args[0] !== replayed.id) return original(...args);
+      counts.reads++;
+      counts.mostAtOnce = Math.max(counts.mostAtOnce, ++counts.running);
+      try {
+        await gate;
+        return await original(...args);
+      } finally {
+        counts.running--;
+      }
+    });
+    const STREAMS = 30;
+    const fromStart = { 'last-event-id': '0-0' };
+    const admins = await Promise.all(Array.from({ length: STREAMS / 2 }, () => opened(replayed.keys.admin, fromStart)));
+    const approvers = await Promise.all(Array.from({ length: STREAMS / 2 }, () => opened(replayed.keys.approver, fromStart)));
+    release();
+    // The last event written is an admin's, the one before an approver's.
+    const got = (i: number) => (c: SseClient) => c.events.some((e) => (e.event.data as { i?: number }).i === i);
+    for (const c of admins) await c.waitFor(got(EVENTS - 1), 60_000);
+    for (const c of approvers) await c.waitFor(got(EVENTS - 2), 60_000);
+    await new Promise((r) => setTimeout(r, 300));
+    reads.mockRestore();
+
+    const all = admins[0].events;
+    const written = all.filter((e) => (e.event.actor as { id: string }).id === 'replay-test');
+    expect(written.map((e) => (e.event.data as { i: number }).i)).toEqual(Array.from({ length: EVENTS }, (_, i) => i));
+    expect(new Set(all.map((e) => e.id)).size).toBe(all.length);
+    expect(all.every((e) => e.event.orgId === replayed.id)).toBe(true);
+    for (const c of admins) expect(c.events.map((e) => [e.id, e.event.id])).toEqual(all.map((e) => [e.id, e.event.id]));
+    const work = all.filter((e) => (APPROVER_EVENT_TYPES as readonly string[]).includes(e.event.type));
+    for (const c of approvers) expect(c.events.map((e) => [e.id, e.event.id])).toEqual(work.map((e) => [e.id, e.event.id]));
+
+    // Each on its own: 30 reads at once, and 30 times the log's 11 batches in all.
+    const batches = Math.ceil(all.length / 100);
+    console.info(`replay reads: ${counts.reads} (${batches} batches), at most ${counts.mostAtOnce} at once`);
+    expect(counts.mostAtOnce).toBeLessThanOrEqual(4);
+    expect(counts.reads).toBeLessThanOrEqual((STREAMS * batches) / 3);
+  }, 180_000);
 });

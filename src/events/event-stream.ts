@@ -3,10 +3,9 @@ import type { ServerResponse } from 'node:http';
 import type { CredentialLease } from '../auth/credential-watch.service';
 import { EventLogRepository, StreamEvent, StreamRead, StreamStart, visibleInSnapshot } from './event-log.repository';
 import type { PositionSeal } from '../secrets/position-seals';
+import { Behind, BATCH, CatchUpReads, Frames } from './catch-up-reads';
 import { comparePositions, EventPosition, formatPosition } from './event-position';
 
-/** Events read per query; also the most a stream holds in memory besides its socket's buffer. */
-export const BATCH = 100;
 /** A client that has not taken what was written for this long is cut; it resumes with Last-Event-ID. */
 const SLOW_CLIENT_MS = 30_000;
 /** How soon to read again when events wait for an older transaction to finish. */
@@ -37,19 +36,15 @@ export function drained(res: ServerResponse, stop?: AbortSignal): Promise<boolea
   });
 }
 
-/** The SSE frame of an event: the same for every stream of the organization that carries it. */
-function frameOf({ position, event }: StreamEvent, seal: PositionSeal): string {
-  return `id: ${formatPosition(seal, position)}\ndata: ${JSON.stringify(event)}\n\n`;
-}
-
 /**
  * The open streams of one organization on this node, and the read they share. Every commit of
  * the organization wakes all of them: with a read each, 256 streams made each commit 256 queries
  * on the shared pool and 256 serializations of the same events, and another organization's
  * requests waited 15 times longer. So the streams that are at the head take their events from one
  * read, from the lowest of their positions, each keeping what its types, its role and its opening
- * snapshot let it see; only a stream that is behind (resumed from an old position, or slowed down
- * by its client) reads on its own, until it has caught up.
+ * snapshot let it see. The streams that are behind (resumed from an old position, or slowed down
+ * by their client) take their turns in `behind`, sharing the reads of a same position, until they
+ * have caught up.
  */
 export class OrgStreams {
   readonly streams = new Set<Stream>();
@@ -58,6 +53,8 @@ export class OrgStreams {
   private scheduled = false;
   private reading = false;
   private retryTimer?: NodeJS.Timeout;
+  /** The reads of the streams that are behind. */
+  readonly behind: CatchUpReads;
 
   constructor(
     readonly orgId: string,
@@ -66,7 +63,9 @@ export class OrgStreams {
     /** The organization's seal of positions: derived once for all its streams. */
     readonly seal: PositionSeal,
     private readonly onEmpty: (group: OrgStreams) => void,
-  ) {}
+  ) {
+    this.behind = new CatchUpReads(orgId, log, logger, seal);
+  }
 
   add(stream: Stream): void {
     this.streams.add(stream);
@@ -74,12 +73,13 @@ export class OrgStreams {
 
   remove(stream: Stream): void {
     this.streams.delete(stream);
+    this.behind.drop(stream);
     if (this.streams.size > 0) return;
     clearTimeout(this.retryTimer);
     this.onEmpty(this);
   }
 
-  /** Something new for the organization: the streams reading on their own look, one read serves the rest. */
+  /** Something new for the organization: one read serves the streams at the head; those behind read on anyway. */
   wake(): void {
     for (const s of this.streams) if (!s.joined) s.wake();
     this.schedule();
@@ -116,13 +116,8 @@ export class OrgStreams {
           this.logger.warn(`event stream read failed: ${(err as Error).message}`);
           return this.later(1000);
         }
-        const frames = new Map<StreamEvent, string>();
-        const frame = (e: StreamEvent): string => {
-          let f = frames.get(e);
-          if (f === undefined) frames.set(e, (f = frameOf(e, this.seal)));
-          return f;
-        };
-        for (const s of members) s.deliver(read, frame);
+        const frames = new Frames(this.seal);
+        for (const s of members) s.deliver(read, frames);
         if (read.events.length === BATCH) this.pending = true;
         else if (read.heldBack) this.later(HELD_BACK_RETRY_MS);
       }
@@ -141,24 +136,26 @@ export class OrgStreams {
 
 /**
  * One open `GET /events` stream. It never holds more than one batch besides its socket's buffer:
- * reading on its own, it reads the next batch only once the socket has taken the last one; served
- * by its organization's read, a socket that fills up takes it out of the shared reads until it
- * has drained and caught up on its own. So a slow subscriber costs one batch, whatever the write rate.
+ * behind, it asks for its next turn only once the socket has taken the last batch; served by its
+ * organization's read, a socket that fills up takes it out of the shared reads until it has
+ * drained and caught up. So a slow subscriber costs one batch, whatever the write rate.
  */
-export class Stream {
+export class Stream implements Behind {
   /**
    * How far the stream has looked: its last event sent, or past it when what followed was not
    * for it (a resume from the last event sent skips the same events, so nothing changes for the client).
    */
   cursor: EventPosition;
-  /** At the head: served by the organization's shared read instead of reading on its own. */
+  /** At the head: served by the organization's shared read instead of taking turns behind. */
   joined = false;
+  /** Woken since it last asked for a turn behind: once at the head, it asks the shared read to look. */
   private dirty = true;
-  private wakeUp?: () => void;
   private closed = false;
   private retryTimer?: NodeJS.Timeout;
   private skip?: { visibleIn: string; below: bigint };
   private readonly typeSet?: ReadonlySet<string>;
+  /** Its types and opening snapshot: streams behind at one position with the same filter are sent the same frames. */
+  private readonly filter: string;
   /** Aborted at close: ends a wait for the socket to drain. */
   private readonly closing = new AbortController();
 
@@ -166,7 +163,7 @@ export class Stream {
     readonly orgId: string,
     /** The credential the stream was opened with: the stream ends when it is no longer accepted. */
     private readonly credential: CredentialLease | undefined,
-    private readonly types: readonly string[] | undefined,
+    readonly types: readonly string[] | undefined,
     start: StreamStart,
     private readonly res: ServerResponse,
     private readonly group: OrgStreams,
@@ -175,10 +172,15 @@ export class Stream {
     this.cursor = start.from;
     if (types) this.typeSet = new Set(types);
     if (start.skipVisibleIn !== undefined && start.skipBelow !== undefined) this.skip = { visibleIn: start.skipVisibleIn, below: start.skipBelow };
+    this.filter = `${types ? [...new Set(types)].sort().join(',') : '*'} ${this.skip?.visibleIn ?? ''}`;
   }
 
   get keyId(): string | undefined {
     return this.credential?.keyId;
+  }
+
+  get skipVisibleIn(): string | undefined {
+    return this.skip?.visibleIn;
   }
 
   start(): void {
@@ -191,14 +193,11 @@ export class Stream {
     // The start position as an id without data: a client that drops before any event arrives
     // still resumes from here, not from whenever it reconnects.
     this.res.write(`retry: ${RETRY_MS}\nid: ${formatPosition(this.group.seal, this.cursor)}\n\n`);
-    void this.alone();
+    this.behind();
   }
 
   wake(): void {
     this.dirty = true;
-    const wakeUp = this.wakeUp;
-    this.wakeUp = undefined;
-    wakeUp?.();
   }
 
   heartbeat(): void {
@@ -214,14 +213,13 @@ export class Stream {
     clearTimeout(this.retryTimer);
     // A closed stream waits for no client, and its 30 s timer must not keep a stopping process up.
     this.closing.abort();
-    this.wake();
     if (!this.res.writableEnded) this.res.end();
     this.group.remove(this);
     this.onClosed(this);
   }
 
   /** This stream's share of its organization's read. */
-  deliver(read: StreamRead, frame: (e: StreamEvent) => string): void {
+  deliver(read: StreamRead, frames: Frames): void {
     if (this.closed || !this.joined) return;
     // Revoked through another node (or here, its commit not yet heard of): nothing read is sent.
     if (this.keyId && read.revokedKeys.has(this.keyId)) return this.close();
@@ -230,10 +228,10 @@ export class Stream {
       // The lease before each event: a revocation committed here meanwhile ends the stream before it.
       if (this.credential?.signal.aborted) return this.close();
       const wanted = this.wants(e);
-      const accepted = !wanted || this.res.write(frame(e));
+      const accepted = !wanted || this.res.write(frames.of(e));
       this.passed(e.position);
       if (!accepted) {
-        // The rest of this read is not held for it: it reads on its own once its client has caught up.
+        // The rest of this read is not held for it: it reads behind once its client has caught up.
         this.joined = false;
         this.dirty = true;
         void this.afterDrain();
@@ -243,45 +241,50 @@ export class Stream {
     this.reached(read);
   }
 
-  /** Reads on its own (from where it resumed, or where its client fell behind) until it is at the head. */
-  private async alone(): Promise<void> {
-    while (!this.closed) {
-      if (!this.dirty) await new Promise<void>((resolve) => (this.wakeUp = resolve));
-      if (this.closed) return;
-      this.dirty = false;
-      let read: StreamRead;
-      try {
-        read = await this.group.log.readAfter(this.orgId, this.cursor, this.types, BATCH, this.skip?.visibleIn, this.keyId ? [this.keyId] : []);
-      } catch (err) {
-        this.group.logger.warn(`event stream read failed: ${(err as Error).message}`);
-        this.later(1000);
-        continue;
-      }
-      if (this.keyId && read.revokedKeys.has(this.keyId)) return this.close();
-      for (const e of read.events) {
-        if (this.closed || this.credential?.signal.aborted) return this.close();
-        const accepted = this.res.write(frameOf(e, this.group.seal));
-        this.passed(e.position);
-        if (!accepted && !(await drained(this.res, this.closing.signal))) return this.close();
-      }
-      if (this.closed) return;
-      if (read.events.length === BATCH) {
-        this.dirty = true;
-        continue;
-      }
-      // At the head: the organization's read serves it from here, and reads again for what was
-      // woken while this read ran, or held back by an older transaction.
-      this.reached(read);
-      clearTimeout(this.retryTimer);
-      this.joined = true;
-      if (this.dirty || read.heldBack) this.group.schedule();
-      return;
-    }
+  /**
+   * Its share of a read made from its position (CatchUpReads), in one write: what its types and
+   * opening snapshot let it see. Then its next turn once the socket has taken it, or, when the
+   * read was not cut at BATCH, the shared read at the head.
+   */
+  take(read: StreamRead, frames: Frames): void {
+    if (this.closed) return;
+    // Revoked through another node (or here, its commit not yet heard of): nothing read is sent.
+    if (this.keyId && read.revokedKeys.has(this.keyId)) return this.close();
+    if (this.credential?.signal.aborted) return this.close();
+    const chunk = frames.chunk(this.filter, () => read.events.map((e) => (this.wants(e) ? frames.of(e) : '')).join(''));
+    const accepted = chunk === '' || this.res.write(chunk);
+    for (const e of read.events) this.passed(e.position);
+    const full = read.events.length === BATCH;
+    if (!full) this.reached(read);
+    void this.afterTake(accepted, full, read.heldBack);
+  }
+
+  failed(): void {
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.behind(), 1000);
+    this.retryTimer.unref();
+  }
+
+  private async afterTake(accepted: boolean, full: boolean, heldBack: boolean): Promise<void> {
+    if (!accepted && !(await drained(this.res, this.closing.signal))) return this.close();
+    if (this.closed) return;
+    if (full) return this.behind();
+    // At the head: the organization's read serves it from here, and reads again for what was
+    // woken while this read ran, or held back by an older transaction.
+    this.joined = true;
+    if (this.dirty || heldBack) this.group.schedule();
+  }
+
+  /** Asks for a turn among the organization's streams behind; the read it gets sees every commit before it. */
+  private behind(): void {
+    if (this.closed) return;
+    this.dirty = false;
+    this.group.behind.enqueue(this);
   }
 
   private async afterDrain(): Promise<void> {
     if (!(await drained(this.res, this.closing.signal))) return this.close();
-    await this.alone();
+    this.behind();
   }
 
   private wants(e: StreamEvent): boolean {
@@ -298,11 +301,5 @@ export class Stream {
   /** A read not cut at BATCH and holding nothing back saw every event before its horizon. */
   private reached(read: StreamRead): void {
     if (read.events.length < BATCH && !read.heldBack) this.passed({ tx: read.horizon, seq: 0n });
-  }
-
-  private later(ms: number): void {
-    clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.wake(), ms);
-    this.retryTimer.unref();
   }
 }
