@@ -17,6 +17,19 @@ export interface DisabledToolRow {
 }
 
 /**
+ * The lock an organization's switches serialize with the approvals it decides, held to the end of
+ * `m`'s transaction. A switch (disabling a tool, retiring a version) takes it alone; an approving
+ * decision takes it shared, then reads the switches in its next statement: a decision either
+ * commits before a switch, or waits for it and sees it. Read apart from the decision, the switches
+ * let a decision that read them just before a disable commit after it and run the tool. The first
+ * lock of any transaction that takes it (docs/architecture.md "Lock order").
+ */
+export async function holdSwitches(m: Pick<EntityManager, 'query'>, orgId: string, as: 'switch' | 'decision'): Promise<void> {
+  const lock = as === 'switch' ? 'pg_advisory_xact_lock' : 'pg_advisory_xact_lock_shared';
+  await m.query(`SELECT ${lock}(hashtextextended('governance:' || $1::text, 0))`, [orgId]);
+}
+
+/**
  * The two incident-response switches of an organization: versions retired, tools disabled. Every
  * method takes the organization first (STYLE.md 7). What they decide is read by the tool policy
  * at every entry point (see src/tool-calls/README.md); nothing here runs a tool.

@@ -7,7 +7,7 @@ import { findAgentWith } from '../agents/agents.repository';
 import { versionExists } from '../agents/agent-versions.repository';
 import { ApiError } from '../common/api-error';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf, PageQuery } from '../common/pagination';
-import { DisabledToolRow, GovernanceRepository, RetirementRow } from './governance.repository';
+import { DisabledToolRow, GovernanceRepository, holdSwitches, RetirementRow } from './governance.repository';
 import { ToolSwitchView } from './governance.dto';
 
 /** An MCP tool's id: `<connection name>/<tool name>` (API.md "MCP catalog"). */
@@ -37,6 +37,7 @@ export class GovernanceService {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
     return this.dataSource.transaction(async (m) => {
+      await holdSwitches(m, orgId, 'switch');
       // The agent row is locked so that a publish cannot make this version the latest's
       // predecessor between the check and the insert, nor the other way round.
       const agent = await findAgentWith(m, orgId, agentId, true);
@@ -86,6 +87,7 @@ export class GovernanceService {
       const actor = actorOf(principal);
       const target = { type: 'tool', id: `${capabilityId}/${toolId}` };
       if (body.disabled) {
+        await holdSwitches(m, orgId, 'switch');
         const { row, change, previousReason } = await this.repository.disable(m, orgId, capabilityId, toolId, body.reason ?? null, principal.id);
         // A new reason for a tool already off is recorded too: it is what every refused caller reads.
         if (change) {

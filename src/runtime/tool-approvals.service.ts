@@ -63,7 +63,7 @@ export class ToolApprovals {
   ): Promise<ApprovalDecision> {
     const approvalId = row.id;
     const orgId = principal.orgId;
-    const { runnable, tool, args, edited } = await inGuardsSpan((passed) => this.guard(principal, row, facts, decision, passed));
+    const { runnable, tool, args, edited, denial } = await inGuardsSpan((passed) => this.guard(principal, row, facts, decision, passed));
 
     const decidedAt = new Date();
     const actor = actorOf(principal);
@@ -85,6 +85,11 @@ export class ToolApprovals {
         },
       ],
     );
+    if (!result.won && result.why === 'switched') {
+      // A switch committed while this request checked: refused as if it had been read first, still pending.
+      await this.guards.canRunNow(runnable.built, tool, denial, result.facts);
+      throw new Error('a switch stopped the decision but the tool policy found nothing to refuse');
+    }
     if (!result.won) return this.refuseDecision(result.why, orgId, approvalId);
     this.metrics.approvalDecided('approved', (decidedAt.getTime() - result.approval.created_at.getTime()) / 1000);
 
@@ -123,7 +128,7 @@ export class ToolApprovals {
     facts: GovernanceFacts,
     decision: { arguments?: unknown },
     passed: string[],
-  ): Promise<{ runnable: RunnableVersion; tool: VersionTool; args: object; edited?: { value: Record<string, unknown>; hash: string } }> {
+  ): Promise<{ runnable: RunnableVersion; tool: VersionTool; args: object; edited?: { value: Record<string, unknown>; hash: string }; denial: Denial }> {
     const orgId = principal.orgId;
     const denial: Denial = {
       principal,
@@ -166,7 +171,7 @@ export class ToolApprovals {
       args = validation.value;
     }
     passed.push('arguments');
-    return { runnable, tool, args, edited };
+    return { runnable, tool, args, edited, denial };
   }
 
   /** Rejects a pending approval; the call becomes `rejected` with the reason as its error message. */

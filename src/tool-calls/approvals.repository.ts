@@ -8,7 +8,23 @@ import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination'
 import { rowsWithinBudget } from '../database/keyset-page';
 import { APPROVAL_COLUMNS, ApprovalRow, CALL_COLUMNS, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
 import { findCallWith } from './tool-calls.repository';
+import { holdSwitches } from '../governance/governance.repository';
 import type { ApprovalStatus, ApprovalView } from './tool-calls.dto';
+
+/** How a decision is made: by whom, when, and what it says. */
+export interface Decision {
+  /** null: nobody decided; the platform settled it (the key that started its run was revoked). */
+  decidedBy: string | null;
+  decidedAt: Date;
+  note: string | null;
+  outcome: 'approved' | 'rejected';
+  approvedArguments?: { value: Record<string, unknown>; hash: string };
+  leaseMs: number;
+}
+type Won = { won: true; approval: ApprovalRow; call: ToolCallRow };
+type Lost = { won: false; why: 'decided' | 'expired' | 'missing' };
+/** Approving refused: a switch committed before the decision could; the approval is still pending. */
+type Switched = { won: false; why: 'switched'; facts: GovernanceFacts };
 
 /** Reads an approval (with its call's arguments) with the given manager. */
 export async function findApprovalWith(manager: Queryable, orgId: string, approvalId: string): Promise<ApprovalRow | undefined> {
@@ -97,23 +113,19 @@ export class ApprovalsRepository {
    * and the decision's audit events (data-modifying CTEs): only the request whose UPDATE matched
    * the pending row changes anything; every simultaneous one matches nothing, writes nothing, and
    * learns why from the same statement. `approval` is the row as read before (what the events
-   * and the answer are made of: nothing a decision changes but its own fields).
+   * and the answer are made of: nothing a decision changes but its own fields). Approving also
+   * holds the organization's switches (holdSwitches) and matches only while neither its version
+   * is retired nor its tool disabled: `switched` answers the switches it found, still pending.
    */
+  async decide(approval: ApprovalRow, d: Decision & { outcome: 'rejected' }, events: AuditEventInput[], db?: Queryable): Promise<Won | Lost>;
+  async decide(approval: ApprovalRow, d: Decision, events: AuditEventInput[], db?: Queryable): Promise<Won | Lost | Switched>;
   async decide(
     approval: ApprovalRow,
-    d: {
-      /** null: nobody decided; the platform settled it (the key that started its run was revoked). */
-      decidedBy: string | null;
-      decidedAt: Date;
-      note: string | null;
-      outcome: 'approved' | 'rejected';
-      approvedArguments?: { value: Record<string, unknown>; hash: string };
-      leaseMs: number;
-    },
+    d: Decision,
     events: AuditEventInput[],
     /** A transaction's manager, to decide with a change it belongs to (the revocation of a key). */
     db: Queryable = this.dataSource,
-  ): Promise<{ won: true; approval: ApprovalRow; call: ToolCallRow } | { won: false; why: 'decided' | 'expired' | 'missing' }> {
+  ): Promise<Won | Lost | Switched> {
     const s = new Statement();
     const org = s.param(approval.org_id);
     const id = s.param(approval.id);
@@ -121,14 +133,22 @@ export class ApprovalsRepository {
     const note = s.param(d.note);
     const args = s.param(d.approvedArguments ? JSON.stringify(d.approvedArguments.value) : null);
     const hash = s.param(d.approvedArguments?.hash ?? null);
+    const approving = d.outcome === 'approved';
+    // Parameters only an approval uses: PostgreSQL cannot type a parameter no statement uses.
+    const retired = approving
+      ? `EXISTS (SELECT 1 FROM agent_version_retirement r
+                  WHERE r.org_id = ${org} AND r.agent_id = ${s.param(approval.agent_id)} AND r.version = ${s.param(approval.version)})`
+      : '';
+    const disabled = approving ? `t.org_id = ${org} AND t.capability_id = ${s.param(approval.capability_id)} AND t.tool_id = ${s.param(approval.tool_id)}` : '';
     s.with(
       `UPDATE approval SET status = ${s.param(d.outcome)}, decided_by = ${s.param(d.decidedBy)}, decided_at = ${at}, note = ${note},
               approved_arguments = ${args}::jsonb, approved_arguments_hash = ${hash}
         WHERE org_id = ${org} AND id = ${id} AND status = 'pending' AND expires_at > now()
+          ${approving ? `AND NOT ${retired} AND NOT EXISTS (SELECT 1 FROM tool_disabled t WHERE ${disabled})` : ''}
         RETURNING tool_call_id`,
     );
     s.with(
-      d.outcome === 'approved'
+      approving
         ? `UPDATE tool_call c SET status = 'running', started_at = ${at},
                   lease_expires_at = now() + make_interval(secs => ${s.param(d.leaseMs)}::double precision / 1000),
                   executed_arguments = ${args}::jsonb, executed_arguments_hash = ${hash}
@@ -143,16 +163,48 @@ export class ApprovalsRepository {
     s.with(audit.sql);
     // The approval as this statement's snapshot saw it, for a loser's reason: a decision another
     // request committed meanwhile still reads `pending` here, and "decided" is then the answer.
-    const [result]: (ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null })[] = await db.query(
-      s.finish(
-        `SELECT (SELECT count(*) FROM w0)::integer AS won, st.status AS approval_status, st.expired AS approval_expired, ${CALL_COLUMNS}
-           FROM (SELECT 1) one
-           LEFT JOIN w1 c ON true
-           LEFT JOIN LATERAL (SELECT status, status = 'pending' AND expires_at <= now() AS expired
-                                FROM approval WHERE org_id = ${org} AND id = ${id}) st ON true`,
-      ),
-      s.params,
+    const sql = s.finish(
+      `SELECT (SELECT count(*) FROM w0)::integer AS won, st.status AS approval_status, st.expired AS approval_expired,
+              ${approving ? `${retired} AS version_retired, t.tool_id IS NOT NULL AS disabled, t.reason AS disabled_reason,` : ''} ${CALL_COLUMNS}
+         FROM (SELECT 1) one
+         LEFT JOIN w1 c ON true
+         LEFT JOIN LATERAL (SELECT status, status = 'pending' AND expires_at <= now() AS expired
+                              FROM approval WHERE org_id = ${org} AND id = ${id}) st ON true
+         ${approving ? `LEFT JOIN tool_disabled t ON ${disabled}` : ''}`,
     );
+    type Result = ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null };
+    type Switches = { version_retired?: boolean; disabled?: boolean; disabled_reason?: string | null };
+    const [result]: (Result & Switches)[] = approving
+      ? await this.underSwitches(db, approval.org_id, (m) => m.query(sql, s.params))
+      : await db.query(sql, s.params);
+    const { version_retired, disabled: off, disabled_reason, ...rest } = result;
+    if (!rest.won && rest.approval_status === 'pending' && !rest.approval_expired && (version_retired || off)) {
+      const key = toolKey(approval.capability_id, approval.tool_id);
+      const disabledTools = off ? new Map([[key, { reason: disabled_reason ?? null }]]) : new Map<string, { reason: string | null }>();
+      return { won: false, why: 'switched', facts: { versionRetired: Boolean(version_retired), disabledTools } };
+    }
+    return this.outcomeOf(approval, d, events, rest, db);
+  }
+
+  /** `decide` in a transaction that holds the organization's switches first (`db`'s, when it is one already). */
+  private async underSwitches<T>(db: Queryable, orgId: string, run: (m: Queryable) => Promise<T>): Promise<T> {
+    if (db !== this.dataSource) {
+      await holdSwitches(db, orgId, 'decision');
+      return run(db);
+    }
+    return this.dataSource.transaction(async (m) => {
+      await holdSwitches(m, orgId, 'decision');
+      return run(m);
+    });
+  }
+
+  private async outcomeOf(
+    approval: ApprovalRow,
+    d: Decision,
+    events: AuditEventInput[],
+    result: ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null },
+    db: Queryable,
+  ): Promise<Won | Lost> {
     const { won, approval_status, approval_expired, ...call } = result;
     if (!won) {
       if (approval_status === null) return { won: false, why: 'missing' };
