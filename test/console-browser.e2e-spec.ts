@@ -289,6 +289,26 @@ describe('the Builder console in a browser (e2e)', () => {
     await second.waitFor({ state: 'detached', timeout: 20_000 });
     const rejected = (await api('get', '/approvals?status=rejected', org.keys.viewer).expect(200)).body.items;
     expect(rejected.map((a: { note: string }) => a.note)).toEqual(['Nothing to forget here.']);
+
+    // Arguments that show other than they are (a right-to-left override, a zero-width space, a tag
+    // character) are shown with those characters escaped, and approved as they were asked.
+    const hidden = 'Refund \u202e001\u202c to \u200bme\u{e0041}';
+    const third = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
+      .send({ tool: 'remember', arguments: { content: hidden } })
+      .expect(202);
+    const shown = pending.getByRole('listitem').filter({ hasText: 'Refund' });
+    await shown.waitFor({ timeout: 20_000 });
+    const args = await shown.getByRole('region', { name: 'Arguments of remember' }).innerText();
+    expect(args).toContain('"Refund \\u202e001\\u202c to \\u200bme\\udb40\\udc41"');
+    await shown.getByRole('button', { name: 'Edit arguments' }).click();
+    expect(await shown.getByRole('textbox').first().inputValue()).toContain('\\u202e001');
+    await shown.getByRole('button', { name: 'Approve' }).click();
+    await shown.waitFor({ state: 'detached', timeout: 20_000 });
+    const ran = await until(
+      async () => (await api('get', `/tool-calls/${third.body.id}`, org.keys.viewer).expect(200)).body as { status: string; arguments: unknown },
+      (c) => c.status !== 'running' && c.status !== 'pending_approval',
+    );
+    expect(ran).toMatchObject({ status: 'succeeded', arguments: { content: hidden } });
     await context.close();
   });
 

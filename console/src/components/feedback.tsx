@@ -107,10 +107,29 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T;
   return { ...state, reload: () => setTick((n) => n + 1) };
 }
 
+/**
+ * Characters that change how text around them shows, or show as nothing: format characters
+ * (bidirectional overrides and isolates such as U+202E, zero-width spaces and joiners, the soft
+ * hyphen, U+FEFF) and the line and paragraph separators.
+ */
+const UNSEEN = /[\p{Cf}\u2028\u2029]/gu;
+
+/**
+ * `value` as indented JSON with every UNSEEN character written as its `\uXXXX` escape, which JSON
+ * reads back as the same character. What an approver reads is what the tool gets: arguments a
+ * model wrote could otherwise show `refund 100` where they hold `refund 001` reversed by U+202E, or
+ * hide words between zero-width characters.
+ */
+export function visibleJson(value: unknown): string {
+  // An astral one (a tag character, U+E0001 to U+E007F: text hidden from people, read by models) as its two halves.
+  const escape = (c: string) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+  return (JSON.stringify(value, null, 2) ?? '').replace(UNSEEN, escape);
+}
+
 export function JsonView({ value, label }: { value: unknown; label: string }) {
   return (
     <pre className="json" role="region" aria-label={label} tabIndex={0}>
-      {JSON.stringify(value, null, 2)}
+      {visibleJson(value)}
     </pre>
   );
 }

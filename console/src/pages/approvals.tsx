@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { ShortId } from '../components/actor';
-import { Alert, formatTime, JsonView, Status, useLoad } from '../components/feedback';
+import { Alert, formatTime, JsonView, Status, useLoad, visibleJson } from '../components/feedback';
 import { useLiveUpdates } from '../events';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
@@ -119,7 +119,7 @@ function PendingApproval({
   const { api, me } = useSession();
   const mayDecide = can(me, 'approve');
   const [mode, setMode] = useState<'idle' | 'edit' | 'reject'>('idle');
-  const [args, setArgs] = useState(() => JSON.stringify(a.arguments, null, 2));
+  const [args, setArgs] = useState(() => visibleJson(a.arguments));
   const [argErrors, setArgErrors] = useState<string[]>([]);
   const [reason, setReason] = useState('');
   const [reasonError, setReasonError] = useState<string>();
@@ -239,7 +239,7 @@ function PendingApproval({
               disabled={busy}
               onClick={() => {
                 setMode('idle');
-                setArgs(JSON.stringify(a.arguments, null, 2));
+                setArgs(visibleJson(a.arguments));
                 setArgErrors([]);
               }}
             >
