@@ -1,7 +1,7 @@
 import { plainToInstance } from 'class-transformer';
 import { validateSync } from 'class-validator';
 import type { OidcConfig } from './auth-config';
-import type { SecretsConfig } from './database-config';
+import type { SecretsConfig, StorageLimits } from './database-config';
 import type { EgressConfig } from './egress-config';
 import { EventsConfig, EventsVariables } from './events-config';
 import type { HttpLimits, HttpTimeouts } from './http-config';
@@ -42,6 +42,8 @@ export interface AppConfig {
   databasePoolSize: number;
   /** DATABASE_STATEMENT_TIMEOUT_MS for the pool's connections; unset or 0: none (tests set theirs). */
   databaseStatementTimeoutMs?: number;
+  /** Unset (tests): DEFAULT_STORAGE_LIMITS. */
+  storage?: StorageLimits;
   rateLimit: RateLimitConfig;
   /** Unset (tests): DEFAULT_HTTP_TIMEOUTS. */
   httpTimeouts?: HttpTimeouts;

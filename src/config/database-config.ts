@@ -40,6 +40,26 @@ export class DatabaseVariables extends HttpVariables {
   @Max(3_600_000)
   DATABASE_STATEMENT_TIMEOUT_MS: number = 60_000;
 
+  /**
+   * Bytes of knowledge documents' text one organization may store (UTF-8, as PostgreSQL counts
+   * them). Every organization writes to the same database volume: unbounded, one builder key wrote
+   * a gigabyte a minute within its rate limit, and a full volume fails every organization's writes.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(Number.MAX_SAFE_INTEGER)
+  KNOWLEDGE_MAX_BYTES_PER_ORG: number = DEFAULT_STORAGE_LIMITS.knowledgeBytesPerOrg;
+
+  /** Skills one organization may have (each up to 100,000 characters of instructions). */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  SKILLS_MAX_PER_ORG: number = DEFAULT_STORAGE_LIMITS.skillsPerOrg;
+
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional()
   @Transform(emptyToUndefined)
@@ -54,6 +74,14 @@ export class DatabaseVariables extends HttpVariables {
   @Matches(BASE64_32_BYTES, { message: 'must be 32 bytes, base64 (openssl rand -base64 32)' })
   SECRETS_KEY_PREVIOUS?: string;
 }
+
+/** What one organization may store: KNOWLEDGE_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG. */
+export interface StorageLimits {
+  knowledgeBytesPerOrg: number;
+  skillsPerOrg: number;
+}
+
+export const DEFAULT_STORAGE_LIMITS: StorageLimits = { knowledgeBytesPerOrg: 1024 * 1024 * 1024, skillsPerOrg: 1000 };
 
 export interface SecretsConfig {
   /** 32 bytes: what seals new secrets. */

@@ -1,7 +1,9 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { isProgramLimitExceeded } from '../common/db-errors';
 import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { Page, PageQuery } from '../common/pagination';
@@ -93,7 +95,14 @@ const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated
  */
 @Injectable()
 export class KnowledgeRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  private readonly maxBytes: number;
+
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.maxBytes = (config.storage ?? DEFAULT_STORAGE_LIMITS).knowledgeBytesPerOrg;
+  }
 
   async createCollection(orgId: string, dto: CreateCollectionDto): Promise<CollectionView> {
     const id = randomUUID();
@@ -146,6 +155,13 @@ export class KnowledgeRepository {
       // FOR KEY SHARE: the collection cannot be deleted while the document goes in.
       const found: unknown[] = await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR KEY SHARE`, [orgId, collectionId]);
       if (found.length === 0) throw ApiError.notFound('knowledge collection');
+      // Counted under the organization's lock, so documents added at once cannot pass it together.
+      await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('knowledge_document:' || $1::text, 0))`, [orgId]);
+      const [{ stored, adding }]: { stored: string; adding: string }[] = await m.query(
+        `SELECT (SELECT coalesce(sum(octet_length(content)), 0) FROM knowledge_document WHERE org_id = $1)::text AS stored, octet_length($2::text)::text AS adding`,
+        [orgId, dto.content],
+      );
+      if (Number(stored) + Number(adding) > this.maxBytes) throw storageFull(Number(stored), Number(adding), this.maxBytes);
       let row: DocumentRow;
       try {
         [row] = await m.query(
@@ -283,5 +299,11 @@ function notIndexable(): ApiError {
     'document_not_indexable',
     'The content has too many distinct words for a full-text search index (PostgreSQL keeps at most 1 MiB of words and positions per document); split it into several documents. Nothing was stored.',
     [{ path: 'content', code: 'document_not_indexable', message: 'content has too many distinct words to be indexed for search' }],
+  );
+}
+
+function storageFull(stored: number, adding: number, max: number): ApiError {
+  return ApiError.conflict(
+    `This organization's knowledge holds ${stored} bytes of text of the ${max} it may store (KNOWLEDGE_MAX_BYTES_PER_ORG), and this document's ${adding} would pass that; delete documents first.`,
   );
 }

@@ -1,8 +1,11 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
+import { countUnderOrgLock } from '../database/org-limit';
 import { Page, PageQuery } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
@@ -23,14 +26,30 @@ interface SkillRow {
  */
 @Injectable()
 export class SkillsRepository {
-  constructor(private readonly dataSource: DataSource) {}
+  private readonly maxSkills: number;
 
+  constructor(
+    private readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.maxSkills = (config.storage ?? DEFAULT_STORAGE_LIMITS).skillsPerOrg;
+  }
+
+  /** At most SKILLS_MAX_PER_ORG per organization (409), counted under its lock: each skill is up to 400 KB of the shared volume. */
   async create(orgId: string, dto: CreateSkillDto): Promise<SkillView> {
-    const [row]: SkillRow[] = await this.dataSource.query(
-      `INSERT INTO skill (id, org_id, name, description, instructions) VALUES ($1, $2, $3, $4, $5) RETURNING *`,
-      [randomUUID(), orgId, dto.name, dto.description, dto.instructions],
-    );
-    return toSkill(row);
+    return this.dataSource.transaction(async (m) => {
+      if ((await countUnderOrgLock(m, 'skill', orgId)) >= this.maxSkills) {
+        throw ApiError.conflict(`An organization has at most ${this.maxSkills} skills (SKILLS_MAX_PER_ORG); delete one first.`);
+      }
+      const [row]: SkillRow[] = await m.query(`INSERT INTO skill (id, org_id, name, description, instructions) VALUES ($1, $2, $3, $4, $5) RETURNING *`, [
+        randomUUID(),
+        orgId,
+        dto.name,
+        dto.description,
+        dto.instructions,
+      ]);
+      return toSkill(row);
+    });
   }
 
   async list(orgId: string, query: PageQuery): Promise<Page<SkillView>> {

@@ -1,0 +1,75 @@
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/**
+ * What one organization may store on the volume every organization writes to: documents' text by
+ * bytes (KNOWLEDGE_MAX_BYTES_PER_ORG), skills by count (SKILLS_MAX_PER_ORG). Unbounded, one
+ * builder key wrote a gigabyte a minute within its rate limit (attack round 6).
+ */
+describe('storage limits per organization (e2e)', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let other: TestOrg;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { storage: { knowledgeBytesPerOrg: 100, skillsPerOrg: 3 } } });
+    org = await createOrg(t);
+    other = await createOrg(t);
+  });
+  afterAll(() => t.close());
+
+  const collection = async (o: TestOrg) =>
+    (
+      await t.http
+        .post('/api/v1/knowledge/collections')
+        .set(...bearer(o.keys.builder))
+        .send({ name: 'Docs' })
+        .expect(201)
+    ).body.id as string;
+  const addDocument = (o: TestOrg, id: string, content: string) =>
+    t.http
+      .post(`/api/v1/knowledge/collections/${id}/documents`)
+      .set(...bearer(o.keys.builder))
+      .send({ title: 't', content });
+  const addSkill = (o: TestOrg, name: string) =>
+    t.http
+      .post('/api/v1/skills')
+      .set(...bearer(o.keys.builder))
+      .send({ name, description: 'd', instructions: 'i' });
+
+  it("refuses a document past the organization's bytes of text, whole, and takes it again once space is freed", async () => {
+    const docs = await collection(org);
+    // 40 characters of 2 bytes each: 80 bytes, as PostgreSQL counts them.
+    const first = await addDocument(org, docs, 'é'.repeat(40)).expect(201);
+    const refused = await addDocument(org, docs, 'x'.repeat(21)).expect(409);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 80 bytes of text of the 100') });
+    // Exactly up to the limit is taken; nothing of the refused one was stored.
+    await addDocument(org, docs, 'x'.repeat(20)).expect(201);
+    const listed = await t.http
+      .get(`/api/v1/knowledge/collections/${docs}/documents`)
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
+    expect(listed.body.items).toHaveLength(2);
+    // Another organization's limit is its own.
+    await addDocument(other, await collection(other), 'y'.repeat(100)).expect(201);
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${docs}/documents/${first.body.id}`)
+      .set(...bearer(org.keys.builder))
+      .expect(204);
+    await addDocument(org, docs, 'z'.repeat(80)).expect(201);
+  });
+
+  it('refuses documents added at once past the limit together, counting each', async () => {
+    const o = await createOrg(t);
+    const docs = await collection(o);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => addDocument(o, docs, 'x'.repeat(30))));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 409, 409, 409, 409, 409]);
+  });
+
+  it("refuses a skill past the organization's count, also when asked for at once", async () => {
+    const o = await createOrg(t);
+    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => addSkill(o, `s${i}`)));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 409, 409, 409]);
+    expect(answers.find((a) => a.status === 409)!.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('at most 3 skills') });
+    await addSkill(other, 'theirs').expect(201);
+  });
+});
