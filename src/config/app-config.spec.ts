@@ -42,6 +42,15 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
   });
 
+  it("bounds an organization's stored documents at 1 GiB and its skills at 1,000 unless told otherwise", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({ knowledgeBytesPerOrg: 1024 ** 3, skillsPerOrg: 1000 });
+    expect(resolveConfig({ DATA_DIR: dir, KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000', SKILLS_MAX_PER_ORG: ' 5 ' }).storage).toEqual({
+      knowledgeBytesPerOrg: 10_000_000_000,
+      skillsPerOrg: 5,
+    });
+  });
+
   it('parses numbers and keeps given values', () => {
     const env = parseEnvironment({
       PORT: '8080',
@@ -65,6 +74,10 @@ describe('environment', () => {
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', '366'],
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', '1.5'],
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', 'week'],
+    ['KNOWLEDGE_MAX_BYTES_PER_ORG', '0'],
+    ['KNOWLEDGE_MAX_BYTES_PER_ORG', '1e9'],
+    ['SKILLS_MAX_PER_ORG', '0'],
+    ['SKILLS_MAX_PER_ORG', '1000001'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '3600001'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '1.5'],
