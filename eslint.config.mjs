@@ -30,6 +30,22 @@ export default tseslint.config(
     },
   },
   {
+    // Tokens are counted by src/runtime/output-budget.ts alone, in pieces the tokenizer's quadratic
+    // cost cannot blow up on (one run of CJK text is one pre-token).
+    files: ['src/**/*.ts'],
+    ignores: ['src/runtime/output-budget.ts', 'src/**/*.spec.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['gpt-tokenizer', 'gpt-tokenizer/*'], message: 'Count tokens with countTokens of src/runtime/output-budget.ts (bounded pieces).' },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests, benchmarks and scripts read JSON answers whose shape the assertions check.
     files: ['test/**', 'bench/**', 'scripts/**', 'src/**/*.e2e-spec.ts'],
     rules: { '@typescript-eslint/no-explicit-any': 'off' },

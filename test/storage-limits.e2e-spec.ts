@@ -38,30 +38,36 @@ describe('storage limits per organization (e2e)', () => {
 
   it("refuses a document past the organization's bytes of text, whole, and takes it again once space is freed", async () => {
     const docs = await collection(org);
-    // 40 characters of 2 bytes each: 80 bytes, as PostgreSQL counts them.
-    const first = await addDocument(org, docs, 'é'.repeat(40)).expect(201);
-    const refused = await addDocument(org, docs, 'x'.repeat(21)).expect(409);
-    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 80 bytes of text of the 100') });
-    // Exactly up to the limit is taken; nothing of the refused one was stored.
-    await addDocument(org, docs, 'x'.repeat(20)).expect(201);
+    // 39 characters of 2 bytes each and a one-byte title, `{}` of metadata: 81 bytes, as PostgreSQL counts them.
+    const first = await addDocument(org, docs, 'é'.repeat(39)).expect(201);
+    const refused = await addDocument(org, docs, 'x'.repeat(17)).expect(409);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 81 bytes (documents') });
+    // Metadata counts as the text does: counted by text alone, a megabyte of it a document passed the limit 94 times.
+    await t.http
+      .post(`/api/v1/knowledge/collections/${docs}/documents`)
+      .set(...bearer(org.keys.builder))
+      .send({ title: 't', content: '', metadata: { blob: 'x'.repeat(20) } })
+      .expect(409);
+    // Exactly up to the limit is taken (16 + 1 + 2); nothing of the refused ones was stored.
+    await addDocument(org, docs, 'x'.repeat(16)).expect(201);
     const listed = await t.http
       .get(`/api/v1/knowledge/collections/${docs}/documents`)
       .set(...bearer(org.keys.viewer))
       .expect(200);
     expect(listed.body.items).toHaveLength(2);
     // Another organization's limit is its own.
-    await addDocument(other, await collection(other), 'y'.repeat(100)).expect(201);
+    await addDocument(other, await collection(other), 'y'.repeat(97)).expect(201);
     await t.http
       .delete(`/api/v1/knowledge/collections/${docs}/documents/${first.body.id}`)
       .set(...bearer(org.keys.builder))
       .expect(204);
-    await addDocument(org, docs, 'z'.repeat(80)).expect(201);
+    await addDocument(org, docs, 'z'.repeat(78)).expect(201);
   });
 
   it('refuses documents added at once past the limit together, counting each', async () => {
     const o = await createOrg(t);
     const docs = await collection(o);
-    const answers = await Promise.all(Array.from({ length: 8 }, () => addDocument(o, docs, 'x'.repeat(30))));
+    const answers = await Promise.all(Array.from({ length: 8 }, () => addDocument(o, docs, 'x'.repeat(27))));
     expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 409, 409, 409, 409, 409]);
   });
 

@@ -1,7 +1,10 @@
+import * as tokenizer from 'gpt-tokenizer';
+import { MAX_PIECE_CHARS } from '../runtime/output-budget';
 import {
   ChatMessage,
   CLEARED_RESULT,
   compactWithoutModel,
+  ESTIMATE_EXACT_CHARS,
   estimateTokens,
   keptFrom,
   toProviderMessages,
@@ -80,6 +83,26 @@ describe('conversation', () => {
     expect(small).toBeGreaterThan(4);
     expect(estimateTokens([{ role: 'user', content: 'a <|endoftext|> b' }], [{ x: 1 }])).toBeGreaterThan(small);
     expect(estimateTokens(toProviderMessages('', convo, null), [])).toBeGreaterThan(20);
+  });
+
+  it('estimates a long unspaced text from its start, in pieces: never the whole text at once', () => {
+    // Unspaced CJK text is one pre-token, and byte-pair encoding is quadratic in it: 100,000
+    // characters of run input held the node 30 s before every model call (attack round 7).
+    const cjk = (n: number) => Array.from({ length: n }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20_000))).join('');
+    const spy = jest.spyOn(tokenizer, 'countTokens');
+    try {
+      const short = estimateTokens([{ role: 'user', content: cjk(ESTIMATE_EXACT_CHARS) }], []);
+      const long = estimateTokens([{ role: 'user', content: cjk(10 * ESTIMATE_EXACT_CHARS) }], []);
+      // In proportion, as the text's start is.
+      expect(long).toBeGreaterThan(9 * (short - 4));
+      expect(long).toBeLessThan(11 * short);
+      const handed = spy.mock.calls.map((c) => (c[0] as string).length);
+      expect(handed.length).toBeGreaterThan(0);
+      expect(Math.max(...handed)).toBeLessThanOrEqual(MAX_PIECE_CHARS);
+      expect(handed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2 * ESTIMATE_EXACT_CHARS);
+    } finally {
+      spy.mockRestore();
+    }
   });
 });
 

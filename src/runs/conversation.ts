@@ -1,4 +1,4 @@
-import { countTokens } from 'gpt-tokenizer';
+import { countTokens } from '../runtime/output-budget';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
 /** A message of a run's conversation as clients read it (API.md, Run.messages). */
@@ -102,12 +102,18 @@ export function estimateTokens(messages: readonly ChatCompletionMessageParam[], 
   return total;
 }
 
-/** Text that spells a special token (`<|endoftext|>`) is counted as text: it came from a user or a tool. */
-const AS_TEXT = { disallowedSpecial: new Set<string>() };
-
+/**
+ * A text's tokens: exactly up to ESTIMATE_EXACT_CHARS, then in proportion. Every step estimates the
+ * whole transcript (up to 8,000,000 characters) again; counted whole, even in bounded pieces, a
+ * transcript of unspaced CJK text would take seconds of the event loop a step.
+ */
 function tokens(text: string): number {
-  return countTokens(text, AS_TEXT);
+  if (text.length <= ESTIMATE_EXACT_CHARS) return countTokens(text);
+  return Math.ceil((countTokens(text.slice(0, ESTIMATE_EXACT_CHARS)) * text.length) / ESTIMATE_EXACT_CHARS);
 }
+
+/** Characters of one text counted exactly for an estimate (see tokens). */
+export const ESTIMATE_EXACT_CHARS = 16 * 1024;
 
 /**
  * The next compaction state for the strategies that need no model (`clear_tool_results`,

@@ -1,4 +1,6 @@
+import * as tokenizer from 'gpt-tokenizer';
 import { countTokens } from 'gpt-tokenizer';
+import { MAX_PIECE_CHARS, MAX_SEGMENT_CHARS } from '../../runtime/output-budget';
 import { count, fitList, fitsIn, largestFitting, resultTokens } from './tool-output';
 
 describe('tool output helpers', () => {
@@ -41,6 +43,28 @@ describe('tool output helpers', () => {
     expect(cut.omitted).toBe(50 - cut.kept.length);
     expect(resultTokens(cut)).toBeLessThanOrEqual(100);
     expect(resultTokens({ kept: items.slice(0, cut.kept.length + 1), omitted: cut.omitted - 1 })).toBeGreaterThan(100);
+  });
+
+  it('hands the tokenizer no run of text longer than a piece, and stops past the limit', () => {
+    // Byte-pair encoding of one pre-token is quadratic in its length, and unspaced CJK text is one
+    // pre-token: 20,000 characters took 1.4 s to count whole, eight read_document calls held the
+    // node for seconds (attack round 7).
+    const cjk = Array.from({ length: 20_000 }, (_, i) => String.fromCharCode(0x4e00 + ((i * 7919) % 20_000))).join('');
+    const spy = jest.spyOn(tokenizer, 'countTokens');
+    try {
+      expect(resultTokens(cjk)).toBeGreaterThan(1_000);
+      expect(spy.mock.calls.length).toBeGreaterThan(20_000 / MAX_PIECE_CHARS - 1);
+      expect(Math.max(...spy.mock.calls.map((c) => (c[0] as string).length))).toBeLessThanOrEqual(MAX_PIECE_CHARS);
+      spy.mockClear();
+      expect(fitsIn({ page: cjk }, 500)).toBe(false);
+      // Past 500 tokens it stops: a few pieces, not the 20,000 characters.
+      const read = spy.mock.calls.reduce((n, c) => n + (c[0] as string).length, 0);
+      expect(read).toBeGreaterThan(0);
+      expect(read).toBeLessThan(MAX_SEGMENT_CHARS);
+      expect(spy.mock.calls.every((c) => (c[0] as string).length <= MAX_PIECE_CHARS)).toBe(true);
+    } finally {
+      spy.mockRestore();
+    }
   });
 
   it('counts in words that read right', () => {

@@ -1,4 +1,4 @@
-import { countTokens, isWithinTokenLimit } from 'gpt-tokenizer';
+import { countTokens } from '../../runtime/output-budget';
 
 /**
  * Helpers for tools that keep their own results within their declared `maxOutputTokens`. The
@@ -7,12 +7,9 @@ import { countTokens, isWithinTokenLimit } from 'gpt-tokenizer';
  * that fits itself drops whole items or pages and says so, which the model can act on.
  */
 
-/** A tool's text that spells a special token (`<|endoftext|>`) is data: counted as text, never refused. */
-const AS_TEXT = { disallowedSpecial: new Set<string>() };
-
 /** A result's size as the executor measures it: tokens (o200k_base) of its JSON text, or of the string itself. */
 export function resultTokens(value: unknown): number {
-  return countTokens(typeof value === 'string' ? value : JSON.stringify(value), AS_TEXT);
+  return countTokens(typeof value === 'string' ? value : JSON.stringify(value));
 }
 
 /**
@@ -22,7 +19,7 @@ export function resultTokens(value: unknown): number {
  */
 export function fitsIn(value: unknown, maxTokens: number): boolean {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text.length <= maxTokens || isWithinTokenLimit(text, maxTokens, AS_TEXT) !== false;
+  return text.length <= maxTokens || countTokens(text, maxTokens) <= maxTokens;
 }
 
 /**
