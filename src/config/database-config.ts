@@ -41,8 +41,8 @@ export class DatabaseVariables extends HttpVariables {
   DATABASE_STATEMENT_TIMEOUT_MS: number = 60_000;
 
   /**
-   * Bytes of knowledge documents' text one organization may store (UTF-8, as PostgreSQL counts
-   * them). Every organization writes to the same database volume: unbounded, one builder key wrote
+   * Bytes of knowledge documents' text, titles and metadata (as JSON text) one organization may
+   * store (UTF-8, as PostgreSQL counts them). Every organization writes to the same database volume: unbounded, one builder key wrote
    * a gigabyte a minute within its rate limit, and a full volume fails every organization's writes.
    */
   @IsOptional()
