@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { SkillsRepository } from '../../../skills/skills.repository';
 import { CapabilityRegistry } from '../../capability-registry.service';
 import type { StampedContribution, ToolContext } from '../../capability.types';
 import { LIST_SKILLS_MAX_TOKENS, ListSkillsInput, LoadSkillInput } from './skills.tools';
@@ -197,6 +198,18 @@ describe('builtin capability: skills (e2e)', () => {
       expect(read.filter((q) => /instructions/.test(q))).toEqual([expect.stringMatching(/^SELECT instructions FROM skill WHERE org_id = \$1 AND id = \$2$/)]);
     } finally {
       queries.mockRestore();
+    }
+  });
+
+  it('answers skill_not_found for a skill deleted between its match and the read of its instructions', async () => {
+    // A skill bound only by a draft can be deleted at any moment; the two reads are not one statement.
+    const read = jest.spyOn(SkillsRepository.prototype, 'instructionsOf').mockResolvedValueOnce(undefined);
+    try {
+      const err = await toolError(load('Refunds'));
+      expect(err.code).toBe('skill_not_found');
+      expect(read).toHaveBeenCalledWith(org.id, skills.refunds);
+    } finally {
+      read.mockRestore();
     }
   });
 });
