@@ -8,6 +8,17 @@ import { orgIdOf, RequestContext } from '../auth/principal';
 import { PageQuery } from '../common/pagination';
 import { AuditEvent, AUDIT_EVENT_TYPES, AuditEventType, AuditService } from './audit.service';
 
+/** An instant the database reads as the API does (normalizeInstant); the message names the field. */
+function IsInstant(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isInstant',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined,
+      defaultMessage: (args) => `${args?.property} must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)`,
+    },
+  });
+}
+
 export class AuditQuery extends PageQuery {
   @ApiPropertyOptional({ enum: AUDIT_EVENT_TYPES })
   @IsOptional()
@@ -19,13 +30,7 @@ export class AuditQuery extends PageQuery {
     description: 'Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one).',
   })
   @IsOptional()
-  @ValidateBy({
-    name: 'isInstant',
-    validator: {
-      validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined,
-      defaultMessage: () => 'since must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)',
-    },
-  })
+  @IsInstant()
   since?: string;
 
   @ApiPropertyOptional({
@@ -35,13 +40,7 @@ export class AuditQuery extends PageQuery {
       'not before `since`. With `since`, a bounded read: recovering the events a webhook endpoint left out takes the ones between its `firstDroppedAt` and `lastDroppedAt`.',
   })
   @IsOptional()
-  @ValidateBy({
-    name: 'isInstant',
-    validator: {
-      validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined,
-      defaultMessage: () => 'until must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)',
-    },
-  })
+  @IsInstant()
   @ValidateBy({
     name: 'isNotBeforeSince',
     validator: {
