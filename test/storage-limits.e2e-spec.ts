@@ -1,3 +1,4 @@
+import { DataSource } from 'typeorm';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 /**
@@ -69,6 +70,28 @@ describe('storage limits per organization (e2e)', () => {
     const docs = await collection(o);
     const answers = await Promise.all(Array.from({ length: 8 }, () => addDocument(o, docs, 'x'.repeat(27))));
     expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 409, 409, 409, 409, 409]);
+  });
+
+  it("frees a deleted collection's documents at once, and keeps the stored total equal to what the documents weigh", async () => {
+    const o = await createOrg(t);
+    const [a, b] = [await collection(o), await collection(o)];
+    for (const content of ['x'.repeat(20), 'é'.repeat(10), 'y'.repeat(15)]) await addDocument(o, a, content).expect(201);
+    await addDocument(o, b, 'z'.repeat(30)).expect(201);
+    await addDocument(o, b, 'w'.repeat(40)).expect(409);
+    // Its documents go with the collection (one cascaded statement); their bytes are free again.
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${a}`)
+      .set(...bearer(o.keys.builder))
+      .expect(204);
+    await addDocument(o, b, 'w'.repeat(40)).expect(201);
+    const ds = t.app.get(DataSource);
+    const [{ counted, weighed }]: { counted: string; weighed: string }[] = await ds.query(
+      `SELECT (SELECT bytes FROM knowledge_usage WHERE org_id = $1)::text AS counted,
+              (SELECT sum(octet_length(content) + octet_length(title) + metadata_bytes) FROM knowledge_document WHERE org_id = $1)::text AS weighed`,
+      [o.id],
+    );
+    expect(Number(counted)).toBe(33 + 43);
+    expect(counted).toBe(weighed);
   });
 
   it("refuses a skill past the organization's count, also when asked for at once", async () => {

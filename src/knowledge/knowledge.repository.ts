@@ -155,12 +155,13 @@ export class KnowledgeRepository {
       // FOR KEY SHARE: the collection cannot be deleted while the document goes in.
       const found: unknown[] = await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR KEY SHARE`, [orgId, collectionId]);
       if (found.length === 0) throw ApiError.notFound('knowledge collection');
-      // Counted under the organization's lock, so documents added at once cannot pass it together;
+      // Checked under the organization's lock, so documents added at once cannot pass it together;
       // what a row stores of the caller's: its text, title and metadata (counted by content alone,
-      // metadata of a megabyte a document went past the limit 94 times: attack round 7).
+      // metadata of a megabyte a document went past the limit 94 times: attack round 7). The stored
+      // total is kept by the database's triggers (knowledge_usage), not summed here per insert.
       await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('knowledge_document:' || $1::text, 0))`, [orgId]);
       const [{ stored, adding }]: { stored: string; adding: string }[] = await m.query(
-        `SELECT (SELECT coalesce(sum(octet_length(content) + octet_length(title) + coalesce(metadata_bytes, 0)), 0) FROM knowledge_document WHERE org_id = $1)::text AS stored,
+        `SELECT coalesce((SELECT bytes FROM knowledge_usage WHERE org_id = $1), 0)::text AS stored,
                 (octet_length($2::text) + octet_length($3::text) + octet_length($4::jsonb::text))::text AS adding`,
         [orgId, dto.content, dto.title, JSON.stringify(dto.metadata ?? {})],
       );
