@@ -41,6 +41,8 @@ export interface FixtureState {
    * the Authorization header: a list no SDK server would send (an echoed header, a cut emoji, U+0000).
    */
   rawToolsList?: (authorization: string | undefined) => { result: unknown } | { error: { code: number; message: string } };
+  /** Raw answers (rawToolsList, rawToolsCall) sent as an event stream (CR LF lines, an `id:` of brackets) instead of JSON. */
+  rawAsEventStream?: boolean;
   /** Like rawToolsList, for `tools/call` of the named tool (others are answered by the SDK's server). */
   rawToolsCall?: (name: string, authorization: string | undefined) => { result: unknown } | { error: { code: number; message: string } } | undefined;
 }
@@ -237,16 +239,19 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     req.on('end', async () => {
       const parsed = JSON.parse(body);
       if (parsed?.method === 'tools/list') listRequests.push(parsed.params?.cursor);
+      const answerRaw = (answer: object) => {
+        const text = JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...answer });
+        if (!state.rawAsEventStream) return res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+        res.writeHead(200, { 'content-type': 'text/event-stream' }).end(`: [[[[ a comment\r\nid: [[[[{{{{\r\nevent: message\r\ndata: ${text}\r\n\r\n`);
+      };
       if (parsed?.method === 'tools/list' && state.rawToolsList) {
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...state.rawToolsList(req.headers.authorization) }));
+        answerRaw(state.rawToolsList(req.headers.authorization));
         return;
       }
       const raw = parsed?.method === 'tools/call' ? state.rawToolsCall?.(parsed.params?.name, req.headers.authorization) : undefined;
       if (raw) {
         calls.push(parsed.params?.name);
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...raw }));
+        answerRaw(raw);
         return;
       }
       if (parsed?.method === 'tools/call' && state.redirectCallsTo) {

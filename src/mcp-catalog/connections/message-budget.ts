@@ -1,6 +1,8 @@
 import type { FetchLike } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { MAX_MESSAGE_DEPTH, nestingCheck, NestingCheck } from './answer-depth';
+import { McpUpstreamError } from './mcp-failures';
 
 /**
  * What an MCP server may send on one request's streams (its notifications, its own requests, events
@@ -63,10 +65,15 @@ export class MessageBudget {
     if (this.messages >= 0 && this.bytes >= 0) return true;
     const what = this.messages < 0 ? `${this.limits.maxMessages} messages` : `${this.limits.maxBytes} bytes`;
     const where = this.kind === 'request' ? 'while answering one request' : 'on its event stream within a minute';
-    const reason = new Error(`the MCP server sent more than ${what} ${where} (notifications, requests of its own); not read further`);
+    this.refuse(new Error(`the MCP server sent more than ${what} ${where} (notifications, requests of its own); not read further`));
+    return false;
+  }
+
+  /** Spends what is left: the server sent something not to be read (too much, or nested too deep). */
+  refuse(reason: Error): void {
+    if (this.spent) return;
     this.onSpent(reason);
     this.stop.abort(reason);
-    return false;
   }
 }
 
@@ -86,11 +93,17 @@ export function meteredFetch(fetch: FetchLike): FetchLike {
     if (budget.spent) throw budget.signal.reason;
     const signal = init?.signal ? AbortSignal.any([init.signal, budget.signal]) : budget.signal;
     const response = await fetch(input, { ...init, signal });
-    if (!response.body || !/^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '')) return response;
-    const paced = new Response(pace(response.body, budget), { status: response.status, statusText: response.statusText, headers: response.headers });
+    if (!response.body) return response;
+    const eventStream = /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '');
+    const body = eventStream ? pace(response.body, budget) : response.body;
+    const read = new Response(bounded(body, nestingCheck(eventStream), budget), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
     // The SDK resolves a relative Location against it.
-    Object.defineProperty(paced, 'url', { value: response.url });
-    return paced;
+    Object.defineProperty(read, 'url', { value: response.url });
+    return read;
   };
 }
 
@@ -117,5 +130,21 @@ function pace(body: ReadableStream<Uint8Array>, budget: MessageBudget): Readable
       cancel: (reason) => reader.cancel(reason),
     },
     { highWaterMark: 0 },
+  );
+}
+
+/**
+ * The answer as it arrives, ended with the budget once a message nests past MAX_MESSAGE_DEPTH,
+ * before the SDK parses it: the request fails at once, saying why.
+ */
+function bounded(body: ReadableStream<Uint8Array>, withinDepth: NestingCheck, budget: MessageBudget): ReadableStream<Uint8Array> {
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        if (withinDepth(chunk)) return controller.enqueue(chunk);
+        budget.refuse(new McpUpstreamError('upstream_unavailable', `the MCP server sent a message nesting deeper than ${MAX_MESSAGE_DEPTH} levels; not read`));
+        controller.error(budget.signal.reason);
+      },
+    }),
   );
 }

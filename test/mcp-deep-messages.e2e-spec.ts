@@ -1,0 +1,124 @@
+import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/** An object nested `levels` deep (each level one `{`), as a server might send it. */
+function nested(levels: number): Record<string, unknown> {
+  let value: Record<string, unknown> = { leaf: 'x' };
+  for (let i = 1; i < levels; i++) value = { a: value };
+  return value;
+}
+
+const TOOL_TIMEOUT_MS = 20_000;
+
+/**
+ * A message an MCP server sends that nests deeper than 128 levels is refused before the SDK parses
+ * it, saying so. Before, a tool list nested 1,600 deep overflowed the SDK's recursive checks and the
+ * connection was refused as "could not be reached: Maximum call stack size exceeded"; one bound
+ * now holds for every message, results included, on either kind of answer.
+ */
+describe('MCP: messages nested past what is read (e2e)', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let server: FixtureMcpServer;
+  let agentId: string;
+  let names = 0;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { toolTimeoutMs: TOOL_TIMEOUT_MS } });
+    org = await createOrg(t, ['mcp:remote']);
+    server = await startFixtureMcpServer();
+    server.state.rawToolsList = () => ({ result: { tools: [{ name: 'deep', description: 'Answers as deep as asked.', inputSchema: { type: 'object' } }] } });
+    server.state.rawToolsCall = (_name) => ({ result: { content: [{ type: 'text', text: 'here' }], structuredContent: nested(depth) } });
+    const created = await connect().expect(201);
+    await t.http
+      .put(`/api/v1/mcp-connections/${created.body.id}/tools/deep/risk`)
+      .set(...as('admin'))
+      .send({ risk: 'read_only' })
+      .expect(200);
+    agentId = (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as('builder'))
+        .send({ slug: 'deep', name: 'Deep' })
+        .expect(201)
+    ).body.id;
+    await t.http
+      .put(`/api/v1/agents/${agentId}/draft`)
+      .set(...as('builder'))
+      .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection: created.body.id, tools: ['deep'] }] })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...as('builder'))
+      .expect(201);
+  }, 240_000);
+  afterAll(async () => {
+    await server.close();
+    await t.close();
+  });
+
+  let depth = 1;
+  const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
+  const connect = () =>
+    t.http
+      .post('/api/v1/mcp-connections')
+      .set(...as('admin'))
+      .send({ server: 'remote', name: `deep-${++names}`, url: server.url });
+  const call = () =>
+    t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...as('agent'))
+      .send({ tool: 'deep', arguments: {} })
+      .expect(200);
+
+  it.each([
+    ['JSON', false],
+    ['an event stream', true],
+  ])('a tool list nested 1,600 deep, as %s: 422 saying how deep, nothing stored', async (_as, eventStream) => {
+    const listed = server.state.rawToolsList;
+    server.state.rawAsEventStream = eventStream;
+    server.state.rawToolsList = () => ({ result: { tools: [{ name: 'deep', description: 'd', inputSchema: { type: 'object', properties: nested(1600) } }] } });
+    try {
+      const before = await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .expect(200);
+      const refused = await connect().expect(422);
+      expect(refused.body).toMatchObject({ code: 'mcp_connect_failed', reason: 'upstream_unavailable' });
+      expect(refused.body.detail).toContain('the MCP server sent a message nesting deeper than 128 levels; not read');
+      const after = await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .expect(200);
+      expect(after.body.items).toHaveLength(before.body.items.length);
+    } finally {
+      server.state.rawToolsList = listed;
+      server.state.rawAsEventStream = false;
+    }
+  });
+
+  it.each([
+    ['JSON', false],
+    ['an event stream', true],
+  ])('a tool result as %s: 100 levels are read, 2,000 fail the call at once with upstream_unavailable', async (_as, eventStream) => {
+    server.state.rawAsEventStream = eventStream;
+    try {
+      depth = 100;
+      const read = await call();
+      expect(read.body).toMatchObject({ status: 'succeeded', result: { content: [{ type: 'text', text: 'here' }] } });
+      expect(JSON.stringify(read.body.result.structuredContent)).toBe(JSON.stringify(nested(100)));
+
+      depth = 2000;
+      const started = Date.now();
+      const refused = await call();
+      expect(refused.body).toMatchObject({
+        status: 'failed',
+        error: { code: 'upstream_unavailable', message: expect.stringContaining('nesting deeper than 128 levels') },
+      });
+      // Refused as it arrived, not after the tool's timeout.
+      expect(Date.now() - started).toBeLessThan(TOOL_TIMEOUT_MS / 2);
+    } finally {
+      server.state.rawAsEventStream = false;
+    }
+  });
+});
