@@ -326,6 +326,40 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
       }
       for (const id of ids) await put(id, false);
     });
+
+    it('with more switches than the key lookup carries, each call still sees its own; past 1,000 a new one is 409 and nothing is stored', async () => {
+      // Planted 3,000 at 2.5 KB each, every organization's tool calls on the node waited seconds behind the key lookups that carried them.
+      await h.ds.query(
+        `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by)
+         SELECT $1, 'mcp', 'planted/tool-' || i, repeat('r', 500), 'test' FROM generate_series(1, 999) AS i`,
+        [h.world.org.id],
+      );
+      try {
+        const put = (id: string, body: object) =>
+          h.t.http
+            .put(`/api/v1/tools/${id}/disabled`)
+            .set(...bearer(keys().admin))
+            .send(body);
+        expect((await callTool(search)).status).toBe(200);
+        await put('memory-write/remember', { disabled: true, reason: 'INC-9' }).expect(200);
+        expect((await callTool({ tool: 'remember', arguments: { content: 'x' } }).expect(403)).body).toMatchObject({ code: 'tool_disabled', reason: 'INC-9' });
+        expect((await callTool(search)).status).toBe(200);
+        const tools = (await mcp({ jsonrpc: '2.0', id: 3, method: 'tools/list' })).result.tools.map((t: { name: string }) => t.name);
+        expect(tools).toContain('search_knowledge');
+        expect(tools).not.toContain('remember');
+
+        const before = await countRows(h.ds, 'tool_disabled');
+        const full = await put(`mcp/${encodeURIComponent('planted/one-more')}`, { disabled: true }).expect(409);
+        expect(full.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('1000 tools disabled') });
+        expect(await countRows(h.ds, 'tool_disabled')).toBe(before);
+        // A switch already off takes a new reason; one turned on makes room.
+        await put('memory-write/remember', { disabled: true, reason: 'INC-9b' }).expect(200);
+        await put('memory-write/remember', { disabled: false }).expect(200);
+        await put(`mcp/${encodeURIComponent('planted/one-more')}`, { disabled: true }).expect(200);
+      } finally {
+        await h.ds.query(`DELETE FROM tool_disabled WHERE org_id = $1 AND capability_id = 'mcp' AND tool_id LIKE 'planted/%'`, [h.world.org.id]);
+      }
+    });
   });
 
   describe('idempotency keys and run budgets are per agent', () => {

@@ -31,8 +31,18 @@ export interface ActiveKeyWithAgentRow extends ActiveKeyRow {
   agent_name: string | null;
   agent_latest_version: number | null;
   version_retired: boolean;
-  disabled_tools: { capabilityId: string; toolId: string; reason: string | null }[] | null;
+  /** The tools the organization disabled, when there are at most KEY_LOOKUP_SWITCHES; null when more (or no agent was asked for). */
+  disabled_tools: { capabilityId: string; toolId: string }[] | null;
 }
+
+/**
+ * The most switches the key lookup carries. Every request's lookup shares one statement with
+ * other organizations' (Batcher), so what it reads must stay small: carrying every switch with its
+ * reason, one organization's 3,000 invented ones (2.5 KB each) made every tool call of every
+ * organization on the node wait seconds (attack round 8). Past it, and for a tool the lookup says
+ * is disabled, the call reads its own tool's switch (GovernanceRepository.factsFor).
+ */
+export const KEY_LOOKUP_SWITCHES = 32;
 
 interface KeyLookup {
   digest: string;
@@ -88,8 +98,8 @@ export class ApiKeysRepository {
               EXISTS (SELECT 1 FROM agent_version_retirement r
                        WHERE r.org_id = k.org_id AND r.agent_id = a.id AND r.version = COALESCE(q.version, a.latest_version)) AS version_retired,
               CASE WHEN q.agent_id IS NOT NULL THEN
-                (SELECT json_agg(json_build_object('capabilityId', d.capability_id, 'toolId', d.tool_id, 'reason', d.reason))
-                   FROM tool_disabled d WHERE d.org_id = k.org_id) END AS disabled_tools
+                (SELECT CASE WHEN count(*) <= ${KEY_LOOKUP_SWITCHES} THEN coalesce(json_agg(json_build_object('capabilityId', d.capability_id, 'toolId', d.tool_id)), '[]') END
+                   FROM (SELECT capability_id, tool_id FROM tool_disabled WHERE org_id = k.org_id LIMIT ${KEY_LOOKUP_SWITCHES + 1}) d) END AS disabled_tools
          FROM unnest($1::text[], $2::uuid[], $3::integer[]) WITH ORDINALITY AS q(digest, agent_id, version, i)
          JOIN api_key k ON k.token_hash = q.digest AND k.revoked_at IS NULL
          JOIN org o ON o.id = k.org_id

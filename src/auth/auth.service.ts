@@ -58,6 +58,6 @@ function snapshotOf(asked: AgentRead, row: ActiveKeyWithAgentRow): AgentSnapshot
     version: asked.version,
     agent: row.agent_id === null ? null : { id: row.agent_id, slug: row.agent_slug!, name: row.agent_name!, latest_version: row.agent_latest_version },
     versionRetired: row.version_retired,
-    disabledTools: new Map((row.disabled_tools ?? []).map((d) => [toolKey(d.capabilityId, d.toolId), { reason: d.reason }])),
+    disabledTools: row.disabled_tools === null ? undefined : new Set(row.disabled_tools.map((d) => toolKey(d.capabilityId, d.toolId))),
   };
 }

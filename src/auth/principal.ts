@@ -43,8 +43,11 @@ export interface AgentSnapshot {
   agent: { id: string; slug: string; name: string; latest_version: number | null } | null;
   /** The version `version` names (the pointer for `latest`) is retired. */
   versionRetired: boolean;
-  /** Every tool the organization disabled, by `toolKey(capabilityId, toolId)`. */
-  disabledTools: ReadonlyMap<string, { reason: string | null }>;
+  /**
+   * Every tool the organization disabled, by `toolKey(capabilityId, toolId)`, without reasons;
+   * undefined when it disabled more than the key lookup carries (KEY_LOOKUP_SWITCHES).
+   */
+  disabledTools?: ReadonlySet<string>;
 }
 
 /** Someone signed in through the organization's identity provider (a JWT access token, src/auth/oidc). */

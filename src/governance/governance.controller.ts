@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Param, Put, Query } from '@nestjs/common';
-import { ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
+import { ApiConflictResponse, ApiForbiddenResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
@@ -41,6 +41,7 @@ export class GovernanceController {
   @ApiOkResponse({ type: ToolSwitchView })
   @ApiForbiddenResponse(ProblemResponse('Only an admin may switch tools (`forbidden`).'))
   @ApiNotFoundResponse(ProblemResponse('No capability declares that tool (`unknown_tool`).'))
+  @ApiConflictResponse(ProblemResponse('The organization already has 1,000 tools disabled, the most it may (`conflict`); enable some first.'))
   setDisabled(
     @Ctx() ctx: RequestContext,
     @Param('capabilityId') capabilityId: string,

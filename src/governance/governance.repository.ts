@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../common/api-error';
 import { GovernanceFacts, toolKey } from '../runtime/tool-policy';
 
 export interface RetirementRow {
@@ -15,6 +16,13 @@ export interface DisabledToolRow {
   disabled_at: Date;
   disabled_by: string;
 }
+
+/**
+ * The most tools one organization may have disabled at once: incident response, not an allow-list.
+ * An MCP tool's switch names any tool id shaped like one (the connection's tools may change), so
+ * without a bound one admin key planted 3,000 invented switches of 2.5 KB each (attack round 8).
+ */
+export const MAX_DISABLED_TOOLS = 1000;
 
 /**
  * The lock an organization's switches serialize with the approvals it decides, held to the end of
@@ -53,10 +61,18 @@ export class GovernanceRepository {
     };
   }
 
-  /** The switches for every tool of one version (MCP's tools/list filters with them). */
-  async factsForVersion(orgId: string, agentId: string, version: number): Promise<GovernanceFacts> {
-    const [retired, disabledTools] = await Promise.all([this.retirementOf(orgId, agentId, version), this.disabledTools(orgId)]);
-    return { versionRetired: retired !== undefined, disabledTools };
+  /** The switches of the given tools of one version (MCP's tools/list filters with them). */
+  async factsForVersion(orgId: string, agentId: string, version: number, tools: readonly { capabilityId: string; toolId: string }[]): Promise<GovernanceFacts> {
+    const [retired, rows] = await Promise.all([
+      this.retirementOf(orgId, agentId, version),
+      this.dataSource.query(
+        `SELECT d.capability_id, d.tool_id, d.reason FROM tool_disabled d
+           JOIN unnest($2::text[], $3::text[]) AS t(capability_id, tool_id) ON t.capability_id = d.capability_id AND t.tool_id = d.tool_id
+          WHERE d.org_id = $1`,
+        [orgId, tools.map((t) => t.capabilityId), tools.map((t) => t.toolId)],
+      ) as Promise<Pick<DisabledToolRow, 'capability_id' | 'tool_id' | 'reason'>[]>,
+    ]);
+    return { versionRetired: retired !== undefined, disabledTools: new Map(rows.map((r) => [toolKey(r.capability_id, r.tool_id), { reason: r.reason }])) };
   }
 
   async retirementsOf(orgId: string, agentId: string, manager: EntityManager | DataSource = this.dataSource): Promise<Map<number, RetirementRow>> {
@@ -126,6 +142,14 @@ export class GovernanceRepository {
     reason: string | null,
     by: string,
   ): Promise<{ row: DisabledToolRow; change?: 'disabled' | 'reason'; previousReason?: string | null }> {
+    // Counted under the switches' lock the caller holds (holdSwitches), so two at once cannot pass it.
+    const [{ n, there }]: { n: number; there: boolean | null }[] = await manager.query(
+      `SELECT count(*)::int AS n, bool_or(capability_id = $2 AND tool_id = $3) AS there FROM tool_disabled WHERE org_id = $1`,
+      [orgId, capabilityId, toolId],
+    );
+    if (!there && n >= MAX_DISABLED_TOOLS) {
+      throw ApiError.conflict(`This organization has ${n} tools disabled, the most it may (${MAX_DISABLED_TOOLS}); enable some first.`);
+    }
     // Inserted, or else the row there is locked and read, in a statement of its own: of two admins
     // switching it at once, the second sees the first's reason (an upsert's snapshot did not).
     for (;;) {

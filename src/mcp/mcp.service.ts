@@ -177,7 +177,7 @@ export class McpService {
   private async listTools(principal: OrgPrincipal, built: () => Promise<BuiltVersion>): Promise<ListToolsResult> {
     const granted = new Set(principal.orgScopes);
     const version = await built();
-    const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version);
+    const governance = await this.governance.factsForVersion(principal.orgId, version.agentId, version.version, version.tools);
     const tools = version.tools.filter((t) => canRunNow(t, granted, governance));
     return { tools: tools.map((t) => toMcpTool(t, factsOf(t))) };
   }

@@ -16,7 +16,7 @@ import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../
 import { IdempotencyClaim, IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFields, ToolCallGuards } from './tool-call-guards';
 import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
-import { ApprovalReason, approvalReasonOf, GovernanceFacts } from './tool-policy';
+import { ApprovalReason, approvalReasonOf, GovernanceFacts, toolKey } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
@@ -60,10 +60,14 @@ export interface ToolCallOutcome {
   resumed: boolean;
 }
 
-/** The snapshot's switches, when they are those of the version that was built. */
-function factsOf(snapshot: AgentSnapshot, built: number): GovernanceFacts | undefined {
+/**
+ * The snapshot's switches, when they are those of the version that was built and they say the
+ * tool is not disabled; otherwise the guards read the tool's own switch (with its reason).
+ */
+function factsOf(snapshot: AgentSnapshot, built: number, tool: VersionTool): GovernanceFacts | undefined {
   const named = snapshot.version === 'latest' ? snapshot.agent?.latest_version : snapshot.version;
-  return named === built ? { versionRetired: snapshot.versionRetired, disabledTools: snapshot.disabledTools } : undefined;
+  if (named !== built || !snapshot.disabledTools || snapshot.disabledTools.has(toolKey(tool.capabilityId, tool.toolId))) return undefined;
+  return { versionRetired: snapshot.versionRetired, disabledTools: new Map() };
 }
 
 /** Statuses after which nothing about the call changes any more. */
@@ -305,7 +309,7 @@ export class ToolExecutor {
     const valid = validation.errors.length === 0;
     const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
     if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
-    await this.guards.canRunNow(built, tool, denial, snapshot && factsOf(snapshot, built.version));
+    await this.guards.canRunNow(built, tool, denial, snapshot && factsOf(snapshot, built.version, tool));
     passed.push('tool_policy');
     const reason = approvalReasonOf({ risk: tool.risk, interruptBefore: tool.declaration.interruptBefore, toolId: tool.toolId }, built.spec.toolApproval);
 

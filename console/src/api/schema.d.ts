@@ -7350,6 +7350,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The organization already has 1,000 tools disabled, the most it may (`conflict`); enable some first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than 1 MiB (`payload_too_large`). */
             413: {
                 headers: {
