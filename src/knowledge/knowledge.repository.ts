@@ -2,6 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
+import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { isProgramLimitExceeded } from '../common/db-errors';
@@ -10,40 +11,20 @@ import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
+import {
+  CollectionRow,
+  DocumentPageRow,
+  DocumentRow,
+  KnowledgeHitRow,
+  notIndexable,
+  storageFull,
+  toCollection,
+  toDocument,
+  toDocumentSummary,
+  uploadsWaiting,
+} from './knowledge-rows';
 
-interface CollectionRow {
-  id: string;
-  name: string;
-  description: string | null;
-  document_count: string | number;
-  created_at: Date;
-  updated_at: Date;
-}
-
-interface DocumentRow {
-  id: string;
-  collection_id: string;
-  title: string;
-  metadata: Record<string, unknown>;
-  content_length: string | number;
-  content?: string;
-  created_at: Date;
-}
-
-export interface KnowledgeHitRow {
-  id: string;
-  title: string;
-  collection: string;
-  snippet: string;
-  rank: number;
-}
-
-export interface DocumentPageRow {
-  title: string;
-  collection: string;
-  total_chars: string | number;
-  page: string;
-}
+export type { DocumentPageRow, KnowledgeHitRow } from './knowledge-rows';
 
 /**
  * The characters of a document its snippet is taken from. ts_headline parses all the text it is
@@ -88,6 +69,12 @@ const READ_SQL = `
 const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated_at,
   (SELECT count(*) FROM knowledge_document d WHERE d.org_id = c.org_id AND d.collection_id = c.id) AS document_count`;
 
+/** Documents of one organization stored at once on this node (they take the organization's lock in turn), and waiting. */
+const UPLOADS_PER_ORG = 1;
+const UPLOADS_WAITING_PER_ORG = 16;
+/** Knowledge searches of one organization at once on this node: at most this many of the pool's connections. */
+export const SEARCHES_PER_ORG = 2;
+
 /**
  * The owner of `knowledge_collection` and `knowledge_document`: the REST resource, the resolution
  * of an agent's collections, and the knowledge tools' searches all go through here. Every method
@@ -96,6 +83,13 @@ const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated
 @Injectable()
 export class KnowledgeRepository {
   private readonly maxBytes: number;
+  /**
+   * An organization's documents go in one at a time anyway (its lock, below); waiting for that
+   * lock with a connection each, one builder key's uploads held the pool (attack round 8).
+   */
+  private readonly uploads = new OrgGate(UPLOADS_PER_ORG, UPLOADS_WAITING_PER_ORG, (waiting) => uploadsWaiting(waiting));
+  /** A search ranks every document that matches: its time grows with the organization's documents. */
+  private readonly searches = new OrgGate(SEARCHES_PER_ORG);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -150,6 +144,10 @@ export class KnowledgeRepository {
   }
 
   async createDocument(orgId: string, collectionId: string, dto: CreateDocumentDto): Promise<DocumentView> {
+    return this.uploads.run(orgId, () => this.insertDocument(orgId, collectionId, dto));
+  }
+
+  private async insertDocument(orgId: string, collectionId: string, dto: CreateDocumentDto): Promise<DocumentView> {
     const id = randomUUID();
     return this.dataSource.transaction(async (m) => {
       // FOR KEY SHARE: the collection cannot be deleted while the document goes in.
@@ -239,9 +237,12 @@ export class KnowledgeRepository {
     });
   }
 
-  /** Full-text search in the given collections, best first (the `search_knowledge` tool). */
-  searchDocuments(orgId: string, collectionIds: readonly string[], query: string, limit: number): Promise<KnowledgeHitRow[]> {
-    return this.dataSource.query(SEARCH_SQL, [orgId, collectionIds, query, limit]);
+  /**
+   * Full-text search in the given collections, best first (the `search_knowledge` tool), at most
+   * SEARCHES_PER_ORG of the organization's at once on this node; `signal` ends a wait for a turn.
+   */
+  searchDocuments(orgId: string, collectionIds: readonly string[], query: string, limit: number, signal?: AbortSignal): Promise<KnowledgeHitRow[]> {
+    return this.searches.run(orgId, () => this.dataSource.query(SEARCH_SQL, [orgId, collectionIds, query, limit]), signal);
   }
 
   /** A page of one document of the given collections (the `read_document` tool). */
@@ -270,44 +271,4 @@ export class KnowledgeRepository {
 
 async function touch(m: EntityManager, orgId: string, collectionId: string): Promise<void> {
   await m.query(`UPDATE knowledge_collection SET updated_at = now() WHERE org_id = $1 AND id = $2`, [orgId, collectionId]);
-}
-
-function toCollection(r: CollectionRow): CollectionView {
-  return {
-    id: r.id,
-    name: r.name,
-    description: r.description,
-    documentCount: Number(r.document_count),
-    createdAt: new Date(r.created_at).toISOString(),
-    updatedAt: new Date(r.updated_at).toISOString(),
-  };
-}
-
-function toDocumentSummary(r: DocumentRow): DocumentSummaryView {
-  return {
-    id: r.id,
-    collectionId: r.collection_id,
-    title: r.title,
-    metadata: r.metadata,
-    contentLength: Number(r.content_length),
-    createdAt: new Date(r.created_at).toISOString(),
-  };
-}
-
-function toDocument(r: DocumentRow): DocumentView {
-  return { ...toDocumentSummary(r), content: r.content ?? '' };
-}
-
-function notIndexable(): ApiError {
-  return new ApiError(
-    'document_not_indexable',
-    'The content has too many distinct words for a full-text search index (PostgreSQL keeps at most 1 MiB of words and positions per document); split it into several documents. Nothing was stored.',
-    [{ path: 'content', code: 'document_not_indexable', message: 'content has too many distinct words to be indexed for search' }],
-  );
-}
-
-function storageFull(stored: number, adding: number, max: number): ApiError {
-  return ApiError.conflict(
-    `This organization's knowledge holds ${stored} bytes (documents' text, titles and metadata) of the ${max} it may store (KNOWLEDGE_MAX_BYTES_PER_ORG), and this document's ${adding} would pass that; delete documents first.`,
-  );
 }

@@ -119,6 +119,7 @@ export class KnowledgeTools {
         collections.map((c) => c.id),
         query,
         limit,
+        ctx.signal,
       );
     let rows = await find(input.query);
     const notes: string[] = [];
