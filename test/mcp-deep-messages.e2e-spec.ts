@@ -14,9 +14,12 @@ const TOOL_TIMEOUT_MS = 20_000;
  * A message an MCP server sends that nests deeper than 128 levels is refused before the SDK parses
  * it, saying so. Before, a tool list nested 1,600 deep overflowed the SDK's recursive checks and the
  * connection was refused as "could not be reached: Maximum call stack size exceeded"; one bound
- * now holds for every message, results included, on either kind of answer.
+ * now holds for every message, results included, on either kind of answer. A result of more than
+ * 10,000 content items is refused unread, and a list page is checked only for its `tools` being a
+ * list before each tool is (attack round 8: a million items, or one schema of 500,000 properties,
+ * held the event loop for seconds).
  */
-describe('MCP: messages nested past what is read (e2e)', () => {
+describe('MCP: answers past what is read (e2e)', () => {
   let t: TestApp;
   let org: TestOrg;
   let server: FixtureMcpServer;
@@ -28,7 +31,10 @@ describe('MCP: messages nested past what is read (e2e)', () => {
     org = await createOrg(t, ['mcp:remote']);
     server = await startFixtureMcpServer();
     server.state.rawToolsList = () => ({ result: { tools: [{ name: 'deep', description: 'Answers as deep as asked.', inputSchema: { type: 'object' } }] } });
-    server.state.rawToolsCall = (_name) => ({ result: { content: [{ type: 'text', text: 'here' }], structuredContent: nested(depth) } });
+    server.state.rawToolsCall = (_name) =>
+      items > 0
+        ? { result: { content: Array.from({ length: items }, (_, i) => ({ type: 'text', text: `item ${i}` })) } }
+        : { result: { content: [{ type: 'text', text: 'here' }], structuredContent: nested(depth) } };
     const created = await connect().expect(201);
     await t.http
       .put(`/api/v1/mcp-connections/${created.body.id}/tools/deep/risk`)
@@ -58,6 +64,7 @@ describe('MCP: messages nested past what is read (e2e)', () => {
   });
 
   let depth = 1;
+  let items = 0;
   const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
   const connect = () =>
     t.http
@@ -119,6 +126,30 @@ describe('MCP: messages nested past what is read (e2e)', () => {
       expect(Date.now() - started).toBeLessThan(TOOL_TIMEOUT_MS / 2);
     } finally {
       server.state.rawAsEventStream = false;
+    }
+  });
+  it('a result of more than 10,000 content items fails result_too_large, unread; 10,000 are read', async () => {
+    try {
+      items = 10_000;
+      expect((await call()).body).toMatchObject({ status: 'succeeded' });
+      items = 10_001;
+      expect((await call()).body).toMatchObject({
+        status: 'failed',
+        error: { code: 'result_too_large', message: expect.stringContaining('10001 content items, more than 10000') },
+      });
+    } finally {
+      items = 0;
+    }
+  });
+
+  it('a tools/list answer whose tools are not a list: 422, nothing stored', async () => {
+    const listed = server.state.rawToolsList;
+    server.state.rawToolsList = () => ({ result: { tools: { deep: {} } } });
+    try {
+      const refused = await connect().expect(422);
+      expect(refused.body.detail).toContain('the answer is not a tools/list result');
+    } finally {
+      server.state.rawToolsList = listed;
     }
   });
 });

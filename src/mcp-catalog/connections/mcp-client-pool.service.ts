@@ -1,7 +1,7 @@
 // Longer than 300 lines because the pool is one lifecycle over shared state (a client taken, drained,
 // retired, its process stopped when idle or to make room) and reads best in one place.
 import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { Client, isCallToolResult, type CallToolResult, type StandardSchemaV1, type Transport } from '@modelcontextprotocol/client';
+import { Client, type CallToolResult, type Transport } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
@@ -13,6 +13,7 @@ import { CleanStdioTransport } from './clean-stdio.transport';
 import { redactSecretsDeep } from '../../common/redact-secrets';
 import { classify, McpFailureCode, McpUpstreamError, secretsOf } from './mcp-failures';
 import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS } from './mcp-tools';
+import { AS_SENT, LIST_AS_SENT } from './answer-schemas';
 
 export { classify, McpUpstreamError, redactSecrets } from './mcp-failures';
 export type { McpFailureCode } from './mcp-failures';
@@ -33,13 +34,19 @@ export interface McpRequestOptions {
 
 export { MAX_LISTED_TOOLS } from './mcp-tools';
 const MAX_LIST_PAGES = 50;
-/** The most of one page of a tool list read: the list as stored is at most MAX_LIST_CHARS. */
-const MAX_LIST_PAGE_BYTES = 4 * MAX_LIST_CHARS;
 /**
- * The most of one answer of a server read (a tool's result, a page of its tool list): a few times
- * what a stored result may hold, as JSON escapes can take several bytes for one character.
+ * The most of one page of a tool list read: the list as stored is at most MAX_LIST_CHARS, and
+ * UTF-8 may take two bytes or more for one of its characters. Everything read is parsed on the
+ * event loop: a page of 14 MB (under the 16 MiB of before) held it for seconds (attack round 8).
  */
-export const MAX_RESPONSE_BYTES = 4 * MAX_RESULT_CHARS;
+const MAX_LIST_PAGE_BYTES = 2 * MAX_LIST_CHARS;
+/**
+ * The most of one answer of a server read (a tool's result, a page of its tool list): twice what
+ * a stored result may hold, for characters UTF-8 or JSON escapes spell in several bytes. It is
+ * parsed whole on the event loop (37 MB of an answer, under the 64 MiB of before, took over a
+ * second), so no more than can be kept.
+ */
+export const MAX_RESPONSE_BYTES = 2 * MAX_RESULT_CHARS;
 /**
  * What a server may send beside a request's answer (notifications, requests of its own), and on
  * its session's event stream per minute (MCP_MAX_MESSAGES_PER_REQUEST): each costs the node's
@@ -47,25 +54,6 @@ export const MAX_RESPONSE_BYTES = 4 * MAX_RESULT_CHARS;
  */
 export const MAX_MESSAGES_PER_REQUEST = 1000;
 const CLIENT_INFO = { name: 'capability-platform', version: '1' };
-
-/**
- * A tool's result as the server sent it, once checked to be one. The SDK's callTool parse copies
- * `structuredContent` key by key, and a key named `__proto__` then set a prototype instead of
- * being kept: the vendor's data silently changed. (Its output-schema check needs the list the
- * SDK caches from its own paging, which listTools no longer uses.)
- */
-const AS_SENT: StandardSchemaV1<unknown, CallToolResult> = {
-  '~standard': {
-    version: 1,
-    vendor: 'capability-platform',
-    validate: (value) => {
-      const record = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
-      // The SDK's schema defaults a missing `content` to none; its guard wants one.
-      if (record && isCallToolResult(record.content === undefined ? { ...record, content: [] } : record)) return { value: record as CallToolResult };
-      return { issues: [{ message: 'the answer is not a tools/call result' }] };
-    },
-  },
-};
 
 interface Pooled {
   fingerprint: string;
@@ -135,11 +123,11 @@ export class McpClientPool implements OnModuleDestroy {
         if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
         // Without a cursor the SDK's listTools walks every page itself (64 of them) and keeps them all
         // before anything here could measure them: the first page is asked for as a plain request.
-        const answer =
-          cursor === undefined
-            ? await client.request({ method: 'tools/list' }, { signal, timeout: options.timeoutMs })
-            : await client.listTools({ cursor }, { signal, timeout: options.timeoutMs });
-        list.add(answer.tools);
+        const answer = await client.request({ method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) }, LIST_AS_SENT, {
+          signal,
+          timeout: options.timeoutMs,
+        });
+        await list.addInTurns(answer.tools);
         if (typeof answer.nextCursor !== 'string' || answer.nextCursor === '' || answer.nextCursor === cursor) break;
         cursor = answer.nextCursor;
       }

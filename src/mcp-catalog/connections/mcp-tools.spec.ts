@@ -1,7 +1,7 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
 import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
-import { MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
+import { ListedToolsCollector, MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
 
 const tool = (annotations?: Record<string, unknown>) => ({ name: 't', description: 'd', inputSchema: { type: 'object' }, annotations });
 
@@ -60,6 +60,28 @@ describe('sanitizeListedTools', () => {
     ],
   ])('refuses the whole list for %s', (_what, raw) => {
     expect(() => sanitizeListedTools(raw)).toThrow(McpUpstreamError);
+  });
+  it('a page made storable in turns lets the event loop run in between, and keeps the same tools', async () => {
+    const page = Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object', description: 'x'.repeat(60_000) } }));
+    const collector = new ListedToolsCollector();
+    let turns = 0;
+    const tick = () => {
+      turns++;
+      if (!done) setImmediate(tick);
+    };
+    let done = false;
+    setImmediate(tick);
+    await collector.addInTurns(page);
+    done = true;
+    expect(turns).toBeGreaterThanOrEqual(20);
+    expect(collector.tools).toEqual(sanitizeListedTools(page));
+  });
+  it('a schema or annotations far past their bound are refused, whatever else the list holds', () => {
+    const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
+    expect(() => sanitizeListedTools([{ name: 'a', inputSchema: wide }])).toThrow('tool "a" input schema is larger than 65536 characters');
+    expect(() => sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object' }, annotations: wide }])).toThrow(
+      'tool "a" annotations is larger than 65536 characters',
+    );
   });
   it('a large list within the whole bound is kept', () => {
     const big = Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object', description: 'x'.repeat(60_000) } }));
