@@ -1,5 +1,13 @@
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
-import { assemble, MAX_CHUNKS_PER_ANSWER, MAX_EMPTY_CHUNKS_PER_ANSWER, MAX_TOOL_CALL_ID_CHARS, MAX_TOOL_CALLS_PER_ANSWER, ModelError } from './model-answer';
+import {
+  assemble,
+  MAX_CHUNKS_PER_ANSWER,
+  MAX_EMPTY_CHUNKS_PER_ANSWER,
+  MAX_TOOL_CALL_ID_CHARS,
+  MAX_TOKENS_PER_ANSWER,
+  MAX_TOOL_CALLS_PER_ANSWER,
+  ModelError,
+} from './model-answer';
 
 async function* chunks(...items: unknown[]): AsyncIterable<ChatCompletionChunk> {
   for (const item of items) yield item as ChatCompletionChunk;
@@ -92,6 +100,10 @@ describe('assemble', () => {
       chunks({ choices: [{ index: 0, delta: { content: 'x' }, finish_reason: { odd: true } }], usage: { prompt_tokens: '7', completion_tokens: Infinity } }),
     );
     expect([turn.usage, turn.finishReason]).toEqual([{ inputTokens: 0, outputTokens: 0 }, null]);
+    const huge = await assemble(
+      chunks({ choices: [{ index: 0, delta: { content: 'x' } }], usage: { prompt_tokens: 2 ** 53 - 1, completion_tokens: MAX_TOKENS_PER_ANSWER } }),
+    );
+    expect(huge.usage).toEqual({ inputTokens: 0, outputTokens: MAX_TOKENS_PER_ANSWER });
   });
 
   it('an answer with more tool calls than the cap is refused as soon as one too many starts, and not retried', async () => {

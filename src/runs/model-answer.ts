@@ -168,6 +168,13 @@ function carriesText(delta: object): boolean {
   return false;
 }
 
+/**
+ * More tokens than any model reads or writes in one answer. A provider's count past it is not a
+ * count: safe integers alone, a run summing its steps' went past 2^53 and lost precision (attack
+ * round 8).
+ */
+export const MAX_TOKENS_PER_ANSWER = 1_000_000_000;
+
 function tokenCount(n: unknown): number {
-  return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : 0;
+  return typeof n === 'number' && Number.isInteger(n) && n >= 0 && n <= MAX_TOKENS_PER_ANSWER ? n : 0;
 }
