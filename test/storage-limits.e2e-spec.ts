@@ -12,7 +12,7 @@ describe('storage limits per organization (e2e)', () => {
   let other: TestOrg;
 
   beforeAll(async () => {
-    t = await createTestApp({ config: { storage: { knowledgeBytesPerOrg: 100, skillsPerOrg: 3 } } });
+    t = await createTestApp({ config: { storage: { knowledgeBytesPerOrg: 100, agentBytesPerOrg: 4000, skillsPerOrg: 3 } } });
     org = await createOrg(t);
     other = await createOrg(t);
   });
@@ -91,6 +91,81 @@ describe('storage limits per organization (e2e)', () => {
       [o.id],
     );
     expect(Number(counted)).toBe(33 + 43);
+    expect(counted).toBe(weighed);
+  });
+
+  it("refuses a draft or a version past the organization's bytes of agents, whole; a shorter draft is taken, and the kept total is what the rows weigh", async () => {
+    const o = await createOrg(t);
+    const as = bearer(o.keys.builder);
+    const agent = (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as)
+        .send({ slug: 'heavy-agent', name: 'A' })
+        .expect(201)
+    ).body.id as string;
+    const draft = (n: number) =>
+      t.http
+        .put(`/api/v1/agents/${agent}/draft`)
+        .set(...as)
+        .send({ instructions: 'x'.repeat(n), capabilities: [] });
+    await draft(1500).expect(200);
+    const refused = await draft(4500).expect(409);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('AGENTS_MAX_BYTES_PER_ORG') });
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/agents/${agent}`)
+          .set(...as)
+          .expect(200)
+      ).body.draft.instructions,
+    ).toHaveLength(1500);
+    // A version of 1,500 characters more passes the limit: not published, no version kept.
+    await draft(2500).expect(200);
+    expect(
+      (
+        await t.http
+          .post(`/api/v1/agents/${agent}/publish`)
+          .set(...as)
+          .expect(409)
+      ).body.code,
+    ).toBe('conflict');
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/agents/${agent}`)
+          .set(...as)
+          .expect(200)
+      ).body.latestVersion,
+    ).toBeNull();
+    await draft(1000).expect(200);
+    expect(
+      (
+        await t.http
+          .post(`/api/v1/agents/${agent}/publish`)
+          .set(...as)
+          .expect(201)
+      ).body.version,
+    ).toBe(1);
+    // Another organization's limit is its own.
+    const theirs = (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(other.keys.builder))
+        .send({ slug: 'their-agent', name: 'B' })
+        .expect(201)
+    ).body.id;
+    await t.http
+      .put(`/api/v1/agents/${theirs}/draft`)
+      .set(...bearer(other.keys.builder))
+      .send({ instructions: 'y'.repeat(3500), capabilities: [] })
+      .expect(200);
+    const [{ counted, weighed }]: { counted: string; weighed: string }[] = await t.app.get(DataSource).query(
+      `SELECT (SELECT bytes FROM agent_usage WHERE org_id = $1)::text AS counted,
+              ((SELECT sum(draft_bytes + coalesce(octet_length(description), 0)) FROM agent WHERE org_id = $1)
+               + (SELECT sum(spec_bytes + tool_digests_bytes) FROM agent_version WHERE org_id = $1))::text AS weighed`,
+      [o.id],
+    );
     expect(counted).toBe(weighed);
   });
 

@@ -1,5 +1,8 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { BudgetedRows, rowsWithinBudget } from '../database/keyset-page';
 import type { AgentSpec } from './built-version';
 
@@ -27,7 +30,29 @@ export async function findAgentWith(m: Pick<DataSource, 'query'>, orgId: string,
  */
 @Injectable()
 export class AgentsRepository {
-  constructor(readonly dataSource: DataSource) {}
+  private readonly maxBytes: number;
+
+  constructor(
+    readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.maxBytes = (config.storage ?? DEFAULT_STORAGE_LIMITS).agentBytesPerOrg;
+  }
+
+  /**
+   * After a write in `m` that made the organization's agents weigh more: past AGENTS_MAX_BYTES_PER_ORG
+   * it is `409` and the transaction rolls back. The total is kept by triggers (agent_usage), and the
+   * write's own trigger holds its row to commit, so writes at once are counted one after another.
+   */
+  async assertWithinStorage(m: Pick<DataSource, 'query'>, orgId: string): Promise<void> {
+    const [row]: { bytes: string }[] = await m.query(`SELECT bytes::text AS bytes FROM agent_usage WHERE org_id = $1`, [orgId]);
+    const stored = Number(row?.bytes ?? 0);
+    if (stored > this.maxBytes) {
+      throw ApiError.conflict(
+        `This organization's agents would hold ${stored} bytes (drafts, descriptions and published versions) of the ${this.maxBytes} it may store (AGENTS_MAX_BYTES_PER_ORG); nothing was written. Shorten drafts, or ask the operator for more: published versions are kept for good.`,
+      );
+    }
+  }
 
   async insert(
     orgId: string,
@@ -58,11 +83,19 @@ export class AgentsRepository {
   }
 
   async replaceDraft(orgId: string, agentId: string, draft: AgentSpec): Promise<AgentRow | undefined> {
-    const [rows]: [AgentRow[], number] = await this.dataSource.query(
-      `UPDATE agent SET draft = $3::jsonb, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING *`,
-      [orgId, agentId, JSON.stringify(draft)],
-    );
-    return rows[0];
+    return this.dataSource.transaction(async (m) => {
+      const [rows]: [(AgentRow & { grew: boolean })[], number] = await m.query(
+        `WITH before AS (SELECT draft_bytes FROM agent WHERE org_id = $1 AND id = $2 FOR UPDATE)
+         UPDATE agent a SET draft = $3::jsonb, updated_at = now() FROM before
+          WHERE a.org_id = $1 AND a.id = $2
+         RETURNING a.*, octet_length($3::jsonb::text) > coalesce(before.draft_bytes, 0) AS grew`,
+        [orgId, agentId, JSON.stringify(draft)],
+      );
+      const row = rows[0];
+      if (row?.grew) await this.assertWithinStorage(m, orgId);
+      if (row) delete (row as Partial<typeof row>).grew;
+      return row;
+    });
   }
 
   /** Publish's last write, in its transaction (the agent row is already locked there). */

@@ -28,6 +28,7 @@ export class AgentsService {
     try {
       return await this.repo.dataSource.transaction(async (m) => {
         const row = await this.repo.insert(orgId, { id, slug: dto.slug, name: dto.name, description: dto.description ?? null, draft: EMPTY_SPEC }, m);
+        await this.repo.assertWithinStorage(m, orgId);
         await this.audit.record(m, {
           type: 'agent.created',
           orgId,
@@ -59,6 +60,11 @@ export class AgentsService {
     const row = await this.repo.replaceDraft(orgId, agentId, toAgentSpec(dto));
     if (!row) throw ApiError.notFound('agent');
     return toAgent(row);
+  }
+
+  /** After a version is inserted in `m`: see AgentsRepository.assertWithinStorage. */
+  assertWithinStorage(m: EntityManager, orgId: string): Promise<void> {
+    return this.repo.assertWithinStorage(m, orgId);
   }
 
   setLatestVersion(m: EntityManager, orgId: string, agentId: string, version: number): Promise<void> {

@@ -144,6 +144,7 @@ export class VersionsService {
       // Which connections the version binds: a bound connection cannot be deleted (409 resource_in_use).
       connections,
     });
+    await this.agents.assertWithinStorage(m, orgId);
     await this.agents.setLatestVersion(m, orgId, agentId, version);
     await this.audit.record(m, {
       type: 'agent.published',

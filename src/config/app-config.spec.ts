@@ -42,11 +42,14 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
   });
 
-  it("bounds an organization's stored documents at 1 GiB and its skills at 1,000 unless told otherwise", () => {
+  it("bounds an organization's stored documents and agents at 1 GiB each and its skills at 1,000 unless told otherwise", () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
-    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({ knowledgeBytesPerOrg: 1024 ** 3, skillsPerOrg: 1000 });
-    expect(resolveConfig({ DATA_DIR: dir, KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000', SKILLS_MAX_PER_ORG: ' 5 ' }).storage).toEqual({
+    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({ knowledgeBytesPerOrg: 1024 ** 3, agentBytesPerOrg: 1024 ** 3, skillsPerOrg: 1000 });
+    expect(
+      resolveConfig({ DATA_DIR: dir, KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000', AGENTS_MAX_BYTES_PER_ORG: '2048', SKILLS_MAX_PER_ORG: ' 5 ' }).storage,
+    ).toEqual({
       knowledgeBytesPerOrg: 10_000_000_000,
+      agentBytesPerOrg: 2048,
       skillsPerOrg: 5,
     });
   });
@@ -76,6 +79,8 @@ describe('environment', () => {
     ['WEBHOOK_DELIVERY_RETENTION_DAYS', 'week'],
     ['KNOWLEDGE_MAX_BYTES_PER_ORG', '0'],
     ['KNOWLEDGE_MAX_BYTES_PER_ORG', '1e9'],
+    ['AGENTS_MAX_BYTES_PER_ORG', '0'],
+    ['AGENTS_MAX_BYTES_PER_ORG', 'lots'],
     ['SKILLS_MAX_PER_ORG', '0'],
     ['SKILLS_MAX_PER_ORG', '1000001'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
