@@ -29,6 +29,13 @@ describe('redactSecrets', () => {
       expect(redactSecretsDeep({ text }, header)).toEqual({ text: 'got [redacted], [redacted] and [redacted]' });
     });
 
+    it('hex, in either case, alone or inside a longer dump (attack round 8: a debugging echo)', () => {
+      const hex = (text: string) => Buffer.from(text).toString('hex');
+      const dump = hex(`GET /mcp HTTP/1.1\r\nAuthorization: ${header.authorization}\r\n`);
+      expect(redactSecrets(`sent ${hex(token)} / ${hex(header.authorization).toUpperCase()}`, header)).toBe('sent [redacted] / [redacted]');
+      expect(redactSecretsDeep({ dump }, header).dump).toBe(`${hex('GET /mcp HTTP/1.1\r\nAuthorization: ')}[redacted]${hex('\r\n')}`);
+    });
+
     it('base64 and base64url, padded or not, of the header and of its token', () => {
       // Three lengths, for the three paddings.
       for (const t of [token, `${token}1`, `${token}12`]) {

@@ -2,7 +2,7 @@
  * How an echo may spell a secret it was sent. Not every transform (a server that changes a secret
  * on purpose always gets it past), but what servers and libraries do without meaning to: repeat
  * it in another case ("invalid token ABC…" of a case-normalising message), JSON-escape it (an
- * error object stringified, by whichever language's encoder), URL-encode it (a URL or form shown back), base64 it (a decoded and
+ * error object stringified, by whichever language's encoder), URL-encode it (a URL or form shown back), hex-dump it, base64 it (a decoded and
  * re-encoded Basic or Bearer header, a payload that embeds the request), or decode a Basic one.
  */
 export interface Spelling {
@@ -27,6 +27,9 @@ export function spellingsOf(value: string): Spelling[] {
     add(secret, true);
     for (const escaped of jsonSpellings(secret)) add(escaped, true);
     add(encodeURIComponent(secret), true);
+    // A hex dump of what was sent (a debugging echo), in either case; inside a longer dump it is
+    // the same characters, bytes being two digits each.
+    add(Buffer.from(secret, 'utf8').toString('hex'), true);
     for (const encoded of base64Spellings(secret)) if (encoded.length >= MIN_ENCODED) add(encoded, false);
   }
   return [...out.values()];
