@@ -95,9 +95,8 @@ export class ToolCallsRepository {
   }
 
   /**
-   * A call that waits for approval, with its approval and audit events, in one statement; a run's
-   * call only while its run has not ended, judged here under a share lock of the run's row, so a
-   * cancel committed first wins and one after waits to reject this approval. False: nothing written.
+   * A call that waits for approval, with its approval and audit events, in one statement; a run's call only while its run has not
+   * ended, under a share lock of the run's row (a cancel committed first wins; one after waits, then rejects it). False: nothing written.
    */
   async insertPending(
     call: NewCall,
