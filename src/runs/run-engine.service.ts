@@ -183,7 +183,7 @@ export class RunEngine {
     for (;;) {
       if (signal.aborted) return;
       if (row.pending.length > 0) {
-        const next = await this.settlePending(ctx, row, owner, built);
+        const next = await this.settlePending(ctx, row, owner, built, signal);
         if (!next) return;
         row = next;
         continue;
@@ -280,10 +280,13 @@ export class RunEngine {
    * Runs (through the executor) or looks up the tool calls of the model's last answer. Answers the
    * run to continue with, or undefined when it paused or is no longer ours.
    */
-  private async settlePending(ctx: RequestContext, row: RunRow, owner: string, built: BuiltVersion): Promise<RunRow | undefined> {
+  private async settlePending(ctx: RequestContext, row: RunRow, owner: string, built: BuiltVersion, signal: AbortSignal): Promise<RunRow | undefined> {
     const events: RunEventInput[] = [];
     const newCallIds: string[] = [];
     let retryAfter = 0;
+    // Set when the executor says the run has ended (cancelled on another node, or its key revoked
+    // before this node's lease renewal noticed): the calls left are not asked for, as on `signal`.
+    let ended = false;
     // Parallel tool calls of one answer run side by side (a few at a time); each passes every guard on its own.
     const pending = await mapBounded(row.pending, MAX_PARALLEL_TOOL_CALLS, async (p): Promise<PendingCall> => {
       if (p.result) return p;
@@ -293,7 +296,14 @@ export class RunEngine {
         if (!stored) throw new Error(`tool call ${p.toolCallId} of run ${row.id} is missing`);
         return this.fromCall(p, toToolCallView(stored), events);
       }
+      // Cancelled (here, or seen at the lease's renewal) or shutting down: a call under way may
+      // finish, no new one starts (attack round 8, B-F3: a step went on for minutes after its cancel).
+      if (signal.aborted || ended) return p;
       const outcome = await this.request(ctx, row, p, built);
+      if (outcome === 'ended') {
+        ended = true;
+        return p;
+      }
       if (outcome === 'retry') {
         retryAfter = 1000;
         return p;
@@ -313,6 +323,12 @@ export class RunEngine {
 
     const toolCallIds = [...row.tool_call_ids, ...newCallIds.filter((id) => !row.tool_call_ids.includes(id))];
     const usage = { ...row.usage, toolCalls: toolCallIds.length };
+    if (signal.aborted || ended) {
+      // The calls made are written while the run is still ours (a shutdown: the next node asks for
+      // the rest); a cancelled run's write matches nothing and `save` records them on the ended run.
+      await this.save(row, owner, { pending, toolCallIds, usage }, events);
+      return undefined;
+    }
     const waiting = pending.filter((p) => !p.result && p.toolCallId);
     if (retryAfter > 0 && waiting.length === 0 && pending.some((p) => !p.result)) {
       await this.save(row, owner, { pending, toolCallIds, usage }, events);
@@ -359,13 +375,16 @@ export class RunEngine {
     return { ...p, result: toolMessage(p, { error: { code: error.code, message: error.message } }) };
   }
 
-  /** The executor's answer to one model tool call, a refusal the model reads, or `retry` (the call's key is held by a request in progress). */
+  /**
+   * The executor's answer to one model tool call, a refusal the model reads, `retry` (the call's key
+   * is held by a request in progress), or `ended` (the run is no longer running; nothing ran).
+   */
   private async request(
     ctx: RequestContext,
     row: RunRow,
     p: PendingCall,
     built: BuiltVersion,
-  ): Promise<{ call: ToolCallView } | { refusal: { code: string; message: string; errors?: unknown } } | 'retry'> {
+  ): Promise<{ call: ToolCallView } | { refusal: { code: string; message: string; errors?: unknown } } | 'retry' | 'ended'> {
     let args: unknown;
     // Held to a request body's depth: walked deeper, validation ran out of stack and the step failed as the platform's error.
     if (jsonDepthExceeds(p.arguments)) {
@@ -408,6 +427,7 @@ export class RunEngine {
             if (rerunnable) continue;
             return 'retry';
           }
+          if (err.extensions?.runStatus !== undefined) return 'ended';
           return { refusal: { code: err.code, message: err.detail, ...(err.errors ? { errors: err.errors } : {}) } };
         }
         throw err;

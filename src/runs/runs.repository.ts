@@ -347,10 +347,28 @@ export class RunsRepository {
     );
   }
 
-  /** Cancels a run that has not finished, whoever holds it: its holder's next write matches nothing. */
-  async cancel(orgId: string, id: string, events: RunEventInput[], audit: AuditEventInput[]): Promise<boolean> {
+  /**
+   * Cancels a run that has not finished, whoever holds it: its holder's next write matches nothing.
+   * `settle` runs in the same transaction once the run is cancelled (its approvals' rejections), so
+   * an approver at the same moment either decides first or finds the approval rejected, never
+   * approves a call of a run already cancelled.
+   */
+  async cancel(
+    orgId: string,
+    id: string,
+    events: RunEventInput[],
+    audit: AuditEventInput[],
+    settle: (m: EntityManager) => Promise<void> = async () => undefined,
+  ): Promise<boolean> {
     return this.dataSource
       .transaction(async (m) => {
+        // The locks in a decision's order (approval, tool call, then the run), as failRunsOfKey takes them.
+        await m.query(
+          `SELECT a.id FROM approval a JOIN tool_call c ON c.org_id = a.org_id AND c.id = a.tool_call_id
+            WHERE a.org_id = $1 AND a.status = 'pending' AND c.entry_point = 'run' AND c.run_id = $2::text
+            ORDER BY a.id FOR UPDATE OF a`,
+          [orgId, id],
+        );
         const [updated]: [unknown[], number] = await m.query(
           `UPDATE run SET status = 'cancelled', completed_at = now(), updated_at = now(), lease_owner = NULL, lease_expires_at = NULL,
                 pending_tool_call_ids = '{}', pending_approval_ids = '{}'
@@ -360,6 +378,7 @@ export class RunsRepository {
         if (updated.length === 0) return false;
         await this.insertEvents(m, orgId, id, events);
         await this.audit.record(m, ...audit);
+        await settle(m);
         return true;
       })
       .then((cancelled) => {

@@ -124,6 +124,9 @@ export class RunsService implements OnModuleDestroy {
     const principal = keyOf(ctx);
     const row = await this.row(principal.orgId, id);
     if (!FINISHED.has(row.status)) {
+      const run = { id, agentId: row.agent_id };
+      const end = { cause: 'run_cancelled' as const, actor: actorOf(principal), keyId: principal.id };
+      let decided: string[] = [];
       const cancelled = await this.repo.cancel(
         principal.orgId,
         id,
@@ -137,18 +140,16 @@ export class RunsService implements OnModuleDestroy {
             data: { agentId: row.agent_id, version: row.version },
           },
         ],
+        async (m) => {
+          decided = await this.cancelledApprovals.reject(principal.orgId, run, end, m);
+        },
       );
       this.signals.notify(id);
-      // Stepped here: stopped now, so a model call in flight is aborted, not retried. Another node
-      // stepping it loses its lease at its next write or renewal; an approval it records meanwhile
-      // is rejected when that write fails (RunEngine).
+      // Stepped here: stopped now, so a model call in flight is aborted, not retried, and no further
+      // tool call is asked for. Another node stepping it stops at its next renewal; meanwhile the
+      // executor refuses its calls (the run has ended) and writes none that waits for approval.
       if (cancelled) this.worker.stopLocally(id);
-      if (cancelled)
-        await this.cancelledApprovals.settle(
-          principal.orgId,
-          { id, agentId: row.agent_id },
-          { cause: 'run_cancelled', actor: actorOf(principal), keyId: principal.id },
-        );
+      if (cancelled) this.cancelledApprovals.notify(id, decided);
     }
     return toRunView(await this.row(principal.orgId, id));
   }

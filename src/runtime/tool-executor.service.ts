@@ -196,8 +196,9 @@ export class ToolExecutor {
       const approvalId = randomUUID();
       const expiresAt = new Date(createdAt.getTime() + this.config.approvalTtlSeconds * 1000);
       const view = viewOfNewCall(call, 'pending_approval', { approvalId });
+      let written: boolean;
       try {
-        await inSpan(
+        written = await inSpan(
           'approval gate',
           () =>
             this.store.insertPending(
@@ -233,6 +234,7 @@ export class ToolExecutor {
         if (!resumed) throw err;
         return resumed;
       }
+      if (!written) return this.guards.deny(guarded.denial, runEnded(runId!));
       this.metrics.toolCall(tool, 'pending_approval');
       return { status: 202, call: view, replayed: false, resumed: false };
     }
@@ -273,6 +275,7 @@ export class ToolExecutor {
         argumentsHash: string;
         reason: ApprovalReason | null;
         createdAt: Date;
+        denial: Denial;
       }
   > {
     const orgId = principal.orgId;
@@ -318,6 +321,15 @@ export class ToolExecutor {
       if (resumed) return { resumed };
     }
 
+    // A run's calls stop with the run: a step cancelled mid-way asked for every call it had left,
+    // approvals too, for a run nobody reads any more (attack round 8, B-F3). Read here for a call
+    // that runs at once; a call that waits for approval is written only while the run runs
+    // (insertPending), so a cancel committed after this read still wins.
+    if (req.entryPoint === 'run' && runId !== null) {
+      const status = await this.store.runStatus(orgId, runId);
+      if (status !== 'running' && status !== 'waiting_for_approval') return this.guards.deny(denial, runEnded(runId, status));
+      passed.push('run');
+    }
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
@@ -331,7 +343,7 @@ export class ToolExecutor {
     }
     if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
     passed.push('arguments');
-    return { runnable, built, tool, validation, argumentsHash: argumentsHash!, reason, createdAt };
+    return { runnable, built, tool, validation, argumentsHash: argumentsHash!, reason, createdAt, denial };
   }
 
   private async resume(principal: OrgPrincipal, built: BuiltVersion, tool: VersionTool, argumentsHash: string): Promise<ToolCallOutcome | undefined> {
@@ -352,6 +364,12 @@ export class ToolExecutor {
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
   }
+}
+
+/** The refusal of a run's call once the run has ended; `runStatus` in its extensions tells the run's engine to ask for no more. */
+export function runEnded(runId: string, status?: string): ApiError {
+  const why = status ? `is ${status}` : 'has ended';
+  return new ApiError('conflict', `The run ${runId} ${why}; its calls are no longer made. Nothing ran.`, undefined, { runStatus: status ?? 'ended' });
 }
 
 /**

@@ -11,6 +11,9 @@ import { findCallWith } from './tool-calls.repository';
 import { holdSwitches } from '../governance/governance.repository';
 import type { ApprovalStatus, ApprovalView } from './tool-calls.dto';
 
+/** A `run_id` that can name one of our runs (free text on a REST or MCP call). */
+const UUID_TEXT = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
 /** How a decision is made: by whom, when, and what it says. */
 export interface Decision {
   /** null: nobody decided; the platform settled it (the key that started its run was revoked). */
@@ -140,11 +143,20 @@ export class ApprovalsRepository {
                   WHERE r.org_id = ${org} AND r.agent_id = ${s.param(approval.agent_id)} AND r.version = ${s.param(approval.version)})`
       : '';
     const disabled = approving ? `t.org_id = ${org} AND t.capability_id = ${s.param(approval.capability_id)} AND t.tool_id = ${s.param(approval.tool_id)}` : '';
+    // A run's call whose run ended (cancelled, or its key revoked) runs for nobody: approving it is
+    // refused like a decided one. Those ends reject the run's approvals in their own transaction;
+    // this holds for whatever else is left pending.
+    const runEnded = approving
+      ? `EXISTS (SELECT 1 FROM tool_call rc JOIN run r ON r.org_id = rc.org_id
+                  AND r.id = CASE WHEN rc.run_id ~ '${UUID_TEXT}' THEN rc.run_id::uuid END
+                  WHERE rc.org_id = ${org} AND rc.id = approval.tool_call_id AND rc.entry_point = 'run'
+                    AND r.status NOT IN ('running', 'waiting_for_approval'))`
+      : '';
     s.with(
       `UPDATE approval SET status = ${s.param(d.outcome)}, decided_by = ${s.param(d.decidedBy)}, decided_at = ${at}, note = ${note},
               approved_arguments = ${args}::jsonb, approved_arguments_hash = ${hash}
         WHERE org_id = ${org} AND id = ${id} AND status = 'pending' AND expires_at > now()
-          ${approving ? `AND NOT ${retired} AND NOT EXISTS (SELECT 1 FROM tool_disabled t WHERE ${disabled})` : ''}
+          ${approving ? `AND NOT ${retired} AND NOT EXISTS (SELECT 1 FROM tool_disabled t WHERE ${disabled}) AND NOT ${runEnded}` : ''}
         RETURNING tool_call_id`,
     );
     s.with(

@@ -94,37 +94,57 @@ export class ToolCallsRepository {
     this.audit.committed(events);
   }
 
-  /** A call that waits for approval, with its approval and audit events, in one statement. */
+  /**
+   * A call that waits for approval, with its approval and audit events, in one statement; a run's call only while its run has not
+   * ended, under a share lock of the run's row (a cancel committed first wins; one after waits, then rejects it). False: nothing written.
+   */
   async insertPending(
     call: NewCall,
     approval: { id: string; reason: ApprovalReason; expiresAt: Date; awaitingRequester: boolean },
     events: AuditEventInput[],
     claim?: ClaimCompletion,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const s = new Statement();
+    const org = s.param(call.orgId);
+    const run = call.entryPoint === 'run' && call.runId !== null ? s.param(call.runId) : undefined;
+    const live = run
+      ? `WHERE EXISTS (SELECT 1 FROM run r WHERE r.org_id = ${org}::uuid AND r.id = ${run}::uuid AND r.status IN ('running', 'waiting_for_approval') FOR SHARE OF r)`
+      : '';
     s.with(
       `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
          status, approval_id, approval_expires_at, awaiting_requester, requested_by, created_at)
-       VALUES (${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
-         .map((v) => s.param(v))
-         .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
-         'pending_approval', ${s.param(approval.id)}, ${s.param(approval.expiresAt)}, ${s.param(approval.awaitingRequester)},
-         ${s.param(call.requestedBy)}, ${s.param(call.createdAt)})
+       SELECT ${s.param(call.id)}::uuid, ${org}::uuid, ${s.param(call.agentId)}::uuid, ${s.param(call.version)}::integer,
+         ${[call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint].map((v) => `${s.param(v)}::text`).join(', ')},
+         ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)}::text,
+         'pending_approval', ${s.param(approval.id)}::uuid, ${s.param(approval.expiresAt)}::timestamptz, ${s.param(approval.awaitingRequester)}::boolean,
+         ${s.param(call.requestedBy)}::uuid, ${s.param(call.createdAt)}::timestamptz
+       ${live}
        RETURNING id`,
     );
     s.with(
       `INSERT INTO approval (id, org_id, tool_call_id, agent_id, version, tool, capability_id, tool_id, arguments_hash, reason, status,
          requested_by, expires_at, created_at)
-       SELECT ${s.param(approval.id)}::uuid, ${s.param(call.orgId)}::uuid, w0.id, ${s.param(call.agentId)}::uuid, ${s.param(call.version)}::integer,
+       SELECT ${s.param(approval.id)}::uuid, ${org}::uuid, w0.id, ${s.param(call.agentId)}::uuid, ${s.param(call.version)}::integer,
          ${s.param(call.tool)}, ${s.param(call.capabilityId)}, ${s.param(call.toolId)}, ${s.param(call.argumentsHash)}, ${s.param(approval.reason)},
          'pending', ${s.param(call.requestedBy)}::uuid, ${s.param(approval.expiresAt)}::timestamptz, ${s.param(call.createdAt)}::timestamptz
          FROM w0`,
     );
-    if (claim) s.with(completeClaimSql(s, claim, call.id));
-    const auditSql = auditInsert(events, s.params.length + 1);
+    if (claim) s.with(`${completeClaimSql(s, claim, call.id)} AND EXISTS (SELECT 1 FROM w0)`);
+    const auditSql = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');
     s.params.push(...auditSql.params);
-    await this.dataSource.query(s.finish(auditSql.sql), s.params);
-    this.audit.committed(events);
+    if (events.length > 0) s.with(auditSql.sql);
+    const [{ n }]: { n: number }[] = await this.dataSource.query(s.finish(`SELECT (SELECT count(*) FROM w0)::integer AS n`), s.params);
+    if (n > 0) this.audit.committed(events);
+    return n > 0;
+  }
+
+  /** The status of a run of ours named by a call's `runId` (free text: only a UUID can name one); undefined when none. */
+  async runStatus(orgId: string, runId: string): Promise<string | undefined> {
+    const rows: { status: string }[] = await this.dataSource.query(
+      `SELECT status FROM run WHERE org_id = $1 AND id = CASE WHEN $2 ~ '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' THEN $2::uuid END`,
+      [orgId, runId],
+    );
+    return rows[0]?.status;
   }
 
   /** The atomic reservation of one call of a limited run: false when the limit is reached. */
