@@ -21,6 +21,19 @@ export class OrgGate {
    * gone) rejects with the signal's reason and never runs the work.
    */
   async run<T>(orgId: string, work: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const leave = await this.enter(orgId, signal);
+    try {
+      return await work();
+    } finally {
+      leave();
+    }
+  }
+
+  /**
+   * A turn held until the function returned is called (once counts; later calls do nothing): for
+   * work whose end is not one promise's, such as an exchange that lasts until its body is read.
+   */
+  async enter(orgId: string, signal?: AbortSignal): Promise<() => void> {
     signal?.throwIfAborted();
     let org = this.orgs.get(orgId);
     if (!org) this.orgs.set(orgId, (org = { running: 0, waiting: [] }));
@@ -44,9 +57,10 @@ export class OrgGate {
     } else {
       org.running++;
     }
-    try {
-      return await work();
-    } finally {
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
       const next = org.waiting.shift();
       // The turn passes on as it is: `running` counts the next one now.
       if (next) next.go();
@@ -54,7 +68,7 @@ export class OrgGate {
         org.running--;
         this.forget(orgId, org);
       }
-    }
+    };
   }
 
   /** How many of the organization's works run and wait now. */

@@ -201,6 +201,43 @@ describe('EgressService', () => {
     await stream.body!.cancel();
   });
 
+  it("an organization's exchanges hold at most a quarter of an origin's sockets; another's are served meanwhile, and the turns go on as bodies are read", async () => {
+    let open = 0;
+    const held = await listen((req, res) => {
+      if (req.url === '/hang') return; // never answers
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(`ok ${req.url}`);
+    });
+    servers.push(held.server);
+    held.server.on('connection', (socket) => {
+      open++;
+      socket.once('close', () => open--);
+    });
+    const shared = new EgressService(
+      testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 2000, requestTimeoutMs: 5000, maxConnectionsPerOrigin: 8 } }),
+    );
+    services.push(shared);
+    const base = `http://127.0.0.1:${held.port}`;
+    // Organization a: ten requests the server never answers. Two sockets (a quarter of eight) are its; the rest wait.
+    const callers = Array.from({ length: 10 }, () => new AbortController());
+    const hanging = callers.map((c) => failure(shared.fetch(`${base}/hang`, { timeoutMs: 4000, share: 'a', signal: c.signal })));
+    await until(
+      async () => open,
+      (n) => n >= 2,
+      5000,
+    );
+    await new Promise((r) => setTimeout(r, 200));
+    expect(open).toBe(2);
+    // Organization b is served at once, on sockets of its own.
+    expect(await (await shared.fetch(`${base}/b`, { share: 'b' })).text()).toBe('ok /b');
+    // A's waiting callers give up; their turns never reach the server. Its two hanging ones, ended, free their turns.
+    for (const c of callers) c.abort(new Error('gone'));
+    for (const err of await Promise.all(hanging)) expect(err.message).toMatch(/gone/);
+    // And a's next requests run, one body after another, each turn passed on once its body is read.
+    const answers = await Promise.all(Array.from({ length: 5 }, (_, i) => shared.fetch(`${base}/a${i}`, { share: 'a' }).then((r) => r.text())));
+    expect(answers).toEqual(['ok /a0', 'ok /a1', 'ok /a2', 'ok /a3', 'ok /a4']);
+  });
+
   describe('after the headers', () => {
     let bad: Awaited<ReturnType<typeof misbehaving>>;
     beforeAll(async () => {

@@ -3,8 +3,12 @@ import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ApiError } from '../common/api-error';
+import { deliverableUrl } from './saved-urls';
+import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList } from './egress-policy';
+
+export { SAVED_URL_REFUSALS } from './saved-urls';
 
 export type EgressRequestInit = RequestInit & {
   /** How long to wait for the response headers; at most EGRESS_TIMEOUT_MS. */
@@ -18,14 +22,12 @@ export type EgressRequestInit = RequestInit & {
   deadlineMs?: number;
   /** Past this many bytes of body the read fails with EgressTooLargeError and the connection is closed. */
   maxBytes?: number;
-};
-
-/** What a route that saves a URL answers when it refuses one (assertAllowed), for its OpenAPI document. */
-export const SAVED_URL_REFUSALS = {
-  invalid:
-    'not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`)',
-  refused:
-    'refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled',
+  /**
+   * Whose exchange it is (an organization's id): one holds at most a quarter of an origin's
+   * sockets at once (ORIGIN_SHARE), the rest of its exchanges waiting, within their own deadline,
+   * for one of its own to end. Streams meant to stay open are not counted.
+   */
+  share?: string;
 };
 
 const MAX_REDIRECTS = 5;
@@ -35,6 +37,12 @@ const MAX_REDIRECTS = 5;
  * requests of its own) had it open a socket for each: 2,578 in 2 s, every tenant's fds.
  */
 export const MAX_CONNECTIONS_PER_ORIGIN = 256;
+/**
+ * The part of an origin's sockets one organization's exchanges may hold at once. Every organization
+ * reaches a hosted vendor through the same origin: one holding 280 calls of a tool that never
+ * answered made another's calls there wait 9 to 26 s for a socket (attack round 8).
+ */
+export const ORIGIN_SHARE = 1 / 4;
 /** setTimeout's ceiling; a longer deadline would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -56,12 +64,16 @@ export class EgressService implements OnModuleDestroy {
    */
   private readonly streams: Agent;
   private readonly requestTimeoutMs: number;
+  /** Each organization's turns at an origin's sockets, keyed `<share>\n<origin>`. */
+  private readonly shares: OrgGate;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.allow = parseAllowList(config.egress.allowedHosts);
     this.requestTimeoutMs = config.egress.requestTimeoutMs;
     const options = { connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup }, headersTimeout: config.egress.requestTimeoutMs };
-    this.agent = new Agent({ ...options, connections: config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN });
+    const perOrigin = config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN;
+    this.shares = new OrgGate(Math.max(1, Math.floor(perOrigin * ORIGIN_SHARE)));
+    this.agent = new Agent({ ...options, connections: perOrigin });
     this.streams = new Agent(options);
   }
 
@@ -99,7 +111,7 @@ export class EgressService implements OnModuleDestroy {
   }
 
   async fetch(input: string | URL, init: EgressRequestInit = {}): Promise<Response> {
-    const { timeoutMs, deadlineMs, maxBytes, ...rest } = init;
+    const { timeoutMs, deadlineMs, maxBytes, share, ...rest } = init;
     const limit = Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
     const total = deadlineMs ?? limit;
     let url = new URL(String(input));
@@ -110,6 +122,9 @@ export class EgressService implements OnModuleDestroy {
     const timer =
       total <= MAX_TIMER_MS ? setTimeout(() => stop.abort(new EgressTimeoutError(`${origin} did not finish answering within ${total} ms`)), total) : undefined;
     const signal = rest.signal ? AbortSignal.any([rest.signal, stop.signal]) : stop.signal;
+    // A body nobody reads keeps its socket until then; the timer alone must not keep the process up.
+    timer?.unref();
+    let leave: (() => void) | undefined;
     const exchange: Exchange = {
       stop,
       signal,
@@ -117,12 +132,18 @@ export class EgressService implements OnModuleDestroy {
       maxBytes,
       origin,
       dispatcher: timer === undefined ? this.streams : this.agent,
-      finish: () => clearTimeout(timer),
+      finish: () => {
+        clearTimeout(timer);
+        leave?.();
+      },
     };
     let requestInit: RequestInit = { ...rest, signal };
-    // A body nobody reads keeps its socket until then; the timer alone must not keep the process up.
-    timer?.unref();
     try {
+      if (share !== undefined && timer !== undefined) {
+        leave = await this.shares.enter(`${share}\n${origin}`, signal);
+        // Ended by its deadline or its caller with the body unread: the socket goes, and so does the turn.
+        signal.addEventListener('abort', leave, { once: true });
+      }
       for (let hop = 0; ; hop++) {
         checkUrl(this.allow, url);
         const response = await this.fetchOnce(url, requestInit, limit, exchange);
@@ -171,28 +192,6 @@ export class EgressService implements OnModuleDestroy {
       return callback(null, addresses[0].address, addresses[0].family);
     });
   }) as unknown as LookupFunction;
-}
-
-/**
- * The URL a saved value names, when something could be sent to it. The URL parser drops spaces at
- * either end and tabs and newlines anywhere, so the text stored would not be what is reached; port
- * 0 reaches nothing; a host name ending in a dot is judged by the policy as the name without it
- * (so a listed host's allowance covers it) while the resolver looks it up as another name
- * (`localhost.` was saved, then failed every delivery as not found).
- */
-function deliverableUrl(text: string, field: string): URL {
-  const refuse = (message: string) => ApiError.invalidRequest([{ path: field, code: 'url', message }]);
-  // eslint-disable-next-line no-control-regex
-  if (/[\s\x00-\x1f\x7f]/.test(text)) throw refuse(`${field} must not contain spaces or control characters`);
-  let parsed: URL;
-  try {
-    parsed = new URL(text);
-  } catch {
-    throw refuse(`${field} must be an absolute URL`);
-  }
-  if (parsed.port === '0') throw refuse(`${field} must not name port 0`);
-  if (parsed.hostname.endsWith('.')) throw refuse(`${field}'s host must not end with a dot; write ${parsed.hostname.replace(/\.+$/, '')}`);
-  return parsed;
 }
 
 /** fetch's own redirect rules (WHATWG): 303 (and 301/302 after POST) become GET without a body; credentials stay on their origin. */

@@ -304,7 +304,8 @@ export class McpClientPool implements OnModuleDestroy {
     return new AnswerWatchingTransport(
       new URL(url),
       {
-        fetch: (input, init) => this.egress.fetch(input as string | URL, this.bounded(init)),
+        // A connection is one organization's: its calls share the origin's sockets with others' (ORIGIN_SHARE).
+        fetch: (input, init) => this.egress.fetch(input as string | URL, { ...this.bounded(init), share: target.orgId }),
         requestInit: { headers },
         // Redirects are for the egress policy to judge, hop by hop; the transport must not follow them itself.
       },

@@ -1,0 +1,31 @@
+import { ApiError } from '../common/api-error';
+
+/** What a route that saves a URL answers when it refuses one (assertAllowed), for its OpenAPI document. */
+export const SAVED_URL_REFUSALS = {
+  invalid:
+    'not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`)',
+  refused:
+    'refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled',
+};
+
+/**
+ * The URL a saved value names, when something could be sent to it. The URL parser drops spaces at
+ * either end and tabs and newlines anywhere, so the text stored would not be what is reached; port
+ * 0 reaches nothing; a host name ending in a dot is judged by the policy as the name without it
+ * (so a listed host's allowance covers it) while the resolver looks it up as another name
+ * (`localhost.` was saved, then failed every delivery as not found).
+ */
+export function deliverableUrl(text: string, field: string): URL {
+  const refuse = (message: string) => ApiError.invalidRequest([{ path: field, code: 'url', message }]);
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\x00-\x1f\x7f]/.test(text)) throw refuse(`${field} must not contain spaces or control characters`);
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw refuse(`${field} must be an absolute URL`);
+  }
+  if (parsed.port === '0') throw refuse(`${field} must not name port 0`);
+  if (parsed.hostname.endsWith('.')) throw refuse(`${field}'s host must not end with a dot; write ${parsed.hostname.replace(/\.+$/, '')}`);
+  return parsed;
+}
