@@ -72,8 +72,8 @@ const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated
 /** Documents of one organization stored at once on this node (they take the organization's lock in turn), and waiting. */
 const UPLOADS_PER_ORG = 1;
 const UPLOADS_WAITING_PER_ORG = 16;
-/** Knowledge searches of one organization at once on this node: at most this many of the pool's connections. */
-export const SEARCHES_PER_ORG = 2;
+/** The part of the pool's connections one organization's knowledge searches may hold at once on this node (at least one). */
+const SEARCHES_SHARE_OF_POOL = 1 / 4;
 
 /**
  * The owner of `knowledge_collection` and `knowledge_document`: the REST resource, the resolution
@@ -89,13 +89,14 @@ export class KnowledgeRepository {
    */
   private readonly uploads = new OrgGate(UPLOADS_PER_ORG, UPLOADS_WAITING_PER_ORG, (waiting) => uploadsWaiting(waiting));
   /** A search ranks every document that matches: its time grows with the organization's documents. */
-  private readonly searches = new OrgGate(SEARCHES_PER_ORG);
+  private readonly searches: OrgGate;
 
   constructor(
     private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.maxBytes = (config.storage ?? DEFAULT_STORAGE_LIMITS).knowledgeBytesPerOrg;
+    this.searches = new OrgGate(Math.max(1, Math.floor(config.databasePoolSize * SEARCHES_SHARE_OF_POOL)));
   }
 
   async createCollection(orgId: string, dto: CreateCollectionDto): Promise<CollectionView> {
@@ -238,8 +239,9 @@ export class KnowledgeRepository {
   }
 
   /**
-   * Full-text search in the given collections, best first (the `search_knowledge` tool), at most
-   * SEARCHES_PER_ORG of the organization's at once on this node; `signal` ends a wait for a turn.
+   * Full-text search in the given collections, best first (the `search_knowledge` tool), a quarter
+   * of the pool's connections at most for the organization's at once on this node; `signal` ends a
+   * wait for a turn.
    */
   searchDocuments(orgId: string, collectionIds: readonly string[], query: string, limit: number, signal?: AbortSignal): Promise<KnowledgeHitRow[]> {
     return this.searches.run(orgId, () => this.dataSource.query(SEARCH_SQL, [orgId, collectionIds, query, limit]), signal);
