@@ -23,34 +23,20 @@ export class KnowledgeUsage1764522900000 implements MigrationInterface {
       org_id uuid PRIMARY KEY REFERENCES org(id) ON DELETE CASCADE,
       bytes bigint NOT NULL CHECK (bytes >= 0)
     )`);
-    await q.query(`
-      CREATE FUNCTION knowledge_usage_added() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
+    const add = `
         INSERT INTO knowledge_usage (org_id, bytes)
           SELECT org_id, sum(${WEIGHT}) FROM added GROUP BY org_id
-          ON CONFLICT (org_id) DO UPDATE SET bytes = knowledge_usage.bytes + EXCLUDED.bytes;
-        RETURN NULL;
-      END $$`);
-    await q.query(`
-      CREATE FUNCTION knowledge_usage_removed() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
+          ON CONFLICT (org_id) DO UPDATE SET bytes = knowledge_usage.bytes + EXCLUDED.bytes;`;
+    const remove = `
         UPDATE knowledge_usage u SET bytes = u.bytes - r.bytes
           FROM (SELECT org_id, sum(${WEIGHT}) AS bytes FROM removed GROUP BY org_id) r
-         WHERE u.org_id = r.org_id;
-        RETURN NULL;
-      END $$`);
+         WHERE u.org_id = r.org_id;`;
+    const fn = async (name: string, body: string) =>
+      q.query(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN ${body} RETURN NULL; END $$`);
+    await fn('knowledge_usage_added', add);
+    await fn('knowledge_usage_removed', remove);
     // An update (none of the API's, but a document could be mended by hand) is a removal and an addition.
-    await q.query(`
-      CREATE FUNCTION knowledge_usage_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        UPDATE knowledge_usage u SET bytes = u.bytes - r.bytes
-          FROM (SELECT org_id, sum(${WEIGHT}) AS bytes FROM removed GROUP BY org_id) r
-         WHERE u.org_id = r.org_id;
-        INSERT INTO knowledge_usage (org_id, bytes)
-          SELECT org_id, sum(${WEIGHT}) FROM added GROUP BY org_id
-          ON CONFLICT (org_id) DO UPDATE SET bytes = knowledge_usage.bytes + EXCLUDED.bytes;
-        RETURN NULL;
-      END $$`);
+    await fn('knowledge_usage_changed', remove + add);
     await q.query(`CREATE TRIGGER knowledge_usage_added AFTER INSERT ON knowledge_document
       REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION knowledge_usage_added()`);
     await q.query(`CREATE TRIGGER knowledge_usage_removed AFTER DELETE ON knowledge_document

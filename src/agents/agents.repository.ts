@@ -91,9 +91,9 @@ export class AgentsRepository {
          RETURNING a.*, octet_length($3::jsonb::text) > coalesce(before.draft_bytes, 0) AS grew`,
         [orgId, agentId, JSON.stringify(draft)],
       );
-      const row = rows[0];
-      if (row?.grew) await this.assertWithinStorage(m, orgId);
-      if (row) delete (row as Partial<typeof row>).grew;
+      if (rows.length === 0) return undefined;
+      const { grew, ...row } = rows[0];
+      if (grew) await this.assertWithinStorage(m, orgId);
       return row;
     });
   }
