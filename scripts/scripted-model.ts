@@ -37,6 +37,8 @@ export interface ScriptedModel {
   setScript(script: Script): void;
   /** Resolves when the server has received `n` requests in all. */
   received(n: number): Promise<void>;
+  /** How many requests answered `{ hang: true }` the client gave up on (closed) before the server closed. */
+  readonly abandoned: number;
   close(): Promise<void>;
 }
 
@@ -53,6 +55,8 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
   const authorizations: (string | undefined)[] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
   const hanging = new Set<ServerResponse>();
+  let abandoned = 0;
+  let closing = false;
 
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let body = '';
@@ -77,6 +81,10 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
   function answer(res: ServerResponse, a: ScriptedAnswer, req: ChatRequest): void {
     if ('hang' in a) {
       hanging.add(res);
+      res.once('close', () => {
+        hanging.delete(res);
+        if (!closing) abandoned++;
+      });
       return;
     }
     if ('status' in a) {
@@ -160,11 +168,15 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
       current = s;
       base = requests.length;
     },
+    get abandoned() {
+      return abandoned;
+    },
     received(n) {
       if (requests.length >= n) return Promise.resolve();
       return new Promise((resolve) => waiters.push({ n, resolve }));
     },
     async close() {
+      closing = true;
       for (const res of hanging) res.destroy();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -262,6 +262,38 @@ if (!onRealServer) console.info('multi-node runs suite: not run on the embedded 
     expect(asked[0].messages.find((m) => m.role === 'tool')?.content).toContain('interrupted');
   }, 240_000);
 
+  it("a run cancelled on another node stops its model call there within a moment, not at the lease's renewal", async () => {
+    // A lease of a minute is renewed every 20 s: only the cancel's wake-up can stop the step sooner.
+    const stepping = await startServerProcess({ ...env, RUN_LEASE_SECONDS: '60' }, ENTRY);
+    extra.push(stepping);
+    const from = model.requests.length;
+    const abandoned = model.abandoned;
+    model.setScript(sequence({ hang: true }));
+    const run = (
+      await request(stepping.url)
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(keys.agent))
+        .send({ input: 'think for ever' })
+        .expect(201)
+    ).body;
+    await model.received(from + 1);
+    const cancelledAt = Date.now();
+    const cancelled = await node(0)
+      .post(`/api/v1/runs/${run.id}/cancel`)
+      .set(...as(keys.agent))
+      .expect(200);
+    expect(cancelled.body.status).toBe('cancelled');
+    await eventually(
+      async () => model.abandoned,
+      (n) => n > abandoned,
+      10_000,
+    );
+    expect(Date.now() - cancelledAt).toBeLessThan(10_000);
+    // Not asked again: the step ended, it did not retry the model call it lost.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(model.requests.length).toBe(from + 1);
+  }, 120_000);
+
   it('a key replaced on one node is what the other nodes send from their next model request', async () => {
     const providerId = (
       await node(0)

@@ -32,6 +32,7 @@ const NOTIFY_COALESCE_MS = 10;
 export class EventWakeups implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(EventWakeups.name);
   private readonly listeners: WakeupListener[] = [];
+  private readonly othersListeners: WakeupListener[] = [];
   private readonly nodeId = randomUUID();
   private readonly pending = new Set<string>();
   private notifying = false;
@@ -65,15 +66,20 @@ export class EventWakeups implements OnModuleInit, OnModuleDestroy {
   }
 
   on(listener: WakeupListener): () => void {
-    this.listeners.push(listener);
-    return () => {
-      const i = this.listeners.indexOf(listener);
-      if (i >= 0) this.listeners.splice(i, 1);
-    };
+    return subscribe(this.listeners, listener);
   }
 
-  private emit(orgs: Wakeup): void {
-    for (const listener of this.listeners) {
+  /**
+   * Wake-ups for what other nodes committed only (and `all` when some may have been missed): for
+   * a node that must learn what another did, such as a cancel of a run it steps, without a look
+   * for every commit of its own.
+   */
+  onOthers(listener: WakeupListener): () => void {
+    return subscribe(this.othersListeners, listener);
+  }
+
+  private emit(orgs: Wakeup, listeners = this.listeners): void {
+    for (const listener of listeners) {
       try {
         listener(orgs);
       } catch (err) {
@@ -134,17 +140,30 @@ export class EventWakeups implements OnModuleInit, OnModuleDestroy {
     this.reconnectTimer = setTimeout(() => {
       this.reconnectTimer = undefined;
       // Whatever was notified while disconnected is unknown: every reader looks again.
-      void this.listen().then(() => this.emit('all'));
+      void this.listen().then(() => this.emitOthers('all'));
     }, this.reconnectDelay);
     this.reconnectDelay = Math.min(this.reconnectDelay * 2, RECONNECT_MAX_MS);
   }
 
   private received(payload: string): void {
     const colon = payload.indexOf(':');
-    if (colon < 0) return this.emit('all');
+    if (colon < 0) return this.emitOthers('all');
     // Our own NOTIFY: this node was woken when it committed.
     if (payload.slice(0, colon) === this.nodeId) return;
     const list = payload.slice(colon + 1);
-    this.emit(list === '*' ? 'all' : new Set(list.split(',')));
+    this.emitOthers(list === '*' ? 'all' : new Set(list.split(',')));
   }
+
+  private emitOthers(orgs: Wakeup): void {
+    this.emit(orgs);
+    this.emit(orgs, this.othersListeners);
+  }
+}
+
+function subscribe(listeners: WakeupListener[], listener: WakeupListener): () => void {
+  listeners.push(listener);
+  return () => {
+    const i = listeners.indexOf(listener);
+    if (i >= 0) listeners.splice(i, 1);
+  };
 }

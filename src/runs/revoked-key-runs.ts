@@ -46,7 +46,7 @@ export class RevokedKeyRuns implements OnModuleInit {
       for (const run of runs) {
         // Counted once the revocation committed, as every other run status is.
         this.metrics.runStatus('failed');
-        // Stepped here: stopped now, so a model call in flight is aborted; another node loses the run at its next write.
+        // Stepped here: stopped now, so a model call in flight is aborted; another node when the revocation's commit wakes it (RunWorker).
         this.worker.stopLocally(run.id);
         this.signals.notify(run.id);
         this.approvals.notify(run.id, decided.get(run.id) ?? []);

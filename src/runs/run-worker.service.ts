@@ -1,10 +1,14 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { EventWakeups, Wakeup } from '../events/event-wakeups.service';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
 import { RunEngine } from './run-engine.service';
 import { mayStart, sharedLeft, SlotCaps } from './run-slots';
 import { RunsRepository } from './runs.repository';
+
+/** Looks at the runs stepping here, prompted by other nodes' commits, at most this often. */
+const HELD_CHECK_SPACING_MS = 250;
 
 /**
  * Each node's share of the runs. It steps the runs it creates at once (when it steps fewer than
@@ -14,7 +18,10 @@ import { RunsRepository } from './runs.repository';
  * and waiting ones whose approvals were all decided or expired, on whatever node. A decision made
  * in this process wakes it at once (the executor's settled-call notifier), so the common case does
  * not wait for the poll. While it steps a run it renews the lease; if renewal fails (another node
- * took the run over, or it was cancelled) the step is aborted and writes nothing more.
+ * took the run over, or it was cancelled) the step is aborted and writes nothing more. A cancel on
+ * another node is learnt sooner: its commit wakes this node (EventWakeups), which then reads
+ * whether it still holds the runs it steps of that organization, so a model call it pays for
+ * stops within a moment, not a third of a lease later.
  */
 @Injectable()
 export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
@@ -30,11 +37,18 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
   private pollAgain = false;
   private stopping = false;
   private unwatch?: () => void;
+  private unwake?: () => void;
+  /** Runs stepping here that another node's commit may have ended, to look at in the next check. */
+  private readonly suspect = new Set<string>();
+  private checkTimer?: NodeJS.Timeout;
+  private checking = false;
+  private lastCheck = 0;
 
   constructor(
     private readonly repo: RunsRepository,
     private readonly engine: RunEngine,
     private readonly settled: CallSettledNotifier,
+    private readonly wakeups: EventWakeups,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.leaseMs = config.runs.leaseMs;
@@ -42,6 +56,7 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
 
   onApplicationBootstrap(): void {
     this.unwatch = this.settled.watch(() => this.poke());
+    this.unwake = this.wakeups.onOthers((orgs) => this.othersWrote(orgs));
     this.timer = setInterval(() => this.poke(), this.config.runs.pollIntervalMs);
     this.timer.unref();
     this.poke();
@@ -51,6 +66,8 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
   async onModuleDestroy(): Promise<void> {
     this.stopping = true;
     this.unwatch?.();
+    this.unwake?.();
+    clearTimeout(this.checkTimer);
     if (this.timer) clearInterval(this.timer);
     await this.polling?.catch(() => undefined);
     const steps = [...this.active.entries()];
@@ -107,6 +124,33 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
       this.poke();
     });
     this.active.set(runId, { orgId, abort, done });
+  }
+
+  /** Another node committed for these organizations: a run of theirs stepping here may have been cancelled. */
+  private othersWrote(orgs: Wakeup): void {
+    for (const [id, step] of this.active) if (orgs === 'all' || orgs.has(step.orgId)) this.suspect.add(id);
+    if (this.suspect.size === 0 || this.checkTimer || this.checking || this.stopping) return;
+    this.checkTimer = setTimeout(() => void this.checkHeld(), Math.max(0, this.lastCheck + HELD_CHECK_SPACING_MS - Date.now()));
+    this.checkTimer.unref();
+  }
+
+  /** One read for every suspect run; a step whose run this node no longer holds is aborted, as on a failed renewal. */
+  private async checkHeld(): Promise<void> {
+    this.checkTimer = undefined;
+    this.checking = true;
+    this.lastCheck = Date.now();
+    const ids = [...this.suspect];
+    this.suspect.clear();
+    try {
+      const held = await this.repo.held(ids, this.owner);
+      for (const id of ids) if (!held.has(id)) this.active.get(id)?.abort.abort();
+    } catch (err) {
+      // The lease's renewal finds it out anyway.
+      this.logger.warn({ err }, 'could not read whether this node still holds its runs');
+    } finally {
+      this.checking = false;
+      if (this.suspect.size > 0) this.othersWrote(new Set());
+    }
   }
 
   /** Looks for runs to take now (coalesced: one poll at a time, and one more if asked meanwhile). */

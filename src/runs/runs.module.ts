@@ -1,5 +1,6 @@
 import { Module } from '@nestjs/common';
 import { AgentsModule } from '../agents/agents.module';
+import { EventsModule } from '../events/events.module';
 import { GovernanceModule } from '../governance/governance.module';
 import { RuntimeModule } from '../runtime/runtime.module';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
@@ -16,7 +17,7 @@ import { RunsService } from './runs.service';
 
 /** Model providers and agent runs: the model loop, every tool call through the executor. */
 @Module({
-  imports: [AgentsModule, GovernanceModule, RuntimeModule],
+  imports: [AgentsModule, EventsModule, GovernanceModule, RuntimeModule],
   controllers: [ModelProvidersController, RunsController],
   providers: [
     CancelledRunApprovals,

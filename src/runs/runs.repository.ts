@@ -272,6 +272,15 @@ export class RunsRepository {
     return rows.length > 0;
   }
 
+  /** Of these runs, the ones whose lease `owner` still holds (what `renew` would renew), read only. */
+  async held(ids: readonly string[], owner: string): Promise<Set<string>> {
+    const rows: { id: string }[] = await this.dataSource.query(
+      `SELECT id FROM run WHERE id = ANY($1::uuid[]) AND lease_owner = $2 AND status IN ('running', 'waiting_for_approval')`,
+      [ids, owner],
+    );
+    return new Set(rows.map((r) => r.id));
+  }
+
   /** Writes a step; false (and nothing written) when the lease is no longer ours or the run was cancelled. */
   async save(
     row: Pick<RunRow, 'id' | 'org_id'> & Partial<Pick<RunRow, 'wakes'>>,

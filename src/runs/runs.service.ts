@@ -146,8 +146,9 @@ export class RunsService implements OnModuleDestroy {
       );
       this.signals.notify(id);
       // Stepped here: stopped now, so a model call in flight is aborted, not retried, and no further
-      // tool call is asked for. Another node stepping it stops at its next renewal; meanwhile the
-      // executor refuses its calls (the run has ended) and writes none that waits for approval.
+      // tool call is asked for. Another node stepping it stops when the cancel's commit wakes it (a
+      // moment), or at its next lease renewal if that wake-up is lost; meanwhile the executor refuses
+      // its calls (the run has ended) and writes none that waits for approval.
       if (cancelled) this.worker.stopLocally(id);
       if (cancelled) this.cancelledApprovals.notify(id, decided);
     }
