@@ -46,12 +46,12 @@ describe('applyOutputBudget', () => {
 
   it('keeps a result within the limit whole, in its JSON form', () => {
     const out = applyOutputBudget({ at: new Date('2030-01-01T00:00:00Z'), n: 1, skip: undefined }, { maxOutputTokens: 100 });
-    expect(out).toEqual({ result: { at: '2030-01-01T00:00:00.000Z', n: 1 }, truncated: false });
+    expect(out).toEqual({ result: { at: '2030-01-01T00:00:00.000Z', n: 1 }, json: '{"at":"2030-01-01T00:00:00.000Z","n":1}', truncated: false });
   });
 
   it('never cuts without a limit', () => {
-    expect(applyOutputBudget(rows, { maxOutputTokens: 0 })).toEqual({ result: rows, truncated: false });
-    expect(applyOutputBudget(rows, {})).toEqual({ result: rows, truncated: false });
+    expect(applyOutputBudget(rows, { maxOutputTokens: 0 })).toEqual({ result: rows, json: JSON.stringify(rows), truncated: false });
+    expect(applyOutputBudget(rows, {})).toEqual({ result: rows, json: JSON.stringify(rows), truncated: false });
   });
 
   it('cuts a structured result to exactly maxOutputTokens tokens of its JSON text', () => {
@@ -66,7 +66,7 @@ describe('applyOutputBudget', () => {
 
   it('measures a string result as the text itself', () => {
     const text = 'word '.repeat(30);
-    expect(applyOutputBudget(text, { maxOutputTokens: countTokens(text) })).toEqual({ result: text, truncated: false });
+    expect(applyOutputBudget(text, { maxOutputTokens: countTokens(text) })).toEqual({ result: text, json: JSON.stringify(text), truncated: false });
     const cut = applyOutputBudget(text, { maxOutputTokens: 5 });
     expect(cut.truncated).toBe(true);
     expect(text.startsWith(cut.result as string)).toBe(true);
@@ -75,18 +75,23 @@ describe('applyOutputBudget', () => {
   it('keeps the whole result apart when the tool offloads', () => {
     const out = applyOutputBudget(rows, { maxOutputTokens: 20, offloadLargeResults: true });
     expect(out.truncated).toBe(true);
-    expect(out.offloaded).toEqual({ result: rows, tokens: countTokens(JSON.stringify(rows)) });
+    // Stored as the text that was measured: the same JSON, not written again.
+    expect(out.offloaded).toEqual({ json: JSON.stringify(rows), tokens: countTokens(JSON.stringify(rows)) });
   });
 
   it('replaces U+0000, which cannot be stored, in strings and keys, kept or offloaded', () => {
-    expect(applyOutputBudget({ 'k\u0000': ['a\u0000b'] }, {})).toEqual({ result: { 'k\uFFFD': ['a\uFFFDb'] }, truncated: false });
+    expect(applyOutputBudget({ 'k\u0000': ['a\u0000b'] }, {})).toEqual({
+      result: { 'k\uFFFD': ['a\uFFFDb'] },
+      json: '{"k\uFFFD":["a\uFFFDb"]}',
+      truncated: false,
+    });
     const cut = applyOutputBudget({ rows: 'row\u0000 '.repeat(200) }, { maxOutputTokens: 40, offloadLargeResults: true });
     expect(cut.truncated).toBe(true);
     expect(cut.result).toContain('row\uFFFD');
     expect(cut.result).not.toContain('\\u0000');
-    expect(cut.offloaded?.result).toEqual({ rows: 'row\uFFFD '.repeat(200) });
+    expect(JSON.parse(cut.offloaded!.json)).toEqual({ rows: 'row\uFFFD '.repeat(200) });
     // The text `\u0000` (a backslash, then u0000) is not the character: it is kept.
-    expect(applyOutputBudget('C:\\u0000', {})).toEqual({ result: 'C:\\u0000', truncated: false });
+    expect(applyOutputBudget('C:\\u0000', {})).toMatchObject({ result: 'C:\\u0000', truncated: false });
   });
 
   it('turns undefined into null and refuses what is not JSON or too large', () => {
@@ -101,16 +106,16 @@ describe('applyOutputBudget', () => {
     const page = 'The page says <|endoftext|> and <|im_start|>system here. '.repeat(40);
     const plain = { disallowedSpecial: new Set<string>() };
     // Short enough to skip the tokenizer: kept whole.
-    expect(applyOutputBudget('<|endoftext|>', { maxOutputTokens: 100 })).toEqual({ result: '<|endoftext|>', truncated: false });
+    expect(applyOutputBudget('<|endoftext|>', { maxOutputTokens: 100 })).toMatchObject({ result: '<|endoftext|>', truncated: false });
     // Within a limit only the tokenizer can decide.
     const total = countTokens(page, plain);
-    expect(applyOutputBudget(page, { maxOutputTokens: total })).toEqual({ result: page, truncated: false });
+    expect(applyOutputBudget(page, { maxOutputTokens: total })).toMatchObject({ result: page, truncated: false });
     // Cut, and offloaded with its size counted.
     const cut = applyOutputBudget({ page }, { maxOutputTokens: 20, offloadLargeResults: true });
     expect(cut.truncated).toBe(true);
     expect(JSON.stringify({ page }).startsWith(cut.result as string)).toBe(true);
     expect(countTokens(cut.result as string, plain)).toBeLessThanOrEqual(20);
-    expect(cut.offloaded).toEqual({ result: { page }, tokens: countTokens(JSON.stringify({ page }), plain) });
+    expect(cut.offloaded).toEqual({ json: JSON.stringify({ page }), tokens: countTokens(JSON.stringify({ page }), plain) });
   });
 
   it('measures and cuts a 5 MB run of letters without a space within the budget, tokenizing bounded slices only', () => {

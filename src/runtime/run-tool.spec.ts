@@ -21,7 +21,7 @@ describe('runTool', () => {
       1000,
       fail,
     );
-    expect(out).toEqual({ status: 'succeeded', result: { echo: { q: 1 } }, truncated: false });
+    expect(out).toEqual({ status: 'succeeded', result: { echo: { q: 1 } }, json: '{"echo":{"q":1}}', truncated: false });
     expect(seen).toMatchObject(context);
     expect(seen!.signal.aborted).toBe(false);
   });

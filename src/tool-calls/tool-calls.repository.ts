@@ -66,7 +66,7 @@ export class ToolCallsRepository {
       return `(${[call.id, call.orgId, call.agentId, call.version, call.tool, call.capabilityId, call.toolId, call.runId, call.entryPoint]
         .map((v) => s.param(v))
         .join(', ')}, ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)},
-         ${s.param(settlement.status)}, ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
+         ${s.param(settlement.status)}, ${s.param(ok ? (settlement.json ?? JSON.stringify(settlement.result)) : null)}::jsonb,
          ${s.param(ok && settlement.truncated)}, ${s.param(ok && settlement.offloaded !== undefined)},
          ${s.param(ok ? null : settlement.error.code)}, ${s.param(ok ? null : settlement.error.message)},
          ${s.param(call.requestedBy)}, ${s.param(call.createdAt)}, ${s.param(call.createdAt)}, ${s.param(completedAt)})`;
@@ -81,7 +81,7 @@ export class ToolCallsRepository {
       if (settlement.status === 'succeeded' && settlement.offloaded) {
         s.with(
           `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
-           SELECT w0.id, ${s.param(call.orgId)}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer
+           SELECT w0.id, ${s.param(call.orgId)}::uuid, ${s.param(settlement.offloaded.json)}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer
              FROM w0 WHERE w0.id = ${s.param(call.id)}::uuid`,
         );
       }
@@ -297,7 +297,7 @@ export class ToolCallsRepository {
     const s = new Statement();
     const org = s.param(orgId);
     s.with(
-      `UPDATE tool_call SET status = ${s.param(settlement.status)}, result = ${s.param(ok ? JSON.stringify(settlement.result) : null)}::jsonb,
+      `UPDATE tool_call SET status = ${s.param(settlement.status)}, result = ${s.param(ok ? (settlement.json ?? JSON.stringify(settlement.result)) : null)}::jsonb,
               result_truncated = ${s.param(ok && settlement.truncated)}, result_offloaded = ${s.param(ok && settlement.offloaded !== undefined)},
               error_code = ${s.param(ok ? null : settlement.error.code)}, error_message = ${s.param(ok ? null : settlement.error.message)},
               completed_at = ${s.param(completedAt)}, lease_expires_at = NULL
@@ -307,7 +307,7 @@ export class ToolCallsRepository {
     if (ok && settlement.offloaded) {
       s.with(
         `INSERT INTO tool_call_result (tool_call_id, org_id, result, tokens)
-         SELECT w0.id, ${org}::uuid, ${s.param(JSON.stringify(settlement.offloaded.result))}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer FROM w0`,
+         SELECT w0.id, ${org}::uuid, ${s.param(settlement.offloaded.json)}::jsonb, ${s.param(settlement.offloaded.tokens)}::integer FROM w0`,
       );
     }
     const audit = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');

@@ -34,6 +34,20 @@ describe('nestingCheck', () => {
     );
   });
 
+  it('agrees with a parse on any JSON sent as event stream data lines, cut anywhere, several events in one chunk', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.jsonValue({ maxDepth: 6 }), { minLength: 1, maxLength: 4 }),
+        fc.array(fc.nat()),
+        fc.integer({ min: 0, max: 7 }),
+        (values, cuts, max) => {
+          const text = values.map((v) => `event: message\ndata: ${JSON.stringify(v)}\n\n`).join('');
+          expect(within(text, cuts, true, max)).toBe(values.every((v) => depthOf(v) <= max));
+        },
+      ),
+    );
+  });
+
   it('counts to the limit, not past it', () => {
     expect(within(deep(128), [], false, 128)).toBe(true);
     expect(within(deep(129), [], false, 128)).toBe(false);
