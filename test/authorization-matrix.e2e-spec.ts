@@ -59,6 +59,7 @@ const MATRIX: Record<string, string> = {
   'DELETE /api/v1/mcp-connections/:id': '401  403    403     403   403      ok    404     403',
   'POST /api/v1/mcp-connections/:id/sync': '401  403    403     403   403      ok    404     403',
   'PUT /api/v1/mcp-connections/:id/credentials': '401  403    403     403   403      ok    404     403',
+  'PUT /api/v1/mcp-connections/:id/url': '401  403    403     403   403      ok    404     403',
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': '401  403    403     403   403      ok    404     403',
   'GET /api/v1/me': '401  ok     ok      ok    ok       ok    ok      ok',
   'GET /api/v1/orgs': '401  403    403     403   403      403   403     ok',

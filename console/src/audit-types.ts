@@ -32,6 +32,7 @@ const TYPE_SET: Record<EventType, true> = {
   'mcp_connection.synced': true,
   'mcp_connection.risk_set': true,
   'mcp_connection.credentials_updated': true,
+  'mcp_connection.url_updated': true,
   'mcp_connection.deleted': true,
   'run.started': true,
   'run.succeeded': true,

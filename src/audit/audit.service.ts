@@ -35,6 +35,7 @@ export const AUDIT_EVENT_TYPES = [
   'mcp_connection.synced',
   'mcp_connection.risk_set',
   'mcp_connection.credentials_updated',
+  'mcp_connection.url_updated',
   'mcp_connection.deleted',
   'webhook.created',
   'webhook.secret_rotated',

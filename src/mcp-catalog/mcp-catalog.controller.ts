@@ -28,6 +28,7 @@ import {
   McpServerEntryView,
   SetMcpCredentialsDto,
   SetMcpToolRiskDto,
+  SetMcpUrlDto,
 } from './mcp-catalog.dto';
 import { McpServerRegistry } from './mcp-server-registry.service';
 
@@ -140,6 +141,29 @@ export class McpConnectionsController {
   @ApiBadRequestResponse(ProblemResponse('An unknown, missing or malformed credential (`invalid_request`); the value is never echoed.'))
   setCredentials(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: SetMcpCredentialsDto): Promise<McpConnectionView> {
     return this.connections.setCredentials(ctx, id, dto.credentials);
+  }
+
+  @Put(':id/url')
+  @Access('admin')
+  @ApiOperation({
+    summary: 'Move the connection to another URL',
+    description:
+      'For an entry whose URL the connection supplies (`urlRequired`), also while published versions bind it. The tools are listed at the new URL with the stored credentials first: if that fails, `422 mcp_connect_failed` and nothing changes. Then the URL and the tools are stored together, as a sync stores them (the audit event `mcp_connection.url_updated` names the tools added, removed and changed); calls use the new address from then on, on every node.',
+  })
+  @ApiOkResponse({ type: McpConnectionView })
+  @ApiNotFoundResponse(NOT_FOUND)
+  @ApiBadRequestResponse(
+    ProblemResponse(
+      `Bad body, or an entry whose address the catalog fixes (\`invalid_request\`, \`not_allowed\` at \`url\`); or \`url\` is ${SAVED_URL_REFUSALS.invalid}.`,
+    ),
+  )
+  @ApiUnprocessableEntityResponse(
+    ProblemResponse(
+      `\`url\` is ${SAVED_URL_REFUSALS.refused}; or the server there could not be connected and listed (\`mcp_connect_failed\`, \`reason\` says why); nothing changed.`,
+    ),
+  )
+  setUrl(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: SetMcpUrlDto): Promise<McpConnectionView> {
+    return this.connections.setUrl(ctx, id, dto.url);
   }
 
   @Delete(':id')

@@ -77,6 +77,18 @@ export class SetMcpCredentialsDto {
   credentials: Record<string, unknown>;
 }
 
+export class SetMcpUrlDto {
+  @ApiProperty({
+    description:
+      'The address the connection moves to. Must pass the egress policy; a token in its query (`?api_key=`) is kept sealed like a credential. The tools are listed there, with the stored credentials, before anything changes.',
+    maxLength: 2048,
+  })
+  @IsString()
+  @MinLength(1)
+  @MaxLength(2048)
+  url: string;
+}
+
 export class SetMcpToolRiskDto {
   @ApiProperty({ enum: TOOL_RISKS })
   @IsIn(TOOL_RISKS)

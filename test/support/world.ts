@@ -129,6 +129,8 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/mcp-connections/:id/sync': undefined,
   'PUT /api/v1/mcp-connections/:id/tools/:tool/risk': { risk: 'read_only' },
   'PUT /api/v1/mcp-connections/:id/credentials': { credentials: {} },
+  // The world's connection is the reference server, whose address the catalog fixes: refused (400), nothing changed.
+  'PUT /api/v1/mcp-connections/:id/url': { url: 'http://127.0.0.1:9/mcp' },
   // Enabling an enabled tool changes nothing; retiring `latest` is refused (409): neither disturbs the world.
   'PUT /api/v1/tools/:capabilityId/:toolId/disabled': { disabled: false },
   'POST /api/v1/agents/:agentId/versions/:version/retire': undefined,

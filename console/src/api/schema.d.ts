@@ -623,6 +623,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/mcp-connections/{id}/url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Move the connection to another URL
+         * @description For an entry whose URL the connection supplies (`urlRequired`), also while published versions bind it. The tools are listed at the new URL with the stored credentials first: if that fails, `422 mcp_connect_failed` and nothing changes. Then the URL and the tools are stored together, as a sync stores them (the audit event `mcp_connection.url_updated` names the tools added, removed and changed); calls use the new address from then on, on every node.
+         */
+        put: operations["setUrlMcpConnections"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/mcp-servers": {
         parameters: {
             query?: never;
@@ -1335,7 +1355,7 @@ export interface components {
             /** @description What the event is about. */
             target: components["schemas"]["AuditPartyView"];
             /** @enum {string} */
-            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
+            type: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.url_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
         };
         AuditPartyView: {
             id: string;
@@ -1530,7 +1550,7 @@ export interface components {
         };
         CreateWebhookDto: {
             description?: string;
-            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
+            /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.url_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
             types: string[];
             /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`. */
             url: string;
@@ -1953,6 +1973,10 @@ export interface components {
         SetMcpToolRiskDto: {
             /** @enum {string} */
             risk: "read_only" | "mutating" | "destructive";
+        };
+        SetMcpUrlDto: {
+            /** @description The address the connection moves to. Must pass the egress policy; a token in its query (`?api_key=`) is kept sealed like a credential. The tools are listed there, with the stored credentials, before anything changes. */
+            url: string;
         };
         SetModelProviderApiKeyDto: {
             /** @description The new key, replacing the stored one (the same rules as at create); `null` removes it. Stored encrypted; never shown again. The next model request of every run on the provider sends it. */
@@ -4093,7 +4117,7 @@ export interface operations {
                 limit?: number;
                 /** @description Only events at or after this instant: `YYYY-MM-DD`, or a date and time with an optional offset (UTC without one). */
                 since?: string;
-                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
+                type?: "org.created" | "org.scopes_updated" | "api_key.created" | "api_key.revoked" | "agent.created" | "agent.published" | "tool_call.requested" | "tool_call.denied" | "tool_call.succeeded" | "tool_call.failed" | "approval.requested" | "approval.approved" | "approval.rejected" | "approval.expired" | "agent.version_retired" | "tool.disabled" | "tool.enabled" | "run.started" | "run.succeeded" | "run.failed" | "run.cancelled" | "model_provider.created" | "model_provider.api_key_updated" | "model_provider.deleted" | "mcp_connection.created" | "mcp_connection.synced" | "mcp_connection.risk_set" | "mcp_connection.credentials_updated" | "mcp_connection.url_updated" | "mcp_connection.deleted" | "webhook.created" | "webhook.secret_rotated" | "webhook.deleted" | "webhook.backlogged" | "webhook.backlog_cleared";
                 /** @description Only events before this instant (exclusive, so `since=2026-01-30&until=2026-01-31` is that one day), written as `since` is; not before `since`. With `since`, a bounded read: recovering the events a webhook endpoint left out takes the ones between its `firstDroppedAt` and `lastDroppedAt`. */
                 until?: string;
             };
@@ -4160,7 +4184,7 @@ export interface operations {
     streamEvents: {
         parameters: {
             query?: {
-                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
+                /** @description Comma-separated audit event types; only these are sent. One of: org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.url_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
                 types?: string;
             };
             header?: {
@@ -5392,6 +5416,113 @@ export interface operations {
                 headers: {
                     /** @description On a refused content coding: `identity`, the only one accepted. */
                     "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    setUrlMcpConnections: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetMcpUrlDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpConnectionView"];
+                };
+            };
+            /** @description Bad body, or an entry whose address the catalog fixes (`invalid_request`, `not_allowed` at `url`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such MCP connection in your organization (`not_found`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is larger than 1 MiB (`payload_too_large`). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The body is not JSON in UTF-8 (`unsupported_media_type`): another media type, a `charset` other than `utf-8` (`errors[0].path` `Content-Type`), or a `Content-Encoding` other than `identity` (`errors[0].path` `Content-Encoding`; the body is not read). */
+            415: {
+                headers: {
+                    /** @description On a refused content coding: `identity`, the only one accepted. */
+                    "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `url` is refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled; or the server there could not be connected and listed (`mcp_connect_failed`, `reason` says why); nothing changed. */
+            422: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

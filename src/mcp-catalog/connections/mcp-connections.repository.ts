@@ -139,6 +139,23 @@ export class McpConnectionsRepository {
     return row;
   }
 
+  /** Moves the connection to another URL with the tools listed there, as a sync stores them. */
+  async setUrl(
+    db: Db,
+    orgId: string,
+    id: string,
+    url: { shown: string; sealed: string | null },
+    listed: ListedMcpTool[],
+  ): Promise<McpConnectionRow | undefined> {
+    const tools = storedList(listed);
+    const [[row]]: [McpConnectionRow[], number] = await db.query(
+      `UPDATE mcp_connection SET url = $3, url_sealed = $4, tools = $5::jsonb, tools_digest = $6, status = 'ready', error = NULL, synced_at = now(), updated_at = now()
+       WHERE org_id = $1 AND id = $2 RETURNING *`,
+      [orgId, id, url.shown, url.sealed, tools.json, tools.digest],
+    );
+    return row;
+  }
+
   /** Published versions that bind the connection (at most 20, for the refusal's `boundBy`). */
   async boundBy(db: Db, orgId: string, id: string): Promise<{ agent_id: string; version: number }[]> {
     return db.query(`SELECT agent_id, version FROM agent_version_mcp_connection WHERE org_id = $1 AND connection_id = $2 ORDER BY agent_id, version LIMIT 20`, [

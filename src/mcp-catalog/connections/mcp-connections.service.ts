@@ -17,14 +17,14 @@ import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionSync } from './mcp-connection-sync.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
-import { ListedMcpTool, riskOf } from './mcp-tools';
+import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
 import { parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { countUnderOrgLock } from '../../database/org-limit';
 
 /**
  * An organization's MCP connections: connect and list on creation, sync, risk decisions,
- * credential rotation, deletion (the tool lists' refresh, and what agents and the executor read,
+ * credential rotation, a move to another URL, deletion (the tool lists' refresh, and what agents and the executor read,
  * in McpConnectionSync). Every talk with a server happens with no database connection
  * held (read, release, talk, then write), so a hung server costs a timeout and nothing else.
  */
@@ -80,16 +80,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
       tools = await this.pool.listTools(target, { timeoutMs: this.connectionSync.listTimeoutMs('sync') });
     } catch (err) {
       await this.pool.release(id);
-      const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
-      if (failure.code === 'egress_refused') {
-        throw new ApiError('egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
-      }
-      throw new ApiError(
-        'mcp_connect_failed',
-        `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. Nothing was stored.`,
-        undefined,
-        { reason: failure.code },
-      );
+      throw connectFailure(err, 'Nothing was stored.');
     }
     const names = Object.keys(credentials).sort();
     // A token in the query (`?api_key=`, as hosted servers take it) is a credential: sealed, never shown.
@@ -195,6 +186,64 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     return this.view(row);
   }
 
+  /**
+   * Moves the connection to another address of its server (a vendor's new endpoint, a server
+   * moved), bound by published versions or not: the tools are listed there first, with the stored
+   * credentials, and nothing changes unless that works. The new list is stored as a sync stores
+   * it (a version whose tools differ there shows drift, as after any sync).
+   */
+  async setUrl(ctx: RequestContext, id: string, url: string): Promise<McpConnectionView> {
+    const orgId = orgIdOf(ctx);
+    const current = await this.row(orgId, id);
+    const entry = this.registry.get(current.server);
+    if (!entry) throw ApiError.conflict(`The catalog no longer has the "${current.server}" server; delete the connection.`);
+    if (!entry.descriptor.urlRequired) {
+      throw ApiError.invalidRequest([
+        {
+          path: 'url',
+          code: 'not_allowed',
+          message: `the "${entry.definition.id}" server's address is fixed by the catalog; its connections have no url to change`,
+        },
+      ]);
+    }
+    await this.egress.assertAllowed(url, 'url');
+    let target: McpTarget;
+    try {
+      target = await this.connectionSync.target(orgId, id);
+    } catch (err) {
+      if (err instanceof SecretOpenError) throw secretUnreadable();
+      if (err instanceof McpUpstreamError) throw ApiError.notFound('MCP connection');
+      throw err;
+    }
+    // A client of its own (under an id no row has), so the connection's pooled one keeps serving calls until the change commits.
+    const probe = randomUUID();
+    let tools: ListedMcpTool[];
+    try {
+      tools = await this.pool.listTools({ ...target, connectionId: probe, url }, { timeoutMs: this.connectionSync.listTimeoutMs('sync') });
+    } catch (err) {
+      throw connectFailure(err, 'The connection was not changed.');
+    } finally {
+      await this.pool.release(probe);
+    }
+    const shown = shownUrl(url);
+    const row = await this.dataSource.transaction(async (m) => {
+      const before = await this.repository.get(orgId, id, m, true);
+      if (!before) throw ApiError.notFound('MCP connection');
+      const updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
+      await this.audit.record(m, {
+        type: 'mcp_connection.url_updated',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'mcp_connection', id },
+        data: { name: before.name, url: shown, previousUrl: before.url, ...toolListDiff(before.tools, tools) },
+      });
+      return updated;
+    });
+    // This node's client of the old address goes now; another node's at its next use (its target's URL differs).
+    await this.pool.release(id);
+    return this.view(row);
+  }
+
   async delete(ctx: RequestContext, id: string): Promise<void> {
     const orgId = orgIdOf(ctx);
     await this.dataSource.transaction(async (m) => {
@@ -237,6 +286,22 @@ function secretUnreadable(): ApiError {
   return new ApiError(
     'internal_error',
     "This server cannot open the connection's stored credentials or URL (sealed under a secrets key it does not hold); nothing was sent to the MCP server and the connection was not changed. The operator has been told (see the server's log).",
+  );
+}
+
+/** Connecting to a server and listing its tools failed: the API's answer, naming the field for a refused address. */
+function connectFailure(err: unknown, outcome: string): ApiError {
+  const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
+  if (failure.code === 'egress_refused') {
+    return new ApiError('egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
+  }
+  return new ApiError(
+    'mcp_connect_failed',
+    `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. ${outcome}`,
+    undefined,
+    {
+      reason: failure.code,
+    },
   );
 }
 

@@ -1,0 +1,169 @@
+import { createServer } from 'node:net';
+import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * API.md "MCP catalog": `PUT /mcp-connections/{id}/url` moves a connection, bound by a published
+ * version or not, to another address of its server; the tools are listed there before anything
+ * changes, and calls go there from then on.
+ */
+describe('MCP connections: moving to another URL (e2e)', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let other: TestOrg;
+  let before: FixtureMcpServer;
+  let after: FixtureMcpServer;
+  let connectionId: string;
+  let agentId: string;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
+    org = await createOrg(t, ['mcp:remote']);
+    other = await createOrg(t, ['mcp:remote']);
+    before = await startFixtureMcpServer({ archiveListed: true });
+    // The server's new address lists one tool less (and, for the URL echo, one more).
+    after = await startFixtureMcpServer({ archiveListed: false, echoRequestUrl: true });
+    connectionId = (
+      await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'remote', name: 'vendor', url: before.url })
+        .expect(201)
+    ).body.id;
+    agentId = (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as('builder'))
+        .send({ slug: 'mover', name: 'Mover' })
+        .expect(201)
+    ).body.id;
+    await t.http
+      .put(`/api/v1/agents/${agentId}/draft`)
+      .set(...as('builder'))
+      .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection: connectionId, tools: ['lookup'] }] })
+      .expect(200);
+    await t.http
+      .put(`/api/v1/mcp-connections/${connectionId}/tools/lookup/risk`)
+      .set(...as('admin'))
+      .send({ risk: 'read_only' })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${agentId}/publish`)
+      .set(...as('builder'))
+      .expect(201);
+  }, 240_000);
+  afterAll(async () => {
+    await before.close();
+    await after.close();
+    await t.close();
+  });
+
+  const as = (role: keyof TestOrg['keys'], o: TestOrg = org) => bearer(o.keys[role]);
+  const move = (url: unknown, role: keyof TestOrg['keys'] = 'admin', id = connectionId) =>
+    t.http
+      .put(`/api/v1/mcp-connections/${id}/url`)
+      .set(...as(role))
+      .send({ url });
+  const lookup = () =>
+    t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...as('agent'))
+      .send({ tool: 'lookup', arguments: { id: 'c-1' } })
+      .expect(200);
+  const connection = async () =>
+    (
+      await t.http
+        .get(`/api/v1/mcp-connections/${connectionId}`)
+        .set(...as('viewer'))
+        .expect(200)
+    ).body;
+
+  it('refuses what it cannot reach or may not, and changes nothing: the bound agent keeps calling the old address', async () => {
+    const unchanged = await connection();
+    const dead = await move(`http://127.0.0.1:${await closedPort()}/mcp`).expect(422);
+    expect(dead.body).toMatchObject({
+      code: 'mcp_connect_failed',
+      reason: 'upstream_unavailable',
+      detail: expect.stringContaining('The connection was not changed.'),
+    });
+    const refused = await move('ftp://127.0.0.1/mcp').expect(422);
+    expect(refused.body).toMatchObject({ code: 'egress_refused', errors: [expect.objectContaining({ path: 'url' })] });
+    for (const [url, path] of [
+      ['not a url', 'url'],
+      ['', 'url'],
+      [null, 'url'],
+      [`http://127.0.0.1/${'a'.repeat(2100)}`, 'url'],
+    ] as const) {
+      const bad = await move(url).expect(400);
+      expect(bad.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path })]));
+    }
+    await move(after.url, 'viewer').expect(403);
+    await move(after.url, 'builder').expect(403);
+    // Another organization's connection is not there for this key.
+    await t.http
+      .put(`/api/v1/mcp-connections/${connectionId}/url`)
+      .set(...as('admin', other))
+      .send({ url: after.url })
+      .expect(404);
+    await move(after.url, 'admin', '00000000-0000-4000-8000-000000000000').expect(404);
+    expect(await connection()).toEqual(unchanged);
+    const calls = before.calls.length;
+    expect((await lookup()).body).toMatchObject({ status: 'succeeded' });
+    expect(before.calls.length).toBe(calls + 1);
+  });
+
+  it('moves a connection a published version binds: the tools listed there are stored, audited with the change, and calls go there', async () => {
+    const sealed = `${after.url}?api_key=sk-moved-Vq7Lp2`;
+    const moved = await move(sealed).expect(200);
+    // The token in the query is a credential: never shown.
+    expect(moved.body).toMatchObject({ id: connectionId, url: `${after.url}?api_key=[redacted]`, status: 'ready' });
+    expect(moved.text).not.toContain('sk-moved-Vq7Lp2');
+    const names = moved.body.tools.map((tool: { name: string }) => tool.name);
+    expect(names).toContain('whereami');
+    expect(names).not.toContain('archive');
+    // A person's risk decision is the connection's, kept across the move.
+    expect(moved.body.tools.find((tool: { name: string }) => tool.name === 'lookup')).toMatchObject({ risk: 'read_only', riskSource: 'admin' });
+    expect(await connection()).toEqual(moved.body);
+
+    const [event] = (
+      await t.http
+        .get('/api/v1/audit-events?type=mcp_connection.url_updated')
+        .set(...as('admin'))
+        .expect(200)
+    ).body.items;
+    expect(event).toMatchObject({
+      actor: { type: 'api_key', id: org.keyIds.admin },
+      target: { type: 'mcp_connection', id: connectionId },
+      data: { name: 'vendor', url: `${after.url}?api_key=[redacted]`, previousUrl: before.url, added: ['whereami'], removed: ['archive'] },
+    });
+    expect(JSON.stringify(event)).not.toContain('sk-moved-Vq7Lp2');
+
+    const beforeCalls = before.calls.length;
+    expect((await lookup()).body).toMatchObject({ status: 'succeeded' });
+    expect(before.calls.length).toBe(beforeCalls);
+    expect(after.calls).toContain('lookup');
+    // The new server got the whole URL, token included.
+    expect(after.requestUrls.at(-1)).toContain('api_key=sk-moved-Vq7Lp2');
+  });
+
+  it('is refused for an entry whose address the catalog fixes', async () => {
+    const fixed = (
+      await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'everything', name: 'reference' })
+        .expect(201)
+    ).body.id;
+    const res = await move(after.url, 'admin', fixed).expect(400);
+    expect(res.body).toMatchObject({ code: 'invalid_request', errors: [expect.objectContaining({ path: 'url', code: 'not_allowed' })] });
+  });
+});
