@@ -86,7 +86,8 @@ describe('OpenAiCompatibleModel', () => {
     try {
       const pieces = 20_000;
       const { response, seen } = flood(`data: ${JSON.stringify(delta({ content: 'x' }))}\n\n`, pieces);
-      const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => response(), policy, sleep);
+      // One attempt, with time for a loaded machine: a retry after a timeout read the spent flood's "done" alone.
+      const model = new OpenAiCompatibleModel('p', 'http://model.test/v1', 'k', async () => response(), { ...policy, retries: 0, timeoutMs: 60_000 }, sleep);
       let pulledWhenAnswered = -1;
       const answered = fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
         .then((r) => r.text())
