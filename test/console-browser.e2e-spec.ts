@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { launchBrowser } from './support/browser';
 import { TestIdentityProvider } from './support/oidc-provider';
 import { buildConsole } from './support/console-build';
+import { startFixtureMcpServer } from './support/mcp-fixture-server';
 import { sequence, startScriptedModel } from './support/scripted-model';
 import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
@@ -329,6 +330,36 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByText('Draft saved.').waitFor();
     expect((await api('get', `/agents/${agent.id}`, org.keys.viewer).expect(200)).body.draft.mcpServers).toBeUndefined();
     await context.close();
+  });
+
+  it('moves a remote MCP connection to another URL, saying why when it cannot', async () => {
+    const remote = await createOrg(t, ['mcp:remote']);
+    const first = await startFixtureMcpServer();
+    const second = await startFixtureMcpServer({ echoRequestUrl: true });
+    try {
+      const connection = (await api('post', '/mcp-connections', remote.keys.admin).send({ server: 'remote', name: 'movable', url: first.url }).expect(201))
+        .body as { id: string };
+      const { context, page } = await signedIn(remote.keys.admin);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'MCP servers', exact: true }).click();
+      const move = page.getByRole('form', { name: 'Move movable' });
+      const url = move.getByRole('textbox', { name: 'New URL of movable' });
+      // Nothing listens there: refused, said so, nothing changed.
+      await url.fill('http://127.0.0.1:9/mcp');
+      await move.getByRole('button', { name: 'Move movable' }).click();
+      await page.getByRole('alert').filter({ hasText: 'Could not connect to the MCP server' }).waitFor();
+      expect(await url.inputValue()).toBe('http://127.0.0.1:9/mcp');
+      await url.fill(second.url);
+      await move.getByRole('button', { name: 'Move movable' }).click();
+      await page.getByRole('status').filter({ hasText: 'Moved “movable” to its new URL' }).waitFor();
+      // The tools listed at the new address are shown.
+      await page.getByRole('table', { name: 'Tools of movable' }).getByRole('cell', { name: 'whereami', exact: true }).waitFor();
+      expect((await api('get', `/mcp-connections/${connection.id}`, remote.keys.viewer).expect(200)).body.url).toBe(second.url);
+      expect(await url.inputValue()).toBe('');
+      await context.close();
+    } finally {
+      await first.close();
+      await second.close();
+    }
   });
 
   it('offers to start runs only to keys that may, and announces a refused run', async () => {

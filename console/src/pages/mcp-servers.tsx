@@ -70,14 +70,17 @@ function ConnectionCard({ connection: c, admin, onChanged }: { connection: Conne
   const { api } = useSession();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
-  const act = async (work: () => Promise<unknown>, message: string) => {
+  /** True when the work was done. */
+  const act = async (work: () => Promise<unknown>, message: string): Promise<boolean> => {
     setBusy(true);
     setError(undefined);
     try {
       await work();
       onChanged(message);
+      return true;
     } catch (err) {
       setError(messageOf(err));
+      return false;
     } finally {
       setBusy(false);
     }
@@ -185,7 +188,38 @@ function ConnectionCard({ connection: c, admin, onChanged }: { connection: Conne
           </button>
         </div>
       )}
+      {admin && c.url && (
+        <MoveConnection
+          connection={c}
+          busy={busy}
+          onMove={(url) =>
+            act(
+              () => ok(api.PUT('/api/v1/mcp-connections/{id}/url', { params: { path: { id: c.id } }, body: { url } })),
+              `Moved “${c.name}” to its new URL, and listed its tools there.`,
+            )
+          }
+        />
+      )}
     </li>
+  );
+}
+
+/** A server's new address (a vendor's new endpoint): its tools are listed there before anything changes, so a wrong one changes nothing. */
+function MoveConnection({ connection: c, busy, onMove }: { connection: Connection; busy: boolean; onMove(url: string): Promise<boolean> }) {
+  const [url, setUrl] = useState('');
+  const id = `move-${c.id}`;
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    if (await onMove(url)) setUrl('');
+  };
+  return (
+    <form className="actions" aria-label={`Move ${c.name}`} onSubmit={(e) => void submit(e)}>
+      <label htmlFor={id}>New URL of {c.name}</label>
+      <input id={id} type="url" required maxLength={2048} value={url} onChange={(e) => setUrl(e.target.value)} />
+      <button type="submit" disabled={busy || url === ''}>
+        Move {c.name}
+      </button>
+    </form>
   );
 }
 
