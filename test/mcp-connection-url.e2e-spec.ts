@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { until } from './support/until';
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -153,6 +154,43 @@ describe('MCP connections: moving to another URL (e2e)', () => {
     expect(after.calls).toContain('lookup');
     // The new server got the whole URL, token included.
     expect(after.requestUrls.at(-1)).toContain('api_key=sk-moved-Vq7Lp2');
+  });
+
+  it('a sync that listed the old address, answered after the move, does not store that list over the new one', async () => {
+    const racer = (
+      await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'remote', name: 'racer', url: before.url })
+        .expect(201)
+    ).body.id;
+    before.state.listDelayMs = 1500;
+    try {
+      const asked = before.listRequests.length;
+      const syncing = t.http
+        .post(`/api/v1/mcp-connections/${racer}/sync`)
+        .set(...as('admin'))
+        .then((res) => res);
+      await until(
+        async () => before.listRequests.length,
+        (n) => n > asked,
+      );
+      const moved = await move(after.url, 'admin', racer).expect(200);
+      expect(moved.body.tools.map((tool: { name: string }) => tool.name)).toContain('whereami');
+      const synced = await syncing;
+      // The sync answers the connection as it is: at its new address, with the tools listed there.
+      expect(synced.status).toBe(200);
+      expect(synced.body).toMatchObject({ url: after.url, status: 'ready' });
+      const now = (
+        await t.http
+          .get(`/api/v1/mcp-connections/${racer}`)
+          .set(...as('viewer'))
+          .expect(200)
+      ).body;
+      expect(now).toEqual(moved.body);
+    } finally {
+      before.state.listDelayMs = undefined;
+    }
   });
 
   it('is refused for an entry whose address the catalog fixes', async () => {

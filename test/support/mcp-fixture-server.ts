@@ -41,6 +41,8 @@ export interface FixtureState {
    * the Authorization header: a list no SDK server would send (an echoed header, a cut emoji, U+0000).
    */
   rawToolsList?: (authorization: string | undefined) => { result: unknown } | { error: { code: number; message: string } };
+  /** When set, `tools/list` is answered this many ms late (a slow server, listed while something else happens). */
+  listDelayMs?: number;
   /** Raw answers (rawToolsList, rawToolsCall) sent as an event stream (CR LF lines, an `id:` of brackets) instead of JSON. */
   rawAsEventStream?: boolean;
   /** Like rawToolsList, for `tools/call` of the named tool (others are answered by the SDK's server). */
@@ -239,6 +241,7 @@ export async function startFixtureMcpServer(initial: Partial<FixtureState> = {})
     req.on('end', async () => {
       const parsed = JSON.parse(body);
       if (parsed?.method === 'tools/list') listRequests.push(parsed.params?.cursor);
+      if (parsed?.method === 'tools/list' && state.listDelayMs) await sleep(state.listDelayMs);
       const answerRaw = (answer: object) => {
         const text = JSON.stringify({ jsonrpc: '2.0', id: parsed.id, ...answer });
         if (!state.rawAsEventStream) return res.writeHead(200, { 'content-type': 'application/json' }).end(text);

@@ -158,7 +158,9 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     return this.dataSource.transaction(async (m) => {
       const base = { orgId, actor, target: { type: 'mcp_connection', id } } as const;
       if (failure) {
-        const row = await this.repository.saveError(m, orgId, id, { code: failure.code, message: failure.message });
+        const row = await this.repository.saveError(m, orgId, id, before, { code: failure.code, message: failure.message });
+        // Moved meanwhile (PUT /url): the list taken at the new address stands.
+        if (!row) return this.repository.get(orgId, id, m);
         if (row && (why === 'sync' || before.status !== 'error')) {
           await this.audit.record(m, {
             ...base,
@@ -169,7 +171,8 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
         return row;
       }
       const diff = toolListDiff(before.tools, tools!);
-      const row = await this.repository.saveTools(m, orgId, id, tools!);
+      const row = await this.repository.saveTools(m, orgId, id, before, tools!);
+      if (!row) return this.repository.get(orgId, id, m);
       const changed = diff.added.length + diff.removed.length + diff.changed.length > 0;
       if (row && (why === 'sync' || changed || before.status === 'error')) {
         await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'ready', ...diff } });

@@ -37,6 +37,9 @@ const SUMMARY_COLUMNS =
 
 type Db = DataSource | EntityManager;
 
+/** The address a tool list was asked for at, as the row stored it. */
+export type ListedAt = Pick<McpConnectionRow, 'url' | 'url_sealed'>;
+
 /** The mcp_connection table. Every method takes the organization first: no query can forget it. */
 @Injectable()
 export class McpConnectionsRepository {
@@ -104,20 +107,26 @@ export class McpConnectionsRepository {
     return row;
   }
 
-  async saveTools(db: Db, orgId: string, id: string, listed: ListedMcpTool[]): Promise<McpConnectionRow | undefined> {
+  /**
+   * A refresh's tools, stored only while the connection is still at the address they were listed
+   * at (`at`): a list from the old address, arriving after a move, is not the connection's.
+   */
+  async saveTools(db: Db, orgId: string, id: string, at: ListedAt, listed: ListedMcpTool[]): Promise<McpConnectionRow | undefined> {
     const tools = storedList(listed);
     const [[row]]: [McpConnectionRow[], number] = await db.query(
-      `UPDATE mcp_connection SET tools = $3::jsonb, tools_digest = $4, status = 'ready', error = NULL, synced_at = now(), updated_at = now()
-       WHERE org_id = $1 AND id = $2 RETURNING *`,
-      [orgId, id, tools.json, tools.digest],
+      `UPDATE mcp_connection SET tools = $5::jsonb, tools_digest = $6, status = 'ready', error = NULL, synced_at = now(), updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND url IS NOT DISTINCT FROM $3 AND url_sealed IS NOT DISTINCT FROM $4 RETURNING *`,
+      [orgId, id, at.url, at.url_sealed, tools.json, tools.digest],
     );
     return row;
   }
 
-  async saveError(db: Db, orgId: string, id: string, error: { code: string; message: string }): Promise<McpConnectionRow | undefined> {
+  /** A refresh's failure, recorded only while the connection is still at the address it failed at (as saveTools). */
+  async saveError(db: Db, orgId: string, id: string, at: ListedAt, error: { code: string; message: string }): Promise<McpConnectionRow | undefined> {
     const [[row]]: [McpConnectionRow[], number] = await db.query(
-      `UPDATE mcp_connection SET status = 'error', error = $3::jsonb, updated_at = now() WHERE org_id = $1 AND id = $2 RETURNING *`,
-      [orgId, id, JSON.stringify(error)],
+      `UPDATE mcp_connection SET status = 'error', error = $5::jsonb, updated_at = now()
+       WHERE org_id = $1 AND id = $2 AND url IS NOT DISTINCT FROM $3 AND url_sealed IS NOT DISTINCT FROM $4 RETURNING *`,
+      [orgId, id, at.url, at.url_sealed, JSON.stringify(error)],
     );
     return row;
   }
