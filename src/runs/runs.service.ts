@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
 import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { OrgGate } from '../common/org-gate';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { Page } from '../common/pagination';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
@@ -17,6 +18,11 @@ import { FINISHED, RunEventRow, RunRow, RunsRepository } from './runs.repository
 export const MAX_WAIT_SECONDS = 60;
 /** How often a waiting request or an event stream looks for another node's writes. */
 const CROSS_NODE_POLL_MS = 500;
+/**
+ * Reads of run events one organization's streams make at once on a node. An event is megabytes,
+ * parsed and framed on the event loop: 60 streams of a run reading alone held others' requests 9.8 s.
+ */
+export const RUN_EVENT_READS_PER_ORG = 4;
 
 @Injectable()
 export class RunsService implements OnModuleDestroy {
@@ -29,6 +35,7 @@ export class RunsService implements OnModuleDestroy {
    * each twice a second while it waited.
    */
   private readonly reads = new Map<string, Promise<unknown>>();
+  private readonly eventReads = new OrgGate(RUN_EVENT_READS_PER_ORG);
 
   constructor(
     private readonly repo: RunsRepository,
@@ -154,10 +161,10 @@ export class RunsService implements OnModuleDestroy {
     return toRunView(await this.row(principal.orgId, id));
   }
 
-  /** 404 for another organization's run; the caller streams from here. */
+  /** 404 for another organization's run; the caller streams from here. Its status alone: the row holds the transcript (tens of MB). */
   async assertVisible(ctx: RequestContext, id: string): Promise<string> {
     const orgId = orgOf(ctx);
-    await this.row(orgId, id);
+    if (!(await this.repo.status(orgId, id))) throw ApiError.notFound('run');
     return orgId;
   }
 
@@ -204,7 +211,7 @@ export class RunsService implements OnModuleDestroy {
     let last = afterSeq;
     let quietSince = Date.now();
     while (!signal.aborted) {
-      const { events: batch, keyRevoked } = await this.once(`e:${orgId}:${id}:${last}:${keyId ?? ''}`, () => this.repo.events(orgId, id, last, keyId));
+      const { events: batch, keyRevoked } = await this.once(`e:${orgId}:${id}:${last}:${keyId ?? ''}`, () => this.repo.events(orgId, id, last, keyId), orgId);
       if (keyRevoked) return;
       if (batch.length > 0) {
         send(batch);
@@ -217,7 +224,7 @@ export class RunsService implements OnModuleDestroy {
       // Finished and nothing after `last`: every event of the run has been sent.
       if (!status || FINISHED.has(status)) {
         // Read after the status, never a read of another stream begun before it: that one may not see the last events.
-        const tail = await this.repo.events(orgId, id, last, keyId);
+        const tail = await this.eventReads.run(orgId, () => this.repo.events(orgId, id, last, keyId), signal);
         if (tail.keyRevoked || tail.events.length === 0) return;
         continue;
       }
@@ -233,15 +240,22 @@ export class RunsService implements OnModuleDestroy {
   /**
    * `read()`, or the same read begun in this turn of the event loop (its result is only read). Not
    * one begun earlier: a stream woken by a write must not be handed a read that may predate it.
+   * With `gateOf`, the read waits for one of the organization's turns, and while it waits (not
+   * begun, so it cannot predate anything) every stream asking the same joins it.
    */
-  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+  private once<T>(key: string, read: () => Promise<T>, gateOf?: string): Promise<T> {
     const begun = this.reads.get(key) as Promise<T> | undefined;
     if (begun) return begun;
-    const p = read();
+    const p =
+      gateOf === undefined
+        ? read()
+        : this.eventReads.run(gateOf, () => {
+            forget();
+            return read();
+          });
+    const forget = () => setImmediate(() => this.reads.get(key) === p && this.reads.delete(key));
     this.reads.set(key, p);
-    setImmediate(() => {
-      if (this.reads.get(key) === p) this.reads.delete(key);
-    });
+    if (gateOf === undefined) forget();
     return p;
   }
 
