@@ -1,5 +1,5 @@
 import { RunFixturesModule } from './fixtures/run-fixtures.module';
-import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
+import { ScriptedAnswer, ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { testRunsConfig } from './support/runs-config';
 
@@ -49,6 +49,49 @@ describe('runs against a hostile model provider (e2e)', () => {
       .expect(201);
     return a.body.id;
   }
+
+  /** A streamed answer of a few large chunks, written as they are (the scripted answers split text into pieces of 7). */
+  function streamed(...deltas: [object, string | null][]): ScriptedAnswer {
+    const events = deltas.map(([delta, finish]) =>
+      JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] }),
+    );
+    return { garbage: [...events, '[DONE]'].join('\n\ndata: ') };
+  }
+
+  async function run(agentId: string) {
+    const res = await t.http
+      .post(`/api/v1/agents/${agentId}/runs`)
+      .set(...bearer(org.keys.agent))
+      .set('Prefer', 'wait=30')
+      .send({ input: 'x' })
+      .expect(201);
+    return res.body;
+  }
+
+  it('an answer is as long as JSON writes it: 400,000 U+0001 are 2,400,000 characters, past the bound', async () => {
+    const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: { provider: providerId, name: 'controls' } });
+    // Before the fix it was 400,000 characters, kept, and its event 2.4 MB (at 1,990,000, 11.9 MB each for the answer, its event, the output's).
+    model.setScript(() => streamed([{ role: 'assistant', content: '\u0001'.repeat(400_000) }, null], [{}, 'stop']));
+    expect(await run(agentId)).toMatchObject({
+      status: 'failed',
+      error: { code: 'model_error', message: expect.stringContaining('longer than 2000000 characters') },
+    });
+    model.setScript(() => streamed([{ role: 'assistant', content: 'x'.repeat(400_000) }, null], [{}, 'stop']));
+    expect(await run(agentId)).toMatchObject({ status: 'succeeded' });
+  }, 60_000);
+
+  it("a run's messages are as long as JSON writes them: tool calls of 900,000 quotes pass the bound in five steps", async () => {
+    const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: { provider: providerId, name: 'quotes' } });
+    model.setScript((_req, i) =>
+      streamed([
+        { role: 'assistant', tool_calls: [{ index: 0, id: `q${i}`, type: 'function', function: { name: 'lookup_order', arguments: '"'.repeat(900_000) } }] },
+        'tool_calls',
+      ]),
+    );
+    // Before the fix each step added 900,000 characters (1,800,000 as stored), and the run went on to max_steps.
+    const body = await run(agentId);
+    expect(body).toMatchObject({ status: 'failed', error: { code: 'transcript_too_large' }, usage: { modelCalls: 5 } });
+  }, 60_000);
 
   it('a provider whose every 400 names reasoning_effort is asked again once without it, and the run fails', async () => {
     const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'thinking' }], model: { provider: providerId, name: 'always-refuses' } });
