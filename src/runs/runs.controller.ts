@@ -246,9 +246,8 @@ export class RunsController implements OnModuleDestroy {
       }
       // The run finished and all of it was written, or the client left.
       if (!full) return;
-      // Its client has not taken the batch, which the node holds (megabytes): past its organization's
-      // few such streams it is closed, and resumes with Last-Event-ID. 60 streams reading nothing
-      // took a node from 0.2 to 1.9 GB (attack round 9).
+      // Its client has not taken the batch (megabytes): past its organization's few such streams it is
+      // closed, and resumes with Last-Event-ID (60 reading nothing took a node to 1.9 GB, attack round 9).
       const held = this.stalled.get(orgId) ?? 0;
       if (held >= STALLED_STREAMS_PER_ORG) return;
       this.stalled.set(orgId, held + 1);
