@@ -116,4 +116,12 @@ describe('transcriptChars', () => {
     ];
     expect(transcriptChars(messages)).toBe(2 + (1000 + 4 + 2) + (1000 + 4 + 2));
   });
+
+  it('counts them as JSON writes them: a control character six, a quote two (attack round 9)', () => {
+    const messages: ChatMessage[] = [
+      { role: 'user', content: '\u0001' },
+      { role: 'assistant', content: null, toolCalls: [{ id: 'c', name: 'tool', arguments: '{"a":1}' }] },
+    ];
+    expect(transcriptChars(messages)).toBe(6 + (1 + 4 + 9));
+  });
 });

@@ -1,4 +1,5 @@
 import { countTokens } from '../runtime/output-budget';
+import { jsonChars } from './model-answer';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 
 /** A message of a run's conversation as clients read it (API.md, Run.messages). */
@@ -63,13 +64,13 @@ export function toProviderMessages(systemPrompt: string, messages: readonly Chat
  */
 export const MAX_TRANSCRIPT_CHARS = 8_000_000;
 
-/** The characters a run's messages hold: their text, tool calls' ids, names, arguments and results. */
+/** The characters a run's messages hold as JSON (jsonChars): their text, tool calls' ids, names, arguments and results. */
 export function transcriptChars(messages: readonly ChatMessage[]): number {
   let n = 0;
   for (const m of messages) {
-    n += m.content?.length ?? 0;
-    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) n += c.id.length + c.arguments.length + c.name.length;
-    if (m.role === 'tool') n += m.toolCallId.length + m.name.length;
+    n += m.content ? jsonChars(m.content) : 0;
+    if (m.role === 'assistant') for (const c of m.toolCalls ?? []) n += jsonChars(c.id) + jsonChars(c.arguments) + jsonChars(c.name);
+    if (m.role === 'tool') n += jsonChars(m.toolCallId) + jsonChars(m.name);
   }
   return n;
 }

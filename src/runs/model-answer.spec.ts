@@ -1,6 +1,7 @@
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
 import {
   assemble,
+  jsonChars,
   MAX_CHUNKS_PER_ANSWER,
   MAX_EMPTY_CHUNKS_PER_ANSWER,
   MAX_TOOL_CALL_ID_CHARS,
@@ -130,6 +131,17 @@ describe('assemble', () => {
       retryable: false,
     });
     expect((await assemble(chunks(delta({ content: 'x'.repeat(10) })), 10)).content).toBe('x'.repeat(10));
+  });
+
+  it('counts an answer as JSON writes it, as it is stored and sent: 1,990,000 U+0001 were 11.9 MB (attack round 9)', async () => {
+    for (let c = 0; c < 0x10000; c++) {
+      if (c >= 0xd800 && c <= 0xdfff) continue;
+      const text = String.fromCharCode(c);
+      expect(jsonChars(text)).toBe(JSON.stringify(text).length - 2);
+    }
+    expect(jsonChars('a\u0001"\\\n€😀')).toBe(1 + 6 + 2 + 2 + 2 + 1 + 2);
+    await expect(assemble(chunks(delta({ content: '\u0001\u0001' })), 10)).rejects.toMatchObject({ code: 'model_error', retryable: false });
+    expect((await assemble(chunks(delta({ content: '\u0001abcd' })), 10)).content).toBe('\u0001abcd');
   });
 
   it('a stream with no answer, or chunks that are not objects, is a retryable model error', async () => {

@@ -29,11 +29,32 @@ export class ModelError extends Error {
 }
 
 /**
- * The most characters of one answer (its text, and its tool calls' names and arguments) a run keeps:
- * about four times the longest output today's models write. A 60 MB answer was stored three times
- * over (messages, output, events) and answered whole on every read of the run.
+ * The most characters of one answer (its text, and its tool calls' names and arguments) a run keeps,
+ * counted as JSON writes them (jsonChars): about four times the longest output today's models
+ * write. A 60 MB answer was stored three times over (messages, output, events) and answered whole
+ * on every read of the run.
  */
 export const MAX_ANSWER_CHARS = 2_000_000;
+
+/** Characters JSON escapes with more than one: control characters (six, or two for \b \t \n \f \r), `"` and `\`. */
+// eslint-disable-next-line no-control-regex -- control characters are what JSON escapes
+const ESCAPED = /[\u0000-\u001f"\\]/;
+
+/**
+ * The characters `text` takes in JSON, which is what a run stores, parses back at each step,
+ * sends its provider and answers: an answer of 1,990,000 U+0001 was 2,000,000 characters by
+ * length and 11.9 MB as JSON, and a transcript of them 48 MB (attack round 9).
+ */
+export function jsonChars(text: string): number {
+  if (!ESCAPED.test(text)) return text.length;
+  let n = text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c || (c >= 0x08 && c <= 0x0d && c !== 0x0b)) n += 1;
+    else if (c < 0x20) n += 5;
+  }
+  return n;
+}
 
 /**
  * The most tool calls one answer may ask for. Models ask for a handful in parallel; an answer with
@@ -67,8 +88,10 @@ export const MAX_EMPTY_CHUNKS_PER_ANSWER = 10_000;
 export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
   let size = 0;
   const grow = (text: string) => {
-    size += text.length;
-    if (size > maxChars) throw new ModelError('model_error', `The provider's answer was longer than ${maxChars} characters; none of it was kept.`, false);
+    size += jsonChars(text);
+    if (size > maxChars) {
+      throw new ModelError('model_error', `The provider's answer was longer than ${maxChars} characters (as JSON writes them); none of it was kept.`, false);
+    }
     return text;
   };
   let content = '';

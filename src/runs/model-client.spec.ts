@@ -281,4 +281,23 @@ describe('OpenAiCompatibleModel', () => {
     const full = new OpenAiCompatibleModel('p', 'http://model.test/v1', null, async () => new Response(JSON.stringify(body), { status: 400 }), policy, sleep);
     await expect(full.complete(req)).rejects.toMatchObject({ code: 'context_length_exceeded' });
   });
+
+  it('asks again without reasoning_effort once, not for ever, when every 400 names it (attack round 9)', async () => {
+    const sent: unknown[] = [];
+    const refusing = new OpenAiCompatibleModel(
+      'p',
+      'http://model.test/v1',
+      null,
+      async (_url, init) => {
+        sent.push(JSON.parse(String(init?.body)).reasoning_effort);
+        // Before the fix this provider was asked again at every answer, 650 times a second.
+        if (sent.length > 10) throw new Error('asked again and again');
+        return new Response(JSON.stringify({ error: { message: 'reasoning_effort is not supported', param: 'reasoning_effort' } }), { status: 400 });
+      },
+      policy,
+      sleep,
+    );
+    await expect(refusing.complete({ ...req, model: 'always-400', reasoningEffort: 'high' })).rejects.toMatchObject({ code: 'model_error', status: 400 });
+    expect(sent).toEqual(['high', undefined]);
+  });
 });

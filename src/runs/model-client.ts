@@ -3,6 +3,7 @@ import type { ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam, C
 import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.config';
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
+import { LruCache } from '../common/lru-cache';
 import { EgressTooLargeError } from '../egress/egress-policy';
 import { assemble, MAX_CHUNKS_PER_ANSWER, ModelError, type ModelTurn } from './model-answer';
 import { completionChunks } from './model-stream';
@@ -62,8 +63,11 @@ export interface RetryPolicy {
   timeoutMs: number;
 }
 
-/** Providers (and their models) found not to accept `reasoning_effort`, so it is not sent again. */
-const noReasoningEffort = new Set<string>();
+/**
+ * Providers (and their models) found not to accept `reasoning_effort`, so it is not sent again.
+ * Bounded: any organization's admin names providers and models, and a Set kept every one for good.
+ */
+const noReasoningEffort = new LruCache<string, true>(10_000);
 
 /**
  * An OpenAI-compatible provider (OpenAI, Azure OpenAI's v1 API, vLLM, Ollama, LM Studio...) through
@@ -111,14 +115,19 @@ export class OpenAiCompatibleModel implements ChatModel {
   }
 
   async attempt(req: ModelRequest, attempt: number): Promise<ModelTurn> {
+    const key = `${this.providerId}/${req.model}`;
+    let withEffort = req.reasoningEffort !== undefined && noReasoningEffort.get(key) === undefined;
     for (;;) {
       try {
-        return await this.once(req);
+        return await this.once(req, withEffort);
       } catch (raw) {
         const err = classify(raw, this.secrets);
-        if (err.status === 400 && req.reasoningEffort && mentionsReasoningEffort(raw)) {
+        // Only a refusal of a request that carried it: a provider that named the parameter in
+        // every 400 was asked again without it, and again, for ever (650 requests a second, attack round 9).
+        if (err.status === 400 && withEffort && mentionsReasoningEffort(raw)) {
           // The model does not take a reasoning effort: ask again without it, and remember.
-          noReasoningEffort.add(`${this.providerId}/${req.model}`);
+          noReasoningEffort.set(key, true);
+          withEffort = false;
           continue;
         }
         if (!err.retryable || attempt >= this.policy.retries || req.signal?.aborted) throw err;
@@ -129,7 +138,7 @@ export class OpenAiCompatibleModel implements ChatModel {
     }
   }
 
-  private async once(req: ModelRequest): Promise<ModelTurn> {
+  private async once(req: ModelRequest, withEffort: boolean): Promise<ModelTurn> {
     const body: ChatCompletionCreateParamsStreaming = {
       model: req.model,
       messages: req.messages,
@@ -139,7 +148,7 @@ export class OpenAiCompatibleModel implements ChatModel {
     if (req.tools.length > 0) body.tools = req.tools;
     if (req.temperature !== undefined) body.temperature = req.temperature;
     if (req.maxOutputTokens !== undefined) body.max_completion_tokens = req.maxOutputTokens;
-    if (req.reasoningEffort && !noReasoningEffort.has(`${this.providerId}/${req.model}`)) body.reasoning_effort = req.reasoningEffort;
+    if (withEffort && req.reasoningEffort) body.reasoning_effort = req.reasoningEffort;
     // The client's own timeout stops once the headers arrive, and a stream aborted through its signal
     // ends as if the provider had finished: the deadline over the whole answer is ours, checked after.
     const deadline = AbortSignal.timeout(this.policy.timeoutMs);

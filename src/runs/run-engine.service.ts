@@ -202,7 +202,10 @@ export class RunEngine {
       }
       if (transcriptChars(row.messages) > MAX_TRANSCRIPT_CHARS) {
         await this.finish(row, owner, 'failed', {
-          error: { code: 'transcript_too_large', message: `The run's messages passed ${MAX_TRANSCRIPT_CHARS} characters; it takes no further step.` },
+          error: {
+            code: 'transcript_too_large',
+            message: `The run's messages passed ${MAX_TRANSCRIPT_CHARS} characters (as JSON writes them); it takes no further step.`,
+          },
         });
         return;
       }

@@ -206,6 +206,16 @@ export class RunsRepository {
     return rows[0]?.status;
   }
 
+  /** The status and last event's sequence of each of the organization's runs named (RunHeads); none for another's. */
+  async heads(orgId: string, ids: string[]): Promise<Map<string, { status: RunStatus; lastSeq: string | null }>> {
+    const rows: { id: string; status: RunStatus; last_seq: string | null }[] = await this.dataSource.query(
+      `SELECT r.id, r.status, (SELECT max(e.seq)::text FROM run_event e WHERE e.run_id = r.id) AS last_seq
+         FROM run r WHERE r.org_id = $1 AND r.id = ANY ($2::uuid[])`,
+      [orgId, ids],
+    );
+    return new Map(rows.map((r) => [r.id, { status: r.status, lastSeq: r.last_seq }]));
+  }
+
   /** For the node that holds the lease: the run whatever its organization (the lease says it is ours). */
   async findLeased(id: string, owner: string): Promise<RunRow | undefined> {
     const rows: RunRow[] = await this.dataSource.query(`SELECT * FROM run WHERE id = $1 AND lease_owner = $2`, [id, owner]);

@@ -3,11 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
 import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { OrgGate } from '../common/org-gate';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { Page } from '../common/pagination';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ChatMessage } from './conversation';
 import { ModelProvidersService } from './model-providers.service';
+import { CROSS_NODE_POLL_MS, RunHeads } from './run-heads';
 import { RunSignals } from './run-signals';
 import { RunWorker } from './run-worker.service';
 import { CreateRunDto, ListRunsQuery, RunView } from './runs.dto';
@@ -15,8 +17,11 @@ import { FINISHED, RunEventRow, RunRow, RunsRepository } from './runs.repository
 
 /** The most `Prefer: wait=N` holds a request open (API.md). */
 export const MAX_WAIT_SECONDS = 60;
-/** How often a waiting request or an event stream looks for another node's writes. */
-const CROSS_NODE_POLL_MS = 500;
+/**
+ * Reads of run events one organization's streams make at once on a node. An event is megabytes,
+ * parsed and framed on the event loop: 60 streams of a run reading alone held others' requests 9.8 s.
+ */
+export const RUN_EVENT_READS_PER_ORG = 4;
 
 @Injectable()
 export class RunsService implements OnModuleDestroy {
@@ -29,6 +34,8 @@ export class RunsService implements OnModuleDestroy {
    * each twice a second while it waited.
    */
   private readonly reads = new Map<string, Promise<unknown>>();
+  private readonly eventReads = new OrgGate(RUN_EVENT_READS_PER_ORG);
+  private readonly heads: RunHeads;
 
   constructor(
     private readonly repo: RunsRepository,
@@ -38,7 +45,9 @@ export class RunsService implements OnModuleDestroy {
     private readonly signals: RunSignals,
     private readonly cancelledApprovals: CancelledRunApprovals,
     private readonly governance: GovernanceRepository,
-  ) {}
+  ) {
+    this.heads = new RunHeads(repo, signals);
+  }
 
   /**
    * Starts a run of a published version (404 not_found, 409 not_published, 409 version_retired,
@@ -155,10 +164,10 @@ export class RunsService implements OnModuleDestroy {
     return toRunView(await this.row(principal.orgId, id));
   }
 
-  /** 404 for another organization's run; the caller streams from here. */
+  /** 404 for another organization's run; the caller streams from here. Its status alone: the row holds the transcript (tens of MB). */
   async assertVisible(ctx: RequestContext, id: string): Promise<string> {
     const orgId = orgOf(ctx);
-    await this.row(orgId, id);
+    if (!(await this.repo.status(orgId, id))) throw ApiError.notFound('run');
     return orgId;
   }
 
@@ -203,46 +212,41 @@ export class RunsService implements OnModuleDestroy {
     keyId: string | undefined,
   ): Promise<void> {
     let last = afterSeq;
-    let quietSince = Date.now();
     while (!signal.aborted) {
-      const { events: batch, keyRevoked } = await this.once(`e:${orgId}:${id}:${last}:${keyId ?? ''}`, () => this.repo.events(orgId, id, last, keyId));
+      const { events: batch, keyRevoked } = await this.once(`e:${orgId}:${id}:${last}:${keyId ?? ''}`, () => this.repo.events(orgId, id, last, keyId), orgId);
       if (keyRevoked) return;
       if (batch.length > 0) {
         send(batch);
         last = batch[batch.length - 1].seq;
-        quietSince = Date.now();
         continue;
       }
-      // The status alone: a run's row holds its transcript (up to megabytes), and every open stream asks twice a second.
-      const status = await this.once(`s:${orgId}:${id}`, () => this.repo.status(orgId, id));
-      // Finished and nothing after `last`: every event of the run has been sent.
-      if (!status || FINISHED.has(status)) {
-        // Read after the status, never a read of another stream begun before it: that one may not see the last events.
-        const tail = await this.repo.events(orgId, id, last, keyId);
-        if (tail.keyRevoked || tail.events.length === 0) return;
-        continue;
-      }
-      if (Date.now() - quietSince >= 15_000) {
-        keepAlive();
-        quietSince = Date.now();
-      }
-      // On the same ticks for every stream, so that the streams of a run poll it together, once.
-      await this.signals.wait(id, CROSS_NODE_POLL_MS - (Date.now() % CROSS_NODE_POLL_MS), signal);
+      // Nothing after `last`: the run's head (its status, its last event; the row holds megabytes) until there is.
+      if ((await this.heads.news(orgId, id, last, keepAlive, signal)) !== 'finished') continue;
+      // Read after the status, never a read of another stream begun before it: that one may not see the last events.
+      const tail = await this.eventReads.run(orgId, () => this.repo.events(orgId, id, last, keyId), signal);
+      if (tail.keyRevoked || tail.events.length === 0) return;
     }
   }
 
   /**
    * `read()`, or the same read begun in this turn of the event loop (its result is only read). Not
    * one begun earlier: a stream woken by a write must not be handed a read that may predate it.
+   * With `gateOf`, the read waits for one of the organization's turns, and while it waits (not
+   * begun, so it cannot predate anything) every stream asking the same joins it.
    */
-  private once<T>(key: string, read: () => Promise<T>): Promise<T> {
+  private once<T>(key: string, read: () => Promise<T>, gateOf?: string): Promise<T> {
     const begun = this.reads.get(key) as Promise<T> | undefined;
     if (begun) return begun;
-    const p = read();
+    const p =
+      gateOf === undefined
+        ? read()
+        : this.eventReads.run(gateOf, () => {
+            forget();
+            return read();
+          });
+    const forget = () => setImmediate(() => this.reads.get(key) === p && this.reads.delete(key));
     this.reads.set(key, p);
-    setImmediate(() => {
-      if (this.reads.get(key) === p) this.reads.delete(key);
-    });
+    if (gateOf === undefined) forget();
     return p;
   }
 
@@ -250,7 +254,7 @@ export class RunsService implements OnModuleDestroy {
     const deadline = Date.now() + ms;
     for (;;) {
       // The whole row (its transcript) only once, to answer: each poll reads the status alone.
-      const status = await this.repo.status(orgId, id);
+      const status = (await this.heads.of(orgId, id))?.status;
       const left = deadline - Date.now();
       if (status !== 'running' || left <= 0) return toRunView((await this.repo.find(orgId, id))!);
       await this.signals.wait(id, Math.min(CROSS_NODE_POLL_MS, left));
