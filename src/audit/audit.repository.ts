@@ -30,6 +30,9 @@ export interface AuditListQuery {
   cursor?: string;
 }
 
+/** Events in one INSERT: 8 parameters each, well under the protocol's 65,535. */
+export const AUDIT_EVENTS_PER_STATEMENT = 4096;
+
 /**
  * The owner of `audit_event`'s SQL: the insert (on its own, or as part of a caller's statement
  * through `auditInsert`) and the newest-first list. The stream's reads (by transaction position)
@@ -42,10 +45,17 @@ export class AuditRepository {
     private readonly seals: PositionSeals,
   ) {}
 
-  /** Writes the events with the caller's manager, so they commit (or not) with its change. */
+  /**
+   * Writes the events with the caller's manager, so they commit (or not) with its change. A
+   * statement takes at most 65,535 parameters (the protocol counts them in 16 bits) and an event
+   * takes 8: a key revoked with 8,300 runs unfinished wrote one event a run in one statement, which
+   * failed and rolled the revocation back, every time. Larger sets go in several statements.
+   */
   async insert(manager: EntityManager, events: AuditEventInput[]): Promise<void> {
-    const { sql, params } = auditInsert(events, 1);
-    await manager.query(sql, params);
+    for (let start = 0; start < events.length; start += AUDIT_EVENTS_PER_STATEMENT) {
+      const { sql, params } = auditInsert(events.slice(start, start + AUDIT_EVENTS_PER_STATEMENT), 1);
+      await manager.query(sql, params);
+    }
   }
 
   /**

@@ -52,10 +52,7 @@ export class CancelledRunApprovals {
    */
   async reject(orgId: string, run: { id: string; agentId: string }, end: RunEnd, db?: Queryable): Promise<string[]> {
     const runId = run.id;
-    const reason =
-      end.cause === 'run_cancelled'
-        ? `The run ${runId} was cancelled; the call was not run.`
-        : `The API key that started the run ${runId} was revoked; the run failed and the call was not run.`;
+    const reason = CancelledRunApprovals.noteOf(runId, end);
     const decidedBy = end.cause === 'run_cancelled' ? end.keyId : null;
     const decided: string[] = [];
     const own = { runId, agentId: run.agentId, entryPoint: 'run' as const, status: 'pending_approval' as const, limit: 100 };
@@ -95,6 +92,19 @@ export class CancelledRunApprovals {
       }
     }
     return decided;
+  }
+
+  /** What a rejection says of why: the run and the cause. */
+  static noteOf(runId: string, end: Pick<RunEnd, 'cause'>): string {
+    const { prefix, suffix } = CancelledRunApprovals.noteAround(end);
+    return prefix + runId + suffix;
+  }
+
+  /** The note's words before and after the run's id (a statement that rejects many puts each id between). */
+  static noteAround(end: Pick<RunEnd, 'cause'>): { prefix: string; suffix: string } {
+    return end.cause === 'run_cancelled'
+      ? { prefix: 'The run ', suffix: ' was cancelled; the call was not run.' }
+      : { prefix: 'The API key that started the run ', suffix: ' was revoked; the run failed and the call was not run.' };
   }
 
   notify(runId: string, decided: string[]): void {

@@ -25,6 +25,15 @@ export interface Decision {
   leaseMs: number;
 }
 type Won = { won: true; approval: ApprovalRow; call: ToolCallRow };
+/** An approval `rejectOfRuns` rejected, with what its audit event names. */
+export interface RunRejection {
+  approvalId: string;
+  toolCallId: string;
+  argumentsHash: string;
+  createdAt: Date;
+  runId: string;
+  note: string;
+}
 type Lost = { won: false; why: 'decided' | 'expired' | 'missing' };
 /** Approving refused: a switch committed before the decision could; the approval is still pending. */
 type Switched = { won: false; why: 'switched'; facts: GovernanceFacts };
@@ -196,6 +205,35 @@ export class ApprovalsRepository {
       return { won: false, why: 'switched', facts: { versionRetired: Boolean(version_retired), disabledTools } };
     }
     return this.outcomeOf(approval, d, events, rest, db);
+  }
+
+  /**
+   * Rejects, with `m` (the revocation of the key that started their runs), these approvals of runs'
+   * own calls, which the caller locked (failRunsOfKey): what `decide` does for one, for all of them
+   * in two statements. A decision each (a read and a statement, with a listing of each run's calls)
+   * kept 1,500 runs' revocation open 11 s, the key still accepted. Each note names its call's run:
+   * `notePrefix` + the run's id + `noteSuffix`. Ids go in as arrays, matched by primary key.
+   */
+  async rejectOfRuns(m: Queryable, orgId: string, approvalIds: readonly string[], note: { prefix: string; suffix: string }, at: Date): Promise<RunRejection[]> {
+    if (approvalIds.length === 0) return [];
+    // An UPDATE answers [rows, count] through TypeORM.
+    const [rejected]: [RunRejection[], number] = await m.query(
+      `UPDATE approval a SET status = 'rejected', decided_by = NULL, decided_at = $5, note = $3 || c.run_id || $4,
+              approved_arguments = NULL, approved_arguments_hash = NULL
+         FROM tool_call c
+        WHERE a.org_id = $1 AND a.id = ANY ($2::uuid[]) AND a.status = 'pending' AND a.expires_at > now()
+          AND c.org_id = a.org_id AND c.id = a.tool_call_id
+        RETURNING a.id AS "approvalId", a.tool_call_id AS "toolCallId", a.arguments_hash AS "argumentsHash", a.created_at AS "createdAt",
+                  c.run_id AS "runId", a.note`,
+      [orgId, approvalIds, note.prefix, note.suffix, at],
+    );
+    if (rejected.length === 0) return [];
+    await m.query(
+      `UPDATE tool_call SET status = 'rejected', error_code = 'approval_rejected', error_message = $3 || run_id || $4, completed_at = $5
+        WHERE org_id = $1 AND id = ANY ($2::uuid[]) AND status = 'pending_approval'`,
+      [orgId, rejected.map((r) => r.toolCallId), note.prefix, note.suffix, at],
+    );
+    return rejected;
   }
 
   /** `decide` in a transaction that holds the organization's switches first (`db`'s, when it is one already). */
