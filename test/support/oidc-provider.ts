@@ -16,6 +16,8 @@ export interface TokenOptions {
   kid?: string;
   /** Sign with this key instead of a published one (a forged token). */
   key?: CryptoKey;
+  /** Header parameters beside alg and kid (`typ` is `at+jwt` unless given; `undefined` removes it). */
+  header?: Record<string, unknown>;
 }
 
 /**
@@ -59,7 +61,7 @@ export class TestIdentityProvider {
     for (const [name, value] of Object.entries(claims)) if (value === undefined) delete claims[name];
     const now = Math.floor(Date.now() / 1000);
     return new SignJWT(claims)
-      .setProtectedHeader({ alg: 'RS256', kid: options.kid ?? signer.kid, typ: 'at+jwt' })
+      .setProtectedHeader(headerOf({ alg: 'RS256', kid: options.kid ?? signer.kid, typ: 'at+jwt', ...options.header }))
       .setIssuedAt(now)
       .setExpirationTime(now + (options.expiresIn ?? 300))
       .sign(options.key ?? signer.privateKey);
@@ -89,4 +91,9 @@ export class TestIdentityProvider {
     if (req.url === '/jwks') return send({ keys: this.keys.map((k) => k.jwk) });
     res.writeHead(404).end();
   }
+}
+
+function headerOf(header: Record<string, unknown>): { alg: string } {
+  for (const [name, value] of Object.entries(header)) if (value === undefined) delete header[name];
+  return header as { alg: string };
 }

@@ -1,5 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { errors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
 import { ApiError } from '../../common/api-error';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { OidcConfig } from '../../config/auth-config';
@@ -9,6 +9,7 @@ import type { OidcPrincipal } from '../principal';
 import { ClaimError, mapClaims, principalIdOf } from './oidc-claims';
 import { KeysUnavailableError, OidcKeyStore } from './oidc-keys';
 import { OidcOrgsRepository } from './oidc-orgs.repository';
+import { notAnAccessToken } from './token-type';
 
 /** Asymmetric algorithms only: `none` and HMAC (whose key would be public) never verify a token. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -62,8 +63,9 @@ export class OidcAuthenticator {
     const { oidc, keys } = this;
     if (!oidc || !keys) throw ApiError.unauthorized();
     let payload: JWTPayload;
+    let header: ProtectedHeaderParameters;
     try {
-      ({ payload } = await jwtVerify(token, keys.resolve, {
+      ({ payload, protectedHeader: header } = await jwtVerify(token, keys.resolve, {
         issuer: oidc.issuer,
         audience: oidc.audience,
         clockTolerance: oidc.clockSkewSeconds,
@@ -73,6 +75,8 @@ export class OidcAuthenticator {
     } catch (err) {
       throw this.refusal(err);
     }
+    const otherType = notAnAccessToken(header, payload);
+    if (otherType) throw ApiError.unauthorized(otherType);
     let claims;
     try {
       claims = mapClaims(payload as Record<string, unknown>, oidc);

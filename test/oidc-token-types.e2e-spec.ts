@@ -1,0 +1,66 @@
+import { TestIdentityProvider } from './support/oidc-provider';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/**
+ * An ID token is not an access token, though the provider signs both with the same keys: where the
+ * client's id is also `OIDC_AUDIENCE`, an ID token (which front ends pass on as proof of who signed
+ * in) was accepted as the person's bearer token, `admin` included (attack round 9, C-F3). A token
+ * that says it is something else (its `typ`, an ID token's own claims) is refused `401`.
+ */
+describe('access tokens only (e2e)', () => {
+  let idp: TestIdentityProvider;
+  let t: TestApp;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+    t = await createTestApp({
+      config: {
+        oidc: {
+          issuer: idp.issuer,
+          audience: idp.audience,
+          orgClaim: 'org_id',
+          rolesClaim: 'roles',
+          clockSkewSeconds: 60,
+          keyRefreshCooldownMs: 300,
+          keysMaxAgeMs: 600_000,
+        },
+      },
+    });
+    org = await createOrg(t);
+  });
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
+
+  const me = (token: string) => t.http.get('/api/v1/me').set(...bearer(token));
+
+  it("refuses an ID token: Keycloak's (typ ID, at_hash), Google's (at_hash), one typed by name; and a logout token", async () => {
+    const claims = { org_id: org.id, roles: ['admin'] };
+    const refused: [Parameters<TestIdentityProvider['token']>[0], RegExp][] = [
+      [{ header: { typ: 'JWT' }, claims: { ...claims, typ: 'ID', azp: 'console', nonce: 'n', at_hash: 'h' } }, /carries at_hash/],
+      [{ header: { typ: 'JWT' }, claims: { ...claims, typ: 'ID', azp: 'console' } }, /typ "ID"/],
+      [{ header: { typ: undefined }, claims: { ...claims, at_hash: 'h' } }, /carries at_hash/],
+      [{ header: { typ: 'id_token+jwt' }, claims }, /not an access token's/],
+      [{ header: { typ: 'logout+jwt' }, claims: { ...claims, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } } }, /not an access token's/],
+    ];
+    for (const [options, detail] of refused) {
+      const res = await me(await idp.token(options)).expect(401);
+      expect(res.body).toMatchObject({ code: 'unauthorized', detail: expect.stringMatching(detail) });
+    }
+  });
+
+  it('takes access tokens typed at+jwt, JWT or not at all, with a nonce or Keycloak typ Bearer', async () => {
+    const claims = { org_id: org.id, roles: ['viewer'] };
+    for (const options of [
+      { claims },
+      { header: { typ: 'JWT' }, claims: { ...claims, typ: 'Bearer', nonce: 'n' } },
+      { header: { typ: undefined }, claims },
+      { header: { typ: 'application/at+jwt' }, claims },
+    ]) {
+      const res = await me(await idp.token(options)).expect(200);
+      expect(res.body).toMatchObject({ type: 'oidc', roles: ['viewer'] });
+    }
+  });
+});
