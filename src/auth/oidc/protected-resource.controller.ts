@@ -32,6 +32,9 @@ export class ProtectedResourceController {
   @Get('api/v1/agents/:agentId/mcp')
   @PublicRoute()
   @Header('Cache-Control', 'public, max-age=300')
+  // `resource` is built from the request's Host: a shared cache keyed on the path alone served one
+  // host's document to another's clients, which refuse it (not the URL they called) and cannot sign in.
+  @Header('Vary', 'Host')
   @ApiOperation({
     summary: "The OAuth protected-resource metadata (RFC 9728) of an agent's MCP endpoint",
     description:
