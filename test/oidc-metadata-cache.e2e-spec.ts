@@ -23,6 +23,7 @@ describe('protected-resource metadata and shared caches (e2e)', () => {
           keyRefreshCooldownMs: 300,
           keysMaxAgeMs: 600_000,
         },
+        corsOrigins: ['https://console.example'],
       },
     });
   });
@@ -31,13 +32,14 @@ describe('protected-resource metadata and shared caches (e2e)', () => {
     await idp.close();
   });
 
-  it('varies with Host, which it names', async () => {
+  it('varies with Host, which it names, and with Origin still (CORS)', async () => {
     const path = '/.well-known/oauth-protected-resource/api/v1/agents/00000000-0000-4000-8000-000000000000/mcp';
     for (const host of ['gateway.example', 'other.example:8443']) {
-      const res = await t.http.get(path).set('Host', host).expect(200);
+      const res = await t.http.get(path).set('Host', host).set('Origin', 'https://console.example').expect(200);
       expect(res.body.resource).toBe(`http://${host}/api/v1/agents/00000000-0000-4000-8000-000000000000/mcp`);
       expect(res.headers['cache-control']).toBe('public, max-age=300');
-      expect(res.headers.vary?.split(/,\s*/).map((v: string) => v.toLowerCase())).toContain('host');
+      expect(res.headers.vary?.split(/,\s*/).map((v: string) => v.toLowerCase())).toEqual(['origin', 'host']);
+      expect(res.headers['access-control-allow-origin']).toBe('https://console.example');
     }
   });
 });

@@ -1,6 +1,6 @@
-import { Controller, Get, Header, Param, Req } from '@nestjs/common';
+import { Controller, Get, Header, Param, Req, Res } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PublicRoute } from '../access.decorator';
 import { ApiError } from '../../common/api-error';
 import { ProblemResponse } from '../../common/openapi';
@@ -32,9 +32,6 @@ export class ProtectedResourceController {
   @Get('api/v1/agents/:agentId/mcp')
   @PublicRoute()
   @Header('Cache-Control', 'public, max-age=300')
-  // `resource` is built from the request's Host: a shared cache keyed on the path alone served one
-  // host's document to another's clients, which refuse it (not the URL they called) and cannot sign in.
-  @Header('Vary', 'Host')
   @ApiOperation({
     summary: "The OAuth protected-resource metadata (RFC 9728) of an agent's MCP endpoint",
     description:
@@ -42,7 +39,12 @@ export class ProtectedResourceController {
   })
   @ApiOkResponse({ type: ProtectedResourceMetadataView })
   @ApiNotFoundResponse(ProblemResponse('No identity provider is configured, or the agent id is not a UUID (`not_found`).'))
-  metadata(@Param('agentId') agentId: string, @Req() request: FastifyRequest): ProtectedResourceMetadataView {
+  metadata(@Param('agentId') agentId: string, @Req() request: FastifyRequest, @Res({ passthrough: true }) reply: FastifyReply): ProtectedResourceMetadataView {
+    // `resource` is built from the request's Host: a shared cache keyed on the path alone served one
+    // host's document to another's clients, which refuse it (not the URL they called) and cannot
+    // sign in. Added to what CORS put there (`Origin`), not in its place.
+    const vary = reply.getHeader('vary');
+    void reply.header('Vary', vary ? `${String(vary)}, Host` : 'Host');
     const issuer = this.oidc.issuer;
     const urls = issuer && isUuid(agentId) ? resourceUrlsOf(request, agentId) : undefined;
     if (!issuer || !urls) throw ApiError.notFound('protected-resource metadata');
