@@ -64,3 +64,47 @@ describe('access tokens only (e2e)', () => {
     }
   });
 });
+
+describe('access tokens typed at+jwt only, when the operator requires it (e2e)', () => {
+  let idp: TestIdentityProvider;
+  let t: TestApp;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+    t = await createTestApp({
+      config: {
+        oidc: {
+          issuer: idp.issuer,
+          audience: idp.audience,
+          orgClaim: 'org_id',
+          rolesClaim: 'roles',
+          clockSkewSeconds: 60,
+          keyRefreshCooldownMs: 300,
+          keysMaxAgeMs: 600_000,
+          requireAccessTokenType: true,
+        },
+      },
+    });
+    org = await createOrg(t);
+  });
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
+
+  it('refuses an ID token with no mark of one (typ JWT, no at_hash), and an untyped token; takes at+jwt', async () => {
+    const claims = { org_id: org.id, roles: ['viewer'] };
+    for (const header of [{ typ: 'JWT' }, { typ: undefined }]) {
+      const res = await t.http
+        .get('/api/v1/me')
+        .set(...bearer(await idp.token({ header, claims: { ...claims, azp: 'console', nonce: 'n' } })))
+        .expect(401);
+      expect(res.body.detail).toMatch(/OIDC_REQUIRED_TOKEN_TYPE/);
+    }
+    await t.http
+      .get('/api/v1/me')
+      .set(...bearer(await idp.token({ claims })))
+      .expect(200);
+  });
+});

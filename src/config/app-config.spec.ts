@@ -165,6 +165,14 @@ describe('the identity provider', () => {
     expect(() => parseEnvironment({ OIDC_CLOCK_SKEW_SECONDS: '3600' })).toThrow(/OIDC_CLOCK_SKEW_SECONDS:/);
     expect(() => parseEnvironment({ OIDC_ROLES_CLAIM: 'two words' })).toThrow(/OIDC_ROLES_CLAIM:/);
   });
+
+  it('requires access tokens typed at+jwt only when OIDC_REQUIRED_TOKEN_TYPE says so, and takes no other value', () => {
+    const base = { DATA_DIR: dir(), OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'api://gateway' };
+    expect(resolveConfig(base).oidc?.requireAccessTokenType).toBeUndefined();
+    expect(resolveConfig({ ...base, OIDC_REQUIRED_TOKEN_TYPE: '' }).oidc?.requireAccessTokenType).toBeUndefined();
+    expect(resolveConfig({ ...base, OIDC_REQUIRED_TOKEN_TYPE: 'at+jwt' }).oidc?.requireAccessTokenType).toBe(true);
+    expect(() => parseEnvironment({ OIDC_REQUIRED_TOKEN_TYPE: 'JWT' })).toThrow(/OIDC_REQUIRED_TOKEN_TYPE:/);
+  });
 });
 
 describe("one organization's share of a node's runs", () => {

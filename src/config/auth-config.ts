@@ -1,5 +1,5 @@
 import { Transform } from 'class-transformer';
-import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength, ValidateIf } from 'class-validator';
 import { emptyToUndefined, toInt } from './env-transforms';
 import { DatabaseVariables } from './database-config';
 
@@ -31,6 +31,16 @@ export class AuthVariables extends DatabaseVariables {
   @MaxLength(2048)
   @Matches(/^\S+$/, { message: 'must not contain spaces' })
   OIDC_AUDIENCE?: string = '';
+
+  /**
+   * `at+jwt`: only tokens typed as access tokens (RFC 9068 header `typ`) are taken, so no ID token
+   * passes even where the audience is also a client's id. Unset: untyped and `JWT` tokens are taken
+   * too, and ID tokens refused by what marks them (src/auth/oidc/token-type.ts).
+   */
+  @ValidateIf((_o: unknown, v: unknown) => v !== '' && v !== undefined)
+  @Transform(emptyToUndefined)
+  @IsIn(['at+jwt'], { message: 'must be at+jwt, or unset' })
+  OIDC_REQUIRED_TOKEN_TYPE?: string = '';
 
   /** The claim that names the organization, by its id or its slug. */
   @IsOptional()
@@ -64,4 +74,6 @@ export interface OidcConfig {
   keyRefreshCooldownMs: number;
   /** Keys older than this are fetched again before the next verification (rotation without a new `kid` in sight). */
   keysMaxAgeMs: number;
+  /** Only tokens whose header `typ` is an access token's (`OIDC_REQUIRED_TOKEN_TYPE=at+jwt`). */
+  requireAccessTokenType?: boolean;
 }

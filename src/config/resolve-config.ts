@@ -115,6 +115,7 @@ function resolveOidc(e: EnvironmentVariables): OidcConfig | undefined {
     clockSkewSeconds: e.OIDC_CLOCK_SKEW_SECONDS,
     keyRefreshCooldownMs: 30_000,
     keysMaxAgeMs: 600_000,
+    ...(e.OIDC_REQUIRED_TOKEN_TYPE ? { requireAccessTokenType: true } : {}),
   };
 }
 

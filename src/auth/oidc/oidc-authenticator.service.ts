@@ -75,7 +75,7 @@ export class OidcAuthenticator {
     } catch (err) {
       throw this.refusal(err);
     }
-    const otherType = notAnAccessToken(header, payload);
+    const otherType = notAnAccessToken(header, payload, oidc.requireAccessTokenType);
     if (otherType) throw ApiError.unauthorized(otherType);
     let claims;
     try {

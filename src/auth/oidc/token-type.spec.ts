@@ -27,6 +27,14 @@ describe('access tokens and ID tokens', () => {
     expect(notAnAccessToken({ alg: 'RS256', typ: 'JWT' }, { ...access, nonce: 'n' })).toBeUndefined();
   });
 
+  it('takes only tokens typed as access tokens when required (OIDC_REQUIRED_TOKEN_TYPE=at+jwt)', () => {
+    for (const typ of ['at+jwt', 'application/at+jwt', 'application/okta-internal-at+jwt']) {
+      expect(notAnAccessToken({ alg: 'RS256', typ }, access, true)).toBeUndefined();
+    }
+    // An unmarked ID token (Entra's, from the code flow) is told apart only this way.
+    for (const typ of ['JWT', undefined]) expect(notAnAccessToken({ alg: 'RS256', typ }, access, true)).toMatch(/OIDC_REQUIRED_TOKEN_TYPE/);
+  });
+
   it('reads own claims only', () => {
     const payload = Object.create({ at_hash: 'inherited' }) as Record<string, unknown>;
     Object.assign(payload, access);

@@ -15,10 +15,15 @@ const ID_TOKEN_CLAIMS = ['at_hash', 'c_hash', 's_hash'] as const;
  * `JWT` for both, so what is refused is what says it is something else: a `typ` that is neither
  * (Okta's `application/okta-internal-at+jwt` ends like an access token's), an ID token's own
  * claims, or Keycloak's `typ` claim `ID`. An ID token that carries none of these (Entra's, from
- * the code flow) is not told apart: give the API an audience of its own.
+ * the code flow) is not told apart: give the API an audience of its own, or, where the provider
+ * types its access tokens, set `OIDC_REQUIRED_TOKEN_TYPE=at+jwt` (`requireTyped`).
  */
-export function notAnAccessToken(header: ProtectedHeaderParameters, payload: JWTPayload): string | undefined {
+export function notAnAccessToken(header: ProtectedHeaderParameters, payload: JWTPayload, requireTyped = false): string | undefined {
   const typ = header.typ;
+  // OIDC_REQUIRED_TOKEN_TYPE: the provider types its access tokens, so anything else is not one.
+  if (requireTyped && !(typeof typ === 'string' && typ.toLowerCase().endsWith('at+jwt'))) {
+    return 'The token is not typed as an access token (typ at+jwt), which this server requires (OIDC_REQUIRED_TOKEN_TYPE).';
+  }
   if (typ !== undefined) {
     const type = typeof typ === 'string' ? typ.toLowerCase() : '';
     if (type !== 'jwt' && !type.endsWith('at+jwt')) return `The token's type (typ ${JSON.stringify(typ)}) is not an access token's.`;
