@@ -1,3 +1,5 @@
+import { DataSource } from 'typeorm';
+import { MAX_ACTIVE_API_KEYS_PER_ORG } from '../src/orgs/orgs.service';
 import { bearer, createOrg, createTestApp, TestApp } from './support/test-app';
 
 describe('organizations, API keys and /me (e2e)', () => {
@@ -69,6 +71,38 @@ describe('organizations, API keys and /me (e2e)', () => {
     const res = await t.http.get('/api/v1/me').set('Authorization', 'Bearer cpk_nope').expect(401).expect('WWW-Authenticate', 'Bearer');
     expect(res.body.code).toBe('unauthorized');
     await t.http.get('/api/v1/me').set('Authorization', 'Basic abc').expect(401).expect('WWW-Authenticate', 'Bearer');
+  });
+
+  it('holds an organization to 1,000 keys not revoked: past it 409 and nothing made; a revoked key frees its place', async () => {
+    const org = await createOrg(t);
+    // Filled by the database (the roles' five keys are there already): a thousand requests would only slow the test.
+    await t.app.get(DataSource).query(
+      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash)
+         SELECT gen_random_uuid(), $1::uuid, 'filler ' || i, ARRAY['viewer'], 'cpk_fill', 'fill-' || $1::text || '-' || i FROM generate_series(1, $2::int - 5) i`,
+      [org.id, MAX_ACTIVE_API_KEYS_PER_ORG],
+    );
+    const create = (name: string) =>
+      t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...bearer(org.keys.admin))
+        .send({ name, roles: ['viewer'] });
+    const refused = await create('one too many').expect(409);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining(`at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys`) });
+    const [{ n }] = await t.app.get(DataSource).query(`SELECT count(*)::int AS n FROM api_key WHERE org_id = $1 AND name = 'one too many'`, [org.id]);
+    expect(n).toBe(0);
+    // Another organization's keys are its own.
+    const other = await createOrg(t);
+    await t.http
+      .post(`/api/v1/orgs/${other.id}/api-keys`)
+      .set(...bearer(other.keys.admin))
+      .send({ name: 'theirs', roles: ['viewer'] })
+      .expect(201);
+    await t.http
+      .delete(`/api/v1/orgs/${org.id}/api-keys/${org.keyIds.viewer}`)
+      .set(...bearer(org.keys.admin))
+      .expect(204);
+    await create('in its place').expect(201);
+    await create('and no more').expect(409);
   });
 
   it('issues keys shown once, identifies them with /me, and refuses them once revoked', async () => {

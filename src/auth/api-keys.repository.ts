@@ -3,6 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import type { Page, PageQuery } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
+import { countUnderOrgLock } from '../database/org-limit';
 import type { Role } from './principal';
 
 /** A key as its organization's admins see it (never its token or hash). */
@@ -110,6 +111,11 @@ export class ApiKeysRepository {
     // `i` is a bigint, which pg answers as a string; ordinality counts from 1.
     for (const { i, ...row } of rows) found[Number(i) - 1] = row;
     return found;
+  }
+
+  /** The organization's keys not revoked, counted under its lock for keys (held to the end of `m`): creations at once count one after another. */
+  countActiveUnderLock(orgId: string, m: EntityManager): Promise<number> {
+    return countUnderOrgLock(m, 'api_key', orgId, 'revoked_at IS NULL');
   }
 
   async insert(orgId: string, key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string }, m: EntityManager): Promise<ApiKeyRow> {

@@ -54,6 +54,7 @@ export class OrgsController {
   @ApiOperation({ summary: 'Create an API key; the answer is the only time its token is shown' })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
   @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  @ApiConflictResponse(ProblemResponse('The organization holds 1,000 keys that are not revoked (`conflict`); revoke one first.'))
   createKey(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
     return this.orgs.createKey(ctx, orgId, dto);
   }

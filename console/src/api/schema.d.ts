@@ -6446,6 +6446,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The organization holds 1,000 keys that are not revoked (`conflict`); revoke one first. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than 1 MiB (`payload_too_large`). */
             413: {
                 headers: {
