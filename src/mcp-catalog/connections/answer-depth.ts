@@ -8,14 +8,14 @@
  */
 export const MAX_MESSAGE_DEPTH = 128;
 
+/** Bytes of a string read one at a time before the rest is searched for natively: most strings of JSON are shorter. */
+const SHORT_RUN = 64;
+
 /**
  * Counts brackets in JSON text as it arrives, bytes at a time, without parsing it: what a
  * parser's recursion would reach. Brackets, quotes and backslashes are ASCII, and no byte of a
  * multi-byte UTF-8 character is, so bytes can be read as they come, cut anywhere.
  */
-/** Bytes of a string read one at a time before the rest is searched for natively: most strings of JSON are shorter. */
-const SHORT_RUN = 64;
-
 class JsonNesting {
   private depth = 0;
   private inString = false;
