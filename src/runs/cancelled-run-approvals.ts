@@ -1,4 +1,5 @@
 import { Injectable, Logger } from '@nestjs/common';
+import type { AuditEventInput } from '../audit/audit.service';
 import { CallSettledNotifier } from '../runtime/call-settled.notifier';
 import { Metrics } from '../telemetry/metrics';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
@@ -67,20 +68,13 @@ export class CancelledRunApprovals {
           approval,
           { decidedBy, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: 0 },
           [
-            {
-              type: 'approval.rejected',
-              orgId,
-              actor: end.actor,
-              target: { type: 'approval', id: approval.id },
-              data: {
-                toolCallId: approval.tool_call_id,
-                argumentsHash: approval.arguments_hash,
-                reason,
-                runId,
-                cause: end.cause,
-                ...(end.cause === 'api_key_revoked' ? { apiKeyId: end.keyId } : {}),
-              },
-            },
+            CancelledRunApprovals.rejectionEvent(orgId, end, {
+              approvalId: approval.id,
+              toolCallId: approval.tool_call_id,
+              argumentsHash: approval.arguments_hash,
+              runId,
+              reason,
+            }),
           ],
           db,
         );
@@ -92,6 +86,28 @@ export class CancelledRunApprovals {
       }
     }
     return decided;
+  }
+
+  /** The audit event of one such rejection, by whoever ended the run (also written by a key's revocation, many at once). */
+  static rejectionEvent(
+    orgId: string,
+    end: RunEnd,
+    r: { approvalId: string; toolCallId: string; argumentsHash: string; runId: string; reason: string },
+  ): AuditEventInput {
+    return {
+      type: 'approval.rejected',
+      orgId,
+      actor: end.actor,
+      target: { type: 'approval', id: r.approvalId },
+      data: {
+        toolCallId: r.toolCallId,
+        argumentsHash: r.argumentsHash,
+        reason: r.reason,
+        runId: r.runId,
+        cause: end.cause,
+        ...(end.cause === 'api_key_revoked' ? { apiKeyId: end.keyId } : {}),
+      },
+    };
   }
 
   /** What a rejection says of why: the run and the cause. */

@@ -52,16 +52,7 @@ export class RevokedKeyRuns implements OnModuleInit {
       CancelledRunApprovals.noteAround(end),
       new Date(),
     );
-    await this.audit.record(
-      m,
-      ...rejected.map((r) => ({
-        type: 'approval.rejected' as const,
-        orgId: key.orgId,
-        actor: key.actor,
-        target: { type: 'approval', id: r.approvalId },
-        data: { toolCallId: r.toolCallId, argumentsHash: r.argumentsHash, reason: r.note, runId: r.runId, cause: end.cause, apiKeyId: key.keyId },
-      })),
-    );
+    await this.audit.record(m, ...rejected.map((r) => CancelledRunApprovals.rejectionEvent(key.orgId, end, { ...r, reason: r.note })));
     const decided = new Map<string, string[]>();
     for (const r of rejected) decided.set(r.runId, [...(decided.get(r.runId) ?? []), r.toolCallId]);
     return () => {
