@@ -12,7 +12,7 @@ describe('storage limits per organization (e2e)', () => {
   let other: TestOrg;
 
   beforeAll(async () => {
-    t = await createTestApp({ config: { storage: { knowledgeBytesPerOrg: 100, agentBytesPerOrg: 4000, skillsPerOrg: 3 } } });
+    t = await createTestApp({ config: { storage: { knowledgeBytesPerOrg: 100, agentBytesPerOrg: 4000, runBytesPerOrg: 1e9, skillsPerOrg: 3 } } });
     org = await createOrg(t);
     other = await createOrg(t);
   });

@@ -42,14 +42,26 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
   });
 
-  it("bounds an organization's stored documents and agents at 1 GiB each and its skills at 1,000 unless told otherwise", () => {
+  it("bounds an organization's stored documents and agents at 1 GiB each, its runs at 10 GiB and its skills at 1,000 unless told otherwise", () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
-    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({ knowledgeBytesPerOrg: 1024 ** 3, agentBytesPerOrg: 1024 ** 3, skillsPerOrg: 1000 });
+    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({
+      knowledgeBytesPerOrg: 1024 ** 3,
+      agentBytesPerOrg: 1024 ** 3,
+      runBytesPerOrg: 10 * 1024 ** 3,
+      skillsPerOrg: 1000,
+    });
     expect(
-      resolveConfig({ DATA_DIR: dir, KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000', AGENTS_MAX_BYTES_PER_ORG: '2048', SKILLS_MAX_PER_ORG: ' 5 ' }).storage,
+      resolveConfig({
+        DATA_DIR: dir,
+        KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000',
+        AGENTS_MAX_BYTES_PER_ORG: '2048',
+        RUNS_MAX_BYTES_PER_ORG: '4096',
+        SKILLS_MAX_PER_ORG: ' 5 ',
+      }).storage,
     ).toEqual({
       knowledgeBytesPerOrg: 10_000_000_000,
       agentBytesPerOrg: 2048,
+      runBytesPerOrg: 4096,
       skillsPerOrg: 5,
     });
   });

@@ -64,6 +64,19 @@ export class DatabaseVariables extends HttpVariables {
   @Max(Number.MAX_SAFE_INTEGER)
   AGENTS_MAX_BYTES_PER_ORG: number = DEFAULT_STORAGE_LIMITS.agentBytesPerOrg;
 
+  /**
+   * Bytes one organization's runs and tool calls may store: runs' input, transcript and answer,
+   * their events, whole results kept for offloaded calls, and calls' arguments and results past
+   * 2 KB. Checked when a run starts (and before a whole result is kept); unbounded, one agent key
+   * wrote about 30 MiB a second within its rate limit.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(Number.MAX_SAFE_INTEGER)
+  RUNS_MAX_BYTES_PER_ORG: number = DEFAULT_STORAGE_LIMITS.runBytesPerOrg;
+
   /** Skills one organization may have (each up to 100,000 characters of instructions). */
   @IsOptional()
   @Transform(toInt)
@@ -87,14 +100,20 @@ export class DatabaseVariables extends HttpVariables {
   SECRETS_KEY_PREVIOUS?: string;
 }
 
-/** What one organization may store: KNOWLEDGE_MAX_BYTES_PER_ORG, AGENTS_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG. */
+/** What one organization may store: KNOWLEDGE_MAX_BYTES_PER_ORG, AGENTS_MAX_BYTES_PER_ORG, RUNS_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG. */
 export interface StorageLimits {
   knowledgeBytesPerOrg: number;
   agentBytesPerOrg: number;
+  runBytesPerOrg: number;
   skillsPerOrg: number;
 }
 
-export const DEFAULT_STORAGE_LIMITS: StorageLimits = { knowledgeBytesPerOrg: 1024 * 1024 * 1024, agentBytesPerOrg: 1024 * 1024 * 1024, skillsPerOrg: 1000 };
+export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
+  knowledgeBytesPerOrg: 1024 * 1024 * 1024,
+  agentBytesPerOrg: 1024 * 1024 * 1024,
+  runBytesPerOrg: 10 * 1024 * 1024 * 1024,
+  skillsPerOrg: 1000,
+};
 
 export interface SecretsConfig {
   /** 32 bytes: what seals new secrets. */

@@ -6,6 +6,7 @@ import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { Page } from '../common/pagination';
+import { RunStorageRepository } from '../runtime/run-storage.repository';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ChatMessage } from './conversation';
 import { ModelProvidersService } from './model-providers.service';
@@ -45,13 +46,14 @@ export class RunsService implements OnModuleDestroy {
     private readonly signals: RunSignals,
     private readonly cancelledApprovals: CancelledRunApprovals,
     private readonly governance: GovernanceRepository,
+    private readonly storage: RunStorageRepository,
   ) {
     this.heads = new RunHeads(repo, signals);
   }
 
   /**
    * Starts a run of a published version (404 not_found, 409 not_published, 409 version_retired,
-   * 409 model_not_configured) and steps it on this node at once. With `waitSeconds`, answers when the
+   * 409 model_not_configured, 409 conflict past RUNS_MAX_BYTES_PER_ORG) and steps it on this node at once. With `waitSeconds`, answers when the
    * run finishes or waits for approval, or when the time is up, whichever comes first.
    */
   async create(ctx: RequestContext, agentId: string, dto: CreateRunDto, waitSeconds = 0): Promise<RunView> {
@@ -70,6 +72,7 @@ export class RunsService implements OnModuleDestroy {
         `Version ${built.version} of this agent names no model (AgentSpec.model with a provider of this organization); publish one that does.`,
       );
     }
+    await this.storage.assertRoomForRun(orgId);
     const id = randomUUID();
     const messages: ChatMessage[] = [
       ...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })),

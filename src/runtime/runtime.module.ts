@@ -15,6 +15,8 @@ import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
 import { ToolExecutor } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
+import { RunStorageRepository } from './run-storage.repository';
+import { RunUsageCompactor } from './run-usage-compactor';
 import { ToolRunner } from './tool-runner.service';
 
 /**
@@ -39,8 +41,11 @@ import { ToolRunner } from './tool-runner.service';
     ToolCallMaintenanceRepository,
     IdempotencyRepository,
     CallSettledNotifier,
+    RunStorageRepository,
+    RunUsageCompactor,
   ],
   exports: [
+    RunStorageRepository,
     ToolExecutor,
     ToolApprovals,
     DecisionWaiter,

@@ -32,6 +32,7 @@ import { ToolImplementations } from './tool-implementations';
 import { McpToolResolver } from './mcp-tool.resolver';
 import { approvalReasonOf, ApprovalReason } from './tool-policy';
 import { Metrics } from '../telemetry/metrics';
+import { RunStorageRepository } from './run-storage.repository';
 import { ToolRunner } from './tool-runner.service';
 
 /**
@@ -139,6 +140,7 @@ describe('ToolExecutor', () => {
         ToolCallGuards,
         GovernanceRepository,
         ToolRunner,
+        RunStorageRepository,
         ToolImplementations,
         CapabilityToolResolver,
         // These fixtures offer no MCP catalog tools.

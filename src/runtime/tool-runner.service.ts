@@ -3,6 +3,7 @@ import type { VersionTool } from '../agents/built-version';
 import { ToolReferences } from '../agents/tool-references';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { EffectWrites, NO_EFFECTS, runTool, ToolOutcome } from './run-tool';
+import { RunStorageRepository } from './run-storage.repository';
 import { RunnableVersion, ToolImplementations } from './tool-implementations';
 import { Metrics } from '../telemetry/metrics';
 import { inSpan } from '../telemetry/tool-tracing';
@@ -29,6 +30,7 @@ export class ToolRunner {
     private readonly implementations: ToolImplementations,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly storage: RunStorageRepository,
   ) {}
 
   /**
@@ -64,6 +66,10 @@ export class ToolRunner {
       (err) => this.logger.error({ err, callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'tool threw an unexpected error'),
       effects,
     );
+    if (outcome.status === 'succeeded' && outcome.offloaded && (await this.storage.full(call.orgId))) {
+      // Past RUNS_MAX_BYTES_PER_ORG the whole result is not kept: the call keeps its cut result, as without offloading.
+      return { ...outcome, offloaded: undefined };
+    }
     // A tool's message names the tools to use instead by their ids; the model knows them by the offered names.
     if (outcome.status === 'failed' && !tool.source) {
       const references = ToolReferences.ofVersion(version.built);

@@ -1,0 +1,60 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { ApiError } from '../common/api-error';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
+
+/**
+ * What an organization's runs and tool calls store, against RUNS_MAX_BYTES_PER_ORG. The database
+ * keeps the total as changes appended by triggers (`run_usage`, migration `1764523000000`): a step
+ * never waits on another to count what it wrote. The bound is checked where storing more is a
+ * choice (a run starting, a whole result kept apart), never mid-step: a run under way finishes,
+ * so the total can pass the bound by what the runs then in progress add.
+ */
+@Injectable()
+export class RunStorageRepository {
+  readonly maxBytes: number;
+
+  constructor(
+    readonly dataSource: DataSource,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.maxBytes = (config.storage ?? DEFAULT_STORAGE_LIMITS).runBytesPerOrg;
+  }
+
+  async stored(orgId: string): Promise<number> {
+    const [row]: { bytes: string }[] = await this.dataSource.query(`SELECT coalesce(sum(bytes), 0)::text AS bytes FROM run_usage WHERE org_id = $1`, [orgId]);
+    return Number(row.bytes);
+  }
+
+  async full(orgId: string): Promise<boolean> {
+    return (await this.stored(orgId)) >= this.maxBytes;
+  }
+
+  /** `409 conflict` once the organization stores its bound: what is about to start would store more. */
+  async assertRoomForRun(orgId: string): Promise<void> {
+    const stored = await this.stored(orgId);
+    if (stored >= this.maxBytes) {
+      throw ApiError.conflict(
+        `This organization's runs and tool calls hold ${stored} bytes (inputs, transcripts, answers, run events and tool results) of the ${this.maxBytes} they may store (RUNS_MAX_BYTES_PER_ORG); no run was started. Ask the operator for more.`,
+      );
+    }
+  }
+
+  /**
+   * Folds each organization's appended changes into one row; the rows folded. Nodes folding at
+   * once do not count a change twice: a row another node deleted first is skipped, and a change
+   * appended meanwhile is not seen and stays for the next pass.
+   */
+  async compact(): Promise<number> {
+    const [{ n }]: { n: number }[] = await this.dataSource.query(`
+      WITH folded AS (
+        DELETE FROM run_usage WHERE org_id IN (SELECT org_id FROM run_usage GROUP BY org_id HAVING count(*) > 1)
+        RETURNING org_id, bytes
+      ), kept AS (
+        INSERT INTO run_usage (org_id, bytes) SELECT org_id, sum(bytes) FROM folded GROUP BY org_id
+      )
+      SELECT count(*)::int AS n FROM folded`);
+    return n;
+  }
+}
