@@ -73,6 +73,25 @@ describe('organizations, API keys and /me (e2e)', () => {
     await t.http.get('/api/v1/me').set('Authorization', 'Basic abc').expect(401).expect('WWW-Authenticate', 'Bearer');
   });
 
+  it('refuses a key name that would show as another (bidi override, line break, invisible), naming the field, and makes no key', async () => {
+    const org = await createOrg(t);
+    for (const name of ['deploy\u202etoor', 'ops\nadmin', 'admin\u200b', 'admin ']) {
+      const res = await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...bearer(org.keys.admin))
+        .send({ name, roles: ['admin'] })
+        .expect(400);
+      expect(res.body).toMatchObject({ code: 'invalid_request', errors: [expect.objectContaining({ path: 'name' })] });
+    }
+    const [{ n }] = await t.app.get(DataSource).query(`SELECT count(*)::int AS n FROM api_key WHERE org_id = $1`, [org.id]);
+    expect(n).toBe(5);
+    await t.http
+      .post(`/api/v1/orgs/${org.id}/api-keys`)
+      .set(...bearer(org.keys.admin))
+      .send({ name: 'Zürich 🚀 runtime', roles: ['viewer'] })
+      .expect(201);
+  });
+
   it('holds an organization to 1,000 keys not revoked: past it 409 and nothing made; a revoked key frees its place', async () => {
     const org = await createOrg(t);
     // Filled by the database (the roles' five keys are there already): a thousand requests would only slow the test.

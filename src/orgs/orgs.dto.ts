@@ -1,3 +1,4 @@
+import { IsPrintableText } from '../common/printable-text';
 import { SCOPE_PATTERN } from '../common/scopes';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
@@ -60,10 +61,15 @@ export class UpdateScopesDto {
 }
 
 export class CreateApiKeyDto {
-  @ApiProperty({ example: 'support-bot runtime' })
+  @ApiProperty({
+    example: 'support-bot runtime',
+    description: 'Printable characters only: no control, format (bidi) or invisible characters, no space at either end.',
+  })
   @IsString()
   @MinLength(1)
   @MaxLength(200)
+  // Shown in the console's key list and the audit log beside the key's actions: a bidi override or a line break would show another name.
+  @IsPrintableText()
   name: string;
 
   @ApiProperty({ enum: ROLES, isArray: true })

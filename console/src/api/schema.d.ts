@@ -1441,6 +1441,7 @@ export interface components {
             slug: string;
         };
         CreateApiKeyDto: {
+            /** @description Printable characters only: no control, format (bidi) or invisible characters, no space at either end. */
             name: string;
             roles: ("viewer" | "builder" | "agent" | "approver" | "admin")[];
         };

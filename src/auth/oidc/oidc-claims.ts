@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Role, ROLES } from '../principal';
+import { INVISIBLE, UNPRINTABLE } from '../../common/printable-text';
 import { joinersInContext } from './subject-joiners';
 import { isSingleScript } from './subject-scripts';
 
@@ -30,21 +31,9 @@ export class ClaimError extends Error {
 const MAX_SUBJECT = 255;
 const MAX_LIST = 100;
 const MAX_ITEM = 200;
-/**
- * The subject is shown as the audit actor and written to logs: no control characters (C0, DEL and
- * C1, whose U+009B starts a terminal escape), no line or paragraph separators, and no format
- * characters (bidi overrides and isolates, marks, invisible ones), with which one subject would
- * display as another. Zero-width joiners are judged by where they stand (`joinersInContext`): some
- * scripts and emoji sequences need them, and elsewhere they too show as nothing.
- */
-const UNPRINTABLE = /[\p{Cc}\p{Zl}\p{Zp}]|(?![\u200c\u200d])\p{Cf}/u;
-/**
- * Nor anything else that shows as nothing (default-ignorable code points: a combining grapheme
- * joiner, variation selectors, Hangul fillers; the braille blank; noncharacters), nor space at
- * either end: `alice `, `alice\u3164` and `alice` were three actors all shown as alice, and a
- * subject of spaces alone an actor shown as no one.
- */
-const INVISIBLE = /(?![\u200c\u200d])\p{Default_Ignorable_Code_Point}|\p{Noncharacter_Code_Point}|\u2800|^\s|\s$/u;
+// The subject is shown as the audit actor and written to logs: printable only (UNPRINTABLE,
+// INVISIBLE), and zero-width joiners judged by where they stand (`joinersInContext`). `alice `,
+// `alice\u3164` and `alice` were three actors all shown as alice.
 /** A space that shows as U+0020 does (`alice\u00a0smith`, `a\u3000b`), and a mark on nothing. */
 const LOOKALIKE_SPACE = /(?! )\p{Zs}/u;
 const LEADING_MARK = /^\p{M}/u;
