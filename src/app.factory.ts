@@ -95,6 +95,12 @@ function safeInstance(url: string | undefined): string | undefined {
   return /^[\x21-\x7e]{1,200}$/.test(path) ? path : undefined;
 }
 
+/** A number of proxies in front as the hop test Fastify applies to a number (its types take none). */
+function trustProxyOf(setting: AppConfig['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof setting === 'number') return (_address, hop) => hop < setting;
+  return setting ?? false;
+}
+
 /** Builds the whole HTTP application, the same way for `npm start` and for every e2e test. */
 export async function createApp(options: CreateAppOptions): Promise<NestFastifyApplication> {
   const timeouts = options.config.httpTimeouts ?? DEFAULT_HTTP_TIMEOUTS;
@@ -103,6 +109,9 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   const unparsed: { answered?: (status: number) => void } = {};
   const adapter = new FastifyAdapter({
     bodyLimit: BODY_LIMIT_BYTES,
+    // Behind a load balancer every request comes from its address: TRUST_PROXY names it, so the
+    // address limits count clients, and the sign-in metadata names the scheme and host they called.
+    trustProxy: trustProxyOf(options.config.trustProxy),
     routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     // Slow clients (a byte every few seconds) would hold a connection, and its memory, for as long
     // as they like, before authentication. Node answers 408 (through clientErrorHandler below)

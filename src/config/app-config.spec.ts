@@ -66,6 +66,22 @@ describe('environment', () => {
     });
   });
 
+  it('takes TRUST_PROXY as addresses and ranges, or a number of proxies, and believes no proxy unless told', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).trustProxy).toBe(false);
+    expect(resolveConfig({ DATA_DIR: dir, TRUST_PROXY: ' 10.0.0.0/8, 192.168.1.5 ,::1,fd00::/8' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '192.168.1.5',
+      '::1',
+      'fd00::/8',
+    ]);
+    expect(resolveConfig({ DATA_DIR: dir, TRUST_PROXY: '2' }).trustProxy).toBe(2);
+  });
+
+  it.each(['true', '0', '11', '10.0.0.0/33', 'fd00::/129', '10.0.0.1/8/1', 'proxy.example', '10.0.0.1,', '*'])('refuses TRUST_PROXY=%p, naming it', (value) => {
+    expect(() => parseEnvironment({ TRUST_PROXY: value })).toThrow(/TRUST_PROXY:/);
+  });
+
   it('parses numbers and keeps given values', () => {
     const env = parseEnvironment({
       PORT: '8080',

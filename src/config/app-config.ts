@@ -49,6 +49,8 @@ export interface AppConfig {
   httpTimeouts?: HttpTimeouts;
   /** Unset (tests): DEFAULT_HTTP_LIMITS. */
   httpLimits?: HttpLimits;
+  /** TRUST_PROXY as Fastify takes it; unset: false (no forwarded header believed). */
+  trustProxy?: false | number | string[];
   /** Origins allowed to call MCP endpoints from a browser; unset: none. */
   mcpAllowedOrigins?: string[];
   runs: RunsConfig;

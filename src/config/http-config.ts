@@ -1,5 +1,6 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
+import { isIP } from 'node:net';
 import { toInt } from './env-transforms';
 
 /** The listener, what it takes in at once, and which browser origins may call it. */
@@ -81,11 +82,55 @@ export class HttpVariables {
   @IsOriginList()
   MCP_ALLOWED_ORIGINS: string = '';
 
+  /**
+   * The proxies in front of the node whose `X-Forwarded-For`, `X-Forwarded-Proto` and
+   * `X-Forwarded-Host` are believed: comma-separated addresses or CIDR ranges
+   * (`10.0.0.0/8,192.168.1.5`), or the number of proxies in front (`1`). Unset: none, and a client's
+   * own headers change nothing (the address limits count, the sign-in metadata names).
+   */
+  @IsOptional()
+  @IsString()
+  @MaxLength(10_000)
+  @IsTrustedProxies()
+  TRUST_PROXY: string = '';
+
   /** Browser origins allowed to call the API, comma-separated (`https://app.example.com`). */
   @IsOptional()
   @IsString()
   @IsOriginList()
   CORS_ORIGINS: string = '';
+}
+
+function IsTrustedProxies(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isTrustedProxies',
+    validator: {
+      validate: (v: unknown) => typeof v === 'string' && parseTrustedProxies(v) !== undefined,
+      defaultMessage: () => 'must be comma-separated addresses or CIDR ranges of the proxies in front (10.0.0.0/8,192.168.1.5), or their number (1 to 10)',
+    },
+  });
+}
+
+/**
+ * TRUST_PROXY as Fastify's `trustProxy`: false when unset, the number of proxies in front, or the
+ * list of addresses and ranges; undefined when it is none of these. Never `true`: believing every
+ * hop lets any client choose the address its limits are counted under.
+ */
+export function parseTrustedProxies(value: string): false | number | string[] | undefined {
+  const text = value.trim();
+  if (text === '') return false;
+  if (/^\d+$/.test(text)) {
+    const hops = Number(text);
+    return hops >= 1 && hops <= 10 ? hops : undefined;
+  }
+  const parts = text.split(',').map((p) => p.trim());
+  for (const part of parts) {
+    const [address, prefix, extra] = part.split('/');
+    const family = isIP(address);
+    if (family === 0 || extra !== undefined) return undefined;
+    if (prefix !== undefined && !(/^\d{1,3}$/.test(prefix) && Number(prefix) <= (family === 4 ? 32 : 128))) return undefined;
+  }
+  return parts;
 }
 
 function IsOriginList(): PropertyDecorator {

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { AppConfig, ConfigError, EnvironmentVariables, parseEnvironment } from './app-config';
 import { OidcConfig } from './auth-config';
 import { SecretsConfig } from './database-config';
-import { parseOrigins } from './http-config';
+import { parseOrigins, parseTrustedProxies } from './http-config';
 import { parseAllowList, splitAllowedHosts } from '../egress/egress-policy';
 import { reservedSlots } from '../runs/run-slots';
 
@@ -68,6 +68,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     },
     httpLimits: { maxBufferedBodyBytes: e.HTTP_MAX_BUFFERED_BODY_BYTES, maxConnections: e.HTTP_MAX_CONNECTIONS },
     mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
+    trustProxy: parseTrustedProxies(e.TRUST_PROXY) ?? false,
     metricsToken: e.METRICS_TOKEN,
     secrets: resolveSecrets(e, log),
     egress: {

@@ -1,8 +1,9 @@
-import { Controller, Get, Header, Param, Req, Res } from '@nestjs/common';
+import { Controller, Get, Header, Inject, Param, Req, Res } from '@nestjs/common';
 import { ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { PublicRoute } from '../access.decorator';
 import { ApiError } from '../../common/api-error';
+import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { ProblemResponse } from '../../common/openapi';
 import { isUuid } from '../../common/uuid-param.pipe';
 import { OidcAuthenticator } from './oidc-authenticator.service';
@@ -27,7 +28,15 @@ export class ProtectedResourceMetadataView {
 @ApiTags('mcp')
 @Controller(PROTECTED_RESOURCE_PREFIX.slice(1))
 export class ProtectedResourceController {
-  constructor(private readonly oidc: OidcAuthenticator) {}
+  /** With TRUST_PROXY the scheme and host come from the proxy's headers, which a cache must key on too. */
+  private readonly varies: string;
+
+  constructor(
+    private readonly oidc: OidcAuthenticator,
+    @Inject(APP_CONFIG) config: AppConfig,
+  ) {
+    this.varies = config.trustProxy ? 'Host, X-Forwarded-Host, X-Forwarded-Proto' : 'Host';
+  }
 
   @Get('api/v1/agents/:agentId/mcp')
   @PublicRoute()
@@ -44,7 +53,7 @@ export class ProtectedResourceController {
     // host's document to another's clients, which refuse it (not the URL they called) and cannot
     // sign in. Added to what CORS put there (`Origin`), not in its place.
     const vary = reply.getHeader('vary');
-    void reply.header('Vary', vary ? `${String(vary)}, Host` : 'Host');
+    void reply.header('Vary', vary ? `${String(vary)}, ${this.varies}` : this.varies);
     const issuer = this.oidc.issuer;
     const urls = issuer && isUuid(agentId) ? resourceUrlsOf(request, agentId) : undefined;
     if (!issuer || !urls) throw ApiError.notFound('protected-resource metadata');
