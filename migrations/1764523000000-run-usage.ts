@@ -44,7 +44,8 @@ export class RunUsage1764523000000 implements MigrationInterface {
     await fn('run_usage_removed', `INSERT INTO run_usage (org_id, bytes) VALUES (OLD.org_id, -OLD.stored_bytes); RETURN NULL;`);
     // Events are written many at once (a revocation fails thousands of runs in one statement): counted per statement.
     await fn('run_event_usage_added', `INSERT INTO run_usage (org_id, bytes) SELECT org_id, sum(data_bytes) FROM added GROUP BY org_id; RETURN NULL;`);
-    await fn('run_event_usage_removed', `INSERT INTO run_usage (org_id, bytes) SELECT org_id, -sum(data_bytes) FROM removed GROUP BY org_id; RETURN NULL;`);
+    // Removed one by one: a transition table would copy every removed event's data (megabytes each) to count its size.
+    await fn('run_event_usage_removed', `INSERT INTO run_usage (org_id, bytes) VALUES (OLD.org_id, -OLD.data_bytes); RETURN NULL;`);
 
     // What a run holds changes only when one of these is set: a lease's renewal measures nothing.
     await q.query(`CREATE TRIGGER run_stored_bytes BEFORE INSERT OR UPDATE OF input, messages, pending, compaction, output ON run
@@ -66,7 +67,9 @@ export class RunUsage1764523000000 implements MigrationInterface {
     await q.query(`CREATE TRIGGER run_event_usage_added AFTER INSERT ON run_event
       REFERENCING NEW TABLE AS added FOR EACH STATEMENT EXECUTE FUNCTION run_event_usage_added()`);
     await q.query(`CREATE TRIGGER run_event_usage_removed AFTER DELETE ON run_event
-      REFERENCING OLD TABLE AS removed FOR EACH STATEMENT EXECUTE FUNCTION run_event_usage_removed()`);
+      FOR EACH ROW WHEN (OLD.data_bytes <> 0) EXECUTE FUNCTION run_event_usage_removed()`);
+    // What RUN_RETENTION_DAYS removes, oldest first, without reading the runs under way.
+    await q.query(`CREATE INDEX run_completed ON run (completed_at) WHERE completed_at IS NOT NULL`);
 
     // What is already stored: each row measured as the triggers measure it from now on (an UPDATE
     // that sets a column to itself fires them), after the triggers exist, so no write of a node on
@@ -78,6 +81,7 @@ export class RunUsage1764523000000 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
+    await q.query(`DROP INDEX run_completed`);
     await q.query(`DROP TRIGGER run_event_usage_removed ON run_event`);
     await q.query(`DROP TRIGGER run_event_usage_added ON run_event`);
     for (const table of ['run', 'tool_call', 'tool_call_result']) {

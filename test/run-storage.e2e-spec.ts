@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { RunStorageRepository } from '../src/runtime/run-storage.repository';
 import { RunUsageCompactor } from '../src/runtime/run-usage-compactor';
+import { RunRetentionSweeper } from '../src/runs/run-retention.service';
 import { ExecFixturesModule, FX_EXEC_SCOPE, HUGE_ROWS } from './fixtures/exec-fixtures.module';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { testRunsConfig } from './support/runs-config';
@@ -160,5 +161,35 @@ describe("an organization's runs' storage (e2e)", () => {
     const rows: { n: number }[] = await db().query(`SELECT count(*)::int AS n FROM run_usage WHERE org_id = $1`, [org.id]);
     expect(rows[0].n).toBe(1);
     expect(await storage().stored(org.id)).toBe(await rowsWeigh(org.id));
+  });
+
+  it('removes runs finished more than RUN_RETENTION_DAYS ago with their events, gives their bytes back, and keeps the rest', async () => {
+    const { org, agentId } = await orgWithAgent();
+    const old = await startRun(org, agentId, incompressible(20_000)).expect(201);
+    const recent = await startRun(org, agentId, incompressible(20_000)).expect(201);
+    await startRun(org, agentId, 'small').expect(409);
+    const sweeper = t.app.get(RunRetentionSweeper);
+    // Off by default: nothing is removed, however old.
+    await db().query(`UPDATE run SET completed_at = now() - interval '10 days' WHERE id = $1`, [old.body.id]);
+    expect(await sweeper.sweepOnce()).toBe(0);
+
+    t.config.runs.retentionMs = 7 * 86_400_000;
+    try {
+      expect(await sweeper.sweepOnce()).toBe(1);
+    } finally {
+      t.config.runs.retentionMs = undefined;
+    }
+    await t.http
+      .get(`/api/v1/runs/${old.body.id}`)
+      .set(...bearer(org.keys.viewer))
+      .expect(404);
+    expect((await db().query(`SELECT count(*)::int AS n FROM run_event WHERE run_id = $1`, [old.body.id]))[0].n).toBe(0);
+    await t.http
+      .get(`/api/v1/runs/${recent.body.id}`)
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
+    expect(await storage().stored(org.id)).toBe(await rowsWeigh(org.id));
+    expect(await storage().stored(org.id)).toBeLessThan(LIMIT);
+    await startRun(org, agentId, 'small').expect(201);
   });
 });

@@ -82,6 +82,13 @@ describe('environment', () => {
     expect(() => parseEnvironment({ TRUST_PROXY: value })).toThrow(/TRUST_PROXY:/);
   });
 
+  it('keeps finished runs for good unless RUN_RETENTION_DAYS says how many days', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).runs.retentionMs).toBe(0);
+    expect(resolveConfig({ DATA_DIR: dir, RUN_RETENTION_DAYS: ' 90 ' }).runs.retentionMs).toBe(90 * 86_400_000);
+    for (const value of ['-1', '1.5', 'month', '36501']) expect(() => parseEnvironment({ RUN_RETENTION_DAYS: value })).toThrow(/RUN_RETENTION_DAYS:/);
+  });
+
   it('parses numbers and keeps given values', () => {
     const env = parseEnvironment({
       PORT: '8080',

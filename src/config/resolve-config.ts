@@ -89,6 +89,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       modelRetries: e.RUN_MODEL_RETRIES,
       modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,
+      retentionMs: e.RUN_RETENTION_DAYS * 86_400_000,
     },
     corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
     events: {

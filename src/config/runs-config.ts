@@ -85,6 +85,17 @@ export class RunsVariables extends EgressVariables {
   @Min(1000)
   @Max(3_600_000)
   RUN_MODEL_TIMEOUT_MS: number = 120_000;
+
+  /**
+   * Days a finished run (its transcript and events) is kept after it ended; 0: for good. Its tool
+   * calls and the audit log stay: they are the record of what was done, the run is how it came about.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  RUN_RETENTION_DAYS: number = 0;
 }
 
 export interface RunsConfig {
@@ -99,6 +110,8 @@ export interface RunsConfig {
   modelRetries: number;
   modelRetryBaseMs: number;
   modelTimeoutMs: number;
+  /** How long a finished run is kept (RUN_RETENTION_DAYS); unset or 0: for good. */
+  retentionMs?: number;
 }
 
 export const DEFAULT_RUNS_CONFIG: RunsConfig = {

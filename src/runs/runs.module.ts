@@ -9,6 +9,7 @@ import { ModelProvidersRepository } from './model-providers.repository';
 import { ModelProvidersService } from './model-providers.service';
 import { RevokedKeyRuns } from './revoked-key-runs';
 import { RunEngine } from './run-engine.service';
+import { RunRetentionSweeper } from './run-retention.service';
 import { RunSignals } from './run-signals';
 import { RunWorker } from './run-worker.service';
 import { RunsController } from './runs.controller';
@@ -25,6 +26,7 @@ import { RunsService } from './runs.service';
     ModelProvidersService,
     RevokedKeyRuns,
     RunEngine,
+    RunRetentionSweeper,
     RunSignals,
     RunWorker,
     RunsRepository,

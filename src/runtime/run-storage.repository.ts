@@ -36,9 +36,30 @@ export class RunStorageRepository {
     const stored = await this.stored(orgId);
     if (stored >= this.maxBytes) {
       throw ApiError.conflict(
-        `This organization's runs and tool calls hold ${stored} bytes (inputs, transcripts, answers, run events and tool results) of the ${this.maxBytes} they may store (RUNS_MAX_BYTES_PER_ORG); no run was started. Ask the operator for more.`,
+        `This organization's runs and tool calls hold ${stored} bytes (inputs, transcripts, answers, run events and tool results) of the ${this.maxBytes} they may store (RUNS_MAX_BYTES_PER_ORG); no run was started. Ask the operator for more, or to keep finished runs for fewer days (RUN_RETENTION_DAYS).`,
       );
     }
+  }
+
+  /**
+   * Removes at most `batch` runs that ended more than `retentionMs` ago, with their events (their
+   * tool calls stay: the record of what was done); how many. Here rather than in RunsRepository
+   * because it is about what is stored: a finished run no longer changes, and the triggers give its
+   * bytes back. Nodes removing at once skip each other's runs.
+   */
+  async deleteFinishedRuns(retentionMs: number, batch: number): Promise<number> {
+    const [, count]: [unknown[], number] = await this.dataSource.query(
+      `WITH doomed AS (
+         SELECT id FROM run
+          WHERE completed_at < now() - $1 * interval '1 millisecond' AND status IN ('succeeded', 'failed', 'cancelled')
+          ORDER BY completed_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       ), events AS (
+         DELETE FROM run_event WHERE run_id = ANY (ARRAY(SELECT id FROM doomed))
+       )
+       DELETE FROM run WHERE id = ANY (ARRAY(SELECT id FROM doomed))`,
+      [retentionMs, batch],
+    );
+    return count;
   }
 
   /**
