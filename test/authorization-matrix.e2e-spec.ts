@@ -83,6 +83,7 @@ const MATRIX: Record<string, string> = {
   'PUT /api/v1/model-providers/:id/api-key': '401  403    403     403   403      ok    404     403',
   'POST /api/v1/agents/:agentId/runs': '401  403    ok      ok    403      ok    404     403',
   'GET /api/v1/runs': '401  ok     ok      ok    ok       ok    ok      403',
+  'GET /api/v1/principals': '401  ok     ok      403   ok       ok    ok      403',
   'GET /api/v1/runs/:id': '401  ok     ok      ok    ok       ok    404     403',
   'GET /api/v1/runs/:id/events': '401  ok     ok      ok    ok       ok    404     403',
   'POST /api/v1/runs/:id/cancel': '401  403    ok      ok    403      ok    404     403',

@@ -266,6 +266,8 @@ describe('the Builder console in a browser (e2e)', () => {
     await item.waitFor({ timeout: 20_000 });
     await item.getByRole('heading', { name: 'remember for Note taker' }).waitFor();
     expect(await item.innerText()).toMatch(/Note taker[\s\S]*mutating[\s\S]*side effects/);
+    // Who asked, by the key's name (GET /principals), not its id.
+    await item.getByText('agent (key)').waitFor();
     if (SCREENSHOTS) await page.screenshot({ path: join(__dirname, '..', 'docs', 'console-approvals.png'), fullPage: false });
     await item.getByRole('button', { name: 'Approve' }).click();
     await item.waitFor({ state: 'detached', timeout: 20_000 });
@@ -275,7 +277,13 @@ describe('the Builder console in a browser (e2e)', () => {
       (c) => c.status !== 'running' && c.status !== 'pending_approval',
     );
     expect(toolCall.status).toBe('succeeded');
-    await page.getByRole('table', { name: 'Recently decided approvals' }).getByRole('row').filter({ hasText: 'approved' }).first().waitFor();
+    await page
+      .getByRole('table', { name: 'Recently decided approvals' })
+      .getByRole('row')
+      .filter({ hasText: 'approved' })
+      .filter({ hasText: 'approver (key)' })
+      .first()
+      .waitFor();
 
     await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
       .send({ tool: 'forget', arguments: { memoryId: '00000000-0000-4000-8000-000000000000' } })

@@ -3,6 +3,12 @@ import { MeController } from './me.controller';
 import { OrgsController } from './orgs.controller';
 import { OrgsRepository } from './orgs.repository';
 import { OrgsService } from './orgs.service';
+import { PrincipalsController } from './principals.controller';
+import { PrincipalsRepository } from './principals.repository';
 
-@Module({ controllers: [OrgsController, MeController], providers: [OrgsService, OrgsRepository], exports: [OrgsService] })
+@Module({
+  controllers: [OrgsController, MeController, PrincipalsController],
+  providers: [OrgsService, OrgsRepository, PrincipalsRepository],
+  exports: [OrgsService],
+})
 export class OrgsModule {}

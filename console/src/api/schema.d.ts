@@ -829,6 +829,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/principals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Name the organization's keys and people that records hold by id
+         * @description Ids of another organization, and unknown ones, are left out of `items`.
+         */
+        get: operations["listPrincipals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/runs": {
         parameters: {
             query?: never;
@@ -1836,6 +1856,26 @@ export interface components {
             name: string;
             scopes: string[];
             slug: string;
+        };
+        PrincipalList: {
+            /** @description The ids that name one of the organization's keys or people; others (another organization's, unknown) are left out. */
+            items: components["schemas"]["PrincipalView"][];
+        };
+        PrincipalView: {
+            /** Format: uuid */
+            id: string;
+            /** @description The key's name, or the person's `sub` as the identity provider sent it. */
+            name: string;
+            /**
+             * Format: date-time
+             * @description When the key was revoked (keys only).
+             */
+            revokedAt?: string;
+            /**
+             * @description An API key of the organization, or a person who signed in through the identity provider.
+             * @enum {string}
+             */
+            type: "api_key" | "oidc";
         };
         PriorMessageDto: {
             content: string;
@@ -6633,6 +6673,72 @@ export interface operations {
                 headers: {
                     /** @description On a refused content coding: `identity`, the only one accepted. */
                     "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listPrincipals: {
+        parameters: {
+            query: {
+                /** @description Comma-separated ids (UUIDs, any letter case) as records hold them: `requestedBy`, `decidedBy`, `publishedBy`; 1 to 100. */
+                ids: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PrincipalList"];
+                };
+            };
+            /** @description The body or the query is invalid (`invalid_request`); `errors[]` names each problem by `path`. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

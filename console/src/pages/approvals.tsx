@@ -1,6 +1,6 @@
 import { useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { ShortId } from '../components/actor';
+import { PrincipalName, usePrincipalNames } from '../components/actor';
 import { Alert, formatTime, JsonView, Status, useLoad, visibleJson } from '../components/feedback';
 import { useLiveUpdates } from '../events';
 import { PageTitle } from '../router';
@@ -38,6 +38,7 @@ export function ApprovalsPage() {
   }, [catalog.data]);
   const decided = (recent.data?.items ?? []).filter((a) => a.status !== 'pending');
   const items = pending.data?.items ?? [];
+  const names = usePrincipalNames([...items.map((a) => a.requestedBy), ...decided.map((a) => a.decidedBy)]);
 
   return (
     <>
@@ -55,6 +56,7 @@ export function ApprovalsPage() {
             <PendingApproval
               key={a.id}
               approval={a}
+              names={names}
               agentName={agentName.get(a.agentId) ?? a.agentId}
               risk={riskOf.get(`${a.capabilityId}/${a.toolId}`)}
               onDecided={(message) => {
@@ -92,7 +94,7 @@ export function ApprovalsPage() {
                     {a.status}
                     {a.approvedArgumentsHash ? ' (edited arguments)' : ''}
                   </td>
-                  <td>{a.decidedBy ? <ShortId id={a.decidedBy} /> : '—'}</td>
+                  <td>{a.decidedBy ? <PrincipalName id={a.decidedBy} names={names} /> : '—'}</td>
                   <td>{formatTime(a.decidedAt ?? a.expiresAt)}</td>
                   <td>{a.note}</td>
                 </tr>
@@ -107,11 +109,13 @@ export function ApprovalsPage() {
 
 function PendingApproval({
   approval: a,
+  names,
   agentName,
   risk,
   onDecided,
 }: {
   approval: Approval;
+  names: ReadonlyMap<string, Schemas['PrincipalView']>;
   agentName: string;
   risk?: string;
   onDecided(message: string): void;
@@ -194,7 +198,7 @@ function PendingApproval({
         <dd>{REASONS[a.reason] ?? a.reason}</dd>
         <dt>Requested</dt>
         <dd>
-          {formatTime(a.createdAt)} by <ShortId id={a.requestedBy} />
+          {formatTime(a.createdAt)} by <PrincipalName id={a.requestedBy} names={names} />
         </dd>
         <dt>Expires</dt>
         <dd>{formatTime(a.expiresAt)}</dd>

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { ok } from '../api/client';
-import { ShortId } from '../components/actor';
+import { PrincipalName, usePrincipalNames } from '../components/actor';
 import { Alert, formatTime, JsonView, useLoad } from '../components/feedback';
 import { useSession } from '../session';
 
@@ -9,6 +9,7 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
   const { api } = useSession();
   const versions = useLoad(() => ok(api.GET('/api/v1/agents/{agentId}/versions', { params: { path: { agentId }, query: { limit: 200 } } })), [api, agentId]);
   const [chosen, setChosen] = useState<number>();
+  const names = usePrincipalNames(versions.data?.items.map((v) => v.publishedBy) ?? []);
   if (versions.error) return <Alert>{versions.error}</Alert>;
   if (!versions.data) return <p className="muted">Loading…</p>;
   const items = versions.data.items;
@@ -35,7 +36,7 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
               <td>{v.version}</td>
               <td>{formatTime(v.publishedAt)}</td>
               <td>
-                <ShortId id={v.publishedBy} />
+                <PrincipalName id={v.publishedBy} names={names} />
               </td>
               <td>
                 {v.drift.length === 0 ? (

@@ -9,6 +9,7 @@ import type { OidcPrincipal } from '../principal';
 import { ClaimError, mapClaims, principalIdOf } from './oidc-claims';
 import { KeysUnavailableError, OidcKeyStore } from './oidc-keys';
 import { OidcOrgsRepository } from './oidc-orgs.repository';
+import { PeopleRepository } from './people.repository';
 import { notAnAccessToken } from './token-type';
 
 /** Asymmetric algorithms only: `none` and HMAC (whose key would be public) never verify a token. */
@@ -34,6 +35,7 @@ export class OidcAuthenticator {
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly egress: EgressService,
     private readonly orgs: OidcOrgsRepository,
+    private readonly people: PeopleRepository,
   ) {
     this.oidc = config.oidc;
     if (this.oidc) {
@@ -86,9 +88,11 @@ export class OidcAuthenticator {
     }
     const org = await this.orgs.findByIdOrSlug(claims.orgRef);
     if (!org) throw ApiError.unauthorized("The token's organization is not known here.");
+    const id = principalIdOf(oidc.issuer, claims.subject);
+    await this.people.seen(org.id, id, claims.subject);
     return {
       type: 'oidc',
-      id: principalIdOf(oidc.issuer, claims.subject),
+      id,
       subject: claims.subject,
       orgId: org.id,
       roles: claims.roles,

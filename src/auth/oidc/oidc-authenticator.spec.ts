@@ -7,6 +7,7 @@ import { ApiError } from '../../common/api-error';
 import { EgressService } from '../../egress/egress.service';
 import { OidcAuthenticator } from './oidc-authenticator.service';
 import type { OidcOrgsRepository } from './oidc-orgs.repository';
+import type { PeopleRepository } from './people.repository';
 
 const AUDIENCE = 'https://gateway.test/api';
 const EGRESS_TIMEOUT_MS = 300;
@@ -61,6 +62,8 @@ describe('OidcAuthenticator against a provider that misbehaves after its headers
   let egress: EgressService;
   let authenticator: OidcAuthenticator;
   const orgs = { findByIdOrSlug: async () => ({ id: 'org-1', scopes: [] }) } as unknown as OidcOrgsRepository;
+  // The directory's writes are tested end to end (test/principals.e2e-spec.ts); here only that nothing else changes.
+  const people = { seen: async () => undefined } as unknown as PeopleRepository;
   const configWith = (requestTimeoutMs: number) =>
     testConfig({
       egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs },
@@ -80,7 +83,7 @@ describe('OidcAuthenticator against a provider that misbehaves after its headers
     idp = await provider();
     const config = configWith(EGRESS_TIMEOUT_MS);
     egress = new EgressService(config);
-    authenticator = new OidcAuthenticator(config, egress, orgs);
+    authenticator = new OidcAuthenticator(config, egress, orgs, people);
   });
   afterAll(async () => {
     await egress.onModuleDestroy();
@@ -112,7 +115,7 @@ describe('OidcAuthenticator against a provider that misbehaves after its headers
   });
 
   it('a discovery document past 512 KiB is refused once that much is read, and its socket is closed', async () => {
-    const fresh = new OidcAuthenticator(configWith(5000), egress, orgs);
+    const fresh = new OidcAuthenticator(configWith(5000), egress, orgs, people);
     idp.state.mode = 'flood';
     const err = await refusal(fresh.authenticate(await idp.token()));
     expect(err.code).toBe('service_unavailable');

@@ -1,6 +1,7 @@
 import { Global, Module } from '@nestjs/common';
 import { OidcAuthenticator } from './oidc-authenticator.service';
 import { OidcOrgsRepository } from './oidc-orgs.repository';
+import { PeopleRepository } from './people.repository';
 import { ProtectedResourceController } from './protected-resource.controller';
 import { ResourceChallenge } from './resource-challenge.service';
 
@@ -8,7 +9,7 @@ import { ResourceChallenge } from './resource-challenge.service';
 @Global()
 @Module({
   controllers: [ProtectedResourceController],
-  providers: [OidcAuthenticator, OidcOrgsRepository, ResourceChallenge],
+  providers: [OidcAuthenticator, OidcOrgsRepository, PeopleRepository, ResourceChallenge],
   exports: [OidcAuthenticator, ResourceChallenge],
 })
 export class OidcModule {}
