@@ -9,10 +9,11 @@ import { useLoad } from './feedback';
  * and with its spaces kept: subjects of one provider share long prefixes (every Auth0 user's starts
  * `auth0|`), so any cut showed two people as one.
  */
-export function Actor({ type, id, label = type }: { type: string; id: string; label?: string }) {
+export function Actor({ type, id, label = type, names }: { type: string; id: string; label?: string; names?: ReadonlyMap<string, Principal> }) {
+  const key = type === 'api_key' ? names?.get(id) : undefined;
   return (
     <>
-      {label} {type === 'oidc' ? <code className="subject">{id}</code> : <ShortId id={id} />}
+      {label} {type === 'oidc' ? <code className="subject">{id}</code> : key ? <KeyName id={id} principal={key} /> : <ShortId id={id} />}
     </>
   );
 }
@@ -62,10 +63,14 @@ export function PrincipalName({ id, names }: { id: string; names: ReadonlyMap<st
       </code>
     );
   }
+  return <KeyName id={id} principal={p} />;
+}
+
+function KeyName({ id, principal }: { id: string; principal: Principal }) {
   return (
-    <span title={`API key ${id}`}>
-      {visible(p.name)}
-      {p.revokedAt ? ' (revoked key)' : ' (key)'}
+    <span title={id}>
+      {visible(principal.name)}
+      {principal.revokedAt ? ' (revoked key)' : ' (key)'}
     </span>
   );
 }

@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { messageOf, ok, type Schemas } from '../api/client';
 import { AUDIT_EVENT_TYPES as TYPES, type EventType } from '../audit-types';
-import { Actor, ShortId } from '../components/actor';
+import { Actor, ShortId, usePrincipalNames } from '../components/actor';
 import { Alert, formatTime, JsonView } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
@@ -40,6 +40,8 @@ export function AuditLogPage() {
     // A new query starts from the first page; `load` is recreated each render and is not a reason to reload.
     void load(query, null);
   }, [query]);
+
+  const names = usePrincipalNames(items.filter((e) => e.actor.type === 'api_key').map((e) => e.actor.id));
 
   const apply = (e: FormEvent) => {
     e.preventDefault();
@@ -91,7 +93,7 @@ export function AuditLogPage() {
                 <code>{e.type}</code>
               </td>
               <td>
-                <Actor type={e.actor.type} id={e.actor.id} />
+                <Actor type={e.actor.type} id={e.actor.id} names={names} />
               </td>
               <td>
                 {e.target.type} <ShortId id={e.target.id} />
