@@ -68,6 +68,7 @@ const MATRIX: Record<string, string> = {
   'PUT /api/v1/orgs/:orgId/scopes': '401  403    403     403   403      403   403     ok',
   'GET /api/v1/orgs/:orgId/api-keys': '401  403    403     403   403      ok    404     ok',
   'POST /api/v1/orgs/:orgId/api-keys': '401  403    403     403   403      ok    404     ok',
+  'GET /api/v1/orgs/:orgId/usage': '401  403    403     403   403      ok    404     ok',
   'DELETE /api/v1/orgs/:orgId/api-keys/:keyId': '401  403    403     403   403      ok    404     ok',
   'GET /api/v1/skills': '401  ok     ok      403   ok       ok    ok      403',
   'POST /api/v1/skills': '401  403    ok      403   403      ok    ok      403',

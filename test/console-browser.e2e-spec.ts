@@ -632,6 +632,9 @@ describe('the Builder console in a browser (e2e)', () => {
     await visit('runs', nav('Runs'), () => page.getByRole('button', { name: 'Start run' }).waitFor());
     await visit('webhooks', nav('Webhooks'), () => page.getByRole('button', { name: 'Create webhook' }).waitFor());
     await visit('model providers', nav('Model providers'), () => page.getByRole('button', { name: 'Connect provider' }).waitFor());
+    // The organization's bounds and what it holds of them: the skill and collection made above are counted.
+    await visit('usage', nav('Usage'), () => page.getByRole('row', { name: /^Skills \d[\d,]* 1,000/ }).waitFor());
+    expect(await page.getByRole('row', { name: /Runs and tool calls/ }).innerText()).toMatch(/10 GiB[\s\S]*RUNS_MAX_BYTES_PER_ORG/);
     await context.close();
 
     expect(Object.entries(found).filter(([, problems]) => problems.length > 0)).toEqual([]);

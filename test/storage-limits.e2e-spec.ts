@@ -176,4 +176,31 @@ describe('storage limits per organization (e2e)', () => {
     expect(answers.find((a) => a.status === 409)!.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('at most 3 skills') });
     await addSkill(other, 'theirs').expect(201);
   });
+
+  it("tells the organization's admin what it holds of each bound, and nobody else", async () => {
+    const o = await createOrg(t);
+    // 10 bytes of text, a one-byte title and `{}` of metadata.
+    await addDocument(o, await collection(o), 'x'.repeat(10)).expect(201);
+    await addSkill(o, 'one').expect(201);
+    const usage = await t.http
+      .get(`/api/v1/orgs/${o.id}/usage`)
+      .set(...bearer(o.keys.admin))
+      .expect(200);
+    expect(usage.body.items).toEqual([
+      { id: 'knowledge', unit: 'bytes', used: 13, limit: 100, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
+      { id: 'agents', unit: 'bytes', used: 0, limit: 4000, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
+      { id: 'runs', unit: 'bytes', used: 0, limit: 1e9, setting: 'RUNS_MAX_BYTES_PER_ORG' },
+      { id: 'skills', unit: 'items', used: 1, limit: 3, setting: 'SKILLS_MAX_PER_ORG' },
+      // The five keys of the roles the test made.
+      { id: 'api_keys', unit: 'items', used: 5, limit: 1000, setting: 'fixed' },
+    ]);
+    await t.http
+      .get(`/api/v1/orgs/${o.id}/usage`)
+      .set(...bearer(other.keys.admin))
+      .expect(404);
+    await t.http
+      .get(`/api/v1/orgs/${o.id}/usage`)
+      .set(...bearer(o.keys.viewer))
+      .expect(403);
+  });
 });

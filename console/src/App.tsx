@@ -12,6 +12,7 @@ import { KnowledgePage } from './pages/knowledge';
 import { McpServersPage } from './pages/mcp-servers';
 import { ModelProvidersPage } from './pages/model-providers';
 import { canReadRuns, RunPage, RunsPage } from './pages/runs';
+import { UsagePage } from './pages/usage';
 import { WebhooksPage } from './pages/webhooks';
 import { SkillsPage } from './pages/skills';
 import { Link, match, PageTitle, Redirect, usePath } from './router';
@@ -117,6 +118,7 @@ function Shell({ session }: { session: Session }) {
     { to: '/audit-log', label: 'Audit log', show: can(me, 'admin') },
     { to: '/api-keys', label: 'API keys', show: can(me, 'admin') },
     { to: '/webhooks', label: 'Webhooks', show: can(me, 'admin') },
+    { to: '/usage', label: 'Usage', show: can(me, 'admin') },
   ];
   const visible = nav.filter((n) => n.show);
   return (
@@ -175,6 +177,7 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   if (match('/webhooks', path) && can(me, 'admin')) return <WebhooksPage />;
   if (match('/audit-log', path) && can(me, 'admin')) return <AuditLogPage />;
   if (match('/api-keys', path) && can(me, 'admin')) return <ApiKeysPage />;
+  if (match('/usage', path) && can(me, 'admin')) return <UsagePage />;
   return (
     <>
       <PageTitle>Not found</PageTitle>

@@ -8,6 +8,7 @@ import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { ApiKeyPage, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgPage, OrgView, UpdateScopesDto } from './orgs.dto';
 import { OrgsService } from './orgs.service';
+import { UsageView } from './usage.dto';
 
 @ApiTags('organizations')
 @Controller('api/v1/orgs')
@@ -66,6 +67,19 @@ export class OrgsController {
   @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
   listKeys(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Query() query: PageQuery): Promise<ApiKeyPage> {
     return this.orgs.listKeys(ctx, orgId, query);
+  }
+
+  @Get(':orgId/usage')
+  @Access('platform', 'admin')
+  @ApiOperation({
+    summary: 'What the organization holds of each bound it is held to',
+    description:
+      'Knowledge, agents and runs in bytes as their bounds count them, skills and API keys (not revoked) in number; each with its bound and the setting that sets it.',
+  })
+  @ApiOkResponse({ type: UsageView })
+  @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  usage(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string): Promise<UsageView> {
+    return this.orgs.usage(ctx, orgId);
   }
 
   @Delete(':orgId/api-keys/:keyId')

@@ -5,10 +5,11 @@ import { OrgsRepository } from './orgs.repository';
 import { OrgsService } from './orgs.service';
 import { PrincipalsController } from './principals.controller';
 import { PrincipalsRepository } from './principals.repository';
+import { UsageRepository } from './usage.repository';
 
 @Module({
   controllers: [OrgsController, MeController, PrincipalsController],
-  providers: [OrgsService, OrgsRepository, PrincipalsRepository],
+  providers: [OrgsService, OrgsRepository, PrincipalsRepository, UsageRepository],
   exports: [OrgsService],
 })
 export class OrgsModule {}

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
@@ -10,6 +10,10 @@ import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
 import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView } from './orgs.dto';
 import { OrgRow, OrgsRepository } from './orgs.repository';
+import { UsageView } from './usage.dto';
+import { UsageRepository } from './usage.repository';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 
 /**
  * Keys an organization may hold unrevoked. One admin key made 1,200 in 10 s (attack round 9): each
@@ -25,6 +29,8 @@ export class OrgsService {
     private readonly audit: AuditService,
     private readonly keys: ApiKeysRepository,
     private readonly revocations: ApiKeyRevocations,
+    private readonly usageOf: UsageRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   async create(ctx: RequestContext, dto: CreateOrgDto): Promise<OrgView> {
@@ -125,6 +131,23 @@ export class OrgsService {
       return this.revocations.revoked(m, { orgId, keyId, actor });
     });
     committed?.();
+  }
+
+  /** Each bound the organization is held to, with what it holds of it. */
+  async usage(ctx: RequestContext, orgId: string): Promise<UsageView> {
+    this.assertReach(ctx, orgId);
+    if (!(await this.orgs.exists(orgId))) throw ApiError.notFound('organization');
+    const used = await this.usageOf.of(orgId);
+    const limits = this.config.storage ?? DEFAULT_STORAGE_LIMITS;
+    return {
+      items: [
+        { id: 'knowledge', unit: 'bytes', used: Number(used.knowledge), limit: limits.knowledgeBytesPerOrg, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
+        { id: 'agents', unit: 'bytes', used: Number(used.agents), limit: limits.agentBytesPerOrg, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
+        { id: 'runs', unit: 'bytes', used: Number(used.runs), limit: limits.runBytesPerOrg, setting: 'RUNS_MAX_BYTES_PER_ORG' },
+        { id: 'skills', unit: 'items', used: used.skills, limit: limits.skillsPerOrg, setting: 'SKILLS_MAX_PER_ORG' },
+        { id: 'api_keys', unit: 'items', used: used.api_keys, limit: MAX_ACTIVE_API_KEYS_PER_ORG, setting: 'fixed' },
+      ],
+    };
   }
 
   private assertReach(ctx: RequestContext, orgId: string): void {

@@ -829,6 +829,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/orgs/{orgId}/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * What the organization holds of each bound it is held to
+         * @description Knowledge, agents and runs in bytes as their bounds count them, skills and API keys (not revoked) in number; each with its bound and the setting that sets it.
+         */
+        get: operations["usageOrgs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/principals": {
         parameters: {
             query?: never;
@@ -2152,6 +2172,21 @@ export interface components {
         };
         UpdateScopesDto: {
             scopes: string[];
+        };
+        UsageMeterView: {
+            /** @enum {string} */
+            id: "knowledge" | "agents" | "runs" | "skills" | "api_keys";
+            /** @description The bound; past it new writes of this kind are `409 conflict`. */
+            limit: number;
+            /** @description The setting (environment variable) that sets the bound, or `fixed`. */
+            setting: string;
+            /** @enum {string} */
+            unit: "bytes" | "items";
+            /** @description What the organization holds now, as the bound counts it. */
+            used: number;
+        };
+        UsageView: {
+            items: components["schemas"]["UsageMeterView"][];
         };
         ValidationResultView: {
             /** @description At most 50 problems; `errorsOmitted` counts the rest. */
@@ -6673,6 +6708,71 @@ export interface operations {
                 headers: {
                     /** @description On a refused content coding: `identity`, the only one accepted. */
                     "Accept-Encoding"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many requests for this key, organization or address (`rate_limited`); retry after `Retry-After` seconds. Limits are per window (`RATE_LIMIT_WINDOW_SECONDS`). A key's or organization's limit also sends `RateLimit-*` (`RateLimit-Remaining` 0), as every answer to an authenticated request does, so a client can slow down before this answer; the per-address limit on failed sign-ins sends `Retry-After` only. */
+            429: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    usageOrgs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                orgId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UsageView"];
+                };
+            };
+            /** @description Missing, unknown or revoked token (`unauthorized`). */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The token's roles do not allow this action (`forbidden`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No such organization, or not yours (`not_found`). */
+            404: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {

@@ -1,0 +1,17 @@
+import { ApiProperty } from '@nestjs/swagger';
+
+export const USAGE_METERS = ['knowledge', 'agents', 'runs', 'skills', 'api_keys'] as const;
+export type UsageMeterId = (typeof USAGE_METERS)[number];
+
+/** One bound an organization is held to, and how much of it is used. */
+export class UsageMeterView {
+  @ApiProperty({ enum: USAGE_METERS }) id: UsageMeterId;
+  @ApiProperty({ enum: ['bytes', 'items'] }) unit: 'bytes' | 'items';
+  @ApiProperty({ description: 'What the organization holds now, as the bound counts it.' }) used: number;
+  @ApiProperty({ description: 'The bound; past it new writes of this kind are `409 conflict`.' }) limit: number;
+  @ApiProperty({ description: 'The setting (environment variable) that sets the bound, or `fixed`.', example: 'RUNS_MAX_BYTES_PER_ORG' }) setting: string;
+}
+
+export class UsageView {
+  @ApiProperty({ type: [UsageMeterView] }) items: UsageMeterView[];
+}

@@ -1,0 +1,28 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+
+export interface UsageRow {
+  knowledge: string;
+  agents: string;
+  runs: string;
+  skills: number;
+  api_keys: number;
+}
+
+/** What an organization holds of each bounded kind, as its bound counts it (the totals the database keeps, and counts). */
+@Injectable()
+export class UsageRepository {
+  constructor(private readonly dataSource: DataSource) {}
+
+  async of(orgId: string): Promise<UsageRow> {
+    const [row]: UsageRow[] = await this.dataSource.query(
+      `SELECT coalesce((SELECT bytes FROM knowledge_usage WHERE org_id = $1), 0)::text AS knowledge,
+              coalesce((SELECT bytes FROM agent_usage WHERE org_id = $1), 0)::text AS agents,
+              (SELECT coalesce(sum(bytes), 0) FROM run_usage WHERE org_id = $1)::text AS runs,
+              (SELECT count(*) FROM skill WHERE org_id = $1)::int AS skills,
+              (SELECT count(*) FROM api_key WHERE org_id = $1 AND revoked_at IS NULL)::int AS api_keys`,
+      [orgId],
+    );
+    return row;
+  }
+}
