@@ -42,15 +42,30 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
   });
 
-  it("bounds an organization's stored documents and agents at 1 GiB each and its skills at 1,000 unless told otherwise", () => {
+  it("bounds an organization's stored documents and agents at 1 GiB each, its skills and collections at 1,000 and its documents at a million unless told otherwise", () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
-    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({ knowledgeBytesPerOrg: 1024 ** 3, agentBytesPerOrg: 1024 ** 3, skillsPerOrg: 1000 });
+    expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({
+      knowledgeBytesPerOrg: 1024 ** 3,
+      agentBytesPerOrg: 1024 ** 3,
+      skillsPerOrg: 1000,
+      knowledgeCollectionsPerOrg: 1000,
+      knowledgeDocumentsPerOrg: 1_000_000,
+    });
     expect(
-      resolveConfig({ DATA_DIR: dir, KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000', AGENTS_MAX_BYTES_PER_ORG: '2048', SKILLS_MAX_PER_ORG: ' 5 ' }).storage,
+      resolveConfig({
+        DATA_DIR: dir,
+        KNOWLEDGE_MAX_BYTES_PER_ORG: '10000000000',
+        AGENTS_MAX_BYTES_PER_ORG: '2048',
+        SKILLS_MAX_PER_ORG: ' 5 ',
+        KNOWLEDGE_MAX_COLLECTIONS_PER_ORG: '7',
+        KNOWLEDGE_MAX_DOCUMENTS_PER_ORG: '20000',
+      }).storage,
     ).toEqual({
       knowledgeBytesPerOrg: 10_000_000_000,
       agentBytesPerOrg: 2048,
       skillsPerOrg: 5,
+      knowledgeCollectionsPerOrg: 7,
+      knowledgeDocumentsPerOrg: 20_000,
     });
   });
 
@@ -83,6 +98,8 @@ describe('environment', () => {
     ['AGENTS_MAX_BYTES_PER_ORG', 'lots'],
     ['SKILLS_MAX_PER_ORG', '0'],
     ['SKILLS_MAX_PER_ORG', '1000001'],
+    ['KNOWLEDGE_MAX_COLLECTIONS_PER_ORG', '0'],
+    ['KNOWLEDGE_MAX_DOCUMENTS_PER_ORG', 'many'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '3600001'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '1.5'],

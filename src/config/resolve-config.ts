@@ -46,7 +46,13 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
-    storage: { knowledgeBytesPerOrg: e.KNOWLEDGE_MAX_BYTES_PER_ORG, agentBytesPerOrg: e.AGENTS_MAX_BYTES_PER_ORG, skillsPerOrg: e.SKILLS_MAX_PER_ORG },
+    storage: {
+      knowledgeBytesPerOrg: e.KNOWLEDGE_MAX_BYTES_PER_ORG,
+      agentBytesPerOrg: e.AGENTS_MAX_BYTES_PER_ORG,
+      skillsPerOrg: e.SKILLS_MAX_PER_ORG,
+      knowledgeCollectionsPerOrg: e.KNOWLEDGE_MAX_COLLECTIONS_PER_ORG,
+      knowledgeDocumentsPerOrg: e.KNOWLEDGE_MAX_DOCUMENTS_PER_ORG,
+    },
     rateLimit: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
       perKey: e.RATE_LIMIT_PER_KEY,
