@@ -16,6 +16,7 @@ describe('environment', () => {
       logLevel: 'info',
       toolTimeoutMs: 30000,
       mcpApprovalWaitSeconds: 45,
+      mcpHeldCallsPerOrg: 64,
     });
     expect(config.databaseUrl).toBeUndefined();
   });
@@ -97,6 +98,7 @@ describe('environment', () => {
     ['AGENTS_MAX_BYTES_PER_ORG', '0'],
     ['AGENTS_MAX_BYTES_PER_ORG', 'lots'],
     ['SKILLS_MAX_PER_ORG', '0'],
+    ['MCP_HELD_CALLS_PER_ORG', '-1'],
     ['SKILLS_MAX_PER_ORG', '1000001'],
     ['KNOWLEDGE_MAX_COLLECTIONS_PER_ORG', '0'],
     ['KNOWLEDGE_MAX_DOCUMENTS_PER_ORG', 'many'],
