@@ -90,6 +90,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       modelRetries: e.RUN_MODEL_RETRIES,
       modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,
+      waitsPerOrg: e.RUN_WAITS_PER_ORG,
     },
     corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
     events: {

@@ -85,6 +85,19 @@ export class RunsVariables extends EgressVariables {
   @Min(1000)
   @Max(3_600_000)
   RUN_MODEL_TIMEOUT_MS: number = 120_000;
+
+  /**
+   * `POST /agents/{id}/runs` with `Prefer: wait` answered after a wait, of one organization at once
+   * on a node; past it the run is answered at once. Each wait keeps a connection of
+   * HTTP_MAX_CONNECTIONS for up to 60 s: unbounded, one organization's 2,000 runs on a provider
+   * that never answered kept every other client, health checks included, out (attack round 10).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(100_000)
+  RUN_WAITS_PER_ORG: number = 64;
 }
 
 export interface RunsConfig {
@@ -99,6 +112,8 @@ export interface RunsConfig {
   modelRetries: number;
   modelRetryBaseMs: number;
   modelTimeoutMs: number;
+  /** RUN_WAITS_PER_ORG (64 when unset): `Prefer: wait` answers of one organization a node holds at once. */
+  waitsPerOrg?: number;
 }
 
 export const DEFAULT_RUNS_CONFIG: RunsConfig = {

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { CredentialWatch } from '../auth/credential-watch.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DecisionWaiter } from '../runtime/decision-waiter.service';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -28,7 +29,7 @@ export class McpHeldCalls implements OnModuleInit {
   /** Aborted when the HTTP server starts to close: waits end at once and answer "still pending". */
   private readonly closing = new AbortController();
   /** Calls held now, per organization (MCP_HELD_CALLS_PER_ORG). */
-  private readonly heldByOrg = new Map<string, number>();
+  private readonly holds = new OrgHolds(() => this.config.mcpHeldCallsPerOrg ?? DEFAULT_MCP_HELD_CALLS_PER_ORG);
 
   constructor(
     private readonly waiter: DecisionWaiter,
@@ -58,15 +59,13 @@ export class McpHeldCalls implements OnModuleInit {
     // the organization's share the call is answered "still pending" at once, which the client asks
     // again about with the same arguments, as after a wait (attack round 10: one organization's
     // 2,000 held calls kept every other client, and the health checks, out of the node).
-    const held = this.heldByOrg.get(orgId) ?? 0;
-    if (waitSeconds > 0 && held >= (this.config.mcpHeldCallsPerOrg ?? DEFAULT_MCP_HELD_CALLS_PER_ORG)) return call;
-    this.heldByOrg.set(orgId, held + 1);
+    if (waitSeconds === 0) return this.wait(principal, orgId, call, extra, gone, waitSeconds);
+    const release = this.holds.tryHold(orgId);
+    if (!release) return call;
     try {
       return await this.wait(principal, orgId, call, extra, gone, waitSeconds);
     } finally {
-      const left = (this.heldByOrg.get(orgId) ?? 1) - 1;
-      if (left > 0) this.heldByOrg.set(orgId, left);
-      else this.heldByOrg.delete(orgId);
+      release();
     }
   }
 
