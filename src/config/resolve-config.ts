@@ -45,6 +45,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     webhookMaxPendingPerEndpoint: e.WEBHOOK_MAX_PENDING_PER_ENDPOINT,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     mcpHeldCallsPerOrg: e.MCP_HELD_CALLS_PER_ORG,
+    toolCallsInFlightPerOrg: e.TOOL_CALLS_IN_FLIGHT_PER_ORG,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     storage: {

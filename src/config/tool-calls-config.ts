@@ -59,6 +59,17 @@ export class ToolCallVariables extends AuthVariables {
   @Max(100_000)
   MCP_HELD_CALLS_PER_ORG: number = 64;
 
+  /**
+   * Tool calls of one organization asked for over REST or MCP in progress at once on a node (each
+   * holds its request while the tool runs, up to TOOL_TIMEOUT_MS); past it `429 rate_limited`.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  TOOL_CALLS_IN_FLIGHT_PER_ORG: number = 128;
+
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional()
   @Transform(toInt)

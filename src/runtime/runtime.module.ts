@@ -13,6 +13,7 @@ import { DecisionWaiter } from './decision-waiter.service';
 import { IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
+import { ToolCallsInFlight } from './tool-calls-in-flight';
 import { ToolExecutor } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
 import { ToolRunner } from './tool-runner.service';
@@ -27,6 +28,7 @@ import { ToolRunner } from './tool-runner.service';
   imports: [AgentsModule, CapabilitiesModule, GovernanceModule, McpCatalogModule],
   providers: [
     ToolExecutor,
+    ToolCallsInFlight,
     ToolApprovals,
     DecisionWaiter,
     ToolCallGuards,
@@ -42,6 +44,7 @@ import { ToolRunner } from './tool-runner.service';
   ],
   exports: [
     ToolExecutor,
+    ToolCallsInFlight,
     ToolApprovals,
     DecisionWaiter,
     ToolCallsRepository,
