@@ -3,8 +3,10 @@ import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/te
 
 /**
  * What one organization may store on the volume every organization writes to: documents' text by
- * bytes (KNOWLEDGE_MAX_BYTES_PER_ORG), skills by count (SKILLS_MAX_PER_ORG). Unbounded, one
- * builder key wrote a gigabyte a minute within its rate limit (attack round 6).
+ * bytes (KNOWLEDGE_MAX_BYTES_PER_ORG) and by count (KNOWLEDGE_MAX_DOCUMENTS_PER_ORG), collections
+ * and skills by count (KNOWLEDGE_MAX_COLLECTIONS_PER_ORG, SKILLS_MAX_PER_ORG). Unbounded, one
+ * builder key wrote a gigabyte a minute within its rate limit (attack round 6), 2.3 GB of
+ * collections an hour, and empty documents of 540 bytes each counted as 3 (attack round 10).
  */
 describe('storage limits per organization (e2e)', () => {
   let t: TestApp;
@@ -12,7 +14,18 @@ describe('storage limits per organization (e2e)', () => {
   let other: TestOrg;
 
   beforeAll(async () => {
-    t = await createTestApp({ config: { storage: { knowledgeBytesPerOrg: 100, agentBytesPerOrg: 4000, runBytesPerOrg: 1e9, skillsPerOrg: 3 } } });
+    t = await createTestApp({
+      config: {
+        storage: {
+          knowledgeBytesPerOrg: 100,
+          agentBytesPerOrg: 4000,
+          runBytesPerOrg: 1e9,
+          skillsPerOrg: 3,
+          knowledgeCollectionsPerOrg: 3,
+          knowledgeDocumentsPerOrg: 5,
+        },
+      },
+    });
     org = await createOrg(t);
     other = await createOrg(t);
   });
@@ -188,6 +201,8 @@ describe('storage limits per organization (e2e)', () => {
       .expect(200);
     expect(usage.body.items).toEqual([
       { id: 'knowledge', unit: 'bytes', used: 13, limit: 100, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
+      { id: 'collections', unit: 'items', used: 1, limit: 3, setting: 'KNOWLEDGE_MAX_COLLECTIONS_PER_ORG' },
+      { id: 'documents', unit: 'items', used: 1, limit: 5, setting: 'KNOWLEDGE_MAX_DOCUMENTS_PER_ORG' },
       { id: 'agents', unit: 'bytes', used: 0, limit: 4000, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
       { id: 'runs', unit: 'bytes', used: 0, limit: 1e9, setting: 'RUNS_MAX_BYTES_PER_ORG' },
       { id: 'skills', unit: 'items', used: 1, limit: 3, setting: 'SKILLS_MAX_PER_ORG' },
@@ -202,5 +217,63 @@ describe('storage limits per organization (e2e)', () => {
       .get(`/api/v1/orgs/${o.id}/usage`)
       .set(...bearer(o.keys.viewer))
       .expect(403);
+  });
+
+  it("refuses a collection past the organization's count, also when asked for at once; a deleted one makes room", async () => {
+    const o = await createOrg(t);
+    const create = () =>
+      t.http
+        .post('/api/v1/knowledge/collections')
+        .set(...bearer(o.keys.builder))
+        .send({ name: 'Docs' });
+    const answers = await Promise.all(Array.from({ length: 6 }, create));
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 409, 409, 409]);
+    expect(answers.find((a) => a.status === 409)!.body).toMatchObject({
+      code: 'conflict',
+      detail: expect.stringContaining('at most 3 knowledge collections (KNOWLEDGE_MAX_COLLECTIONS_PER_ORG)'),
+    });
+    const listed = await t.http
+      .get('/api/v1/knowledge/collections')
+      .set(...bearer(o.keys.viewer))
+      .expect(200);
+    expect(listed.body.items).toHaveLength(3);
+    // Another organization's count is its own.
+    await collection(await createOrg(t));
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${answers.find((a) => a.status === 201)!.body.id}`)
+      .set(...bearer(o.keys.builder))
+      .expect(204);
+    await create().expect(201);
+  });
+
+  it("refuses a document past the organization's count however little it weighs, and keeps the count equal to the documents", async () => {
+    const o = await createOrg(t);
+    const [a, b] = [await collection(o), await collection(o)];
+    // Empty documents: 3 bytes each of the 100, yet rows of their own.
+    const answers = await Promise.all(Array.from({ length: 4 }, () => addDocument(o, a, '')));
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201, 201]);
+    await addDocument(o, b, '').expect(201);
+    const refused = await addDocument(o, b, '').expect(409);
+    expect(refused.body).toMatchObject({
+      code: 'conflict',
+      detail: expect.stringContaining('at most 5 knowledge documents (KNOWLEDGE_MAX_DOCUMENTS_PER_ORG)'),
+    });
+    // Another organization's count is its own.
+    const p = await createOrg(t);
+    await addDocument(p, await collection(p), '').expect(201);
+    // A deleted collection's documents free their places at once (one cascaded statement).
+    await t.http
+      .delete(`/api/v1/knowledge/collections/${a}`)
+      .set(...bearer(o.keys.builder))
+      .expect(204);
+    for (let i = 0; i < 4; i++) await addDocument(o, b, '').expect(201);
+    await addDocument(o, b, '').expect(409);
+    const [{ counted, stored }]: { counted: string; stored: string }[] = await t.app
+      .get(DataSource)
+      .query(
+        `SELECT (SELECT documents FROM knowledge_usage WHERE org_id = $1)::text AS counted, (SELECT count(*) FROM knowledge_document WHERE org_id = $1)::text AS stored`,
+        [o.id],
+      );
+    expect([counted, stored]).toEqual(['5', '5']);
   });
 });

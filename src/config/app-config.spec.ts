@@ -16,6 +16,7 @@ describe('environment', () => {
       logLevel: 'info',
       toolTimeoutMs: 30000,
       mcpApprovalWaitSeconds: 45,
+      mcpHeldCallsPerOrg: 64,
     });
     expect(config.databaseUrl).toBeUndefined();
   });
@@ -42,13 +43,15 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
   });
 
-  it("bounds an organization's stored documents and agents at 1 GiB each, its runs at 10 GiB and its skills at 1,000 unless told otherwise", () => {
+  it("bounds an organization's stored documents and agents at 1 GiB each, its runs at 10 GiB, its skills and collections at 1,000 and its documents at a million unless told otherwise", () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({
       knowledgeBytesPerOrg: 1024 ** 3,
       agentBytesPerOrg: 1024 ** 3,
       runBytesPerOrg: 10 * 1024 ** 3,
       skillsPerOrg: 1000,
+      knowledgeCollectionsPerOrg: 1000,
+      knowledgeDocumentsPerOrg: 1_000_000,
     });
     expect(
       resolveConfig({
@@ -57,12 +60,16 @@ describe('environment', () => {
         AGENTS_MAX_BYTES_PER_ORG: '2048',
         RUNS_MAX_BYTES_PER_ORG: '4096',
         SKILLS_MAX_PER_ORG: ' 5 ',
+        KNOWLEDGE_MAX_COLLECTIONS_PER_ORG: '7',
+        KNOWLEDGE_MAX_DOCUMENTS_PER_ORG: '20000',
       }).storage,
     ).toEqual({
       knowledgeBytesPerOrg: 10_000_000_000,
       agentBytesPerOrg: 2048,
       runBytesPerOrg: 4096,
       skillsPerOrg: 5,
+      knowledgeCollectionsPerOrg: 7,
+      knowledgeDocumentsPerOrg: 20_000,
     });
   });
 
@@ -117,7 +124,10 @@ describe('environment', () => {
     ['AGENTS_MAX_BYTES_PER_ORG', '0'],
     ['AGENTS_MAX_BYTES_PER_ORG', 'lots'],
     ['SKILLS_MAX_PER_ORG', '0'],
+    ['MCP_HELD_CALLS_PER_ORG', '-1'],
     ['SKILLS_MAX_PER_ORG', '1000001'],
+    ['KNOWLEDGE_MAX_COLLECTIONS_PER_ORG', '0'],
+    ['KNOWLEDGE_MAX_DOCUMENTS_PER_ORG', 'many'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '-1'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '3600001'],
     ['DATABASE_STATEMENT_TIMEOUT_MS', '1.5'],

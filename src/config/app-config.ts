@@ -39,6 +39,10 @@ export interface AppConfig {
   /** WEBHOOK_MAX_PENDING_PER_ENDPOINT: an endpoint with this many pending deliveries gets no new ones until half have drained. */
   webhookMaxPendingPerEndpoint: number;
   mcpApprovalWaitSeconds: number;
+  /** MCP_HELD_CALLS_PER_ORG (default 64 when unset): past it an MCP call needing approval is answered "still pending" at once. */
+  mcpHeldCallsPerOrg?: number;
+  /** TOOL_CALLS_IN_FLIGHT_PER_ORG (default 128 when unset): past it a REST or MCP tool call is 429 rate_limited. */
+  toolCallsInFlightPerOrg?: number;
   databasePoolSize: number;
   /** DATABASE_STATEMENT_TIMEOUT_MS for the pool's connections; unset or 0: none (tests set theirs). */
   databaseStatementTimeoutMs?: number;

@@ -85,6 +85,25 @@ export class DatabaseVariables extends HttpVariables {
   @Max(1_000_000)
   SKILLS_MAX_PER_ORG: number = DEFAULT_STORAGE_LIMITS.skillsPerOrg;
 
+  /** Knowledge collections one organization may have: each is a row of up to 8 KB that no byte bound counts. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  KNOWLEDGE_MAX_COLLECTIONS_PER_ORG: number = DEFAULT_STORAGE_LIMITS.knowledgeCollectionsPerOrg!;
+
+  /**
+   * Knowledge documents one organization may have, whatever they weigh: an empty document counts
+   * 3 bytes against KNOWLEDGE_MAX_BYTES_PER_ORG but takes about 540 on the volume (row, indexes).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000_000)
+  KNOWLEDGE_MAX_DOCUMENTS_PER_ORG: number = DEFAULT_STORAGE_LIMITS.knowledgeDocumentsPerOrg!;
+
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional()
   @Transform(emptyToUndefined)
@@ -100,12 +119,18 @@ export class DatabaseVariables extends HttpVariables {
   SECRETS_KEY_PREVIOUS?: string;
 }
 
-/** What one organization may store: KNOWLEDGE_MAX_BYTES_PER_ORG, AGENTS_MAX_BYTES_PER_ORG, RUNS_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG. */
+/**
+ * What one organization may store: KNOWLEDGE_MAX_BYTES_PER_ORG, AGENTS_MAX_BYTES_PER_ORG,
+ * RUNS_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG, KNOWLEDGE_MAX_COLLECTIONS_PER_ORG, KNOWLEDGE_MAX_DOCUMENTS_PER_ORG (the last
+ * two optional, so that a config written before them keeps its meaning with their defaults).
+ */
 export interface StorageLimits {
   knowledgeBytesPerOrg: number;
   agentBytesPerOrg: number;
   runBytesPerOrg: number;
   skillsPerOrg: number;
+  knowledgeCollectionsPerOrg?: number;
+  knowledgeDocumentsPerOrg?: number;
 }
 
 export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
@@ -113,6 +138,8 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   agentBytesPerOrg: 1024 * 1024 * 1024,
   runBytesPerOrg: 10 * 1024 * 1024 * 1024,
   skillsPerOrg: 1000,
+  knowledgeCollectionsPerOrg: 1000,
+  knowledgeDocumentsPerOrg: 1_000_000,
 };
 
 export interface SecretsConfig {

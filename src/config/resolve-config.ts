@@ -44,6 +44,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     webhookDeliveryRetentionMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
     webhookMaxPendingPerEndpoint: e.WEBHOOK_MAX_PENDING_PER_ENDPOINT,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
+    mcpHeldCallsPerOrg: e.MCP_HELD_CALLS_PER_ORG,
+    toolCallsInFlightPerOrg: e.TOOL_CALLS_IN_FLIGHT_PER_ORG,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     storage: {
@@ -51,6 +53,8 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       agentBytesPerOrg: e.AGENTS_MAX_BYTES_PER_ORG,
       runBytesPerOrg: e.RUNS_MAX_BYTES_PER_ORG,
       skillsPerOrg: e.SKILLS_MAX_PER_ORG,
+      knowledgeCollectionsPerOrg: e.KNOWLEDGE_MAX_COLLECTIONS_PER_ORG,
+      knowledgeDocumentsPerOrg: e.KNOWLEDGE_MAX_DOCUMENTS_PER_ORG,
     },
     rateLimit: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,
@@ -90,6 +94,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       modelRetryBaseMs: e.RUN_MODEL_RETRY_BASE_MS,
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,
       retentionMs: e.RUN_RETENTION_DAYS * 86_400_000,
+      waitsPerOrg: e.RUN_WAITS_PER_ORG,
     },
     corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
     events: {

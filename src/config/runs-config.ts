@@ -96,6 +96,19 @@ export class RunsVariables extends EgressVariables {
   @Min(0)
   @Max(36_500)
   RUN_RETENTION_DAYS: number = 0;
+
+  /**
+   * `POST /agents/{id}/runs` with `Prefer: wait` answered after a wait, of one organization at once
+   * on a node; past it the run is answered at once. Each wait keeps a connection of
+   * HTTP_MAX_CONNECTIONS for up to 60 s: unbounded, one organization's 2,000 runs on a provider
+   * that never answered kept every other client, health checks included, out (attack round 10).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(100_000)
+  RUN_WAITS_PER_ORG: number = 64;
 }
 
 export interface RunsConfig {
@@ -112,6 +125,8 @@ export interface RunsConfig {
   modelTimeoutMs: number;
   /** How long a finished run is kept (RUN_RETENTION_DAYS); unset or 0: for good. */
   retentionMs?: number;
+  /** RUN_WAITS_PER_ORG (64 when unset): `Prefer: wait` answers of one organization a node holds at once. */
+  waitsPerOrg?: number;
 }
 
 export const DEFAULT_RUNS_CONFIG: RunsConfig = {

@@ -46,6 +46,30 @@ export class ToolCallVariables extends AuthVariables {
   @Max(3600)
   MCP_APPROVAL_WAIT_SECONDS: number = 45;
 
+  /**
+   * MCP tool calls of one organization held open for a decision at once on a node; another is
+   * answered "still pending" at once. A held call is a connection of the node's HTTP_MAX_CONNECTIONS
+   * for up to MCP_APPROVAL_WAIT_SECONDS: unbounded, one organization's agent keys held 2,000 and
+   * every other client, health checks included, was refused for 50 s (attack round 10).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(100_000)
+  MCP_HELD_CALLS_PER_ORG: number = 64;
+
+  /**
+   * Tool calls of one organization asked for over REST or MCP in progress at once on a node (each
+   * holds its request while the tool runs, up to TOOL_TIMEOUT_MS); past it `429 rate_limited`.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  TOOL_CALLS_IN_FLIGHT_PER_ORG: number = 128;
+
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional()
   @Transform(toInt)

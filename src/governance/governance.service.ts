@@ -10,9 +10,13 @@ import { decodeCursor, DEFAULT_LIMIT, Page, pageOf, PageQuery } from '../common/
 import { DisabledToolRow, GovernanceRepository, holdSwitches, RetirementRow } from './governance.repository';
 import { ToolSwitchView } from './governance.dto';
 
-/** An MCP tool's id: `<connection name>/<tool name>` (API.md "MCP catalog"). */
-// eslint-disable-next-line no-control-regex -- control characters are exactly what a tool id may not hold
-const MCP_TOOL_ID = /^[a-z0-9][a-z0-9-]{1,62}\/[^\u0000-\u001f]{1,200}$/;
+/**
+ * An MCP tool's id: `<connection name>/<tool name>` (API.md "MCP catalog"). The tool's part is the
+ * server's name as stored, which may hold any character but U+0000 (a tab, U+0001): refusing
+ * control characters here left such a tool offered, called and impossible to disable (attack round 10).
+ */
+// eslint-disable-next-line no-control-regex -- U+0000 is the one character no stored name holds, and PostgreSQL cannot store
+const MCP_TOOL_ID = /^[a-z0-9][a-z0-9-]{1,62}\/[^\u0000]{1,200}$/;
 
 /**
  * Incident response: retiring a version and disabling a tool. Both are recorded with their audit

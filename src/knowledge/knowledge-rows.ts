@@ -86,3 +86,11 @@ export function storageFull(stored: number, adding: number, max: number): ApiErr
     `This organization's knowledge holds ${stored} bytes (documents' text, titles and metadata) of the ${max} it may store (KNOWLEDGE_MAX_BYTES_PER_ORG), and this document's ${adding} would pass that; delete documents first.`,
   );
 }
+
+export function tooManyCollections(max: number): ApiError {
+  return ApiError.conflict(`An organization has at most ${max} knowledge collections (KNOWLEDGE_MAX_COLLECTIONS_PER_ORG); delete one first.`);
+}
+
+export function tooManyDocuments(max: number): ApiError {
+  return ApiError.conflict(`An organization has at most ${max} knowledge documents (KNOWLEDGE_MAX_DOCUMENTS_PER_ORG); delete documents first.`);
+}

@@ -29,6 +29,7 @@ export class KnowledgeController {
   @Access('builder')
   @ApiOperation({ summary: 'Create a knowledge collection' })
   @ApiCreatedResponse({ type: CollectionView })
+  @ApiConflictResponse(ProblemResponse('The organization has `KNOWLEDGE_MAX_COLLECTIONS_PER_ORG` collections, the most it may (`conflict`); nothing made.'))
   createCollection(@Ctx() ctx: RequestContext, @Body() dto: CreateCollectionDto): Promise<CollectionView> {
     return this.knowledge.createCollection(orgIdOf(ctx), dto);
   }
@@ -66,6 +67,11 @@ export class KnowledgeController {
   @ApiOperation({ summary: 'Add a document to a collection; its text is indexed for full-text search' })
   @ApiCreatedResponse({ type: DocumentView })
   @ApiNotFoundResponse(NOT_FOUND)
+  @ApiConflictResponse(
+    ProblemResponse(
+      "The document would take the organization's documents past `KNOWLEDGE_MAX_BYTES_PER_ORG` bytes or `KNOWLEDGE_MAX_DOCUMENTS_PER_ORG` documents (`conflict`); nothing written.",
+    ),
+  )
   @ApiUnprocessableEntityResponse(
     ProblemResponse(
       'The content has too many distinct words for its search index (`document_not_indexable`): a PostgreSQL tsvector holds at most 1 MiB of words and positions. The document is refused whole, never stored half-indexed; split it.',

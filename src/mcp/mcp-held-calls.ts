@@ -5,11 +5,13 @@ import type { FastifyInstance } from 'fastify';
 import { CredentialWatch } from '../auth/credential-watch.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DecisionWaiter } from '../runtime/decision-waiter.service';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 
 const PROGRESS_EVERY_MS = 1000;
+export const DEFAULT_MCP_HELD_CALLS_PER_ORG = 64;
 
 /**
  * A `tools/call` that waits for a person's decision, held open for up to
@@ -26,6 +28,8 @@ const PROGRESS_EVERY_MS = 1000;
 export class McpHeldCalls implements OnModuleInit {
   /** Aborted when the HTTP server starts to close: waits end at once and answer "still pending". */
   private readonly closing = new AbortController();
+  /** Calls held now, per organization (MCP_HELD_CALLS_PER_ORG). */
+  private readonly holds = new OrgHolds(() => this.config.mcpHeldCallsPerOrg ?? DEFAULT_MCP_HELD_CALLS_PER_ORG);
 
   constructor(
     private readonly waiter: DecisionWaiter,
@@ -51,6 +55,28 @@ export class McpHeldCalls implements OnModuleInit {
    */
   async hold(principal: Principal, orgId: string, call: ToolCallView, extra: ServerContext, gone: AbortSignal): Promise<ToolCallView> {
     const waitSeconds = this.config.mcpApprovalWaitSeconds;
+    // Each held call keeps a connection of the node's cap (HTTP_MAX_CONNECTIONS) for the wait: past
+    // the organization's share the call is answered "still pending" at once, which the client asks
+    // again about with the same arguments, as after a wait (attack round 10: one organization's
+    // 2,000 held calls kept every other client, and the health checks, out of the node).
+    if (waitSeconds === 0) return this.wait(principal, orgId, call, extra, gone, waitSeconds);
+    const release = this.holds.tryHold(orgId);
+    if (!release) return call;
+    try {
+      return await this.wait(principal, orgId, call, extra, gone, waitSeconds);
+    } finally {
+      release();
+    }
+  }
+
+  private async wait(
+    principal: Principal,
+    orgId: string,
+    call: ToolCallView,
+    extra: ServerContext,
+    gone: AbortSignal,
+    waitSeconds: number,
+  ): Promise<ToolCallView> {
     const token = extra.mcpReq._meta?.progressToken;
     let last: number | undefined;
     const progress = (waitedMs: number, message: string) => {

@@ -20,6 +20,7 @@ import type { ToolCallView } from '../tool-calls/tool-calls.dto';
 import { ToolCallsService } from '../tool-calls/tool-calls.service';
 import { DecisionWaiter } from '../runtime/decision-waiter.service';
 import { ToolExecutor } from '../runtime/tool-executor.service';
+import { ToolCallsInFlight } from '../runtime/tool-calls-in-flight';
 import { canRunNow } from '../runtime/tool-policy';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { isLoopbackOrigin, isRecord, refuseMalformed } from './mcp-guards';
@@ -57,6 +58,7 @@ export class McpService {
     private readonly held: McpHeldCalls,
     private readonly calls: ToolCallsService,
     private readonly governance: GovernanceRepository,
+    private readonly inFlight: ToolCallsInFlight,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -198,16 +200,18 @@ export class McpService {
     let call: ToolCallView;
     let waits: boolean;
     try {
-      const outcome = await this.executor.request(ctx, {
-        agentId: target.agent.id,
-        tool: params.name,
-        // Absent arguments are an empty object, so that validation names each missing field.
-        arguments: sentArguments ?? params.arguments ?? {},
-        version: target.row.version,
-        runId: runId ?? null,
-        entryPoint: 'mcp',
-        resumePending: true,
-      });
+      const outcome = await this.inFlight.run(orgId, () =>
+        this.executor.request(ctx, {
+          agentId: target.agent.id,
+          tool: params.name,
+          // Absent arguments are an empty object, so that validation names each missing field.
+          arguments: sentArguments ?? params.arguments ?? {},
+          version: target.row.version,
+          runId: runId ?? null,
+          entryPoint: 'mcp',
+          resumePending: true,
+        }),
+      );
       call = outcome.call;
       waits = outcome.status === 202;
     } catch (err) {

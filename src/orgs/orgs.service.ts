@@ -142,6 +142,20 @@ export class OrgsService {
     return {
       items: [
         { id: 'knowledge', unit: 'bytes', used: Number(used.knowledge), limit: limits.knowledgeBytesPerOrg, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
+        {
+          id: 'collections',
+          unit: 'items',
+          used: used.collections,
+          limit: limits.knowledgeCollectionsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeCollectionsPerOrg!,
+          setting: 'KNOWLEDGE_MAX_COLLECTIONS_PER_ORG',
+        },
+        {
+          id: 'documents',
+          unit: 'items',
+          used: Number(used.documents),
+          limit: limits.knowledgeDocumentsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeDocumentsPerOrg!,
+          setting: 'KNOWLEDGE_MAX_DOCUMENTS_PER_ORG',
+        },
         { id: 'agents', unit: 'bytes', used: Number(used.agents), limit: limits.agentBytesPerOrg, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
         { id: 'runs', unit: 'bytes', used: Number(used.runs), limit: limits.runBytesPerOrg, setting: 'RUNS_MAX_BYTES_PER_ORG' },
         { id: 'skills', unit: 'items', used: used.skills, limit: limits.skillsPerOrg, setting: 'SKILLS_MAX_PER_ORG' },

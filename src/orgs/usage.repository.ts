@@ -3,6 +3,8 @@ import { DataSource } from 'typeorm';
 
 export interface UsageRow {
   knowledge: string;
+  collections: number;
+  documents: string;
   agents: string;
   runs: string;
   skills: number;
@@ -17,6 +19,8 @@ export class UsageRepository {
   async of(orgId: string): Promise<UsageRow> {
     const [row]: UsageRow[] = await this.dataSource.query(
       `SELECT coalesce((SELECT bytes FROM knowledge_usage WHERE org_id = $1), 0)::text AS knowledge,
+              (SELECT count(*) FROM knowledge_collection WHERE org_id = $1)::int AS collections,
+              coalesce((SELECT documents FROM knowledge_usage WHERE org_id = $1), 0)::text AS documents,
               coalesce((SELECT bytes FROM agent_usage WHERE org_id = $1), 0)::text AS agents,
               (SELECT coalesce(sum(bytes), 0) FROM run_usage WHERE org_id = $1)::text AS runs,
               (SELECT count(*) FROM skill WHERE org_id = $1)::int AS skills,

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Headers, HttpCode, OnModuleDestroy, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, OnModuleDestroy, Param, Post, Query, Req, Res } from '@nestjs/common';
 import {
   ApiConflictResponse,
   ApiCreatedResponse,
@@ -15,15 +15,18 @@ import type { ServerResponse } from 'node:http';
 import { Access } from '../auth/access.decorator';
 import { CredentialWatch } from '../auth/credential-watch.service';
 import { Ctx } from '../auth/ctx.decorator';
-import { RequestContext } from '../auth/principal';
+import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { OrgHolds } from '../common/org-holds';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { drained, MAX_STREAMS_PER_ORG, OrgStreamSlots } from '../events/event-stream.service';
 import { PositionSeal, PositionSeals } from '../secrets/position-seals';
 import { CreateRunDto, ListRunsQuery, RunPage, RunView } from './runs.dto';
 import { RunEventRow } from './runs.repository';
-import { MAX_WAIT_SECONDS, RunsService } from './runs.service';
+import { DEFAULT_RUN_WAITS_PER_ORG, holdOpenFor, waitOf } from './run-wait';
+import { RunsService } from './runs.service';
 
 /** An organization's run streams on a node whose client has not taken what was written, at once. */
 export const STALLED_STREAMS_PER_ORG = 4;
@@ -43,11 +46,14 @@ export class RunsController implements OnModuleDestroy {
   private readonly open = new Set<AbortController>();
   /** Per organization, its streams waiting for their client to take a batch (STALLED_STREAMS_PER_ORG at most). */
   private readonly stalled = new Map<string, number>();
+  /** Per organization, its `Prefer: wait` answers held now (RUN_WAITS_PER_ORG at most). */
+  private readonly waits = new OrgHolds(() => this.config.runs.waitsPerOrg ?? DEFAULT_RUN_WAITS_PER_ORG);
 
   constructor(
     private readonly runs: RunsService,
     private readonly credentials: CredentialWatch,
     private readonly seals: PositionSeals,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
   @Post('agents/:agentId/runs')
@@ -57,7 +63,7 @@ export class RunsController implements OnModuleDestroy {
     description: [
       "The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.",
       'A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.',
-      '`Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.',
+      '`Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so (past `RUN_WAITS_PER_ORG` of the organization waited for on a server, the run is answered at once without it).',
       API_KEYS_ONLY,
     ].join('\n'),
   })
@@ -76,12 +82,19 @@ export class RunsController implements OnModuleDestroy {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<RunView> {
     const wait = waitOf(prefer);
-    if (wait !== undefined) {
+    // Each wait keeps a connection of the node's HTTP_MAX_CONNECTIONS: past the organization's
+    // share the run is answered at once, the preference not applied (RFC 7240 lets a server).
+    const release = wait === undefined ? undefined : this.waits.tryHold(orgIdOf(ctx));
+    if (release) {
       void reply.header('Preference-Applied', `wait=${wait}`);
-      holdOpenFor(reply, wait * 1000);
+      holdOpenFor(reply, wait! * 1000);
     }
     void reply.status(201);
-    return this.runs.create(ctx, agentId, dto, wait ?? 0);
+    try {
+      return await this.runs.create(ctx, agentId, dto, release ? wait : 0);
+    } finally {
+      release?.();
+    }
   }
 
   @Get('runs')
@@ -292,28 +305,4 @@ function formatEvent(e: RunEventRow, seal: PositionSeal): Buffer {
 
 function frameOf(e: RunEventRow, seal: PositionSeal): string {
   return `id: ${seal.seal(BigInt(e.seq), 0n)}\nevent: ${e.type}\ndata: ${JSON.stringify({ type: e.type, at: new Date(e.at).toISOString(), ...e.data })}\n\n`;
-}
-
-/**
- * A request the server holds silent on purpose must outlast it: the connection's idle timeout
- * (HTTP_IDLE_TIMEOUT_MS, 60 s by default) equalled the longest wait, so `wait=60` got an empty
- * reply and never learned the run's id. The timeout is lengthened for this answer and given back.
- */
-function holdOpenFor(reply: FastifyReply, ms: number): void {
-  const socket = reply.raw.socket;
-  const idle = socket?.timeout;
-  if (!socket || !idle || idle > ms + HOLD_MARGIN_MS) return;
-  socket.setTimeout(ms + HOLD_MARGIN_MS);
-  reply.raw.once('close', () => {
-    if (!socket.destroyed) socket.setTimeout(idle);
-  });
-}
-const HOLD_MARGIN_MS = 15_000;
-
-/** RFC 7240: `wait=N` among the preferences; a preference we cannot honour in full is honoured in part (at most 60 s). */
-export function waitOf(prefer: string | undefined): number | undefined {
-  if (!prefer) return undefined;
-  const m = /(?:^|[,;\s])wait\s*=\s*"?(\d{1,6})"?(?=$|[,;\s])/i.exec(prefer);
-  if (!m) return undefined;
-  return Math.min(Number(m[1]), MAX_WAIT_SECONDS);
 }

@@ -13,6 +13,7 @@ import { DecisionWaiter } from './decision-waiter.service';
 import { IdempotencyRepository } from '../tool-calls/idempotency.repository';
 import { ToolApprovals } from './tool-approvals.service';
 import { ToolCallGuards } from './tool-call-guards';
+import { ToolCallsInFlight } from './tool-calls-in-flight';
 import { ToolExecutor } from './tool-executor.service';
 import { ToolImplementations } from './tool-implementations';
 import { RunStorageRepository } from './run-storage.repository';
@@ -29,6 +30,7 @@ import { ToolRunner } from './tool-runner.service';
   imports: [AgentsModule, CapabilitiesModule, GovernanceModule, McpCatalogModule],
   providers: [
     ToolExecutor,
+    ToolCallsInFlight,
     ToolApprovals,
     DecisionWaiter,
     ToolCallGuards,
@@ -47,6 +49,7 @@ import { ToolRunner } from './tool-runner.service';
   exports: [
     RunStorageRepository,
     ToolExecutor,
+    ToolCallsInFlight,
     ToolApprovals,
     DecisionWaiter,
     ToolCallsRepository,

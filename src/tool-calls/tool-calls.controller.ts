@@ -22,6 +22,7 @@ import { UuidParam } from '../common/uuid-param.pipe';
 import { CreateToolCallDto, ListToolCallsQuery, ToolCallPage, ToolCallResultView, ToolCallView } from './tool-calls.dto';
 import { ToolCallsService } from './tool-calls.service';
 import { ToolExecutor } from '../runtime/tool-executor.service';
+import { ToolCallsInFlight } from '../runtime/tool-calls-in-flight';
 
 // API.md: 1..255 characters. Printable ASCII, spaces included (HTTP trims them at either end);
 // other bytes in a header value have no agreed meaning.
@@ -33,6 +34,7 @@ export class ToolCallsController {
   constructor(
     private readonly executor: ToolExecutor,
     private readonly calls: ToolCallsService,
+    private readonly inFlight: ToolCallsInFlight,
   ) {}
 
   @Post('agents/:agentId/tool-calls')
@@ -69,7 +71,11 @@ export class ToolCallsController {
   @ApiNotFoundResponse(ProblemResponse('No such agent or version (`not_found`), or the version offers no such tool (`unknown_tool`).'))
   @ApiConflictResponse(ProblemResponse('`not_published`, `tool_definition_changed` or `idempotency_in_progress`.'))
   @ApiForbiddenResponse(ProblemResponse('`forbidden` (role), or `scope_not_granted` (the organization lost a scope the capability needs).'))
-  @ApiTooManyRequestsResponse(ProblemResponse('A per-run limit contributed by a capability is reached (`budget_exceeded`).'))
+  @ApiTooManyRequestsResponse(
+    ProblemResponse(
+      'A per-run limit contributed by a capability is reached (`budget_exceeded`), or the organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` calls in progress on the server (`rate_limited`, `Retry-After`; nothing recorded).',
+    ),
+  )
   @ApiUnprocessableEntityResponse(ProblemResponse('`invalid_arguments` with `errors[]`, or `idempotency_key_reused`.'))
   async create(
     @Ctx() ctx: RequestContext,
@@ -83,15 +89,17 @@ export class ToolCallsController {
         { path: 'Idempotency-Key', code: 'invalid_header', message: 'Idempotency-Key must be 1..255 printable ASCII characters' },
       ]);
     }
-    const outcome = await this.executor.request(ctx, {
-      agentId,
-      tool: dto.tool,
-      arguments: dto.arguments,
-      version: dto.version,
-      runId: dto.runId,
-      entryPoint: 'rest',
-      idempotencyKey,
-    });
+    const outcome = await this.inFlight.run(orgIdOf(ctx), () =>
+      this.executor.request(ctx, {
+        agentId,
+        tool: dto.tool,
+        arguments: dto.arguments,
+        version: dto.version,
+        runId: dto.runId,
+        entryPoint: 'rest',
+        idempotencyKey,
+      }),
+    );
     reply.status(outcome.status);
     if (outcome.replayed) reply.header('Idempotent-Replayed', 'true');
     return outcome.call;

@@ -126,7 +126,8 @@ export interface paths {
          *     `tools/call` (through the same executor, guards, records and
          *     audit as `POST /agents/{agentId}/tool-calls`, with entry point `mcp`). Requests are answered as JSON-RPC over
          *     `text/event-stream`; notifications and responses with `202`. A call that needs approval waits up to
-         *     `MCP_APPROVAL_WAIT_SECONDS` for a decision, with progress notifications when the request carries a
+         *     `MCP_APPROVAL_WAIT_SECONDS` for a decision (at most `MCP_HELD_CALLS_PER_ORG` of an organization at once on a server;
+         *     past it the call is answered at once as still waiting), with progress notifications when the request carries a
          *     `progressToken`; still undecided, the result names the approval, and the same call with the same arguments made
          *     again hands over the decision instead of asking again. A 2026-07-28 client that declares the Tasks extension gets
          *     a task at once instead, followed with `tasks/get` (the task id is the tool call id). Errors of the JSON-RPC layer (a malformed message, a
@@ -176,7 +177,7 @@ export interface paths {
          * Run the agent: the model loop, every tool call through the executor
          * @description The version's system prompt and offered tools (for `profile` / `workerType`: the capabilities that apply), the model of `AgentSpec.model`.
          *     A tool call that needs approval pauses the run (`waiting_for_approval`); it resumes by itself once decided, on any node.
-         *     `Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so.
+         *     `Prefer: wait=N` (N ≤ 60) answers when the run finishes or waits, or after N seconds; `Preference-Applied` says so (past `RUN_WAITS_PER_ORG` of the organization waited for on a server, the run is answered at once without it).
          *     API keys only: a token of the identity provider is `403 forbidden` here whatever its roles, because a run is re-authorized through the key that started it on every step (reading runs follows roles, for a person too).
          */
         post: operations["createRuns"];
@@ -2175,7 +2176,7 @@ export interface components {
         };
         UsageMeterView: {
             /** @enum {string} */
-            id: "knowledge" | "agents" | "runs" | "skills" | "api_keys";
+            id: "knowledge" | "collections" | "documents" | "agents" | "runs" | "skills" | "api_keys";
             /** @description The bound; past it new writes of this kind are `409 conflict`. */
             limit: number;
             /** @description The setting (environment variable) that sets the bound, or `fixed`. */
@@ -3288,12 +3289,14 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A per-run limit contributed by a capability is reached (`budget_exceeded`). */
+            /** @description A per-run limit contributed by a capability is reached (`budget_exceeded`), or the organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` calls in progress on the server (`rate_limited`, `Retry-After`; nothing recorded). */
             429: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    /** @description Seconds until the window that refused the request ends. */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4446,6 +4449,15 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description The organization has `KNOWLEDGE_MAX_COLLECTIONS_PER_ORG` collections, the most it may (`conflict`); nothing made. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The body is larger than 1 MiB (`payload_too_large`). */
             413: {
                 headers: {
@@ -4754,6 +4766,15 @@ export interface operations {
             };
             /** @description No such collection or document in your organization (`not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The document would take the organization's documents past `KNOWLEDGE_MAX_BYTES_PER_ORG` bytes or `KNOWLEDGE_MAX_DOCUMENTS_PER_ORG` documents (`conflict`); nothing written. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

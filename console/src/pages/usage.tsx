@@ -4,7 +4,9 @@ import { PageTitle } from '../router';
 import { useSession } from '../session';
 
 const LABELS: Record<string, string> = {
-  knowledge: 'Knowledge documents',
+  knowledge: 'Knowledge documents (bytes)',
+  collections: 'Knowledge collections',
+  documents: 'Knowledge documents',
   agents: 'Agents (drafts and versions)',
   runs: 'Runs and tool calls',
   skills: 'Skills',

@@ -1,0 +1,91 @@
+import { startFixtureMcpServer, FixtureMcpServer } from './support/mcp-fixture-server';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+
+/**
+ * A vendor's server names its tools as it likes (up to 128 characters, U+0000 aside), and a
+ * version may offer such a tool under another name (toolOverrides). The switch that disables an
+ * MCP tool took only ids without control characters, so a tool named with a tab or U+0001 could be
+ * offered and called but never disabled: `404 unknown_tool` (attack round 10, E-F4).
+ */
+describe('disabling MCP tools named with control characters (e2e)', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let server: FixtureMcpServer;
+  let n = 0;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
+    org = await createOrg(t, ['mcp:remote']);
+    server = await startFixtureMcpServer();
+  }, 240_000);
+  afterAll(async () => {
+    await server.close();
+    await t.close();
+  });
+
+  const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
+
+  it.each([
+    ['a tab', 'echo\tall'],
+    ['U+0001', 'echo\u0001'],
+    ['a line break', 'echo\nall'],
+    ['U+001F', '\u001f'],
+  ])('a tool named with %s is disabled, and its calls are refused tool_disabled', async (_what, name) => {
+    server.state.rawToolsList = () => ({
+      result: { tools: [{ name, description: 'Echoes.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] },
+    });
+    const connection = `ctl-${++n}`;
+    const created = await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...as('admin'))
+      .send({ server: 'remote', name: connection, url: server.url })
+      .expect(201);
+    expect(created.body.tools.map((tool: { name: string }) => tool.name)).toEqual([name]);
+    const toolId = `${connection}/${name}`;
+    const agent = (
+      await t.http
+        .post('/api/v1/agents')
+        .set(...as('builder'))
+        .send({ slug: `ctl-agent-${n}`, name: 'Ctl' })
+        .expect(201)
+    ).body.id as string;
+    await t.http
+      .put(`/api/v1/agents/${agent}/draft`)
+      .set(...as('builder'))
+      .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection: created.body.id }], toolOverrides: { [toolId]: { name: 'echo_ctl' } } })
+      .expect(200);
+    await t.http
+      .post(`/api/v1/agents/${agent}/publish`)
+      .set(...as('builder'))
+      .expect(201);
+    const call = () =>
+      t.http
+        .post(`/api/v1/agents/${agent}/tool-calls`)
+        .set(...as('agent'))
+        .send({ tool: 'echo_ctl', arguments: {} });
+    expect((await call()).status).not.toBe(403);
+
+    const disabled = await t.http
+      .put(`/api/v1/tools/mcp/${encodeURIComponent(toolId)}/disabled`)
+      .set(...as('admin'))
+      .send({ disabled: true, reason: 'incident' })
+      .expect(200);
+    expect(disabled.body).toMatchObject({ capabilityId: 'mcp', toolId, disabled: true });
+    expect((await call().expect(403)).body.code).toBe('tool_disabled');
+    await t.http
+      .put(`/api/v1/tools/mcp/${encodeURIComponent(toolId)}/disabled`)
+      .set(...as('admin'))
+      .send({ disabled: false })
+      .expect(200);
+    expect((await call()).status).not.toBe(403);
+  });
+
+  it('still refuses U+0000, which no stored name holds and PostgreSQL cannot store', async () => {
+    const res = await t.http
+      .put(`/api/v1/tools/mcp/${encodeURIComponent('ctl-1/a\u0000b')}/disabled`)
+      .set(...as('admin'))
+      .send({ disabled: true });
+    expect(res.status).toBeLessThan(500);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+  });
+});
