@@ -200,14 +200,14 @@ describe('storage limits per organization (e2e)', () => {
       .set(...bearer(o.keys.admin))
       .expect(200);
     expect(usage.body.items).toEqual([
-      { id: 'knowledge', unit: 'bytes', used: 13, limit: 100, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
-      { id: 'collections', unit: 'items', used: 1, limit: 3, setting: 'KNOWLEDGE_MAX_COLLECTIONS_PER_ORG' },
-      { id: 'documents', unit: 'items', used: 1, limit: 5, setting: 'KNOWLEDGE_MAX_DOCUMENTS_PER_ORG' },
-      { id: 'agents', unit: 'bytes', used: 0, limit: 4000, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
-      { id: 'runs', unit: 'bytes', used: 0, limit: 1e9, setting: 'RUNS_MAX_BYTES_PER_ORG' },
-      { id: 'skills', unit: 'items', used: 1, limit: 3, setting: 'SKILLS_MAX_PER_ORG' },
+      { meter: 'knowledge', unit: 'bytes', used: 13, limit: 100, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
+      { meter: 'collections', unit: 'items', used: 1, limit: 3, setting: 'KNOWLEDGE_MAX_COLLECTIONS_PER_ORG' },
+      { meter: 'documents', unit: 'items', used: 1, limit: 5, setting: 'KNOWLEDGE_MAX_DOCUMENTS_PER_ORG' },
+      { meter: 'agents', unit: 'bytes', used: 0, limit: 4000, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
+      { meter: 'runs', unit: 'bytes', used: 0, limit: 1e9, setting: 'RUNS_MAX_BYTES_PER_ORG' },
+      { meter: 'skills', unit: 'items', used: 1, limit: 3, setting: 'SKILLS_MAX_PER_ORG' },
       // The five keys of the roles the test made.
-      { id: 'api_keys', unit: 'items', used: 5, limit: 1000, setting: 'fixed' },
+      { meter: 'api_keys', unit: 'items', used: 5, limit: 1000, setting: 'fixed' },
     ]);
     await t.http
       .get(`/api/v1/orgs/${o.id}/usage`)

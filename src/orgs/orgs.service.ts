@@ -141,25 +141,25 @@ export class OrgsService {
     const limits = this.config.storage ?? DEFAULT_STORAGE_LIMITS;
     return {
       items: [
-        { id: 'knowledge', unit: 'bytes', used: Number(used.knowledge), limit: limits.knowledgeBytesPerOrg, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
+        { meter: 'knowledge', unit: 'bytes', used: Number(used.knowledge), limit: limits.knowledgeBytesPerOrg, setting: 'KNOWLEDGE_MAX_BYTES_PER_ORG' },
         {
-          id: 'collections',
+          meter: 'collections',
           unit: 'items',
           used: used.collections,
           limit: limits.knowledgeCollectionsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeCollectionsPerOrg!,
           setting: 'KNOWLEDGE_MAX_COLLECTIONS_PER_ORG',
         },
         {
-          id: 'documents',
+          meter: 'documents',
           unit: 'items',
           used: Number(used.documents),
           limit: limits.knowledgeDocumentsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeDocumentsPerOrg!,
           setting: 'KNOWLEDGE_MAX_DOCUMENTS_PER_ORG',
         },
-        { id: 'agents', unit: 'bytes', used: Number(used.agents), limit: limits.agentBytesPerOrg, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
-        { id: 'runs', unit: 'bytes', used: Number(used.runs), limit: limits.runBytesPerOrg, setting: 'RUNS_MAX_BYTES_PER_ORG' },
-        { id: 'skills', unit: 'items', used: used.skills, limit: limits.skillsPerOrg, setting: 'SKILLS_MAX_PER_ORG' },
-        { id: 'api_keys', unit: 'items', used: used.api_keys, limit: MAX_ACTIVE_API_KEYS_PER_ORG, setting: 'fixed' },
+        { meter: 'agents', unit: 'bytes', used: Number(used.agents), limit: limits.agentBytesPerOrg, setting: 'AGENTS_MAX_BYTES_PER_ORG' },
+        { meter: 'runs', unit: 'bytes', used: Number(used.runs), limit: limits.runBytesPerOrg, setting: 'RUNS_MAX_BYTES_PER_ORG' },
+        { meter: 'skills', unit: 'items', used: used.skills, limit: limits.skillsPerOrg, setting: 'SKILLS_MAX_PER_ORG' },
+        { meter: 'api_keys', unit: 'items', used: used.api_keys, limit: MAX_ACTIVE_API_KEYS_PER_ORG, setting: 'fixed' },
       ],
     };
   }

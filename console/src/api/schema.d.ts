@@ -2175,10 +2175,13 @@ export interface components {
             scopes: string[];
         };
         UsageMeterView: {
-            /** @enum {string} */
-            id: "knowledge" | "collections" | "documents" | "agents" | "runs" | "skills" | "api_keys";
             /** @description The bound; past it new writes of this kind are `409 conflict`. */
             limit: number;
+            /**
+             * @description Which bound.
+             * @enum {string}
+             */
+            meter: "knowledge" | "collections" | "documents" | "agents" | "runs" | "skills" | "api_keys";
             /** @description The setting (environment variable) that sets the bound, or `fixed`. */
             setting: string;
             /** @enum {string} */

@@ -54,11 +54,11 @@ export function UsagePage() {
           </thead>
           <tbody>
             {usage.data.items.map((m) => {
-              const label = LABELS[m.id] ?? m.id;
+              const label = LABELS[m.meter] ?? m.meter;
               const format = (n: number) => (m.unit === 'bytes' ? formatBytes(n) : n.toLocaleString('en'));
               const share = m.limit > 0 ? Math.min(100, (m.used / m.limit) * 100) : 0;
               return (
-                <tr key={m.id}>
+                <tr key={m.meter}>
                   <th scope="row">{label}</th>
                   <td>{format(m.used)}</td>
                   <td>{format(m.limit)}</td>
