@@ -52,6 +52,12 @@ describe('tool calls in progress, per organization (e2e)', () => {
     const org = await createOrg(t);
     const other = await createOrg(t);
     const [agent, theirs] = [await agentOf(org), await agentOf(other)];
+    // A call waiting for approval, to approve while the organization's places are taken.
+    const pending = await t.http
+      .post(`/api/v1/agents/${agent}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'fx-exec-write', arguments: { tag: `write-${org.id}` } })
+      .expect(202);
     const tags = ['held-a', 'held-b'].map((tag) => `${tag}-${org.id}`);
     const releases = tags.map((tag) => holdSlowCall(tag));
     // supertest sends on `then`: started now, answered when released.
@@ -77,11 +83,30 @@ describe('tool calls in progress, per organization (e2e)', () => {
     expect(runsTagged(`mcp-${org.id}`)).toHaveLength(0);
     expect(await calls(org)).toBe(before);
 
+    // An approval runs its call in the approver's request: it counts too, and is left pending.
+    const approve = () =>
+      t.http
+        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+        .set(...bearer(org.keys.approver))
+        .send({});
+    expect((await approve().expect(429)).body.code).toBe('rate_limited');
+    expect(runsTagged(`write-${org.id}`)).toHaveLength(0);
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/approvals/${pending.body.approvalId}`)
+          .set(...bearer(org.keys.approver))
+          .expect(200)
+      ).body.status,
+    ).toBe('pending');
+
     // Another organization's calls are its own.
     expect((await slow(other, theirs, `theirs-${other.id}`).expect(200)).body.status).toBe('succeeded');
 
     releases.forEach((release) => release());
     for (const res of await Promise.all(held)) expect(res.status).toBe(200);
     expect((await slow(org, agent, `after-${org.id}`).expect(200)).body.status).toBe('succeeded');
+    expect((await approve().expect(200)).body.toolCall.status).toBe('succeeded');
+    expect(runsTagged(`write-${org.id}`)).toHaveLength(1);
   }, 60_000);
 });

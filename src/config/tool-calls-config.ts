@@ -60,8 +60,8 @@ export class ToolCallVariables extends AuthVariables {
   MCP_HELD_CALLS_PER_ORG: number = 64;
 
   /**
-   * Tool calls of one organization asked for over REST or MCP in progress at once on a node (each
-   * holds its request while the tool runs, up to TOOL_TIMEOUT_MS); past it `429 rate_limited`.
+   * Tool calls of one organization asked for over REST or MCP, or approved, in progress at once on
+   * a node (each holds its request while the tool runs, up to TOOL_TIMEOUT_MS); past it `429 rate_limited`.
    */
   @IsOptional()
   @Transform(toInt)

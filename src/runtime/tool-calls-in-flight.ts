@@ -6,9 +6,9 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 export const DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG = 128;
 
 /**
- * Tool calls of one organization asked for over REST or MCP that a node has in hand at once: the
- * request is held while the tool runs (up to TOOL_TIMEOUT_MS), keeping one of the node's
- * HTTP_MAX_CONNECTIONS. One organization's 2,400 calls of an MCP tool whose server never answered
+ * Tool calls of one organization asked for over REST or MCP, or approved, that a node has in hand
+ * at once: the request is held while the tool runs (up to TOOL_TIMEOUT_MS), keeping one of the
+ * node's HTTP_MAX_CONNECTIONS. One organization's 2,400 calls of an MCP tool whose server never answered
  * kept every other client, health checks included, out for 28 s of 40 (attack round 10). Past
  * TOOL_CALLS_IN_FLIGHT_PER_ORG, another is `429 rate_limited` with `Retry-After`, nothing recorded.
  */

@@ -6,16 +6,18 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  ApiTooManyRequestsResponse,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
-import { orgIdOf, RequestContext } from '../auth/principal';
+import { isOrgPrincipal, orgIdOf, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { ApprovalDecisionView, ApprovalPage, ApprovalView, ApproveDto, ListApprovalsQuery, RejectDto } from './tool-calls.dto';
 import { ApprovalDecision, ToolApprovals } from '../runtime/tool-approvals.service';
 import { ToolCallsService } from './tool-calls.service';
+import { ToolCallsInFlight } from '../runtime/tool-calls-in-flight';
 
 const DECISION_REFUSALS = {
   notFound: ProblemResponse('No such approval in this organization (`not_found`).'),
@@ -35,6 +37,7 @@ export class ApprovalsController {
   constructor(
     private readonly approvals: ToolApprovals,
     private readonly calls: ToolCallsService,
+    private readonly inFlight: ToolCallsInFlight,
   ) {}
 
   @Get()
@@ -72,8 +75,15 @@ export class ApprovalsController {
   @ApiConflictResponse(DECISION_REFUSALS.approveConflict)
   @ApiForbiddenResponse(DECISION_REFUSALS.approveForbidden)
   @ApiUnprocessableEntityResponse(ProblemResponse("Edited arguments break the tool's input schema (`invalid_arguments`)."))
+  @ApiTooManyRequestsResponse(
+    ProblemResponse(
+      'The organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` tool calls in progress on the server (`rate_limited`, `Retry-After`); nothing decided, the approval stays pending.',
+    ),
+  )
   approve(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: ApproveDto): Promise<ApprovalDecision> {
-    return this.approvals.approve(ctx, id, dto);
+    // An approved call runs in this request, as one asked for over REST does: it counts among them.
+    if (!isOrgPrincipal(ctx.principal)) return this.approvals.approve(ctx, id, dto);
+    return this.inFlight.run(ctx.principal.orgId, () => this.approvals.approve(ctx, id, dto));
   }
 
   @Post(':id/reject')
