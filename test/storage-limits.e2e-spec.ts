@@ -171,15 +171,32 @@ describe('storage limits per organization (e2e)', () => {
     await t.http
       .put(`/api/v1/agents/${theirs}/draft`)
       .set(...bearer(other.keys.builder))
-      .send({ instructions: 'y'.repeat(3500), capabilities: [] })
+      .send({ instructions: 'y'.repeat(3400), capabilities: [] })
       .expect(200);
     const [{ counted, weighed }]: { counted: string; weighed: string }[] = await t.app.get(DataSource).query(
       `SELECT (SELECT bytes FROM agent_usage WHERE org_id = $1)::text AS counted,
-              ((SELECT sum(draft_bytes + coalesce(octet_length(description), 0)) FROM agent WHERE org_id = $1)
-               + (SELECT sum(spec_bytes + tool_digests_bytes) FROM agent_version WHERE org_id = $1))::text AS weighed`,
+              ((SELECT sum(512 + draft_bytes + coalesce(octet_length(description), 0)) FROM agent WHERE org_id = $1)
+               + (SELECT sum(512 + spec_bytes + tool_digests_bytes) FROM agent_version WHERE org_id = $1))::text AS weighed`,
       [o.id],
     );
     expect(counted).toBe(weighed);
+  });
+
+  it('counts each agent as a row too: agents with nearly empty drafts fill the bound (attack round 10, E-F9)', async () => {
+    const o = await createOrg(t);
+    const statuses: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      statuses.push(
+        (
+          await t.http
+            .post('/api/v1/agents')
+            .set(...bearer(o.keys.builder))
+            .send({ slug: `tiny-${i}`, name: 'T' })
+        ).status,
+      );
+    }
+    // 512 bytes a row and the empty draft's few dozen: seven fit in 4,000 bytes, counted as text alone all ten did.
+    expect(statuses).toEqual([201, 201, 201, 201, 201, 201, 201, 409, 409, 409]);
   });
 
   it("refuses a skill past the organization's count, also when asked for at once", async () => {

@@ -49,7 +49,7 @@ export class AgentsRepository {
     const stored = Number(row?.bytes ?? 0);
     if (stored > this.maxBytes) {
       throw ApiError.conflict(
-        `This organization's agents would hold ${stored} bytes (drafts, descriptions and published versions) of the ${this.maxBytes} it may store (AGENTS_MAX_BYTES_PER_ORG); nothing was written. Shorten drafts, or ask the operator for more: published versions are kept for good.`,
+        `This organization's agents would hold ${stored} bytes (drafts, descriptions and published versions, and 512 bytes for each agent and version) of the ${this.maxBytes} it may store (AGENTS_MAX_BYTES_PER_ORG); nothing was written. Shorten drafts, or ask the operator for more: published versions are kept for good.`,
       );
     }
   }
