@@ -1,6 +1,7 @@
 /**
- * Requests of one organization a node holds open on purpose (waiting for a decision or a run),
- * counted so that at most `max()` are held at once; the others are answered without waiting. A
+ * Requests of one organization a node holds open on purpose (waiting for a decision or a run, an
+ * event stream, a stalled reader), counted so that at most `max()` are held at once; the others are
+ * answered without waiting, or refused (OrgStreamSlots). A
  * held request keeps one of the node's HTTP_MAX_CONNECTIONS, so unbounded, one organization's
  * waits filled them and every other client, health checks included, was refused (attack round 10).
  * `max` is read at each ask, so that a setting can change without a new object.

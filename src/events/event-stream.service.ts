@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import type { ServerResponse } from 'node:http';
 import type { CredentialLease } from '../auth/credential-watch.service';
 import { ApiError } from '../common/api-error';
+import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { PositionSeals } from '../secrets/position-seals';
 import { EventLogRepository, StreamStart } from './event-log.repository';
@@ -18,31 +19,25 @@ export const MAX_STREAMS_PER_ORG = 256;
  * once it opens let every request admitted meanwhile through (500 at once opened 386 of 256).
  */
 export class OrgStreamSlots {
-  private readonly taken = new Map<string, number>();
+  private readonly holds: OrgHolds;
 
   constructor(
     readonly max: number,
     /** What the 429 says the organization has too many of. */
     private readonly what: string,
-  ) {}
+  ) {
+    this.holds = new OrgHolds(() => max);
+  }
 
   /** A slot, or 429 `rate_limited`; the function returned gives it back (once, however often it is called). */
   take(orgId: string): () => void {
-    const n = this.taken.get(orgId) ?? 0;
-    if (n >= this.max) {
+    const release = this.holds.tryHold(orgId);
+    if (!release) {
       throw new ApiError('rate_limited', `This organization has ${this.max} ${this.what} open on this server; close one first.`, undefined, undefined, {
         'Retry-After': '5',
       });
     }
-    this.taken.set(orgId, n + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (this.taken.get(orgId) ?? 1) - 1;
-      if (left > 0) this.taken.set(orgId, left);
-      else this.taken.delete(orgId);
-    };
+    return release;
   }
 }
 

@@ -45,7 +45,7 @@ export class RunsController implements OnModuleDestroy {
   /** The open run event streams of this node, ended when it stops. */
   private readonly open = new Set<AbortController>();
   /** Per organization, its streams waiting for their client to take a batch (STALLED_STREAMS_PER_ORG at most). */
-  private readonly stalled = new Map<string, number>();
+  private readonly stalled = new OrgHolds(() => STALLED_STREAMS_PER_ORG);
   /** Per organization, its `Prefer: wait` answers held now (RUN_WAITS_PER_ORG at most). */
   private readonly waits = new OrgHolds(() => this.config.runs.waitsPerOrg ?? DEFAULT_RUN_WAITS_PER_ORG);
 
@@ -261,13 +261,14 @@ export class RunsController implements OnModuleDestroy {
       if (!full) return;
       // Its client has not taken the batch (megabytes): past its organization's few such streams it is
       // closed, and resumes with Last-Event-ID (60 reading nothing took a node to 1.9 GB, attack round 9).
-      const held = this.stalled.get(orgId) ?? 0;
-      if (held >= STALLED_STREAMS_PER_ORG) return;
-      this.stalled.set(orgId, held + 1);
-      const taken = await drained(raw, gone);
-      const left = this.stalled.get(orgId)! - 1;
-      if (left === 0) this.stalled.delete(orgId);
-      else this.stalled.set(orgId, left);
+      const release = this.stalled.tryHold(orgId);
+      if (!release) return;
+      let taken: boolean;
+      try {
+        taken = await drained(raw, gone);
+      } finally {
+        release();
+      }
       if (!taken) return;
     }
   }
