@@ -1,7 +1,8 @@
 import type { FastifyReply } from 'fastify';
 import { MAX_WAIT_SECONDS } from './runs.service';
 
-/** `POST /agents/{id}/runs` with `Prefer: wait=N`: what the preference asks, and the socket that must outlast it. */
+// `POST /agents/{id}/runs` with `Prefer: wait=N`: what the preference asks, how many an organization
+// may have held at once, and the socket that must outlast the wait.
 
 /** Runs of one organization a node answers after a wait at once (RUN_WAITS_PER_ORG unset). */
 export const DEFAULT_RUN_WAITS_PER_ORG = 64;
