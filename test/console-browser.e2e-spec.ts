@@ -50,15 +50,7 @@ describe('the Builder console in a browser (e2e)', () => {
   beforeAll(async () => {
     build = buildConsole();
     idp = await TestIdentityProvider.start();
-    const oidc = {
-      issuer: idp.issuer,
-      audience: idp.audience,
-      orgClaim: 'org_id',
-      rolesClaim: 'roles',
-      clockSkewSeconds: 60,
-      keyRefreshCooldownMs: 30_000,
-      keysMaxAgeMs: 600_000,
-    };
+    const oidc = idp.config({ keyRefreshCooldownMs: 30_000 });
     // No sweep: a webhook's backlog mark set by a test stays as the test set it.
     t = await createTestApp({ consoleDir: build.dir, config: { oidc, sweepIntervalMs: 3_600_000 } });
     await t.app.listen(0, '127.0.0.1');

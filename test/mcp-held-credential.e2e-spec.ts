@@ -27,15 +27,7 @@ describe('an MCP call held for approval, when its credential ends (e2e)', () => 
       imports: [McpFixturesModule],
       config: {
         mcpApprovalWaitSeconds: 20,
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 0,
-          keyRefreshCooldownMs: 30_000,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config({ clockSkewSeconds: 0, keyRefreshCooldownMs: 30_000 }),
       },
     });
     await t.app.listen(0, '127.0.0.1');

@@ -23,15 +23,7 @@ describe("an agent's MCP endpoint, signed in through the identity provider (e2e)
     t = await createTestApp({
       imports: [McpFixturesModule],
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: 30_000,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config({ keyRefreshCooldownMs: 30_000 }),
       },
     });
     await t.app.listen(0, '127.0.0.1');

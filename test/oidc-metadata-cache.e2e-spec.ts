@@ -14,15 +14,7 @@ describe('protected-resource metadata and shared caches (e2e)', () => {
     idp = await TestIdentityProvider.start();
     t = await createTestApp({
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: 300,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config(),
         corsOrigins: ['https://console.example'],
       },
     });

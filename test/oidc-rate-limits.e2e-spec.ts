@@ -17,15 +17,7 @@ describe('rate limits of refused requests (e2e)', () => {
     idp = await TestIdentityProvider.start();
     t = await createTestApp({
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: 30_000,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config({ keyRefreshCooldownMs: 30_000 }),
       },
     });
   });

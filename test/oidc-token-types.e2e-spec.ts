@@ -16,15 +16,7 @@ describe('access tokens only (e2e)', () => {
     idp = await TestIdentityProvider.start();
     t = await createTestApp({
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: 300,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config(),
       },
     });
     org = await createOrg(t);
@@ -74,16 +66,7 @@ describe('access tokens typed at+jwt only, when the operator requires it (e2e)',
     idp = await TestIdentityProvider.start();
     t = await createTestApp({
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: 300,
-          keysMaxAgeMs: 600_000,
-          requireAccessTokenType: true,
-        },
+        oidc: idp.config({ requireAccessTokenType: true }),
       },
     });
     org = await createOrg(t);

@@ -33,15 +33,7 @@ describe('sign-in through an identity provider (e2e)', () => {
     t = await createTestApp({
       imports: [McpFixturesModule],
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: KEY_REFRESH_COOLDOWN_MS,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config({ keyRefreshCooldownMs: KEY_REFRESH_COOLDOWN_MS }),
       },
     });
     await t.app.listen(0, '127.0.0.1');
@@ -571,15 +563,7 @@ describe('the identity provider, reached through the egress policy (e2e)', () =>
   });
   afterAll(() => idp.close());
 
-  const oidc = () => ({
-    issuer: idp.issuer,
-    audience: idp.audience,
-    orgClaim: 'org_id',
-    rolesClaim: 'roles',
-    clockSkewSeconds: 60,
-    keyRefreshCooldownMs: 30_000,
-    keysMaxAgeMs: 600_000,
-  });
+  const oidc = () => idp.config({ keyRefreshCooldownMs: 30_000 });
 
   it("ends an event stream when the token it was opened with expires (an API key's stream stays)", async () => {
     const t = await createTestApp({ config: { oidc: { ...oidc(), clockSkewSeconds: 0 } } });

@@ -17,15 +17,7 @@ describe('GET /principals (e2e)', () => {
     idp = await TestIdentityProvider.start();
     t = await createTestApp({
       config: {
-        oidc: {
-          issuer: idp.issuer,
-          audience: idp.audience,
-          orgClaim: 'org_id',
-          rolesClaim: 'roles',
-          clockSkewSeconds: 60,
-          keyRefreshCooldownMs: 300,
-          keysMaxAgeMs: 600_000,
-        },
+        oidc: idp.config(),
       },
     });
     org = await createOrg(t);

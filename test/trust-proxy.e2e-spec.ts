@@ -17,15 +17,7 @@ describe('TRUST_PROXY (e2e)', () => {
 
   beforeAll(async () => {
     idp = await TestIdentityProvider.start();
-    const oidc = {
-      issuer: idp.issuer,
-      audience: idp.audience,
-      orgClaim: 'org_id',
-      rolesClaim: 'roles',
-      clockSkewSeconds: 60,
-      keyRefreshCooldownMs: 300,
-      keysMaxAgeMs: 600_000,
-    };
+    const oidc = idp.config();
     const rateLimit = { windowSeconds: 60, perKey: 0, perOrg: 0, authFailures: 3, redisPrefix: 'cp:rl:' };
     trusted = await createTestApp({ config: { oidc, rateLimit, trustProxy: ['127.0.0.1', '::1/128'] } });
     direct = await createTestApp({ config: { oidc, rateLimit } });

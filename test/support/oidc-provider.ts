@@ -1,6 +1,7 @@
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from 'jose';
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import type { OidcConfig } from '../../src/config/auth-config';
 
 interface SigningKey {
   kid: string;
@@ -32,6 +33,20 @@ export class TestIdentityProvider {
   readonly requests: string[] = [];
   private keys: SigningKey[] = [];
   private server!: http.Server;
+
+  /** The server's identity-provider settings for this provider (claims `org_id` and `roles`, a minute of skew); a suite names what it changes. */
+  config(overrides: Partial<OidcConfig> = {}): OidcConfig {
+    return {
+      issuer: this.issuer,
+      audience: this.audience,
+      orgClaim: 'org_id',
+      rolesClaim: 'roles',
+      clockSkewSeconds: 60,
+      keyRefreshCooldownMs: 300,
+      keysMaxAgeMs: 600_000,
+      ...overrides,
+    };
+  }
 
   static async start(): Promise<TestIdentityProvider> {
     const idp = new TestIdentityProvider();
