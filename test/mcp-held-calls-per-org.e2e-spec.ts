@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -22,25 +22,7 @@ describe('MCP calls held for approval, per organization (e2e)', () => {
   }, 180_000);
   afterAll(() => t.close());
 
-  async function agentOf(org: TestOrg): Promise<string> {
-    const agent = (
-      await t.http
-        .post('/api/v1/agents')
-        .set(...bearer(org.keys.builder))
-        .send({ slug: 'held-cap', name: 'Held' })
-        .expect(201)
-    ).body.id as string;
-    await t.http
-      .put(`/api/v1/agents/${agent}/draft`)
-      .set(...bearer(org.keys.builder))
-      .send({ instructions: '', capabilities: [{ id: 'fx-mcp-notes' }] })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agent}/publish`)
-      .set(...bearer(org.keys.builder))
-      .expect(201);
-    return agent;
-  }
+  const agentOf = (org: TestOrg) => publishAgent(t, org, 'held-cap', { instructions: '', capabilities: [{ id: 'fx-mcp-notes' }] });
 
   const write = (org: TestOrg, agent: string, text: string) => {
     const started = Date.now();

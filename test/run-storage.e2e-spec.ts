@@ -6,7 +6,7 @@ import { RunRetentionSweeper } from '../src/runs/run-retention.service';
 import { ExecFixturesModule, FX_EXEC_SCOPE, HUGE_ROWS } from './fixtures/exec-fixtures.module';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { testRunsConfig } from './support/runs-config';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 
 const LIMIT = 60_000;
 
@@ -45,21 +45,12 @@ describe("an organization's runs' storage (e2e)", () => {
       .set(...bearer(org.keys.admin))
       .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url })
       .expect(201);
-    const a = await t.http
-      .post('/api/v1/agents')
-      .set(...bearer(org.keys.builder))
-      .send({ slug: `store-${++slugs}`, name: `Store ${slugs}` })
-      .expect(201);
-    await t.http
-      .put(`/api/v1/agents/${a.body.id}/draft`)
-      .set(...bearer(org.keys.builder))
-      .send({ instructions: 'x', capabilities: [{ id: 'fx-exec-tools' }], model: { provider: provider.body.id, name: 'scripted-1' } })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${a.body.id}/publish`)
-      .set(...bearer(org.keys.builder))
-      .expect(201);
-    return { org, agentId: a.body.id };
+    const agentId = await publishAgent(t, org, `store-${++slugs}`, {
+      instructions: 'x',
+      capabilities: [{ id: 'fx-exec-tools' }],
+      model: { provider: provider.body.id, name: 'scripted-1' },
+    });
+    return { org, agentId };
   }
 
   const startRun = (org: TestOrg, agentId: string, input: string) =>

@@ -1,6 +1,6 @@
 import { RunFixturesModule } from './fixtures/run-fixtures.module';
 import { ScriptedModel, startScriptedModel } from './support/scripted-model';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { testRunsConfig } from './support/runs-config';
 
 /**
@@ -29,23 +29,7 @@ describe('runs answered after a wait, per organization (e2e)', () => {
       .set(...bearer(org.keys.admin))
       .send({ name: 'hangs', kind: 'openai-compatible', baseUrl: model.url })
       .expect(201);
-    const agent = (
-      await t.http
-        .post('/api/v1/agents')
-        .set(...bearer(org.keys.builder))
-        .send({ slug: 'waits', name: 'Waits' })
-        .expect(201)
-    ).body.id as string;
-    await t.http
-      .put(`/api/v1/agents/${agent}/draft`)
-      .set(...bearer(org.keys.builder))
-      .send({ instructions: 'x', capabilities: [], model: { provider: provider.body.id, name: 'scripted-1' } })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agent}/publish`)
-      .set(...bearer(org.keys.builder))
-      .expect(201);
-    return agent;
+    return publishAgent(t, org, 'waits', { instructions: 'x', capabilities: [], model: { provider: provider.body.id, name: 'scripted-1' } });
   }
 
   const start = (org: TestOrg, agent: string, wait: number) => {

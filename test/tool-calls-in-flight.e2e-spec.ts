@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { ExecFixturesModule, holdSlowCall, runsTagged } from './fixtures/exec-fixtures.module';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
 
 const ACCEPT = 'application/json, text/event-stream';
@@ -22,25 +22,7 @@ describe('tool calls in progress, per organization (e2e)', () => {
   }, 180_000);
   afterAll(() => t.close());
 
-  async function agentOf(org: TestOrg): Promise<string> {
-    const agent = (
-      await t.http
-        .post('/api/v1/agents')
-        .set(...bearer(org.keys.builder))
-        .send({ slug: 'in-flight', name: 'In flight' })
-        .expect(201)
-    ).body.id as string;
-    await t.http
-      .put(`/api/v1/agents/${agent}/draft`)
-      .set(...bearer(org.keys.builder))
-      .send({ instructions: 'x', capabilities: [{ id: 'fx-exec-tools' }] })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agent}/publish`)
-      .set(...bearer(org.keys.builder))
-      .expect(201);
-    return agent;
-  }
+  const agentOf = (org: TestOrg) => publishAgent(t, org, 'in-flight', { instructions: 'x', capabilities: [{ id: 'fx-exec-tools' }] });
   const slow = (org: TestOrg, agent: string, tag: string) =>
     t.http
       .post(`/api/v1/agents/${agent}/tool-calls`)

@@ -114,6 +114,27 @@ export async function createOrg(t: TestApp, scopes: string[] = []): Promise<Test
   return { id: org.body.id, slug, keys, keyIds };
 }
 
+/** An agent of the organization made, drafted and published by its builder key; its id. */
+export async function publishAgent(t: TestApp, org: TestOrg, slug: string, draft: object): Promise<string> {
+  const agent = (
+    await t.http
+      .post('/api/v1/agents')
+      .set(...bearer(org.keys.builder))
+      .send({ slug, name: slug })
+      .expect(201)
+  ).body.id as string;
+  await t.http
+    .put(`/api/v1/agents/${agent}/draft`)
+    .set(...bearer(org.keys.builder))
+    .send(draft)
+    .expect(200);
+  await t.http
+    .post(`/api/v1/agents/${agent}/publish`)
+    .set(...bearer(org.keys.builder))
+    .expect(201);
+  return agent;
+}
+
 export function bearer(token: string): [string, string] {
   return ['Authorization', `Bearer ${token}`];
 }
