@@ -10,6 +10,7 @@ import { AuditModule } from './audit/audit.module';
 import { AuthGuard } from './auth/auth.guard';
 import { AuthModule } from './auth/auth.module';
 import { CapabilitiesModule } from './capabilities/capabilities.module';
+import { HeldRequests } from './common/held-requests';
 import { ProblemFilter } from './common/problem.filter';
 import { APP_CONFIG, AppConfig } from './config/app-config';
 import { dataSourceOptions, withStatementTimeout } from './database/data-source-options';
@@ -90,8 +91,9 @@ export class AppModule {
         { provide: APP_CONFIG, useValue: config },
         { provide: APP_GUARD, useClass: AuthGuard },
         { provide: APP_FILTER, useClass: ProblemFilter },
+        HeldRequests,
       ],
-      exports: [APP_CONFIG],
+      exports: [APP_CONFIG, HeldRequests],
     };
   }
 }

@@ -1,7 +1,7 @@
 import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { isIP } from 'node:net';
-import { toInt } from './env-transforms';
+import { emptyToUndefined, toInt } from './env-transforms';
 
 /** The listener, what it takes in at once, and which browser origins may call it. */
 export class HttpVariables {
@@ -59,6 +59,26 @@ export class HttpVariables {
   @Min(1)
   @Max(10_000_000)
   HTTP_MAX_CONNECTIONS: number = 2_000;
+
+  /**
+   * Of HTTP_MAX_CONNECTIONS, the requests held open on purpose (streams, waits, tool calls in
+   * progress) of all organizations at once; the rest stay for every other request and the health
+   * checks (unset: three quarters, at least 1; at most HTTP_MAX_CONNECTIONS).
+   */
+  @IsOptional()
+  @Transform((p) => toInt({ value: emptyToUndefined(p) }))
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  HTTP_HELD_REQUESTS_MAX?: number;
+
+  /** Of HTTP_HELD_REQUESTS_MAX, one organization's at once (unset: a quarter, at least 1). */
+  @IsOptional()
+  @Transform((p) => toInt({ value: emptyToUndefined(p) }))
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  HTTP_HELD_REQUESTS_PER_ORG?: number;
 
   /**
    * Bytes of request bodies the node holds at once while reading them, all requests together;
@@ -178,6 +198,20 @@ export interface HttpLimits {
   maxBufferedBodyBytes: number;
   /** Open connections, idle ones included (app.factory.ts). */
   maxConnections: number;
+  /** Requests held open on purpose, all organizations together (HeldRequests); unset: derived below. */
+  maxHeldRequests?: number;
+  /** Of those, one organization's. */
+  heldRequestsPerOrg?: number;
 }
 
 export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxBufferedBodyBytes: 64 * 1024 * 1024, maxConnections: 2_000 };
+
+/**
+ * The node's budget of held requests and one organization's share: three quarters of the
+ * connections (so that a quarter always answers everything else) and a quarter of that (so that
+ * four organizations' streams and waits, not one's, fill it), unless set; never past the connections.
+ */
+export function heldRequestLimits(limits: HttpLimits): { max: number; perOrg: number } {
+  const max = Math.min(limits.maxConnections, limits.maxHeldRequests ?? Math.max(1, Math.floor((limits.maxConnections * 3) / 4)));
+  return { max, perOrg: Math.min(max, limits.heldRequestsPerOrg ?? Math.max(1, Math.floor(max / 4))) };
+}

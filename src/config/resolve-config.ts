@@ -70,7 +70,12 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       idleMs: e.HTTP_IDLE_TIMEOUT_MS,
       keepAliveMs: e.HTTP_KEEP_ALIVE_TIMEOUT_MS,
     },
-    httpLimits: { maxBufferedBodyBytes: e.HTTP_MAX_BUFFERED_BODY_BYTES, maxConnections: e.HTTP_MAX_CONNECTIONS },
+    httpLimits: {
+      maxBufferedBodyBytes: e.HTTP_MAX_BUFFERED_BODY_BYTES,
+      maxConnections: e.HTTP_MAX_CONNECTIONS,
+      maxHeldRequests: e.HTTP_HELD_REQUESTS_MAX,
+      heldRequestsPerOrg: e.HTTP_HELD_REQUESTS_PER_ORG,
+    },
     mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
     trustProxy: parseTrustedProxies(e.TRUST_PROXY) ?? false,
     metricsToken: e.METRICS_TOKEN,

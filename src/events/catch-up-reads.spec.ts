@@ -5,6 +5,7 @@ import type { EventLogRepository, StreamEvent, StreamRead } from './event-log.re
 import { comparePositions, EventPosition } from './event-position';
 import { EventStreamService } from './event-stream.service';
 import type { EventWakeups } from './event-wakeups.service';
+import { HeldRequests } from '../common/held-requests';
 
 /** A client's socket: takes everything, or (`slow`) fills up at every write and drains on a later turn. */
 class FakeResponse extends EventEmitter {
@@ -87,7 +88,7 @@ const seqs = (from: number, types?: string[]) =>
 describe('EventStreamService, streams of one organization behind the head', () => {
   it('replays the log once for 50 streams resuming from 0-0, and sends each every event once, in order', async () => {
     const { counts, log: fake } = fakeLog();
-    const service = new EventStreamService(fake, wakeups, seals, config);
+    const service = new EventStreamService(fake, wakeups, seals, config, new HeldRequests(config));
     const clients = Array.from({ length: 50 }, (_, i) => new FakeResponse(i % 5 === 0));
     for (const res of clients) service.open('org', undefined, undefined, { from: { tx: 0n, seq: 0n } }, res as never);
 
@@ -103,7 +104,7 @@ describe('EventStreamService, streams of one organization behind the head', () =
 
   it('has at most 4 reads of one organization running at once, whatever the number of streams behind at different positions', async () => {
     const { counts, log: fake } = fakeLog();
-    const service = new EventStreamService(fake, wakeups, seals, config);
+    const service = new EventStreamService(fake, wakeups, seals, config, new HeldRequests(config));
     const approver = ['agent.created'];
     const streams = Array.from({ length: 40 }, (_, i) => ({
       res: new FakeResponse(i % 3 === 0),

@@ -4,6 +4,7 @@ import { PositionSeals } from '../secrets/position-seals';
 import type { EventLogRepository, StreamRead } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import type { EventWakeups } from './event-wakeups.service';
+import { HeldRequests } from '../common/held-requests';
 
 /** A response as a stream writes to it: a client that takes everything, or (`stuck`) nothing past the opening line. */
 class FakeResponse extends EventEmitter {
@@ -31,6 +32,7 @@ const wakeups = { on: () => () => undefined } as unknown as EventWakeups;
 const seals = new PositionSeals({ read: () => Promise.resolve(Buffer.alloc(32, 7)) } as never);
 beforeAll(() => seals.onModuleInit());
 const configWith = (heartbeatMs: number) => ({ events: { heartbeatMs, pollMs: 600_000 } }) as unknown as AppConfig;
+const held = new HeldRequests({} as AppConfig);
 
 const oneEvent: StreamRead = {
   events: [
@@ -61,7 +63,7 @@ describe('EventStreamService, a client that takes nothing', () => {
     const log = {
       readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }),
     };
-    service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(15_000));
+    service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(15_000), held);
     res = new FakeResponse(true);
     service.open('org', undefined, undefined, { from: { tx: 1n, seq: 0n } }, res as never);
     // The stream reads, writes the event into the full socket, and waits for it to drain.
@@ -94,7 +96,7 @@ describe('EventStreamService heartbeats', () => {
   it('send a keep-alive every heartbeat, and end a stream when its credential is no longer accepted', async () => {
     jest.useFakeTimers();
     const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }) };
-    const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(1_000));
+    const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(1_000), held);
     service.onModuleInit();
     const res = new FakeResponse();
     const credential = new AbortController();
@@ -132,7 +134,7 @@ describe('EventStreamService, streams of one organization sharing a read', () =>
     let listener: (orgs: Set<string>) => void = () => undefined;
     const wakes = { on: (l: typeof listener) => ((listener = l), () => undefined) } as unknown as EventWakeups;
     const readAfter = jest.fn().mockResolvedValue(nothing);
-    const service = new EventStreamService({ readAfter } as unknown as EventLogRepository, wakes, seals, configWith(600_000));
+    const service = new EventStreamService({ readAfter } as unknown as EventLogRepository, wakes, seals, configWith(600_000), held);
     service.onModuleInit();
     const fast = new FakeResponse();
     const stuck = new FakeResponse(true);

@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnModuleDestroy, OnModuleInit } from '@nest
 import type { ServerResponse } from 'node:http';
 import type { CredentialLease } from '../auth/credential-watch.service';
 import { ApiError } from '../common/api-error';
+import { HeldRequests, heldRefusalMessage } from '../common/held-requests';
 import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { PositionSeals } from '../secrets/position-seals';
@@ -25,17 +26,19 @@ export class OrgStreamSlots {
     readonly max: number,
     /** What the 429 says the organization has too many of. */
     private readonly what: string,
+    /** The node's budget of held requests, which a stream is one of. */
+    private readonly held: HeldRequests,
   ) {
-    this.holds = new OrgHolds(() => max);
+    this.holds = new OrgHolds(() => max, held);
   }
 
   /** A slot, or 429 `rate_limited`; the function returned gives it back (once, however often it is called). */
   take(orgId: string): () => void {
     const release = this.holds.tryHold(orgId);
     if (!release) {
-      throw new ApiError('rate_limited', `This organization has ${this.max} ${this.what} open on this server; close one first.`, undefined, undefined, {
-        'Retry-After': '5',
-      });
+      const refusal = this.held.refusal(orgId);
+      const message = refusal ? heldRefusalMessage(refusal) : `This organization has ${this.max} ${this.what} open on this server; close one first.`;
+      throw new ApiError('rate_limited', message, undefined, undefined, { 'Retry-After': '5' });
     }
     return release;
   }
@@ -46,7 +49,7 @@ export class OrgStreamSlots {
 export class EventStreamService implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(EventStreamService.name);
   private readonly byOrg = new Map<string, OrgStreams>();
-  private readonly slots = new OrgStreamSlots(MAX_STREAMS_PER_ORG, 'event streams');
+  private readonly slots: OrgStreamSlots;
   private heartbeatTimer?: NodeJS.Timeout;
   private pollTimer?: NodeJS.Timeout;
   private unsubscribe?: () => void;
@@ -56,7 +59,10 @@ export class EventStreamService implements OnModuleInit, OnModuleDestroy {
     private readonly wakeups: EventWakeups,
     private readonly seals: PositionSeals,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    held: HeldRequests,
+  ) {
+    this.slots = new OrgStreamSlots(MAX_STREAMS_PER_ORG, 'event streams', held);
+  }
 
   onModuleInit(): void {
     this.unsubscribe = this.wakeups.on((orgs) => {

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { CredentialWatch } from '../auth/credential-watch.service';
 import type { Principal } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { HeldRequests } from '../common/held-requests';
 import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DecisionWaiter } from '../runtime/decision-waiter.service';
@@ -29,14 +30,17 @@ export class McpHeldCalls implements OnModuleInit {
   /** Aborted when the HTTP server starts to close: waits end at once and answer "still pending". */
   private readonly closing = new AbortController();
   /** Calls held now, per organization (MCP_HELD_CALLS_PER_ORG). */
-  private readonly holds = new OrgHolds(() => this.config.mcpHeldCallsPerOrg ?? DEFAULT_MCP_HELD_CALLS_PER_ORG);
+  private readonly holds: OrgHolds;
 
   constructor(
     private readonly waiter: DecisionWaiter,
     private readonly credentials: CredentialWatch,
     private readonly adapterHost: HttpAdapterHost,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    held: HeldRequests,
+  ) {
+    this.holds = new OrgHolds(() => this.config.mcpHeldCallsPerOrg ?? DEFAULT_MCP_HELD_CALLS_PER_ORG, held);
+  }
 
   onModuleInit(): void {
     // preClose runs before Fastify waits for in-flight requests: a call held open for a decision

@@ -17,6 +17,7 @@ import { CredentialWatch } from '../auth/credential-watch.service';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { HeldRequests } from '../common/held-requests';
 import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { ProblemResponse } from '../common/openapi';
@@ -41,20 +42,24 @@ const FORBIDDEN = ProblemResponse('`forbidden`: a role that may not, or a token 
 @Controller('api/v1')
 export class RunsController implements OnModuleDestroy {
   /** Run event streams per organization, as many as `GET /events` allows. */
-  private readonly slots = new OrgStreamSlots(MAX_STREAMS_PER_ORG, 'run event streams');
+  private readonly slots: OrgStreamSlots;
   /** The open run event streams of this node, ended when it stops. */
   private readonly open = new Set<AbortController>();
   /** Per organization, its streams waiting for their client to take a batch (STALLED_STREAMS_PER_ORG at most). */
   private readonly stalled = new OrgHolds(() => STALLED_STREAMS_PER_ORG);
   /** Per organization, its `Prefer: wait` answers held now (RUN_WAITS_PER_ORG at most). */
-  private readonly waits = new OrgHolds(() => this.config.runs.waitsPerOrg ?? DEFAULT_RUN_WAITS_PER_ORG);
+  private readonly waits: OrgHolds;
 
   constructor(
     private readonly runs: RunsService,
     private readonly credentials: CredentialWatch,
     private readonly seals: PositionSeals,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+    held: HeldRequests,
+  ) {
+    this.slots = new OrgStreamSlots(MAX_STREAMS_PER_ORG, 'run event streams', held);
+    this.waits = new OrgHolds(() => this.config.runs.waitsPerOrg ?? DEFAULT_RUN_WAITS_PER_ORG, held);
+  }
 
   @Post('agents/:agentId/runs')
   @Access('agent', 'builder')

@@ -1,5 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { ApiError } from '../common/api-error';
+import { HeldRequests, heldRefusalMessage } from '../common/held-requests';
 import { OrgHolds } from '../common/org-holds';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 
@@ -16,8 +17,11 @@ export const DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG = 128;
 export class ToolCallsInFlight {
   private readonly holds: OrgHolds;
 
-  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {
-    this.holds = new OrgHolds(() => this.config.toolCallsInFlightPerOrg ?? DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG);
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly held: HeldRequests,
+  ) {
+    this.holds = new OrgHolds(() => this.config.toolCallsInFlightPerOrg ?? DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG, held);
   }
 
   /** Runs `work` in one of the organization's places, or refuses it `429` when they are all taken. */
@@ -25,9 +29,12 @@ export class ToolCallsInFlight {
     const release = this.holds.tryHold(orgId);
     if (!release) {
       const max = this.config.toolCallsInFlightPerOrg ?? DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG;
+      const refusal = this.held.refusal(orgId);
       throw new ApiError(
         'rate_limited',
-        `This organization has ${max} tool calls in progress on this server, the most it may (TOOL_CALLS_IN_FLIGHT_PER_ORG); retry when some have finished. Nothing was recorded.`,
+        refusal
+          ? `${heldRefusalMessage(refusal)} Nothing was recorded.`
+          : `This organization has ${max} tool calls in progress on this server, the most it may (TOOL_CALLS_IN_FLIGHT_PER_ORG); retry when some have finished. Nothing was recorded.`,
         undefined,
         undefined,
         { 'Retry-After': '1' },

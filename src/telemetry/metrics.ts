@@ -129,6 +129,13 @@ export class Metrics implements OnApplicationShutdown {
     registers: [],
   });
 
+  private readonly heldRefusals = new Counter({
+    name: 'held_request_refusals_total',
+    help: 'Requests not held open (a stream refused 429, a wait answered at once, a tool call refused 429) for want of room, by limit: per_org (HTTP_HELD_REQUESTS_PER_ORG) or node (HTTP_HELD_REQUESTS_MAX).',
+    labelNames: ['limit'] as const,
+    registers: [this.registry],
+  });
+
   private readonly runs = new Counter({
     name: 'runs_total',
     help: 'Agent runs reaching a status, by status.',
@@ -235,6 +242,11 @@ export class Metrics implements OnApplicationShutdown {
   rateLimitStoreAvailable(up: boolean): void {
     if (!this.registry.getSingleMetric('rate_limit_store_up')) this.registry.registerMetric(this.rateLimitStoreUp);
     this.rateLimitStoreUp.set(up ? 1 : 0);
+  }
+
+  /** A request that would have been held open was not (HeldRequests). */
+  heldRequestRefused(limit: 'per_org' | 'node'): void {
+    this.heldRefusals.labels(limit).inc();
   }
 
   /** A run reached `status` (`running` when created or resumed, `waiting_for_approval`, `succeeded`, `failed`, `cancelled`), counted once, by the node that wrote it. */

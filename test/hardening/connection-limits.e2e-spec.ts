@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import { ConfigError, parseEnvironment } from '../../src/config/app-config';
-import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/http-config';
+import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS, heldRequestLimits } from '../../src/config/http-config';
 import { resolveConfig } from '../../src/config/resolve-config';
 import { HEAD_GRACE_MS } from '../../src/common/connections';
 import { rawClient, RawClient } from '../support/raw-http';
@@ -125,10 +125,17 @@ describe('connections still sending a request head', () => {
 });
 
 describe('configuration', () => {
-  it('HTTP_MAX_CONNECTIONS and HTTP_KEEP_ALIVE_TIMEOUT_MS are read, validated and defaulted', () => {
+  it('HTTP_MAX_CONNECTIONS, HTTP_HELD_REQUESTS_* and HTTP_KEEP_ALIVE_TIMEOUT_MS are read, validated and defaulted', () => {
     const base = { PLATFORM_ADMIN_TOKEN: 'x'.repeat(20), DATABASE_URL: 'postgres://db/x', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') };
     const config = resolveConfig({ ...base, HTTP_MAX_CONNECTIONS: '500', HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000' });
     expect(config.httpLimits?.maxConnections).toBe(500);
+    expect(heldRequestLimits(config.httpLimits!)).toEqual({ max: 375, perOrg: 93 });
+    const held = resolveConfig({ ...base, HTTP_HELD_REQUESTS_MAX: '1200', HTTP_HELD_REQUESTS_PER_ORG: '600' });
+    expect(heldRequestLimits(held.httpLimits!)).toEqual({ max: 1200, perOrg: 600 });
+    expect(heldRequestLimits(resolveConfig({ ...base, HTTP_HELD_REQUESTS_MAX: '', HTTP_HELD_REQUESTS_PER_ORG: '' }).httpLimits!)).toEqual({
+      max: 1500,
+      perOrg: 375,
+    });
     expect(config.httpTimeouts?.keepAliveMs).toBe(65_000);
     const defaults = parseEnvironment({});
     expect([defaults.HTTP_MAX_CONNECTIONS, defaults.HTTP_KEEP_ALIVE_TIMEOUT_MS]).toEqual([DEFAULT_HTTP_LIMITS.maxConnections, 5000]);
@@ -138,6 +145,8 @@ describe('configuration', () => {
       ['HTTP_MAX_CONNECTIONS', 'many'],
       ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '10'],
       ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '5s'],
+      ['HTTP_HELD_REQUESTS_MAX', '0'],
+      ['HTTP_HELD_REQUESTS_PER_ORG', '1.5'],
     ]) {
       expect(() => parseEnvironment({ [name]: value })).toThrow(ConfigError);
       expect(() => parseEnvironment({ [name]: value })).toThrow(name);

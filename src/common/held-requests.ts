@@ -1,0 +1,78 @@
+import { Inject, Injectable, Optional } from '@nestjs/common';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
+import { DEFAULT_HTTP_LIMITS, heldRequestLimits } from '../config/http-config';
+import { Metrics } from '../telemetry/metrics';
+import { OrgHolds } from './org-holds';
+
+/** Why a request could not be held: the organization's share, or the node's whole budget. */
+export type HeldRequestRefusal = { limit: 'per_org' | 'node'; max: number; setting: string };
+
+/**
+ * Every request a node holds open on purpose, all kinds together: event streams, run event
+ * streams, runs under `Prefer: wait`, MCP calls waiting for a decision, tool calls in progress.
+ * Each keeps one of the node's HTTP_MAX_CONNECTIONS for seconds to hours, and each kind had its own
+ * bound per organization only: one organization could hold about 770 of 2,000 connections, three
+ * the whole node, health checks included. Held together they stay under HTTP_HELD_REQUESTS_MAX
+ * (the rest of the connections are for every other request), one organization's under
+ * HTTP_HELD_REQUESTS_PER_ORG. A kind's own bound (OrgHolds) is asked first, then this.
+ */
+@Injectable()
+export class HeldRequests {
+  private held = 0;
+  private readonly max: number;
+  private readonly perOrg: OrgHolds;
+  private readonly perOrgMax: number;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    @Optional() private readonly metrics?: Metrics,
+  ) {
+    const limits = heldRequestLimits(config.httpLimits ?? DEFAULT_HTTP_LIMITS);
+    this.max = limits.max;
+    this.perOrgMax = limits.perOrg;
+    this.perOrg = new OrgHolds(() => this.perOrgMax);
+    metrics?.gauge(
+      'held_requests',
+      'Requests this node holds open on purpose now (streams, waits, tool calls in progress), all organizations together.',
+      () => this.held,
+    );
+  }
+
+  /** A release (once counts) when both the node and the organization have room, else undefined. */
+  tryHold(orgId: string): (() => void) | undefined {
+    if (this.held >= this.max) {
+      this.metrics?.heldRequestRefused('node');
+      return undefined;
+    }
+    const release = this.perOrg.tryHold(orgId);
+    if (!release) {
+      this.metrics?.heldRequestRefused('per_org');
+      return undefined;
+    }
+    this.held++;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.held--;
+      release();
+    };
+  }
+
+  /**
+   * What refuses the organization a place now, if this does (the node's budget or its share);
+   * undefined when there is room here, so a refusal came from the kind's own bound.
+   */
+  refusal(orgId: string): HeldRequestRefusal | undefined {
+    if (this.held >= this.max) return { limit: 'node', max: this.max, setting: 'HTTP_HELD_REQUESTS_MAX' };
+    if (this.perOrg.count(orgId) >= this.perOrgMax) return { limit: 'per_org', max: this.perOrgMax, setting: 'HTTP_HELD_REQUESTS_PER_ORG' };
+    return undefined;
+  }
+}
+
+/** The sentence a refusal's problem document carries. */
+export function heldRefusalMessage(refusal: HeldRequestRefusal): string {
+  return refusal.limit === 'node'
+    ? `This server holds ${refusal.max} requests open (streams, waits, tool calls in progress), the most it may (${refusal.setting}); retry, here or on another server.`
+    : `This organization holds ${refusal.max} requests open on this server (streams, waits, tool calls in progress), the most it may (${refusal.setting}); retry when some have finished.`;
+}

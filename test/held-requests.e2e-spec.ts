@@ -1,0 +1,150 @@
+import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
+import { RunFixturesModule } from './fixtures/run-fixtures.module';
+import { metricSample, scrapeMetrics } from './support/metrics';
+import { SseClient } from './support/sse-client';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
+import { until } from './support/until';
+import { testRunsConfig } from './support/runs-config';
+import { ScriptedModel, startScriptedModel } from './support/scripted-model';
+
+const ACCEPT = 'application/json, text/event-stream';
+
+/**
+ * Every request a node holds open on purpose (event streams, run streams, waits, MCP calls held for
+ * a decision, tool calls in progress) keeps one of its HTTP_MAX_CONNECTIONS. Each kind was bounded
+ * per organization alone: one organization could hold about 770 of 2,000 connections and three the
+ * whole node, health checks included. Together they stay under HTTP_HELD_REQUESTS_MAX, one
+ * organization's under HTTP_HELD_REQUESTS_PER_ORG; what is not held is refused or answered at once,
+ * as past each kind's own bound.
+ */
+describe('requests held open, all kinds together (e2e)', () => {
+  let t: TestApp;
+  let model: ScriptedModel;
+  let base: string;
+  const open: SseClient[] = [];
+
+  beforeAll(async () => {
+    model = await startScriptedModel(() => ({ hang: true }));
+    t = await createTestApp({
+      imports: [McpFixturesModule, RunFixturesModule],
+      config: {
+        runs: testRunsConfig({ modelRetries: 0 }),
+        mcpApprovalWaitSeconds: 30,
+        httpLimits: { maxBufferedBodyBytes: 64 * 1024 * 1024, maxConnections: 2_000, maxHeldRequests: 6, heldRequestsPerOrg: 3 },
+      },
+    });
+    await t.app.listen(0, '127.0.0.1');
+    base = `http://127.0.0.1:${(t.app.getHttpServer().address() as { port: number }).port}/api/v1`;
+  }, 180_000);
+  afterAll(async () => {
+    for (const c of open.splice(0)) c.close();
+    await t.close();
+    await model.close();
+  });
+
+  const stream = async (org: TestOrg) => {
+    const c = await SseClient.open(`${base}/events`, { authorization: `Bearer ${org.keys.admin}` });
+    open.push(c);
+    return c;
+  };
+  const refusedStream = (org: TestOrg) =>
+    SseClient.open(`${base}/events`, { authorization: `Bearer ${org.keys.admin}` }).then(
+      (c) => {
+        c.close();
+        throw new Error('opened');
+      },
+      (err: { status: number; body: string }) => ({ status: err.status, body: JSON.parse(err.body) as { code: string; detail: string } }),
+    );
+  const greet = (org: TestOrg, agent: string) =>
+    t.http
+      .post(`/api/v1/agents/${agent}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'fx-mcp-greet', arguments: { tag: 't' } });
+  const mcpWrite = (org: TestOrg, agent: string, text: string) =>
+    t.http
+      .post(`/api/v1/agents/${agent}/mcp`)
+      .set(...bearer(org.keys.agent))
+      .set('Accept', ACCEPT)
+      .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fx-mcp-write', arguments: { tag: 't', text } } })
+      .then((res) => {
+        const message = JSON.parse(
+          res.text
+            .split('\n')
+            .find((l) => l.startsWith('data: '))!
+            .slice(6),
+        );
+        return { isError: message.result.isError as boolean | undefined, text: message.result.content[0].text as string };
+      });
+  const run = (org: TestOrg, agent: string) =>
+    t.http
+      .post(`/api/v1/agents/${agent}/runs`)
+      .set(...bearer(org.keys.agent))
+      .set('Prefer', 'wait=20')
+      .send({ input: 'hi' })
+      .expect(201);
+
+  it("refuses an organization past its share, then everyone past the node's budget, and keeps answering what is not held", async () => {
+    const [a, b, c] = [await createOrg(t), await createOrg(t), await createOrg(t)];
+    const agentOf = async (org: TestOrg) => {
+      const provider = await t.http
+        .post('/api/v1/model-providers')
+        .set(...bearer(org.keys.admin))
+        .send({ name: 'hangs', kind: 'openai-compatible', baseUrl: model.url })
+        .expect(201);
+      const model_ = { provider: provider.body.id, name: 'scripted-1' };
+      return publishAgent(t, org, 'held', { instructions: '', capabilities: [{ id: 'fx-mcp-notes' }], model: model_ });
+    };
+    const [agentA, agentC] = [await agentOf(a), await agentOf(c)];
+    const before = await scrapeMetrics(t);
+
+    // A's share is three, whatever kind: its fourth stream is refused though streams allow 256.
+    const aStreams = [await stream(a), await stream(a), await stream(a)];
+    const fourth = await refusedStream(a);
+    expect(fourth).toMatchObject({ status: 429, body: { code: 'rate_limited' } });
+    expect(fourth.body.detail).toContain('HTTP_HELD_REQUESTS_PER_ORG');
+    // A tool call of A's, in progress for a moment only, is a held request too: refused, nothing recorded.
+    const call = await greet(a, agentA).expect(429);
+    expect(call.headers['retry-after']).toBe('1');
+    expect(call.body.detail).toContain('HTTP_HELD_REQUESTS_PER_ORG');
+    // Over MCP the same refusal is the call's error result.
+    const overMcp = await mcpWrite(a, agentA, 'not held');
+    expect(overMcp.isError).toBe(true);
+    expect(overMcp.text).toContain('HTTP_HELD_REQUESTS_PER_ORG');
+    // A run is made and answered at once, the wait not applied.
+    const started = Date.now();
+    const notWaited = await run(a, agentA);
+    expect(notWaited.headers['preference-applied']).toBeUndefined();
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    // B takes the node's last three: C, holding nothing, is refused too; naming the node's budget.
+    for (let i = 0; i < 3; i++) await stream(b);
+    const cStream = await refusedStream(c);
+    expect(cStream).toMatchObject({ status: 429, body: { code: 'rate_limited' } });
+    expect(cStream.body.detail).toContain('HTTP_HELD_REQUESTS_MAX');
+    expect((await greet(c, agentC).expect(429)).body.detail).toContain('HTTP_HELD_REQUESTS_MAX');
+    // What is not held is answered: the health checks, reads.
+    await t.http.get('/health').expect(200);
+    await t.http
+      .get('/api/v1/agents')
+      .set(...bearer(c.keys.viewer))
+      .expect(200);
+    const after = await scrapeMetrics(t);
+    expect(metricSample(after, 'held_requests')).toBe(6);
+    expect(metricSample(after, 'held_request_refusals_total{limit="node"}') - metricSample(before, 'held_request_refusals_total{limit="node"}')).toBe(2);
+    expect(metricSample(after, 'held_request_refusals_total{limit="per_org"}') - metricSample(before, 'held_request_refusals_total{limit="per_org"}')).toBe(4);
+
+    // A stream closed gives its place back, to whoever asks next.
+    aStreams[0].close();
+    await until(
+      () => greet(c, agentC).then((r) => r.status),
+      (status) => status === 200,
+      10_000,
+    );
+    await until(
+      () => scrapeMetrics(t).then((m) => metricSample(m, 'held_requests')),
+      (n) => n === 5,
+      10_000,
+    );
+    await stream(c);
+  }, 60_000);
+});
