@@ -291,8 +291,16 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
     });
 
     it('pages GET /tools/disabled like every list, and refuses a bad limit, cursor or unknown parameter', async () => {
-      // limit, cursor and unknown parameters were ignored: ?limit=1 answered every switch.
-      const ids = ['mcp/zz%2Fc', 'mcp/zz%2Fa', 'memory-write/forget'];
+      // limit, cursor and unknown parameters were ignored: ?limit=1 answered every switch. Code point
+      // order whatever the database's collation (en_US puts `a` before `B`; the cursor compares as C).
+      const ids = [
+        'mcp/zz%2Fc',
+        'mcp/zz%2Fa',
+        'mcp/zz%2FB',
+        `mcp/zz%2F${encodeURIComponent('\u{1F600}')}`,
+        `mcp/zz%2F${encodeURIComponent('\uFF21')}`,
+        'memory-write/forget',
+      ];
       const put = (id: string, disabled: boolean) =>
         h.t.http
           .put(`/api/v1/tools/${id}/disabled`)
@@ -311,7 +319,7 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
         seen.push(...page.body.items.map((i: { capabilityId: string; toolId: string }) => `${i.capabilityId}/${i.toolId}`));
         cursor = page.body.nextCursor;
       } while (cursor);
-      expect(seen).toEqual(['mcp/zz/a', 'mcp/zz/c', 'memory-write/forget']);
+      expect(seen).toEqual(['mcp/zz/B', 'mcp/zz/a', 'mcp/zz/c', 'mcp/zz/\uFF21', 'mcp/zz/\u{1F600}', 'memory-write/forget']);
       const all = await list('').expect(200);
       expect(all.body).toEqual({ items: expect.any(Array), nextCursor: null });
       for (const [query, path] of [

@@ -18,7 +18,7 @@ export class GovernanceController {
   @Access('viewer')
   @ApiOperation({
     summary: 'The tools disabled in this organization',
-    description: 'Sorted by capability id, then tool id. Pages like every list (`limit`, `cursor`, `nextCursor`).',
+    description: 'Sorted by capability id, then tool id, in code point order. Pages like every list (`limit`, `cursor`, `nextCursor`).',
   })
   @ApiOkResponse({ type: ToolSwitchPage })
   listDisabled(@Ctx() ctx: RequestContext, @Query() query: PageQuery): Promise<ToolSwitchPage> {

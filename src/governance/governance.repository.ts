@@ -116,6 +116,21 @@ export class GovernanceRepository {
     return new Map(rows.map((r) => [toolKey(r.capability_id, r.tool_id), r]));
   }
 
+  /**
+   * One page of the organization's switches after `after`, in code point order (`COLLATE "C"`, the
+   * same whatever the database's collation, so a cursor means the same on every node): the page's
+   * rows only, where reading every switch (up to 1,000, over a megabyte with their reasons) for
+   * each page took 13 to 20 ms.
+   */
+  async disabledToolsPage(orgId: string, after: [string, string] | undefined, limit: number): Promise<DisabledToolRow[]> {
+    return this.dataSource.query(
+      `SELECT capability_id, tool_id, reason, disabled_at, disabled_by FROM tool_disabled
+        WHERE org_id = $1 AND ($2::text IS NULL OR (capability_id COLLATE "C", tool_id COLLATE "C") > ($2::text COLLATE "C", $3::text COLLATE "C"))
+        ORDER BY capability_id COLLATE "C", tool_id COLLATE "C" LIMIT $4`,
+      [orgId, after?.[0] ?? null, after?.[1] ?? null, limit],
+    );
+  }
+
   async disabledTool(
     orgId: string,
     capabilityId: string,

@@ -70,12 +70,10 @@ export class GovernanceService {
   /** Sorted by capability id, then tool id; the cursor is the pair last answered, so a page boundary survives switches in between. */
   async listDisabled(ctx: RequestContext, query: PageQuery): Promise<Page<ToolSwitchView>> {
     const after = decodeCursor(query.cursor, ['text', 'text']) as [string, string] | undefined;
-    const rows = await this.repository.disabledTools(keyOf(ctx).orgId);
-    const views = [...rows.values()].map(toSwitchView).sort(byTool);
-    const rest = after ? views.filter((v) => byTool(v, { capabilityId: after[0], toolId: after[1] }) > 0) : views;
     const limit = query.limit ?? DEFAULT_LIMIT;
+    const rows = await this.repository.disabledToolsPage(keyOf(ctx).orgId, after, limit + 1);
     return pageOf(
-      rest.slice(0, limit + 1),
+      rows.map(toSwitchView),
       limit,
       (v) => [v.capabilityId, v.toolId],
       (v) => v,
@@ -138,9 +136,4 @@ function toSwitchView(row: DisabledToolRow): ToolSwitchView {
 function keyOf(ctx: RequestContext): OrgPrincipal {
   if (!isOrgPrincipal(ctx.principal)) throw ApiError.forbidden("Only an organization's API key or member acts on its agents and tools.");
   return ctx.principal;
-}
-
-function byTool(a: { capabilityId: string; toolId: string }, b: { capabilityId: string; toolId: string }): number {
-  if (a.capabilityId !== b.capabilityId) return a.capabilityId < b.capabilityId ? -1 : 1;
-  return a.toolId === b.toolId ? 0 : a.toolId < b.toolId ? -1 : 1;
 }

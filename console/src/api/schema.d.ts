@@ -1070,7 +1070,7 @@ export interface paths {
         };
         /**
          * The tools disabled in this organization
-         * @description Sorted by capability id, then tool id. Pages like every list (`limit`, `cursor`, `nextCursor`).
+         * @description Sorted by capability id, then tool id, in code point order. Pages like every list (`limit`, `cursor`, `nextCursor`).
          */
         get: operations["listDisabledGovernance"];
         put?: never;
