@@ -1,5 +1,6 @@
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
 import { RunFixturesModule } from './fixtures/run-fixtures.module';
+import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { metricSample, scrapeMetrics } from './support/metrics';
 import { SseClient } from './support/sse-client';
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
@@ -21,10 +22,12 @@ describe('requests held open, all kinds together (e2e)', () => {
   let t: TestApp;
   let model: ScriptedModel;
   let base: string;
+  let server: FixtureMcpServer;
   const open: SseClient[] = [];
 
   beforeAll(async () => {
     model = await startScriptedModel(() => ({ hang: true }));
+    server = await startFixtureMcpServer();
     t = await createTestApp({
       imports: [McpFixturesModule, RunFixturesModule],
       config: {
@@ -36,8 +39,16 @@ describe('requests held open, all kinds together (e2e)', () => {
     await t.app.listen(0, '127.0.0.1');
     base = `http://127.0.0.1:${(t.app.getHttpServer().address() as { port: number }).port}/api/v1`;
   }, 180_000);
-  afterAll(async () => {
+  afterEach(async () => {
     for (const c of open.splice(0)) c.close();
+    await until(
+      () => scrapeMetrics(t).then((m) => metricSample(m, 'held_requests')),
+      (n) => n === 0,
+      10_000,
+    );
+  });
+  afterAll(async () => {
+    await server.close();
     await t.close();
     await model.close();
   });
@@ -146,5 +157,51 @@ describe('requests held open, all kinds together (e2e)', () => {
       10_000,
     );
     await stream(c);
+  }, 60_000);
+
+  it("holds an admin's MCP connection being listed at its server like any held request, refusing the next 429 before it reaches the server", async () => {
+    const org = await createOrg(t, ['mcp:remote']);
+    const admin = bearer(org.keys.admin);
+    const created = await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...admin)
+      .send({ server: 'remote', name: 'slow', url: server.url })
+      .expect(201);
+    const sync = () => t.http.post(`/api/v1/mcp-connections/${created.body.id}/sync`).set(...admin);
+    server.state.listDelayMs = 3_000;
+    // supertest sends on `then`: the three are under way, waiting for the server, once it has them.
+    const lists = server.listRequests.length;
+    const held = [sync().then((r) => r), sync().then((r) => r), sync().then((r) => r)];
+    await until(
+      async () => server.listRequests.length - lists,
+      (n) => n === 3,
+      10_000,
+    );
+    const refused = await sync().expect(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect(refused.body).toMatchObject({ code: 'rate_limited', detail: expect.stringContaining('HTTP_HELD_REQUESTS_PER_ORG') });
+    const another = await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...admin)
+      .send({ server: 'remote', name: 'second', url: server.url })
+      .expect(429);
+    expect(another.body.detail).toContain('Nothing was changed');
+    await t.http
+      .put(`/api/v1/mcp-connections/${created.body.id}/url`)
+      .set(...admin)
+      .send({ url: server.url })
+      .expect(429);
+    // None of the refused reached the server, nor stored anything.
+    expect(server.listRequests.length - lists).toBe(3);
+    const names = (
+      await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...admin)
+        .expect(200)
+    ).body.items.map((c: { name: string }) => c.name);
+    expect(names).toEqual(['slow']);
+    for (const res of await Promise.all(held)) expect(res.status).toBe(200);
+    server.state.listDelayMs = undefined;
+    await sync().expect(200);
   }, 60_000);
 });

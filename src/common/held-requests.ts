@@ -1,4 +1,5 @@
 import { Inject, Injectable, Optional } from '@nestjs/common';
+import { ApiError } from './api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_HTTP_LIMITS, heldRequestLimits } from '../config/http-config';
 import { Metrics } from '../telemetry/metrics';
@@ -9,7 +10,8 @@ export type HeldRequestRefusal = { limit: 'per_org' | 'node'; max: number; setti
 
 /**
  * Every request a node holds open on purpose, all kinds together: event streams, run event
- * streams, runs under `Prefer: wait`, MCP calls waiting for a decision, tool calls in progress.
+ * streams, runs under `Prefer: wait`, MCP calls waiting for a decision, tool calls in progress, an
+ * admin's MCP connection being listed (created, synced, moved) at a server that may not answer.
  * Each keeps one of the node's HTTP_MAX_CONNECTIONS for seconds to hours, and each kind had its own
  * bound per organization only: one organization could hold about 770 of 2,000 connections, three
  * the whole node, health checks included. Held together they stay under HTTP_HELD_REQUESTS_MAX
@@ -57,6 +59,21 @@ export class HeldRequests {
       this.held--;
       release();
     };
+  }
+
+  /**
+   * Runs `work` (a request that waits on another server: an MCP connection listed at its address)
+   * in one of the organization's places, or refuses it `429` with `Retry-After` when none is left.
+   */
+  async run<T>(orgId: string, work: () => Promise<T>): Promise<T> {
+    const release = this.tryHold(orgId);
+    if (!release)
+      throw new ApiError('rate_limited', `${heldRefusalMessage(this.refusal(orgId)!)} Nothing was changed.`, undefined, undefined, { 'Retry-After': '1' });
+    try {
+      return await work();
+    } finally {
+      release();
+    }
   }
 
   /**

@@ -9,12 +9,14 @@ import {
   ApiOkResponse,
   ApiOperation,
   ApiTags,
+  ApiTooManyRequestsResponse,
   ApiUnprocessableEntityResponse,
 } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { isOrgPrincipal, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { HeldRequests } from '../common/held-requests';
 import { ProblemResponse } from '../common/openapi';
 import { SAVED_URL_REFUSALS } from '../egress/egress.service';
 import { pageByKey, PageQuery } from '../common/pagination';
@@ -59,10 +61,22 @@ export class McpServersController {
   }
 }
 
+/**
+ * Listing a server's tools holds the request until the server answers (up to EGRESS_TIMEOUT_MS),
+ * at an address an admin chose: such requests are held requests like streams (HeldRequests), or
+ * one organization's admins listing a server that never answers held the node's connections.
+ */
+const LISTING_HELD = ProblemResponse(
+  'The organization, or the server, holds as many requests open as it may (`HTTP_HELD_REQUESTS_PER_ORG`, `HTTP_HELD_REQUESTS_MAX`): `rate_limited` with `Retry-After`, nothing changed.',
+);
+
 @ApiTags('mcp-catalog')
 @Controller('api/v1/mcp-connections')
 export class McpConnectionsController {
-  constructor(private readonly connections: McpConnectionsService) {}
+  constructor(
+    private readonly connections: McpConnectionsService,
+    private readonly held: HeldRequests,
+  ) {}
 
   @Post()
   @Access('admin')
@@ -83,8 +97,9 @@ export class McpConnectionsController {
       `\`url\` is ${SAVED_URL_REFUSALS.refused}; or the server could not be connected and listed (\`mcp_connect_failed\`, \`reason\` says why); nothing stored.`,
     ),
   )
+  @ApiTooManyRequestsResponse(LISTING_HELD)
   create(@Ctx() ctx: RequestContext, @Body() dto: CreateMcpConnectionDto): Promise<McpConnectionView> {
-    return this.connections.create(ctx, dto);
+    return this.held.run(orgIdOf(ctx), () => this.connections.create(ctx, dto));
   }
 
   @Get()
@@ -114,8 +129,9 @@ export class McpConnectionsController {
   })
   @ApiOkResponse({ type: McpConnectionView })
   @ApiNotFoundResponse(NOT_FOUND)
+  @ApiTooManyRequestsResponse(LISTING_HELD)
   sync(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<McpConnectionView> {
-    return this.connections.sync(ctx, id);
+    return this.held.run(orgIdOf(ctx), () => this.connections.sync(ctx, id));
   }
 
   @Put(':id/tools/:tool/risk')
@@ -162,8 +178,9 @@ export class McpConnectionsController {
       `\`url\` is ${SAVED_URL_REFUSALS.refused}; or the server there could not be connected and listed (\`mcp_connect_failed\`, \`reason\` says why); nothing changed.`,
     ),
   )
+  @ApiTooManyRequestsResponse(LISTING_HELD)
   setUrl(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: SetMcpUrlDto): Promise<McpConnectionView> {
-    return this.connections.setUrl(ctx, id, dto.url);
+    return this.held.run(orgIdOf(ctx), () => this.connections.setUrl(ctx, id, dto.url));
   }
 
   @Delete(':id')
