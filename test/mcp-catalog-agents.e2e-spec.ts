@@ -310,6 +310,40 @@ describe('MCP catalog tools on agents (e2e)', () => {
       }
     });
 
+    it("an organization runs at most a quarter of the node's local processes: with its own all busy, its next is refused while another organization's starts", async () => {
+      const pool = t.app.get(McpClientPool);
+      t.config.mcpMaxLocalProcesses = 4;
+      // No listing before the call: what is under way on the connection is the long call itself.
+      t.config.mcpToolsTtlSeconds = 3600;
+      const connect = (o: TestOrg, name: string) =>
+        t.http
+          .post('/api/v1/mcp-connections')
+          .set(...as(o, 'admin'))
+          .send({ server: 'everything', name });
+      let theirs: string | undefined;
+      try {
+        // The organization's one place is busy with a long call.
+        const long = call(agentId, 'trigger-long-running-operation', { duration: 3, steps: 3 }).then((r) => r);
+        const started = Date.now();
+        while (pool.callsUnderWay(stdioId) === 0 && Date.now() - started < 10_000) await new Promise((r) => setTimeout(r, 50));
+        // Its next local server needs a process: refused, though the node has three places left; nothing stored.
+        const refused = await connect(org, 'reference-three').expect(422);
+        expect(refused.body).toMatchObject({ code: 'mcp_connect_failed' });
+        expect(JSON.stringify(refused.body)).toContain(
+          'this organization already runs 1 local MCP servers, all busy, the most one organization may on this node',
+        );
+        // Another organization's starts meanwhile.
+        const other_ = await connect(other, 'their-reference').expect(201);
+        theirs = other_.body.id as string;
+        expect(pool.processId(theirs)).toEqual(expect.any(Number));
+        expect((await long).body.status).toBe('succeeded');
+      } finally {
+        t.config.mcpMaxLocalProcesses = undefined;
+        t.config.mcpToolsTtlSeconds = 0;
+        if (theirs) await t.http.delete(`/api/v1/mcp-connections/${theirs}`).set(...as(other, 'admin'));
+      }
+    });
+
     it('a bound connection cannot be deleted: 409 resource_in_use', async () => {
       const res = await t.http
         .delete(`/api/v1/mcp-connections/${stdioId}`)

@@ -67,6 +67,8 @@ interface Pooled {
   idle?: NodeJS.Timeout;
   /** When a call last took it (the least recently used idle process makes room for a new one). */
   usedAt: number;
+  /** Whose connection it serves (one organization's local processes are a share of the node's). */
+  orgId: string;
 }
 
 /** How long a local server's process (stdio) may sit unused before it is stopped; the next use starts it again. */
@@ -74,7 +76,9 @@ export const IDLE_PROCESS_MS = 10 * 60_000;
 /**
  * Local servers' processes one node runs at once, whatever the organizations (each takes 70 MB or
  * so): past it the least recently used idle one is stopped, and with none idle the call is
- * `upstream_unavailable`. One organization's 50 connections had started 50 (3.4 GB).
+ * `upstream_unavailable`. One organization's 50 connections had started 50 (3.4 GB). One
+ * organization runs at most a quarter of them (at least one): its own least recently used idle one
+ * makes room for its next, so its long calls cannot keep every other organization's servers out.
  */
 export const MAX_LOCAL_PROCESSES = 32;
 
@@ -197,6 +201,11 @@ export class McpClientPool implements OnModuleDestroy {
     return transport instanceof CleanStdioTransport ? transport.pid : undefined;
   }
 
+  /** Calls a connection's client on this node has under way. */
+  callsUnderWay(connectionId: string): number {
+    return this.pool.get(connectionId)?.inFlight ?? 0;
+  }
+
   /** `tooLarge`: the code of an answer past MAX_RESPONSE_BYTES (a connection's status names only reachability). */
   private async withClient<T>(
     target: McpTarget,
@@ -247,7 +256,7 @@ export class McpClientPool implements OnModuleDestroy {
       return existing;
     }
     if (existing) void this.release(target.connectionId);
-    if (target.entry.definition.transport === 'stdio') this.makeRoomForProcess();
+    if (target.entry.definition.transport === 'stdio') this.makeRoomForProcess(target.orgId);
 
     const transport = this.transportFor(target);
     // Without versionNegotiation the 2.x client speaks the 2025 revisions (the initialize handshake,
@@ -256,7 +265,7 @@ export class McpClientPool implements OnModuleDestroy {
     client.setNotificationHandler('notifications/tools/list_changed', () => {
       for (const listener of this.toolsChanged) listener(target.orgId, target.connectionId);
     });
-    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client), inFlight: 0, retired: false, usedAt: Date.now() };
+    const pooled: Pooled = { fingerprint, transport, client: Promise.resolve(client), inFlight: 0, retired: false, usedAt: Date.now(), orgId: target.orgId };
     transport.onclose = () => {
       if (this.pool.get(target.connectionId) === pooled) this.pool.delete(target.connectionId);
     };
@@ -273,12 +282,26 @@ export class McpClientPool implements OnModuleDestroy {
     return pooled;
   }
 
-  private makeRoomForProcess(): void {
+  private makeRoomForProcess(orgId: string): void {
     const max = this.config.mcpMaxLocalProcesses ?? MAX_LOCAL_PROCESSES;
+    const share = Math.max(1, Math.floor(max / 4));
     const local = [...this.pool].filter(([, p]) => p.transport instanceof CleanStdioTransport);
-    const running = local.length + [...this.draining].filter((p) => p.transport instanceof CleanStdioTransport).length;
-    if (running < max) return;
-    const idle = local.filter(([, p]) => p.inFlight === 0).sort(([, a], [, b]) => a.usedAt - b.usedAt)[0];
+    const draining = [...this.draining].filter((p) => p.transport instanceof CleanStdioTransport);
+    const mine = local.filter(([, p]) => p.orgId === orgId);
+    const leastRecentIdle = (of: typeof local) => of.filter(([, p]) => p.inFlight === 0).sort(([, a], [, b]) => a.usedAt - b.usedAt)[0];
+    if (mine.length + draining.filter((p) => p.orgId === orgId).length >= share) {
+      const idle = leastRecentIdle(mine);
+      if (!idle) {
+        throw new McpUpstreamError(
+          'upstream_unavailable',
+          `this organization already runs ${share} local MCP servers, all busy, the most one organization may on this node; try again shortly`,
+        );
+      }
+      void this.release(idle[0]);
+      return;
+    }
+    if (local.length + draining.length < max) return;
+    const idle = leastRecentIdle(local);
     if (!idle) throw new McpUpstreamError('upstream_unavailable', `this node already runs ${max} local MCP servers, all busy; try again shortly`);
     void this.release(idle[0]);
   }
