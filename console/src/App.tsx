@@ -12,6 +12,7 @@ import { KnowledgePage } from './pages/knowledge';
 import { McpServersPage } from './pages/mcp-servers';
 import { ModelProvidersPage } from './pages/model-providers';
 import { canReadRuns, RunPage, RunsPage } from './pages/runs';
+import { ToolSwitchesPage } from './pages/tool-switches';
 import { UsagePage } from './pages/usage';
 import { WebhooksPage } from './pages/webhooks';
 import { SkillsPage } from './pages/skills';
@@ -115,6 +116,7 @@ function Shell({ session }: { session: Session }) {
     { to: '/model-providers', label: 'Model providers', show: can(me, 'read') },
     { to: '/knowledge', label: 'Knowledge', show: can(me, 'read') },
     { to: '/skills', label: 'Skills', show: can(me, 'read') },
+    { to: '/tool-switches', label: 'Tool switches', show: can(me, 'read') },
     { to: '/audit-log', label: 'Audit log', show: can(me, 'admin') },
     { to: '/api-keys', label: 'API keys', show: can(me, 'admin') },
     { to: '/webhooks', label: 'Webhooks', show: can(me, 'admin') },
@@ -173,6 +175,7 @@ function Page({ path, session, first }: { path: string; session: Session; first?
   if ((params = match('/knowledge/:id', path)) && can(me, 'read')) return <KnowledgePage collectionId={params.id} />;
   if (match('/skills', path) && can(me, 'read')) return <SkillsPage />;
   if (match('/mcp-servers', path) && can(me, 'read')) return <McpServersPage />;
+  if (match('/tool-switches', path) && can(me, 'read')) return <ToolSwitchesPage />;
   if (match('/model-providers', path) && can(me, 'read')) return <ModelProvidersPage />;
   if (match('/webhooks', path) && can(me, 'admin')) return <WebhooksPage />;
   if (match('/audit-log', path) && can(me, 'admin')) return <AuditLogPage />;
