@@ -1,22 +1,55 @@
 import { useState } from 'react';
-import { ok } from '../api/client';
+import { messageOf, ok } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, formatTime, JsonView, useLoad } from '../components/feedback';
-import { useSession } from '../session';
+import { Alert, formatTime, JsonView, Status, useLoad } from '../components/feedback';
+import { can, useSession } from '../session';
 
-/** Published versions, newest first: each with its drift, and for the one chosen its offered tools and system prompt. */
+/**
+ * Published versions, newest first: each with its drift and whether it was retired, and for the one
+ * chosen its offered tools and system prompt. A builder retires an older version (its calls are
+ * refused from then on); the latest cannot be retired.
+ */
 export function VersionsPanel({ agentId }: { agentId: string }) {
-  const { api } = useSession();
+  const { api, me } = useSession();
+  const builder = can(me, 'build');
   const versions = useLoad(() => ok(api.GET('/api/v1/agents/{agentId}/versions', { params: { path: { agentId }, query: { limit: 200 } } })), [api, agentId]);
   const [chosen, setChosen] = useState<number>();
+  const [status, setStatus] = useState<string>();
+  const [error, setError] = useState<string>();
+  const [retiring, setRetiring] = useState<number>();
   const names = usePrincipalNames(versions.data?.items.map((v) => v.publishedBy) ?? []);
   if (versions.error) return <Alert>{versions.error}</Alert>;
   if (!versions.data) return <p className="muted">Loading…</p>;
   const items = versions.data.items;
   if (items.length === 0) return <p className="muted">Not published yet: publish the draft to make a version.</p>;
   const selected = chosen ?? items[0].version;
+  const latest = Math.max(...items.map((v) => v.version));
+
+  const retire = async (version: number) => {
+    if (
+      !window.confirm(
+        `Retire version ${version}? Every call to it, at every entry point (tool calls, MCP, runs, approvals being granted), is refused 409 version_retired from then on, and nothing runs. A version cannot be brought back.`,
+      )
+    )
+      return;
+    setError(undefined);
+    setStatus(undefined);
+    setRetiring(version);
+    try {
+      await ok(api.POST('/api/v1/agents/{agentId}/versions/{version}/retire', { params: { path: { agentId, version } } }));
+      setStatus(`Retired version ${version}: its calls are refused 409 version_retired.`);
+      versions.reload();
+    } catch (err) {
+      setError(`Version ${version} was not retired: ${messageOf(err)}`);
+    } finally {
+      setRetiring(undefined);
+    }
+  };
+
   return (
     <>
+      <Alert>{error}</Alert>
+      <Status>{status}</Status>
       <table>
         <caption className="visually-hidden">Published versions</caption>
         <thead>
@@ -25,6 +58,7 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
             <th scope="col">Published</th>
             <th scope="col">By</th>
             <th scope="col">Drift</th>
+            <th scope="col">Retired</th>
             <th scope="col">
               <span className="visually-hidden">Actions</span>
             </th>
@@ -57,21 +91,43 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
                   </ul>
                 )}
               </td>
-              <td>
+              <td>{v.retiredAt ? `Retired ${formatTime(v.retiredAt)}` : 'no'}</td>
+              <td className="actions">
                 <button type="button" onClick={() => setChosen(v.version)} disabled={v.version === selected}>
                   Show version {v.version}
                 </button>
+                {builder && !v.retiredAt && v.version !== latest && (
+                  <button type="button" className="danger" disabled={retiring !== undefined} onClick={() => void retire(v.version)}>
+                    Retire version {v.version}
+                  </button>
+                )}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
-      <VersionDetail key={selected} agentId={agentId} version={selected} drift={items.find((v) => v.version === selected)?.drift ?? []} />
+      <VersionDetail
+        key={selected}
+        agentId={agentId}
+        version={selected}
+        drift={items.find((v) => v.version === selected)?.drift ?? []}
+        retiredAt={items.find((v) => v.version === selected)?.retiredAt ?? null}
+      />
     </>
   );
 }
 
-function VersionDetail({ agentId, version, drift }: { agentId: string; version: number; drift: { tool: string; reason: string }[] }) {
+function VersionDetail({
+  agentId,
+  version,
+  drift,
+  retiredAt,
+}: {
+  agentId: string;
+  version: number;
+  drift: { tool: string; reason: string }[];
+  retiredAt: string | null;
+}) {
   const { api } = useSession();
   const manifest = useLoad(
     () => ok(api.GET('/api/v1/agents/{agentId}/versions/{version}/manifest', { params: { path: { agentId, version } } })),
@@ -80,6 +136,11 @@ function VersionDetail({ agentId, version, drift }: { agentId: string; version: 
   return (
     <section aria-labelledby="version-title" className="card">
       <h2 id="version-title">Version {version}</h2>
+      {retiredAt && (
+        <p className="warning">
+          Retired {formatTime(retiredAt)}: every call to this version is refused <code>409 version_retired</code>.
+        </p>
+      )}
       {drift.length > 0 && (
         <p className="warning">
           The code changed {drift.length === 1 ? 'a tool' : `${drift.length} tools`} since this version was published; calls to{' '}
