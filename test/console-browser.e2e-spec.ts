@@ -7,7 +7,7 @@ import { TestIdentityProvider } from './support/oidc-provider';
 import { buildConsole } from './support/console-build';
 import { startFixtureMcpServer } from './support/mcp-fixture-server';
 import { sequence, startScriptedModel } from './support/scripted-model';
-import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
 
 /**
@@ -100,7 +100,19 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(page.url()).not.toContain(org.keys.admin);
     const stored = await page.evaluate('({ local: localStorage.length, session: sessionStorage.length, cookie: document.cookie })');
     expect(stored).toEqual({ local: 0, session: 0, cookie: '' });
-    for (const name of ['Agents', 'Runs', 'Capabilities', 'Approvals', 'MCP servers', 'Knowledge', 'Skills', 'Audit log', 'API keys', 'Webhooks']) {
+    for (const name of [
+      'Agents',
+      'Runs',
+      'Capabilities',
+      'Approvals',
+      'MCP servers',
+      'Knowledge',
+      'Skills',
+      'Tool switches',
+      'Audit log',
+      'API keys',
+      'Webhooks',
+    ]) {
       await page.getByRole('link', { name, exact: true }).waitFor();
     }
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -549,6 +561,123 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('disables a tool picked from the catalog, refusing its calls until it is enabled again; a viewer reads the switches only', async () => {
+    const own = await createOrg(t, ['memory:read']);
+    const agentId = await publishAgent(t, own, 'recaller', { instructions: 'Recall.', capabilities: [{ id: 'memory' }] });
+    const recall = () => api('post', `/agents/${agentId}/tool-calls`, own.keys.agent).send({ tool: 'recall_memories', arguments: { query: 'language' } });
+    await recall().expect(200);
+    // An MCP connection's tools are offered too, as `mcp/<connection>/<tool>`.
+    await api('post', '/mcp-connections', own.keys.admin).send({ server: 'everything', name: 'ref' }).expect(201);
+    const switches = async () => ((await api('get', '/tools/disabled', own.keys.viewer).expect(200)).body as { items: object[] }).items;
+
+    const admin = await signedIn(own.keys.admin);
+    const page = admin.page;
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool switches', exact: true }).click();
+    await page.getByRole('heading', { name: 'Tool switches', level: 1 }).waitFor();
+    await page.getByText('No tool is disabled').waitFor();
+    await page.getByText(/every call of it, by every agent and every version, at every entry point .* is refused 403 tool_disabled/).waitFor();
+    const form = page.getByRole('form', { name: 'Disable a tool' });
+    const tool = form.getByRole('combobox', { name: 'Tool' });
+    const reason = form.getByRole('textbox', { name: 'Reason (optional)' });
+    await tool.locator('option', { hasText: 'mcp/ref/echo' }).waitFor({ state: 'attached' });
+
+    // A reason past the API's 500 characters is refused at the field, and nothing is switched.
+    await tool.selectOption({ label: 'memory/recall_memories' });
+    await reason.fill('x'.repeat(501));
+    await form.getByRole('button', { name: 'Disable tool' }).click();
+    await until(
+      () => reason.getAttribute('aria-invalid'),
+      (v) => v === 'true',
+    );
+    expect(await switches()).toEqual([]);
+
+    await reason.fill('INC-42: memories leak');
+    await form.getByRole('button', { name: 'Disable tool' }).click();
+    await page.getByRole('status').filter({ hasText: 'Disabled memory/recall_memories' }).waitFor();
+    const row = page.getByRole('table', { name: 'Tools disabled in this organization' }).getByRole('row').filter({ hasText: 'memory/recall_memories' });
+    await row.getByRole('cell', { name: 'INC-42: memories leak' }).waitFor();
+    await row.getByRole('cell', { name: 'admin (key)' }).waitFor();
+    expect(await reason.getAttribute('aria-invalid')).toBeNull();
+    const refused = await recall().expect(403);
+    expect(refused.body).toMatchObject({ code: 'tool_disabled', reason: 'INC-42: memories leak' });
+
+    // An MCP tool's id holds a slash: sent URL-encoded, stored whole.
+    await tool.selectOption({ label: 'mcp/ref/echo' });
+    await form.getByRole('button', { name: 'Disable tool' }).click();
+    await page.getByRole('status').filter({ hasText: 'Disabled mcp/ref/echo' }).waitFor();
+    expect(await switches()).toEqual([
+      expect.objectContaining({ capabilityId: 'mcp', toolId: 'ref/echo', reason: null }),
+      expect.objectContaining({ capabilityId: 'memory', toolId: 'recall_memories', reason: 'INC-42: memories leak' }),
+    ]);
+    expect(await accessibilityProblems(page)).toEqual([]);
+
+    // A viewer reads the switches, and is offered none.
+    const viewer = await signedIn(own.keys.viewer);
+    await viewer.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool switches', exact: true }).click();
+    const viewerRow = viewer.page.getByRole('row').filter({ hasText: 'memory/recall_memories' });
+    await viewerRow.getByRole('cell', { name: 'INC-42: memories leak' }).waitFor();
+    await viewerRow.getByRole('cell', { name: 'admin (key)' }).waitFor();
+    expect(await viewer.page.getByRole('button', { name: /Enable|Disable/ }).count()).toBe(0);
+    expect(await viewer.page.getByRole('form', { name: 'Disable a tool' }).count()).toBe(0);
+    await viewer.context.close();
+
+    await page.getByRole('button', { name: 'Enable mcp/ref/echo' }).click();
+    await page.getByRole('status').filter({ hasText: 'Enabled mcp/ref/echo' }).waitFor();
+    await page.getByRole('button', { name: 'Enable memory/recall_memories' }).click();
+    await page.getByRole('status').filter({ hasText: 'Enabled memory/recall_memories' }).waitFor();
+    await page.getByText('No tool is disabled').waitFor();
+    expect(await switches()).toEqual([]);
+    await recall().expect(200);
+    await admin.context.close();
+  });
+
+  it('retires an older version from the versions panel; the latest offers no retire button', async () => {
+    const own = await createOrg(t, ['memory:read']);
+    const draft = { instructions: 'Recall.', capabilities: [{ id: 'memory' }] };
+    const agentId = await publishAgent(t, own, 'retiring', draft);
+    await api('put', `/agents/${agentId}/draft`, own.keys.builder)
+      .send({ ...draft, instructions: 'Recall, version two.' })
+      .expect(200);
+    await api('post', `/agents/${agentId}/publish`, own.keys.builder).expect(201);
+    const call = (version: number) =>
+      api('post', `/agents/${agentId}/tool-calls`, own.keys.agent).send({ tool: 'recall_memories', arguments: { query: 'language' }, version });
+    await call(1).expect(200);
+
+    const { context, page } = await signedIn(own.keys.builder);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents', exact: true }).click();
+    await page.getByRole('link', { name: 'retiring' }).click();
+    await page.getByRole('link', { name: 'Versions', exact: true }).click();
+    const versions = page.getByRole('table', { name: 'Published versions' });
+    const first = versions.getByRole('row').filter({ has: page.getByRole('cell', { name: '1', exact: true }) });
+    const latest = versions.getByRole('row').filter({ has: page.getByRole('cell', { name: '2', exact: true }) });
+    await latest.getByRole('button', { name: 'Show version 2' }).waitFor();
+    expect(await latest.getByRole('button', { name: /Retire/ }).count()).toBe(0);
+
+    // Declined in the confirmation: nothing retired.
+    const messages: string[] = [];
+    page.once('dialog', (d) => (messages.push(d.message()), void d.dismiss()));
+    await first.getByRole('button', { name: 'Retire version 1' }).click();
+    await until(
+      async () => messages.length,
+      (n) => n === 1,
+    );
+    expect(messages[0]).toContain('409 version_retired');
+    expect((await api('get', `/agents/${agentId}/versions/1`, own.keys.viewer).expect(200)).body.retiredAt).toBeNull();
+
+    page.once('dialog', (d) => void d.accept());
+    await first.getByRole('button', { name: 'Retire version 1' }).click();
+    await page.getByRole('status').filter({ hasText: 'Retired version 1' }).waitFor();
+    await first.getByRole('cell', { name: /^Retired / }).waitFor();
+    expect(await first.getByRole('button', { name: /Retire/ }).count()).toBe(0);
+    expect(await latest.getByRole('cell', { name: 'no', exact: true }).count()).toBe(1);
+    expect((await call(1).expect(409)).body.code).toBe('version_retired');
+    await call(2).expect(200);
+    await first.getByRole('button', { name: 'Show version 1' }).click();
+    await page.getByText(/every call to this version is refused 409 version_retired/).waitFor();
+    expect(await accessibilityProblems(page)).toEqual([]);
+    await context.close();
+  });
+
   it('has no serious or critical accessibility problem on any page', async () => {
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'axe-check', name: 'Axe check' }).expect(201)).body as { id: string };
     await api('put', `/agents/${agent.id}/draft`, org.keys.builder)
@@ -621,6 +750,9 @@ describe('the Builder console in a browser (e2e)', () => {
     await visit('audit log', nav('Audit log'), () => page.getByRole('cell', { name: 'agent.published' }).first().waitFor());
     await visit('api keys', nav('API keys'), () => page.getByRole('button', { name: 'Create key' }).waitFor());
     await visit('mcp servers', nav('MCP servers'), () => page.getByRole('button', { name: 'Connect' }).waitFor());
+    await api('put', '/tools/skills/load_skill/disabled', org.keys.admin).send({ disabled: true, reason: 'Axe walk' }).expect(200);
+    await visit('tool switches', nav('Tool switches'), () => page.getByRole('button', { name: 'Enable skills/load_skill' }).waitFor());
+    await api('put', '/tools/skills/load_skill/disabled', org.keys.admin).send({ disabled: false }).expect(200);
     await visit('runs', nav('Runs'), () => page.getByRole('button', { name: 'Start run' }).waitFor());
     await visit('webhooks', nav('Webhooks'), () => page.getByRole('button', { name: 'Create webhook' }).waitFor());
     await visit('model providers', nav('Model providers'), () => page.getByRole('button', { name: 'Connect provider' }).waitFor());
