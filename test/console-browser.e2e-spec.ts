@@ -631,6 +631,25 @@ describe('the Builder console in a browser (e2e)', () => {
     await admin.context.close();
   });
 
+  it('lists more switches than one page holds with Show more', async () => {
+    const own = await createOrg(t);
+    await t.app.get(DataSource).query(
+      `INSERT INTO tool_disabled (org_id, capability_id, tool_id, reason, disabled_by)
+       SELECT $1, 'mcp', 'planted/tool-' || lpad(i::text, 3, '0'), 'INC-' || i, $2 FROM generate_series(1, 205) AS i`,
+      [own.id, own.keyIds.admin],
+    );
+    const { context, page } = await signedIn(own.keys.viewer);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool switches', exact: true }).click();
+    const rows = page.getByRole('table', { name: 'Tools disabled in this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'mcp/planted/tool-200' }).getByRole('cell', { name: 'admin (key)' }).waitFor();
+    expect(await rows.count()).toBe(200);
+    await page.getByRole('button', { name: 'Show more' }).click();
+    await rows.filter({ hasText: 'mcp/planted/tool-205' }).waitFor();
+    expect(await rows.count()).toBe(205);
+    expect(await page.getByRole('button', { name: 'Show more' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('retires an older version from the versions panel; the latest offers no retire button', async () => {
     const own = await createOrg(t, ['memory:read']);
     const draft = { instructions: 'Recall.', capabilities: [{ id: 'memory' }] };
