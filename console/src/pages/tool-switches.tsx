@@ -104,10 +104,12 @@ export function ToolSwitchesPage() {
                   <td>{formatTime(s.disabledAt)}</td>
                   <td>{s.disabledBy ? <PrincipalName id={s.disabledBy} names={names} /> : <span className="muted">unknown</span>}</td>
                   {admin && (
-                    <td className="actions">
-                      <button type="button" disabled={busy === name} onClick={() => void enable(s)}>
-                        Enable {name}
-                      </button>
+                    <td>
+                      <div className="actions">
+                        <button type="button" disabled={busy === name} onClick={() => void enable(s)}>
+                          Enable {name}
+                        </button>
+                      </div>
                     </td>
                   )}
                 </tr>

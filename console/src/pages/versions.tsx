@@ -92,15 +92,17 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
                 )}
               </td>
               <td>{v.retiredAt ? `Retired ${formatTime(v.retiredAt)}` : 'no'}</td>
-              <td className="actions">
-                <button type="button" onClick={() => setChosen(v.version)} disabled={v.version === selected}>
-                  Show version {v.version}
-                </button>
-                {builder && !v.retiredAt && v.version !== latest && (
-                  <button type="button" className="danger" disabled={retiring !== undefined} onClick={() => void retire(v.version)}>
-                    Retire version {v.version}
+              <td>
+                <div className="actions">
+                  <button type="button" onClick={() => setChosen(v.version)} disabled={v.version === selected}>
+                    Show version {v.version}
                   </button>
-                )}
+                  {builder && !v.retiredAt && v.version !== latest && (
+                    <button type="button" className="danger" disabled={retiring !== undefined} onClick={() => void retire(v.version)}>
+                      Retire version {v.version}
+                    </button>
+                  )}
+                </div>
               </td>
             </tr>
           ))}
