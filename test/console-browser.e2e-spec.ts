@@ -600,6 +600,12 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(await reason.getAttribute('aria-invalid')).toBeNull();
     const refused = await recall().expect(403);
     expect(refused.body).toMatchObject({ code: 'tool_disabled', reason: 'INC-42: memories leak' });
+    // Disabled again with another reason: it stays off, and the list shows the reason now given.
+    await tool.selectOption({ label: 'memory/recall_memories (disabled: the reason given here replaces its reason)' });
+    await reason.fill('INC-42: leak confirmed');
+    await form.getByRole('button', { name: 'Disable tool' }).click();
+    await page.getByRole('status').filter({ hasText: 'memory/recall_memories stays disabled, now for the reason given.' }).waitFor();
+    await row.getByRole('cell', { name: 'INC-42: leak confirmed' }).waitFor();
 
     // An MCP tool's id holds a slash: sent URL-encoded, stored whole.
     await tool.selectOption({ label: 'mcp/ref/echo' });
@@ -607,7 +613,7 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByRole('status').filter({ hasText: 'Disabled mcp/ref/echo' }).waitFor();
     expect(await switches()).toEqual([
       expect.objectContaining({ capabilityId: 'mcp', toolId: 'ref/echo', reason: null }),
-      expect.objectContaining({ capabilityId: 'memory', toolId: 'recall_memories', reason: 'INC-42: memories leak' }),
+      expect.objectContaining({ capabilityId: 'memory', toolId: 'recall_memories', reason: 'INC-42: leak confirmed' }),
     ]);
     expect(await accessibilityProblems(page)).toEqual([]);
 
@@ -615,7 +621,7 @@ describe('the Builder console in a browser (e2e)', () => {
     const viewer = await signedIn(own.keys.viewer);
     await viewer.page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool switches', exact: true }).click();
     const viewerRow = viewer.page.getByRole('row').filter({ hasText: 'memory/recall_memories' });
-    await viewerRow.getByRole('cell', { name: 'INC-42: memories leak' }).waitFor();
+    await viewerRow.getByRole('cell', { name: 'INC-42: leak confirmed' }).waitFor();
     await viewerRow.getByRole('cell', { name: 'admin (key)' }).waitFor();
     expect(await viewer.page.getByRole('button', { name: /Enable|Disable/ }).count()).toBe(0);
     expect(await viewer.page.getByRole('form', { name: 'Disable a tool' }).count()).toBe(0);

@@ -208,7 +208,11 @@ function DisableTool({ disabled, onDisabled }: { disabled: ReadonlySet<string>; 
       );
       setPicked('');
       setReason('');
-      onDisabled(`Disabled ${name}: its calls are refused 403 tool_disabled until it is enabled again.`);
+      onDisabled(
+        disabled.has(name)
+          ? `${name} stays disabled, now ${why ? 'for the reason given' : 'without a reason'}.`
+          : `Disabled ${name}: its calls are refused 403 tool_disabled until it is enabled again.`,
+      );
     } catch (err) {
       if (err instanceof ProblemError && err.problem.errors?.length) setErrors(err.problem.errors);
       else if (err instanceof ProblemError && err.problem.code === 'unknown_tool') setErrors([{ path: 'tool', message: messageOf(err) }]);
@@ -239,7 +243,7 @@ function DisableTool({ disabled, onDisabled }: { disabled: ReadonlySet<string>; 
                 const name = toolName(t.capabilityId, t.toolId);
                 return (
                   <option key={name} value={flat.indexOf(t)}>
-                    {disabled.has(name) ? `${name} (disabled: a new reason replaces its reason)` : name}
+                    {disabled.has(name) ? `${name} (disabled: the reason given here replaces its reason)` : name}
                   </option>
                 );
               })}
