@@ -104,8 +104,9 @@ export class EgressService implements OnModuleDestroy {
       if (err instanceof EgressRefusedError) {
         throw new ApiError('egress_refused', `${field}: ${err.message}`, [{ path: field, code: 'egress_refused', message: err.message }]);
       }
-      // A host that does not resolve now may later; refusing it is the connect step's job.
-      if ((err as NodeJS.ErrnoException).code === 'ENOTFOUND' || (err as NodeJS.ErrnoException).code === 'EAI_AGAIN') return;
+      // A host that does not resolve now may later (whatever the resolver said: not found, a server
+      // failure, EAI_FAIL); refusing it is the connect step's job.
+      if ((err as NodeJS.ErrnoException).syscall === 'getaddrinfo') return;
       throw err;
     }
   }
