@@ -1,9 +1,9 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ApiError } from '../common/api-error';
 import { deliverableUrl } from './saved-urls';
+import { Lookups } from './lookups';
 import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList } from './egress-policy';
@@ -28,6 +28,8 @@ export type EgressRequestInit = RequestInit & {
    * for one of its own to end. Streams meant to stay open are not counted.
    */
   share?: string;
+  /** Whose exchange it is, when `share` is not given: its host's lookups take the organization's turns (Lookups). */
+  org?: string;
 };
 
 const MAX_REDIRECTS = 5;
@@ -66,10 +68,12 @@ export class EgressService implements OnModuleDestroy {
   private readonly requestTimeoutMs: number;
   /** Each organization's turns at an origin's sockets, keyed `<share>\n<origin>`. */
   private readonly shares: OrgGate;
+  private readonly lookups: Lookups;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.allow = parseAllowList(config.egress.allowedHosts);
     this.requestTimeoutMs = config.egress.requestTimeoutMs;
+    this.lookups = new Lookups(config.egress.connectTimeoutMs);
     const options = { connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup }, headersTimeout: config.egress.requestTimeoutMs };
     const perOrigin = config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN;
     this.shares = new OrgGate(Math.max(1, Math.floor(perOrigin * ORIGIN_SHARE)));
@@ -88,13 +92,11 @@ export class EgressService implements OnModuleDestroy {
    * value nothing could be sent to is `400 invalid_request` (code `url`), one the policy refuses
    * `422 egress_refused`, both at `field`.
    */
-  async assertAllowed(url: string, field: string): Promise<void> {
+  async assertAllowed(url: string, field: string, org?: string): Promise<void> {
     const parsed = deliverableUrl(url, field);
     try {
       checkUrl(this.allow, parsed);
-      const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-        dnsLookup(parsed.hostname.replace(/^\[|\]$/g, ''), { all: true }, (err, found) => (err ? reject(err) : resolve(found))),
-      );
+      const addresses = await this.lookups.all(parsed.hostname.replace(/^\[|\]$/g, ''), 0, org);
       checkResolved(
         this.allow,
         parsed.hostname,
@@ -112,7 +114,7 @@ export class EgressService implements OnModuleDestroy {
   }
 
   async fetch(input: string | URL, init: EgressRequestInit = {}): Promise<Response> {
-    const { timeoutMs, deadlineMs, maxBytes, share, ...rest } = init;
+    const { timeoutMs, deadlineMs, maxBytes, share, org, ...rest } = init;
     const limit = Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
     const total = deadlineMs ?? limit;
     let url = new URL(String(input));
@@ -147,7 +149,7 @@ export class EgressService implements OnModuleDestroy {
       }
       for (let hop = 0; ; hop++) {
         checkUrl(this.allow, url);
-        const response = await this.fetchOnce(url, requestInit, limit, exchange);
+        const response = await this.lookups.owner.run(org ?? share, () => this.fetchOnce(url, requestInit, limit, exchange));
         const location = response.headers.get('location');
         if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return guardBody(response, exchange);
         await response.body?.cancel().catch(() => undefined);
@@ -178,8 +180,7 @@ export class EgressService implements OnModuleDestroy {
   /** The socket's own lookup: resolves, refuses unless every address passes, hands back only checked ones. */
   private readonly checkedLookup = ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
     const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
-    dnsLookup(hostname, { all: true, family }, (err, addresses) => {
-      if (err) return callback(err);
+    void this.lookups.all(hostname, family).then((addresses) => {
       try {
         checkResolved(
           this.allow,
@@ -191,7 +192,7 @@ export class EgressService implements OnModuleDestroy {
       }
       if (options.all) return callback(null, addresses);
       return callback(null, addresses[0].address, addresses[0].family);
-    });
+    }, callback);
   }) as unknown as LookupFunction;
 }
 

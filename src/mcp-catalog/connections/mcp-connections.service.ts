@@ -68,7 +68,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
         missingScopes: missing,
       });
     }
-    if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
+    if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url', orgId);
     // Before a server is started or called for it (a local one is a process of its own); held again at the insert.
     if ((await this.dataSource.transaction((m) => countUnderOrgLock(m, 'mcp_connection', orgId))) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
@@ -206,7 +206,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
         },
       ]);
     }
-    await this.egress.assertAllowed(url, 'url');
+    await this.egress.assertAllowed(url, 'url', orgId);
     let target: McpTarget;
     try {
       target = await this.connectionSync.target(orgId, id);
