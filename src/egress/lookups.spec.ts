@@ -74,6 +74,14 @@ describe('Lookups (attack round 11, F-F3)', () => {
     await expect(waiting).resolves.toHaveLength(1);
   });
 
+  it("joins asks for a name being looked up, so one organization's connections at once to one host take one turn", async () => {
+    const pool = threadpool(4);
+    const lookups = new Lookups(500, 2, 1, pool.resolve);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => lookups.all('vendor.example', 0, 'org-a')));
+    expect(answers.every((a) => a[0].address === '203.0.113.7')).toBe(true);
+    expect(pool.started).toEqual(['vendor.example']);
+  });
+
   it('tells the socket whose connection it opens, so its lookup takes that organization’s turn', async () => {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -39,6 +39,8 @@ export class Lookups {
   readonly owner = new AsyncLocalStorage<string | undefined>();
   private readonly orgs: OrgGate;
   private readonly node: OrgGate;
+  /** Lookups under way by family and name, until their callers have their answer (or gave up). */
+  private readonly inFlight = new Map<string, Promise<LookupAddress[]>>();
 
   constructor(
     private readonly waitMs: number,
@@ -51,8 +53,21 @@ export class Lookups {
     this.node = new OrgGate(max);
   }
 
-  /** Every address of `hostname` (of `family`, 0 for both), for `org` (default: the connection's owner, if known). */
-  async all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()): Promise<LookupAddress[]> {
+  /**
+   * Every address of `hostname` (of `family`, 0 for both), for `org` (default: the connection's
+   * owner, if known). Asks for a name already being looked up join that lookup, so an
+   * organization's connections opened at once to one vendor's host take one turn, not one each.
+   */
+  all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()): Promise<LookupAddress[]> {
+    const key = `${family}\n${hostname}`;
+    const shared = this.inFlight.get(key);
+    if (shared) return shared;
+    const lookup = this.inTurn(hostname, family, org).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, lookup);
+    return lookup;
+  }
+
+  private async inTurn(hostname: string, family: number, org: string | undefined): Promise<LookupAddress[]> {
     const deadline = Date.now() + this.waitMs;
     const signal = AbortSignal.timeout(this.waitMs);
     let leaveOrg = () => undefined as void;
