@@ -207,14 +207,17 @@ export function isHostAllowed(allow: AllowList, hostname: string): boolean {
 
 /**
  * Judges the addresses a host name resolved to. Every one is checked, since the connection may
- * use any of them; the host's own listing allows all of them (the operator named that host).
+ * use any of them; the host's own listing allows all of them (the operator named that host). The
+ * refusal does not name the address: it is shown to the organization (an answer, a call's error,
+ * its model), and the inside of the operator's network is not the organization's to map (attack
+ * round 11, F-F4: `https://postgres/` answered with the database's container address).
  */
 export function checkResolved(allow: AllowList, hostname: string, addresses: string[]): void {
   if (isHostAllowed(allow, hostname)) return;
   for (const address of addresses) {
     if (isForbiddenAddress(address) && !inAllowedRange(allow, address)) {
       throw new EgressRefusedError(
-        `${normalizeHost(hostname)} resolves to ${address}, a loopback, private or link-local address; list the host in EGRESS_ALLOWED_HOSTS to allow it`,
+        `${normalizeHost(hostname)} resolves to a loopback, private or link-local address; list the host in EGRESS_ALLOWED_HOSTS to allow it`,
         'private_address',
       );
     }
