@@ -6,7 +6,7 @@ import { deliverableUrl } from './saved-urls';
 import { Lookups } from './lookups';
 import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList } from './egress-policy';
+import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList, portOf } from './egress-policy';
 
 export { SAVED_URL_REFUSALS } from './saved-urls';
 
@@ -101,6 +101,7 @@ export class EgressService implements OnModuleDestroy {
         this.allow,
         parsed.hostname,
         addresses.map((a) => a.address),
+        portOf(parsed),
       );
     } catch (err) {
       if (err instanceof EgressRefusedError) {
@@ -149,7 +150,8 @@ export class EgressService implements OnModuleDestroy {
       }
       for (let hop = 0; ; hop++) {
         checkUrl(this.allow, url);
-        const response = await this.lookups.owner.run(org ?? share, () => this.fetchOnce(url, requestInit, limit, exchange));
+        const at = url;
+        const response = await this.lookups.owner.run({ org: org ?? share, port: portOf(at) }, () => this.fetchOnce(at, requestInit, limit, exchange));
         const location = response.headers.get('location');
         if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return guardBody(response, exchange);
         await response.body?.cancel().catch(() => undefined);
@@ -180,12 +182,15 @@ export class EgressService implements OnModuleDestroy {
   /** The socket's own lookup: resolves, refuses unless every address passes, hands back only checked ones. */
   private readonly checkedLookup = ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
     const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
+    // The port of the hop being connected (a host listed at some ports only is allowed at those).
+    const port = this.lookups.owner.getStore()?.port;
     void this.lookups.all(hostname, family).then((addresses) => {
       try {
         checkResolved(
           this.allow,
           hostname,
           addresses.map((a) => a.address),
+          port,
         );
       } catch (refused) {
         return callback(refused);

@@ -35,8 +35,8 @@ export const LOOKUPS_PER_ORG = 1;
  * waits for it, and one that cannot start or finish within `waitMs` fails EAI_AGAIN for its caller.
  */
 export class Lookups {
-  /** Whose connection is being opened: a socket's lookup is told only the host name. */
-  readonly owner = new AsyncLocalStorage<string | undefined>();
+  /** Whose connection is being opened, and to which port: a socket's lookup is told only the host name. */
+  readonly owner = new AsyncLocalStorage<{ org?: string; port?: number }>();
   private readonly orgs: OrgGate;
   private readonly node: OrgGate;
   /** Lookups under way by family and name, until their callers have their answer (or gave up). */
@@ -58,7 +58,7 @@ export class Lookups {
    * owner, if known). Asks for a name already being looked up join that lookup, so an
    * organization's connections opened at once to one vendor's host take one turn, not one each.
    */
-  all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()): Promise<LookupAddress[]> {
+  all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()?.org): Promise<LookupAddress[]> {
     const key = `${family}\n${hostname}`;
     const shared = this.inFlight.get(key);
     if (shared) return shared;
