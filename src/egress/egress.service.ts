@@ -3,7 +3,7 @@ import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ApiError } from '../common/api-error';
 import { deliverableUrl } from './saved-urls';
-import { Lookups } from './lookups';
+import { connectorsByPort, Lookups } from './lookups';
 import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList, portOf } from './egress-policy';
@@ -74,7 +74,8 @@ export class EgressService implements OnModuleDestroy {
     this.allow = parseAllowList(config.egress.allowedHosts);
     this.requestTimeoutMs = config.egress.requestTimeoutMs;
     this.lookups = new Lookups(config.egress.connectTimeoutMs);
-    const options = { connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup }, headersTimeout: config.egress.requestTimeoutMs };
+    // A socket's lookup is told the host only; a connector per port gives it the port (a host may be listed at some ports only).
+    const options = { connect: connectorsByPort(config.egress.connectTimeoutMs, this.checkedLookupAt), headersTimeout: config.egress.requestTimeoutMs };
     const perOrigin = config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN;
     this.shares = new OrgGate(Math.max(1, Math.floor(perOrigin * ORIGIN_SHARE)));
     this.agent = new Agent({ ...options, connections: perOrigin });
@@ -151,7 +152,7 @@ export class EgressService implements OnModuleDestroy {
       for (let hop = 0; ; hop++) {
         checkUrl(this.allow, url);
         const at = url;
-        const response = await this.lookups.owner.run({ org: org ?? share, port: portOf(at) }, () => this.fetchOnce(at, requestInit, limit, exchange));
+        const response = await this.lookups.owner.run(org ?? share, () => this.fetchOnce(at, requestInit, limit, exchange));
         const location = response.headers.get('location');
         if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return guardBody(response, exchange);
         await response.body?.cancel().catch(() => undefined);
@@ -179,26 +180,25 @@ export class EgressService implements OnModuleDestroy {
     }
   }
 
-  /** The socket's own lookup: resolves, refuses unless every address passes, hands back only checked ones. */
-  private readonly checkedLookup = ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
-    const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
-    // The port of the hop being connected (a host listed at some ports only is allowed at those).
-    const port = this.lookups.owner.getStore()?.port;
-    void this.lookups.all(hostname, family).then((addresses) => {
-      try {
-        checkResolved(
-          this.allow,
-          hostname,
-          addresses.map((a) => a.address),
-          port,
-        );
-      } catch (refused) {
-        return callback(refused);
-      }
-      if (options.all) return callback(null, addresses);
-      return callback(null, addresses[0].address, addresses[0].family);
-    }, callback);
-  }) as unknown as LookupFunction;
+  /** The socket's own lookup at `port`: resolves, refuses unless every address passes, hands back only checked ones. */
+  private readonly checkedLookupAt = (port: number): LookupFunction =>
+    ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
+      const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
+      void this.lookups.all(hostname, family).then((addresses) => {
+        try {
+          checkResolved(
+            this.allow,
+            hostname,
+            addresses.map((a) => a.address),
+            port,
+          );
+        } catch (refused) {
+          return callback(refused);
+        }
+        if (options.all) return callback(null, addresses);
+        return callback(null, addresses[0].address, addresses[0].family);
+      }, callback);
+    }) as unknown as LookupFunction;
 }
 
 /** fetch's own redirect rules (WHATWG): 303 (and 301/302 after POST) become GET without a body; credentials stay on their origin. */

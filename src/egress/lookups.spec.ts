@@ -90,7 +90,7 @@ describe('Lookups (attack round 11, F-F3)', () => {
     const lookups = (egress as unknown as { lookups: Lookups }).lookups;
     const all = lookups.all.bind(lookups);
     jest.spyOn(lookups, 'all').mockImplementation((hostname, family) => {
-      owners.push(lookups.owner.getStore()?.org);
+      owners.push(lookups.owner.getStore());
       return all(hostname, family);
     });
     try {

@@ -1,5 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { lookup as dnsLookup, LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { buildConnector } from 'undici';
+import { LruCache } from '../common/lru-cache';
 import { OrgGate } from '../common/org-gate';
 
 /** getaddrinfo with every address, as `dns.lookup(host, { all: true, family })` calls back. */
@@ -35,8 +38,8 @@ export const LOOKUPS_PER_ORG = 1;
  * waits for it, and one that cannot start or finish within `waitMs` fails EAI_AGAIN for its caller.
  */
 export class Lookups {
-  /** Whose connection is being opened, and to which port: a socket's lookup is told only the host name. */
-  readonly owner = new AsyncLocalStorage<{ org?: string; port?: number }>();
+  /** Whose connection is being opened: a socket's lookup is told only the host name. */
+  readonly owner = new AsyncLocalStorage<string | undefined>();
   private readonly orgs: OrgGate;
   private readonly node: OrgGate;
   /** Lookups under way by family and name, until their callers have their answer (or gave up). */
@@ -58,7 +61,7 @@ export class Lookups {
    * owner, if known). Asks for a name already being looked up join that lookup, so an
    * organization's connections opened at once to one vendor's host take one turn, not one each.
    */
-  all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()?.org): Promise<LookupAddress[]> {
+  all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()): Promise<LookupAddress[]> {
     const key = `${family}\n${hostname}`;
     const shared = this.inFlight.get(key);
     if (shared) return shared;
@@ -104,4 +107,20 @@ export class Lookups {
 /** As getaddrinfo says a server did not answer, so callers treat it as any name that does not resolve now. */
 function noAnswer(hostname: string, ms: number): NodeJS.ErrnoException {
   return Object.assign(new Error(`getaddrinfo EAI_AGAIN ${hostname} (not resolved within ${ms} ms)`), { code: 'EAI_AGAIN', syscall: 'getaddrinfo', hostname });
+}
+
+/**
+ * undici's connector, with the socket's lookup for the port it connects to: a lookup is told the
+ * host alone, and a host listed at some ports only (EGRESS_ALLOWED_HOSTS `host:port`) is allowed
+ * at those only. One connector per port (its TLS session cache with it), the least recently used
+ * dropped past 1,000.
+ */
+export function connectorsByPort(timeout: number, lookupAt: (port: number) => LookupFunction): buildConnector.connector {
+  const byPort = new LruCache<number, buildConnector.connector>(1000);
+  return (options, callback) => {
+    const port = Number(options.port) || (options.protocol === 'http:' ? 80 : 443);
+    let connect = byPort.get(port);
+    if (!connect) byPort.set(port, (connect = buildConnector({ timeout, lookup: lookupAt(port) })));
+    connect(options, callback);
+  };
 }
