@@ -193,6 +193,75 @@ describe('MCP connections: moving to another URL (e2e)', () => {
     }
   });
 
+  it('sends stored credentials only to their origin: another origin needs the credentials for it (attack round 11, F-F2)', async () => {
+    const keyed = (
+      await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'remote', name: 'keyed', url: before.url, credentials: { authorization: 'Bearer vendor-token-Zq81' } })
+        .expect(201)
+    ).body.id;
+    const unchanged = (
+      await t.http
+        .get(`/api/v1/mcp-connections/${keyed}`)
+        .set(...as('viewer'))
+        .expect(200)
+    ).body;
+    const heard = after.authorizations.length;
+    // Another origin (another port) without credentials: refused before anything is sent there.
+    const refused = await move(after.url, 'admin', keyed).expect(400);
+    expect(refused.body.errors).toEqual([expect.objectContaining({ path: 'credentials', code: 'required' })]);
+    expect(after.authorizations.slice(heard)).toEqual([]);
+    const bad = await t.http
+      .put(`/api/v1/mcp-connections/${keyed}/url`)
+      .set(...as('admin'))
+      .send({ url: after.url, credentials: { authorization: 'x\ny', cookie: 'c' } })
+      .expect(400);
+    expect(bad.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(['credentials.authorization', 'credentials.cookie']);
+    expect(bad.text).not.toContain('x\\ny');
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/mcp-connections/${keyed}`)
+          .set(...as('viewer'))
+          .expect(200)
+      ).body,
+    ).toEqual(unchanged);
+    expect(after.authorizations.slice(heard)).toEqual([]);
+
+    // The same origin elsewhere on it: the stored credentials go along.
+    const samePlace = await move(`${before.url}?v=2`, 'admin', keyed).expect(200);
+    expect(samePlace.body.credentialNames).toEqual(['authorization']);
+    expect(before.authorizations.at(-1)).toBe('Bearer vendor-token-Zq81');
+
+    // Another origin with the credentials for it: sent there, stored in place of the old ones, audited by name.
+    const moved = await t.http
+      .put(`/api/v1/mcp-connections/${keyed}/url`)
+      .set(...as('admin'))
+      .send({ url: after.url, credentials: { authorization: 'Bearer new-place-Kd30' } })
+      .expect(200);
+    expect(moved.body).toMatchObject({ url: after.url, credentialNames: ['authorization'], status: 'ready' });
+    expect(after.authorizations.slice(heard).every((a) => a === 'Bearer new-place-Kd30')).toBe(true);
+    expect(after.authorizations.slice(heard).length).toBeGreaterThan(0);
+    const [event] = (
+      await t.http
+        .get('/api/v1/audit-events?type=mcp_connection.url_updated')
+        .set(...as('admin'))
+        .expect(200)
+    ).body.items;
+    expect(event.data).toMatchObject({ name: 'keyed', url: after.url, credentialNames: ['authorization'] });
+    expect(JSON.stringify(event)).not.toMatch(/vendor-token|new-place/);
+    // `{}`: none any more, also to move back.
+    const bare = await t.http
+      .put(`/api/v1/mcp-connections/${keyed}/url`)
+      .set(...as('admin'))
+      .send({ url: before.url, credentials: {} })
+      .expect(200);
+    expect(bare.body.credentialNames).toEqual([]);
+    expect(before.authorizations.at(-1)).toBeUndefined();
+    expect(await move(after.url, 'admin', keyed).expect(200)).toBeTruthy();
+  });
+
   it('is refused for an entry whose address the catalog fixes', async () => {
     const fixed = (
       await t.http

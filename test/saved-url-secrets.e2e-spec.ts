@@ -122,6 +122,46 @@ describe('tokens in saved URLs (e2e)', () => {
       expect(read.text).not.toContain(MCP_KEY);
     });
 
+    it('a server echoing a token its URL carries in the path has it redacted in the result (attack round 11, F-F5)', async () => {
+      const token = 'ZjQ5YmE3NmQtNzE0OS00YjQ2LWE0MmItOTk2NmQ0MmM0OGRm';
+      const conn = await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'remote', name: 'hosted-path', url: `${fixture.url}/s/${token}/mcp` })
+        .expect(201);
+      const agent = await t.http
+        .post('/api/v1/agents')
+        .set(...as('builder'))
+        .send({ slug: 'hosted-path', name: 'Hosted by path' })
+        .expect(201);
+      await t.http
+        .put(`/api/v1/agents/${agent.body.id}/draft`)
+        .set(...as('builder'))
+        .send({ instructions: '', capabilities: [], mcpServers: [{ connection: conn.body.id, tools: ['whereami'] }] })
+        .expect(200);
+      await t.http
+        .post(`/api/v1/agents/${agent.body.id}/publish`)
+        .set(...as('builder'))
+        .expect(201);
+      const pending = await t.http
+        .post(`/api/v1/agents/${agent.body.id}/tool-calls`)
+        .set(...as('agent'))
+        .send({ tool: 'whereami', arguments: {} })
+        .expect(202);
+      const approved = await t.http
+        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+        .set(...as('approver'))
+        .send({})
+        .expect(200);
+      expect(fixture.requestUrls).toContain(`/mcp/s/${token}/mcp`);
+      expect(approved.body.toolCall.result.structuredContent).toEqual({ url: '/mcp/s/[redacted]/mcp' });
+      const read = await t.http
+        .get(`/api/v1/tool-calls/${approved.body.toolCall.id}`)
+        .set(...as('agent'))
+        .expect(200);
+      expect(read.text).not.toContain(token);
+    });
+
     it('a connection saved whole before is shown redacted at once, sealed at the next start, and still reached', async () => {
       await ds.query(`UPDATE mcp_connection SET url = $2, url_sealed = NULL WHERE id = $1`, [id, full()]);
       const before = await t.http

@@ -1,4 +1,4 @@
-import { redactSecrets } from './redact-secrets';
+import { redactSecrets, redactSecretsDeep } from './redact-secrets';
 import { shownUrl, urlHidesSomething, urlQuerySecrets } from './url-secrets';
 
 describe('shownUrl', () => {
@@ -31,5 +31,25 @@ describe('urlQuerySecrets', () => {
     expect(redactSecrets('GET /m?api_key=URLKEY-456&v=2 failed (v2)', secrets)).toBe('GET /m?api_key=[redacted]&v=2 failed (v2)');
     expect(urlQuerySecrets(null)).toEqual({});
     expect(urlQuerySecrets('https://h.example/m')).toEqual({});
+  });
+});
+
+describe('urlQuerySecrets: tokens in the path (attack round 11, F-F5)', () => {
+  it('takes path segments shaped like a token, as sent and decoded, and leaves words and versions', () => {
+    const zapier = Object.values(urlQuerySecrets('https://mcp.zapier.com/api/mcp/s/ZjQ5YmE3NmQtNzE0OS00YjQ2LWE0MmItOTk2NmQ0MmM0OGRm/mcp'));
+    expect(zapier).toEqual(['ZjQ5YmE3NmQtNzE0OS00YjQ2LWE0MmItOTk2NmQ0MmM0OGRm']);
+    const pipedream = Object.values(urlQuerySecrets('https://remote.mcp.pipedream.net/0f6a1c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b/github'));
+    expect(pipedream).toEqual(['0f6a1c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b']);
+    expect(Object.values(urlQuerySecrets('https://h.example/t/abc%2Bdef1234567890x'))).toEqual(['abc%2Bdef1234567890x', 'abc+def1234567890x']);
+    expect(urlQuerySecrets('https://h.example/api/v1/mcp/2025-06-18/streamable-http-endpoint')).toEqual({});
+  });
+
+  it('lets classify and redactSecretsDeep hide an echoed path token', () => {
+    const url = 'https://mcp.vendor.example/s/sk_live_4f9Zq81Lp0aXbYc/mcp';
+    const secrets = urlQuerySecrets(url);
+    expect(redactSecrets(`cannot serve ${url}: unknown session`, secrets)).not.toContain('sk_live_4f9Zq81Lp0aXbYc');
+    expect(JSON.stringify(redactSecretsDeep({ content: [{ type: 'text', text: `you called ${url.toUpperCase()}` }] }, secrets))).not.toMatch(
+      /sk_live_4f9Zq81Lp0aXbYc/i,
+    );
   });
 });

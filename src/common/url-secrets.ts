@@ -34,9 +34,10 @@ export function urlHidesSomething(text: string): boolean {
 }
 
 /**
- * The query values of `url` as secrets for `redactSecrets`: a server that echoes its URL (in an
- * error, a result, a tool's description) must not show the token it was given in it. Only values
- * long enough to be a secret: `?v=2` must not take every 2 out of a server's words.
+ * The query values of `url`, and its path segments shaped like a token, as secrets for
+ * `redactSecrets`: a server that echoes its URL (in an error, a result, a tool's description) must
+ * not show the token it was given in it to agent keys and the model. Only values long enough to be
+ * a secret: `?v=2` must not take every 2 out of a server's words.
  */
 export function urlQuerySecrets(text: string | null | undefined): Record<string, string> {
   if (!text) return {};
@@ -55,8 +56,16 @@ export function urlQuerySecrets(text: string | null | undefined): Record<string,
     // As sent and as decoded: an echo may quote either.
     for (const secret of new Set([raw, decoded(raw)])) if (secret.length >= MIN_REDACTED_IN_DATA) out[`url.query.${i++}`] = secret;
   }
+  // Hosted servers carry their secret in the path too (`/api/mcp/s/<secret>/mcp`, `/<uuid>/<app>`):
+  // a segment shaped like a token, never words such as `mcp` or `v1` (attack round 11, F-F5).
+  for (const segment of url.pathname.split('/')) {
+    for (const secret of new Set([segment, decoded(segment)])) if (TOKEN_SEGMENT.test(secret)) out[`url.path.${i++}`] = secret;
+  }
   return out;
 }
+
+/** 16 characters or more of letters, digits and `-_.~+=%`, holding both a letter and a digit. */
+const TOKEN_SEGMENT = /^(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9\-_.~+=%]{16,}$/;
 
 function decoded(raw: string): string {
   try {

@@ -84,6 +84,9 @@ describe('egress policy', () => {
     const none = parseAllowList([]);
     expect(() => checkResolved(none, 'public.example', ['93.184.216.34'])).not.toThrow();
     expect(() => checkResolved(none, 'rebind.example', ['93.184.216.34', '127.0.0.1'])).toThrow(EgressRefusedError);
+    // The refusal names the host, never the inside address it resolved to (attack round 11, F-F4).
+    expect(() => checkResolved(none, 'postgres', ['172.18.0.2'])).toThrow(/^postgres resolves to a loopback, private or link-local address;/);
+    expect(() => checkResolved(none, 'db.internal', ['fd00::5'])).not.toThrow(/fd00::5/);
     expect(() => checkResolved(parseAllowList(['127.0.0.0/8']), 'rebind.example', ['127.0.0.1'])).not.toThrow();
     expect(() => checkResolved(parseAllowList(['rebind.example']), 'rebind.example', ['10.0.0.1'])).not.toThrow();
   });

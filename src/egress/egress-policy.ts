@@ -90,17 +90,39 @@ const FORBIDDEN = addRanges(new BlockList(), [
 export interface AllowList {
   hosts: Set<string>;
   ranges: BlockList;
+  /** Hosts (names, or addresses as a URL's host reads) listed at some ports only (`127.0.0.1:11434`). */
+  ports: Map<string, Set<number>>;
   /** As the operator wrote them, for messages. */
   items: string[];
 }
 
-/** Parses EGRESS_ALLOWED_HOSTS; throws naming the first item that is neither host, address nor CIDR. */
+const HOST_NAME = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?$/;
+
+/**
+ * Parses EGRESS_ALLOWED_HOSTS; throws naming the first item that is neither host, address, CIDR
+ * nor a host or address with a port. A host without a port is allowed at every port, so listing
+ * the node's own `127.0.0.1` for a local model server let every organization's URLs reach every
+ * loopback service (attack round 11, F-F6): `127.0.0.1:11434` allows that port alone.
+ */
 export function parseAllowList(items: string[]): AllowList {
   const hosts = new Set<string>();
   const ranges = new BlockList();
+  const ports = new Map<string, Set<number>>();
   for (const raw of items) {
     const item = raw.trim().toLowerCase();
     if (item === '') continue;
+    const withPort = /^(\[[^\]]+\]|[^:[\]/]+):(\d{1,5})$/.exec(item);
+    if (withPort) {
+      const port = Number(withPort[2]);
+      const host = withPort[1];
+      if (!(port >= 1 && port <= 65535) || (isIP(stripBrackets(host)) === 0 && !HOST_NAME.test(host))) {
+        throw new Error(`"${raw.trim()}" is not a host name or IP address with a port from 1 to 65535`);
+      }
+      // Keyed as a URL's host reads once normalized: `[::1]` and `::1`, `localhost.` and `localhost` alike.
+      const key = normalizeHost(new URL(`http://${host}/`).hostname);
+      ports.set(key, (ports.get(key) ?? new Set()).add(port));
+      continue;
+    }
     const slash = item.indexOf('/');
     if (slash >= 0) {
       const net = stripBrackets(item.slice(0, slash));
@@ -118,11 +140,15 @@ export function parseAllowList(items: string[]): AllowList {
       hosts.add(address);
       continue;
     }
-    if (!/^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*\.?$/.test(item))
-      throw new Error(`"${raw.trim()}" is not a host name, IP address or CIDR range`);
+    if (!HOST_NAME.test(item)) throw new Error(`"${raw.trim()}" is not a host name, IP address, CIDR range or host with a port`);
     hosts.add(item.replace(/\.$/, ''));
   }
-  return { hosts, ranges, items: items.map((i) => i.trim()).filter(Boolean) };
+  return { hosts, ranges, ports, items: items.map((i) => i.trim()).filter(Boolean) };
+}
+
+/** The port a URL connects to. */
+export function portOf(url: URL): number {
+  return url.port !== '' ? Number(url.port) : url.protocol === 'http:' ? 80 : 443;
 }
 
 export function splitAllowedHosts(value: string): string[] {
@@ -198,23 +224,30 @@ function inAllowedRange(allow: AllowList, address: string): boolean {
   return v4 !== null && allow.ranges.check(v4, 'ipv4');
 }
 
-/** The host itself is listed (by name, or as an address or inside a listed range). */
-export function isHostAllowed(allow: AllowList, hostname: string): boolean {
+/**
+ * The host itself is listed (by name, or as an address or inside a listed range), or listed at
+ * `port`; a host listed at some ports only is not allowed when the port is not known.
+ */
+export function isHostAllowed(allow: AllowList, hostname: string, port?: number): boolean {
   const host = normalizeHost(hostname);
   if (allow.hosts.has(host)) return true;
+  if (port !== undefined && allow.ports.get(host)?.has(port)) return true;
   return isIP(host) !== 0 && inAllowedRange(allow, host);
 }
 
 /**
  * Judges the addresses a host name resolved to. Every one is checked, since the connection may
- * use any of them; the host's own listing allows all of them (the operator named that host).
+ * use any of them; the host's own listing allows all of them (the operator named that host). The
+ * refusal does not name the address: it is shown to the organization (an answer, a call's error,
+ * its model), and the inside of the operator's network is not the organization's to map (attack
+ * round 11, F-F4: `https://postgres/` answered with the database's container address).
  */
-export function checkResolved(allow: AllowList, hostname: string, addresses: string[]): void {
-  if (isHostAllowed(allow, hostname)) return;
+export function checkResolved(allow: AllowList, hostname: string, addresses: string[], port?: number): void {
+  if (isHostAllowed(allow, hostname, port)) return;
   for (const address of addresses) {
     if (isForbiddenAddress(address) && !inAllowedRange(allow, address)) {
       throw new EgressRefusedError(
-        `${normalizeHost(hostname)} resolves to ${address}, a loopback, private or link-local address; list the host in EGRESS_ALLOWED_HOSTS to allow it`,
+        `${normalizeHost(hostname)} resolves to a loopback, private or link-local address; list the host in EGRESS_ALLOWED_HOSTS to allow it`,
         'private_address',
       );
     }
@@ -230,9 +263,10 @@ export function checkUrl(allow: AllowList, url: URL): void {
     // Credentials in a URL end up in logs and proxies; they belong in a credential field.
     throw new EgressRefusedError('URLs with a user name or password are not allowed; put credentials in a credential field', 'scheme');
   }
-  if (url.protocol === 'http:' && !isHostAllowed(allow, url.hostname)) {
+  const port = portOf(url);
+  if (url.protocol === 'http:' && !isHostAllowed(allow, url.hostname, port)) {
     throw new EgressRefusedError(`plain http: is allowed only to hosts listed in EGRESS_ALLOWED_HOSTS; ${normalizeHost(url.hostname)} is not`, 'plain_http');
   }
   const host = normalizeHost(url.hostname);
-  if (isIP(host) !== 0) checkResolved(allow, host, [host]);
+  if (isIP(host) !== 0) checkResolved(allow, host, [host], port);
 }

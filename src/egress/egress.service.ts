@@ -1,12 +1,12 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
-import { lookup as dnsLookup, LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { ApiError } from '../common/api-error';
 import { deliverableUrl } from './saved-urls';
+import { connectorsByPort, Lookups } from './lookups';
 import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
-import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList } from './egress-policy';
+import { AllowList, checkResolved, checkUrl, EgressRefusedError, EgressTimeoutError, EgressTooLargeError, parseAllowList, portOf } from './egress-policy';
 
 export { SAVED_URL_REFUSALS } from './saved-urls';
 
@@ -28,6 +28,8 @@ export type EgressRequestInit = RequestInit & {
    * for one of its own to end. Streams meant to stay open are not counted.
    */
   share?: string;
+  /** Whose exchange it is, when `share` is not given: its host's lookups take the organization's turns (Lookups). */
+  org?: string;
 };
 
 const MAX_REDIRECTS = 5;
@@ -66,11 +68,14 @@ export class EgressService implements OnModuleDestroy {
   private readonly requestTimeoutMs: number;
   /** Each organization's turns at an origin's sockets, keyed `<share>\n<origin>`. */
   private readonly shares: OrgGate;
+  private readonly lookups: Lookups;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     this.allow = parseAllowList(config.egress.allowedHosts);
     this.requestTimeoutMs = config.egress.requestTimeoutMs;
-    const options = { connect: { timeout: config.egress.connectTimeoutMs, lookup: this.checkedLookup }, headersTimeout: config.egress.requestTimeoutMs };
+    this.lookups = new Lookups(config.egress.connectTimeoutMs);
+    // A socket's lookup is told the host only; a connector per port gives it the port (a host may be listed at some ports only).
+    const options = { connect: connectorsByPort(config.egress.connectTimeoutMs, this.checkedLookupAt), headersTimeout: config.egress.requestTimeoutMs };
     const perOrigin = config.egress.maxConnectionsPerOrigin ?? MAX_CONNECTIONS_PER_ORIGIN;
     this.shares = new OrgGate(Math.max(1, Math.floor(perOrigin * ORIGIN_SHARE)));
     this.agent = new Agent({ ...options, connections: perOrigin });
@@ -88,30 +93,30 @@ export class EgressService implements OnModuleDestroy {
    * value nothing could be sent to is `400 invalid_request` (code `url`), one the policy refuses
    * `422 egress_refused`, both at `field`.
    */
-  async assertAllowed(url: string, field: string): Promise<void> {
+  async assertAllowed(url: string, field: string, org?: string): Promise<void> {
     const parsed = deliverableUrl(url, field);
     try {
       checkUrl(this.allow, parsed);
-      const addresses = await new Promise<LookupAddress[]>((resolve, reject) =>
-        dnsLookup(parsed.hostname.replace(/^\[|\]$/g, ''), { all: true }, (err, found) => (err ? reject(err) : resolve(found))),
-      );
+      const addresses = await this.lookups.all(parsed.hostname.replace(/^\[|\]$/g, ''), 0, org);
       checkResolved(
         this.allow,
         parsed.hostname,
         addresses.map((a) => a.address),
+        portOf(parsed),
       );
     } catch (err) {
       if (err instanceof EgressRefusedError) {
         throw new ApiError('egress_refused', `${field}: ${err.message}`, [{ path: field, code: 'egress_refused', message: err.message }]);
       }
-      // A host that does not resolve now may later; refusing it is the connect step's job.
-      if ((err as NodeJS.ErrnoException).code === 'ENOTFOUND' || (err as NodeJS.ErrnoException).code === 'EAI_AGAIN') return;
+      // A host that does not resolve now may later (whatever the resolver said: not found, a server
+      // failure, EAI_FAIL); refusing it is the connect step's job.
+      if ((err as NodeJS.ErrnoException).syscall === 'getaddrinfo') return;
       throw err;
     }
   }
 
   async fetch(input: string | URL, init: EgressRequestInit = {}): Promise<Response> {
-    const { timeoutMs, deadlineMs, maxBytes, share, ...rest } = init;
+    const { timeoutMs, deadlineMs, maxBytes, share, org, ...rest } = init;
     const limit = Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
     const total = deadlineMs ?? limit;
     let url = new URL(String(input));
@@ -146,7 +151,8 @@ export class EgressService implements OnModuleDestroy {
       }
       for (let hop = 0; ; hop++) {
         checkUrl(this.allow, url);
-        const response = await this.fetchOnce(url, requestInit, limit, exchange);
+        const at = url;
+        const response = await this.lookups.owner.run(org ?? share, () => this.fetchOnce(at, requestInit, limit, exchange));
         const location = response.headers.get('location');
         if (init.redirect === 'manual' || !location || ![301, 302, 303, 307, 308].includes(response.status)) return guardBody(response, exchange);
         await response.body?.cancel().catch(() => undefined);
@@ -174,24 +180,25 @@ export class EgressService implements OnModuleDestroy {
     }
   }
 
-  /** The socket's own lookup: resolves, refuses unless every address passes, hands back only checked ones. */
-  private readonly checkedLookup = ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
-    const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
-    dnsLookup(hostname, { all: true, family }, (err, addresses) => {
-      if (err) return callback(err);
-      try {
-        checkResolved(
-          this.allow,
-          hostname,
-          addresses.map((a) => a.address),
-        );
-      } catch (refused) {
-        return callback(refused);
-      }
-      if (options.all) return callback(null, addresses);
-      return callback(null, addresses[0].address, addresses[0].family);
-    });
-  }) as unknown as LookupFunction;
+  /** The socket's own lookup at `port`: resolves, refuses unless every address passes, hands back only checked ones. */
+  private readonly checkedLookupAt = (port: number): LookupFunction =>
+    ((hostname: string, options: { all?: boolean; family?: number | string }, callback: (...args: unknown[]) => void) => {
+      const family = options.family === 'IPv6' ? 6 : options.family === 'IPv4' ? 4 : Number(options.family ?? 0) || 0;
+      void this.lookups.all(hostname, family).then((addresses) => {
+        try {
+          checkResolved(
+            this.allow,
+            hostname,
+            addresses.map((a) => a.address),
+            port,
+          );
+        } catch (refused) {
+          return callback(refused);
+        }
+        if (options.all) return callback(null, addresses);
+        return callback(null, addresses[0].address, addresses[0].family);
+      }, callback);
+    }) as unknown as LookupFunction;
 }
 
 /** fetch's own redirect rules (WHATWG): 303 (and 301/302 after POST) become GET without a body; credentials stay on their origin. */

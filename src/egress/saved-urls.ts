@@ -3,7 +3,7 @@ import { ApiError } from '../common/api-error';
 /** What a route that saves a URL answers when it refuses one (assertAllowed), for its OpenAPI document. */
 export const SAVED_URL_REFUSALS = {
   invalid:
-    'not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`)',
+    'not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`)',
   refused:
     'refused by the egress policy (`egress_refused`): a scheme other than `https:` or `http:`, a user name or password, plain `http:` to a host not in EGRESS_ALLOWED_HOSTS, or an address the policy refuses however it is spelled',
 };
@@ -13,7 +13,9 @@ export const SAVED_URL_REFUSALS = {
  * either end and tabs and newlines anywhere, so the text stored would not be what is reached; port
  * 0 reaches nothing; a host name ending in a dot is judged by the policy as the name without it
  * (so a listed host's allowance covers it) while the resolver looks it up as another name
- * (`localhost.` was saved, then failed every delivery as not found).
+ * (`localhost.` was saved, then failed every delivery as not found); a host name DNS cannot carry
+ * (past 253 characters, or a label past 63) is never found, and getaddrinfo refused one of 256
+ * characters with EINVAL, which the save answered 500 (attack round 11, F-F1).
  */
 export function deliverableUrl(text: string, field: string): URL {
   const refuse = (message: string) => ApiError.invalidRequest([{ path: field, code: 'url', message }]);
@@ -27,5 +29,8 @@ export function deliverableUrl(text: string, field: string): URL {
   }
   if (parsed.port === '0') throw refuse(`${field} must not name port 0`);
   if (parsed.hostname.endsWith('.')) throw refuse(`${field}'s host must not end with a dot; write ${parsed.hostname.replace(/\.+$/, '')}`);
+  if (!parsed.hostname.startsWith('[') && (parsed.hostname.length > 253 || parsed.hostname.split('.').some((label) => label.length > 63))) {
+    throw refuse(`${field}'s host must be at most 253 characters, each label at most 63`);
+  }
   return parsed;
 }

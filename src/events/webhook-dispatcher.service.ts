@@ -199,6 +199,7 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
         body,
         redirect: 'manual',
         timeoutMs: this.config.events.webhookTimeoutMs,
+        org: d.orgId,
         signal: this.stopping.signal,
       });
       status = response.status;

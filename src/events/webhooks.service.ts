@@ -32,7 +32,7 @@ export class WebhooksService implements OnApplicationBootstrap {
   async create(ctx: RequestContext, dto: CreateWebhookDto): Promise<WebhookEndpoint & { secret: string }> {
     const orgId = orgIdOf(ctx);
     // Judged as given, like every saved URL (a credential in it is the policy's to refuse: 422).
-    await this.egress.assertAllowed(dto.url, 'url');
+    await this.egress.assertAllowed(dto.url, 'url', orgId);
     const url = normalized(dto.url);
     const secret = newSecret();
     const id = randomUUID();

@@ -164,13 +164,13 @@ export class McpConnectionsController {
   @ApiOperation({
     summary: 'Move the connection to another URL',
     description:
-      'For an entry whose URL the connection supplies (`urlRequired`), also while published versions bind it. The tools are listed at the new URL with the stored credentials first: if that fails, `422 mcp_connect_failed` and nothing changes. Then the URL and the tools are stored together, as a sync stores them (the audit event `mcp_connection.url_updated` names the tools added, removed and changed); calls use the new address from then on, on every node.',
+      'For an entry whose URL the connection supplies (`urlRequired`), also while published versions bind it. The tools are listed at the new URL with the stored credentials (or the `credentials` given, which then replace them) first; a connection holding credentials moves to another origin only with `credentials` given (`{}` for none), since stored credentials are sent only to the origin they were given for: if that fails, `422 mcp_connect_failed` and nothing changes. Then the URL and the tools are stored together, as a sync stores them (the audit event `mcp_connection.url_updated` names the tools added, removed and changed); calls use the new address from then on, on every node.',
   })
   @ApiOkResponse({ type: McpConnectionView })
   @ApiNotFoundResponse(NOT_FOUND)
   @ApiBadRequestResponse(
     ProblemResponse(
-      `Bad body, or an entry whose address the catalog fixes (\`invalid_request\`, \`not_allowed\` at \`url\`); or \`url\` is ${SAVED_URL_REFUSALS.invalid}.`,
+      `Bad body, or an entry whose address the catalog fixes (\`invalid_request\`, \`not_allowed\` at \`url\`); or \`url\` is ${SAVED_URL_REFUSALS.invalid}; or \`url\` is of another origin and the connection holds credentials while \`credentials\` is not given (\`required\` at \`credentials\`), or a credential is unknown or malformed (its value never echoed).`,
     ),
   )
   @ApiUnprocessableEntityResponse(
@@ -180,7 +180,7 @@ export class McpConnectionsController {
   )
   @ApiTooManyRequestsResponse(LISTING_HELD)
   setUrl(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: SetMcpUrlDto): Promise<McpConnectionView> {
-    return this.held.run(orgIdOf(ctx), () => this.connections.setUrl(ctx, id, dto.url));
+    return this.held.run(orgIdOf(ctx), () => this.connections.setUrl(ctx, id, dto.url, dto.credentials));
   }
 
   @Delete(':id')

@@ -80,13 +80,24 @@ export class SetMcpCredentialsDto {
 export class SetMcpUrlDto {
   @ApiProperty({
     description:
-      'The address the connection moves to. Must pass the egress policy; a token in its query (`?api_key=`) is kept sealed like a credential. The tools are listed there, with the stored credentials, before anything changes.',
+      'The address the connection moves to. Must pass the egress policy; a token in its query (`?api_key=`) is kept sealed like a credential. The tools are listed there, with the stored credentials (or `credentials`), before anything changes.',
     maxLength: 2048,
   })
   @IsString()
   @MinLength(1)
   @MaxLength(2048)
   url: string;
+
+  @ApiPropertyOptional({
+    description:
+      'The whole set of credentials for the new address, replacing the stored one with the URL. Required (`{}` for none) when the connection holds credentials and `url` is of another origin: stored credentials are sent only to the origin they were given for.',
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    writeOnly: true,
+  })
+  @OptionalNotNull()
+  @IsObject()
+  credentials?: Record<string, unknown>;
 }
 
 export class SetMcpToolRiskDto {

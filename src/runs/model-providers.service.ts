@@ -31,7 +31,7 @@ export class ModelProvidersService {
     const orgId = orgIdOf(ctx);
     assertBaseUrlShape(dto.baseUrl);
     // Refused when saved (422 egress_refused at baseUrl), not at the first run.
-    await this.egress.assertAllowed(dto.baseUrl, 'baseUrl');
+    await this.egress.assertAllowed(dto.baseUrl, 'baseUrl', orgId);
     const id = randomUUID();
     const sealed = dto.apiKey === undefined ? null : this.secrets.seal(dto.apiKey);
     try {
@@ -133,7 +133,7 @@ export class ModelProvidersService {
   /** A client with the key opened for it only. */
   private clientOf(row: ModelProviderRow): ChatModel {
     const apiKey = row.api_key_sealed === null ? null : this.secrets.open(row.api_key_sealed);
-    return new OpenAiCompatibleModel(row.id, row.base_url, apiKey, (url, init) => this.egress.fetch(url, init), {
+    return new OpenAiCompatibleModel(row.id, row.base_url, apiKey, (url, init) => this.egress.fetch(url, { ...init, org: row.org_id }), {
       retries: this.config.runs.modelRetries,
       baseDelayMs: this.config.runs.modelRetryBaseMs,
       maxDelayMs: Math.max(this.config.runs.modelRetryBaseMs * 16, 1000),

@@ -634,7 +634,7 @@ export interface paths {
         get?: never;
         /**
          * Move the connection to another URL
-         * @description For an entry whose URL the connection supplies (`urlRequired`), also while published versions bind it. The tools are listed at the new URL with the stored credentials first: if that fails, `422 mcp_connect_failed` and nothing changes. Then the URL and the tools are stored together, as a sync stores them (the audit event `mcp_connection.url_updated` names the tools added, removed and changed); calls use the new address from then on, on every node.
+         * @description For an entry whose URL the connection supplies (`urlRequired`), also while published versions bind it. The tools are listed at the new URL with the stored credentials (or the `credentials` given, which then replace them) first; a connection holding credentials moves to another origin only with `credentials` given (`{}` for none), since stored credentials are sent only to the origin they were given for: if that fails, `422 mcp_connect_failed` and nothing changes. Then the URL and the tools are stored together, as a sync stores them (the audit event `mcp_connection.url_updated` names the tools added, removed and changed); calls use the new address from then on, on every node.
          */
         put: operations["setUrlMcpConnections"];
         post?: never;
@@ -2037,7 +2037,11 @@ export interface components {
             risk: "read_only" | "mutating" | "destructive";
         };
         SetMcpUrlDto: {
-            /** @description The address the connection moves to. Must pass the egress policy; a token in its query (`?api_key=`) is kept sealed like a credential. The tools are listed there, with the stored credentials, before anything changes. */
+            /** @description The whole set of credentials for the new address, replacing the stored one with the URL. Required (`{}` for none) when the connection holds credentials and `url` is of another origin: stored credentials are sent only to the origin they were given for. */
+            credentials?: {
+                [key: string]: string;
+            };
+            /** @description The address the connection moves to. Must pass the egress policy; a token in its query (`?api_key=`) is kept sealed like a credential. The tools are listed there, with the stored credentials (or `credentials`), before anything changes. */
             url: string;
         };
         SetModelProviderApiKeyDto: {
@@ -5053,7 +5057,7 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionView"];
                 };
             };
-            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
+            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5564,7 +5568,7 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionView"];
                 };
             };
-            /** @description Bad body, or an entry whose address the catalog fixes (`invalid_request`, `not_allowed` at `url`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
+            /** @description Bad body, or an entry whose address the catalog fixes (`invalid_request`, `not_allowed` at `url`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`); or `url` is of another origin and the connection holds credentials while `credentials` is not given (`required` at `credentials`), or a credential is unknown or malformed (its value never echoed). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5859,7 +5863,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderView"];
                 };
             };
-            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `baseUrl` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
+            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `baseUrl` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7927,7 +7931,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookView"];
                 };
             };
-            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot (`invalid_request`, code `url`). */
+            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -18,7 +18,7 @@ import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.se
 import { McpConnectionSync } from './mcp-connection-sync.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
 import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
-import { parseCredentials } from './mcp-credentials';
+import { credentialsAt, givenCredentials, parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { countUnderOrgLock } from '../../database/org-limit';
 
@@ -68,7 +68,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
         missingScopes: missing,
       });
     }
-    if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url');
+    if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url', orgId);
     // Before a server is started or called for it (a local one is a process of its own); held again at the insert.
     if ((await this.dataSource.transaction((m) => countUnderOrgLock(m, 'mcp_connection', orgId))) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
@@ -192,7 +192,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
    * credentials, and nothing changes unless that works. The new list is stored as a sync stores
    * it (a version whose tools differ there shows drift, as after any sync).
    */
-  async setUrl(ctx: RequestContext, id: string, url: string): Promise<McpConnectionView> {
+  async setUrl(ctx: RequestContext, id: string, url: string, given?: Record<string, unknown>): Promise<McpConnectionView> {
     const orgId = orgIdOf(ctx);
     const current = await this.row(orgId, id);
     const entry = this.registry.get(current.server);
@@ -206,7 +206,8 @@ export class McpConnectionsService implements OnApplicationBootstrap {
         },
       ]);
     }
-    await this.egress.assertAllowed(url, 'url');
+    const replacing = given === undefined ? undefined : givenCredentials(entry, given);
+    await this.egress.assertAllowed(url, 'url', orgId);
     let target: McpTarget;
     try {
       target = await this.connectionSync.target(orgId, id);
@@ -215,11 +216,12 @@ export class McpConnectionsService implements OnApplicationBootstrap {
       if (err instanceof McpUpstreamError) throw ApiError.notFound('MCP connection');
       throw err;
     }
+    const credentials = credentialsAt(target, url, replacing);
     // A client of its own (under an id no row has), so the connection's pooled one keeps serving calls until the change commits.
     const probe = randomUUID();
     let tools: ListedMcpTool[];
     try {
-      tools = await this.pool.listTools({ ...target, connectionId: probe, url }, { timeoutMs: this.connectionSync.listTimeoutMs('sync') });
+      tools = await this.pool.listTools({ ...target, credentials, connectionId: probe, url }, { timeoutMs: this.connectionSync.listTimeoutMs('sync') });
     } catch (err) {
       throw connectFailure(err, 'The connection was not changed.');
     } finally {
@@ -229,13 +231,15 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     const row = await this.dataSource.transaction(async (m) => {
       const before = await this.repository.get(orgId, id, m, true);
       if (!before) throw ApiError.notFound('MCP connection');
-      const updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
+      let updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
+      const names = replacing && Object.keys(replacing).sort();
+      if (names) updated = (await this.repository.setCredentials(m, orgId, id, names.length > 0 ? this.secrets.seal(JSON.stringify(replacing)) : null, names))!;
       await this.audit.record(m, {
         type: 'mcp_connection.url_updated',
         orgId,
         actor: actorOf(ctx.principal),
         target: { type: 'mcp_connection', id },
-        data: { name: before.name, url: shown, previousUrl: before.url, ...toolListDiff(before.tools, tools) },
+        data: { name: before.name, url: shown, previousUrl: before.url, ...(names && { credentialNames: names }), ...toolListDiff(before.tools, tools) },
       });
       return updated;
     });

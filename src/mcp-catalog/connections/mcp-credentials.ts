@@ -1,4 +1,4 @@
-import type { FieldError } from '../../common/api-error';
+import { ApiError, type FieldError } from '../../common/api-error';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 
 const MAX_CREDENTIAL_CHARS = 8192;
@@ -46,4 +46,38 @@ export function parseCredentials(
       errors.push({ path: `${path}.${field.name}`, code: 'required', message: `the "${entry.definition.id}" server needs the "${field.name}" credential` });
   }
   return out;
+}
+
+/** The credentials a request gives in place of the stored ones, or a 400 naming each problem. */
+export function givenCredentials(entry: RegisteredMcpServer, given: Record<string, unknown>): Record<string, string> {
+  const errors: FieldError[] = [];
+  const credentials = parseCredentials(entry, given, 'credentials', errors);
+  if (errors.length > 0) throw ApiError.invalidRequest(errors);
+  return credentials;
+}
+
+/**
+ * The credentials to send to a connection moving to `url`: those given, else the stored ones, which
+ * go only to the origin they were given for, as a redirect to another origin drops `Authorization`
+ * (EgressService). Moving a connection elsewhere with them sent the vendor's token to any server an
+ * admin named, a secret the product never shows again (attack round 11, F-F2): another origin
+ * needs the credentials for it (`{}` for none).
+ */
+export function credentialsAt(
+  target: { credentials: Readonly<Record<string, string>>; url: string | null },
+  url: string,
+  given: Record<string, string> | undefined,
+): Readonly<Record<string, string>> {
+  if (given !== undefined) return given;
+  if (Object.keys(target.credentials).length === 0 || target.url === null) return target.credentials;
+  const from = new URL(target.url).origin;
+  const to = new URL(url).origin;
+  if (from === to) return target.credentials;
+  throw ApiError.invalidRequest([
+    {
+      path: 'credentials',
+      code: 'required',
+      message: `the connection moves from ${from} to ${to}; its stored credentials are sent only to ${from}: give the credentials for the new address ({} for none)`,
+    },
+  ]);
 }
