@@ -372,6 +372,36 @@ describe('the Builder console in a browser (e2e)', () => {
     }
   });
 
+  it('asks for credentials again when a connection holding some moves to another origin, and sends the old ones nowhere else', async () => {
+    const remote = await createOrg(t, ['mcp:remote']);
+    const first = await startFixtureMcpServer({ requireAuthorization: 'Bearer first-origin-1' });
+    const second = await startFixtureMcpServer({ requireAuthorization: 'Bearer second-origin-2' });
+    try {
+      await api('post', '/mcp-connections', remote.keys.admin)
+        .send({ server: 'remote', name: 'vendor', url: first.url, credentials: { authorization: 'Bearer first-origin-1' } })
+        .expect(201);
+      const { context, page } = await signedIn(remote.keys.admin);
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'MCP servers', exact: true }).click();
+      const move = page.getByRole('form', { name: 'Move vendor' });
+      const credential = move.getByLabel('authorization at the new URL of vendor');
+      // Another path of the same origin keeps the stored credentials: nothing is asked.
+      await move.getByRole('textbox', { name: 'New URL of vendor' }).fill(`${first.url}?v=2`);
+      expect(await credential.count()).toBe(0);
+      // Another origin asks for them, saying where the stored ones go.
+      await move.getByRole('textbox', { name: 'New URL of vendor' }).fill(second.url);
+      await move.getByRole('group', { name: `Credentials for ${new URL(second.url).origin}` }).waitFor();
+      await credential.fill('Bearer second-origin-2');
+      await move.getByRole('button', { name: 'Move vendor' }).click();
+      await page.getByRole('status').filter({ hasText: 'Moved “vendor” to its new URL' }).waitFor();
+      expect(second.authorizations).toContain('Bearer second-origin-2');
+      expect(second.authorizations).not.toContain('Bearer first-origin-1');
+      await context.close();
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+
   it('offers to start runs only to keys that may, and announces a refused run', async () => {
     const agent = (await api('post', '/agents', org.keys.builder).send({ slug: 'no-model', name: 'No model' }).expect(201)).body as { id: string };
     await api('put', `/agents/${agent.id}/draft`, org.keys.builder).send({ instructions: 'Answer.', capabilities: [] }).expect(200);

@@ -2,6 +2,7 @@ import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
 import { PageTitle } from '../router';
+import { MoveConnection } from './mcp-move-connection';
 import { can, useSession } from '../session';
 
 type Entry = Schemas['McpServerEntryView'];
@@ -31,7 +32,13 @@ export function McpServersPage() {
       {connections.data && connections.data.items.length === 0 && <p className="muted">No connections yet.</p>}
       <ul className="plain">
         {connections.data?.items.map((c) => (
-          <ConnectionCard key={c.id} connection={c} admin={admin} onChanged={(message) => (setStatus(message), connections.reload())} />
+          <ConnectionCard
+            key={c.id}
+            connection={c}
+            entry={entries.data?.items.find((e) => e.id === c.server)}
+            admin={admin}
+            onChanged={(message) => (setStatus(message), connections.reload())}
+          />
         ))}
       </ul>
       {admin && entries.data && <NewConnection entries={entries.data.items} onCreated={(name) => (setStatus(`Connected “${name}”.`), connections.reload())} />}
@@ -66,7 +73,17 @@ export function McpServersPage() {
   );
 }
 
-function ConnectionCard({ connection: c, admin, onChanged }: { connection: Connection; admin: boolean; onChanged(message: string): void }) {
+function ConnectionCard({
+  connection: c,
+  entry,
+  admin,
+  onChanged,
+}: {
+  connection: Connection;
+  entry: Entry | undefined;
+  admin: boolean;
+  onChanged(message: string): void;
+}) {
   const { api } = useSession();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
@@ -191,35 +208,17 @@ function ConnectionCard({ connection: c, admin, onChanged }: { connection: Conne
       {admin && c.url && (
         <MoveConnection
           connection={c}
+          entry={entry}
           busy={busy}
-          onMove={(url) =>
+          onMove={(url, credentials) =>
             act(
-              () => ok(api.PUT('/api/v1/mcp-connections/{id}/url', { params: { path: { id: c.id } }, body: { url } })),
+              () => ok(api.PUT('/api/v1/mcp-connections/{id}/url', { params: { path: { id: c.id } }, body: { url, ...(credentials ? { credentials } : {}) } })),
               `Moved “${c.name}” to its new URL, and listed its tools there.`,
             )
           }
         />
       )}
     </li>
-  );
-}
-
-/** A server's new address (a vendor's new endpoint): its tools are listed there before anything changes, so a wrong one changes nothing. */
-function MoveConnection({ connection: c, busy, onMove }: { connection: Connection; busy: boolean; onMove(url: string): Promise<boolean> }) {
-  const [url, setUrl] = useState('');
-  const id = `move-${c.id}`;
-  const submit = async (e: FormEvent) => {
-    e.preventDefault();
-    if (await onMove(url)) setUrl('');
-  };
-  return (
-    <form className="actions" aria-label={`Move ${c.name}`} onSubmit={(e) => void submit(e)}>
-      <label htmlFor={id}>New URL of {c.name}</label>
-      <input id={id} type="url" required maxLength={2048} value={url} onChange={(e) => setUrl(e.target.value)} />
-      <button type="submit" disabled={busy || url === ''}>
-        Move {c.name}
-      </button>
-    </form>
   );
 }
 
