@@ -1,3 +1,4 @@
+import { TypeOrmHealthIndicator } from '@nestjs/terminus';
 import { DataSource } from 'typeorm';
 import { bearer, createOrg, createTestApp, TestApp } from './support/test-app';
 
@@ -27,6 +28,33 @@ describe('health (e2e)', () => {
       await t.http.get('/health').expect(200, { status: 'ok' });
     } finally {
       await ds.initialize();
+    }
+    await t.http.get('/health/ready').expect(200);
+  });
+
+  it('answers probes that arrive during a ping with that ping: one connection at a time, however many probe', async () => {
+    // Public and not rate limited: 200 anonymous probes at once, each pinging, queued every
+    // organization's queries behind theirs in the pool (attack round 11, G-F2).
+    // On the prototype: terminus makes its indicators per request scope.
+    const ping = TypeOrmHealthIndicator.prototype.pingCheck;
+    let pings = 0;
+    const spy = jest.spyOn(TypeOrmHealthIndicator.prototype, 'pingCheck').mockImplementation(async function (this: TypeOrmHealthIndicator, ...args) {
+      pings++;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      return ping.apply(this, args);
+    });
+    try {
+      const answers = await Promise.all(Array.from({ length: 50 }, () => t.http.get('/health/ready')));
+      expect(answers.map((a) => a.status)).toEqual(Array(50).fill(200));
+      expect(pings).toBe(1);
+      // Not an answer kept: the next probe, after that ping, pings again.
+      await t.http.get('/health/ready').expect(200);
+      expect(pings).toBe(2);
+      spy.mockImplementation(() => Promise.reject(new Error('connection terminated')));
+      const down = await Promise.all(Array.from({ length: 5 }, () => t.http.get('/health/ready')));
+      expect(down.map((a) => [a.status, a.body.code])).toEqual(Array(5).fill([503, 'service_unavailable']));
+    } finally {
+      spy.mockRestore();
     }
     await t.http.get('/health/ready').expect(200);
   });

@@ -71,11 +71,16 @@ export class VersionsController {
   @ApiOperation({
     summary: 'Publish the draft as a new immutable version',
     description:
-      "The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).",
+      "The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback). What is published is the draft as it stands when the version is written: a draft saved while the publish checked it is checked and published instead.",
   })
   @ApiCreatedResponse({ type: AgentVersionView, description: 'A new version.' })
   @ApiOkResponse({ type: AgentVersionView, description: 'Nothing changed: the latest version.' })
   @ApiNotFoundResponse(AGENT_NOT_FOUND)
+  @ApiConflictResponse(
+    ProblemResponse(
+      "The organization's agents would pass `AGENTS_MAX_BYTES_PER_ORG`, or the draft was saved again three times while it was being published (`conflict`); nothing was published.",
+    ),
+  )
   @ApiUnprocessableEntityResponse(ProblemResponse('The draft cannot be published (`spec_invalid`); `errors[]` lists every problem with its `code` and `path`.'))
   async publish(
     @Ctx() ctx: RequestContext,

@@ -19,7 +19,7 @@ import { renderTool, toOfferedTool } from './tool-formats';
 import { AgentIdentity, Applicability, DetailedBuild, DriftEntry, VersionBuilder, VersionRow } from './version-builder.service';
 import { AgentVersionView, ManifestView, ToolsQuery, ValidationResultView } from './versions.dto';
 
-/** Attempts at a publish that lost a race on a unique key; with the agent row locked, one is the norm. */
+/** Rounds of one publish: one lost a race on a unique key, or the draft was saved again while it was checked; one is the norm. */
 const PUBLISH_ATTEMPTS = 3;
 
 /**
@@ -47,34 +47,46 @@ export class VersionsService {
     return { valid: errors.length === 0, errors: bounded.errors, ...(bounded.omitted > 0 ? { errorsOmitted: bounded.omitted } : {}) };
   }
 
-  /** 201 with a new version, or 200 with the latest one when nothing changed (spec and every tool digest). */
+  /**
+   * 201 with a new version, or 200 with the latest one when nothing changed (spec and every tool
+   * digest). What is published is the draft as it stands when the version is written: the draft is
+   * read and checked before the transaction (composing a version may list MCP servers), so a draft
+   * saved meanwhile sends the publish round again with it. Otherwise two publishes around an edit
+   * committed in lock order, and the one that had read the older draft became the latest version.
+   */
   async publish(ctx: RequestContext, agentId: string): Promise<{ created: boolean; version: AgentVersionView }> {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
-    const agent = await this.agents.findRow(this.dataSource, orgId, agentId);
-    const checked = await this.validator.validate(orgId, principal.orgScopes, agent.draft);
-    if (checked.errors.length > 0) throw specInvalid(checked.errors, checked.omitted);
-
-    const spec = checked.normalized;
-    const specHash = canonicalHash(spec);
-    // What this version offers is what the code builds for it now; those definitions are pinned.
-    const composition = await this.builder.compose(
-      { id: orgId, scopes: principal.orgScopes },
-      { id: agent.id, slug: agent.slug, name: agent.name, version: null },
-      spec,
-      checked.resources,
-      {},
-      checked.mcpConnections,
-    );
-    const toolDigests = Object.fromEntries(composition.tools.map((t) => [t.name, t.digest]));
-    const toolSources = Object.fromEntries(composition.tools.map((t) => [t.name, sourceOf(t)]));
-    const content = contentHash(specHash, toolDigests);
-
     for (let attempt = 1; ; attempt++) {
+      const agent = await this.agents.findRow(this.dataSource, orgId, agentId);
+      const checked = await this.validator.validate(orgId, principal.orgScopes, agent.draft);
+      if (checked.errors.length > 0) throw specInvalid(checked.errors, checked.omitted);
+
+      const spec = checked.normalized;
+      const specHash = canonicalHash(spec);
+      // What this version offers is what the code builds for it now; those definitions are pinned.
+      const composition = await this.builder.compose(
+        { id: orgId, scopes: principal.orgScopes },
+        { id: agent.id, slug: agent.slug, name: agent.name, version: null },
+        spec,
+        checked.resources,
+        {},
+        checked.mcpConnections,
+      );
+      const toolDigests = Object.fromEntries(composition.tools.map((t) => [t.name, t.digest]));
+      const toolSources = Object.fromEntries(composition.tools.map((t) => [t.name, sourceOf(t)]));
+      const content = contentHash(specHash, toolDigests);
+      const draftHash = canonicalHash(agent.draft);
+
       try {
-        const { created, row } = await this.dataSource.transaction((m) =>
-          this.insertVersion(m, ctx, agentId, spec, specHash, { toolDigests, toolSources }, content),
+        const written = await this.dataSource.transaction((m) =>
+          this.insertVersion(m, ctx, agentId, draftHash, spec, specHash, { toolDigests, toolSources }, content),
         );
+        if (written === 'draft_changed') {
+          if (attempt < PUBLISH_ATTEMPTS) continue;
+          throw ApiError.conflict('The draft kept changing while it was being published; nothing was published. Publish again.');
+        }
+        const { created, row } = written;
         // Pinned from this very composition: nothing has drifted yet.
         return { created, version: toVersionView(row, [], (await this.switches.retirementOf(orgId, agentId, row.version))?.retired_at) };
       } catch (err) {
@@ -89,15 +101,17 @@ export class VersionsService {
     m: EntityManager,
     ctx: RequestContext,
     agentId: string,
+    draftHash: string,
     spec: AgentSpec,
     specHash: string,
     { toolDigests, toolSources }: { toolDigests: Record<string, string>; toolSources: Record<string, string> },
     content: string,
-  ): Promise<{ created: boolean; row: VersionRow }> {
+  ): Promise<{ created: boolean; row: VersionRow } | 'draft_changed'> {
     const orgId = keyOf(ctx).orgId;
     // The agent row lock serializes publishes of one agent: version numbers stay gapless, and
     // "nothing changed" is judged against the latest version as it is at commit.
     const agent = await this.agents.findRow(m, orgId, agentId, true);
+    if (canonicalHash(agent.draft) !== draftHash) return 'draft_changed';
     if (agent.latest_version !== null) {
       const latest = await findVersion(m, orgId, agentId, agent.latest_version);
       // Only the latest: an older version's content published again is a new version (a rollback).

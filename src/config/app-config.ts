@@ -60,6 +60,8 @@ export interface AppConfig {
   runs: RunsConfig;
   /** Unset: /metrics is open (bind it to a private network, or set it). */
   metricsToken?: string;
+  /** METRICS_REUSE_MS; unset (tests): 0, every scrape serializes the registry (one at a time). */
+  metricsReuseMs?: number;
   secrets: SecretsConfig;
   egress: EgressConfig;
   /** An MCP connection's tools older than this are listed again before a call. */

@@ -79,6 +79,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
     trustProxy: parseTrustedProxies(e.TRUST_PROXY) ?? false,
     metricsToken: e.METRICS_TOKEN,
+    metricsReuseMs: e.METRICS_REUSE_MS,
     secrets: resolveSecrets(e, log),
     egress: {
       allowedHosts,

@@ -1,6 +1,6 @@
 import { Transform } from 'class-transformer';
-import { IsIn, IsOptional, IsString, Matches, MaxLength, MinLength } from 'class-validator';
-import { emptyToUndefined } from './env-transforms';
+import { IsIn, IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { emptyToUndefined, toInt } from './env-transforms';
 import { ToolCallVariables } from './tool-calls-config';
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -20,4 +20,16 @@ export class TelemetryVariables extends ToolCallVariables {
   @MaxLength(512)
   @Matches(/^\S+$/, { message: 'must not contain spaces' })
   METRICS_TOKEN?: string;
+
+  /**
+   * How long one serialization of the metrics answers the scrapes that follow (ms; 0: each scrape
+   * serializes, one at a time). The route may be open, and a scrape of a registry tenants have grown
+   * costs the event loop milliseconds.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(60_000)
+  METRICS_REUSE_MS: number = 1000;
 }

@@ -23,6 +23,29 @@ describe('clock capability', () => {
     expect(currentDateTime(new Date('2026-07-01T12:00:00Z'), 'America/New_York')).toContain('08:00 in America/New_York (UTC-04:00)');
   });
 
+  it("makes a zone's formatter once, not at every build (each of a page of 200 versions builds)", () => {
+    const made = jest.spyOn(Intl, 'DateTimeFormat');
+    try {
+      for (let i = 0; i < 100; i++) currentDateTime(instant, 'Asia/Tokyo');
+      expect(made.mock.calls.length).toBeLessThanOrEqual(1);
+    } finally {
+      made.mockRestore();
+    }
+  });
+
+  it('keeps a formatter per spelling of a zone, however many spellings come', () => {
+    // 1,100 letter cases of one zone, each its own entry: past 1,000 the formatters are forgotten and made again.
+    const letters = (n: number) => {
+      let bit = 0;
+      return [...'europe/paris'].map((c) => (c !== '/' && (n >> bit++) & 1 ? c.toUpperCase() : c)).join('');
+    };
+    const spellings = Array.from({ length: 1100 }, (_, n) => letters(n));
+    expect(new Set(spellings).size).toBe(1100);
+    for (const zone of [...spellings, ...spellings.slice(0, 3)]) {
+      expect(currentDateTime(instant, zone)).toBe(`Current date and time: Friday 2026-01-16 00:34 in ${zone} (UTC+01:00).`);
+    }
+  });
+
   it('defaults to UTC and refuses what is not an IANA zone', () => {
     expect(registry.validateConfig('clock', {})).toEqual({ value: { timezone: 'UTC' }, errors: [] });
     expect(registry.validateConfig('clock', { timezone: 'Europe/Paris' })).toEqual({ value: { timezone: 'Europe/Paris' }, errors: [] });
