@@ -155,7 +155,7 @@ export interface paths {
         put?: never;
         /**
          * Publish the draft as a new immutable version
-         * @description The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback).
+         * @description The normalized spec (config defaults filled in) is stored with its hash and the digest of every offered tool. When the normalized draft and every tool digest equal the latest version's, nothing is created and the answer is `200` with that version. The content of an older version is published again as a new version (a rollback). What is published is the draft as it stands when the version is written: a draft saved while the publish checked it is checked and published instead.
          */
         post: operations["publishAgent"];
         delete?: never;
@@ -1184,7 +1184,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the database answers */
+        /**
+         * Readiness: the database answers
+         * @description Probes that arrive while a ping of the database is under way are answered by that ping: the database sees one at a time.
+         */
         get: operations["getReadiness"];
         put?: never;
         post?: never;
@@ -3030,6 +3033,15 @@ export interface operations {
             };
             /** @description No such agent in your organization (`not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The organization's agents would pass `AGENTS_MAX_BYTES_PER_ORG`, or the draft was saved again three times while it was being published (`conflict`); nothing was published. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
