@@ -82,6 +82,25 @@ describe('Lookups (attack round 11, F-F3)', () => {
     expect(pool.started).toEqual(['vendor.example']);
   });
 
+  it("does not make another organization wait behind one's queued lookup of the same name; joins it once it has started", async () => {
+    const pool = threadpool(4);
+    const lookups = new Lookups(500, 2, 1, pool.resolve);
+    // Organization A's turn is held by a slow name; its ask for a popular host waits behind it.
+    const slow = lookups.all('a.slow.test', 0, 'org-a').catch((err: NodeJS.ErrnoException) => err.code);
+    const queued = lookups.all('vendor.example', 0, 'org-a').catch((err: NodeJS.ErrnoException) => err.code);
+    const started = Date.now();
+    await expect(lookups.all('vendor.example', 0, 'org-b')).resolves.toHaveLength(1);
+    expect(Date.now() - started).toBeLessThan(200);
+    expect(await slow).toBe('EAI_AGAIN');
+    expect(await queued).toBe('EAI_AGAIN');
+    // A lookup under way is joined by anyone.
+    const pool2 = threadpool(4);
+    const shared = new Lookups(500, 2, 1, pool2.resolve);
+    await Promise.all([shared.all('vendor.example', 0, 'org-a'), shared.all('vendor.example', 0, 'org-b'), shared.all('vendor.example', 0, 'org-c')]);
+    expect(pool2.started).toEqual(['vendor.example']);
+    pool.releaseAll();
+  });
+
   it('tells the socket whose connection it opens, so its lookup takes that organization’s turn', async () => {
     const server = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

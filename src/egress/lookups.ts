@@ -42,8 +42,10 @@ export class Lookups {
   readonly owner = new AsyncLocalStorage<string | undefined>();
   private readonly orgs: OrgGate;
   private readonly node: OrgGate;
-  /** Lookups under way by family and name, until their callers have their answer (or gave up). */
+  /** Lookups started (getaddrinfo called) by family and name, until they settle: anyone's asks join them. */
   private readonly inFlight = new Map<string, Promise<LookupAddress[]>>();
+  /** Lookups asked for, by organization, family and name, until they settle: the same organization's asks join them. */
+  private readonly queued = new Map<string, Promise<LookupAddress[]>>();
 
   constructor(
     private readonly waitMs: number,
@@ -60,17 +62,23 @@ export class Lookups {
    * Every address of `hostname` (of `family`, 0 for both), for `org` (default: the connection's
    * owner, if known). Asks for a name already being looked up join that lookup, so an
    * organization's connections opened at once to one vendor's host take one turn, not one each.
+   * Another organization's lookup is joined only once it has started: one still waiting for its
+   * organization's turn would make everyone asking for the same name (a popular vendor's host)
+   * wait behind that organization's slow names.
    */
   all(hostname: string, family = 0, org: string | undefined = this.owner.getStore()): Promise<LookupAddress[]> {
     const key = `${family}\n${hostname}`;
-    const shared = this.inFlight.get(key);
-    if (shared) return shared;
-    const lookup = this.inTurn(hostname, family, org).finally(() => this.inFlight.delete(key));
-    this.inFlight.set(key, lookup);
+    const started = this.inFlight.get(key);
+    if (started) return started;
+    const mine = `${org ?? ''}\n${key}`;
+    const queued = this.queued.get(mine);
+    if (queued) return queued;
+    const lookup = this.inTurn(hostname, family, org, key).finally(() => this.queued.delete(mine));
+    this.queued.set(mine, lookup);
     return lookup;
   }
 
-  private async inTurn(hostname: string, family: number, org: string | undefined): Promise<LookupAddress[]> {
+  private async inTurn(hostname: string, family: number, org: string | undefined, key: string): Promise<LookupAddress[]> {
     const deadline = Date.now() + this.waitMs;
     const signal = AbortSignal.timeout(this.waitMs);
     let leaveOrg = () => undefined as void;
@@ -82,6 +90,23 @@ export class Lookups {
       leaveOrg();
       throw noAnswer(hostname, this.waitMs);
     }
+    // Started by another organization while this one waited for its turn: that lookup is the answer.
+    const meanwhile = this.inFlight.get(key);
+    if (meanwhile) {
+      leaveNode();
+      leaveOrg();
+      return meanwhile;
+    }
+    const lookup = this.resolveBy(hostname, family, deadline, () => {
+      leaveNode();
+      leaveOrg();
+    }).finally(() => this.inFlight.delete(key));
+    this.inFlight.set(key, lookup);
+    return lookup;
+  }
+
+  /** getaddrinfo, failing EAI_AGAIN at `deadline`; `done` when it returns (its thread is free then, not before). */
+  private resolveBy(hostname: string, family: number, deadline: number, done: () => void): Promise<LookupAddress[]> {
     return new Promise<LookupAddress[]>((resolve, reject) => {
       let late = false;
       const timer = setTimeout(
@@ -93,8 +118,7 @@ export class Lookups {
       );
       timer.unref();
       this.resolve(hostname, { all: true, family }, (err, addresses) => {
-        leaveNode();
-        leaveOrg();
+        done();
         clearTimeout(timer);
         if (late) return;
         if (err) reject(err);
