@@ -40,6 +40,21 @@ describe('HeldRequests', () => {
     expect(budget.tryHold('c')).toBeUndefined();
   });
 
+  it("holds a request outside the organization's share on the node's budget alone", () => {
+    const budget = held(100, 4, 2);
+    expect([budget.tryHold('a'), budget.tryHold('a')].every(Boolean)).toBe(true);
+    expect(budget.tryHold('a')).toBeUndefined();
+    // A tool call of the same organization: the node has room, so it is held, and counted there.
+    const call = budget.tryHold('a', false);
+    expect(call).toBeDefined();
+    expect(budget.refusal('a', false)).toBeUndefined();
+    expect(budget.tryHold('a', false)).toBeDefined();
+    expect(budget.tryHold('b', false)).toBeUndefined();
+    expect(budget.refusal('b', false)).toEqual({ limit: 'node', max: 4, setting: 'HTTP_HELD_REQUESTS_MAX' });
+    call!();
+    expect(budget.tryHold('b')).toBeDefined();
+  });
+
   it("is taken with a kind's own place and given back with it, and not taken when the kind is full", () => {
     const budget = held(100, 4, 4);
     const kind = new OrgHolds(() => 2, budget);

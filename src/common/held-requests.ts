@@ -16,7 +16,8 @@ export type HeldRequestRefusal = { limit: 'per_org' | 'node'; max: number; setti
  * bound per organization only: one organization could hold about 770 of 2,000 connections, three
  * the whole node, health checks included. Held together they stay under HTTP_HELD_REQUESTS_MAX
  * (the rest of the connections are for every other request), one organization's under
- * HTTP_HELD_REQUESTS_PER_ORG. A kind's own bound (OrgHolds) is asked first, then this.
+ * HTTP_HELD_REQUESTS_PER_ORG, tool calls in progress aside (see tryHold). A kind's own bound
+ * (OrgHolds) is asked first, then this.
  */
 @Injectable()
 export class HeldRequests {
@@ -40,13 +41,18 @@ export class HeldRequests {
     );
   }
 
-  /** A release (once counts) when both the node and the organization have room, else undefined. */
-  tryHold(orgId: string): (() => void) | undefined {
+  /**
+   * A release (once counts) when the node and, `ofShare`, the organization have room, else
+   * undefined. Tool calls in progress are not of the share (`ofShare` false): each is work that
+   * ends within TOOL_TIMEOUT_MS and TOOL_CALLS_IN_FLIGHT_PER_ORG bounds them, and counted in it an
+   * organization's open consoles (an event stream each) left its agents no call to make.
+   */
+  tryHold(orgId: string, ofShare = true): (() => void) | undefined {
     if (this.held >= this.max) {
       this.metrics?.heldRequestRefused('node');
       return undefined;
     }
-    const release = this.perOrg.tryHold(orgId);
+    const release = ofShare ? this.perOrg.tryHold(orgId) : () => undefined;
     if (!release) {
       this.metrics?.heldRequestRefused('per_org');
       return undefined;
@@ -80,9 +86,9 @@ export class HeldRequests {
    * What refuses the organization a place now, if this does (the node's budget or its share);
    * undefined when there is room here, so a refusal came from the kind's own bound.
    */
-  refusal(orgId: string): HeldRequestRefusal | undefined {
+  refusal(orgId: string, ofShare = true): HeldRequestRefusal | undefined {
     if (this.held >= this.max) return { limit: 'node', max: this.max, setting: 'HTTP_HELD_REQUESTS_MAX' };
-    if (this.perOrg.count(orgId) >= this.perOrgMax) return { limit: 'per_org', max: this.perOrgMax, setting: 'HTTP_HELD_REQUESTS_PER_ORG' };
+    if (ofShare && this.perOrg.count(orgId) >= this.perOrgMax) return { limit: 'per_org', max: this.perOrgMax, setting: 'HTTP_HELD_REQUESTS_PER_ORG' };
     return undefined;
   }
 }

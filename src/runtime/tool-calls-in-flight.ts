@@ -21,7 +21,10 @@ export class ToolCallsInFlight {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly held: HeldRequests,
   ) {
-    this.holds = new OrgHolds(() => this.config.toolCallsInFlightPerOrg ?? DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG, held);
+    // Of the node's budget, not of the organization's share (HeldRequests.tryHold says why).
+    this.holds = new OrgHolds(() => this.config.toolCallsInFlightPerOrg ?? DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG, {
+      tryHold: (orgId) => held.tryHold(orgId, false),
+    });
   }
 
   /** Runs `work` in one of the organization's places, or refuses it `429` when they are all taken. */
@@ -29,7 +32,7 @@ export class ToolCallsInFlight {
     const release = this.holds.tryHold(orgId);
     if (!release) {
       const max = this.config.toolCallsInFlightPerOrg ?? DEFAULT_TOOL_CALLS_IN_FLIGHT_PER_ORG;
-      const refusal = this.held.refusal(orgId);
+      const refusal = this.held.refusal(orgId, false);
       throw new ApiError(
         'rate_limited',
         refusal
