@@ -1,4 +1,4 @@
-import { bearer } from './support/test-app';
+import { bearer, mcpMessage } from './support/test-app';
 import { countRows, hardeningWorld, HardeningWorld } from './support/hardening';
 
 /**
@@ -6,7 +6,6 @@ import { countRows, hardeningWorld, HardeningWorld } from './support/hardening';
  * point (the tool-call endpoint, an approval being granted, MCP), decided by the one tool policy;
  * idempotency keys and per-run budgets are counted per agent.
  */
-const ACCEPT = 'application/json, text/event-stream';
 
 // Property runs make many requests; a loaded CI machine must not fail them on time alone.
 jest.setTimeout(180_000);
@@ -26,20 +25,7 @@ describe('governance: retired versions, disabled tools, per-agent keys and budge
     for (const [k, v] of Object.entries(headers)) req = req.set(k, v);
     return req.send(body);
   };
-  const mcp = (message: object, version?: number) =>
-    h.t.http
-      .post(`/api/v1/agents/${agentId}/mcp${version ? `?version=${version}` : ''}`)
-      .set(...bearer(keys().agent))
-      .set('Accept', ACCEPT)
-      .send(message)
-      .then((res) =>
-        JSON.parse(
-          res.text
-            .split('\n')
-            .find((l) => l.startsWith('data: '))!
-            .slice(6),
-        ),
-      );
+  const mcp = (message: object, version?: number) => mcpMessage(h.t, agentId, keys().agent, message, version ? `?version=${version}` : '');
   async function publish(draft: object, agent = agentId): Promise<number> {
     await h.t.http
       .put(`/api/v1/agents/${agent}/draft`)

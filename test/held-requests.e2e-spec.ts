@@ -3,12 +3,10 @@ import { RunFixturesModule } from './fixtures/run-fixtures.module';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { metricSample, scrapeMetrics } from './support/metrics';
 import { SseClient } from './support/sse-client';
-import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, mcpMessage, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
 import { testRunsConfig } from './support/runs-config';
 import { ScriptedModel, startScriptedModel } from './support/scripted-model';
-
-const ACCEPT = 'application/json, text/event-stream';
 
 /**
  * Every request a node holds open on purpose (event streams, run streams, waits, MCP calls held for
@@ -71,25 +69,15 @@ describe('requests held open, all kinds together (e2e)', () => {
       .post(`/api/v1/agents/${agent}/tool-calls`)
       .set(...bearer(org.keys.agent))
       .send({ tool: 'fx-mcp-greet', arguments: { tag: 't' } });
-  const mcpWrite = (org: TestOrg, agent: string, text: string) =>
-    t.http
-      .post(`/api/v1/agents/${agent}/mcp`)
-      .set(...bearer(org.keys.agent))
-      .set('Accept', ACCEPT)
-      .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fx-mcp-write', arguments: { tag: 't', text } } })
-      .then((res) => {
-        const message = JSON.parse(
-          res.text
-            .split('\n')
-            .find((l) => l.startsWith('data: '))!
-            .slice(6),
-        );
-        return {
-          isError: message.result.isError as boolean | undefined,
-          text: message.result.content[0].text as string,
-          status: message.result._meta?.['capability-platform/toolCall']?.status as string | undefined,
-        };
-      });
+  const mcpWrite = async (org: TestOrg, agent: string, text: string) => {
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fx-mcp-write', arguments: { tag: 't', text } } };
+    const message = await mcpMessage(t, agent, org.keys.agent, call);
+    return {
+      isError: message.result.isError as boolean | undefined,
+      text: message.result.content[0].text as string,
+      status: message.result._meta?.['capability-platform/toolCall']?.status as string | undefined,
+    };
+  };
   const run = (org: TestOrg, agent: string) =>
     t.http
       .post(`/api/v1/agents/${agent}/runs`)

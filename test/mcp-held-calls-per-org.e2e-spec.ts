@@ -1,9 +1,7 @@
 import { DataSource } from 'typeorm';
 import { McpFixturesModule } from './fixtures/mcp-fixtures.module';
-import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, mcpMessage, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
-
-const ACCEPT = 'application/json, text/event-stream';
 
 /**
  * An MCP `tools/call` that waits for a person is held open for MCP_APPROVAL_WAIT_SECONDS, and so
@@ -24,26 +22,15 @@ describe('MCP calls held for approval, per organization (e2e)', () => {
 
   const agentOf = (org: TestOrg) => publishAgent(t, org, 'held-cap', { instructions: '', capabilities: [{ id: 'fx-mcp-notes' }] });
 
-  const write = (org: TestOrg, agent: string, text: string) => {
+  const write = async (org: TestOrg, agent: string, text: string) => {
     const started = Date.now();
-    return t.http
-      .post(`/api/v1/agents/${agent}/mcp`)
-      .set(...bearer(org.keys.agent))
-      .set('Accept', ACCEPT)
-      .send({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fx-mcp-write', arguments: { tag: 't', text } } })
-      .then((res) => {
-        const message = JSON.parse(
-          res.text
-            .split('\n')
-            .find((l) => l.startsWith('data: '))!
-            .slice(6),
-        );
-        return {
-          ms: Date.now() - started,
-          status: message.result._meta['capability-platform/toolCall'].status as string,
-          text: message.result.content[0].text as string,
-        };
-      });
+    const call = { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'fx-mcp-write', arguments: { tag: 't', text } } };
+    const message = await mcpMessage(t, agent, org.keys.agent, call);
+    return {
+      ms: Date.now() - started,
+      status: message.result._meta['capability-platform/toolCall'].status as string,
+      text: message.result.content[0].text as string,
+    };
   };
   const pending = async (org: TestOrg): Promise<{ approval_id: string }[]> =>
     ds.query(`SELECT approval_id FROM tool_call WHERE org_id = $1 AND status = 'pending_approval' ORDER BY created_at`, [org.id]);

@@ -135,6 +135,21 @@ export async function publishAgent(t: TestApp, org: TestOrg, slug: string, draft
   return agent;
 }
 
+/**
+ * One JSON-RPC message to an agent's MCP endpoint as `token`; the message the answer's first
+ * event carries (the endpoint answers a request as an event stream).
+ */
+export async function mcpMessage(t: TestApp, agentId: string, token: string, message: object, query = ''): Promise<any> {
+  const res = await t.http
+    .post(`/api/v1/agents/${agentId}/mcp${query}`)
+    .set(...bearer(token))
+    .set('Accept', 'application/json, text/event-stream')
+    .send(message);
+  const data = res.text.split('\n').find((l) => l.startsWith('data: '));
+  if (data === undefined) throw new Error(`no event in the answer: ${res.status} ${res.text.slice(0, 500)}`);
+  return JSON.parse(data.slice(6));
+}
+
 export function bearer(token: string): [string, string] {
   return ['Authorization', `Bearer ${token}`];
 }
