@@ -3,7 +3,7 @@ import { McpConnectionsService } from '../src/mcp-catalog/connections/mcp-connec
 import { WebhooksService } from '../src/events/webhooks.service';
 import { SecretsService } from '../src/secrets/secrets.service';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
 import { WebhookReceiver } from './support/webhook-receiver';
 
@@ -50,6 +50,21 @@ describe('tokens in saved URLs (e2e)', () => {
     ).text;
   const open = (sealed: string) => t.app.get(SecretsService).open(sealed);
 
+  /** `whereami` of the connection, offered by a new agent, asked for and approved: the approval's answer. */
+  const whereami = async (connection: string, slug: string) => {
+    const agent = await publishAgent(t, org, slug, { instructions: '', capabilities: [], mcpServers: [{ connection, tools: ['whereami'] }] });
+    const pending = await t.http
+      .post(`/api/v1/agents/${agent}/tool-calls`)
+      .set(...as('agent'))
+      .send({ tool: 'whereami', arguments: {} })
+      .expect(202);
+    return t.http
+      .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
+      .set(...as('approver'))
+      .send({})
+      .expect(200);
+  };
+
   describe('MCP connections', () => {
     let id: string;
     const full = () => `${fixture.url}?api_key=${MCP_KEY}&region=eu`;
@@ -86,30 +101,7 @@ describe('tokens in saved URLs (e2e)', () => {
     });
 
     it('calls the whole URL, and a server that echoes it has the token redacted in the result', async () => {
-      const agent = await t.http
-        .post('/api/v1/agents')
-        .set(...as('builder'))
-        .send({ slug: 'hosted', name: 'Hosted' })
-        .expect(201);
-      await t.http
-        .put(`/api/v1/agents/${agent.body.id}/draft`)
-        .set(...as('builder'))
-        .send({ instructions: '', capabilities: [], mcpServers: [{ connection: id, tools: ['whereami'] }] })
-        .expect(200);
-      await t.http
-        .post(`/api/v1/agents/${agent.body.id}/publish`)
-        .set(...as('builder'))
-        .expect(201);
-      const pending = await t.http
-        .post(`/api/v1/agents/${agent.body.id}/tool-calls`)
-        .set(...as('agent'))
-        .send({ tool: 'whereami', arguments: {} })
-        .expect(202);
-      const approved = await t.http
-        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
-        .set(...as('approver'))
-        .send({})
-        .expect(200);
+      const approved = await whereami(id, 'hosted');
       expect(fixture.calls).toContain('whereami');
       expect(approved.body.toolCall.result).toEqual({
         content: [{ type: 'text', text: 'you called /mcp?api_key=[redacted]&region=eu' }],
@@ -129,30 +121,7 @@ describe('tokens in saved URLs (e2e)', () => {
         .set(...as('admin'))
         .send({ server: 'remote', name: 'hosted-path', url: `${fixture.url}/s/${token}/mcp` })
         .expect(201);
-      const agent = await t.http
-        .post('/api/v1/agents')
-        .set(...as('builder'))
-        .send({ slug: 'hosted-path', name: 'Hosted by path' })
-        .expect(201);
-      await t.http
-        .put(`/api/v1/agents/${agent.body.id}/draft`)
-        .set(...as('builder'))
-        .send({ instructions: '', capabilities: [], mcpServers: [{ connection: conn.body.id, tools: ['whereami'] }] })
-        .expect(200);
-      await t.http
-        .post(`/api/v1/agents/${agent.body.id}/publish`)
-        .set(...as('builder'))
-        .expect(201);
-      const pending = await t.http
-        .post(`/api/v1/agents/${agent.body.id}/tool-calls`)
-        .set(...as('agent'))
-        .send({ tool: 'whereami', arguments: {} })
-        .expect(202);
-      const approved = await t.http
-        .post(`/api/v1/approvals/${pending.body.approvalId}/approve`)
-        .set(...as('approver'))
-        .send({})
-        .expect(200);
+      const approved = await whereami(conn.body.id, 'hosted-path');
       expect(fixture.requestUrls).toContain(`/mcp/s/${token}/mcp`);
       expect(approved.body.toolCall.result.structuredContent).toEqual({ url: '/mcp/s/[redacted]/mcp' });
       const read = await t.http
