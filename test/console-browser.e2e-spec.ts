@@ -641,6 +641,8 @@ describe('the Builder console in a browser (e2e)', () => {
     await tool.selectOption({ label: 'mcp/ref/echo' });
     await form.getByRole('button', { name: 'Disable tool' }).click();
     await page.getByRole('status').filter({ hasText: 'Disabled mcp/ref/echo' }).waitFor();
+    const mcpRow = page.getByRole('table', { name: 'Tools disabled in this organization' }).getByRole('row').filter({ hasText: 'mcp/ref/echo' });
+    expect(await mcpRow.getByText('No connection lists').count()).toBe(0);
     expect(await switches()).toEqual([
       expect.objectContaining({ capabilityId: 'mcp', toolId: 'ref/echo', reason: null }),
       expect.objectContaining({ capabilityId: 'memory', toolId: 'recall_memories', reason: 'INC-42: leak confirmed' }),
@@ -678,6 +680,8 @@ describe('the Builder console in a browser (e2e)', () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tool switches', exact: true }).click();
     const rows = page.getByRole('table', { name: 'Tools disabled in this organization' }).locator('tbody tr');
     await rows.filter({ hasText: 'mcp/planted/tool-200' }).getByRole('cell', { name: 'admin (key)' }).waitFor();
+    // No connection named `planted`: each switch says it stops nothing.
+    await rows.filter({ hasText: 'mcp/planted/tool-200' }).getByText('No connection lists a tool of exactly this name now').waitFor();
     expect(await rows.count()).toBe(200);
     await page.getByRole('button', { name: 'Show more' }).click();
     await rows.filter({ hasText: 'mcp/planted/tool-205' }).waitFor();

@@ -70,7 +70,7 @@ describe('disabling MCP tools named with control characters (e2e)', () => {
       .set(...as('admin'))
       .send({ disabled: true, reason: 'incident' })
       .expect(200);
-    expect(disabled.body).toMatchObject({ capabilityId: 'mcp', toolId, disabled: true });
+    expect(disabled.body).toMatchObject({ capabilityId: 'mcp', toolId, disabled: true, listed: true });
     expect((await call().expect(403)).body.code).toBe('tool_disabled');
     await t.http
       .put(`/api/v1/tools/mcp/${encodeURIComponent(toolId)}/disabled`)
@@ -87,5 +87,76 @@ describe('disabling MCP tools named with control characters (e2e)', () => {
       .send({ disabled: true });
     expect(res.status).toBeLessThan(500);
     expect(res.status).toBeGreaterThanOrEqual(400);
+  });
+});
+
+/**
+ * A switch on a name no connection lists stops nothing: a look-alike of a listed tool's name (a
+ * zero-width space, a Cyrillic letter) answered `200 disabled: true` while the real tool kept
+ * running (attack round 11, G-F5). Every switch now says whether its tool is listed.
+ */
+describe('tool switches say whether their tool is listed (e2e)', () => {
+  let t: TestApp;
+  let org: TestOrg;
+  let server: FixtureMcpServer;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
+    org = await createOrg(t, ['mcp:remote']);
+    server = await startFixtureMcpServer();
+  }, 240_000);
+  afterAll(async () => {
+    await server.close();
+    await t.close();
+  });
+
+  const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
+  const put = (capabilityId: string, toolId: string, disabled: boolean) =>
+    t.http
+      .put(`/api/v1/tools/${capabilityId}/${encodeURIComponent(toolId)}/disabled`)
+      .set(...as('admin'))
+      .send({ disabled });
+
+  it('answers listed: true for a listed MCP tool and a capability tool, false for a look-alike, a gone connection and an unlisted name', async () => {
+    server.state.rawToolsList = () => ({
+      result: { tools: [{ name: 'echo', description: 'Echoes.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] },
+    });
+    await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...as('admin'))
+      .send({ server: 'remote', name: 'vendor', url: server.url })
+      .expect(201);
+
+    expect((await put('mcp', 'vendor/echo', true).expect(200)).body).toMatchObject({ disabled: true, listed: true });
+    expect((await put('mcp', 'vendor/ec\u200bho', true).expect(200)).body).toMatchObject({ disabled: true, listed: false });
+    expect((await put('mcp', 'vendor/\u0435cho', true).expect(200)).body).toMatchObject({ listed: false });
+    expect((await put('mcp', 'nowhere/echo', true).expect(200)).body).toMatchObject({ listed: false });
+    expect((await put('memory-write', 'remember', true).expect(200)).body).toMatchObject({ capabilityId: 'memory-write', listed: true });
+    // Enabling answers it too: the admin learns the name they meant to free was not the one listed.
+    expect((await put('mcp', 'vendor/ec\u200bho', false).expect(200)).body).toMatchObject({ disabled: false, listed: false });
+
+    const list = await t.http
+      .get('/api/v1/tools/disabled')
+      .set(...as('viewer'))
+      .expect(200);
+    const listed = Object.fromEntries(
+      list.body.items.map((s: { capabilityId: string; toolId: string; listed: boolean }) => [`${s.capabilityId}:${s.toolId}`, s.listed]),
+    );
+    expect(listed).toEqual({ 'memory-write:remember': true, 'mcp:nowhere/echo': false, 'mcp:vendor/echo': true, 'mcp:vendor/\u0435cho': false });
+
+    // The connection gone, its switches stay and say so.
+    const connections = await t.http
+      .get('/api/v1/mcp-connections')
+      .set(...as('admin'))
+      .expect(200);
+    await t.http
+      .delete(`/api/v1/mcp-connections/${connections.body.items[0].id}`)
+      .set(...as('admin'))
+      .expect(204);
+    const after = await t.http
+      .get('/api/v1/tools/disabled')
+      .set(...as('viewer'))
+      .expect(200);
+    expect(after.body.items.find((s: { toolId: string }) => s.toolId === 'vendor/echo')).toMatchObject({ listed: false });
   });
 });

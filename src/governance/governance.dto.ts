@@ -23,6 +23,11 @@ export class ToolSwitchView {
   @ApiProperty({ nullable: true, type: String }) reason: string | null;
   @ApiProperty({ nullable: true, type: String, format: 'date-time' }) disabledAt: string | null;
   @ApiProperty({ nullable: true, type: String, description: 'The key (or principal) that disabled it.' }) disabledBy: string | null;
+  @ApiProperty({
+    description:
+      "Whether the tool exists now: always `true` for a capability's tool; for an MCP tool, whether the organization's connection of that name lists a tool of exactly that name (a switch on a name nothing lists stops nothing, a look-alike of a listed tool's name included).",
+  })
+  listed: boolean;
 }
 
 export class ToolSwitchPage {

@@ -193,6 +193,24 @@ export class GovernanceRepository {
     }
   }
 
+  /**
+   * Which of these MCP tool ids (`<connection>/<tool>`) a connection of the organization lists now,
+   * by exact name: a switch on a look-alike name (a zero-width or homoglyph character) stops
+   * nothing, and its answer says so. One statement for a page, a containment test on each list.
+   */
+  async listedMcpTools(orgId: string, toolIds: readonly string[], db: Pick<EntityManager, 'query'> = this.dataSource): Promise<Set<string>> {
+    if (toolIds.length === 0) return new Set();
+    const connections = toolIds.map((id) => id.slice(0, id.indexOf('/')));
+    const tools = toolIds.map((id) => id.slice(id.indexOf('/') + 1));
+    const rows: { connection: string; tool: string }[] = await db.query(
+      `SELECT q.connection, q.tool FROM unnest($2::text[], $3::text[]) AS q(connection, tool)
+        WHERE EXISTS (SELECT 1 FROM mcp_connection c WHERE c.org_id = $1 AND c.name = q.connection
+                        AND c.tools @> jsonb_build_array(jsonb_build_object('name', q.tool)))`,
+      [orgId, connections, tools],
+    );
+    return new Set(rows.map((r) => `${r.connection}/${r.tool}`));
+  }
+
   /** Enables a tool; true when it was disabled. */
   async enable(manager: EntityManager, orgId: string, capabilityId: string, toolId: string): Promise<boolean> {
     const result: unknown[] = await manager.query(`DELETE FROM tool_disabled WHERE org_id = $1 AND capability_id = $2 AND tool_id = $3 RETURNING tool_id`, [

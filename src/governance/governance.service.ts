@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
@@ -71,9 +71,14 @@ export class GovernanceService {
   async listDisabled(ctx: RequestContext, query: PageQuery): Promise<Page<ToolSwitchView>> {
     const after = decodeCursor(query.cursor, ['text', 'text']) as [string, string] | undefined;
     const limit = query.limit ?? DEFAULT_LIMIT;
-    const rows = await this.repository.disabledToolsPage(keyOf(ctx).orgId, after, limit + 1);
+    const orgId = keyOf(ctx).orgId;
+    const rows = await this.repository.disabledToolsPage(orgId, after, limit + 1);
+    const listed = await this.repository.listedMcpTools(
+      orgId,
+      rows.filter((r) => r.capability_id === 'mcp').map((r) => r.tool_id),
+    );
     return pageOf(
-      rows.map(toSwitchView),
+      rows.map((r) => toSwitchView(r, r.capability_id !== 'mcp' || listed.has(r.tool_id))),
       limit,
       (v) => [v.capabilityId, v.toolId],
       (v) => v,
@@ -85,6 +90,7 @@ export class GovernanceService {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
     this.assertKnownTool(capabilityId, toolId);
+    const listed = async (m: EntityManager) => capabilityId !== 'mcp' || (await this.repository.listedMcpTools(orgId, [toolId], m)).has(toolId);
     return this.dataSource.transaction(async (m) => {
       const actor = actorOf(principal);
       const target = { type: 'tool', id: `${capabilityId}/${toolId}` };
@@ -96,7 +102,7 @@ export class GovernanceService {
           const data = { capabilityId, toolId, reason: body.reason ?? null, ...(change === 'reason' ? { previousReason } : {}) };
           await this.audit.record(m, { type: 'tool.disabled', orgId, actor, target, data });
         }
-        return toSwitchView(row);
+        return toSwitchView(row, await listed(m));
       }
       if (await this.repository.enable(m, orgId, capabilityId, toolId)) {
         await this.audit.record(m, {
@@ -107,7 +113,7 @@ export class GovernanceService {
           data: { capabilityId, toolId, ...(body.reason ? { reason: body.reason } : {}) },
         });
       }
-      return { capabilityId, toolId, disabled: false, reason: null, disabledAt: null, disabledBy: null };
+      return { capabilityId, toolId, disabled: false, reason: null, disabledAt: null, disabledBy: null, listed: await listed(m) };
     });
   }
 
@@ -122,7 +128,7 @@ export class GovernanceService {
   }
 }
 
-function toSwitchView(row: DisabledToolRow): ToolSwitchView {
+function toSwitchView(row: DisabledToolRow, listed: boolean): ToolSwitchView {
   return {
     capabilityId: row.capability_id,
     toolId: row.tool_id,
@@ -130,6 +136,7 @@ function toSwitchView(row: DisabledToolRow): ToolSwitchView {
     reason: row.reason,
     disabledAt: new Date(row.disabled_at).toISOString(),
     disabledBy: row.disabled_by,
+    listed,
   };
 }
 

@@ -2174,6 +2174,8 @@ export interface components {
             disabledAt: string | null;
             /** @description The key (or principal) that disabled it. */
             disabledBy: string | null;
+            /** @description Whether the tool exists now: always `true` for a capability's tool; for an MCP tool, whether the organization's connection of that name lists a tool of exactly that name (a switch on a name nothing lists stops nothing, a look-alike of a listed tool's name included). */
+            listed: boolean;
             reason: string | null;
             /** @description For an MCP tool, `<connection>/<tool>`. */
             toolId: string;

@@ -99,6 +99,12 @@ export function ToolSwitchesPage() {
                 <tr key={name}>
                   <td>
                     <code>{name}</code>
+                    {!s.listed && (
+                      <p className="help">
+                        No connection lists a tool of exactly this name now (a look-alike of a tool&apos;s name, or a connection deleted): this switch stops
+                        nothing.
+                      </p>
+                    )}
                   </td>
                   <td>{s.reason ?? <span className="muted">none given</span>}</td>
                   <td>{formatTime(s.disabledAt)}</td>
