@@ -131,6 +131,63 @@ describe('tokens in saved URLs (e2e)', () => {
       expect(read.text).not.toContain(token);
     });
 
+    it('a token in the path is shown redacted to every reader and kept sealed, also after a move and when saved whole before (session 36, F-F5)', async () => {
+      const token = 'c2Vzc2lvbi0zNi1wYXRoLXRva2VuLTAx';
+      const moved = 'c2Vzc2lvbi0zNi1wYXRoLXRva2VuLTAy';
+      const conn = await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'remote', name: 'path-token', url: `${fixture.url}/s/${token}/mcp` })
+        .expect(201);
+      expect(conn.body.url).toBe(`${fixture.url}/s/[redacted]/mcp`);
+      const list = await t.http
+        .get('/api/v1/mcp-connections')
+        .set(...as('viewer'))
+        .expect(200);
+      expect(list.text + (await auditText('mcp_connection.created'))).not.toContain(token);
+      const sealedRow = async () => (await ds.query(`SELECT url, url_sealed FROM mcp_connection WHERE id = $1`, [conn.body.id]))[0];
+      expect((await sealedRow()).url).toBe(`${fixture.url}/s/[redacted]/mcp`);
+      expect(open((await sealedRow()).url_sealed)).toBe(`${fixture.url}/s/${token}/mcp`);
+
+      const heard = fixture.requestUrls.length;
+      const put = await t.http
+        .put(`/api/v1/mcp-connections/${conn.body.id}/url`)
+        .set(...as('admin'))
+        .send({ url: `${fixture.url}/s/${moved}/mcp` })
+        .expect(200);
+      expect(put.body.url).toBe(`${fixture.url}/s/[redacted]/mcp`);
+      expect(fixture.requestUrls.slice(heard)).toContain(`/mcp/s/${moved}/mcp`);
+      const updated = await auditText('mcp_connection.url_updated');
+      expect(updated).toContain('/s/[redacted]/mcp');
+      expect(updated).not.toContain(token);
+      expect(updated).not.toContain(moved);
+
+      // Saved whole before, with an event naming it: shown redacted at once, sealed at the next start, still reached.
+      await ds.query(`UPDATE mcp_connection SET url = $2, url_sealed = NULL WHERE id = $1`, [conn.body.id, `${fixture.url}/s/${token}/mcp`]);
+      await ds.query(
+        `INSERT INTO audit_event (id, org_id, type, actor_type, actor_id, target_type, target_id, data)
+         VALUES (gen_random_uuid(), $1, 'mcp_connection.url_updated', 'system', 'test', 'mcp_connection', $2, $3::jsonb)`,
+        [org.id, conn.body.id, JSON.stringify({ name: 'path-token', url: `${fixture.url}/s/${token}/mcp`, previousUrl: `${fixture.url}/s/${moved}/mcp` })],
+      );
+      const legacy = await t.http
+        .get(`/api/v1/mcp-connections/${conn.body.id}`)
+        .set(...as('viewer'))
+        .expect(200);
+      expect(legacy.body.url).toBe(`${fixture.url}/s/[redacted]/mcp`);
+      const legacyAudit = await auditText('mcp_connection.url_updated');
+      expect(legacyAudit).not.toContain(token);
+      expect(legacyAudit).not.toContain(moved);
+      await t.app.get(McpConnectionsService).onApplicationBootstrap();
+      expect((await sealedRow()).url).toBe(`${fixture.url}/s/[redacted]/mcp`);
+      expect(open((await sealedRow()).url_sealed)).toBe(`${fixture.url}/s/${token}/mcp`);
+      const before = fixture.requestUrls.length;
+      await t.http
+        .post(`/api/v1/mcp-connections/${conn.body.id}/sync`)
+        .set(...as('admin'))
+        .expect(200);
+      expect(fixture.requestUrls.slice(before)).toContain(`/mcp/s/${token}/mcp`);
+    });
+
     it('a connection saved whole before is shown redacted at once, sealed at the next start, and still reached', async () => {
       await ds.query(`UPDATE mcp_connection SET url = $2, url_sealed = NULL WHERE id = $1`, [id, full()]);
       const before = await t.http
@@ -206,6 +263,35 @@ describe('tokens in saved URLs (e2e)', () => {
         .expect(201);
       await until(async () => receiver.received.some((r) => JSON.parse(r.body).type === 'api_key.created'), Boolean);
       expect(receiver.received.every((r) => r.path === `/hook?token=${HOOK_TOKEN}`)).toBe(true);
+    });
+    it('a token in the path (Slack-style) is delivered to whole and shown redacted (session 36, F-F5)', async () => {
+      const receiver = await WebhookReceiver.start();
+      receivers.push(receiver);
+      const secretPath = 'services/T0ABCDEF1/B0ABCDEF2/q4Lr8ZmA0bXkWc7NeYt2Vd9u';
+      const created = await t.http
+        .post('/api/v1/webhooks')
+        .set(...as('admin'))
+        .send({ url: `${receiver.url}/${secretPath}`, types: ['*'] })
+        .expect(201);
+      receiver.secret = created.body.secret;
+      expect(created.body.url).toBe(`${receiver.url}/services/T0ABCDEF1/B0ABCDEF2/[redacted]`);
+      const read = await t.http
+        .get(`/api/v1/webhooks/${created.body.id}`)
+        .set(...as('admin'))
+        .expect(200);
+      expect(read.text + (await auditText('webhook.created'))).not.toContain('q4Lr8ZmA0bXkWc7NeYt2Vd9u');
+      const [row] = await ds.query(`SELECT url, url_sealed FROM webhook_endpoint WHERE id = $1`, [created.body.id]);
+      expect(open(row.url_sealed)).toBe(`${receiver.url}/${secretPath}`);
+      await until(
+        async () => receiver.accepted().length,
+        (n) => n >= 1,
+      );
+      expect(receiver.received[0].path).toBe(`/hook/${secretPath}`);
+      expect(receiver.received[0].body).not.toContain('q4Lr8ZmA0bXkWc7NeYt2Vd9u');
+      await t.http
+        .delete(`/api/v1/webhooks/${created.body.id}`)
+        .set(...as('admin'))
+        .expect(204);
     });
   });
 

@@ -147,25 +147,29 @@ export function toAuditEvent(r: Omit<AuditRow, 'seq'>): AuditEvent {
 }
 
 /** The field of an event's data that holds a URL an admin saved, by type. */
-const SAVED_URLS: Partial<Record<AuditEventType, string>> = {
-  'mcp_connection.created': 'url',
-  'model_provider.created': 'baseUrl',
-  'webhook.created': 'url',
-  'webhook.secret_rotated': 'url',
-  'webhook.deleted': 'url',
-  'webhook.backlogged': 'url',
-  'webhook.backlog_cleared': 'url',
+const SAVED_URLS: Partial<Record<AuditEventType, readonly string[]>> = {
+  'mcp_connection.created': ['url'],
+  'mcp_connection.url_updated': ['url', 'previousUrl'],
+  'model_provider.created': ['baseUrl'],
+  'webhook.created': ['url'],
+  'webhook.secret_rotated': ['url'],
+  'webhook.deleted': ['url'],
+  'webhook.backlogged': ['url'],
+  'webhook.backlog_cleared': ['url'],
 };
 
 /**
- * The data with its saved URL as answers show it (query values `[redacted]`). Events are written
- * so; this shows those written before, with a token in the query, the same way to every reader
- * (the audit list, the event stream, webhook deliveries) without changing the append-only log.
+ * The data with its saved URLs as answers show them (query values and token-shaped path segments
+ * `[redacted]`). Events are written so; this shows those written before, with a token in the
+ * query or the path, the same way to every reader (the audit list, the event stream, webhook
+ * deliveries) without changing the append-only log.
  */
 function shownData(type: AuditEventType, data: Record<string, unknown>): Record<string, unknown> {
-  const field = SAVED_URLS[type];
-  if (field === undefined || typeof data?.[field] !== 'string') return data;
-  return { ...data, [field]: shownUrl(data[field]) };
+  const fields = SAVED_URLS[type];
+  if (fields === undefined || data === null || typeof data !== 'object') return data;
+  let shown = data;
+  for (const field of fields) if (typeof data[field] === 'string') shown = { ...shown, [field]: shownUrl(data[field]) };
+  return shown;
 }
 
 /**

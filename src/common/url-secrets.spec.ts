@@ -19,6 +19,28 @@ describe('shownUrl', () => {
     expect(urlHidesSomething('https://h.example/m')).toBe(false);
   });
 
+  it('hides path segments shaped like a token, and shows words, versions and dates (session 36, F-F5)', () => {
+    expect(shownUrl('https://mcp.zapier.com/api/mcp/s/ZjQ5YmE3NmQtNzE0OS00YjQ2LWE0MmItOTk2NmQ0MmM0OGRm/mcp')).toBe(
+      'https://mcp.zapier.com/api/mcp/s/[redacted]/mcp',
+    );
+    expect(shownUrl('https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/q4Lr8ZmA0bXkWc7NeYt2Vd9u')).toBe(
+      'https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/[redacted]',
+    );
+    expect(shownUrl('https://discord.com/api/webhooks/123456789012345678/AbC-dEf_1234567890ghIJKlmnOPq?wait=true')).toBe(
+      'https://discord.com/api/webhooks/123456789012345678/[redacted]?wait=[redacted]',
+    );
+    // Encoded: judged decoded too.
+    expect(shownUrl('https://h.example/t/abc%2Bdef1234567890x/x')).toBe('https://h.example/t/[redacted]/x');
+    const words = 'https://h.example/api/v1/mcp/2025-06-18/streamable-http-endpoint';
+    expect(shownUrl(words)).toBe(words);
+    expect(urlHidesSomething(words)).toBe(false);
+    const shown = shownUrl('https://h.example/s/sk_live_4f9Zq81Lp0aXbYc/mcp?key=sk_live_4f9Zq81Lp0aXbYc');
+    expect(shown).toBe('https://h.example/s/[redacted]/mcp?key=[redacted]');
+    expect(shownUrl(shown)).toBe(shown);
+    expect(urlHidesSomething(shown)).toBe(false);
+    expect(urlHidesSomething('https://h.example/s/sk_live_4f9Zq81Lp0aXbYc/mcp')).toBe(true);
+  });
+
   it('shows nothing of what is not a URL', () => {
     expect(shownUrl('not a url?token=abc')).toBe('[redacted]');
   });

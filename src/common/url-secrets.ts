@@ -4,11 +4,14 @@ const REDACTED = '[redacted]';
 
 /**
  * A saved URL as answers and the audit log show it: every query value `[redacted]` (a parameter
- * without `=`, whole), no fragment and no user name or password; scheme, host, port and path as
- * they are. Hosted MCP servers and webhook receivers take their token in the query (`?api_key=`,
- * `?token=`, `?code=`, `?sig=`), and no list of names tells a token from a setting, so every value
- * is hidden. A URL without any of these is returned as given. Showing a shown URL changes nothing,
- * so rows and events written before URLs were sealed read the same as new ones.
+ * without `=`, whole), every path segment shaped like a token `[redacted]`, no fragment and no user
+ * name or password; scheme, host, port and the path's other segments as they are. Hosted MCP
+ * servers and webhook receivers take their token in the query (`?api_key=`, `?token=`, `?sig=`), and
+ * no list of names tells a token from a setting, so every value is hidden; others in the path
+ * (Zapier's `/api/mcp/s/<secret>/mcp`, Slack's `/services/T…/B…/<secret>`, Discord's
+ * `/api/webhooks/<id>/<secret>`), told by their shape (TOKEN_SEGMENT). A URL without any of these is
+ * returned as given. Showing a shown URL changes nothing (`[redacted]` is not token-shaped), so rows
+ * and events written before URLs were sealed read the same as new ones.
  */
 export function shownUrl(text: string): string {
   let url: URL;
@@ -17,9 +20,18 @@ export function shownUrl(text: string): string {
   } catch {
     return REDACTED;
   }
-  if (url.search === '' && url.hash === '' && url.username === '' && url.password === '') return text;
+  const path = pathWithoutTokens(url.pathname);
+  if (url.search === '' && url.hash === '' && url.username === '' && url.password === '' && path === url.pathname) return text;
   const query = url.search === '' ? '' : `?${url.search.slice(1).split('&').map(redactParameter).join('&')}`;
-  return `${url.protocol}//${url.host}${url.pathname}${query}`;
+  return `${url.protocol}//${url.host}${path}${query}`;
+}
+
+/** `pathname` with each segment shaped like a token (as sent or decoded) replaced by `marker`. */
+export function pathWithoutTokens(pathname: string, marker = REDACTED): string {
+  return pathname
+    .split('/')
+    .map((segment) => (TOKEN_SEGMENT.test(segment) || TOKEN_SEGMENT.test(decoded(segment)) ? marker : segment))
+    .join('/');
 }
 
 function redactParameter(part: string): string {

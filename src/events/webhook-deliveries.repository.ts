@@ -125,7 +125,7 @@ export class WebhookDeliveriesRepository {
       previousSecretSealed: r.previous_secret_sealed,
       endpointDeleted: r.endpoint_deleted,
       createdAt: new Date(r.created_at),
-      // The event as the audit log shows it (an endpoint's URL in it with its query values hidden).
+      // The event as the audit log shows it (an endpoint's URL in it with its query values and path tokens hidden).
       event: toAuditEvent({ ...r, id: r.event_id }),
     }));
   }

@@ -13,7 +13,7 @@ export class CreateWebhookDto {
     example: 'https://hooks.example.com/platform',
     maxLength: 2048,
     description:
-      'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`.',
+      'Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) or path (`/services/T…/B…/<token>`) is kept sealed: answers and the audit log show every query value, and every path segment shaped like a token, as `[redacted]`.',
   })
   @IsString()
   @MinLength(1)
@@ -68,7 +68,7 @@ export class WebhookBacklogView implements WebhookBacklog {
 
 export class WebhookView implements WebhookEndpoint {
   @ApiProperty({ format: 'uuid' }) id: string;
-  @ApiProperty({ description: 'The URL, its query values shown as `[redacted]` (the URL itself is kept sealed).' }) url: string;
+  @ApiProperty({ description: 'The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed).' }) url: string;
   @ApiProperty({ type: [String] }) types: string[];
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;

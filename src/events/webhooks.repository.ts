@@ -12,7 +12,7 @@ export type DeliveryStatus = 'pending' | 'succeeded' | 'failed';
 
 export interface WebhookEndpoint {
   id: string;
-  /** As answers show it: its query values `[redacted]` (src/common/url-secrets.ts). */
+  /** As answers show it: its query values and token-shaped path segments `[redacted]` (src/common/url-secrets.ts). */
   url: string;
   types: string[];
   description: string | null;

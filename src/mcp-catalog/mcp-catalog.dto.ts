@@ -52,7 +52,7 @@ export class CreateMcpConnectionDto {
 
   @ApiPropertyOptional({
     description:
-      'Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) is kept sealed like a credential: answers show every query value as `[redacted]`.',
+      'Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) or path (`/s/<token>/mcp`) is kept sealed like a credential: answers show every query value, and every path segment shaped like a token, as `[redacted]`.',
     maxLength: 2048,
   })
   @OptionalNotNull()
@@ -125,7 +125,8 @@ export class McpConnectionView {
   @ApiProperty({ format: 'uuid' }) id: string;
   @ApiProperty({ description: 'The catalog entry id.' }) server: string;
   @ApiProperty() name: string;
-  @ApiPropertyOptional({ description: 'The URL, its query values shown as `[redacted]` (the URL itself is kept sealed).' }) url?: string;
+  @ApiPropertyOptional({ description: 'The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed).' })
+  url?: string;
   @ApiProperty({ enum: ['ready', 'error'] }) status: 'ready' | 'error';
   @ApiPropertyOptional({ type: McpConnectionErrorView, description: 'Why the last sync failed (the tools are those of the last good one).' })
   error?: McpConnectionErrorView;

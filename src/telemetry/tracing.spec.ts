@@ -19,6 +19,15 @@ describe('the URL of an outgoing call, as a span records it', () => {
     expect(JSON.stringify(attrs)).not.toMatch(/pa55|s3cr|user/);
   });
 
+  it('hides a path segment shaped like a token, in url.full and url.path (session 36, F-F5)', () => {
+    expect(redactedUrlAttributes('https://mcp.zapier.com', '/api/mcp/s/ZjQ5YmE3NmQtNzE0OS00YjQ2/mcp')).toEqual({
+      'url.full': 'https://mcp.zapier.com/api/mcp/s/REDACTED/mcp',
+      'url.query': '',
+      'url.path': '/api/mcp/s/REDACTED/mcp',
+    });
+    expect(redactedUrlAttributes('https://mcp.vendor.example', '/v1/2025-06-18/mcp')).toEqual({});
+  });
+
   it('leaves a URL it cannot parse to the instrumentation, which skips it', () => {
     expect(redactedUrlAttributes('not a url', 'also not')).toEqual({});
   });

@@ -4,6 +4,7 @@ import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { useFastOtlpTraceEncoding } from './otlp-trace-encoder';
 import { shareRequestLogStoreWithTraceContext } from './request-log-context';
 import { writeStartLine } from '../common/start-line';
+import { pathWithoutTokens } from '../common/url-secrets';
 
 /**
  * OpenTelemetry tracing, configured by the standard OTEL_* variables (the SDK reads them itself:
@@ -181,8 +182,10 @@ export function startTracing(env: NodeJS.ProcessEnv = process.env, options: { sp
 
 /**
  * A URL's query and user information may carry a vendor's key (`?api_key=…`): their values are
- * not exported (`REDACTED`, as the HTTP semantic conventions suggest), their names are. Empty when
- * there is nothing to hide, so the instrumentation's own `url.full` stands.
+ * not exported (`REDACTED`, as the HTTP semantic conventions suggest), their names are; so may its
+ * path (`/api/mcp/s/<key>/mcp`): a segment shaped like a token is exported as `REDACTED`
+ * (src/common/url-secrets.ts). Empty when there is nothing to hide, so the instrumentation's own
+ * `url.full` stands.
  */
 export function redactedUrlAttributes(origin: string, path: string): Record<string, string> {
   let url: URL;
@@ -191,12 +194,15 @@ export function redactedUrlAttributes(origin: string, path: string): Record<stri
   } catch {
     return {};
   }
-  if (url.search.length <= 1 && !url.username && !url.password) return {};
+  const pathShown = pathWithoutTokens(url.pathname, 'REDACTED');
+  const hidesPath = pathShown !== url.pathname;
+  if (url.search.length <= 1 && !url.username && !url.password && !hidesPath) return {};
   if (url.username) url.username = 'REDACTED';
   if (url.password) url.password = 'REDACTED';
   const query = [...new Set(url.searchParams.keys())].map((name) => `${encodeURIComponent(name)}=REDACTED`).join('&');
   url.search = query;
-  return { 'url.full': url.toString(), 'url.query': query };
+  url.pathname = pathShown;
+  return { 'url.full': url.toString(), 'url.query': query, ...(hidesPath ? { 'url.path': pathShown } : {}) };
 }
 
 /** Flushes what is buffered and stops (at the end of a graceful stop). */

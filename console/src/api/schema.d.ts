@@ -1528,7 +1528,7 @@ export interface components {
             /** @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
             secret: string;
             types: string[];
-            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
+            /** @description The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
         };
         CreateMcpConnectionDto: {
@@ -1540,7 +1540,7 @@ export interface components {
             name: string;
             /** @description A catalog entry id (GET /mcp-servers). */
             server: string;
-            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) is kept sealed like a credential: answers show every query value as `[redacted]`. */
+            /** @description Only for an entry whose URL the connection supplies (`urlRequired`). Must pass the egress policy. A token in its query (`?api_key=`) or path (`/s/<token>/mcp`) is kept sealed like a credential: answers show every query value, and every path segment shaped like a token, as `[redacted]`. */
             url?: string;
         };
         CreateModelProviderDto: {
@@ -1597,7 +1597,7 @@ export interface components {
             description?: string;
             /** @description Audit event types to deliver; `*` for every type. One or more of: *, org.created, org.scopes_updated, api_key.created, api_key.revoked, agent.created, agent.published, tool_call.requested, tool_call.denied, tool_call.succeeded, tool_call.failed, approval.requested, approval.approved, approval.rejected, approval.expired, agent.version_retired, tool.disabled, tool.enabled, run.started, run.succeeded, run.failed, run.cancelled, model_provider.created, model_provider.api_key_updated, model_provider.deleted, mcp_connection.created, mcp_connection.synced, mcp_connection.risk_set, mcp_connection.credentials_updated, mcp_connection.url_updated, mcp_connection.deleted, webhook.created, webhook.secret_rotated, webhook.deleted, webhook.backlogged, webhook.backlog_cleared. */
             types: string[];
-            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) is kept sealed: answers and the audit log show every query value as `[redacted]`. */
+            /** @description Where deliveries are POSTed: `https:`, or `http:` to a host in EGRESS_ALLOWED_HOSTS; no user name or password in it. A token in its query (`?token=`) or path (`/services/T…/B…/<token>`) is kept sealed: answers and the audit log show every query value, and every path segment shaped like a token, as `[redacted]`. */
             url: string;
         };
         DeliveryAttemptView: {
@@ -1730,7 +1730,7 @@ export interface components {
             /** Format: date-time */
             syncedAt: string;
             tools: components["schemas"]["McpToolView"][];
-            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
+            /** @description The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed). */
             url?: string;
         };
         McpCredentialFieldView: {
@@ -2245,7 +2245,7 @@ export interface components {
             /** Format: uuid */
             id: string;
             types: string[];
-            /** @description The URL, its query values shown as `[redacted]` (the URL itself is kept sealed). */
+            /** @description The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
         };
     };

@@ -4,7 +4,7 @@ import type { McpConnectionView } from '../mcp-catalog.dto';
 import type { McpConnectionRow } from './mcp-connections.repository';
 import { riskOf } from './mcp-tools';
 
-/** API.md McpConnection: never the credentials, only their names; the URL's query values `[redacted]`. */
+/** API.md McpConnection: never the credentials, only their names; the URL's query values and token-shaped path segments `[redacted]`. */
 export function toConnectionView(row: McpConnectionRow, trustAnnotations: boolean): McpConnectionView {
   return {
     id: row.id,
