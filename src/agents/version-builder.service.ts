@@ -13,6 +13,16 @@ export { driftOf } from './version-composer.service';
 export { FROZEN_VERSIONS_CACHED } from './version-store.service';
 export type { AgentIdentity, VersionRow } from './version-store.service';
 
+/**
+ * What the versions of one page bind, read for the page at once (`VersionBuilder.bindingsOf`):
+ * the knowledge collections, skills and MCP connections named by any of them, by id.
+ */
+export interface PageBindings {
+  collections: ReadonlyMap<string, ResolvedResources['knowledgeCollections'][number]>;
+  skills: ReadonlyMap<string, ResolvedResources['skills'][number]>;
+  connections: ReadonlyMap<string, BoundConnection>;
+}
+
 /** A built version with what the routes (not the executor) also need: who contributed, and drift. */
 export interface DetailedBuild {
   built: BuiltVersion;
@@ -75,8 +85,33 @@ export class VersionBuilder {
     return this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), undefined, applicability);
   }
 
-  async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow): Promise<DetailedBuild> {
-    return this.buildFrozen(orgId, orgScopes, this.store.frozenOf(orgId, agent, row));
+  /** `page`: the bindings of the page `row` is listed in, read once for it (bindingsOf). */
+  async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow, page?: PageBindings): Promise<DetailedBuild> {
+    return this.buildFrozen(orgId, orgScopes, this.store.frozenOf(orgId, agent, row), undefined, undefined, false, page);
+  }
+
+  /**
+   * What `rows` bind, in three statements for the whole page: each version's build read its own
+   * collections and connections (and skills, when not remembered): a page of 200 versions made up
+   * to 600 round trips, one after another (attack round 11, G-F6). Read as each build read them:
+   * the connections' lists as stored, none listed again.
+   */
+  async bindingsOf(orgId: string, rows: readonly VersionRow[]): Promise<PageBindings> {
+    const ids = (pick: (spec: AgentSpec) => readonly string[] | undefined) => [...new Set(rows.flatMap((r) => pick(r.spec) ?? []))];
+    const connectionIds = ids((s) => s.mcpServers?.map((b) => b.connection));
+    const [collections, skills, connections] = await Promise.all([
+      this.knowledge.resolve(
+        orgId,
+        ids((s) => s.resources?.knowledgeCollections),
+      ),
+      this.skills.resolve(
+        orgId,
+        ids((s) => s.resources?.skills),
+      ),
+      connectionIds.length > 0 ? this.mcp.bound(orgId, connectionIds, { refreshStale: false }) : [],
+    ]);
+    const byId = <T extends { id: string }>(items: readonly T[]) => new Map(items.map((i) => [i.id, i]));
+    return { collections: byId(collections), skills: byId(skills), connections: byId(connections) };
   }
 
   /** The agent (of this organization) and one of its versions, without building it. */
@@ -120,10 +155,16 @@ export class VersionBuilder {
     contributions?: ContributionSink,
     applicability?: Applicability,
     refreshMcpTools = false,
+    page?: PageBindings,
   ): Promise<DetailedBuild> {
     const { agent, row } = frozen;
-    const resources = await this.resourcesOf(orgId, frozen);
-    const mcpConnections = await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
+    const resources = await this.resourcesOf(orgId, frozen, page);
+    const mcpConnections = page
+      ? picked(
+          page.connections,
+          (row.spec.mcpServers ?? []).map((b) => b.connection),
+        )
+      : await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
     const composition = await this.composer.compose(
       { id: orgId, scopes: orgScopes },
       { id: agent.id, slug: agent.slug, name: agent.name, version: row.version },
@@ -155,12 +196,24 @@ export class VersionBuilder {
   }
 
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */
-  private async resourcesOf(orgId: string, frozen: FrozenVersion): Promise<ResolvedResources> {
+  private async resourcesOf(orgId: string, frozen: FrozenVersion, page?: PageBindings): Promise<ResolvedResources> {
     const spec = frozen.row.spec;
-    const knowledgeCollections = await this.knowledge.resolve(orgId, spec.resources?.knowledgeCollections ?? []);
-    if (!frozen.skills) this.store.rememberSkills(orgId, frozen, deepFreeze(await this.skills.resolve(orgId, spec.resources?.skills ?? [])));
+    const collectionIds = spec.resources?.knowledgeCollections ?? [];
+    const knowledgeCollections = page ? picked(page.collections, collectionIds) : await this.knowledge.resolve(orgId, collectionIds);
+    if (!frozen.skills) {
+      const skillIds = spec.resources?.skills ?? [];
+      this.store.rememberSkills(orgId, frozen, deepFreeze(page ? picked(page.skills, skillIds) : await this.skills.resolve(orgId, skillIds)));
+    }
     return { knowledgeCollections, skills: [...frozen.skills!] };
   }
+}
+
+/** The items of `ids` found in `byId`, in the order of `ids` (missing ones left out), as each resolver answers. */
+function picked<T>(byId: ReadonlyMap<string, T>, ids: readonly string[]): T[] {
+  return ids.flatMap((id) => {
+    const item = byId.get(id);
+    return item === undefined ? [] : [item];
+  });
 }
 
 function omit(digests: Readonly<Record<string, string>>, names: readonly string[]): Record<string, string> {

@@ -187,9 +187,9 @@ export class VersionsService {
       found,
     );
     const items: AgentVersionView[] = [];
-    const retired = await this.switches.retirementsOf(orgId, agentId);
+    const [retired, bindings] = await Promise.all([this.switches.retirementsOf(orgId, agentId), this.builder.bindingsOf(orgId, page.items)]);
     for (const row of page.items) {
-      const detailed = await this.builder.buildRow(orgId, principal.orgScopes, agent, row);
+      const detailed = await this.builder.buildRow(orgId, principal.orgScopes, agent, row, bindings);
       items.push(toVersionView(row, detailed.drift, retired.get(row.version)?.retired_at));
     }
     return { items, nextCursor: page.nextCursor };
