@@ -4,8 +4,9 @@ import { shownUrl, urlHidesSomething } from '../common/url-secrets';
 
 /**
  * Seals the URLs of `table` (a table with `url` and `url_sealed`, named here, never from a request)
- * that were saved whole before URLs holding a token were sealed (migration 1764522300000, and in session 36 those with a token-shaped path segment): `url`
- * becomes what answers show, `url_sealed` the URL. Each row changes only if it is still as read,
+ * that were saved whole before URLs holding a token were sealed (migration 1764522300000; those
+ * with a token-shaped path segment since session 36): `url` becomes what answers show,
+ * `url_sealed` the URL. Each row changes only if it is still as read,
  * so nodes starting together seal it once. Called at start: a failure is logged, and the next start
  * tries again (until then the URL is read whole, and shown as new ones are).
  */

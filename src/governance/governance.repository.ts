@@ -196,19 +196,21 @@ export class GovernanceRepository {
   /**
    * Which of these MCP tool ids (`<connection>/<tool>`) a connection of the organization lists now,
    * by exact name: a switch on a look-alike name (a zero-width or homoglyph character) stops
-   * nothing, and its answer says so. One statement for a page, a containment test on each list.
+   * nothing, and its answer says so. One statement for a page; each named connection's list (up to
+   * 4 MiB) is read once and walked once, not once for each of its switches.
    */
   async listedMcpTools(orgId: string, toolIds: readonly string[], db: Pick<EntityManager, 'query'> = this.dataSource): Promise<Set<string>> {
     if (toolIds.length === 0) return new Set();
-    const connections = toolIds.map((id) => id.slice(0, id.indexOf('/')));
-    const tools = toolIds.map((id) => id.slice(id.indexOf('/') + 1));
+    const connections = [...new Set(toolIds.map((id) => id.slice(0, id.indexOf('/'))))];
+    const tools = [...new Set(toolIds.map((id) => id.slice(id.indexOf('/') + 1)))];
     const rows: { connection: string; tool: string }[] = await db.query(
-      `SELECT q.connection, q.tool FROM unnest($2::text[], $3::text[]) AS q(connection, tool)
-        WHERE EXISTS (SELECT 1 FROM mcp_connection c WHERE c.org_id = $1 AND c.name = q.connection
-                        AND c.tools @> jsonb_build_array(jsonb_build_object('name', q.tool)))`,
+      `SELECT DISTINCT c.name AS connection, t.tool->>'name' AS tool
+         FROM mcp_connection c CROSS JOIN LATERAL jsonb_array_elements(c.tools) AS t(tool)
+        WHERE c.org_id = $1 AND c.name = ANY($2::text[]) AND t.tool->>'name' = ANY($3::text[])`,
       [orgId, connections, tools],
     );
-    return new Set(rows.map((r) => `${r.connection}/${r.tool}`));
+    const listed = new Set(rows.map((r) => `${r.connection}/${r.tool}`));
+    return new Set(toolIds.filter((id) => listed.has(id)));
   }
 
   /** Enables a tool; true when it was disabled. */
