@@ -54,11 +54,47 @@ describe('tokens that name no key (e2e)', () => {
     expect(expired.body.detail).toMatch(/expired/);
   });
 
+  it('fetches the keys again for a token that no key held verifies: a provider that switched to a key published since (attack round 12, H-F4)', async () => {
+    await sleep(KEY_REFRESH_COOLDOWN_MS + 50);
+    // The provider retires every key it published and signs with a new one, which the server has not fetched.
+    await idp.rotate({ retire: true });
+    const fetches = () => idp.requests.filter((p) => p === '/jwks').length;
+    const before = fetches();
+    await me(await kidless()).expect(200);
+    expect(fetches()).toBe(before + 1);
+  });
+
   it(`tries at most ${MAX_KEYS_WITHOUT_KID} keys for one token`, async () => {
-    // Keys published so far: 2. The token is signed by the last, the (MAX + 1)th candidate.
-    await publish(MAX_KEYS_WITHOUT_KID - 1);
+    // Keys published so far: 1. The token is signed by the last, the (MAX + 1)th candidate.
+    await publish(MAX_KEYS_WITHOUT_KID);
     await me(await kidless()).expect(401);
     // Named by its kid, the same key verifies.
     await me(await idp.token({ claims: { org_id: org.id, roles: ['viewer'] } })).expect(200);
+  });
+});
+
+describe('tokens that name no key, forged, under a long cooldown (e2e)', () => {
+  let idp: TestIdentityProvider;
+  let t: TestApp;
+  let org: TestOrg;
+
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+    t = await createTestApp({ config: { oidc: idp.config({ keyRefreshCooldownMs: 600_000 }) } });
+    org = await createOrg(t);
+  });
+  afterAll(async () => {
+    await t.close();
+    await idp.close();
+  });
+
+  it('a flood of forged kidless tokens asks the provider no more than the cooldown allows (attack round 12, H-F4)', async () => {
+    const me = (token: string) => t.http.get('/api/v1/me').set(...bearer(token));
+    await me(await idp.token({ claims: { org_id: org.id, roles: ['viewer'] } })).expect(200);
+    const fetched = idp.requests.filter((p) => p === '/jwks').length;
+    const { privateKey } = await generateKeyPair('RS256');
+    const forged = await idp.token({ key: privateKey, header: { kid: undefined }, claims: { org_id: org.id, roles: ['admin'] } });
+    for (let i = 0; i < 10; i++) await me(forged).expect(401);
+    expect(idp.requests.filter((p) => p === '/jwks').length).toBe(fetched);
   });
 });

@@ -1,5 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey, type JWTVerifyOptions, type JWTVerifyResult, type ProtectedHeaderParameters } from 'jose';
+import {
+  decodeProtectedHeader,
+  errors,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  type JWTVerifyResult,
+  type ProtectedHeaderParameters,
+} from 'jose';
 import { ApiError } from '../../common/api-error';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { OidcConfig } from '../../config/auth-config';
@@ -40,6 +49,21 @@ async function verifiedByAnyKey(token: string, resolve: JWTVerifyGetKey, options
       }
     }
     throw new errors.JWSSignatureVerificationFailed();
+  }
+}
+
+/**
+ * `verifiedByAnyKey`, and once more after the keys are fetched again for a token that names no
+ * `kid` and that no key held verifies: a provider that signs without `kid` and switched to a key it
+ * published since had its people refused until the keys held grew old (ten minutes); a token with
+ * an unknown `kid` is fetched for already (OidcKeyStore.resolve). Both share the fetches' cooldown.
+ */
+async function verified(token: string, keys: OidcKeyStore, options: JWTVerifyOptions): Promise<JWTVerifyResult> {
+  try {
+    return await verifiedByAnyKey(token, keys.resolve, options);
+  } catch (err) {
+    if (!(err instanceof errors.JWSSignatureVerificationFailed) || decodeProtectedHeader(token).kid !== undefined || !(await keys.fetchAgain())) throw err;
+    return verifiedByAnyKey(token, keys.resolve, options);
   }
 }
 
@@ -98,7 +122,7 @@ export class OidcAuthenticator {
     let payload: JWTPayload;
     let header: ProtectedHeaderParameters;
     try {
-      ({ payload, protectedHeader: header } = await verifiedByAnyKey(token, keys.resolve, {
+      ({ payload, protectedHeader: header } = await verified(token, keys, {
         issuer: oidc.issuer,
         audience: oidc.audience,
         clockTolerance: oidc.clockSkewSeconds,
