@@ -247,6 +247,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     // browser may sniff one into a script or a page. Set before anything answers, so that replies
     // written by hand (event streams, MCP), which copy the headers set so far, carry it too.
     void reply.header('x-content-type-options', 'nosniff');
+    // An API answer is its caller's alone (a key's token shown once, results, the audit log): no cache, a browser's disk included, keeps it.
+    if (request.url.startsWith('/api/v1/')) void reply.header('cache-control', 'no-store');
     // RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400 (Node's own answer had no body).
     if (request.raw.httpVersion !== '1.1' || request.headers.host !== undefined) return done();
     void reply

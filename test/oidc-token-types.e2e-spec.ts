@@ -43,6 +43,38 @@ describe('access tokens only (e2e)', () => {
     }
   });
 
+  it("refuses tokens that say they are another kind by a claim: Cognito's ID token, Keycloak's logout token, a security event (attack round 12, H-F2)", async () => {
+    const claims = { org_id: org.id, roles: ['admin'] };
+    const refused: [Parameters<TestIdentityProvider['token']>[0], RegExp][] = [
+      [{ header: { typ: undefined }, claims: { ...claims, token_use: 'id', 'cognito:username': 'ann' } }, /token_use "id"/],
+      [
+        { header: { typ: 'JWT' }, claims: { ...claims, typ: 'Logout', sid: 's', events: { 'http://schemas.openid.net/event/backchannel-logout': {} } } },
+        /typ "Logout"/,
+      ],
+      [{ header: { typ: 'JWT' }, claims: { ...claims, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } } }, /security event token/],
+    ];
+    for (const [options, detail] of refused) {
+      const res = await me(await idp.token(options)).expect(401);
+      expect(res.body).toMatchObject({ code: 'unauthorized', detail: expect.stringMatching(detail) });
+    }
+    await me(await idp.token({ header: { typ: undefined }, claims: { ...claims, token_use: 'access' } })).expect(200);
+  });
+
+  it('refuses a DPoP-bound or certificate-bound token presented as a bearer token (attack round 12, H-F1)', async () => {
+    const claims = { org_id: org.id, roles: ['admin'] };
+    for (const cnf of [{ jkt: '0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I' }, { 'x5t#S256': 'bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2' }]) {
+      const token = await idp.token({ claims: { ...claims, cnf } });
+      const res = await me(token).expect(401);
+      expect(res.body).toMatchObject({ code: 'unauthorized', detail: expect.stringMatching(/bound to a key \(cnf/) });
+      // Nor on a route that acts: the binding is the token's defence against a stolen copy.
+      await t.http
+        .post(`/api/v1/orgs/${org.id}/api-keys`)
+        .set(...bearer(token))
+        .send({ name: 'stolen', roles: ['admin'] })
+        .expect(401);
+    }
+  });
+
   it('takes access tokens typed at+jwt, JWT or not at all, with a nonce or Keycloak typ Bearer', async () => {
     const claims = { org_id: org.id, roles: ['viewer'] };
     for (const options of [

@@ -37,6 +37,10 @@ describe('security headers (e2e)', () => {
       for (const req of asked) {
         const res = await req;
         if (res.headers['x-content-type-options'] !== 'nosniff') missing.push(`${route.method} ${route.path}: ${res.status}`);
+        // Attack round 12, H-F5: no API answer may be kept by a cache (a browser's disk cache included).
+        // The capability catalog is code, revalidated by its ETag (private, no-cache).
+        const caching = route.path === '/api/v1/agents/capabilities' && res.status === 200 ? 'private, no-cache' : 'no-store';
+        if (route.path.startsWith('/api/v1/') && res.headers['cache-control'] !== caching) missing.push(`${route.method} ${route.path}: cache-control`);
       }
     }
     for (const url of ['/api/v1/no-such-route', '/no-such-page', '/console']) {
@@ -44,6 +48,18 @@ describe('security headers (e2e)', () => {
       if (res.headers['x-content-type-options'] !== 'nosniff') missing.push(`GET ${url}: ${res.status}`);
     }
     expect(missing).toEqual([]);
+  });
+
+  it('an answer that shows a secret once is never stored by a cache: a new key, and a refusal (attack round 12, H-F5)', async () => {
+    const key = await t.http
+      .post(`/api/v1/orgs/${world.org.id}/api-keys`)
+      .set(...bearer(world.org.keys.admin))
+      .send({ name: 'cached?', roles: ['viewer'] })
+      .expect(201);
+    expect(key.body.token).toMatch(/^cpk_/);
+    expect(key.headers['cache-control']).toBe('no-store');
+    const refused = await t.http.post(`/api/v1/orgs/${world.org.id}/api-keys`).send({ name: 'x', roles: ['viewer'] });
+    expect([refused.status, refused.headers['cache-control']]).toEqual([401, 'no-store']);
   });
 
   it('answers written by hand carry it too: an event stream and an MCP answer', async () => {
@@ -59,6 +75,7 @@ describe('security headers (e2e)', () => {
       .set('Accept', 'application/json, text/event-stream')
       .send({ jsonrpc: '2.0', id: 1, method: 'ping' });
     expect(mcp.headers['x-content-type-options']).toBe('nosniff');
+    expect([head.headers['cache-control'], mcp.headers['cache-control']]).toEqual(['no-store', 'no-store']);
   });
 
   it("the docs page, its init script, Swagger UI's files and the documents cannot be framed, run only their own scripts, send no referrer", async () => {

@@ -168,7 +168,7 @@ export class RunsController implements OnModuleDestroy {
     const headers = {
       ...(reply.getHeaders() as Record<string, string>),
       'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache, no-transform',
+      'cache-control': 'no-store, no-transform',
       'x-accel-buffering': 'no',
       'x-request-id': String(request.id),
     };

@@ -1,5 +1,14 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
-import { errors, jwtVerify, type JWTPayload, type ProtectedHeaderParameters } from 'jose';
+import {
+  decodeProtectedHeader,
+  errors,
+  jwtVerify,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  type JWTVerifyResult,
+  type ProtectedHeaderParameters,
+} from 'jose';
 import { ApiError } from '../../common/api-error';
 import { APP_CONFIG, AppConfig } from '../../config/app-config';
 import { OidcConfig } from '../../config/auth-config';
@@ -11,6 +20,52 @@ import { KeysUnavailableError, OidcKeyStore } from './oidc-keys';
 import { OidcOrgsRepository } from './oidc-orgs.repository';
 import { PeopleRepository } from './people.repository';
 import { notAnAccessToken } from './token-type';
+
+/**
+ * The most keys a token that names no `kid` is tried with, when the provider publishes several of
+ * its algorithm (a rotation: two or three). Bounded, as anyone may send such a token.
+ */
+export const MAX_KEYS_WITHOUT_KID = 8;
+
+/**
+ * `jwtVerify` with the provider's keys. A token without `kid` matches every published key of its
+ * algorithm, and jose then refuses it (JWKSMultipleMatchingKeys) rather than choose: while a
+ * provider that names no `kid` in its tokens published its next key beside the current one, every
+ * sign-in was `401` (attack round 12, H-F3). Each candidate is tried, up to MAX_KEYS_WITHOUT_KID;
+ * only a signature that does not verify moves on to the next (an expired token is expired by any key).
+ */
+async function verifiedByAnyKey(token: string, resolve: JWTVerifyGetKey, options: JWTVerifyOptions): Promise<JWTVerifyResult> {
+  try {
+    return await jwtVerify(token, resolve, options);
+  } catch (err) {
+    if (!(err instanceof errors.JWKSMultipleMatchingKeys)) throw err;
+    let tried = 0;
+    for await (const key of err) {
+      if (++tried > MAX_KEYS_WITHOUT_KID) break;
+      try {
+        return await jwtVerify(token, key, options);
+      } catch (failed) {
+        if (!(failed instanceof errors.JWSSignatureVerificationFailed)) throw failed;
+      }
+    }
+    throw new errors.JWSSignatureVerificationFailed();
+  }
+}
+
+/**
+ * `verifiedByAnyKey`, and once more after the keys are fetched again for a token that names no
+ * `kid` and that no key held verifies: a provider that signs without `kid` and switched to a key it
+ * published since had its people refused until the keys held grew old (ten minutes); a token with
+ * an unknown `kid` is fetched for already (OidcKeyStore.resolve). Both share the fetches' cooldown.
+ */
+async function verified(token: string, keys: OidcKeyStore, options: JWTVerifyOptions): Promise<JWTVerifyResult> {
+  try {
+    return await verifiedByAnyKey(token, keys.resolve, options);
+  } catch (err) {
+    if (!(err instanceof errors.JWSSignatureVerificationFailed) || decodeProtectedHeader(token).kid !== undefined || !(await keys.fetchAgain())) throw err;
+    return verifiedByAnyKey(token, keys.resolve, options);
+  }
+}
 
 /** Asymmetric algorithms only: `none` and HMAC (whose key would be public) never verify a token. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -67,7 +122,7 @@ export class OidcAuthenticator {
     let payload: JWTPayload;
     let header: ProtectedHeaderParameters;
     try {
-      ({ payload, protectedHeader: header } = await jwtVerify(token, keys.resolve, {
+      ({ payload, protectedHeader: header } = await verified(token, keys, {
         issuer: oidc.issuer,
         audience: oidc.audience,
         clockTolerance: oidc.clockSkewSeconds,

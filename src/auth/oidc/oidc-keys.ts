@@ -71,6 +71,17 @@ export class OidcKeyStore {
     }
   };
 
+  /**
+   * Fetches the keys again (within the cooldown, as for an unknown `kid`) for a token that names no
+   * `kid` and that no key held verifies: the provider may sign with a key published since, and
+   * nothing else would ask for it before the keys grow old. True when other keys are held now.
+   */
+  async fetchAgain(): Promise<boolean> {
+    const before = this.keys;
+    await this.refresh();
+    return this.keys !== undefined && this.keys !== before;
+  }
+
   /** Fetches discovery and keys unless that was done within the cooldown; true when a fetch ran (or was joined). */
   private async refresh(): Promise<boolean> {
     if (this.inFlight) {

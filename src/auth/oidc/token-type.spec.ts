@@ -27,6 +27,26 @@ describe('access tokens and ID tokens', () => {
     expect(notAnAccessToken({ alg: 'RS256', typ: 'JWT' }, { ...access, nonce: 'n' })).toBeUndefined();
   });
 
+  it("refuses other tokens by their claims: Keycloak's logout, refresh and offline typ, Cognito's token_use, a security event (attack round 12, H-F2)", () => {
+    for (const typ of ['Logout', 'Refresh', 'Offline', 'id']) {
+      expect(notAnAccessToken({ alg: 'RS256', typ: 'JWT' }, { ...access, typ })).toMatch(new RegExp(`typ "${typ}"`));
+    }
+    // Amazon Cognito writes no typ header and puts its ID token's audience (the client id) in aud.
+    expect(notAnAccessToken({ alg: 'RS256' }, { ...access, token_use: 'id' })).toMatch(/token_use "id"/);
+    expect(notAnAccessToken({ alg: 'RS256' }, { ...access, token_use: 5 })).toMatch(/token_use 5/);
+    expect(notAnAccessToken({ alg: 'RS256' }, { ...access, token_use: 'access' })).toBeUndefined();
+    expect(notAnAccessToken({ alg: 'RS256' }, { ...access, events: { 'http://schemas.openid.net/event/backchannel-logout': {} } })).toMatch(
+      /security event token/,
+    );
+  });
+
+  it('refuses a token bound to a key (cnf: DPoP, a client certificate), which this server cannot check (attack round 12, H-F1)', () => {
+    expect(notAnAccessToken({ alg: 'RS256', typ: 'at+jwt' }, { ...access, cnf: { jkt: '0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I' } })).toMatch(
+      /bound to a key \(cnf/,
+    );
+    expect(notAnAccessToken({ alg: 'RS256' }, { ...access, cnf: { 'x5t#S256': 'bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2' } })).toMatch(/bearer tokens only/);
+  });
+
   it('takes only tokens typed as access tokens when required (OIDC_REQUIRED_TOKEN_TYPE=at+jwt)', () => {
     for (const typ of ['at+jwt', 'application/at+jwt', 'application/okta-internal-at+jwt']) {
       expect(notAnAccessToken({ alg: 'RS256', typ }, access, true)).toBeUndefined();
