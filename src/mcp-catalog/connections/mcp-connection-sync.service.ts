@@ -6,7 +6,8 @@ import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { BOUND_LISTS_MAX_BYTES, BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
 import { PerKeyThrottle } from './per-key-throttle';
 import { StoredToolLists } from './stored-tool-lists';
@@ -76,11 +77,19 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     }
     const byId = new Map(rows.map((r) => [r.id, r]));
     const bound: BoundConnection[] = [];
+    // In the order asked (the spec's): a list that takes the total past the bound is not read.
+    let bytes = 0;
     for (const id of ids) {
       const r = byId.get(id);
       if (!r) continue;
       const entry = this.registry.get(r.server);
       const trust = entry?.definition.trustAnnotations ?? false;
+      const size = Number(r.tools_bytes);
+      if (bytes + size > BOUND_LISTS_MAX_BYTES) {
+        bound.push({ id: r.id, name: r.name, server: r.server, entry, tools: [], overBound: true, digests: new LruCache<string, string>(1) });
+        continue;
+      }
+      bytes += size;
       const list = await this.lists.of(r);
       bound.push({
         id: r.id,
