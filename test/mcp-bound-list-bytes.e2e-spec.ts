@@ -35,7 +35,8 @@ describe('what the tool lists of one version weigh together (e2e)', () => {
       .send({ tool, arguments: {} });
 
   beforeAll(async () => {
-    t = await createTestApp();
+    // TTL 0: every call lists its connections again first (the bound's lists, not the others).
+    t = await createTestApp({ config: { mcpToolsTtlSeconds: 0 } });
     org = await createOrg(t, ['mcp:remote']);
     [alpha, beta] = await Promise.all([startFixtureMcpServer(), startFixtureMcpServer()]);
     alpha.state.rawToolsList = () => ({ result: { tools: heavy('a') } });
@@ -84,8 +85,11 @@ describe('what the tool lists of one version weigh together (e2e)', () => {
       .set(...as('admin'))
       .expect(200)
       .expect((r) => expect(r.body.status).toBe('ready'));
+    const listed = beta.listRequests.length;
     const refused = await call('b_small').expect(409);
     expect(refused.body.code).toBe('tool_definition_changed');
+    // Not read, and not listed again either.
+    expect(beta.listRequests).toHaveLength(listed);
     // The connection bound first still fits, and its tools are called as before.
     expect((await call('a_1')).status).toBe(202);
     const version = await t.http
