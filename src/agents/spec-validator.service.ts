@@ -10,6 +10,7 @@ import { ownEntry } from './digests';
 import { VersionBuilder } from './version-builder.service';
 import { BoundConnection, McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { mcpToolKey } from './mcp-version-tools';
+import { BOUND_LISTS_MAX_BYTES } from '../mcp-catalog/connections/mcp-tools';
 
 export type SpecErrorCode =
   | 'unknown_capability'
@@ -20,7 +21,8 @@ export type SpecErrorCode =
   | 'invalid_tool_name'
   | 'duplicate_tool_name'
   | 'unknown_resource'
-  | 'duplicate_resource';
+  | 'duplicate_resource'
+  | 'tool_lists_too_large';
 
 export interface SpecError extends FieldError {
   code: SpecErrorCode;
@@ -224,6 +226,14 @@ export class SpecValidator {
           path: `${at}.connection`,
           code: 'unknown_resource',
           message: `the catalog no longer has the "${connection.server}" server of connection "${connection.name}"`,
+        });
+        return;
+      }
+      if (connection.overBound) {
+        errors.push({
+          path: `${at}.connection`,
+          code: 'tool_lists_too_large',
+          message: `the tool lists of the connections bound up to connection "${connection.name}" weigh more than ${BOUND_LISTS_MAX_BYTES} bytes together, the most one version may bind; bind fewer or smaller connections`,
         });
         return;
       }

@@ -62,6 +62,8 @@ export class SpecErrorView {
       'invalid_tool_name',
       'duplicate_tool_name',
       'unknown_resource',
+      'duplicate_resource',
+      'tool_lists_too_large',
     ],
   })
   code: string;

@@ -124,7 +124,7 @@ const BIGINT_MAX = 9223372036854775807n;
 export function auditInsert(events: AuditEventInput[], firstParam: number): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const rows = events.map((e, i) => {
-    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
+    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(shownData(e.type, e.data ?? {})));
     const b = firstParam + i * 8;
     return `($${b}, $${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5}, $${b + 6}, $${b + 7}::jsonb)`;
   });
@@ -160,8 +160,8 @@ const SAVED_URLS: Partial<Record<AuditEventType, readonly string[]>> = {
 
 /**
  * The data with its saved URLs as answers show them (query values and token-shaped path segments
- * `[redacted]`). Events are written so; this shows those written before, with a token in the
- * query or the path, the same way to every reader (the audit list, the event stream, webhook
+ * `[redacted]`). Events are written so, whatever their writer passed; this also shows those written
+ * before, with a token in the query or the path, the same way to every reader (the audit list, the event stream, webhook
  * deliveries) without changing the append-only log.
  */
 function shownData(type: AuditEventType, data: Record<string, unknown>): Record<string, unknown> {
@@ -180,7 +180,7 @@ function shownData(type: AuditEventType, data: Record<string, unknown>): Record<
 export function auditInsertWhen(events: AuditEventInput[], firstParam: number, condition: string): { sql: string; params: unknown[] } {
   const params: unknown[] = [];
   const rows = events.map((e, i) => {
-    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(e.data ?? {}));
+    params.push(randomUUID(), e.orgId, e.type, e.actor.type, e.actor.id, e.target.type, e.target.id, JSON.stringify(shownData(e.type, e.data ?? {})));
     const b = firstParam + i * 8;
     return `($${b}::uuid, $${b + 1}::uuid, $${b + 2}::text, $${b + 3}::text, $${b + 4}::text, $${b + 5}::text, $${b + 6}::text, $${b + 7}::jsonb)`;
   });

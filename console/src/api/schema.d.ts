@@ -2072,7 +2072,7 @@ export interface components {
         };
         SpecErrorView: {
             /** @enum {string} */
-            code: "unknown_capability" | "duplicate_capability" | "invalid_config" | "scope_not_granted" | "unknown_tool" | "invalid_tool_name" | "duplicate_tool_name" | "unknown_resource";
+            code: "unknown_capability" | "duplicate_capability" | "invalid_config" | "scope_not_granted" | "unknown_tool" | "invalid_tool_name" | "duplicate_tool_name" | "unknown_resource" | "duplicate_resource" | "tool_lists_too_large";
             message: string;
             path: string;
         };

@@ -16,3 +16,20 @@ export function anyWordQuery(query: string): string | null {
     .filter((w) => w !== '' && w.toLowerCase() !== 'or');
   return words.length < 2 ? null : words.join(' or ');
 }
+
+/**
+ * Three or more dashes in a row, apart only by characters that are not part of a word or a phrase
+ * (a superset of what `websearch_to_tsquery` skips between them: white space and `!&()<|` here).
+ */
+const NEGATION_RUN = /-(?:[^\p{L}\p{N}\p{M}"]*-){2,}/gu;
+
+/**
+ * The query with every run of three or more negations (`---refund`, `- - - refund`) written as
+ * one or two, the same parity: `websearch_to_tsquery` stacks a NOT per dash, and past 32 in a row
+ * the statement fails ("tsquery stack too small", an internal error), so a model's query of 33
+ * dashes failed its search as "failed unexpectedly" (attack round 12, J-F3). A space goes first,
+ * so the dashes never join the word before them into a hyphenated one.
+ */
+export function boundedNegations(query: string): string {
+  return query.replace(NEGATION_RUN, (run) => (run.split('-').length % 2 === 0 ? ' -' : ' --'));
+}

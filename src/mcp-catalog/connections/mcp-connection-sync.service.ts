@@ -6,7 +6,8 @@ import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { BOUND_LISTS_MAX_BYTES, BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
 import { PerKeyThrottle } from './per-key-throttle';
 import { StoredToolLists } from './stored-tool-lists';
@@ -67,7 +68,9 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     let rows: (McpConnectionSummary | McpConnectionRow)[] = await this.repository.getSummaries(orgId, ids);
     if (options.refreshStale) {
       const ttlMs = this.config.mcpToolsTtlSeconds * 1000;
-      const stale = rows.filter((r) => Date.now() - new Date(r.synced_at).getTime() >= ttlMs);
+      // A list the bound leaves out is not read, so not listed again either.
+      const fits = withinBound(ids, rows);
+      const stale = rows.filter((r) => fits.has(r.id) && Date.now() - new Date(r.synced_at).getTime() >= ttlMs);
       if (stale.length > 0) {
         const refreshed = await Promise.all(stale.map((r) => this.refresh(orgId, r.id, 'ttl').catch(() => r)));
         const byId = new Map(refreshed.filter((r) => r !== undefined).map((r) => [r.id, r]));
@@ -75,12 +78,17 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
       }
     }
     const byId = new Map(rows.map((r) => [r.id, r]));
+    const fits = withinBound(ids, rows);
     const bound: BoundConnection[] = [];
     for (const id of ids) {
       const r = byId.get(id);
       if (!r) continue;
       const entry = this.registry.get(r.server);
       const trust = entry?.definition.trustAnnotations ?? false;
+      if (!fits.has(r.id)) {
+        bound.push({ id: r.id, name: r.name, server: r.server, entry, tools: [], overBound: true, digests: new LruCache<string, string>(1) });
+        continue;
+      }
       const list = await this.lists.of(r);
       bound.push({
         id: r.id,
@@ -188,4 +196,23 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
   listTimeoutMs(why: 'sync' | 'ttl' | 'list_changed'): number {
     return why === 'ttl' ? this.config.toolTimeoutMs : Math.max(this.config.toolTimeoutMs, this.config.egress.requestTimeoutMs);
   }
+}
+
+/**
+ * The connections among `ids` whose lists are read: in the order asked (the spec's), each whose
+ * stored list keeps the total within BOUND_LISTS_MAX_BYTES; one that would take it past is left out.
+ */
+function withinBound(ids: readonly string[], rows: readonly McpConnectionSummary[]): Set<string> {
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const fits = new Set<string>();
+  let bytes = 0;
+  for (const id of ids) {
+    const r = byId.get(id);
+    if (!r) continue;
+    const size = Number(r.tools_bytes);
+    if (bytes + size > BOUND_LISTS_MAX_BYTES) continue;
+    bytes += size;
+    fits.add(r.id);
+  }
+  return fits;
 }

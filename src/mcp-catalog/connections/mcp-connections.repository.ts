@@ -23,6 +23,8 @@ export interface McpConnectionRow {
   tools: ListedMcpTool[];
   /** SHA-256 of the stored list's JSON text: changes whenever the list does (StoredToolLists keeps lists by it). */
   tools_digest: string;
+  /** The stored list's size in bytes (a generated column): what a version's bound lists weigh, known without reading them. */
+  tools_bytes: number;
   risk_overrides: Record<string, ToolRisk>;
   synced_at: Date;
   created_at: Date;
@@ -33,7 +35,7 @@ export interface McpConnectionRow {
 export type McpConnectionSummary = Omit<McpConnectionRow, 'tools'>;
 
 const SUMMARY_COLUMNS =
-  'id, org_id, server, name, url, url_sealed, credentials, credential_names, status, error, tools_digest, risk_overrides, synced_at, created_at, updated_at';
+  'id, org_id, server, name, url, url_sealed, credentials, credential_names, status, error, tools_digest, tools_bytes, risk_overrides, synced_at, created_at, updated_at';
 
 type Db = DataSource | EntityManager;
 

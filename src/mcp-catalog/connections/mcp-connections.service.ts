@@ -239,13 +239,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
         orgId,
         actor: actorOf(ctx.principal),
         target: { type: 'mcp_connection', id },
-        data: {
-          name: before.name,
-          url: shown,
-          previousUrl: before.url === null ? null : shownUrl(before.url),
-          ...(names && { credentialNames: names }),
-          ...toolListDiff(before.tools, tools),
-        },
+        data: { name: before.name, url: shown, previousUrl: before.url, ...(names && { credentialNames: names }), ...toolListDiff(before.tools, tools) },
       });
       return updated;
     });

@@ -4,7 +4,7 @@ import type { LruCache } from '../../common/lru-cache';
 import { storablePrefix, withoutNulCharacters } from '../../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../../common/redact-secrets';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
-import { McpUpstreamError } from './mcp-client-pool.service';
+import { McpUpstreamError } from './mcp-failures';
 
 /** A tool as the server listed it, kept as the connection's data (API.md McpTool without risk). */
 export interface ListedMcpTool {
@@ -27,6 +27,11 @@ export interface BoundConnection {
   server: string;
   entry: RegisteredMcpServer | undefined;
   tools: ConnectionTool[];
+  /**
+   * True when the connection's list was not read because the version's bound lists before it and
+   * it weigh more than BOUND_LISTS_MAX_BYTES together: it offers nothing (publish refuses it).
+   */
+  overBound?: boolean;
   /** Digests of these tools as offered, kept with the stored list (StoredToolLists): see composeMcpTools. */
   digests: LruCache<string, string>;
 }
@@ -47,6 +52,14 @@ const MAX_SCHEMA_CHARS = 64 * 1024;
 const MAX_SCHEMA_DEPTH = 32;
 /** The whole list as stored: about twenty times the largest vendor servers' lists. */
 export const MAX_LIST_CHARS = 4 * 1024 * 1024;
+
+/**
+ * What the lists of one version's bound connections may weigh together (their stored JSON, in
+ * bytes), as much as one list may hold: every build of the version (each call, each read of its
+ * tools) reads and digests them, and twenty lists at the cap (80 MiB) cost seconds of a node's
+ * event loop a call (attack round 12, J-F1).
+ */
+export const BOUND_LISTS_MAX_BYTES = MAX_LIST_CHARS;
 
 /** A server that lists more is refused: what an agent is offered must stay reviewable. */
 export const MAX_LISTED_TOOLS = 500;

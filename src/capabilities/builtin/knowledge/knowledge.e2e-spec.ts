@@ -177,6 +177,18 @@ describe('builtin capability: knowledge (e2e)', () => {
       expect(stop).toEqual({ query: 'the and of', results: [], message: expect.stringContaining('no words that can be searched for') });
     });
 
+    it('reads a run of negations by its parity: more than PostgreSQL stacks failed the search (attack round 12, J-F3)', async () => {
+      const twice = await search({ query: `${'-'.repeat(40)}refund` });
+      expect(twice.query).toBe(`${'-'.repeat(40)}refund`);
+      expect(twice.results.map((r: { title: string }) => r.title)).toContain('Refund policy');
+      // An odd run excludes: no document has refund without policy, so the words are searched apart.
+      const once = await search({ query: `refund ${'- '.repeat(41)}policy` });
+      expect(once.message).toBe('No document contains all the words of the query; these contain some of them, best first.');
+      expect(await search({ query: '-'.repeat(500) })).toEqual(
+        expect.objectContaining({ results: [], message: expect.stringContaining('no words that can be searched for') }),
+      );
+    });
+
     it("never finds documents outside the bound collections, nor another organization's", async () => {
       expect((await search({ query: 'fraud playbook' })).results).toEqual([]);
       for (const query of ['refund', 'refund fraud playbook organization']) {

@@ -4,7 +4,7 @@ import { JSONSchema } from 'class-validator-jsonschema';
 import { MAX_DOCUMENT_CHARS } from '../../../knowledge/knowledge.limits';
 import { KnowledgeHitRow, KnowledgeRepository } from '../../../knowledge/knowledge.repository';
 import { ResolvedKnowledgeCollection, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
-import { anyWordQuery } from '../../kit/full-text-query';
+import { anyWordQuery, boundedNegations } from '../../kit/full-text-query';
 import { count, fitList, fitsIn, largestFitting } from '../../kit/tool-output';
 
 export const SEARCH_KNOWLEDGE_MAX_TOKENS = 3000;
@@ -121,14 +121,15 @@ export class KnowledgeTools {
         limit,
         ctx.signal,
       );
-    let rows = await find(input.query);
+    const query = boundedNegations(input.query);
+    let rows = await find(query);
     const notes: string[] = [];
-    const anyWord = rows.length === 0 ? anyWordQuery(input.query) : null;
+    const anyWord = rows.length === 0 ? anyWordQuery(query) : null;
     if (anyWord !== null) {
       rows = await find(anyWord);
       if (rows.length > 0) notes.push(`No document contains all the words of the query; these contain some of them, best first.`);
     }
-    if (rows.length === 0) return { query: input.query, results: [], message: await this.nothingFound(input.query, collections) };
+    if (rows.length === 0) return { query: input.query, results: [], message: await this.nothingFound(query, input.query, collections) };
     const hits = rows.map((r) => ({
       documentId: r.id,
       title: r.title,
@@ -181,11 +182,11 @@ export class KnowledgeTools {
     return page(largestFitting(chars.length, (n) => fitsIn(page(n), READ_DOCUMENT_MAX_TOKENS)));
   }
 
-  private async nothingFound(query: string, collections: readonly ResolvedKnowledgeCollection[]): Promise<string> {
+  private async nothingFound(query: string, asked: string, collections: readonly ResolvedKnowledgeCollection[]): Promise<string> {
     if ((await this.knowledge.searchableWords(query)) === 0) {
       return 'The query has no words that can be searched for (very common words such as "the" are ignored). Search with the specific words a matching document would contain.';
     }
     const names = collections.map((c) => `"${c.name}"`).join(', ');
-    return `Nothing in ${names} matches "${query}". Try other words or a synonym. If it is still not found, say that the knowledge available to you does not cover it rather than guessing.`;
+    return `Nothing in ${names} matches "${asked}". Try other words or a synonym. If it is still not found, say that the knowledge available to you does not cover it rather than guessing.`;
   }
 }

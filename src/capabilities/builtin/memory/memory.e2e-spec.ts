@@ -107,6 +107,13 @@ describe('builtin capability: memory (e2e)', () => {
       expect((await a.recall('the of')).message).toContain('no words that can be searched for');
     });
 
+    it('reads a run of negations by its parity: more than PostgreSQL stacks failed the recall (attack round 12, J-F3)', async () => {
+      const a = await forAgent(await createAgent(t, org));
+      await a.remember('Likes yellow submarines');
+      expect((await a.recall(`${'-'.repeat(40)}submarine`)).memories).toEqual([expect.objectContaining({ content: 'Likes yellow submarines' })]);
+      expect((await a.recall(`${'-'.repeat(41)}submarine`)).memories).toEqual([]);
+    });
+
     it('keeps memories per agent and per organization', async () => {
       const a = await forAgent(agent);
       const s = await forAgent(sibling);

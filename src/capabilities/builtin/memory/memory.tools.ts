@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { JSONSchema } from 'class-validator-jsonschema';
 import type { ToolContext, ToolDeclaration } from '../../capability.types';
-import { anyWordQuery } from '../../kit/full-text-query';
+import { anyWordQuery, boundedNegations } from '../../kit/full-text-query';
 import { count, fitList } from '../../kit/tool-output';
 import { MemoryRepository } from './memory.repository';
 
@@ -56,14 +56,15 @@ export class MemoryTools {
 
   async recall(ctx: ToolContext, input: RecallMemoriesInput, maxResults: number): Promise<RecallMemoriesResult> {
     const limit = Math.min(input.limit ?? maxResults, maxResults);
-    let rows = await this.memories.search(ctx, input.query, limit);
+    const query = boundedNegations(input.query);
+    let rows = await this.memories.search(ctx, query, limit);
     const notes: string[] = [];
-    const anyWord = rows.length === 0 ? anyWordQuery(input.query) : null;
+    const anyWord = rows.length === 0 ? anyWordQuery(query) : null;
     if (anyWord !== null) {
       rows = await this.memories.search(ctx, anyWord, limit);
       if (rows.length > 0) notes.push('No memory contains all the words of the query; these contain some of them, best first.');
     }
-    if (rows.length === 0) return { query: input.query, memories: [], message: await this.nothingFound(ctx, input.query) };
+    if (rows.length === 0) return { query: input.query, memories: [], message: await this.nothingFound(ctx, query, input.query) };
     const memories = rows.map((r) => ({ memoryId: r.id, content: r.content, tags: r.tags, rememberedAt: new Date(r.created_at).toISOString() }));
     return fitList(memories, RECALL_MEMORIES_MAX_TOKENS, (kept, omitted) => {
       const said =
@@ -77,11 +78,11 @@ export class MemoryTools {
     });
   }
 
-  private async nothingFound(ctx: ToolContext, query: string): Promise<string> {
+  private async nothingFound(ctx: ToolContext, query: string, asked: string): Promise<string> {
     if ((await this.memories.count(ctx)) === 0) return 'You have no memories yet: nothing was remembered in earlier conversations.';
     if (!(await this.memories.hasSearchableWords(query))) {
       return 'The query has no words that can be searched for (very common words such as "the" are ignored). Recall with the specific words of what you are looking for.';
     }
-    return `No memory matches "${query}". Try other words or a synonym; if nothing matches, you have not been told this before.`;
+    return `No memory matches "${asked}". Try other words or a synonym; if nothing matches, you have not been told this before.`;
   }
 }
