@@ -25,7 +25,7 @@ describe('a page of versions reads its bindings once (e2e)', () => {
 
   const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
 
-  it('answers every version with its drift, in as many statements for 3 versions as for 24', async () => {
+  it('answers every version with its drift, in as many statements for 12 versions as for 24', async () => {
     const collection = (
       await t.http
         .post('/api/v1/knowledge/collections')
@@ -54,6 +54,13 @@ describe('a page of versions reads its bindings once (e2e)', () => {
         .send({ server: 'remote', name: 'vendor', url: server.url })
         .expect(201)
     ).body.id;
+    const second = (
+      await t.http
+        .post('/api/v1/mcp-connections')
+        .set(...as('admin'))
+        .send({ server: 'remote', name: 'vendor-two', url: server.url })
+        .expect(201)
+    ).body.id;
     const agent = (
       await t.http
         .post('/api/v1/agents')
@@ -70,7 +77,16 @@ describe('a page of versions reads its bindings once (e2e)', () => {
           capabilities: [{ id: 'knowledge' }, { id: 'skills' }],
           // Versions bind different collections: each keeps its own.
           resources: { knowledgeCollections: v % 2 ? [collection] : [collection, other], skills: [skill] },
-          mcpServers: v % 3 ? [{ connection, tools: ['lookup'] }] : [],
+          // Some name another list of connections: each version is built with its own.
+          mcpServers:
+            v % 3 === 0
+              ? []
+              : v % 4 === 0
+                ? [
+                    { connection: second, tools: ['fail'] },
+                    { connection, tools: ['lookup'] },
+                  ]
+                : [{ connection, tools: ['lookup'] }],
         })
         .expect(200);
       const published = await t.http.post(`/api/v1/agents/${agent}/publish`).set(...as('builder'));
@@ -104,8 +120,10 @@ describe('a page of versions reads its bindings once (e2e)', () => {
       // Built with what it binds: a version built without its connection would show `lookup` removed.
       expect(v.drift).toEqual([]);
       expect(offered(v)).toEqual(v.version % 3 ? expect.arrayContaining(['lookup', 'load_skill', 'search_knowledge']) : expect.not.arrayContaining(['lookup']));
+      expect(offered(v).includes('fail')).toBe(v.version % 3 !== 0 && v.version % 4 === 0);
     }
-    expect(await statements(24)).toBe(await statements(3));
+    // Both pages name the same two lists of connections.
+    expect(await statements(24)).toBe(await statements(12));
 
     // The server's tool changed since: every version offering it shows the drift, the others none.
     server.state.lookupDescription = 'Looks a customer up, differently.';

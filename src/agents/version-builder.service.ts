@@ -15,13 +15,17 @@ export type { AgentIdentity, VersionRow } from './version-store.service';
 
 /**
  * What the versions of one page bind, read for the page at once (`VersionBuilder.bindingsOf`):
- * the knowledge collections, skills and MCP connections named by any of them, by id.
+ * the knowledge collections and skills named by any of them, by id, and the MCP connections by
+ * the list a version names (what a version may read of them is bounded per version, in its order).
  */
 export interface PageBindings {
   collections: ReadonlyMap<string, ResolvedResources['knowledgeCollections'][number]>;
   skills: ReadonlyMap<string, ResolvedResources['skills'][number]>;
-  connections: ReadonlyMap<string, BoundConnection>;
+  connections: ReadonlyMap<string, BoundConnection[]>;
 }
+
+/** A version's MCP connections as PageBindings keys them. */
+const connectionsKey = (spec: AgentSpec) => JSON.stringify((spec.mcpServers ?? []).map((b) => b.connection));
 
 /** A built version with what the routes (not the executor) also need: who contributed, and drift. */
 export interface DetailedBuild {
@@ -91,14 +95,17 @@ export class VersionBuilder {
   }
 
   /**
-   * What `rows` bind, in three statements for the whole page: each version's build read its own
-   * collections and connections (and skills, when not remembered): a page of 200 versions made up
-   * to 600 round trips, one after another (attack round 11, G-F6). Read as each build read them:
-   * the connections' lists as stored, none listed again.
+   * What `rows` bind, in two statements for the whole page and one for each list of connections
+   * its versions name (mostly one): each version's build read its own collections and connections
+   * (and skills, when not remembered): a page of 200 versions made up to 600 round trips, one after
+   * another (attack round 11, G-F6). Read as each build read them: the connections' lists as
+   * stored, none listed again, and each version's within the bound of what one version may read
+   * (BOUND_LISTS_MAX_BYTES, in its order), which a union of the page's could pass.
    */
   async bindingsOf(orgId: string, rows: readonly VersionRow[]): Promise<PageBindings> {
     const ids = (pick: (spec: AgentSpec) => readonly string[] | undefined) => [...new Set(rows.flatMap((r) => pick(r.spec) ?? []))];
-    const connectionIds = ids((s) => s.mcpServers?.map((b) => b.connection));
+    // Versions of one agent mostly name the same connections: one read for each list named.
+    const lists = [...new Set(rows.filter((r) => (r.spec.mcpServers ?? []).length > 0).map((r) => connectionsKey(r.spec)))];
     const [collections, skills, connections] = await Promise.all([
       this.knowledge.resolve(
         orgId,
@@ -108,10 +115,10 @@ export class VersionBuilder {
         orgId,
         ids((s) => s.resources?.skills),
       ),
-      connectionIds.length > 0 ? this.mcp.bound(orgId, connectionIds, { refreshStale: false }) : [],
+      Promise.all(lists.map(async (key) => [key, await this.mcp.bound(orgId, JSON.parse(key) as string[], { refreshStale: false })] as const)),
     ]);
     const byId = <T extends { id: string }>(items: readonly T[]) => new Map(items.map((i) => [i.id, i]));
-    return { collections: byId(collections), skills: byId(skills), connections: byId(connections) };
+    return { collections: byId(collections), skills: byId(skills), connections: new Map(connections) };
   }
 
   /** The agent (of this organization) and one of its versions, without building it. */
@@ -159,12 +166,7 @@ export class VersionBuilder {
   ): Promise<DetailedBuild> {
     const { agent, row } = frozen;
     const resources = await this.resourcesOf(orgId, frozen, page);
-    const mcpConnections = page
-      ? picked(
-          page.connections,
-          (row.spec.mcpServers ?? []).map((b) => b.connection),
-        )
-      : await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
+    const mcpConnections = page ? (page.connections.get(connectionsKey(row.spec)) ?? []) : await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
     const composition = await this.composer.compose(
       { id: orgId, scopes: orgScopes },
       { id: agent.id, slug: agent.slug, name: agent.name, version: row.version },
