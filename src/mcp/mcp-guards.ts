@@ -25,8 +25,20 @@ export function refuseMalformed(reply: FastifyReply, body: unknown): boolean {
   return false;
 }
 
+/**
+ * The longest `progressToken` served. MCP leaves its length open, and every progress notification
+ * of a held call (about one a second for MCP_APPROVAL_WAIT_SECONDS) echoes it: a token of nearly
+ * 1 MiB made each held call write 45 MiB, kept by the node for a client that reads nothing
+ * (attack round 12, I-F1). Clients use counters and UUIDs.
+ */
+export const MAX_PROGRESS_TOKEN_LENGTH = 255;
+
 /** Bad params of the methods a tools-only server answers; the SDK answered them -32603 with its validation dump. */
 function paramsProblem(body: Record<string, unknown>): string | undefined {
+  const meta = isRecord(body.params) ? body.params._meta : undefined;
+  if (isRecord(meta) && typeof meta.progressToken === 'string' && meta.progressToken.length > MAX_PROGRESS_TOKEN_LENGTH) {
+    return `params._meta.progressToken: at most ${MAX_PROGRESS_TOKEN_LENGTH} characters`;
+  }
   switch (body.method) {
     case 'tools/call':
       return callParamsProblem(body.params);
