@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import { ApiError } from './api-error';
 import { PROBLEM_CONTENT_TYPE, toProblem } from './problem.filter';
 
@@ -10,6 +11,18 @@ export const MAX_UNSENT_ANSWER_BYTES = 256 * 1024 * 1024;
 export const ANSWER_SEND_TIMEOUT_MS = 30_000;
 /** Past half the bound, the part of it one owner's unsent answers may take. */
 export const ANSWER_OWNER_SHARE = 1 / 8;
+const UNSENT_ANSWERS = 'unsentAnswers';
+
+export interface UnsentAnswers {
+  /** Bytes of large answers not yet sent, all connections together. */
+  held: () => number;
+  /**
+   * Counts `size` bytes of an answer being written to `raw` until it is sent (or its connection
+   * closed at the send timeout); false, counting nothing, when they do not fit. What a hijacked
+   * reply (an MCP answer) asks before it writes a large chunk; others are counted in `onSend`.
+   */
+  admit: (request: FastifyRequest, raw: ServerResponse, size: number) => boolean;
+}
 
 /**
  * Bounds what clients that do not read their answers make the node hold. An answer is built
@@ -18,7 +31,8 @@ export const ANSWER_OWNER_SHARE = 1 / 8;
  * minutes before the idle timeout closed them. A large answer counts from when it is sent until
  * it has left the node; past the bound the next large one is `503 service_unavailable` with
  * Retry-After, and one still unsent after ANSWER_SEND_TIMEOUT_MS has its connection closed.
- * Streams (run and audit events) write their own bounded batches and are not counted here.
+ * Streams (run and audit events) write their own bounded batches and are not counted here. An
+ * MCP answer, written past Fastify, asks `admit` for each large chunk (attack round 12, I-F2).
  *
  * Past half the bound one owner (`ownerOf`: an organization, or an address for requests without
  * a credential) may hold at most ANSWER_OWNER_SHARE of it: one key within its rate limit filled
@@ -29,30 +43,18 @@ export function boundUnsentAnswers(
   ownerOf: (request: FastifyRequest) => string,
   maxBytes = MAX_UNSENT_ANSWER_BYTES,
   sendTimeoutMs = ANSWER_SEND_TIMEOUT_MS,
-): { held: () => number } {
+): UnsentAnswers {
   let held = 0;
   const owners = new Map<string, number>();
   const share = Math.floor(maxBytes * ANSWER_OWNER_SHARE);
-  fastify.addHook('onSend', (request, reply, payload, done) => {
-    // Most answers are a few hundred characters: at most 3 bytes each in UTF-8, never measured.
-    if (typeof payload === 'string' && payload.length * 3 < LARGE_ANSWER_BYTES) return done(null, payload);
-    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0;
-    if (size < LARGE_ANSWER_BYTES) return done(null, payload);
+  const admit = (request: FastifyRequest, raw: ServerResponse, size: number): boolean => {
+    if (size < LARGE_ANSWER_BYTES) return true;
     const owner = ownerOf(request);
     const ownerHeld = owners.get(owner) ?? 0;
-    if (held + size > maxBytes || (held > maxBytes / 2 && ownerHeld + size > share)) {
-      const { problem, headers } = toProblem(
-        new ApiError('service_unavailable', 'The server is holding as many unread answers as it can; try again shortly.', undefined, undefined, {
-          'Retry-After': '1',
-        }),
-      );
-      void reply.status(503).headers(headers).type(PROBLEM_CONTENT_TYPE);
-      return done(null, JSON.stringify(problem));
-    }
+    if (held + size > maxBytes || (held > maxBytes / 2 && ownerHeld + size > share)) return false;
     held += size;
     owners.set(owner, ownerHeld + size);
     let released = false;
-    const raw = reply.raw;
     const timer = setTimeout(() => raw.destroy(), sendTimeoutMs);
     timer.unref();
     const release = () => {
@@ -66,7 +68,32 @@ export function boundUnsentAnswers(
     };
     raw.once('finish', release);
     raw.once('close', release);
-    done(null, payload);
+    return true;
+  };
+  fastify.addHook('onSend', (request, reply, payload, done) => {
+    // Most answers are a few hundred characters: at most 3 bytes each in UTF-8, never measured.
+    if (typeof payload === 'string' && payload.length * 3 < LARGE_ANSWER_BYTES) return done(null, payload);
+    const size = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0;
+    if (admit(request, reply.raw, size)) return done(null, payload);
+    const { problem, headers } = unreadAnswersProblem();
+    void reply.status(503).headers(headers).type(PROBLEM_CONTENT_TYPE);
+    return done(null, JSON.stringify(problem));
   });
-  return { held: () => held };
+  const budget = { held: () => held, admit };
+  fastify.decorate(UNSENT_ANSWERS, budget);
+  return budget;
+}
+
+/** The budget of the server `request` came to, for answers written past Fastify (a hijacked reply); undefined without one. */
+export function unsentAnswersOf(request: FastifyRequest): UnsentAnswers | undefined {
+  return (request.server as unknown as Record<string, UnsentAnswers | undefined>)[UNSENT_ANSWERS];
+}
+
+/** `503 service_unavailable` with `Retry-After: 1`: what a large answer past the bound is. */
+export function unreadAnswersProblem(): ReturnType<typeof toProblem> {
+  return toProblem(
+    new ApiError('service_unavailable', 'The server is holding as many unread answers as it can; try again shortly.', undefined, undefined, {
+      'Retry-After': '1',
+    }),
+  );
 }

@@ -1,4 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { unreadAnswersProblem } from '../common/answer-budget';
+import { PROBLEM_CONTENT_TYPE } from '../common/problem.filter';
 
 /**
  * The bridge between Fastify and the MCP SDK's web-standard HTTP entry (`Request` in, `Response`
@@ -28,8 +30,22 @@ export function toWebRequest(req: FastifyRequest, signal: AbortSignal): Request 
  */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
 
-/** Writes the SDK's answer to the hijacked reply, streaming the body; resolves when it is written or the client left. */
-export async function sendWebResponse(reply: FastifyReply, res: Response, requestId: string): Promise<void> {
+/**
+ * Writes the SDK's answer to the hijacked reply, streaming the body; resolves when it is written or
+ * the client left. `admit` is asked before each chunk is written (the node's budget of unsent
+ * answers, which a hijacked reply is outside of otherwise): a chunk refused before the head was
+ * written is answered `503` (`refused`) instead, a later one closes the connection, as an answer
+ * left unread past the send timeout is. The head waits for the first chunk unless `headAtOnce`
+ * (a `tools/call`, which may be held for a decision: its client hears at once that it is served).
+ */
+export async function sendWebResponse(
+  reply: FastifyReply,
+  res: Response,
+  requestId: string,
+  admit: (size: number) => boolean,
+  refused: () => { status: number; headers: Record<string, string>; body: string },
+  headAtOnce: boolean,
+): Promise<void> {
   const raw = reply.raw;
   // What Fastify would have sent (CORS, Vary), which a hijacked reply must send itself.
   const headers = { ...(reply.getHeaders() as Record<string, string | string[]>) };
@@ -39,11 +55,12 @@ export async function sendWebResponse(reply: FastifyReply, res: Response, reques
     headers[name] = name === 'vary' && headers.vary ? `${String(headers.vary)}, ${value}` : value;
   });
   headers['x-request-id'] = requestId;
-  raw.writeHead(res.status, headers);
   if (!res.body) {
+    raw.writeHead(res.status, headers);
     raw.end();
     return;
   }
+  if (headAtOnce) raw.writeHead(res.status, headers);
   const reader = res.body.getReader();
   const stop = () => void reader.cancel().catch(() => undefined);
   raw.once('close', stop);
@@ -51,12 +68,32 @@ export async function sendWebResponse(reply: FastifyReply, res: Response, reques
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
+      if (!admit(value.byteLength)) {
+        stop();
+        if (raw.headersSent) return void raw.destroy();
+        const answer = refused();
+        raw.writeHead(answer.status, { ...answer.headers, 'x-request-id': requestId });
+        raw.end(answer.body);
+        return;
+      }
+      if (!raw.headersSent) raw.writeHead(res.status, headers);
       raw.write(value);
     }
   } catch {
     // The client went away, or the stream was cancelled: nothing left to tell anyone.
   } finally {
     raw.off('close', stop);
+    if (!raw.headersSent && !raw.destroyed) raw.writeHead(res.status, headers);
     raw.end();
   }
+}
+
+/** The `503` of the node's budget of unsent answers, with what Fastify would have sent (CORS, Vary). */
+export function unreadAnswersRefusal(reply: FastifyReply): { status: number; headers: Record<string, string>; body: string } {
+  const { problem, headers } = unreadAnswersProblem();
+  return {
+    status: problem.status,
+    headers: { ...(reply.getHeaders() as Record<string, string>), ...headers, 'content-type': PROBLEM_CONTENT_TYPE },
+    body: JSON.stringify(problem),
+  };
 }

@@ -14,6 +14,7 @@ import type { BuiltVersion } from '../agents/built-version';
 import { AgentIdentity, VersionBuilder, VersionRow } from '../agents/version-builder.service';
 import { isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { unsentAnswersOf } from '../common/answer-budget';
 import { PROBLEM_CONTENT_TYPE, toProblem } from '../common/problem.filter';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -24,7 +25,7 @@ import { ToolCallsInFlight } from '../runtime/tool-calls-in-flight';
 import { canRunNow } from '../runtime/tool-policy';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { isLoopbackOrigin, isRecord, refuseMalformed } from './mcp-guards';
-import { sendWebResponse, toWebRequest } from './mcp-http';
+import { sendWebResponse, toWebRequest, unreadAnswersRefusal } from './mcp-http';
 import { createTaskResult, declaresTasks, TASK_PARAMS, TASKS_EXTENSION, taskOf } from './mcp-tasks';
 import { McpHeldCalls } from './mcp-held-calls';
 import { factsOf } from './mcp-tool-facts';
@@ -120,7 +121,10 @@ export class McpService {
     });
     try {
       const res = await handler.fetch(toWebRequest(req, gone.signal), { parsedBody: body ?? null });
-      await sendWebResponse(reply, res, String(req.id));
+      // Outside Fastify's onSend, so the node's budget of unsent answers is asked here (attack round 12, I-F2).
+      const budget = unsentAnswersOf(req);
+      const admit = (size: number) => budget?.admit(req, raw, size) ?? true;
+      await sendWebResponse(reply, res, String(req.id), admit, () => unreadAnswersRefusal(reply), method === 'tools/call');
     } catch (err) {
       this.logger.error({ err, requestId: ctx.requestId }, 'MCP transport failed');
       if (!raw.headersSent) {
