@@ -104,6 +104,45 @@ describe('what the tool lists of one version weigh together (e2e)', () => {
     expect(tools.body.items.some((tool: { name: string }) => tool.name.startsWith('b_'))).toBe(false);
   });
 
+  it('a list alone is always bound, even one weighing more bytes than the bound (storable by its characters)', async () => {
+    // 230 tools of 9,500 two-byte characters: 2.2 M characters, under a list's cap; 4.4 MB stored, past the bound.
+    const wide = Array.from({ length: 230 }, (_, i) => ({ name: `w_${i}`, description: `${i} ${'é'.repeat(9_500)}`, inputSchema: { type: 'object' } }));
+    const gamma = await startFixtureMcpServer();
+    try {
+      gamma.state.rawToolsList = () => ({ result: { tools: wide } });
+      const gammaId = (
+        await t.http
+          .post('/api/v1/mcp-connections')
+          .set(...as('admin'))
+          .send({ server: 'remote', name: 'gamma', url: gamma.url })
+          .expect(201)
+      ).body.id as string;
+      const alone = (
+        await t.http
+          .post('/api/v1/agents')
+          .set(...as('builder'))
+          .send({ slug: 'wide-list', name: 'Wide list' })
+          .expect(201)
+      ).body.id;
+      await t.http
+        .put(`/api/v1/agents/${alone}/draft`)
+        .set(...as('builder'))
+        .send({ instructions: '', capabilities: [], mcpServers: [{ connection: gammaId }] })
+        .expect(200);
+      await t.http
+        .post(`/api/v1/agents/${alone}/publish`)
+        .set(...as('builder'))
+        .expect(201);
+      const called = await t.http
+        .post(`/api/v1/agents/${alone}/tool-calls`)
+        .set(...as('agent'))
+        .send({ tool: 'w_7', arguments: {} });
+      expect(called.status).toBe(202);
+    } finally {
+      await gamma.close();
+    }
+  });
+
   it('publish refuses lists past the bound together, naming the connection that passes it, and publishes nothing', async () => {
     const validated = await t.http
       .post(`/api/v1/agents/${agentId}/draft/validate`)

@@ -201,6 +201,8 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
 /**
  * The connections among `ids` whose lists are read: in the order asked (the spec's), each whose
  * stored list keeps the total within BOUND_LISTS_MAX_BYTES; one that would take it past is left out.
+ * The first is always read: any list the platform stores (MAX_LIST_CHARS characters, which in
+ * UTF-8 and jsonb's spacing may weigh more bytes than that) can be bound by a version of its own.
  */
 function withinBound(ids: readonly string[], rows: readonly McpConnectionSummary[]): Set<string> {
   const byId = new Map(rows.map((r) => [r.id, r]));
@@ -210,7 +212,7 @@ function withinBound(ids: readonly string[], rows: readonly McpConnectionSummary
     const r = byId.get(id);
     if (!r) continue;
     const size = Number(r.tools_bytes);
-    if (bytes + size > BOUND_LISTS_MAX_BYTES) continue;
+    if (fits.size > 0 && bytes + size > BOUND_LISTS_MAX_BYTES) continue;
     bytes += size;
     fits.add(r.id);
   }
