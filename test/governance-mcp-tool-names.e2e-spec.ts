@@ -1,6 +1,19 @@
 import { startFixtureMcpServer, FixtureMcpServer } from './support/mcp-fixture-server';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
+// One app and one fixture server for the file; each describe has its own organization.
+let t: TestApp;
+let server: FixtureMcpServer;
+
+beforeAll(async () => {
+  t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
+  server = await startFixtureMcpServer();
+}, 240_000);
+afterAll(async () => {
+  await server.close();
+  await t.close();
+});
+
 /**
  * A vendor's server names its tools as it likes (up to 128 characters, U+0000 aside), and a
  * version may offer such a tool under another name (toolOverrides). The switch that disables an
@@ -8,19 +21,11 @@ import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/te
  * offered and called but never disabled: `404 unknown_tool` (attack round 10, E-F4).
  */
 describe('disabling MCP tools named with control characters (e2e)', () => {
-  let t: TestApp;
   let org: TestOrg;
-  let server: FixtureMcpServer;
   let n = 0;
 
   beforeAll(async () => {
-    t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
     org = await createOrg(t, ['mcp:remote']);
-    server = await startFixtureMcpServer();
-  }, 240_000);
-  afterAll(async () => {
-    await server.close();
-    await t.close();
   });
 
   const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
@@ -96,18 +101,10 @@ describe('disabling MCP tools named with control characters (e2e)', () => {
  * running (attack round 11, G-F5). Every switch now says whether its tool is listed.
  */
 describe('tool switches say whether their tool is listed (e2e)', () => {
-  let t: TestApp;
   let org: TestOrg;
-  let server: FixtureMcpServer;
 
   beforeAll(async () => {
-    t = await createTestApp({ config: { toolTimeoutMs: 5000 } });
     org = await createOrg(t, ['mcp:remote']);
-    server = await startFixtureMcpServer();
-  }, 240_000);
-  afterAll(async () => {
-    await server.close();
-    await t.close();
   });
 
   const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
