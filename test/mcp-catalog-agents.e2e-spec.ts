@@ -370,11 +370,21 @@ describe('MCP catalog tools on agents (e2e)', () => {
     it("an admin's risk decision is pinned: changing it is drift until republished", async () => {
       const agent = await agentWith({ instructions: '', capabilities: [], mcpServers: [{ connection: httpId, tools: ['get-sum'] }] });
       await agent.publish();
+      const drift = async () =>
+        (
+          await t.http
+            .get(`/api/v1/agents/${agent.id}/versions/1`)
+            .set(...as(org, 'viewer'))
+            .expect(200)
+        ).body.drift;
+      // Built once before the change: what a build keeps of the lists (their risks applied) is not what the next one sees.
+      expect(await drift()).toEqual([]);
       await t.http
         .put(`/api/v1/mcp-connections/${httpId}/tools/get-sum/risk`)
         .set(...as(org, 'admin'))
         .send({ risk: 'read_only' })
         .expect(200);
+      expect(await drift()).toEqual([{ tool: 'get-sum', reason: 'changed' }]);
       await call(agent.id, 'get-sum', { a: 1, b: 2 }).expect(409);
       await agent.publish().then((r) => expect(r.status).toBe(201));
       const res = await call(agent.id, 'get-sum', { a: 1, b: 2 }).expect(200);

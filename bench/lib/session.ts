@@ -106,6 +106,8 @@ export class BenchSession {
         // The limiter still counts every request (its cost is in every figure); it never refuses one.
         RATE_LIMIT_PER_KEY: '10000000',
         RATE_LIMIT_PER_ORG: '10000000',
+        // The MCP servers of `wide-agent` answer on loopback, in the benchmark's process.
+        EGRESS_ALLOWED_HOSTS: '127.0.0.1',
         ...this.target.env,
       };
       const start = async () => {

@@ -1,6 +1,7 @@
 import { expectStatus } from '../lib/http';
 import { getWithBuilderKey, type ThroughputScenario } from '../lib/throughput';
 import { catalog } from './catalog';
+import { wideAgent } from './wide-agent';
 
 /**
  * Rows that take a request apart, to show where its time goes (`me` is also in the default run:
@@ -81,4 +82,4 @@ export const catalogDecoded: ThroughputScenario = {
   },
 };
 
-export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem, catalogRevalidated, catalogDecoded];
+export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem, catalogRevalidated, catalogDecoded, wideAgent];

@@ -4,7 +4,7 @@ import type { RegisteredMcpServer } from '../mcp-catalog/mcp-server-registry.ser
 import { canRunNow } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { legacyMcpToolDigest, mcpToolDigest } from './digests';
-import { composeMcpTools, oneToolPerName, sourceOf } from './mcp-version-tools';
+import { composeMcpTools, MCP_COMPOSED_TOOLS_CACHED, McpCompositions, oneToolPerName, sourceOf } from './mcp-version-tools';
 
 describe('composeMcpTools', () => {
   const id = '00000000-0000-4000-8000-000000000001';
@@ -93,7 +93,7 @@ const twoServers: AgentSpec = { instructions: '', capabilities: [], mcpServers: 
 /** What the composer offers of these connections under these pins: the names once each, and the rest. */
 function offer(pinned: Record<string, string>, connections: BoundConnection[], pinnedSources: Record<string, string> | null = null) {
   const mcp = composeMcpTools(twoServers, pinned, connections);
-  return oneToolPerName(mcp.tools, mcp.legacy, pinnedSources);
+  return oneToolPerName([...mcp.tools], mcp.legacy, pinnedSources);
 }
 
 /** The pins a publish of `connections` writes. */
@@ -158,6 +158,19 @@ describe('MCP tools of a published version', () => {
       expect(shadowed).toEqual([]);
     });
 
+    it('a build with a copy leaves the tools it shares with other builds as they were: one alone still runs under the pin', () => {
+      const compositions = new McpCompositions();
+      const version = {};
+      const copy = listing(community, [sendEmail]);
+      const alone = compositions.of(version, twoServers, { send_email: legacyPin }, [community, trusted]);
+      oneToolPerName([...alone.tools, ...composeMcpTools(twoServers, {}, [copy]).tools], alone.legacy);
+      const again = compositions.of(version, twoServers, { send_email: legacyPin }, [community, trusted]);
+      expect(again).toBe(alone);
+      const { tools } = oneToolPerName([...again.tools], again.legacy);
+      expect(tools[0].digest).toBe(legacyPin);
+      expect(canRunNow(tools[0], [])).toBe(true);
+    });
+
     it('cannot tell copies apart: no copy runs under the pin', () => {
       const { tools, shadowed } = offer({ send_email: legacyPin }, [listing(community, [sendEmail]), trusted]);
       expect(tools).toHaveLength(1);
@@ -165,5 +178,57 @@ describe('MCP tools of a published version', () => {
       expect(shadowed).toHaveLength(1);
       expect([...tools, ...shadowed].every((t) => t.digest !== legacyPin)).toBe(true);
     });
+  });
+});
+
+describe('McpCompositions', () => {
+  const spec = twoServers;
+  const pinned = publish([community, trusted]);
+
+  it('composes a version once while its connections bind the same lists under the same names', () => {
+    const compositions = new McpCompositions();
+    const version = {};
+    const first = compositions.of(version, spec, pinned, [community, trusted]);
+    // Another build reads the connections again: other objects, the same lists.
+    expect(compositions.of(version, spec, pinned, [{ ...community }, { ...trusted }])).toBe(first);
+    expect(first.tools.map((t) => [t.toolId, t.digest === t.pinnedDigest])).toEqual([['trusted-mail/send_email', true]]);
+    // Another version (its own spec and pins) is composed on its own.
+    expect(compositions.of({}, spec, {}, [community, trusted])).not.toBe(first);
+  });
+
+  it.each([
+    ['listed again', (c: BoundConnection) => listing(c, [{ ...sendEmail, description: 'Sends an email; also forwards it.' }])],
+    ['renamed', (c: BoundConnection) => ({ ...c, name: 'mail' })],
+    ['under a risk override', (c: BoundConnection) => ({ ...c, tools: [{ ...sendEmail, risk: 'read_only' as const }] })],
+    ['no longer in the catalog', (c: BoundConnection) => ({ ...c, entry: undefined })],
+    ['past the bound', (c: BoundConnection) => ({ ...c, tools: [], overBound: true })],
+  ])('composes again when a connection is %s, and what it offers shows it', (_, change) => {
+    const compositions = new McpCompositions();
+    const version = {};
+    const first = compositions.of(version, spec, pinned, [community, trusted]);
+    const changed = compositions.of(version, spec, pinned, [community, change(trusted)]);
+    expect(changed).not.toBe(first);
+    expect(changed.tools.some((t) => t.digest === t.pinnedDigest)).toBe(false);
+    expect(compositions.of(version, spec, pinned, [community, trusted]).tools).toEqual(first.tools);
+  });
+
+  it('shares nothing a build can change', () => {
+    const composed = new McpCompositions().of({}, spec, pinned, [community, trusted]);
+    const [tool] = composed.tools;
+    expect(() => ((tool as { digest: string }).digest = 'x')).toThrow(TypeError);
+    expect(() => ((tool.declaration as { risk: string }).risk = 'read_only')).toThrow(TypeError);
+    expect(() => (composed.tools as unknown[]).push(tool)).toThrow(TypeError);
+  });
+
+  it('keeps at most MCP_COMPOSED_TOOLS_CACHED tools: the least recently built version is composed again', () => {
+    const many = Array.from({ length: 500 }, (_, i) => ({ ...sendEmail, name: `tool_${i}` }));
+    const big = listing(trusted, many);
+    const bigSpec: AgentSpec = { ...spec, mcpServers: [{ connection: trusted.id }] };
+    const compositions = new McpCompositions();
+    const versions = Array.from({ length: MCP_COMPOSED_TOOLS_CACHED / 500 }, () => ({}));
+    const made = versions.map((v) => compositions.of(v, bigSpec, {}, [big]));
+    // Each kept version weighs its tools and one more: the first no longer fits.
+    expect(compositions.of(versions[0], bigSpec, {}, [big])).not.toBe(made[0]);
+    expect(compositions.of(versions.at(-1)!, bigSpec, {}, [big])).toBe(made.at(-1));
   });
 });

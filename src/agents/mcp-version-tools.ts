@@ -1,3 +1,4 @@
+import { LruCache } from '../common/lru-cache';
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { AgentSpec, VersionTool } from './built-version';
@@ -32,6 +33,62 @@ export function sourceOf(tool: Pick<VersionTool, 'capabilityId' | 'toolId' | 'so
   return tool.source ? `${MCP_CAPABILITY_ID}/${tool.source.connectionId}/${mcpToolName(tool.toolId)}` : `${tool.capabilityId}/${tool.toolId}`;
 }
 
+/** What a version's bound connections contribute (composeMcpTools). Never changed once made: builds share it (McpCompositions). */
+export interface McpComposition {
+  tools: readonly VersionTool[];
+  contributors: readonly { capabilityId: string; scopes: readonly string[] }[];
+  legacy: ReadonlyMap<VersionTool, string>;
+}
+
+/** The tools of MCP compositions kept per node (McpCompositions): about 4 MB for 10,000. */
+export const MCP_COMPOSED_TOOLS_CACHED = 50_000;
+
+/**
+ * The MCP part of each published version's last build, kept while the lists it was made of are the
+ * ones bound: a build composed every tool of every bound list again, 10,000 for an agent at row
+ * 101's bound, and a call of such an agent took 40 ms of a quiet node's event loop, 280 to 500 ms of
+ * a busy one's (attack round 12, J-F2). A version's spec and pins never change, and a connection's
+ * tools are the same frozen array while its list, trust and risk overrides are (McpConnectionSync
+ * .bound), so what it was made of is known by identity: a renamed connection, a list listed again,
+ * a changed override or a catalog entry gone is a miss, composed again. Bounded by the tools kept.
+ */
+export class McpCompositions {
+  private readonly kept = new LruCache<object, { from: readonly BoundConnection[]; composed: McpComposition }>(MCP_COMPOSED_TOOLS_CACHED, {
+    max: MCP_COMPOSED_TOOLS_CACHED,
+    of: (k) => k.composed.tools.length + 1,
+  });
+
+  /** `version`: what identifies the published version (its frozen memo); its spec and pins must never change under it. */
+  of(version: object, spec: AgentSpec, pinned: Record<string, string>, connections: readonly BoundConnection[]): McpComposition {
+    const known = this.kept.get(version);
+    if (known && sameConnections(known.from, connections)) return known.composed;
+    const composed = frozen(composeMcpTools(spec, pinned, connections));
+    this.kept.set(version, { from: connections, composed });
+    return composed;
+  }
+}
+
+function sameConnections(a: readonly BoundConnection[], b: readonly BoundConnection[]): boolean {
+  return (
+    a.length === b.length &&
+    a.every(
+      (c, i) =>
+        c.id === b[i].id &&
+        c.name === b[i].name &&
+        c.server === b[i].server &&
+        c.entry === b[i].entry &&
+        c.tools === b[i].tools &&
+        c.overBound === b[i].overBound,
+    )
+  );
+}
+
+/** Frozen one level down (the tools' schemas are the lists' own, frozen already): a build that changed a shared tool would change every later one. */
+function frozen(c: McpComposition): McpComposition {
+  for (const tool of c.tools) Object.freeze(Object.freeze(tool).declaration);
+  return Object.freeze({ tools: Object.freeze(c.tools), contributors: Object.freeze(c.contributors), legacy: c.legacy });
+}
+
 /**
  * The tools a spec's bound connections offer, as data (sealed execution: the executor's MCP
  * resolver runs them). A connection that no longer exists, or whose catalog entry the code no
@@ -39,11 +96,7 @@ export function sourceOf(tool: Pick<VersionTool, 'capabilityId' | 'toolId' | 'so
  * that match their pin only in the format of before pins named the connection, with their digest
  * in today's (see oneToolPerName).
  */
-export function composeMcpTools(
-  spec: AgentSpec,
-  pinned: Record<string, string>,
-  connections: readonly BoundConnection[],
-): { tools: VersionTool[]; contributors: { capabilityId: string; scopes: readonly string[] }[]; legacy: Map<VersionTool, string> } {
+export function composeMcpTools(spec: AgentSpec, pinned: Record<string, string>, connections: readonly BoundConnection[]): McpComposition {
   const byId = new Map(connections.map((c) => [c.id, c]));
   const tools: VersionTool[] = [];
   const legacy = new Map<VersionTool, string>();
@@ -120,11 +173,19 @@ export function oneToolPerName(
     else byName.set(tool.name, [tool]);
   }
   if (byName.size === tools.length) return { tools, shadowed: [] };
+  // Copies with today's digest: the tools may be shared by other builds (McpCompositions), which may not share the clash.
+  const today = new Map<VersionTool, VersionTool>();
+  for (const same of byName.values()) {
+    if (same.length < 2) continue;
+    for (const [i, tool] of same.entries()) {
+      const digest = legacy.get(tool);
+      if (digest === undefined) continue;
+      same[i] = { ...tool, digest };
+      today.set(tool, same[i]);
+    }
+  }
   const kept = new Set<VersionTool>();
   for (const same of byName.values()) {
-    if (same.length > 1) {
-      for (const tool of same) tool.digest = legacy.get(tool) ?? tool.digest;
-    }
     const source = pinnedSources && ownEntry(pinnedSources, same[0].name);
     kept.add(
       same.find((t) => t.pinnedDigest !== undefined && t.digest === t.pinnedDigest) ??
@@ -132,7 +193,8 @@ export function oneToolPerName(
         same[0],
     );
   }
-  return { tools: tools.filter((t) => kept.has(t)), shadowed: tools.filter((t) => !kept.has(t)) };
+  const all = tools.map((t) => today.get(t) ?? t);
+  return { tools: all.filter((t) => kept.has(t)), shadowed: all.filter((t) => !kept.has(t)) };
 }
 
 /**

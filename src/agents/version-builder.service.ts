@@ -4,7 +4,7 @@ import type { ResolvedResources } from '../capabilities/capability.types';
 import { KnowledgeRepository } from '../knowledge/knowledge.repository';
 import { SkillsRepository } from '../skills/skills.repository';
 import { BoundConnection, McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
-import type { AgentSpec, BuiltVersion } from './built-version';
+import type { AgentSpec, BuiltVersion, VersionTool } from './built-version';
 import { Applicability, Composition, ContributionSink, Contributor, driftOf, DriftEntry, VersionComposer } from './version-composer.service';
 import { AgentIdentity, deepFreeze, FrozenVersion, VersionRow, VersionStore } from './version-store.service';
 
@@ -86,12 +86,12 @@ export class VersionBuilder {
     version: number | 'latest',
     applicability?: Applicability,
   ): Promise<DetailedBuild> {
-    return this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), undefined, applicability);
+    return withDrift(await this.buildFrozen(orgId, orgScopes, await this.store.loadFrozen(orgId, agentId, version), undefined, applicability));
   }
 
   /** `page`: the bindings of the page `row` is listed in, read once for it (bindingsOf). */
   async buildRow(orgId: string, orgScopes: readonly string[], agent: AgentIdentity, row: VersionRow, page?: PageBindings): Promise<DetailedBuild> {
-    return this.buildFrozen(orgId, orgScopes, this.store.frozenOf(orgId, agent, row), undefined, undefined, false, page);
+    return withDrift(await this.buildFrozen(orgId, orgScopes, this.store.frozenOf(orgId, agent, row), undefined, undefined, false, page));
   }
 
   /**
@@ -163,7 +163,7 @@ export class VersionBuilder {
     applicability?: Applicability,
     refreshMcpTools = false,
     page?: PageBindings,
-  ): Promise<DetailedBuild> {
+  ): Promise<Omit<DetailedBuild, 'drift'> & { shadowed: readonly VersionTool[] }> {
     const { agent, row } = frozen;
     const resources = await this.resourcesOf(orgId, frozen, page);
     const mcpConnections = page ? (page.connections.get(connectionsKey(row.spec)) ?? []) : await this.mcpConnectionsOf(orgId, row.spec, refreshMcpTools);
@@ -194,7 +194,7 @@ export class VersionBuilder {
       tools: composition.tools,
       pinnedTools: pinned,
     };
-    return { built, row, contributors: composition.contributors, drift: driftOf(pinned, composition.tools, composition.shadowed, row.tool_sources) };
+    return { built, row, contributors: composition.contributors, shadowed: composition.shadowed };
   }
 
   /** Skills once per version (immutable, see FrozenVersion); knowledge collections every time (their documents change). */
@@ -208,6 +208,15 @@ export class VersionBuilder {
     }
     return { knowledgeCollections, skills: [...frozen.skills!] };
   }
+}
+
+/**
+ * What a read shows: drift is every pin compared with what is offered, which a call does not need
+ * (the executor compares its one tool's), and a walk of 10,000 pins was a tenth of such a call.
+ */
+function withDrift(b: Omit<DetailedBuild, 'drift'> & { shadowed: readonly VersionTool[] }): DetailedBuild {
+  const { built, row, contributors, shadowed } = b;
+  return { built, row, contributors, drift: driftOf(built.pinnedTools, built.tools, shadowed, row.tool_sources) };
 }
 
 /** The items of `ids` found in `byId`, in the order of `ids` (missing ones left out), as each resolver answers. */

@@ -5,7 +5,7 @@ import type { FieldError } from '../common/api-error';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import type { AgentSpec, VersionTool } from './built-version';
-import { composeMcpTools, oneToolPerName, sourceOf } from './mcp-version-tools';
+import { composeMcpTools, McpCompositions, oneToolPerName, sourceOf } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
 import { ToolReferences } from './tool-references';
 
@@ -81,6 +81,7 @@ export type ContributionSink = (contribution: StampedContribution) => void;
 @Injectable()
 export class VersionComposer {
   private readonly logger = new Logger(VersionComposer.name);
+  private readonly mcpCompositions = new McpCompositions();
 
   constructor(private readonly registry: CapabilityRegistry) {}
 
@@ -186,7 +187,8 @@ export class VersionComposer {
     }
 
     // After the capabilities' tools, in binding order: MCP tools are data here like any other.
-    const mcp = composeMcpTools(spec, pinned, mcpConnections);
+    // Only a published version's (memo): its spec and pins never change.
+    const mcp = memo ? this.mcpCompositions.of(memo, spec, pinned, mcpConnections) : composeMcpTools(spec, pinned, mcpConnections);
     tools.push(...mcp.tools);
     contributors.push(...mcp.contributors);
     const offered = oneToolPerName(tools, mcp.legacy, pinnedSources);

@@ -6,11 +6,12 @@ import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BOUND_LISTS_MAX_BYTES, BoundConnection, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
 import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
+import type { ToolRisk } from '../../capabilities/capability.types';
 import { PerKeyThrottle } from './per-key-throttle';
-import { StoredToolLists } from './stored-tool-lists';
+import { StoredToolList, StoredToolLists } from './stored-tool-lists';
 
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 /** A connection's tools are listed again on its server's list_changed at most this often (a later one waits). */
@@ -95,7 +96,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
         name: r.name,
         server: r.server,
         entry,
-        tools: list.tools.map((t) => ({ ...t, risk: riskOf(t, trust, ownRisk(r.risk_overrides, t.name)).risk })),
+        tools: withRisk(list, trust, r.risk_overrides),
         digests: list.digests,
       });
     }
@@ -217,4 +218,17 @@ function withinBound(ids: readonly string[], rows: readonly McpConnectionSummary
     fits.add(r.id);
   }
   return fits;
+}
+
+/**
+ * The list's tools with their effective risk, made once per list and per trust and overrides: a
+ * copy of every tool on every build was a tenth of a call of an agent binding 10,000 tools (attack
+ * round 12, J-F2), and the same array each time lets the composer keep what it made of it.
+ */
+function withRisk(list: StoredToolList, trust: boolean, overrides: Record<string, ToolRisk>): readonly ConnectionTool[] {
+  const key = `${trust}/${JSON.stringify(overrides)}`;
+  if (list.risked?.key === key) return list.risked.tools;
+  const tools = Object.freeze(list.tools.map((t) => Object.freeze({ ...t, risk: riskOf(t, trust, ownRisk(overrides, t.name)).risk })));
+  list.risked = { key, tools };
+  return tools;
 }

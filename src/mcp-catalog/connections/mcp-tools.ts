@@ -26,7 +26,8 @@ export interface BoundConnection {
   name: string;
   server: string;
   entry: RegisteredMcpServer | undefined;
-  tools: ConnectionTool[];
+  /** Frozen, and the same array while the list, its trust and its risk overrides are (the composer's memo depends on it). */
+  tools: readonly ConnectionTool[];
   /**
    * True when the connection's list was not read because the version's bound lists before it and
    * it weigh more than BOUND_LISTS_MAX_BYTES together: it offers nothing (publish refuses it).

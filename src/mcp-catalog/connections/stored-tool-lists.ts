@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { LruCache } from '../../common/lru-cache';
 import { OrgGate } from '../../common/org-gate';
 import { McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { ListedMcpTool, MAX_LISTED_TOOLS } from './mcp-tools';
+import { ConnectionTool, ListedMcpTool, MAX_LISTED_TOOLS } from './mcp-tools';
 
 /** A connection's stored tool list as one node keeps it, by the list's digest. */
 export interface StoredToolList {
@@ -14,6 +14,8 @@ export interface StoredToolList {
    * they can never outlive it.
    */
   digests: LruCache<string, string>;
+  /** The tools with their effective risk, as last asked (McpConnectionSync.bound): `key` names the trust and overrides. */
+  risked?: { key: string; tools: readonly ConnectionTool[] };
 }
 
 /** Lists kept per node, by the length of their JSON: a few lists at the 4 MiB cap, or thousands of common ones. */
