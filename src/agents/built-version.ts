@@ -66,7 +66,7 @@ export interface BuiltVersion {
   settings: Record<string, unknown>;
   /** The strictest of the limits contributed by capabilities. */
   limits: { maxToolCallsPerRun?: number };
-  tools: VersionTool[];
+  tools: readonly VersionTool[];
   /** The version's `toolDigests`: every tool name it offered at publish, even one the code no longer builds. */
   pinnedTools: Readonly<Record<string, string>>;
 }

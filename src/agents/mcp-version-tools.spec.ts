@@ -4,7 +4,7 @@ import type { RegisteredMcpServer } from '../mcp-catalog/mcp-server-registry.ser
 import { canRunNow } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { legacyMcpToolDigest, mcpToolDigest } from './digests';
-import { composeMcpTools, MCP_COMPOSED_TOOLS_CACHED, McpCompositions, oneToolPerName, sourceOf } from './mcp-version-tools';
+import { composeMcpTools, MCP_COMPOSED_TOOLS_CACHED, McpCompositions, offerOnce, oneToolPerName, sourceOf } from './mcp-version-tools';
 
 describe('composeMcpTools', () => {
   const id = '00000000-0000-4000-8000-000000000001';
@@ -92,8 +92,7 @@ const twoServers: AgentSpec = { instructions: '', capabilities: [], mcpServers: 
 
 /** What the composer offers of these connections under these pins: the names once each, and the rest. */
 function offer(pinned: Record<string, string>, connections: BoundConnection[], pinnedSources: Record<string, string> | null = null) {
-  const mcp = composeMcpTools(twoServers, pinned, connections);
-  return oneToolPerName([...mcp.tools], mcp.legacy, pinnedSources);
+  return offerOnce([], composeMcpTools(twoServers, pinned, connections), pinnedSources);
 }
 
 /** The pins a publish of `connections` writes. */
@@ -115,6 +114,19 @@ describe('MCP tools of a published version', () => {
     expect(tools.map((t) => t.toolId)).toEqual(['trusted-mail/send_email']);
     expect(canRunNow(tools[0], [])).toBe(true);
     expect(shadowed.map((t) => t.toolId)).toEqual(['community/send_email']);
+  });
+
+  it("keep a name a capability's tool holds with the tool pinned under it", () => {
+    const pinned = publish([community, trusted]);
+    const mcp = composeMcpTools(twoServers, pinned, [community, trusted]);
+    const own = { ...mcp.tools[0], capabilityId: 'mail', toolId: 'send_email', source: undefined, digest: 'another', pinnedDigest: mcp.tools[0].digest };
+    const { tools, shadowed } = offerOnce([own], mcp, null);
+    expect(tools.map((t) => t.toolId)).toEqual(['trusted-mail/send_email']);
+    expect(shadowed.map((t) => t.toolId)).toEqual(['send_email']);
+    // Without a clash, all of them in order, none walked.
+    const apart = offerOnce([{ ...own, name: 'send_mail' }], mcp, null);
+    expect(apart.tools.map((t) => t.toolId)).toEqual(['send_email', 'trusted-mail/send_email']);
+    expect(apart.shadowed).toEqual([]);
   });
 
   it('with no tool matching the pin, offer the name once, and it cannot run', () => {
@@ -217,7 +229,6 @@ describe('McpCompositions', () => {
     const [tool] = composed.tools;
     expect(() => ((tool as { digest: string }).digest = 'x')).toThrow(TypeError);
     expect(() => ((tool.declaration as { risk: string }).risk = 'read_only')).toThrow(TypeError);
-    expect(() => (composed.tools as unknown[]).push(tool)).toThrow(TypeError);
   });
 
   it('keeps at most MCP_COMPOSED_TOOLS_CACHED tools: the least recently built version is composed again', () => {

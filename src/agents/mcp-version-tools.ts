@@ -38,6 +38,8 @@ export interface McpComposition {
   tools: readonly VersionTool[];
   contributors: readonly { capabilityId: string; scopes: readonly string[] }[];
   legacy: ReadonlyMap<VersionTool, string>;
+  /** The names of `tools`, and whether each is offered once among them: what oneToolPerName needs to know of them. */
+  names: ReadonlySet<string>;
 }
 
 /** The tools of MCP compositions kept per node (McpCompositions): about 4 MB for 10,000. */
@@ -83,10 +85,14 @@ function sameConnections(a: readonly BoundConnection[], b: readonly BoundConnect
   );
 }
 
-/** Frozen one level down (the tools' schemas are the lists' own, frozen already): a build that changed a shared tool would change every later one. */
+/**
+ * Each tool frozen (the schemas are the lists' own, frozen already): a build that changed a shared
+ * tool would change every later one. The array is readonly by type only: V8 walks a frozen array
+ * of 10,000 (the executor's lookup by name) on a path many times slower.
+ */
 function frozen(c: McpComposition): McpComposition {
   for (const tool of c.tools) Object.freeze(Object.freeze(tool).declaration);
-  return Object.freeze({ tools: Object.freeze(c.tools), contributors: Object.freeze(c.contributors), legacy: c.legacy });
+  return Object.freeze({ tools: c.tools, contributors: Object.freeze(c.contributors), legacy: c.legacy, names: c.names });
 }
 
 /**
@@ -150,7 +156,24 @@ export function composeMcpTools(spec: AgentSpec, pinned: Record<string, string>,
       if (legacyMatch) legacy.set(tool, digest);
     }
   }
-  return { tools, contributors, legacy };
+  return { tools, contributors, legacy, names: new Set(tools.map((t) => t.name)) };
+}
+
+/**
+ * `tools` (a build's own, few) then the MCP tools, each name once (oneToolPerName). Without a clash,
+ * which is nearly always, nothing is walked but `tools`: a map of the names of 10,000 MCP tools
+ * built on every call was a third of a call of an agent binding that many (J-F2).
+ */
+export function offerOnce(
+  tools: readonly VersionTool[],
+  mcp: McpComposition,
+  pinnedSources: Readonly<Record<string, string>> | null,
+): { tools: readonly VersionTool[]; shadowed: VersionTool[] } {
+  const own = new Set(tools.map((t) => t.name));
+  const clash = mcp.names.size < mcp.tools.length || own.size < tools.length || tools.some((t) => mcp.names.has(t.name));
+  if (clash) return oneToolPerName(tools.concat(mcp.tools), mcp.legacy, pinnedSources);
+  // An agent of MCP servers only: their tools as composed (frozen), not a copy a call.
+  return { tools: tools.length === 0 ? mcp.tools : tools.concat(mcp.tools), shadowed: [] };
 }
 
 /**

@@ -5,7 +5,7 @@ import type { FieldError } from '../common/api-error';
 import { approvalReasonOf } from '../runtime/tool-policy';
 import type { BoundConnection } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import type { AgentSpec, VersionTool } from './built-version';
-import { composeMcpTools, McpCompositions, oneToolPerName, sourceOf } from './mcp-version-tools';
+import { composeMcpTools, McpCompositions, offerOnce, sourceOf } from './mcp-version-tools';
 import { ownEntry, ToolDefinitionFacts, toolDigest } from './digests';
 import { ToolReferences } from './tool-references';
 
@@ -52,7 +52,7 @@ export interface Composition {
   systemPrompt: string;
   settings: Record<string, unknown>;
   limits: { maxToolCallsPerRun?: number };
-  tools: VersionTool[];
+  tools: readonly VersionTool[];
   contributors: Contributor[];
   /** Offered names of the tools of capabilities that do not apply to the worker asking (see Applicability). */
   withheld: string[];
@@ -189,9 +189,8 @@ export class VersionComposer {
     // After the capabilities' tools, in binding order: MCP tools are data here like any other.
     // Only a published version's (memo): its spec and pins never change.
     const mcp = memo ? this.mcpCompositions.of(memo, spec, pinned, mcpConnections) : composeMcpTools(spec, pinned, mcpConnections);
-    tools.push(...mcp.tools);
     contributors.push(...mcp.contributors);
-    const offered = oneToolPerName(tools, mcp.legacy, pinnedSources);
+    const offered = offerOnce(tools, mcp, pinnedSources);
 
     return {
       systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),

@@ -262,7 +262,7 @@ describe('ToolExecutor', () => {
       expect([err.status, err.code]).toEqual([409, 'tool_definition_changed']);
       const unpinned = runnable({ name: 'fresh' });
       unpinned.pinnedDigest = undefined;
-      built.tools.push(unpinned);
+      built.tools = [...built.tools, unpinned];
       expect((await denial(() => call('fresh', { q: 'x' }))).code).toBe('tool_definition_changed');
     });
 
@@ -433,7 +433,7 @@ describe('ToolExecutor', () => {
     });
 
     it('checks the scopes again when the approved call runs, and leaves the approval pending', async () => {
-      built.tools.push(runnable({ name: 'scopedWrite', risk: 'mutating', scopes: ['crm:write'] }));
+      built.tools = [...built.tools, runnable({ name: 'scopedWrite', risk: 'mutating', scopes: ['crm:write'] })];
       const out = await call('scopedWrite', { q: 'x' });
       const revoked: ApiKeyPrincipal = { ...approverKey, orgScopes: [] };
       const err = await denial(() => approvals.approve(as(revoked), out.call.approvalId!, {}));
