@@ -576,6 +576,20 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(await accessibilityProblems(page)).toEqual([]);
     await shown.getByRole('button', { name: 'Done, hide the secret' }).click();
     expect(await page.getByText(secret).count()).toBe(0);
+    await page.getByText(/secret last rotated/).waitFor();
+
+    // Another admin rotates it meanwhile: this page's rotation is refused, not theirs retired, and the page read again.
+    await page.getByRole('button', { name: `Rotate the secret of ${receiver}` }).click();
+    const theirs = (await api('post', `/webhooks/${hook.id}/rotate-secret`, org.keys.admin).send({}).expect(200)).body as { secretRotatedAt: string };
+    await rotate.getByRole('button', { name: 'Rotate the secret' }).click();
+    await page.getByText(/Someone rotated this secret meanwhile/).waitFor();
+    expect(await page.getByRole('region', { name: 'New webhook secret' }).count()).toBe(0);
+    const listed = (await api('get', '/webhooks', org.keys.admin).expect(200)).body as { items: { id: string; secretRotatedAt: string }[] };
+    expect(listed.items.find((h) => h.id === hook.id)!.secretRotatedAt).toBe(theirs.secretRotatedAt);
+    // From theirs, read again, it goes through.
+    await rotate.getByRole('button', { name: 'Rotate the secret' }).click();
+    await page.getByRole('region', { name: 'New webhook secret' }).waitFor();
+    await page.getByRole('button', { name: 'Done, hide the secret' }).click();
 
     // At its cap of pending deliveries (as the sweep marks it), the endpoint says so and where the missed events are.
     await t.app

@@ -82,7 +82,13 @@ describe('webhook signing secret rotation (e2e)', () => {
     const { id, secret: old, receiver } = await endpoint(['agent.created', 'webhook.secret_rotated']);
     const before = Date.now();
     const res = await rotate(id).expect(200);
-    expect(res.body).toEqual({ id, secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/), previousSecretExpiresAt: expect.any(String) });
+    expect(res.body).toEqual({
+      id,
+      secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
+      previousSecretExpiresAt: expect.any(String),
+      secretRotatedAt: expect.any(String),
+    });
+    expect(Date.parse(res.body.secretRotatedAt)).toBeGreaterThanOrEqual(before - 5_000);
     const fresh: string = res.body.secret;
     expect(fresh).not.toBe(old);
     // The default window: a day.
@@ -194,6 +200,60 @@ describe('webhook signing secret rotation (e2e)', () => {
     const delivered = await deliveryOf(receiver, await agentCreated());
     expect(delivered.valid).toBe(true);
     expect(delivered.signature.split(' ')).toHaveLength(1);
+  });
+
+  it.each([
+    [{ ifSecretRotatedAt: 'yesterday' }],
+    [{ ifSecretRotatedAt: 17 }],
+    [{ ifSecretRotatedAt: '2026-02-30T00:00:00Z' }],
+    [{ ifSecretRotatedAt: `2026-01-01T00:00:00.${'0'.repeat(80)}Z` }],
+  ])('400 at ifSecretRotatedAt for %j, the secret unchanged', async (body) => {
+    const { id, receiver } = await endpoint(['agent.created']);
+    const res = await rotate(id, body).expect(400);
+    expect(res.body.code).toBe('invalid_request');
+    expect(res.body.errors.map((e: { path: string }) => e.path)).toEqual(expect.arrayContaining(['ifSecretRotatedAt']));
+    const delivered = await deliveryOf(receiver, await agentCreated());
+    expect(delivered.valid).toBe(true);
+    expect(delivered.signature.split(' ')).toHaveLength(1);
+  });
+
+  it('ifSecretRotatedAt: of two admins rotating from what they read, one is told the secret and the other 409, nothing changed by it', async () => {
+    const { id, secret: first, receiver } = await endpoint(['agent.created']);
+    const read = async () =>
+      (
+        await t.http
+          .get('/api/v1/webhooks?limit=200')
+          .set(...as('admin'))
+          .expect(200)
+      ).body.items.find((w: { id: string }) => w.id === id);
+    expect((await read()).secretRotatedAt).toBeNull();
+    // Both read "never rotated", and rotate at once.
+    const answers = await Promise.all([rotate(id, { ifSecretRotatedAt: null }), rotate(id, { ifSecretRotatedAt: null })]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+    const won = answers.find((a) => a.status === 200)!.body;
+    const lost = answers.find((a) => a.status === 409)!.body;
+    expect(lost).toMatchObject({ code: 'conflict', errors: [{ path: 'ifSecretRotatedAt', code: 'rotated_since' }] });
+    expect(lost.detail).toContain(won.secretRotatedAt);
+    expect((await read()).secretRotatedAt).toBe(won.secretRotatedAt);
+    // The secret the winner was told signs, beside the one it replaced; the loser's was never kept.
+    receiver.secret = won.secret;
+    const delivered = await deliveryOf(receiver, await agentCreated());
+    expect(delivered.valid).toBe(true);
+    expect(verifiesWith(delivered, first)).toBe(true);
+    expect(delivered.signature.split(' ')).toHaveLength(2);
+    // One audited rotation.
+    const audit = await t.http
+      .get('/api/v1/audit-events?type=webhook.secret_rotated&limit=200')
+      .set(...as('admin'))
+      .expect(200);
+    expect(audit.body.items.filter((e: { target: { id: string } }) => e.target.id === id)).toHaveLength(1);
+    // From what the winner was told, the next rotation goes through; from what the other read, it does not.
+    await rotate(id, { ifSecretRotatedAt: null }).expect(409);
+    const next = await rotate(id, { ifSecretRotatedAt: won.secretRotatedAt, keepPreviousForSeconds: 0 }).expect(200);
+    expect(next.body.secretRotatedAt > won.secretRotatedAt).toBe(true);
+    // Without the condition, as before: whatever happened since.
+    await rotate(id).expect(200);
+    await rotate(randomUUID(), { ifSecretRotatedAt: null }).expect(404);
   });
 
   it('a viewer or builder is 403; another organization, or a deleted endpoint, is 404 and the secret stays', async () => {

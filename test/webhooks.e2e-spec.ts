@@ -80,6 +80,7 @@ describe('webhooks (e2e)', () => {
       description: 'CI',
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
       createdAt: expect.any(String),
+      secretRotatedAt: null,
       backlog: { pending: 0, maxPending: 10_000, droppingSince: null, dropped: 0, firstDroppedAt: null, lastDroppedAt: null },
     });
     const one = await t.http

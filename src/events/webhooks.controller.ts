@@ -95,9 +95,12 @@ export class WebhooksController {
   })
   @ApiOkResponse({ type: RotatedWebhookSecretView, description: 'The new secret: the only answer that shows it.' })
   @ApiNotFoundResponse(ProblemResponse('No such endpoint in this organization (`not_found`).'))
-  @ApiBadRequestResponse(ProblemResponse('`keepPreviousForSeconds` is not an integer from 0 to 604800 (`invalid_request`).'))
+  @ApiBadRequestResponse(
+    ProblemResponse('`keepPreviousForSeconds` is not an integer from 0 to 604800, or `ifSecretRotatedAt` not a date-time (`invalid_request`).'),
+  )
+  @ApiConflictResponse(ProblemResponse('`ifSecretRotatedAt` is not when the secret was last rotated (`conflict`): nothing changed.'))
   rotateSecret(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: RotateWebhookSecretDto): Promise<RotatedWebhookSecretView> {
-    return this.webhooks.rotateSecret(ctx, id, dto.keepPreviousForSeconds ?? DEFAULT_KEEP_PREVIOUS_SECONDS);
+    return this.webhooks.rotateSecret(ctx, id, dto.keepPreviousForSeconds ?? DEFAULT_KEEP_PREVIOUS_SECONDS, dto.ifSecretRotatedAt);
   }
 
   @Get(':id/deliveries')

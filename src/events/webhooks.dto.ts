@@ -1,5 +1,19 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  ArrayUnique,
+  IsArray,
+  IsIn,
+  IsInt,
+  IsISO8601,
+  IsOptional,
+  IsString,
+  Max,
+  MaxLength,
+  Min,
+  MinLength,
+} from 'class-validator';
 import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
 import { PageQuery } from '../common/pagination';
 import type { DeliveryAttempt, DeliveryStatus, RotatedSecret, WebhookBacklog, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
@@ -72,6 +86,14 @@ export class WebhookView implements WebhookEndpoint {
   @ApiProperty({ type: [String] }) types: string[];
   @ApiProperty({ type: String, nullable: true }) description: string | null;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
+  @ApiProperty({
+    format: 'date-time',
+    type: String,
+    nullable: true,
+    description:
+      'When its signing secret was last replaced (`rotate-secret`); null: never since it was created. What a rotation may be made conditional on (`ifSecretRotatedAt`).',
+  })
+  secretRotatedAt: string | null;
   @ApiProperty({ type: WebhookBacklogView, description: 'Its pending deliveries against the cap, and the events the cap kept from it.' })
   backlog: WebhookBacklogView;
 }
@@ -101,6 +123,20 @@ export class RotateWebhookSecretDto {
   @Min(0)
   @Max(MAX_KEEP_PREVIOUS_SECONDS)
   keepPreviousForSeconds?: number;
+
+  @ApiPropertyOptional({
+    format: 'date-time',
+    type: String,
+    nullable: true,
+    maxLength: 64,
+    description:
+      "Rotate only if the secret was last replaced at this time (the endpoint's `secretRotatedAt`, to the millisecond; null: only if it never was). Otherwise `409 conflict` and nothing changes: another admin rotated it meanwhile, and theirs is the secret to keep. Absent: rotate whatever happened since.",
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  @IsISO8601({ strict: true, strictSeparator: true })
+  ifSecretRotatedAt?: string | null;
 }
 
 export class RotatedWebhookSecretView implements RotatedSecret {
@@ -117,6 +153,8 @@ export class RotatedWebhookSecretView implements RotatedSecret {
     description: 'Until when deliveries also carry a signature under the secret replaced; null when they no longer do (`keepPreviousForSeconds: 0`).',
   })
   previousSecretExpiresAt: string | null;
+  @ApiProperty({ format: 'date-time', description: "This rotation's time: the endpoint's `secretRotatedAt` from now on." })
+  secretRotatedAt: string;
 }
 
 export class WebhookPage {

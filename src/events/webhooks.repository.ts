@@ -17,6 +17,8 @@ export interface WebhookEndpoint {
   types: string[];
   description: string | null;
   createdAt: string;
+  /** When its signing secret was last replaced; null: never since it was created. */
+  secretRotatedAt: string | null;
   backlog: WebhookBacklog;
 }
 
@@ -37,6 +39,8 @@ export interface RotatedSecret {
   id: string;
   /** Until when deliveries are also signed with the secret replaced; null: they are not. */
   previousSecretExpiresAt: string | null;
+  /** This rotation's time: what the next rotation may name as `ifSecretRotatedAt`. */
+  secretRotatedAt: string;
 }
 
 export interface DeliveryAttempt {
@@ -67,6 +71,7 @@ interface EndpointRow {
   types: string[];
   description: string | null;
   created_at: Date;
+  secret_rotated_at: Date | null;
   pending: number;
   backlogged_at: Date | null;
   dropped: string;
@@ -75,7 +80,7 @@ interface EndpointRow {
 }
 
 /** An endpoint's columns as answers show them, `pending` counted up to `$2`. */
-const ENDPOINT_COLUMNS = `id, url, types, description, created_at, backlogged_at, dropped, dropped_first_at, dropped_last_at,
+const ENDPOINT_COLUMNS = `id, url, types, description, created_at, secret_rotated_at, backlogged_at, dropped, dropped_first_at, dropped_last_at,
   (SELECT count(*)::integer FROM (SELECT 1 FROM webhook_delivery d
      WHERE d.org_id = webhook_endpoint.org_id AND d.endpoint_id = webhook_endpoint.id AND d.status = 'pending' LIMIT $2) p) AS pending`;
 
@@ -115,7 +120,7 @@ export class WebhooksRepository {
       if ((await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL')) >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, url_sealed, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         RETURNING id, url, types, description, created_at, backlogged_at, dropped, dropped_first_at, dropped_last_at, 0 AS pending`,
+         RETURNING id, url, types, description, created_at, secret_rotated_at, backlogged_at, dropped, dropped_first_at, dropped_last_at, 0 AS pending`,
         [endpoint.id, orgId, endpoint.url, endpoint.urlSealed, endpoint.types, endpoint.description, endpoint.secretSealed],
       );
       await this.audit.record(m, event);
@@ -157,29 +162,46 @@ export class WebhooksRepository {
   /**
    * Gives the endpoint a new signing secret, keeping the current one as the previous for
    * `keepSeconds` (none at 0; a previous one still kept is dropped: one at a time), with the event
-   * `event` builds from the outcome, in one transaction. Undefined when there is no such live endpoint.
+   * `event` builds from the outcome, in one transaction. `ifRotatedAt` (when given): only if the
+   * secret was last replaced at that millisecond (null: never), else `{ rotatedSince }` with when it
+   * was. Undefined when there is no such live endpoint.
    */
   async rotateSecret(
     orgId: string,
     id: string,
     secretSealed: string,
     keepSeconds: number,
+    ifRotatedAt: Date | null | undefined,
     event: (rotated: RotatedSecret & { url: string }) => AuditEventInput,
-  ): Promise<RotatedSecret | undefined> {
+  ): Promise<RotatedSecret | { rotatedSince: string | null } | undefined> {
     return this.dataSource.transaction(async (m) => {
       // The right-hand secret_sealed is the row's value before this UPDATE; the expiry is the
-      // database's clock, which the dispatcher's claim compares it with.
-      const [rows]: [{ id: string; url: string; previous_secret_expires_at: Date | null }[], number] = await m.query(
+      // database's clock, which the dispatcher's claim compares it with. A rotation committed
+      // meanwhile is waited for and the condition read again on its row (READ COMMITTED).
+      const [rows]: [{ id: string; url: string; previous_secret_expires_at: Date | null; secret_rotated_at: Date }[], number] = await m.query(
         `UPDATE webhook_endpoint SET
            previous_secret_sealed = CASE WHEN $4::integer > 0 THEN secret_sealed END,
            previous_secret_expires_at = CASE WHEN $4::integer > 0 THEN now() + $4::integer * interval '1 second' END,
-           secret_sealed = $3
+           secret_sealed = $3,
+           secret_rotated_at = now()
          WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL
-         RETURNING id, url, previous_secret_expires_at`,
-        [orgId, id, secretSealed, keepSeconds],
+           AND (NOT $5::boolean OR date_trunc('milliseconds', secret_rotated_at) IS NOT DISTINCT FROM $6::timestamptz)
+         RETURNING id, url, previous_secret_expires_at, secret_rotated_at`,
+        [orgId, id, secretSealed, keepSeconds, ifRotatedAt !== undefined, ifRotatedAt ?? null],
       );
-      if (!rows[0]) return undefined;
-      const rotated: RotatedSecret = { id: rows[0].id, previousSecretExpiresAt: iso(rows[0].previous_secret_expires_at) };
+      if (!rows[0]) {
+        if (ifRotatedAt === undefined) return undefined;
+        const [now]: { secret_rotated_at: Date | null }[] = await m.query(
+          `SELECT secret_rotated_at FROM webhook_endpoint WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+          [orgId, id],
+        );
+        return now && { rotatedSince: iso(now.secret_rotated_at) };
+      }
+      const rotated: RotatedSecret = {
+        id: rows[0].id,
+        previousSecretExpiresAt: iso(rows[0].previous_secret_expires_at),
+        secretRotatedAt: iso(rows[0].secret_rotated_at)!,
+      };
       await this.audit.record(m, event({ ...rotated, url: shownUrl(rows[0].url) }));
       return rotated;
     });
@@ -242,6 +264,7 @@ function toEndpoint(r: EndpointRow, maxPending: number): WebhookEndpoint {
     types: r.types,
     description: r.description,
     createdAt: iso(r.created_at)!,
+    secretRotatedAt: iso(r.secret_rotated_at),
     backlog: {
       pending: Number(r.pending),
       maxPending,

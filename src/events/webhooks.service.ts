@@ -79,18 +79,41 @@ export class WebhooksService implements OnApplicationBootstrap {
    * beside it (Standard Webhooks' rotation: two `v1,` signatures, the new one first) for
    * `keepPreviousForSeconds`, so receivers move to the new one without refusing a delivery.
    */
-  async rotateSecret(ctx: RequestContext, id: string, keepPreviousForSeconds: number): Promise<RotatedSecret & { secret: string }> {
+  async rotateSecret(
+    ctx: RequestContext,
+    id: string,
+    keepPreviousForSeconds: number,
+    ifSecretRotatedAt?: string | null,
+  ): Promise<RotatedSecret & { secret: string }> {
     const orgId = orgIdOf(ctx);
     const secret = newSecret();
-    const rotated = await this.repo.rotateSecret(orgId, id, this.secrets.seal(secret), keepPreviousForSeconds, ({ url, previousSecretExpiresAt }) => ({
-      type: 'webhook.secret_rotated',
+    const condition = ifSecretRotatedAt === undefined || ifSecretRotatedAt === null ? ifSecretRotatedAt : new Date(ifSecretRotatedAt);
+    const rotated = await this.repo.rotateSecret(
       orgId,
-      actor: actorOf(ctx.principal),
-      target: { type: 'webhook', id },
-      data: { url, previousSecretExpiresAt },
-    }));
+      id,
+      this.secrets.seal(secret),
+      keepPreviousForSeconds,
+      condition,
+      ({ url, previousSecretExpiresAt }) => ({
+        type: 'webhook.secret_rotated',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'webhook', id },
+        data: { url, previousSecretExpiresAt },
+      }),
+    );
     if (!rotated) throw ApiError.notFound('webhook');
-    return { id: rotated.id, secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt };
+    if ('rotatedSince' in rotated) {
+      // Another rotation came first: its secret is the one to keep, and this one changed nothing.
+      throw new ApiError(
+        'conflict',
+        rotated.rotatedSince === null
+          ? 'The secret was never rotated; read the webhook again.'
+          : `The secret was rotated at ${rotated.rotatedSince}, since the time given; read the webhook again before rotating it.`,
+        [{ path: 'ifSecretRotatedAt', code: 'rotated_since', message: 'not when the secret was last rotated' }],
+      );
+    }
+    return { id: rotated.id, secret, previousSecretExpiresAt: rotated.previousSecretExpiresAt, secretRotatedAt: rotated.secretRotatedAt };
   }
 
   async deliveries(ctx: RequestContext, id: string, query: PageQuery & { status?: DeliveryStatus }): Promise<Page<WebhookDelivery>> {

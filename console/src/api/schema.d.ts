@@ -1527,6 +1527,11 @@ export interface components {
             id: string;
             /** @description The signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
             secret: string;
+            /**
+             * Format: date-time
+             * @description When its signing secret was last replaced (`rotate-secret`); null: never since it was created. What a rotation may be made conditional on (`ifSecretRotatedAt`).
+             */
+            secretRotatedAt: string | null;
             types: string[];
             /** @description The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
@@ -1980,8 +1985,18 @@ export interface components {
             previousSecretExpiresAt: string | null;
             /** @description The new signing secret (Standard Webhooks `whsec_…`). Shown in this answer only: store it now. */
             secret: string;
+            /**
+             * Format: date-time
+             * @description This rotation's time: the endpoint's `secretRotatedAt` from now on.
+             */
+            secretRotatedAt: string;
         };
         RotateWebhookSecretDto: {
+            /**
+             * Format: date-time
+             * @description Rotate only if the secret was last replaced at this time (the endpoint's `secretRotatedAt`, to the millisecond; null: only if it never was). Otherwise `409 conflict` and nothing changes: another admin rotated it meanwhile, and theirs is the secret to keep. Absent: rotate whatever happened since.
+             */
+            ifSecretRotatedAt?: string | null;
             /**
              * @description How long deliveries keep being signed with the secret replaced too (a second `v1,` signature), so receivers can switch without refusing one. 0: from now on only the new secret signs.
              * @default 86400
@@ -2244,6 +2259,11 @@ export interface components {
             description: string | null;
             /** Format: uuid */
             id: string;
+            /**
+             * Format: date-time
+             * @description When its signing secret was last replaced (`rotate-secret`); null: never since it was created. What a rotation may be made conditional on (`ifSecretRotatedAt`).
+             */
+            secretRotatedAt: string | null;
             types: string[];
             /** @description The URL, its query values and token-shaped path segments shown as `[redacted]` (the URL itself is kept sealed). */
             url: string;
@@ -8262,7 +8282,7 @@ export interface operations {
                     "application/json": components["schemas"]["RotatedWebhookSecretView"];
                 };
             };
-            /** @description `keepPreviousForSeconds` is not an integer from 0 to 604800 (`invalid_request`). */
+            /** @description `keepPreviousForSeconds` is not an integer from 0 to 604800, or `ifSecretRotatedAt` not a date-time (`invalid_request`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8291,6 +8311,15 @@ export interface operations {
             };
             /** @description No such endpoint in this organization (`not_found`). */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description `ifSecretRotatedAt` is not when the secret was last rotated (`conflict`): nothing changed. */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };

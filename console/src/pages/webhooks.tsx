@@ -57,7 +57,8 @@ export function WebhooksPage() {
             </h2>
             {h.description && <p>{h.description}</p>}
             <p className="muted">
-              {h.types.includes('*') ? 'Every event type' : h.types.join(', ')} · since {formatTime(h.createdAt)} · {h.backlog.pending} pending
+              {h.types.includes('*') ? 'Every event type' : h.types.join(', ')} · since {formatTime(h.createdAt)} · secret{' '}
+              {h.secretRotatedAt ? `last rotated ${formatTime(h.secretRotatedAt)}` : 'never rotated'} · {h.backlog.pending} pending
             </p>
             <Backlog backlog={h.backlog} />
             <div className="actions">
@@ -75,10 +76,13 @@ export function WebhooksPage() {
               <RotateSecret
                 id={h.id}
                 url={h.url}
+                rotatedAt={h.secretRotatedAt}
                 onRotated={(secret, previousUntil) => {
                   setRotating(undefined);
                   setCreated({ url: h.url, secret, previousUntil });
+                  hooks.reload();
                 }}
+                onStale={hooks.reload}
               />
             )}
             {open === h.id && <Deliveries id={h.id} />}
@@ -123,8 +127,24 @@ const KEEP_PREVIOUS: [number, string][] = [
   [0, 'no time: sign with the new secret only'],
 ];
 
-/** A new signing secret for a leaked or scheduled rotation; the old one keeps signing beside it for a while. */
-function RotateSecret({ id, url, onRotated }: { id: string; url: string; onRotated(secret: string, previousUntil: string | null): void }) {
+/**
+ * A new signing secret for a leaked or scheduled rotation; the old one keeps signing beside it for a
+ * while. Only from the rotation this page shows (`ifSecretRotatedAt`): another admin's rotation since
+ * is refused, not silently retired, and the page is read again.
+ */
+function RotateSecret({
+  id,
+  url,
+  rotatedAt,
+  onRotated,
+  onStale,
+}: {
+  id: string;
+  url: string;
+  rotatedAt: string | null;
+  onRotated(secret: string, previousUntil: string | null): void;
+  onStale(): void;
+}) {
   const { api } = useSession();
   const [keep, setKeep] = useState(KEEP_PREVIOUS[0][0]);
   const [error, setError] = useState<string>();
@@ -134,9 +154,16 @@ function RotateSecret({ id, url, onRotated }: { id: string; url: string; onRotat
     setError(undefined);
     setBusy(true);
     try {
-      const rotated = await ok(api.POST('/api/v1/webhooks/{id}/rotate-secret', { params: { path: { id } }, body: { keepPreviousForSeconds: keep } }));
+      const rotated = await ok(
+        api.POST('/api/v1/webhooks/{id}/rotate-secret', { params: { path: { id } }, body: { keepPreviousForSeconds: keep, ifSecretRotatedAt: rotatedAt } }),
+      );
       onRotated(rotated.secret, rotated.previousSecretExpiresAt ?? null);
     } catch (err) {
+      if (err instanceof ProblemError && err.problem.status === 409) {
+        setError(`Someone rotated this secret meanwhile: ask them for it, or rotate again from theirs. (${messageOf(err)})`);
+        onStale();
+        return;
+      }
       setError(messageOf(err));
     } finally {
       setBusy(false);
