@@ -1,10 +1,11 @@
 import { LruCache } from '../common/lru-cache';
 import type { BoundConnection, ConnectionTool } from '../mcp-catalog/connections/mcp-connection-sync.service';
+import { NO_TOOLS } from '../mcp-catalog/connections/mcp-tools';
 import type { RegisteredMcpServer } from '../mcp-catalog/mcp-server-registry.service';
 import { canRunNow } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
 import { legacyMcpToolDigest, mcpToolDigest } from './digests';
-import { composeMcpTools, MCP_COMPOSED_TOOLS_CACHED, McpCompositions, offerOnce, oneToolPerName, sourceOf } from './mcp-version-tools';
+import { composeMcpTools, MCP_COMPOSED_BYTES, McpCompositions, offerOnce, oneToolPerName, sourceOf } from './mcp-version-tools';
 
 describe('composeMcpTools', () => {
   const id = '00000000-0000-4000-8000-000000000001';
@@ -24,7 +25,7 @@ describe('composeMcpTools', () => {
       },
     );
     const tools = [{ name: 'lookup', description: 'Looks up.', inputSchema, risk: 'read_only' as const }];
-    return { bound: { id, name: 'vendor', server: 'remote', entry, tools, digests: new LruCache(100) }, reads: () => reads };
+    return { bound: { id, name: 'vendor', server: 'remote', entry, tools, chars: 200, digests: new LruCache(100) }, reads: () => reads };
   }
   const facts = (over: Partial<Parameters<typeof mcpToolDigest>[0]> = {}) =>
     mcpToolDigest({
@@ -76,6 +77,7 @@ const community: BoundConnection = {
   server: 'remote',
   entry: anyEntry,
   tools: [],
+  chars: 2,
   digests: new LruCache(100),
 };
 const trusted: BoundConnection = {
@@ -84,10 +86,16 @@ const trusted: BoundConnection = {
   server: 'remote',
   entry: anyEntry,
   tools: [sendEmail],
+  chars: 200,
   digests: new LruCache(100),
 };
 /** The connection listing `tools` instead: another list, so a memo of its own (as each stored list has). */
-const listing = (c: BoundConnection, tools: ConnectionTool[]): BoundConnection => ({ ...c, tools, digests: new LruCache(100) });
+const listing = (c: BoundConnection, tools: ConnectionTool[]): BoundConnection => ({
+  ...c,
+  tools,
+  chars: JSON.stringify(tools).length,
+  digests: new LruCache(100),
+});
 const twoServers: AgentSpec = { instructions: '', capabilities: [], mcpServers: [{ connection: community.id }, { connection: trusted.id }] };
 
 /** What the composer offers of these connections under these pins: the names once each, and the rest. */
@@ -172,7 +180,7 @@ describe('MCP tools of a published version', () => {
 
     it('a build with a copy leaves the tools it shares with other builds as they were: one alone still runs under the pin', () => {
       const compositions = new McpCompositions();
-      const version = {};
+      const version = 'org/agent/1';
       const copy = listing(community, [sendEmail]);
       const alone = compositions.of(version, twoServers, { send_email: legacyPin }, [community, trusted]);
       oneToolPerName([...alone.tools, ...composeMcpTools(twoServers, {}, [copy]).tools], alone.legacy);
@@ -199,13 +207,17 @@ describe('McpCompositions', () => {
 
   it('composes a version once while its connections bind the same lists under the same names', () => {
     const compositions = new McpCompositions();
-    const version = {};
+    const version = 'org/agent/1';
     const first = compositions.of(version, spec, pinned, [community, trusted]);
     // Another build reads the connections again: other objects, the same lists.
     expect(compositions.of(version, spec, pinned, [{ ...community }, { ...trusted }])).toBe(first);
     expect(first.tools.map((t) => [t.toolId, t.digest === t.pinnedDigest])).toEqual([['trusted-mail/send_email', true]]);
     // Another version (its own spec and pins) is composed on its own.
-    expect(compositions.of({}, spec, {}, [community, trusted])).not.toBe(first);
+    expect(compositions.of('org/agent/2', spec, {}, [community, trusted])).not.toBe(first);
+    // A connection past the bound offers nothing, the same nothing each build.
+    const over = () => ({ ...trusted, tools: NO_TOOLS, chars: 0, overBound: true });
+    const without = compositions.of('org/agent/3', spec, pinned, [community, over()]);
+    expect(compositions.of('org/agent/3', spec, pinned, [community, over()])).toBe(without);
   });
 
   it.each([
@@ -213,10 +225,10 @@ describe('McpCompositions', () => {
     ['renamed', (c: BoundConnection) => ({ ...c, name: 'mail' })],
     ['under a risk override', (c: BoundConnection) => ({ ...c, tools: [{ ...sendEmail, risk: 'read_only' as const }] })],
     ['no longer in the catalog', (c: BoundConnection) => ({ ...c, entry: undefined })],
-    ['past the bound', (c: BoundConnection) => ({ ...c, tools: [], overBound: true })],
+    ['past the bound', (c: BoundConnection) => ({ ...c, tools: NO_TOOLS, chars: 0, overBound: true })],
   ])('composes again when a connection is %s, and what it offers shows it', (_, change) => {
     const compositions = new McpCompositions();
-    const version = {};
+    const version = 'org/agent/1';
     const first = compositions.of(version, spec, pinned, [community, trusted]);
     const changed = compositions.of(version, spec, pinned, [community, change(trusted)]);
     expect(changed).not.toBe(first);
@@ -225,21 +237,23 @@ describe('McpCompositions', () => {
   });
 
   it('shares nothing a build can change', () => {
-    const composed = new McpCompositions().of({}, spec, pinned, [community, trusted]);
+    const composed = new McpCompositions().of('org/agent/1', spec, pinned, [community, trusted]);
     const [tool] = composed.tools;
     expect(() => ((tool as { digest: string }).digest = 'x')).toThrow(TypeError);
     expect(() => ((tool.declaration as { risk: string }).risk = 'read_only')).toThrow(TypeError);
   });
 
-  it('keeps at most MCP_COMPOSED_TOOLS_CACHED tools: the least recently built version is composed again', () => {
+  it('keeps about MCP_COMPOSED_BYTES of them, lists and tools weighed: the least recently built version is composed again', () => {
     const many = Array.from({ length: 500 }, (_, i) => ({ ...sendEmail, name: `tool_${i}` }));
-    const big = listing(trusted, many);
+    // A list of 500 tools stored as 1 MiB of JSON: each version keeping it weighs 2 MiB and 500 tools.
+    const big = { ...listing(trusted, many), chars: 1024 * 1024 };
     const bigSpec: AgentSpec = { ...spec, mcpServers: [{ connection: trusted.id }] };
     const compositions = new McpCompositions();
-    const versions = Array.from({ length: MCP_COMPOSED_TOOLS_CACHED / 500 }, () => ({}));
+    const fits = Math.floor(MCP_COMPOSED_BYTES / (2 * 1024 * 1024 + 400 * 501));
+    const versions = Array.from({ length: fits + 1 }, (_, i) => `org/agent/${i + 1}`);
     const made = versions.map((v) => compositions.of(v, bigSpec, {}, [big]));
-    // Each kept version weighs its tools and one more: the first no longer fits.
     expect(compositions.of(versions[0], bigSpec, {}, [big])).not.toBe(made[0]);
     expect(compositions.of(versions.at(-1)!, bigSpec, {}, [big])).toBe(made.at(-1));
+    expect(compositions.of(versions[2], bigSpec, {}, [big])).toBe(made[2]);
   });
 });

@@ -42,26 +42,33 @@ export interface McpComposition {
   names: ReadonlySet<string>;
 }
 
-/** The tools of MCP compositions kept per node (McpCompositions): about 4 MB for 10,000. */
-export const MCP_COMPOSED_TOOLS_CACHED = 50_000;
+/**
+ * What the MCP compositions a node keeps (McpCompositions) may hold alive together, about, in
+ * bytes: each weighs its lists (their JSON's characters, twice: the tools it keeps hold the lists'
+ * strings and schemas, even once the lists' own cache has let them go) and its tools (a few hundred
+ * bytes each). Six versions at row 101's bound (4 MiB of lists, 10,000 tools), or thousands of usual ones.
+ */
+export const MCP_COMPOSED_BYTES = 64 * 1024 * 1024;
+const BYTES_PER_COMPOSED_TOOL = 400;
 
 /**
  * The MCP part of each published version's last build, kept while the lists it was made of are the
  * ones bound: a build composed every tool of every bound list again, 10,000 for an agent at row
- * 101's bound, and a call of such an agent took 40 ms of a quiet node's event loop, 280 to 500 ms of
- * a busy one's (attack round 12, J-F2). A version's spec and pins never change, and a connection's
- * tools are the same frozen array while its list, trust and risk overrides are (McpConnectionSync
- * .bound), so what it was made of is known by identity: a renamed connection, a list listed again,
- * a changed override or a catalog entry gone is a miss, composed again. Bounded by the tools kept.
+ * 101's bound, and a call of such an agent took 34 ms of a quiet node's CPU, 280 to 500 ms on a
+ * busy one (attack round 12, J-F2). A version's spec and pins never change, and a connection's
+ * tools are the same array while its list, trust and risk overrides are (McpConnectionSync.bound),
+ * so what it was made of is known by identity: a renamed connection, a list listed again, a
+ * changed override or a catalog entry gone is a miss, composed again. Kept by the version's key,
+ * not its cached row (which the versions' own cache must be free to let go), within MCP_COMPOSED_BYTES.
  */
 export class McpCompositions {
-  private readonly kept = new LruCache<object, { from: readonly BoundConnection[]; composed: McpComposition }>(MCP_COMPOSED_TOOLS_CACHED, {
-    max: MCP_COMPOSED_TOOLS_CACHED,
-    of: (k) => k.composed.tools.length + 1,
+  private readonly kept = new LruCache<string, { from: readonly BoundConnection[]; composed: McpComposition }>(10_000, {
+    max: MCP_COMPOSED_BYTES,
+    of: (k) => k.from.reduce((chars, c) => chars + 2 * c.chars, 0) + BYTES_PER_COMPOSED_TOOL * (k.composed.tools.length + 1),
   });
 
-  /** `version`: what identifies the published version (its frozen memo); its spec and pins must never change under it. */
-  of(version: object, spec: AgentSpec, pinned: Record<string, string>, connections: readonly BoundConnection[]): McpComposition {
+  /** `version`: `<org>/<agent>/<number>` of a published version, whose spec and pins never change. */
+  of(version: string, spec: AgentSpec, pinned: Record<string, string>, connections: readonly BoundConnection[]): McpComposition {
     const known = this.kept.get(version);
     if (known && sameConnections(known.from, connections)) return known.composed;
     const composed = frozen(composeMcpTools(spec, pinned, connections));

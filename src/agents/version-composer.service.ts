@@ -188,7 +188,10 @@ export class VersionComposer {
 
     // After the capabilities' tools, in binding order: MCP tools are data here like any other.
     // Only a published version's (memo): its spec and pins never change.
-    const mcp = memo ? this.mcpCompositions.of(memo, spec, pinned, mcpConnections) : composeMcpTools(spec, pinned, mcpConnections);
+    const mcp =
+      memo && agent.version !== null
+        ? this.mcpCompositions.of(`${org.id}/${agent.id}/${agent.version}`, spec, pinned, mcpConnections)
+        : composeMcpTools(spec, pinned, mcpConnections);
     contributors.push(...mcp.contributors);
     const offered = offerOnce(tools, mcp, pinnedSources);
 

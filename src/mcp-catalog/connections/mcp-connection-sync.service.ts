@@ -6,7 +6,7 @@ import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, NO_TOOLS, riskOf, toolListDiff } from './mcp-tools';
 import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
 import type { ToolRisk } from '../../capabilities/capability.types';
@@ -87,7 +87,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
       const entry = this.registry.get(r.server);
       const trust = entry?.definition.trustAnnotations ?? false;
       if (!fits.has(r.id)) {
-        bound.push({ id: r.id, name: r.name, server: r.server, entry, tools: [], overBound: true, digests: new LruCache<string, string>(1) });
+        bound.push({ id: r.id, name: r.name, server: r.server, entry, tools: NO_TOOLS, chars: 0, overBound: true, digests: new LruCache<string, string>(1) });
         continue;
       }
       const list = await this.lists.of(r);
@@ -97,6 +97,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
         server: r.server,
         entry,
         tools: withRisk(list, trust, r.risk_overrides),
+        chars: list.chars,
         digests: list.digests,
       });
     }
@@ -226,9 +227,11 @@ function withinBound(ids: readonly string[], rows: readonly McpConnectionSummary
  * round 12, J-F2), and the same array each time lets the composer keep what it made of it.
  */
 function withRisk(list: StoredToolList, trust: boolean, overrides: Record<string, ToolRisk>): readonly ConnectionTool[] {
+  if (list.tools.length === 0) return NO_TOOLS;
   const key = `${trust}/${JSON.stringify(overrides)}`;
   if (list.risked?.key === key) return list.risked.tools;
-  const tools = Object.freeze(list.tools.map((t) => Object.freeze({ ...t, risk: riskOf(t, trust, ownRisk(overrides, t.name)).risk })));
+  // The tools frozen, the array readonly by type only: V8 walks a frozen array of hundreds slowly.
+  const tools = list.tools.map((t) => Object.freeze({ ...t, risk: riskOf(t, trust, ownRisk(overrides, t.name)).risk }));
   list.risked = { key, tools };
   return tools;
 }

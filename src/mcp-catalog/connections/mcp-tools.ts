@@ -26,8 +26,10 @@ export interface BoundConnection {
   name: string;
   server: string;
   entry: RegisteredMcpServer | undefined;
-  /** Frozen, and the same array while the list, its trust and its risk overrides are (the composer's memo depends on it). */
+  /** Each frozen, and the same array while the list, its trust and its risk overrides are (the composer's memo depends on it). */
   tools: readonly ConnectionTool[];
+  /** The stored list's length as JSON (0 when not read): what keeping something made of the list holds alive. */
+  chars: number;
   /**
    * True when the connection's list was not read because the version's bound lists before it and
    * it weigh more than BOUND_LISTS_MAX_BYTES together: it offers nothing (publish refuses it).
@@ -61,6 +63,9 @@ export const MAX_LIST_CHARS = 4 * 1024 * 1024;
  * event loop a call (attack round 12, J-F1).
  */
 export const BOUND_LISTS_MAX_BYTES = MAX_LIST_CHARS;
+
+/** A connection's tools when it offers none: always the same array, so what was composed of it is known to be unchanged. */
+export const NO_TOOLS: readonly ConnectionTool[] = Object.freeze([]);
 
 /** A server that lists more is refused: what an agent is offered must stay reviewable. */
 export const MAX_LISTED_TOOLS = 500;

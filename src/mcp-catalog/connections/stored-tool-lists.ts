@@ -16,6 +16,8 @@ export interface StoredToolList {
   digests: LruCache<string, string>;
   /** The tools with their effective risk, as last asked (McpConnectionSync.bound): `key` names the trust and overrides. */
   risked?: { key: string; tools: readonly ConnectionTool[] };
+  /** The list's length as JSON. */
+  chars: number;
 }
 
 /** Lists kept per node, by the length of their JSON: a few lists at the 4 MiB cap, or thousands of common ones. */
@@ -27,7 +29,6 @@ export const STORED_LISTS_CACHED_CHARS = 16 * 1024 * 1024;
 export const STORED_LISTS_CACHED_CHARS_PER_ORG = STORED_LISTS_CACHED_CHARS / 4;
 
 interface Kept extends StoredToolList {
-  chars: number;
   orgId: string;
 }
 
@@ -65,7 +66,7 @@ export class StoredToolLists {
       if (now) return now;
       const read = await this.repository.getTools(row.org_id, row.id);
       // Deleted since: a connection with nothing listed (a published version shows its tools as drift).
-      if (!read) return { tools: [], digests: new LruCache<string, string>(1) };
+      if (!read) return { tools: [], digests: new LruCache<string, string>(1), chars: 0 };
       // Synced since the row was read: the newer list, under its own digest.
       return this.keep(row.org_id, `${row.id}/${read.digest}`, JSON.parse(read.json) as ListedMcpTool[], read.json.length);
     });
