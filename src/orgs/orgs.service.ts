@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
-import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
+import { ApiKeysRepository, ApiKeyRow, holdAuthority } from '../auth/api-keys.repository';
 import { actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
@@ -97,7 +97,13 @@ export class OrgsService {
     const roles = [...new Set(dto.roles)];
     return this.orgs.dataSource.transaction(async (m) => {
       if (!(await this.orgs.exists(orgId, m))) throw ApiError.notFound('organization');
-      if ((await this.keys.countActiveUnderLock(orgId, m)) >= MAX_ACTIVE_API_KEYS_PER_ORG) {
+      const active = await this.keys.countActiveUnderLock(orgId, m);
+      // Creations queue behind one another on the count's lock: a key revoked meanwhile makes no more
+      // keys (its row is held from here, so a revocation waits for this one key at most).
+      if (ctx.principal.type === 'api_key' && !(await holdAuthority(m, orgId, ctx.principal.id))?.keyLive) {
+        throw ApiError.unauthorized('The key was revoked while this request waited; no key was made.');
+      }
+      if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
       const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token) }, m);

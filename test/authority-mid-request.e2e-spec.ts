@@ -1,0 +1,207 @@
+import { QueryRunner } from 'typeorm';
+import { ToolImplementations } from '../src/runtime/tool-implementations';
+import { bearer } from './support/test-app';
+import { countRows, hardeningWorld, HardeningWorld } from './support/hardening';
+
+/**
+ * Attack round 13, M-F1 and M-F2: a request is authorized with the key and the organization's
+ * scopes as they were when it arrived, and an approval or a new key was written with that
+ * authority however long the request took to get there. An approval clicked while the platform
+ * admin removed the scope its tool needs, or by an approver key being revoked, ran the tool after
+ * the removal or the revocation had committed; key creations of an admin key queued behind one
+ * another (they count under one lock per organization) each made a new key after that key's
+ * revocation had committed. The decision, and the creation, now lock the organization's scopes and
+ * their own key, and see the removal or the revocation that committed first.
+ */
+const onRealServer = Boolean(process.env.DATABASE_URL);
+const itOnRealServer = onRealServer ? it : it.skip;
+
+jest.setTimeout(120_000);
+
+describe('authority changed while a request was under way (e2e, attack round 13 M-F1, M-F2)', () => {
+  let h: HardeningWorld;
+  let holder: QueryRunner | undefined;
+  const keys = () => h.world.org.keys;
+  const orgId = () => h.world.org.id;
+  const platform = () => bearer(h.t.adminToken);
+
+  beforeAll(async () => {
+    h = await hardeningWorld({ config: { sweepIntervalMs: 3_600_000 } });
+    await h.t.http
+      .put(`/api/v1/agents/${h.agentId}/draft`)
+      .set(...bearer(keys().builder))
+      .send({ instructions: 'Remembers, after asking.', capabilities: [{ id: 'memory-write' }] })
+      .expect(200);
+    await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/publish`)
+      .set(...bearer(keys().builder))
+      .expect(201);
+  }, 120_000);
+  afterEach(async () => {
+    jest.restoreAllMocks();
+    if (holder?.isTransactionActive) await holder.rollbackTransaction();
+    await holder?.release();
+    holder = undefined;
+  });
+  afterAll(() => h.t.close());
+
+  async function pendingRemember(content: string): Promise<string> {
+    const res = await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/tool-calls`)
+      .set(...bearer(keys().agent))
+      .send({ tool: 'remember', arguments: { content } })
+      .expect(202);
+    return res.body.approvalId;
+  }
+
+  const approvalStatus = async (id: string) =>
+    (
+      await h.t.http
+        .get(`/api/v1/approvals/${id}`)
+        .set(...bearer(keys().viewer))
+        .expect(200)
+    ).body.status;
+
+  /** Runs `meanwhile` once, after the approval's guards built the version and before it decides. */
+  function whileDeciding(meanwhile: () => Promise<unknown>): void {
+    const implementations = h.t.app.get(ToolImplementations);
+    const build = implementations.build.bind(implementations);
+    jest.spyOn(implementations, 'build').mockImplementationOnce(async (...args: Parameters<ToolImplementations['build']>) => {
+      const built = await build(...args);
+      await meanwhile();
+      return built;
+    });
+  }
+
+  async function newKey(roles: string[], token = h.t.adminToken): Promise<{ id: string; token: string }> {
+    const res = await h.t.http
+      .post(`/api/v1/orgs/${orgId()}/api-keys`)
+      .set(...bearer(token))
+      .send({ name: `${roles.join('-')}-${Math.random().toString(36).slice(2, 8)}`, roles })
+      .expect(201);
+    return { id: res.body.id, token: res.body.token };
+  }
+
+  it('an approval decided after the platform removed the scope its tool needs is refused 403 scope_not_granted, still pending, nothing run', async () => {
+    const approvalId = await pendingRemember('Keeps bees');
+    const memories = await countRows(h.ds, 'agent_memory');
+    whileDeciding(() =>
+      h.t.http
+        .put(`/api/v1/orgs/${orgId()}/scopes`)
+        .set(...platform())
+        .send({ scopes: ['knowledge:read', 'memory:read'] })
+        .expect(200),
+    );
+    try {
+      const res = await h.t.http
+        .post(`/api/v1/approvals/${approvalId}/approve`)
+        .set(...bearer(keys().approver))
+        .send({});
+      expect({ status: res.status, code: res.body.code, missing: res.body.missingScopes }).toEqual({
+        status: 403,
+        code: 'scope_not_granted',
+        missing: ['memory:write'],
+      });
+      expect(await approvalStatus(approvalId)).toBe('pending');
+      expect(await countRows(h.ds, 'agent_memory')).toBe(memories);
+      const [call]: { status: string }[] = await h.ds.query(`SELECT status FROM tool_call WHERE approval_id = $1`, [approvalId]);
+      expect(call.status).toBe('pending_approval');
+    } finally {
+      await h.t.http
+        .put(`/api/v1/orgs/${orgId()}/scopes`)
+        .set(...platform())
+        .send({ scopes: ['knowledge:read', 'memory:read', 'memory:write'] })
+        .expect(200);
+    }
+    // With the scope granted again, another approver decides it: it runs, once.
+    const res = await h.t.http
+      .post(`/api/v1/approvals/${approvalId}/approve`)
+      .set(...bearer(keys().approver))
+      .send({});
+    expect(res.status).toBe(200);
+    expect(await countRows(h.ds, 'agent_memory')).toBe(memories + 1);
+  });
+
+  it('an approval by a key revoked while it decided is refused 401, still pending, nothing run; another approver may decide it', async () => {
+    const approvalId = await pendingRemember('Collects stamps');
+    const memories = await countRows(h.ds, 'agent_memory');
+    const approver = await newKey(['approver']);
+    whileDeciding(() =>
+      h.t.http
+        .delete(`/api/v1/orgs/${orgId()}/api-keys/${approver.id}`)
+        .set(...platform())
+        .expect(204),
+    );
+    const res = await h.t.http
+      .post(`/api/v1/approvals/${approvalId}/approve`)
+      .set(...bearer(approver.token))
+      .send({});
+    expect({ status: res.status, code: res.body.code }).toEqual({ status: 401, code: 'unauthorized' });
+    expect(await approvalStatus(approvalId)).toBe('pending');
+    expect(await countRows(h.ds, 'agent_memory')).toBe(memories);
+    const decided = await h.t.http
+      .post(`/api/v1/approvals/${approvalId}/approve`)
+      .set(...bearer(keys().approver))
+      .send({});
+    expect(decided.status).toBe(200);
+    expect(decided.body.approval.decidedBy).toBe(h.world.org.keyIds.approver);
+  });
+
+  it('a rejection is not held to the scopes: it runs nothing', async () => {
+    const approvalId = await pendingRemember('Rides a bike');
+    await h.t.http
+      .put(`/api/v1/orgs/${orgId()}/scopes`)
+      .set(...platform())
+      .send({ scopes: ['knowledge:read', 'memory:read'] })
+      .expect(200);
+    try {
+      const res = await h.t.http
+        .post(`/api/v1/approvals/${approvalId}/reject`)
+        .set(...bearer(keys().approver))
+        .send({ reason: 'not now' })
+        .expect(200);
+      expect(res.body.toolCall.status).toBe('rejected');
+    } finally {
+      await h.t.http
+        .put(`/api/v1/orgs/${orgId()}/scopes`)
+        .set(...platform())
+        .send({ scopes: ['knowledge:read', 'memory:read', 'memory:write'] })
+        .expect(200);
+    }
+  });
+
+  itOnRealServer('key creations queued behind one another while their admin key is revoked make no key: 401 each', async () => {
+    const admin = await newKey(['admin']);
+    const before = await countRows(h.ds, 'api_key');
+    // Creations count an organization's keys one at a time, under a lock: this transaction holds it, so they queue.
+    holder = h.ds.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, ['api_key', orgId()]);
+    const creations = Array.from({ length: 5 }, (_, i) =>
+      Promise.resolve(
+        h.t.http
+          .post(`/api/v1/orgs/${orgId()}/api-keys`)
+          .set(...bearer(admin.token))
+          .send({ name: `minted-${i}`, roles: ['admin'] }),
+      ),
+    );
+    for (let i = 0; i < 400; i++) {
+      const [{ n }]: { n: number }[] = await h.ds.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      );
+      if (n >= 5) break;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    await h.t.http
+      .delete(`/api/v1/orgs/${orgId()}/api-keys/${admin.id}`)
+      .set(...platform())
+      .expect(204);
+    await holder.commitTransaction();
+    const answers = await Promise.all(creations);
+    expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401, 401]);
+    expect(await countRows(h.ds, 'api_key')).toBe(before);
+    // A key not revoked still creates one.
+    await newKey(['viewer'], keys().admin);
+  });
+});
