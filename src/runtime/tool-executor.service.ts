@@ -333,9 +333,10 @@ export class ToolExecutor {
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
+      const counted = budgetKeyOf(req.entryPoint, runId);
       const within = valid
-        ? await this.store.reserveRunCall(orgId, built.agentId, runId, limit)
-        : (await this.store.runCalls(orgId, built.agentId, runId)) < limit;
+        ? await this.store.reserveRunCall(orgId, built.agentId, counted, limit)
+        : (await this.store.runCalls(orgId, built.agentId, counted)) < limit;
       if (!within) {
         return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
       }
@@ -364,6 +365,19 @@ export class ToolExecutor {
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
   }
+}
+
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * What a call's run budget is counted under. A platform run's calls count under its id, which any
+ * agent key of the organization can read; a client's `runId` shaped like a UUID counts apart
+ * (`ext:` before it), so a REST or MCP call naming a platform run's id, which is not one of its
+ * calls (docs/api.md), cannot spend its budget (attack round 13, M-F3). Client names of other
+ * shapes are never a run's id and count as they are.
+ */
+export function budgetKeyOf(entryPoint: ToolCallRequest['entryPoint'], runId: string): string {
+  return entryPoint !== 'run' && UUID_SHAPE.test(runId) ? `ext:${runId}` : runId;
 }
 
 /** The refusal of a run's call once the run has ended; `runStatus` in its extensions tells the run's engine to ask for no more. */
