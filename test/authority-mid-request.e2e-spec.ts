@@ -1,6 +1,8 @@
 import { QueryRunner } from 'typeorm';
+import { McpClientPool } from '../src/mcp-catalog/connections/mcp-client-pool.service';
 import { ToolImplementations } from '../src/runtime/tool-implementations';
-import { bearer } from './support/test-app';
+import { startFixtureMcpServer } from './support/mcp-fixture-server';
+import { bearer, createOrg } from './support/test-app';
 import { countRows, hardeningWorld, HardeningWorld } from './support/hardening';
 
 /**
@@ -170,22 +172,17 @@ describe('authority changed while a request was under way (e2e, attack round 13 
     }
   });
 
-  itOnRealServer('key creations queued behind one another while their admin key is revoked make no key: 401 each', async () => {
+  /**
+   * Five creations of `table`'s rows with a fresh admin key, queued on the organization's count lock
+   * (held here), the key revoked meanwhile: what each answered.
+   */
+  async function queuedWhileRevoked(table: string, create: (token: string, i: number) => PromiseLike<{ status: number }>): Promise<number[]> {
     const admin = await newKey(['admin']);
-    const before = await countRows(h.ds, 'api_key');
-    // Creations count an organization's keys one at a time, under a lock: this transaction holds it, so they queue.
     holder = h.ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
-    await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, ['api_key', orgId()]);
-    const creations = Array.from({ length: 5 }, (_, i) =>
-      Promise.resolve(
-        h.t.http
-          .post(`/api/v1/orgs/${orgId()}/api-keys`)
-          .set(...bearer(admin.token))
-          .send({ name: `minted-${i}`, roles: ['admin'] }),
-      ),
-    );
+    await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, [table, orgId()]);
+    const creations = Array.from({ length: 5 }, (_, i) => Promise.resolve(create(admin.token, i)));
     for (let i = 0; i < 400; i++) {
       const [{ n }]: { n: number }[] = await h.ds.query(
         `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
@@ -198,10 +195,76 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       .set(...platform())
       .expect(204);
     await holder.commitTransaction();
-    const answers = await Promise.all(creations);
-    expect(answers.map((r) => r.status)).toEqual([401, 401, 401, 401, 401]);
-    expect(await countRows(h.ds, 'api_key')).toBe(before);
+    return (await Promise.all(creations)).map((r) => r.status);
+  }
+
+  itOnRealServer('key creations queued behind one another while their admin key is revoked make no key: 401 each', async () => {
+    const before = await countRows(h.ds, 'api_key');
+    const answers = await queuedWhileRevoked('api_key', (token, i) =>
+      h.t.http
+        .post(`/api/v1/orgs/${orgId()}/api-keys`)
+        .set(...bearer(token))
+        .send({ name: `minted-${i}`, roles: ['admin'] }),
+    );
+    expect(answers).toEqual([401, 401, 401, 401, 401]);
+    // The revoked key itself is the one row more.
+    expect(await countRows(h.ds, 'api_key')).toBe(before + 1);
     // A key not revoked still creates one.
     await newKey(['viewer'], keys().admin);
+  });
+
+  itOnRealServer('webhook creations queued while their admin key is revoked make no webhook: 401 each', async () => {
+    const before = await countRows(h.ds, 'webhook_endpoint');
+    const answers = await queuedWhileRevoked('webhook_endpoint', (token, i) =>
+      h.t.http
+        .post('/api/v1/webhooks')
+        .set(...bearer(token))
+        .send({ url: `http://127.0.0.1:45999/hook-${i}`, types: ['*'] }),
+    );
+    expect(answers).toEqual([401, 401, 401, 401, 401]);
+    expect(await countRows(h.ds, 'webhook_endpoint')).toBe(before);
+    await h.t.http
+      .post('/api/v1/webhooks')
+      .set(...bearer(keys().admin))
+      .send({ url: 'http://127.0.0.1:45999/hook', types: ['*'] })
+      .expect(201);
+  });
+
+  it('an MCP connection whose admin key was revoked while its server listed the tools is not stored: 401', async () => {
+    const server = await startFixtureMcpServer();
+    try {
+      const org = await createOrg(h.t, ['mcp:remote']);
+      const admin = (
+        await h.t.http
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...platform())
+          .send({ name: 'lister', roles: ['admin'] })
+          .expect(201)
+      ).body as { id: string; token: string };
+      const pool = h.t.app.get(McpClientPool);
+      const listTools = pool.listTools.bind(pool);
+      jest.spyOn(pool, 'listTools').mockImplementationOnce(async (...args: Parameters<McpClientPool['listTools']>) => {
+        const tools = await listTools(...args);
+        await h.t.http
+          .delete(`/api/v1/orgs/${org.id}/api-keys/${admin.id}`)
+          .set(...platform())
+          .expect(204);
+        return tools;
+      });
+      const res = await h.t.http
+        .post('/api/v1/mcp-connections')
+        .set(...bearer(admin.token))
+        .send({ server: 'remote', name: 'late', url: server.url });
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 401, code: 'unauthorized' });
+      const [{ n }]: { n: number }[] = await h.ds.query(`SELECT count(*)::int AS n FROM mcp_connection WHERE org_id = $1`, [org.id]);
+      expect(n).toBe(0);
+      await h.t.http
+        .post('/api/v1/mcp-connections')
+        .set(...bearer(org.keys.admin))
+        .send({ server: 'remote', name: 'late', url: server.url })
+        .expect(201);
+    } finally {
+      await server.close();
+    }
   });
 });

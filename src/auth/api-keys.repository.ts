@@ -175,10 +175,9 @@ export function liveKeySql(param: string): string {
 
 /**
  * The organization's scopes, and whether the API key `keyId` (null: not a key's request) is still
- * not revoked, both locked to the end of `m`'s transaction (FOR SHARE): a change made with what the
- * request was authorized with (an approval that runs a tool, a new key) commits before a scope is
- * removed or the key revoked, or reads it (attack round 13, M-F1, M-F2). A request is authorized
- * when it arrives, and queued creations of a key being revoked each made a key after its revocation.
+ * not revoked, both locked to the end of `m`'s transaction (FOR SHARE): an approval, which runs a
+ * tool with what its request was authorized with when it arrived, commits before a scope is removed
+ * or its key revoked, or reads it (attack round 13, M-F1).
  */
 export async function holdAuthority(
   m: Pick<EntityManager, 'query'>,

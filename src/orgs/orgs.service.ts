@@ -2,8 +2,9 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
-import { ApiKeysRepository, ApiKeyRow, holdAuthority } from '../auth/api-keys.repository';
-import { actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
+import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
+import { holdActingKey } from '../database/org-limit';
+import { actingKeyOf, actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
@@ -98,11 +99,8 @@ export class OrgsService {
     return this.orgs.dataSource.transaction(async (m) => {
       if (!(await this.orgs.exists(orgId, m))) throw ApiError.notFound('organization');
       const active = await this.keys.countActiveUnderLock(orgId, m);
-      // Creations queue behind one another on the count's lock: a key revoked meanwhile makes no more
-      // keys (its row is held from here, so a revocation waits for this one key at most).
-      if (ctx.principal.type === 'api_key' && !(await holdAuthority(m, orgId, ctx.principal.id))?.keyLive) {
-        throw ApiError.unauthorized('The key was revoked while this request waited; no key was made.');
-      }
+      // Creations queue behind one another on the count's lock: a key revoked meanwhile makes no more keys.
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
