@@ -18,6 +18,7 @@ import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFiel
 import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
 import { ApprovalReason, approvalReasonOf, GovernanceFacts, toolKey } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
+import { RunStorageRepository } from './run-storage.repository';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
 import { inGuardsSpan, inSpan, inToolCallSpan } from '../telemetry/tool-tracing';
@@ -83,6 +84,7 @@ export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded
  *   -> the organization holds every scope its capability needs (403 scope_not_granted) } whyCannotRun
  *   -> the run's budget contributed by capabilities (429 budget_exceeded)
  *   -> the arguments against the tool's input class (422 invalid_arguments)
+ *   -> arguments the organization's storage would count, once it is full (409 conflict)
  *   -> the approval gate (the tool policy's approvalReasonOf; 202: persisted with its approval,
  *      bound to the arguments' hash)
  *   -> run (timeout, abort signal) -> output budget -> persist -> audit
@@ -102,6 +104,7 @@ export class ToolExecutor {
     private readonly idempotency: IdempotencyRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly storage: RunStorageRepository,
   ) {
     this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
   }
@@ -344,6 +347,17 @@ export class ToolExecutor {
     }
     if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
     passed.push('arguments');
+    // Arguments the organization's storage counts (past 2 KB), once it stores its bound: refused, as
+    // a run is not started then; a run's own calls go on (a run under way finishes). One agent key
+    // stored 37 MB of arguments against a bound of 1 MB, every call `202` (attack round 13, M-F5).
+    if (req.entryPoint !== 'run' && countedWeight(validation.plain) && (await this.storage.full(orgId))) {
+      return this.guards.deny(
+        denial,
+        ApiError.conflict(
+          `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${this.storage.maxBytes} bytes): a call whose arguments weigh more than ${UNCOUNTED_ARGUMENT_CHARS} characters is not recorded. Nothing ran.`,
+        ),
+      );
+    }
     return { runnable, built, tool, validation, argumentsHash: argumentsHash!, reason, createdAt, denial };
   }
 
@@ -365,6 +379,13 @@ export class ToolExecutor {
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
   }
+}
+
+/** What a call's arguments may weigh (as JSON text) and not count against RUNS_MAX_BYTES_PER_ORG: the table's trigger counts a row past 2 KB. */
+export const UNCOUNTED_ARGUMENT_CHARS = 2048;
+
+function countedWeight(args: unknown): boolean {
+  return JSON.stringify(args).length > UNCOUNTED_ARGUMENT_CHARS;
 }
 
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
