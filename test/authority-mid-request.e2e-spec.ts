@@ -230,7 +230,7 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       .expect(201);
   });
 
-  it('an MCP connection whose admin key was revoked while its server listed the tools is not stored: 401', async () => {
+  it('an MCP connection whose admin key was revoked while its server listed the tools is not stored, nor moved: 401', async () => {
     const server = await startFixtureMcpServer();
     try {
       const org = await createOrg(h.t, ['mcp:remote']);
@@ -258,11 +258,37 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 401, code: 'unauthorized' });
       const [{ n }]: { n: number }[] = await h.ds.query(`SELECT count(*)::int AS n FROM mcp_connection WHERE org_id = $1`, [org.id]);
       expect(n).toBe(0);
-      await h.t.http
-        .post('/api/v1/mcp-connections')
-        .set(...bearer(org.keys.admin))
-        .send({ server: 'remote', name: 'late', url: server.url })
-        .expect(201);
+      const connection = (
+        await h.t.http
+          .post('/api/v1/mcp-connections')
+          .set(...bearer(org.keys.admin))
+          .send({ server: 'remote', name: 'late', url: server.url })
+          .expect(201)
+      ).body as { id: string; url: string };
+
+      // Moved to another address by a key revoked while that address was listed: not moved.
+      const mover = (
+        await h.t.http
+          .post(`/api/v1/orgs/${org.id}/api-keys`)
+          .set(...platform())
+          .send({ name: 'mover', roles: ['admin'] })
+          .expect(201)
+      ).body as { id: string; token: string };
+      jest.spyOn(pool, 'listTools').mockImplementationOnce(async (...args: Parameters<McpClientPool['listTools']>) => {
+        const tools = await listTools(...args);
+        await h.t.http
+          .delete(`/api/v1/orgs/${org.id}/api-keys/${mover.id}`)
+          .set(...platform())
+          .expect(204);
+        return tools;
+      });
+      const moved = await h.t.http
+        .put(`/api/v1/mcp-connections/${connection.id}/url`)
+        .set(...bearer(mover.token))
+        .send({ url: `${server.url}?moved=1` });
+      expect({ status: moved.status, code: moved.body.code }).toEqual({ status: 401, code: 'unauthorized' });
+      const [row]: { url: string }[] = await h.ds.query(`SELECT url FROM mcp_connection WHERE id = $1`, [connection.id]);
+      expect(row.url).toBe(connection.url);
     } finally {
       await server.close();
     }

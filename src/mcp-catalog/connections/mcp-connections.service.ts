@@ -232,6 +232,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     }
     const shown = shownUrl(url);
     const row = await this.dataSource.transaction(async (m) => {
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal)); // the new address was listed for as long as it liked
       const before = await this.repository.get(orgId, id, m, true);
       if (!before) throw ApiError.notFound('MCP connection');
       let updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
