@@ -82,9 +82,9 @@ export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded
  *   the tool is offered by the version (404 unknown_tool)
  *   -> its definition is the one pinned at publish (409 tool_definition_changed)   } the tool policy's
  *   -> the organization holds every scope its capability needs (403 scope_not_granted) } whyCannotRun
+ *   -> arguments the organization's storage would count, once it is full (409 conflict)
  *   -> the run's budget contributed by capabilities (429 budget_exceeded)
  *   -> the arguments against the tool's input class (422 invalid_arguments)
- *   -> arguments the organization's storage would count, once it is full (409 conflict)
  *   -> the approval gate (the tool policy's approvalReasonOf; 202: persisted with its approval,
  *      bound to the arguments' hash)
  *   -> run (timeout, abort signal) -> output budget -> persist -> audit
@@ -333,6 +333,18 @@ export class ToolExecutor {
       if (status !== 'running' && status !== 'waiting_for_approval') return this.guards.deny(denial, runEnded(runId, status));
       passed.push('run');
     }
+    // Arguments the organization's storage counts (past 2 KB), once it stores its bound: refused, as a
+    // run is not started then, and before the budget, so they spend none of it; a run's own calls go on
+    // (a run under way finishes). One agent key stored 37 MB of arguments against a bound of 1 MB,
+    // every call `202` (attack round 13, M-F5).
+    if (valid && req.entryPoint !== 'run' && countedWeight(validation.plain) && (await this.storage.full(orgId))) {
+      return this.guards.deny(
+        denial,
+        ApiError.conflict(
+          `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${this.storage.maxBytes} bytes): a call whose arguments weigh more than ${UNCOUNTED_ARGUMENT_CHARS} characters is not recorded. Nothing ran.`,
+        ),
+      );
+    }
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
@@ -347,17 +359,6 @@ export class ToolExecutor {
     }
     if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
     passed.push('arguments');
-    // Arguments the organization's storage counts (past 2 KB), once it stores its bound: refused, as
-    // a run is not started then; a run's own calls go on (a run under way finishes). One agent key
-    // stored 37 MB of arguments against a bound of 1 MB, every call `202` (attack round 13, M-F5).
-    if (req.entryPoint !== 'run' && countedWeight(validation.plain) && (await this.storage.full(orgId))) {
-      return this.guards.deny(
-        denial,
-        ApiError.conflict(
-          `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${this.storage.maxBytes} bytes): a call whose arguments weigh more than ${UNCOUNTED_ARGUMENT_CHARS} characters is not recorded. Nothing ran.`,
-        ),
-      );
-    }
     return { runnable, built, tool, validation, argumentsHash: argumentsHash!, reason, createdAt, denial };
   }
 
