@@ -172,3 +172,25 @@ export class ApiKeysRepository {
 export function liveKeySql(param: string): string {
   return `EXISTS (SELECT 1 FROM api_key WHERE id = ${param}::uuid AND revoked_at IS NULL)`;
 }
+
+/**
+ * The organization's scopes, and whether the API key `keyId` (null: not a key's request) is still
+ * not revoked, both locked to the end of `m`'s transaction (FOR SHARE): an approval, which runs a
+ * tool with what its request was authorized with when it arrived, commits before a scope is removed
+ * or its key revoked, or reads it (attack round 13, M-F1).
+ */
+export async function holdAuthority(
+  m: Pick<EntityManager, 'query'>,
+  orgId: string,
+  keyId: string | null,
+): Promise<{ scopes: string[]; keyLive: boolean } | undefined> {
+  const rows: { scopes: string[]; key_live: boolean }[] = await m.query(
+    `SELECT o.scopes, k.id IS NOT NULL AS key_live
+       FROM org o
+       LEFT JOIN LATERAL (SELECT id FROM api_key WHERE org_id = o.id AND id = $2::uuid AND revoked_at IS NULL FOR SHARE) k ON true
+      WHERE o.id = $1
+        FOR SHARE OF o`,
+    [orgId, keyId],
+  );
+  return rows[0] && { scopes: rows[0].scopes, keyLive: rows[0].key_live };
+}

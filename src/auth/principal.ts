@@ -112,3 +112,8 @@ export function budgetOwnerOf(principal: Principal): string {
 export function holdsRole(principal: Principal): boolean {
   return principal.type === 'platform' || principal.roles.length > 0;
 }
+
+/** The API key a request acts with, when it is one (a change that must not outlive its revocation: holdActingKey). */
+export function actingKeyOf(principal: Principal): string | undefined {
+  return principal.type === 'api_key' ? principal.id : undefined;
+}

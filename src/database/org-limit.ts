@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { ApiError } from '../common/api-error';
 
 /**
  * How many rows of `table` the organization has, counted under a lock per organization and table
@@ -10,4 +11,18 @@ export async function countUnderOrgLock(m: EntityManager, table: string, orgId: 
   await m.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, [table, orgId]);
   const [{ n }]: { n: number }[] = await m.query(`SELECT count(*)::int AS n FROM ${table} WHERE org_id = $1 AND (${where})`, [orgId]);
   return n;
+}
+
+/**
+ * Holds the API key a change is made with (`FOR SHARE`, to the end of `m`'s transaction), or
+ * refuses `401` once it is revoked; nothing for another principal (`undefined`). A request is
+ * authorized when it arrives, and creations of an organization's keys, webhooks and MCP
+ * connections wait their turn (countUnderOrgLock) or a server's listing first: a leaked key's
+ * burst, queued, made admin keys and webhooks after its revocation had committed (attack round
+ * 13, M-F2). Taken after the count's lock, so a revocation waits for one creation at most.
+ */
+export async function holdActingKey(m: Pick<EntityManager, 'query'>, orgId: string, keyId: string | undefined): Promise<void> {
+  if (keyId === undefined) return;
+  const rows: unknown[] = await m.query(`SELECT 1 FROM api_key WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL FOR SHARE`, [orgId, keyId]);
+  if (rows.length === 0) throw ApiError.unauthorized('The key was revoked while this request waited; nothing was made.');
 }

@@ -4,7 +4,7 @@ import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Page, PageQuery } from '../common/pagination';
 import { shownUrl } from '../common/url-secrets';
 import { newestFirstPage } from '../database/keyset-page';
-import { countUnderOrgLock } from '../database/org-limit';
+import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { sealStoredUrls } from '../database/seal-stored-urls';
 import { pendingCountedUpTo } from './webhook-backlog';
 
@@ -115,9 +115,13 @@ export class WebhooksRepository {
     event: AuditEventInput,
     limit: number,
     maxPending: number,
+    /** The API key creating it (holdActingKey), if a key does. */
+    actingKey?: string,
   ): Promise<WebhookEndpoint | undefined> {
     return this.dataSource.transaction(async (m) => {
-      if ((await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL')) >= limit) return undefined;
+      const live = await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL');
+      await holdActingKey(m, orgId, actingKey);
+      if (live >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, url_sealed, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7)
          RETURNING id, url, types, description, created_at, secret_rotated_at, backlogged_at, dropped, dropped_first_at, dropped_last_at, 0 AS pending`,

@@ -1,6 +1,6 @@
 import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
+import { actingKeyOf, actorOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { Page, PageQuery } from '../common/pagination';
@@ -45,6 +45,7 @@ export class WebhooksService implements OnApplicationBootstrap {
       { type: 'webhook.created', orgId, actor: actorOf(ctx.principal), target: { type: 'webhook', id }, data: { url: shown, types: dto.types } },
       MAX_WEBHOOKS_PER_ORG,
       this.config.webhookMaxPendingPerEndpoint,
+      actingKeyOf(ctx.principal),
     );
     if (!endpoint) throw ApiError.conflict(`An organization has at most ${MAX_WEBHOOKS_PER_ORG} webhooks; delete one first.`);
     return { ...endpoint, secret };

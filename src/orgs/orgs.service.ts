@@ -3,7 +3,8 @@ import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
-import { actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
+import { holdActingKey } from '../database/org-limit';
+import { actingKeyOf, actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
@@ -97,7 +98,10 @@ export class OrgsService {
     const roles = [...new Set(dto.roles)];
     return this.orgs.dataSource.transaction(async (m) => {
       if (!(await this.orgs.exists(orgId, m))) throw ApiError.notFound('organization');
-      if ((await this.keys.countActiveUnderLock(orgId, m)) >= MAX_ACTIVE_API_KEYS_PER_ORG) {
+      const active = await this.keys.countActiveUnderLock(orgId, m);
+      // Creations queue behind one another on the count's lock: a key revoked meanwhile makes no more keys.
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
+      if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
       const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token) }, m);

@@ -69,7 +69,16 @@ export class ToolApprovals {
     const actor = actorOf(principal);
     const result = await this.approvals.decide(
       row,
-      { decidedBy: principal.id, decidedAt, note: decision.note ?? null, outcome: 'approved', approvedArguments: edited, leaseMs: this.leaseMs },
+      {
+        decidedBy: principal.id,
+        decidedAt,
+        note: decision.note ?? null,
+        outcome: 'approved',
+        approvedArguments: edited,
+        leaseMs: this.leaseMs,
+        // Judged again under lock as the decision commits: the request was authorized when it arrived.
+        authority: { keyId: principal.type === 'api_key' ? principal.id : null, scopes: tool.scopes },
+      },
       [
         {
           type: 'approval.approved',
@@ -85,6 +94,12 @@ export class ToolApprovals {
         },
       ],
     );
+    if (!result.won && result.why === 'revoked') throw ApiError.unauthorized('The key was revoked while it decided; nothing was decided.');
+    if (!result.won && result.why === 'scope_removed') {
+      // Refused (and audited) as if the organization's scopes had been read with the key.
+      await this.guards.canRunNow(runnable.built, tool, { ...denial, principal: { ...principal, orgScopes: result.scopes } }, facts);
+      throw new Error('a scope stopped the decision but the tool policy found nothing to refuse');
+    }
     if (!result.won && result.why === 'switched') {
       // A switch committed while this request checked: refused as if it had been read first, still pending.
       await this.guards.canRunNow(runnable.built, tool, denial, result.facts);

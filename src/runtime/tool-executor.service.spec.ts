@@ -184,6 +184,16 @@ describe('ToolExecutor', () => {
 
     await ds.query(`INSERT INTO org (id, slug, name, scopes) VALUES ($1, 'unit', 'Unit', '{crm:write}')`, [orgId]);
     await ds.query(`INSERT INTO agent (id, org_id, slug, name, draft, latest_version) VALUES ($1, $2, 'a', 'A', '{}', 1)`, [agentId, orgId]);
+    // A decision holds its key's row (it must not be revoked meanwhile): the keys exist.
+    for (const key of [agentKey, approverKey]) {
+      await ds.query(`INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash) VALUES ($1, $2, $3, $4, 'cpk_', $5)`, [
+        key.id,
+        orgId,
+        key.roles[0],
+        key.roles,
+        randomUUID(),
+      ]);
+    }
     await ds.query(
       `INSERT INTO agent_version (org_id, agent_id, version, spec, spec_hash, tool_digests, content_hash, published_by) VALUES ($1, $2, 1, '{}', 'h', '{}', 'c', 'test')`,
       [orgId, agentId],

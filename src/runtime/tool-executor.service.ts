@@ -18,6 +18,7 @@ import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFiel
 import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
 import { ApprovalReason, approvalReasonOf, GovernanceFacts, toolKey } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
+import { RunStorageRepository } from './run-storage.repository';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
 import { inGuardsSpan, inSpan, inToolCallSpan } from '../telemetry/tool-tracing';
@@ -81,6 +82,7 @@ export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded
  *   the tool is offered by the version (404 unknown_tool)
  *   -> its definition is the one pinned at publish (409 tool_definition_changed)   } the tool policy's
  *   -> the organization holds every scope its capability needs (403 scope_not_granted) } whyCannotRun
+ *   -> arguments the organization's storage would count, once it is full (409 conflict)
  *   -> the run's budget contributed by capabilities (429 budget_exceeded)
  *   -> the arguments against the tool's input class (422 invalid_arguments)
  *   -> the approval gate (the tool policy's approvalReasonOf; 202: persisted with its approval,
@@ -102,6 +104,7 @@ export class ToolExecutor {
     private readonly idempotency: IdempotencyRepository,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly metrics: Metrics,
+    private readonly storage: RunStorageRepository,
   ) {
     this.leaseMs = config.toolTimeoutMs + config.toolLeaseGraceMs;
   }
@@ -330,12 +333,25 @@ export class ToolExecutor {
       if (status !== 'running' && status !== 'waiting_for_approval') return this.guards.deny(denial, runEnded(runId, status));
       passed.push('run');
     }
+    // Arguments the organization's storage counts (past 2 KB), once it stores its bound: refused, as a
+    // run is not started then, and before the budget, so they spend none of it; a run's own calls go on
+    // (a run under way finishes). One agent key stored 37 MB of arguments against a bound of 1 MB,
+    // every call `202` (attack round 13, M-F5).
+    if (valid && req.entryPoint !== 'run' && countedWeight(validation.plain) && (await this.storage.full(orgId))) {
+      return this.guards.deny(
+        denial,
+        ApiError.conflict(
+          `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${this.storage.maxBytes} bytes): a call whose arguments weigh more than ${UNCOUNTED_ARGUMENT_CHARS} characters is not recorded. Nothing ran.`,
+        ),
+      );
+    }
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
+      const counted = budgetKeyOf(req.entryPoint, runId);
       const within = valid
-        ? await this.store.reserveRunCall(orgId, built.agentId, runId, limit)
-        : (await this.store.runCalls(orgId, built.agentId, runId)) < limit;
+        ? await this.store.reserveRunCall(orgId, built.agentId, counted, limit)
+        : (await this.store.runCalls(orgId, built.agentId, counted)) < limit;
       if (!within) {
         return this.guards.deny(denial, new ApiError('budget_exceeded', `Run "${runId}" has reached its limit of ${limit} tool calls.`, undefined, { limit }));
       }
@@ -364,6 +380,26 @@ export class ToolExecutor {
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
   }
+}
+
+/** What a call's arguments may weigh (as JSON text) and not count against RUNS_MAX_BYTES_PER_ORG: the table's trigger counts a row past 2 KB. */
+export const UNCOUNTED_ARGUMENT_CHARS = 2048;
+
+function countedWeight(args: unknown): boolean {
+  return JSON.stringify(args).length > UNCOUNTED_ARGUMENT_CHARS;
+}
+
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * What a call's run budget is counted under. A platform run's calls count under its id, which any
+ * agent key of the organization can read; a client's `runId` shaped like a UUID counts apart
+ * (`ext:` before it), so a REST or MCP call naming a platform run's id, which is not one of its
+ * calls (docs/api.md), cannot spend its budget (attack round 13, M-F3). Client names of other
+ * shapes are never a run's id and count as they are.
+ */
+export function budgetKeyOf(entryPoint: ToolCallRequest['entryPoint'], runId: string): string {
+  return entryPoint !== 'run' && UUID_SHAPE.test(runId) ? `ext:${runId}` : runId;
 }
 
 /** The refusal of a run's call once the run has ended; `runStatus` in its extensions tells the run's engine to ask for no more. */

@@ -3,7 +3,8 @@ import { DataSource } from 'typeorm';
 import { auditInsertWhen } from '../audit/audit.repository';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Statement } from '../database/statement';
-import { GovernanceFacts, toolKey } from '../runtime/tool-policy';
+import { GovernanceFacts, missingScopes, toolKey } from '../runtime/tool-policy';
+import { holdAuthority } from '../auth/api-keys.repository';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { rowsWithinBudget } from '../database/keyset-page';
 import { APPROVAL_COLUMNS, ApprovalRow, CALL_COLUMNS, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
@@ -23,6 +24,8 @@ export interface Decision {
   outcome: 'approved' | 'rejected';
   approvedArguments?: { value: Record<string, unknown>; hash: string };
   leaseMs: number;
+  /** Approving: the deciding API key (null for a person) and the scopes the tool needs, both held while it decides (holdAuthority). */
+  authority?: { keyId: string | null; scopes: readonly string[] };
 }
 type Won = { won: true; approval: ApprovalRow; call: ToolCallRow };
 /** An approval `rejectOfRuns` rejected, with what its audit event names. */
@@ -37,6 +40,8 @@ export interface RunRejection {
 type Lost = { won: false; why: 'decided' | 'expired' | 'missing' };
 /** Approving refused: a switch committed before the decision could; the approval is still pending. */
 type Switched = { won: false; why: 'switched'; facts: GovernanceFacts };
+/** Approving refused, still pending: the deciding key was revoked, or the organization lost a scope the tool needs (its scopes now). */
+type Unauthorized = { won: false; why: 'revoked' } | { won: false; why: 'scope_removed'; scopes: string[] };
 
 /** Reads an approval (with its call's arguments) with the given manager. */
 export async function findApprovalWith(manager: Queryable, orgId: string, approvalId: string): Promise<ApprovalRow | undefined> {
@@ -130,14 +135,14 @@ export class ApprovalsRepository {
    * is retired nor its tool disabled: `switched` answers the switches it found, still pending.
    */
   async decide(approval: ApprovalRow, d: Decision & { outcome: 'rejected' }, events: AuditEventInput[], db?: Queryable): Promise<Won | Lost>;
-  async decide(approval: ApprovalRow, d: Decision, events: AuditEventInput[], db?: Queryable): Promise<Won | Lost | Switched>;
+  async decide(approval: ApprovalRow, d: Decision, events: AuditEventInput[], db?: Queryable): Promise<Won | Lost | Switched | Unauthorized>;
   async decide(
     approval: ApprovalRow,
     d: Decision,
     events: AuditEventInput[],
     /** A transaction's manager, to decide with a change it belongs to (the revocation of a key). */
     db: Queryable = this.dataSource,
-  ): Promise<Won | Lost | Switched> {
+  ): Promise<Won | Lost | Switched | Unauthorized> {
     const s = new Statement();
     const org = s.param(approval.org_id);
     const id = s.param(approval.id);
@@ -195,9 +200,11 @@ export class ApprovalsRepository {
     );
     type Result = ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null };
     type Switches = { version_retired?: boolean; disabled?: boolean; disabled_reason?: string | null };
-    const [result]: (Result & Switches)[] = approving
-      ? await this.underSwitches(db, approval.org_id, (m) => m.query(sql, s.params))
+    const held: (Result & Switches)[] | Unauthorized = approving
+      ? await this.underSwitches(db, approval.org_id, d.authority, (m) => m.query(sql, s.params))
       : await db.query(sql, s.params);
+    if (!Array.isArray(held)) return held;
+    const [result] = held;
     const { version_retired, disabled: off, disabled_reason, ...rest } = result;
     if (!rest.won && rest.approval_status === 'pending' && !rest.approval_expired && (version_retired || off)) {
       const key = toolKey(approval.capability_id, approval.tool_id);
@@ -236,16 +243,22 @@ export class ApprovalsRepository {
     return rejected;
   }
 
-  /** `decide` in a transaction that holds the organization's switches first (`db`'s, when it is one already). */
-  private async underSwitches<T>(db: Queryable, orgId: string, run: (m: Queryable) => Promise<T>): Promise<T> {
-    if (db !== this.dataSource) {
-      await holdSwitches(db, orgId, 'decision');
-      return run(db);
-    }
-    return this.dataSource.transaction(async (m) => {
+  /**
+   * `decide` in a transaction that holds the organization's switches first (`db`'s, when it is one
+   * already), then the authority the decision was asked with (holdAuthority): the scopes and the key
+   * as they are now, not as they were when the request arrived.
+   */
+  private async underSwitches<T>(db: Queryable, orgId: string, authority: Decision['authority'], run: (m: Queryable) => Promise<T>): Promise<T | Unauthorized> {
+    const decide = async (m: Queryable): Promise<T | Unauthorized> => {
       await holdSwitches(m, orgId, 'decision');
+      if (authority) {
+        const now = await holdAuthority(m, orgId, authority.keyId);
+        if (!now || (authority.keyId !== null && !now.keyLive)) return { won: false, why: 'revoked' };
+        if (missingScopes(authority.scopes, now.scopes).length > 0) return { won: false, why: 'scope_removed', scopes: now.scopes };
+      }
       return run(m);
-    });
+    };
+    return db !== this.dataSource ? decide(db) : this.dataSource.transaction(decide);
   }
 
   private async outcomeOf(

@@ -5,6 +5,18 @@ import { IdempotencyRepository } from './idempotency.repository';
 import { Metrics } from '../telemetry/metrics';
 import { ToolCallMaintenanceRepository } from './tool-call-maintenance.repository';
 
+/** Rows one statement of a sweep takes: approvals expired (each with its call and event), keys removed. */
+const APPROVALS_PER_BATCH = 500;
+const KEYS_PER_BATCH = 1000;
+/**
+ * Batches one sweep makes of each kind at most, while they come back full. One batch a sweep (2,000
+ * approvals and 4,000 keys a minute a node, every organization together) fell behind what one
+ * organization may write within its rate limit (6,000 calls a minute a node, each with a key and,
+ * for a side effect, an approval; attack round 13, M-F4): the keys piled up for good, and every
+ * organization's approvals were expired after that one's. Each batch is a statement of its own.
+ */
+export const SWEEP_MAX_BATCHES = 40;
+
 export interface SweepReport {
   interrupted: number;
   expired: number;
@@ -22,6 +34,8 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
   private readonly logger = new Logger(ToolCallSweeper.name);
   private timer?: NodeJS.Timeout;
   private running?: Promise<SweepReport>;
+  /** Set by `stop`: a sweep in progress finishes the batch it is in and takes no more. */
+  private stopping = false;
 
   constructor(
     private readonly store: ToolCallMaintenanceRepository,
@@ -42,6 +56,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   start(intervalMs = this.config.sweepIntervalMs): void {
     if (this.timer) return;
+    this.stopping = false;
     this.timer = setInterval(() => {
       this.sweepOnce().catch((err) => this.logger.error({ err }, 'sweep failed'));
     }, intervalMs);
@@ -51,6 +66,7 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   /** Stops the interval and waits for a sweep in progress, so shutdown never cuts one in half. */
   async stop(): Promise<void> {
+    this.stopping = true;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     await this.running?.catch(() => undefined);
@@ -64,8 +80,18 @@ export class ToolCallSweeper implements OnApplicationBootstrap, OnModuleDestroy 
 
   private async sweep(): Promise<SweepReport> {
     const interrupted = await this.store.interruptAbandoned();
-    const expired = await this.store.expireApprovals();
-    const keysDeleted = await this.keys.deleteExpired();
+    const expired: { orgId: string; callId: string }[] = [];
+    for (let i = 0; i < SWEEP_MAX_BATCHES; i++) {
+      const batch = await this.store.expireApprovals(undefined, APPROVALS_PER_BATCH);
+      expired.push(...batch);
+      if (batch.length < APPROVALS_PER_BATCH || this.stopping) break;
+    }
+    let keysDeleted = 0;
+    for (let i = 0; i < SWEEP_MAX_BATCHES; i++) {
+      const deleted = await this.keys.deleteExpired(KEYS_PER_BATCH);
+      keysDeleted += deleted;
+      if (deleted < KEYS_PER_BATCH || this.stopping) break;
+    }
     // An expired approval waited its whole time to live.
     for (let i = 0; i < expired.length; i++) this.metrics.approvalDecided('expired', this.config.approvalTtlSeconds);
     this.settled.notify([...interrupted, ...expired].map((c) => c.callId));

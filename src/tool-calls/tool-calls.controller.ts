@@ -69,7 +69,11 @@ export class ToolCallsController {
   @ApiAcceptedResponse({ type: ToolCallView, description: 'It waits for approval: `pending_approval` with `approvalId`; nothing ran.' })
   @ApiBadRequestResponse(ProblemResponse('The body or the Idempotency-Key header is malformed (`invalid_request`).'))
   @ApiNotFoundResponse(ProblemResponse('No such agent or version (`not_found`), or the version offers no such tool (`unknown_tool`).'))
-  @ApiConflictResponse(ProblemResponse('`not_published`, `tool_definition_changed` or `idempotency_in_progress`.'))
+  @ApiConflictResponse(
+    ProblemResponse(
+      '`not_published`, `tool_definition_changed` or `idempotency_in_progress`; or `conflict`: the organization stores `RUNS_MAX_BYTES_PER_ORG` and the arguments weigh more than 2,048 characters (nothing recorded).',
+    ),
+  )
   @ApiForbiddenResponse(ProblemResponse('`forbidden` (role), or `scope_not_granted` (the organization lost a scope the capability needs).'))
   @ApiTooManyRequestsResponse(
     ProblemResponse(

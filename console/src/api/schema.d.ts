@@ -3292,7 +3292,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description `not_published`, `tool_definition_changed` or `idempotency_in_progress`. */
+            /** @description `not_published`, `tool_definition_changed` or `idempotency_in_progress`; or `conflict`: the organization stores `RUNS_MAX_BYTES_PER_ORG` and the arguments weigh more than 2,048 characters (nothing recorded). */
             409: {
                 headers: {
                     [name: string]: unknown;

@@ -2,7 +2,7 @@ import { Injectable, Logger, OnApplicationBootstrap } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AuditService } from '../../audit/audit.service';
-import { actorOf, isOrgPrincipal, orgIdOf, RequestContext } from '../../auth/principal';
+import { actingKeyOf, actorOf, isOrgPrincipal, orgIdOf, RequestContext } from '../../auth/principal';
 import type { ToolRisk } from '../../capabilities/capability.types';
 import { ApiError, FieldError } from '../../common/api-error';
 import { isUniqueViolation } from '../../common/db-errors';
@@ -20,7 +20,7 @@ import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.re
 import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
 import { credentialsAt, givenCredentials, parseCredentials } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
-import { countUnderOrgLock } from '../../database/org-limit';
+import { countUnderOrgLock, holdActingKey } from '../../database/org-limit';
 
 /**
  * An organization's MCP connections: connect and list on creation, sync, risk decisions,
@@ -87,7 +87,10 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     const url = dto.url === undefined ? null : shownUrl(dto.url);
     try {
       const row = await this.dataSource.transaction(async (m) => {
-        if ((await countUnderOrgLock(m, 'mcp_connection', orgId)) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
+        const live = await countUnderOrgLock(m, 'mcp_connection', orgId);
+        // The server's listing can take as long as the server likes: a key revoked meanwhile stores nothing.
+        await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
+        if (live >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
         const inserted = await this.repository.insert(m, orgId, {
           id,
           server: entry.definition.id,
@@ -229,6 +232,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     }
     const shown = shownUrl(url);
     const row = await this.dataSource.transaction(async (m) => {
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal)); // the new address was listed for as long as it liked
       const before = await this.repository.get(orgId, id, m, true);
       if (!before) throw ApiError.notFound('MCP connection');
       let updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
