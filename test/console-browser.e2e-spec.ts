@@ -302,15 +302,17 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(rejected.map((a: { note: string }) => a.note)).toEqual(['Nothing to forget here.']);
 
     // Arguments that show other than they are (a right-to-left override, a zero-width space, a tag
-    // character) are shown with those characters escaped, and approved as they were asked.
-    const hidden = 'Refund \u202e001\u202c to \u200bme\u{e0041}';
+    // character; variation selectors carrying bytes, a combining grapheme joiner, a Hangul filler,
+    // which are no format characters and show as nothing) are shown with those characters
+    // escaped, and approved as they were asked.
+    const hidden = 'Refund \u202e001\u202c to \u200bme\u{e0041} now\u{e0110}\u{e0164}\u034f\u3164\ufe0f!';
     const third = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
       .send({ tool: 'remember', arguments: { content: hidden } })
       .expect(202);
     const shown = pending.getByRole('listitem').filter({ hasText: 'Refund' });
     await shown.waitFor({ timeout: 20_000 });
     const args = await shown.getByRole('region', { name: 'Arguments of remember' }).innerText();
-    expect(args).toContain('"Refund \\u202e001\\u202c to \\u200bme\\udb40\\udc41"');
+    expect(args).toContain('"Refund \\u202e001\\u202c to \\u200bme\\udb40\\udc41 now\\udb40\\udd10\\udb40\\udd64\\u034f\\u3164\\ufe0f!"');
     await shown.getByRole('button', { name: 'Edit arguments' }).click();
     expect(await shown.getByRole('textbox').first().inputValue()).toContain('\\u202e001');
     await shown.getByRole('button', { name: 'Approve' }).click();

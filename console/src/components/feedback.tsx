@@ -110,9 +110,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T;
 /**
  * Characters that change how text around them shows, or show as nothing: format characters
  * (bidirectional overrides and isolates such as U+202E, zero-width spaces and joiners, the soft
- * hyphen, U+FEFF) and the line and paragraph separators.
+ * hyphen, U+FEFF), the line and paragraph separators, and every other default-ignorable code
+ * point, which fonts draw as nothing whatever their category: variation selectors (U+FE00 to
+ * U+FE0F, U+E0100 to U+E01EF; one after each visible character can carry a byte, so a whole
+ * sentence hides behind a word), the combining grapheme joiner and the Hangul fillers.
  */
-const UNSEEN = /[\p{Cf}\u2028\u2029]/gu;
+const UNSEEN = /[\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
 
 /**
  * `value` as indented JSON with every UNSEEN character written as its `\uXXXX` escape, which JSON
@@ -121,7 +124,8 @@ const UNSEEN = /[\p{Cf}\u2028\u2029]/gu;
  * hide words between zero-width characters.
  */
 export function visibleJson(value: unknown): string {
-  // An astral one (a tag character, U+E0001 to U+E007F: text hidden from people, read by models) as its two halves.
+  // An astral one (a tag character, U+E0001 to U+E007F, or a variation selector past U+E0100: text
+  // hidden from people, read by models) as its two halves.
   const escape = (c: string) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
   return (JSON.stringify(value, null, 2) ?? '').replace(UNSEEN, escape);
 }
