@@ -325,6 +325,26 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('reaches pending approvals past the first page, so newer requests cannot hide an older one', async () => {
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'flooded', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    const ask = (content: string) =>
+      api('post', `/agents/${agentId}/tool-calls`, own.keys.agent).send({ tool: 'remember', arguments: { content } }).expect(202);
+    await ask('The oldest request, asked first');
+    // 200 newer requests: a page of the inbox, newest first.
+    for (let i = 0; i < 200; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => ask(`Newer request ${i + j}`)));
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByRole('heading', { name: 'Pending (200 shown, more waiting)' }).waitFor();
+    const pending = page.getByRole('list', { name: /Pending/ });
+    expect(await pending.getByRole('listitem').count()).toBe(200);
+    await page.getByRole('button', { name: 'Show older requests' }).click();
+    await pending.getByRole('listitem').filter({ hasText: 'The oldest request, asked first' }).waitFor();
+    await page.getByRole('heading', { name: 'Pending (201)' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show older requests' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('binds an MCP connection to an agent from the editor', async () => {
     const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
       id: string;

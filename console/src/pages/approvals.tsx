@@ -14,11 +14,26 @@ const REASONS: Record<Approval['reason'], string> = {
   spec_required: "the agent's spec requires approval for it",
 };
 
+const PAGE_SIZE = 200;
+
 const APPROVAL_EVENTS = ['approval.requested', 'approval.approved', 'approval.rejected', 'approval.expired'];
 
 export function ApprovalsPage() {
   const { api, token } = useSession();
-  const pending = useLoad(() => ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: 200 } } })), [api]);
+  // Newest first, a page at a time: requests past the first page must be reachable, or 200 newer
+  // ones (any agent key can ask) would hide an older request from every approver.
+  const [pages, setPages] = useState(1);
+  const pending = useLoad(async () => {
+    const items: Approval[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < pages; i++) {
+      const page = await ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } } }));
+      items.push(...page.items);
+      if (!page.nextCursor) return { items, nextCursor: null };
+      cursor = page.nextCursor;
+    }
+    return { items, nextCursor: cursor ?? null };
+  }, [api, pages]);
   const recent = useLoad(() => ok(api.GET('/api/v1/approvals', { params: { query: { limit: 50 } } })), [api]);
   const agents = useLoad(() => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200 } } })), [api]);
   const catalog = useLoad(() => ok(api.GET('/api/v1/agents/capabilities')), [api]);
@@ -38,6 +53,7 @@ export function ApprovalsPage() {
   }, [catalog.data]);
   const decided = (recent.data?.items ?? []).filter((a) => a.status !== 'pending');
   const items = pending.data?.items ?? [];
+  const more = Boolean(pending.data?.nextCursor);
   const names = usePrincipalNames([...items.map((a) => a.requestedBy), ...decided.map((a) => a.decidedBy)]);
 
   return (
@@ -49,7 +65,7 @@ export function ApprovalsPage() {
       <Status>{status}</Status>
       <Alert>{pending.error}</Alert>
       <section aria-labelledby="pending-title">
-        <h2 id="pending-title">Pending ({items.length})</h2>
+        <h2 id="pending-title">{more ? `Pending (${items.length} shown, more waiting)` : `Pending (${items.length})`}</h2>
         {pending.data && items.length === 0 && <p className="muted">Nothing waits for a decision.</p>}
         <ul className="approvals" aria-labelledby="pending-title">
           {items.map((a) => (
@@ -66,6 +82,13 @@ export function ApprovalsPage() {
             />
           ))}
         </ul>
+        {more && (
+          <div className="actions">
+            <button type="button" disabled={pending.loading} onClick={() => setPages((n) => n + 1)}>
+              Show older requests
+            </button>
+          </div>
+        )}
       </section>
       <section aria-labelledby="decided-title">
         <h2 id="decided-title">Decided</h2>
