@@ -345,6 +345,31 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('lists API keys past the first page, so keys made and revoked after one cannot bury it', async () => {
+    const own = await createOrg(t);
+    await t.http
+      .post(`/api/v1/orgs/${own.id}/api-keys`)
+      .set('Authorization', `Bearer ${t.adminToken}`)
+      .send({ name: 'backdoor', roles: ['admin'] })
+      .expect(201);
+    // 200 keys made after it and revoked: the first page of the list, newest first.
+    await t.app.get(DataSource).query(
+      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash, created_at, revoked_at)
+       SELECT gen_random_uuid(), $1::uuid, 'burying ' || i, ARRAY['viewer'], 'cp_bury', md5($1::text || i::text), now() + i * interval '1 second', now()
+         FROM generate_series(1, 200) AS i`,
+      [own.id],
+    );
+    const { context, page } = await signedIn(own.keys.admin);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const rows = page.getByRole('table', { name: 'API keys of this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'burying 1' }).first().waitFor();
+    expect(await rows.filter({ hasText: 'backdoor' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Show older keys' }).click();
+    await page.getByRole('button', { name: 'Revoke backdoor' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show older keys' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('binds an MCP connection to an agent from the editor', async () => {
     const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
       id: string;

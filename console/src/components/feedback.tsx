@@ -107,6 +107,48 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T;
   return { ...state, reload: () => setTick((n) => n + 1) };
 }
 
+export interface Paged<T> {
+  data?: { items: T[]; nextCursor: string | null };
+  error?: string;
+  loading: boolean;
+  reload(): void;
+  /** Reads one more page (kept across reloads). */
+  more(): void;
+}
+
+/**
+ * A list read page after page, its first page at once and each next one on `more()`. A list that
+ * stopped at its first page hid the rest from the person reading it: pending approvals, a key
+ * among revoked ones, a webhook, a connection (a page also ends at about 4 MiB of items).
+ */
+export function usePages<T>(read: (cursor?: string) => Promise<{ items: T[]; nextCursor: string | null }>, deps: unknown[]): Paged<T> {
+  const [pages, setPages] = useState(1);
+  const load = useLoad(async () => {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < pages; i++) {
+      const page = await read(cursor);
+      items.push(...page.items);
+      if (!page.nextCursor) return { items, nextCursor: null };
+      cursor = page.nextCursor;
+    }
+    return { items, nextCursor: cursor ?? null };
+  }, [...deps, pages]);
+  return { ...load, more: () => setPages((n) => n + 1) };
+}
+
+/** The button that reads a list's next page, shown while there is one. */
+export function ShowMore({ list, children }: { list: Paged<unknown>; children: string }) {
+  if (!list.data?.nextCursor) return null;
+  return (
+    <div className="actions">
+      <button type="button" disabled={list.loading} onClick={() => list.more()}>
+        {children}
+      </button>
+    </div>
+  );
+}
+
 /**
  * Characters that change how text around them shows, or show as nothing: format characters
  * (bidirectional overrides and isolates such as U+202E, zero-width spaces and joiners, the soft

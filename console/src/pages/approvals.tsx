@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, formatTime, JsonView, Status, useLoad, visibleJson } from '../components/feedback';
+import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages, visibleJson } from '../components/feedback';
 import { useLiveUpdates } from '../events';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
@@ -22,18 +22,10 @@ export function ApprovalsPage() {
   const { api, token } = useSession();
   // Newest first, a page at a time: requests past the first page must be reachable, or 200 newer
   // ones (any agent key can ask) would hide an older request from every approver.
-  const [pages, setPages] = useState(1);
-  const pending = useLoad(async () => {
-    const items: Approval[] = [];
-    let cursor: string | undefined;
-    for (let i = 0; i < pages; i++) {
-      const page = await ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } } }));
-      items.push(...page.items);
-      if (!page.nextCursor) return { items, nextCursor: null };
-      cursor = page.nextCursor;
-    }
-    return { items, nextCursor: cursor ?? null };
-  }, [api, pages]);
+  const pending = usePages(
+    (cursor) => ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } } })),
+    [api],
+  );
   const recent = useLoad(() => ok(api.GET('/api/v1/approvals', { params: { query: { limit: 50 } } })), [api]);
   const agents = useLoad(() => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200 } } })), [api]);
   const catalog = useLoad(() => ok(api.GET('/api/v1/agents/capabilities')), [api]);
@@ -82,13 +74,7 @@ export function ApprovalsPage() {
             />
           ))}
         </ul>
-        {more && (
-          <div className="actions">
-            <button type="button" disabled={pending.loading} onClick={() => setPages((n) => n + 1)}>
-              Show older requests
-            </button>
-          </div>
-        )}
+        <ShowMore list={pending}>Show older requests</ShowMore>
       </section>
       <section aria-labelledby="decided-title">
         <h2 id="decided-title">Decided</h2>
