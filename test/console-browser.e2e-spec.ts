@@ -370,6 +370,39 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it("renders a skill's instructions when opened, and lists skills past the first page", async () => {
+    const own = await createOrg(t);
+    // 45 skills of 100,000 characters: a page ends at about 4 MiB, so the last ones are on a second.
+    const instructions = `# Steps\n\n${'Say [what](https://example.com) you do. '.repeat(2_500)}`.slice(0, 100_000);
+    for (let i = 0; i < 45; i += 15) {
+      await Promise.all(
+        Array.from({ length: 15 }, (_, j) =>
+          api('post', '/skills', own.keys.builder)
+            .send({ name: `Skill ${String(i + j).padStart(2, '0')}`, description: 'Long', instructions })
+            .expect(201),
+        ),
+      );
+    }
+    const { context, page } = await signedIn(own.keys.viewer);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Skills' }).click();
+    const cards = page.locator('li.card');
+    await cards.first().waitFor();
+    const first = await cards.count();
+    expect(first).toBeLessThan(45);
+    // Nothing rendered until a person opens it.
+    expect(await page.locator('.markdown').count()).toBe(0);
+    await cards.first().locator('summary').click();
+    await cards.first().getByRole('heading', { name: 'Steps' }).waitFor();
+    expect(await page.locator('.markdown').count()).toBe(1);
+    await page.getByRole('button', { name: 'Show more skills' }).click();
+    await until(
+      () => cards.count(),
+      (n) => n === 45,
+    );
+    expect(await page.getByRole('button', { name: 'Show more skills' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('binds an MCP connection to an agent from the editor', async () => {
     const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
       id: string;
