@@ -325,6 +325,31 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('names the agent of an approval by its slug too, its name with unseen characters escaped', async () => {
+    const own = await createOrg(t, ['memory:write']);
+    // Two agents of one name; one of them with a right-to-left override and a zero-width space in it.
+    const draft = { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] };
+    for (const [slug, name] of [
+      ['payments', 'Payments'],
+      ['payments-copy', 'Payments'],
+      ['reversed', 'Pay\u200bments \u202e(version 9)'],
+    ]) {
+      const id = (await api('post', '/agents', own.keys.builder).send({ slug, name }).expect(201)).body.id as string;
+      await api('put', `/agents/${id}/draft`, own.keys.builder).send(draft).expect(200);
+      await api('post', `/agents/${id}/publish`, own.keys.builder).expect(201);
+      await api('post', `/agents/${id}/tool-calls`, own.keys.agent)
+        .send({ tool: 'remember', arguments: { content: `from ${slug}` } })
+        .expect(202);
+    }
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const pending = page.getByRole('list', { name: /Pending/ });
+    await pending.getByRole('heading', { name: 'remember for Payments (payments)', exact: true }).waitFor();
+    await pending.getByRole('heading', { name: 'remember for Payments (payments-copy)', exact: true }).waitFor();
+    await pending.getByRole('heading', { name: 'remember for Pay\\u200bments \\u202e(version 9) (reversed)', exact: true }).waitFor();
+    await context.close();
+  });
+
   it('reaches pending approvals past the first page, so newer requests cannot hide an older one', async () => {
     const own = await createOrg(t, ['memory:write']);
     const agentId = await publishAgent(t, own, 'flooded', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });

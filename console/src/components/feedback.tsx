@@ -166,10 +166,23 @@ const UNSEEN = /[\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
  * hide words between zero-width characters.
  */
 export function visibleJson(value: unknown): string {
-  // An astral one (a tag character, U+E0001 to U+E007F, or a variation selector past U+E0100: text
-  // hidden from people, read by models) as its two halves.
-  const escape = (c: string) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
-  return (JSON.stringify(value, null, 2) ?? '').replace(UNSEEN, escape);
+  return (JSON.stringify(value, null, 2) ?? '').replace(UNSEEN, escapeUnseen);
+}
+
+// An astral one (a tag character, U+E0001 to U+E007F, or a variation selector past U+E0100: text
+// hidden from people, read by models) as its two halves.
+function escapeUnseen(c: string): string {
+  return Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+}
+
+/**
+ * A name shown where a person decides (the tool and agent of an approval) with every UNSEEN
+ * character as its `\uXXXX` escape: an MCP tool is named by its vendor's server (any character
+ * but U+0000) and an agent by any builder, and a right-to-left override in either reversed the
+ * text after it on the card, a zero-width one hid what told two names apart.
+ */
+export function visibleText(text: string): string {
+  return text.replace(UNSEEN, escapeUnseen);
 }
 
 export function JsonView({ value, label }: { value: unknown; label: string }) {

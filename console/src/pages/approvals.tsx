@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages, visibleJson } from '../components/feedback';
+import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages, visibleJson, visibleText } from '../components/feedback';
 import { useLiveUpdates } from '../events';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
@@ -37,7 +37,8 @@ export function ApprovalsPage() {
     agents.reload();
   };
   const mode = useLiveUpdates(token, APPROVAL_EVENTS, refresh);
-  const agentName = useMemo(() => new Map((agents.data?.items ?? []).map((a) => [a.id, a.name])), [agents.data]);
+  // By name and slug: names are free text and may repeat, the slug is the agent's own.
+  const agentName = useMemo(() => new Map((agents.data?.items ?? []).map((a) => [a.id, `${visibleText(a.name)} (${a.slug})`])), [agents.data]);
   const riskOf = useMemo(() => {
     const map = new Map<string, string>();
     for (const c of catalog.data?.items ?? []) for (const t of c.tools) map.set(`${c.id}/${t.id}`, t.risk);
@@ -96,7 +97,7 @@ export function ApprovalsPage() {
               {decided.map((a) => (
                 <tr key={a.id}>
                   <td>
-                    <code>{a.tool}</code>
+                    <code>{visibleText(a.tool)}</code>
                   </td>
                   <td>{agentName.get(a.agentId) ?? a.agentId}</td>
                   <td>
@@ -188,7 +189,7 @@ function PendingApproval({
   return (
     <li className="card approval" aria-labelledby={titleId}>
       <h3 id={titleId}>
-        <code>{a.tool}</code> for {agentName}
+        <code>{visibleText(a.tool)}</code> for {agentName}
       </h3>
       <dl className="facts">
         <dt>Agent</dt>
@@ -197,9 +198,7 @@ function PendingApproval({
         </dd>
         <dt>Tool</dt>
         <dd>
-          <code>
-            {a.capabilityId}/{a.toolId}
-          </code>
+          <code>{visibleText(`${a.capabilityId}/${a.toolId}`)}</code>
         </dd>
         <dt>Risk</dt>
         <dd>{risk ? <span className={`risk risk--${risk}`}>{risk.replace('_', ' ')}</span> : 'as its connection says'}</dd>
@@ -234,7 +233,7 @@ function PendingApproval({
           )}
         </div>
       ) : (
-        <JsonView label={`Arguments of ${a.tool}`} value={a.arguments} />
+        <JsonView label={`Arguments of ${visibleText(a.tool)}`} value={a.arguments} />
       )}
       <Alert>{error}</Alert>
       {mayDecide && (
