@@ -774,6 +774,35 @@ describe('the Builder console in a browser (e2e)', () => {
     await admin.context.close();
   });
 
+  it('tells apart MCP tools named alike, where an admin disables one or sets its risk', async () => {
+    const own = await createOrg(t, ['mcp:remote']);
+    // A vendor's server listing `wipe` and `wipe` + U+200B: the same text on screen.
+    const server = await startFixtureMcpServer({
+      rawToolsList: () => ({
+        result: {
+          tools: ['wipe', 'wipe\u200b'].map((name) => ({ name, description: 'Wipes.', inputSchema: { type: 'object' } })),
+        },
+      }),
+    });
+    try {
+      await api('post', '/mcp-connections', own.keys.admin).send({ server: 'remote', name: 'vendor', url: server.url }).expect(201);
+      const { context, page } = await signedIn(own.keys.admin);
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: 'MCP servers', exact: true }).click();
+      await page.getByRole('combobox', { name: 'Risk of vendor/wipe', exact: true }).waitFor();
+      await page.getByRole('combobox', { name: 'Risk of vendor/wipe\\u200b', exact: true }).waitFor();
+      await nav.getByRole('link', { name: 'Tool switches', exact: true }).click();
+      await page.getByRole('combobox', { name: 'Tool' }).selectOption({ label: 'mcp/vendor/wipe\\u200b' });
+      await page.getByRole('button', { name: 'Disable tool' }).click();
+      await page.getByRole('button', { name: 'Enable mcp/vendor/wipe\\u200b', exact: true }).waitFor();
+      const switches = (await api('get', '/tools/disabled', own.keys.viewer).expect(200)).body.items as { toolId: string }[];
+      expect(switches.map((s) => s.toolId)).toEqual(['vendor/wipe\u200b']);
+      await context.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   it('lists more switches than one page holds with Show more', async () => {
     const own = await createOrg(t);
     await t.app.get(DataSource).query(

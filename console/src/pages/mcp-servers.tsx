@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages, visibleText } from '../components/feedback';
 import { PageTitle } from '../router';
 import { MoveConnection } from './mcp-move-connection';
 import { can, useSession } from '../session';
@@ -141,13 +141,13 @@ function ConnectionCard({
           {c.tools.map((t) => (
             <tr key={t.name}>
               <td>
-                <code>{t.name}</code>
+                <code>{visibleText(t.name)}</code>
               </td>
               <td>
                 {admin ? (
                   <>
                     <label className="visually-hidden" htmlFor={`risk-${c.id}-${t.name}`}>
-                      Risk of {c.name}/{t.name}
+                      Risk of {c.name}/{visibleText(t.name)}
                     </label>
                     <select
                       id={`risk-${c.id}-${t.name}`}
@@ -162,7 +162,7 @@ function ConnectionCard({
                                 body: { risk: e.target.value as Risk },
                               }),
                             ),
-                          `${c.name}/${t.name} is now ${e.target.value.replace('_', ' ')}.`,
+                          `${c.name}/${visibleText(t.name)} is now ${e.target.value.replace('_', ' ')}.`,
                         )
                       }
                     >
