@@ -428,6 +428,19 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('shows where a Markdown link goes, after a text that names another address', async () => {
+    const own = await createOrg(t);
+    const instructions = 'Read [https://docs.example.com](https://evil.example/login) first, then <https://docs.example.com/faq>.';
+    await api('post', '/skills', own.keys.builder).send({ name: 'Linked', description: 'Links', instructions }).expect(201);
+    const { context, page } = await signedIn(own.keys.viewer);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Skills' }).click();
+    await page.getByText('Instructions of Linked').click();
+    const body = page.locator('.markdown');
+    await body.waitFor();
+    expect(await body.innerText()).toBe('Read https://docs.example.com (https://evil.example/login) first, then https://docs.example.com/faq.');
+    await context.close();
+  });
+
   it('binds an MCP connection to an agent from the editor', async () => {
     const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
       id: string;
