@@ -350,6 +350,39 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('shows approval arguments in the order they are stored, right-to-left letters among them', async () => {
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'rtl-args', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    // A Hebrew geresh (it looks like an apostrophe) before two numbers: the bidi algorithm drew them `456 123`.
+    await api('post', `/agents/${agentId}/tool-calls`, own.keys.agent)
+      .send({ tool: 'remember', arguments: { content: 'pay \u05f3 123 456 to 789' } })
+      .expect(202);
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const item = page
+      .getByRole('list', { name: /Pending/ })
+      .getByRole('listitem')
+      .filter({ hasText: '789' });
+    await item.waitFor();
+    // Where each number is drawn, left to right.
+    const order = () =>
+      item.getByRole('region', { name: /^Arguments of/ }).evaluate((pre) => {
+        const text = pre.firstChild as Text;
+        const at = (s: string) => {
+          const range = document.createRange();
+          const i = text.data.indexOf(s);
+          range.setStart(text, i);
+          range.setEnd(text, i + s.length);
+          return range.getBoundingClientRect().left;
+        };
+        return [at('123'), at('456'), at('789')];
+      });
+    const [a, b, c] = await order();
+    expect(a).toBeLessThan(b);
+    expect(b).toBeLessThan(c);
+    await context.close();
+  });
+
   it('reaches pending approvals past the first page, so newer requests cannot hide an older one', async () => {
     const own = await createOrg(t, ['memory:write']);
     const agentId = await publishAgent(t, own, 'flooded', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
