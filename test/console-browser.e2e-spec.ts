@@ -474,6 +474,26 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('lists agents past the first page with Show more agents', async () => {
+    const own = await createOrg(t);
+    for (let i = 0; i < 201; i += 20) {
+      await Promise.all(
+        Array.from({ length: Math.min(20, 201 - i) }, (_, j) => {
+          const slug = `listed-${String(i + j).padStart(3, '0')}`;
+          return api('post', '/agents', own.keys.builder).send({ slug, name: slug }).expect(201);
+        }),
+      );
+    }
+    const { context, page } = await signedIn(own.keys.viewer);
+    const rows = page.getByRole('table', { name: 'Agents of this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'listed-199' }).first().waitFor();
+    expect(await rows.count()).toBe(200);
+    await page.getByRole('button', { name: 'Show more agents' }).click();
+    await page.getByRole('link', { name: 'listed-200' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show more agents' }).count()).toBe(0);
+    await context.close();
+  });
+
   it('binds an MCP connection to an agent from the editor', async () => {
     const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
       id: string;
