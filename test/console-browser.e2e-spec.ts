@@ -365,19 +365,17 @@ describe('the Builder console in a browser (e2e)', () => {
       .filter({ hasText: '789' });
     await item.waitFor();
     // Where each number is drawn, left to right.
-    const order = () =>
-      item.getByRole('region', { name: /^Arguments of/ }).evaluate((pre) => {
-        const text = pre.firstChild as Text;
-        const at = (s: string) => {
-          const range = document.createRange();
-          const i = text.data.indexOf(s);
-          range.setStart(text, i);
-          range.setEnd(text, i + s.length);
-          return range.getBoundingClientRect().left;
-        };
-        return [at('123'), at('456'), at('789')];
-      });
-    const [a, b, c] = await order();
+    const [a, b, c] = await item.getByRole('region', { name: /^Arguments of/ }).evaluate((pre) => {
+      const text = pre.firstChild!;
+      const at = (s: string) => {
+        const range = pre.ownerDocument.createRange();
+        const i = (text.textContent ?? '').indexOf(s);
+        range.setStart(text, i);
+        range.setEnd(text, i + s.length);
+        return range.getBoundingClientRect().left;
+      };
+      return [at('123'), at('456'), at('789')];
+    });
     expect(a).toBeLessThan(b);
     expect(b).toBeLessThan(c);
     await context.close();
