@@ -302,15 +302,17 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(rejected.map((a: { note: string }) => a.note)).toEqual(['Nothing to forget here.']);
 
     // Arguments that show other than they are (a right-to-left override, a zero-width space, a tag
-    // character) are shown with those characters escaped, and approved as they were asked.
-    const hidden = 'Refund \u202e001\u202c to \u200bme\u{e0041}';
+    // character; variation selectors carrying bytes, a combining grapheme joiner, a Hangul filler,
+    // which are no format characters and show as nothing) are shown with those characters
+    // escaped, and approved as they were asked.
+    const hidden = 'Refund \u202e001\u202c to \u200bme\u{e0041} now\u{e0110}\u{e0164}\u034f\u3164\ufe0f!';
     const third = await api('post', `/agents/${agent.id}/tool-calls`, org.keys.agent)
       .send({ tool: 'remember', arguments: { content: hidden } })
       .expect(202);
     const shown = pending.getByRole('listitem').filter({ hasText: 'Refund' });
     await shown.waitFor({ timeout: 20_000 });
     const args = await shown.getByRole('region', { name: 'Arguments of remember' }).innerText();
-    expect(args).toContain('"Refund \\u202e001\\u202c to \\u200bme\\udb40\\udc41"');
+    expect(args).toContain('"Refund \\u202e001\\u202c to \\u200bme\\udb40\\udc41 now\\udb40\\udd10\\udb40\\udd64\\u034f\\u3164\\ufe0f!"');
     await shown.getByRole('button', { name: 'Edit arguments' }).click();
     expect(await shown.getByRole('textbox').first().inputValue()).toContain('\\u202e001');
     await shown.getByRole('button', { name: 'Approve' }).click();
@@ -320,6 +322,173 @@ describe('the Builder console in a browser (e2e)', () => {
       (c) => c.status !== 'running' && c.status !== 'pending_approval',
     );
     expect(ran).toMatchObject({ status: 'succeeded', arguments: { content: hidden } });
+    await context.close();
+  });
+
+  it('names the agent of an approval by its slug too, its name with unseen characters escaped', async () => {
+    const own = await createOrg(t, ['memory:write']);
+    // Two agents of one name; one of them with a right-to-left override and a zero-width space in it.
+    const draft = { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] };
+    for (const [slug, name] of [
+      ['payments', 'Payments'],
+      ['payments-copy', 'Payments'],
+      ['reversed', 'Pay\u200bments \u202e(version 9)'],
+    ]) {
+      const id = (await api('post', '/agents', own.keys.builder).send({ slug, name }).expect(201)).body.id as string;
+      await api('put', `/agents/${id}/draft`, own.keys.builder).send(draft).expect(200);
+      await api('post', `/agents/${id}/publish`, own.keys.builder).expect(201);
+      await api('post', `/agents/${id}/tool-calls`, own.keys.agent)
+        .send({ tool: 'remember', arguments: { content: `from ${slug}` } })
+        .expect(202);
+    }
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const pending = page.getByRole('list', { name: /Pending/ });
+    await pending.getByRole('heading', { name: 'remember for Payments (payments)', exact: true }).waitFor();
+    await pending.getByRole('heading', { name: 'remember for Payments (payments-copy)', exact: true }).waitFor();
+    await pending.getByRole('heading', { name: 'remember for Pay\\u200bments \\u202e(version 9) (reversed)', exact: true }).waitFor();
+    await context.close();
+  });
+
+  it('shows approval arguments in the order they are stored, right-to-left letters among them', async () => {
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'rtl-args', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    // A Hebrew geresh (it looks like an apostrophe) before two numbers: the bidi algorithm drew them `456 123`.
+    await api('post', `/agents/${agentId}/tool-calls`, own.keys.agent)
+      .send({ tool: 'remember', arguments: { content: 'pay \u05f3 123 456 to 789' } })
+      .expect(202);
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const item = page
+      .getByRole('list', { name: /Pending/ })
+      .getByRole('listitem')
+      .filter({ hasText: '789' });
+    await item.waitFor();
+    // Where each number is drawn, left to right.
+    const [a, b, c] = await item.getByRole('region', { name: /^Arguments of/ }).evaluate((pre) => {
+      const text = pre.firstChild!;
+      const at = (s: string) => {
+        const range = pre.ownerDocument.createRange();
+        const i = (text.textContent ?? '').indexOf(s);
+        range.setStart(text, i);
+        range.setEnd(text, i + s.length);
+        return range.getBoundingClientRect().left;
+      };
+      return [at('123'), at('456'), at('789')];
+    });
+    expect(a).toBeLessThan(b);
+    expect(b).toBeLessThan(c);
+    await context.close();
+  });
+
+  it('reaches pending approvals past the first page, so newer requests cannot hide an older one', async () => {
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'flooded', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    const ask = (content: string) =>
+      api('post', `/agents/${agentId}/tool-calls`, own.keys.agent).send({ tool: 'remember', arguments: { content } }).expect(202);
+    await ask('The oldest request, asked first');
+    // 200 newer requests: a page of the inbox, newest first.
+    for (let i = 0; i < 200; i += 20) await Promise.all(Array.from({ length: 20 }, (_, j) => ask(`Newer request ${i + j}`)));
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByRole('heading', { name: 'Pending (200 shown, more waiting)' }).waitFor();
+    const pending = page.getByRole('list', { name: /Pending/ });
+    expect(await pending.getByRole('listitem').count()).toBe(200);
+    await page.getByRole('button', { name: 'Show older requests' }).click();
+    await pending.getByRole('listitem').filter({ hasText: 'The oldest request, asked first' }).waitFor();
+    await page.getByRole('heading', { name: 'Pending (201)' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show older requests' }).count()).toBe(0);
+    await context.close();
+  });
+
+  it('lists API keys past the first page, so keys made and revoked after one cannot bury it', async () => {
+    const own = await createOrg(t);
+    await t.http
+      .post(`/api/v1/orgs/${own.id}/api-keys`)
+      .set('Authorization', `Bearer ${t.adminToken}`)
+      .send({ name: 'backdoor', roles: ['admin'] })
+      .expect(201);
+    // 200 keys made after it and revoked: the first page of the list, newest first.
+    await t.app.get(DataSource).query(
+      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash, created_at, revoked_at)
+       SELECT gen_random_uuid(), $1::uuid, 'burying ' || i, ARRAY['viewer'], 'cp_bury', md5($1::text || i::text), now() + i * interval '1 second', now()
+         FROM generate_series(1, 200) AS i`,
+      [own.id],
+    );
+    const { context, page } = await signedIn(own.keys.admin);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const rows = page.getByRole('table', { name: 'API keys of this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'burying 1' }).first().waitFor();
+    expect(await rows.filter({ hasText: 'backdoor' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Show older keys' }).click();
+    await page.getByRole('button', { name: 'Revoke backdoor' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show older keys' }).count()).toBe(0);
+    await context.close();
+  });
+
+  it("renders a skill's instructions when opened, and lists skills past the first page", async () => {
+    const own = await createOrg(t);
+    // 45 skills of 100,000 characters: a page ends at about 4 MiB, so the last ones are on a second.
+    const instructions = `# Steps\n\n${'Say [what](https://example.com) you do. '.repeat(2_500)}`.slice(0, 100_000);
+    for (let i = 0; i < 45; i += 15) {
+      await Promise.all(
+        Array.from({ length: 15 }, (_, j) =>
+          api('post', '/skills', own.keys.builder)
+            .send({ name: `Skill ${String(i + j).padStart(2, '0')}`, description: 'Long', instructions })
+            .expect(201),
+        ),
+      );
+    }
+    const { context, page } = await signedIn(own.keys.viewer);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Skills' }).click();
+    const cards = page.locator('li.card');
+    await cards.first().waitFor();
+    const first = await cards.count();
+    expect(first).toBeLessThan(45);
+    // Nothing rendered until a person opens it.
+    expect(await page.locator('.markdown').count()).toBe(0);
+    await cards.first().locator('summary').click();
+    await cards.first().getByRole('heading', { name: 'Steps' }).waitFor();
+    expect(await page.locator('.markdown').count()).toBe(1);
+    await page.getByRole('button', { name: 'Show more skills' }).click();
+    await until(
+      () => cards.count(),
+      (n) => n === 45,
+    );
+    expect(await page.getByRole('button', { name: 'Show more skills' }).count()).toBe(0);
+    await context.close();
+  });
+
+  it('shows where a Markdown link goes, after a text that names another address', async () => {
+    const own = await createOrg(t);
+    const instructions = 'Read [https://docs.example.com](https://evil.example/login) first, then <https://docs.example.com/faq>.';
+    await api('post', '/skills', own.keys.builder).send({ name: 'Linked', description: 'Links', instructions }).expect(201);
+    const { context, page } = await signedIn(own.keys.viewer);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Skills' }).click();
+    await page.getByText('Instructions of Linked').click();
+    const body = page.locator('.markdown');
+    await body.waitFor();
+    expect(await body.innerText()).toBe('Read https://docs.example.com (https://evil.example/login) first, then https://docs.example.com/faq.');
+    await context.close();
+  });
+
+  it('lists agents past the first page with Show more agents', async () => {
+    const own = await createOrg(t);
+    for (let i = 0; i < 201; i += 20) {
+      await Promise.all(
+        Array.from({ length: Math.min(20, 201 - i) }, (_, j) => {
+          const slug = `listed-${String(i + j).padStart(3, '0')}`;
+          return api('post', '/agents', own.keys.builder).send({ slug, name: slug }).expect(201);
+        }),
+      );
+    }
+    const { context, page } = await signedIn(own.keys.viewer);
+    const rows = page.getByRole('table', { name: 'Agents of this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'listed-199' }).first().waitFor();
+    expect(await rows.count()).toBe(200);
+    await page.getByRole('button', { name: 'Show more agents' }).click();
+    await page.getByRole('link', { name: 'listed-200' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Show more agents' }).count()).toBe(0);
     await context.close();
   });
 
@@ -681,6 +850,35 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(await switches()).toEqual([]);
     await recall().expect(200);
     await admin.context.close();
+  });
+
+  it('tells apart MCP tools named alike, where an admin disables one or sets its risk', async () => {
+    const own = await createOrg(t, ['mcp:remote']);
+    // A vendor's server listing `wipe` and `wipe` + U+200B: the same text on screen.
+    const server = await startFixtureMcpServer({
+      rawToolsList: () => ({
+        result: {
+          tools: ['wipe', 'wipe\u200b'].map((name) => ({ name, description: 'Wipes.', inputSchema: { type: 'object' } })),
+        },
+      }),
+    });
+    try {
+      await api('post', '/mcp-connections', own.keys.admin).send({ server: 'remote', name: 'vendor', url: server.url }).expect(201);
+      const { context, page } = await signedIn(own.keys.admin);
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await nav.getByRole('link', { name: 'MCP servers', exact: true }).click();
+      await page.getByRole('combobox', { name: 'Risk of vendor/wipe', exact: true }).waitFor();
+      await page.getByRole('combobox', { name: 'Risk of vendor/wipe\\u200b', exact: true }).waitFor();
+      await nav.getByRole('link', { name: 'Tool switches', exact: true }).click();
+      await page.getByRole('combobox', { name: 'Tool' }).selectOption({ label: 'mcp/vendor/wipe\\u200b' });
+      await page.getByRole('button', { name: 'Disable tool' }).click();
+      await page.getByRole('button', { name: 'Enable mcp/vendor/wipe\\u200b', exact: true }).waitFor();
+      const switches = (await api('get', '/tools/disabled', own.keys.viewer).expect(200)).body.items as { toolId: string }[];
+      expect(switches.map((s) => s.toolId)).toEqual(['vendor/wipe\u200b']);
+      await context.close();
+    } finally {
+      await server.close();
+    }
   });
 
   it('lists more switches than one page holds with Show more', async () => {

@@ -107,12 +107,57 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T;
   return { ...state, reload: () => setTick((n) => n + 1) };
 }
 
+export interface Paged<T> {
+  data?: { items: T[]; nextCursor: string | null };
+  error?: string;
+  loading: boolean;
+  reload(): void;
+  /** Reads one more page (kept across reloads). */
+  more(): void;
+}
+
+/**
+ * A list read page after page, its first page at once and each next one on `more()`. A list that
+ * stopped at its first page hid the rest from the person reading it: pending approvals, a key
+ * among revoked ones, a webhook, a connection (a page also ends at about 4 MiB of items).
+ */
+export function usePages<T>(read: (cursor?: string) => Promise<{ items: T[]; nextCursor: string | null }>, deps: unknown[]): Paged<T> {
+  const [pages, setPages] = useState(1);
+  const load = useLoad(async () => {
+    const items: T[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < pages; i++) {
+      const page = await read(cursor);
+      items.push(...page.items);
+      if (!page.nextCursor) return { items, nextCursor: null };
+      cursor = page.nextCursor;
+    }
+    return { items, nextCursor: cursor ?? null };
+  }, [...deps, pages]);
+  return { ...load, more: () => setPages((n) => n + 1) };
+}
+
+/** The button that reads a list's next page, shown while there is one. */
+export function ShowMore({ list, children }: { list: Paged<unknown>; children: string }) {
+  if (!list.data?.nextCursor) return null;
+  return (
+    <div className="actions">
+      <button type="button" disabled={list.loading} onClick={() => list.more()}>
+        {children}
+      </button>
+    </div>
+  );
+}
+
 /**
  * Characters that change how text around them shows, or show as nothing: format characters
  * (bidirectional overrides and isolates such as U+202E, zero-width spaces and joiners, the soft
- * hyphen, U+FEFF) and the line and paragraph separators.
+ * hyphen, U+FEFF), the line and paragraph separators, and every other default-ignorable code
+ * point, which fonts draw as nothing whatever their category: variation selectors (U+FE00 to
+ * U+FE0F, U+E0100 to U+E01EF; one after each visible character can carry a byte, so a whole
+ * sentence hides behind a word), the combining grapheme joiner and the Hangul fillers.
  */
-const UNSEEN = /[\p{Cf}\u2028\u2029]/gu;
+const UNSEEN = /[\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
 
 /**
  * `value` as indented JSON with every UNSEEN character written as its `\uXXXX` escape, which JSON
@@ -121,9 +166,23 @@ const UNSEEN = /[\p{Cf}\u2028\u2029]/gu;
  * hide words between zero-width characters.
  */
 export function visibleJson(value: unknown): string {
-  // An astral one (a tag character, U+E0001 to U+E007F: text hidden from people, read by models) as its two halves.
-  const escape = (c: string) => Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
-  return (JSON.stringify(value, null, 2) ?? '').replace(UNSEEN, escape);
+  return (JSON.stringify(value, null, 2) ?? '').replace(UNSEEN, escapeUnseen);
+}
+
+// An astral one (a tag character, U+E0001 to U+E007F, or a variation selector past U+E0100: text
+// hidden from people, read by models) as its two halves.
+function escapeUnseen(c: string): string {
+  return Array.from({ length: c.length }, (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`).join('');
+}
+
+/**
+ * A name shown where a person decides (the tool and agent of an approval) with every UNSEEN
+ * character as its `\uXXXX` escape: an MCP tool is named by its vendor's server (any character
+ * but U+0000) and an agent by any builder, and a right-to-left override in either reversed the
+ * text after it on the card, a zero-width one hid what told two names apart.
+ */
+export function visibleText(text: string): string {
+  return text.replace(UNSEEN, escapeUnseen);
 }
 
 export function JsonView({ value, label }: { value: unknown; label: string }) {

@@ -6,6 +6,21 @@ import { useId, useMemo, useState } from 'react';
 // markdown-it also refuses javascript: and data: links (validateLink).
 const md = new MarkdownIt({ html: false, linkify: false, typographer: false });
 
+// A link shows where it goes: `[https://docs.example.com](https://evil.example)` showed the first
+// address and led to the second, away from the console (whose key is then forgotten, and a page
+// there can ask for it again). The destination follows the text unless the text is it.
+md.renderer.rules.link_close = (tokens, idx, options, _env, self) => {
+  let open = idx;
+  while (open > 0 && tokens[open].type !== 'link_open') open--;
+  const href = String(tokens[open].attrGet('href') ?? '');
+  const text = tokens
+    .slice(open + 1, idx)
+    .map((t) => t.content)
+    .join('');
+  const close = self.renderToken(tokens, idx, options);
+  return text === href ? close : `${close} <span class="link-target">(${md.utils.escapeHtml(href)})</span>`;
+};
+
 export function Markdown({ source }: { source: string }) {
   const html = useMemo(() => md.render(source), [source]);
   return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />;

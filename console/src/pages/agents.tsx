@@ -1,12 +1,12 @@
 import { useState, type FormEvent } from 'react';
 import { ok, ProblemError, type FieldError } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, usePages } from '../components/feedback';
 import { Link, navigate, PageTitle } from '../router';
 import { can, useSession } from '../session';
 
 export function AgentsPage() {
   const { api, me } = useSession();
-  const agents = useLoad(() => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200 } } })), [api]);
+  const agents = usePages((cursor) => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const [creating, setCreating] = useState(false);
   return (
     <>
@@ -49,6 +49,7 @@ export function AgentsPage() {
             </tbody>
           </table>
         ))}
+      <ShowMore list={agents}>Show more agents</ShowMore>
     </>
   );
 }

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, usePages } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
 
@@ -17,7 +17,12 @@ type Role = (typeof ROLES)[number][0];
 export function ApiKeysPage() {
   const { api, me } = useSession();
   const orgId = me.orgId!;
-  const keys = useLoad(() => ok(api.GET('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId }, query: { limit: 200 } } })), [api, orgId]);
+  // Newest first, revoked keys included: past the first page, a key made before 200 others (made
+  // and revoked to bury it) must still be reachable.
+  const keys = usePages(
+    (cursor) => ok(api.GET('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId }, query: { limit: 200, ...(cursor ? { cursor } : {}) } } })),
+    [api, orgId],
+  );
   const [name, setName] = useState('');
   const [roles, setRoles] = useState<Role[]>([]);
   const [created, setCreated] = useState<{ name: string; token: string }>();
@@ -109,6 +114,7 @@ export function ApiKeysPage() {
           </tbody>
         </table>
       )}
+      <ShowMore list={keys}>Show older keys</ShowMore>
       <form className="card" onSubmit={create} aria-labelledby="new-key-title" noValidate>
         <h2 id="new-key-title">New API key</h2>
         <div className="field">

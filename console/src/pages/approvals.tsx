@@ -1,7 +1,7 @@
 import { useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, formatTime, JsonView, Status, useLoad, visibleJson } from '../components/feedback';
+import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages, visibleJson, visibleText } from '../components/feedback';
 import { useLiveUpdates } from '../events';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
@@ -14,11 +14,18 @@ const REASONS: Record<Approval['reason'], string> = {
   spec_required: "the agent's spec requires approval for it",
 };
 
+const PAGE_SIZE = 200;
+
 const APPROVAL_EVENTS = ['approval.requested', 'approval.approved', 'approval.rejected', 'approval.expired'];
 
 export function ApprovalsPage() {
   const { api, token } = useSession();
-  const pending = useLoad(() => ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: 200 } } })), [api]);
+  // Newest first, a page at a time: requests past the first page must be reachable, or 200 newer
+  // ones (any agent key can ask) would hide an older request from every approver.
+  const pending = usePages(
+    (cursor) => ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } } })),
+    [api],
+  );
   const recent = useLoad(() => ok(api.GET('/api/v1/approvals', { params: { query: { limit: 50 } } })), [api]);
   const agents = useLoad(() => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200 } } })), [api]);
   const catalog = useLoad(() => ok(api.GET('/api/v1/agents/capabilities')), [api]);
@@ -30,7 +37,8 @@ export function ApprovalsPage() {
     agents.reload();
   };
   const mode = useLiveUpdates(token, APPROVAL_EVENTS, refresh);
-  const agentName = useMemo(() => new Map((agents.data?.items ?? []).map((a) => [a.id, a.name])), [agents.data]);
+  // By name and slug: names are free text and may repeat, the slug is the agent's own.
+  const agentName = useMemo(() => new Map((agents.data?.items ?? []).map((a) => [a.id, `${visibleText(a.name)} (${a.slug})`])), [agents.data]);
   const riskOf = useMemo(() => {
     const map = new Map<string, string>();
     for (const c of catalog.data?.items ?? []) for (const t of c.tools) map.set(`${c.id}/${t.id}`, t.risk);
@@ -38,6 +46,7 @@ export function ApprovalsPage() {
   }, [catalog.data]);
   const decided = (recent.data?.items ?? []).filter((a) => a.status !== 'pending');
   const items = pending.data?.items ?? [];
+  const more = Boolean(pending.data?.nextCursor);
   const names = usePrincipalNames([...items.map((a) => a.requestedBy), ...decided.map((a) => a.decidedBy)]);
 
   return (
@@ -49,7 +58,7 @@ export function ApprovalsPage() {
       <Status>{status}</Status>
       <Alert>{pending.error}</Alert>
       <section aria-labelledby="pending-title">
-        <h2 id="pending-title">Pending ({items.length})</h2>
+        <h2 id="pending-title">{more ? `Pending (${items.length} shown, more waiting)` : `Pending (${items.length})`}</h2>
         {pending.data && items.length === 0 && <p className="muted">Nothing waits for a decision.</p>}
         <ul className="approvals" aria-labelledby="pending-title">
           {items.map((a) => (
@@ -66,6 +75,7 @@ export function ApprovalsPage() {
             />
           ))}
         </ul>
+        <ShowMore list={pending}>Show older requests</ShowMore>
       </section>
       <section aria-labelledby="decided-title">
         <h2 id="decided-title">Decided</h2>
@@ -87,7 +97,7 @@ export function ApprovalsPage() {
               {decided.map((a) => (
                 <tr key={a.id}>
                   <td>
-                    <code>{a.tool}</code>
+                    <code>{visibleText(a.tool)}</code>
                   </td>
                   <td>{agentName.get(a.agentId) ?? a.agentId}</td>
                   <td>
@@ -179,7 +189,7 @@ function PendingApproval({
   return (
     <li className="card approval" aria-labelledby={titleId}>
       <h3 id={titleId}>
-        <code>{a.tool}</code> for {agentName}
+        <code>{visibleText(a.tool)}</code> for {agentName}
       </h3>
       <dl className="facts">
         <dt>Agent</dt>
@@ -188,9 +198,7 @@ function PendingApproval({
         </dd>
         <dt>Tool</dt>
         <dd>
-          <code>
-            {a.capabilityId}/{a.toolId}
-          </code>
+          <code>{visibleText(`${a.capabilityId}/${a.toolId}`)}</code>
         </dd>
         <dt>Risk</dt>
         <dd>{risk ? <span className={`risk risk--${risk}`}>{risk.replace('_', ' ')}</span> : 'as its connection says'}</dd>
@@ -225,7 +233,7 @@ function PendingApproval({
           )}
         </div>
       ) : (
-        <JsonView label={`Arguments of ${a.tool}`} value={a.arguments} />
+        <JsonView label={`Arguments of ${visibleText(a.tool)}`} value={a.arguments} />
       )}
       <Alert>{error}</Alert>
       {mayDecide && (

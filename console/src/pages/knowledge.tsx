@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { messageOf, ok } from '../api/client';
-import { Alert, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
 import { Markdown } from '../components/markdown';
 import { SimpleForm } from '../components/simple-form';
 import { Link, navigate, PageTitle } from '../router';
@@ -12,7 +12,7 @@ export function KnowledgePage({ collectionId }: { collectionId?: string }) {
 
 function Collections() {
   const { api, me } = useSession();
-  const list = useLoad(() => ok(api.GET('/api/v1/knowledge/collections', { params: { query: { limit: 200 } } })), [api]);
+  const list = usePages((cursor) => ok(api.GET('/api/v1/knowledge/collections', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   return (
     <>
       <PageTitle>Knowledge</PageTitle>
@@ -42,6 +42,7 @@ function Collections() {
           </tbody>
         </table>
       )}
+      <ShowMore list={list}>Show more collections</ShowMore>
       {can(me, 'build') && (
         <SimpleForm
           title="New collection"
@@ -65,7 +66,10 @@ function Collections() {
 function Collection({ id }: { id: string }) {
   const { api, me } = useSession();
   const collection = useLoad(() => ok(api.GET('/api/v1/knowledge/collections/{id}', { params: { path: { id } } })), [api, id]);
-  const documents = useLoad(() => ok(api.GET('/api/v1/knowledge/collections/{id}/documents', { params: { path: { id }, query: { limit: 200 } } })), [api, id]);
+  const documents = usePages(
+    (cursor) => ok(api.GET('/api/v1/knowledge/collections/{id}/documents', { params: { path: { id }, query: { limit: 200, ...(cursor ? { cursor } : {}) } } })),
+    [api, id],
+  );
   const [open, setOpen] = useState<string>();
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
@@ -122,6 +126,7 @@ function Collection({ id }: { id: string }) {
           </li>
         ))}
       </ul>
+      <ShowMore list={documents}>Show more documents</ShowMore>
       {builder && (
         <>
           <SimpleForm

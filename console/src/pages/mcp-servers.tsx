@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages, visibleText } from '../components/feedback';
 import { PageTitle } from '../router';
 import { MoveConnection } from './mcp-move-connection';
 import { can, useSession } from '../session';
@@ -20,7 +20,8 @@ const RISK_SOURCES: Record<string, string> = {
 export function McpServersPage() {
   const { api, me } = useSession();
   const entries = useLoad(() => ok(api.GET('/api/v1/mcp-servers')), [api]);
-  const connections = useLoad(() => ok(api.GET('/api/v1/mcp-connections', { params: { query: { limit: 200 } } })), [api]);
+  // A page ends at about 4 MiB of items: a few connections listing large tools fill it.
+  const connections = usePages((cursor) => ok(api.GET('/api/v1/mcp-connections', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const [status, setStatus] = useState<string>();
   const admin = can(me, 'admin');
   return (
@@ -41,6 +42,7 @@ export function McpServersPage() {
           />
         ))}
       </ul>
+      <ShowMore list={connections}>Show more connections</ShowMore>
       {admin && entries.data && <NewConnection entries={entries.data.items} onCreated={(name) => (setStatus(`Connected “${name}”.`), connections.reload())} />}
       <h2>Catalog</h2>
       <table>
@@ -139,13 +141,13 @@ function ConnectionCard({
           {c.tools.map((t) => (
             <tr key={t.name}>
               <td>
-                <code>{t.name}</code>
+                <code>{visibleText(t.name)}</code>
               </td>
               <td>
                 {admin ? (
                   <>
                     <label className="visually-hidden" htmlFor={`risk-${c.id}-${t.name}`}>
-                      Risk of {c.name}/{t.name}
+                      Risk of {c.name}/{visibleText(t.name)}
                     </label>
                     <select
                       id={`risk-${c.id}-${t.name}`}
@@ -160,7 +162,7 @@ function ConnectionCard({
                                 body: { risk: e.target.value as Risk },
                               }),
                             ),
-                          `${c.name}/${t.name} is now ${e.target.value.replace('_', ' ')}.`,
+                          `${c.name}/${visibleText(t.name)} is now ${e.target.value.replace('_', ' ')}.`,
                         )
                       }
                     >

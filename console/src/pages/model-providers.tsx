@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, usePages } from '../components/feedback';
 import { SimpleForm } from '../components/simple-form';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
@@ -16,7 +16,7 @@ type Provider = Schemas['ModelProviderView'];
 export function ModelProvidersPage() {
   const { api, me } = useSession();
   const admin = can(me, 'admin');
-  const providers = useLoad(() => ok(api.GET('/api/v1/model-providers', { params: { query: { limit: 200 } } })), [api]);
+  const providers = usePages((cursor) => ok(api.GET('/api/v1/model-providers', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
   const [replacing, setReplacing] = useState<string>();
@@ -80,6 +80,7 @@ export function ModelProvidersPage() {
           </tbody>
         </table>
       )}
+      <ShowMore list={providers}>Show more providers</ShowMore>
       {admin && replacing && providers.data?.items.some((p) => p.id === replacing) && (
         <ReplaceKey
           key={replacing}

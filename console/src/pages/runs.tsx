@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { readEventStream, type AuditEventMessage } from '../events';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
 import { Link, navigate, PageTitle } from '../router';
 import type { Me } from '../session';
 import { useSession } from '../session';
@@ -29,7 +29,7 @@ export function canReadRuns(me: Me): boolean {
 
 export function RunsPage() {
   const { api, me } = useSession();
-  const runs = useLoad(() => ok(api.GET('/api/v1/runs', { params: { query: { limit: 100 } } })), [api]);
+  const runs = usePages((cursor) => ok(api.GET('/api/v1/runs', { params: { query: { limit: 100, ...(cursor ? { cursor } : {}) } } })), [api]);
   return (
     <>
       <PageTitle>Runs</PageTitle>
@@ -72,6 +72,7 @@ export function RunsPage() {
               </tbody>
             </table>
           ))}
+        <ShowMore list={runs}>Show older runs</ShowMore>
       </section>
     </>
   );

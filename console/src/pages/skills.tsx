@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { messageOf, ok } from '../api/client';
-import { Alert, Status, useLoad } from '../components/feedback';
+import { Alert, ShowMore, Status, usePages } from '../components/feedback';
 import { Markdown } from '../components/markdown';
 import { SimpleForm } from '../components/simple-form';
 import { PageTitle } from '../router';
@@ -8,7 +8,7 @@ import { can, useSession } from '../session';
 
 export function SkillsPage() {
   const { api, me } = useSession();
-  const skills = useLoad(() => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200 } } })), [api]);
+  const skills = usePages((cursor) => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
   const builder = can(me, 'build');
@@ -34,10 +34,7 @@ export function SkillsPage() {
           <li key={s.id} className="card">
             <h2>{s.name}</h2>
             <p>{s.description}</p>
-            <details>
-              <summary>Instructions of {s.name}</summary>
-              <Markdown source={s.instructions} />
-            </details>
+            <Instructions name={s.name} source={s.instructions} />
             {builder && (
               <button type="button" className="danger" onClick={() => void remove(s.id, s.name)}>
                 Delete {s.name}
@@ -46,6 +43,7 @@ export function SkillsPage() {
           </li>
         ))}
       </ul>
+      <ShowMore list={skills}>Show more skills</ShowMore>
       {builder && (
         <SimpleForm
           title="New skill"
@@ -63,5 +61,19 @@ export function SkillsPage() {
         />
       )}
     </>
+  );
+}
+
+/**
+ * A skill's instructions, rendered when opened: up to 100,000 characters of Markdown each, a page
+ * of them rendered at once held the page for seconds (about 4 MiB, 42 skills: 7 s).
+ */
+function Instructions({ name, source }: { name: string; source: string }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Instructions of {name}</summary>
+      {open && <Markdown source={source} />}
+    </details>
   );
 }

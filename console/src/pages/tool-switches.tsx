@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad, visibleText } from '../components/feedback';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
 
@@ -15,7 +15,11 @@ const REASON_MAX = 500;
 const MAX_PAGES = 10;
 
 /** A tool as the switch names it: `memory-write/remember`, `mcp/<connection>/<tool>`. */
+// An MCP tool is named by its vendor's server, any character but U+0000: `wipe` and `wipe` with a
+// zero-width space are two tools that looked alike in the picker and the list, and an admin
+// stopping one in an incident could pick the other (both listed, so nothing said it stops nothing).
 const toolName = (capabilityId: string, toolId: string) => `${capabilityId}/${toolId}`;
+const shown = (name: string) => visibleText(name);
 
 /**
  * Incident response: the organization's disabled tools, each refused everywhere until an admin
@@ -54,10 +58,10 @@ export function ToolSwitchesPage() {
           body: { disabled: false },
         }),
       );
-      setStatus(`Enabled ${name}: its calls run again.`);
+      setStatus(`Enabled ${shown(name)}: its calls run again.`);
       switches.reload();
     } catch (err) {
-      setError(`${name} was not enabled: ${messageOf(err)}`);
+      setError(`${shown(name)} was not enabled: ${messageOf(err)}`);
     } finally {
       setBusy(undefined);
     }
@@ -98,7 +102,7 @@ export function ToolSwitchesPage() {
               return (
                 <tr key={name}>
                   <td>
-                    <code>{name}</code>
+                    <code>{shown(name)}</code>
                     {!s.listed && (
                       <p className="help">
                         No connection lists a tool of exactly this name now (a look-alike of a tool&apos;s name, or a connection deleted): this switch stops
@@ -113,7 +117,7 @@ export function ToolSwitchesPage() {
                     <td>
                       <div className="actions">
                         <button type="button" disabled={busy === name} onClick={() => void enable(s)}>
-                          Enable {name}
+                          Enable {shown(name)}
                         </button>
                       </div>
                     </td>
@@ -216,8 +220,8 @@ function DisableTool({ disabled, onDisabled }: { disabled: ReadonlySet<string>; 
       setReason('');
       onDisabled(
         disabled.has(name)
-          ? `${name} stays disabled, now ${why ? 'for the reason given' : 'without a reason'}.`
-          : `Disabled ${name}: its calls are refused 403 tool_disabled until it is enabled again.`,
+          ? `${shown(name)} stays disabled, now ${why ? 'for the reason given' : 'without a reason'}.`
+          : `Disabled ${shown(name)}: its calls are refused 403 tool_disabled until it is enabled again.`,
       );
     } catch (err) {
       if (err instanceof ProblemError && err.problem.errors?.length) setErrors(err.problem.errors);
@@ -249,7 +253,7 @@ function DisableTool({ disabled, onDisabled }: { disabled: ReadonlySet<string>; 
                 const name = toolName(t.capabilityId, t.toolId);
                 return (
                   <option key={name} value={flat.indexOf(t)}>
-                    {disabled.has(name) ? `${name} (disabled: the reason given here replaces its reason)` : name}
+                    {disabled.has(name) ? `${shown(name)} (disabled: the reason given here replaces its reason)` : shown(name)}
                   </option>
                 );
               })}

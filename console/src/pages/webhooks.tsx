@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, Status, useLoad } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
 import { AUDIT_EVENT_TYPES } from '../audit-types';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
@@ -8,7 +8,8 @@ import { useSession } from '../session';
 /** Webhook endpoints (admin): audit events POSTed, signed (Standard Webhooks), retried; their deliveries. */
 export function WebhooksPage() {
   const { api } = useSession();
-  const hooks = useLoad(() => ok(api.GET('/api/v1/webhooks', { params: { query: { limit: 200 } } })), [api]);
+  // Every endpoint an organization's events go to must be reachable, past the first page too.
+  const hooks = usePages((cursor) => ok(api.GET('/api/v1/webhooks', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const [open, setOpen] = useState<string>();
   const [rotating, setRotating] = useState<string>();
   const [created, setCreated] = useState<{ url: string; secret: string; previousUntil?: string | null }>();
@@ -89,6 +90,7 @@ export function WebhooksPage() {
           </li>
         ))}
       </ul>
+      <ShowMore list={hooks}>Show more webhooks</ShowMore>
       <NewWebhook
         onCreated={(url, secret) => {
           setCreated({ url, secret });
