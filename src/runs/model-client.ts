@@ -4,6 +4,7 @@ import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.c
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
 import { LruCache } from '../common/lru-cache';
+import { urlQuerySecrets } from '../common/url-secrets';
 import { EgressTooLargeError } from '../egress/egress-policy';
 import { assemble, MAX_CHUNKS_PER_ANSWER, ModelError, type ModelTurn } from './model-answer';
 import { completionChunks } from './model-stream';
@@ -77,7 +78,7 @@ const noReasoningEffort = new LruCache<string, true>(10_000);
  */
 export class OpenAiCompatibleModel implements ChatModel {
   private readonly client: OpenAI;
-  /** What the provider's words must not show (redactSecrets): the key sent to it. */
+  /** What the provider's words must not show (redactSecrets): the key sent to it, and what its URL hides. */
   private readonly secrets: Readonly<Record<string, string>>;
 
   constructor(
@@ -88,7 +89,10 @@ export class OpenAiCompatibleModel implements ChatModel {
     private readonly policy: RetryPolicy,
     private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void> = abortableSleep,
   ) {
-    this.secrets = apiKey === null ? {} : { apiKey };
+    // And the token-shaped segments of its URL's path, which answers show `[redacted]` (a gateway's
+    // account or key in the path): a provider quoting its URL in an error ("Invalid URL (POST /v1/…)")
+    // showed it to every reader of the run (attack round 13, K-F2).
+    this.secrets = { ...urlQuerySecrets(baseUrl), ...(apiKey === null ? {} : { apiKey }) };
     this.client = new OpenAI({
       baseURL: baseUrl,
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
