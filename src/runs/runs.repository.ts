@@ -212,6 +212,15 @@ export class RunsRepository {
     return rows[0];
   }
 
+  /** The organization's runs `running` now, counted up to `upTo` (RUN_MAX_RUNNING_PER_ORG; index run_running_org). */
+  async countRunning(orgId: string, upTo: number): Promise<number> {
+    const [row]: { n: number }[] = await this.dataSource.query(
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM run WHERE org_id = $1 AND status = 'running' LIMIT $2) r`,
+      [orgId, upTo],
+    );
+    return row.n;
+  }
+
   /** Only the status: what a waiting request or an event stream polls (the row holds the whole transcript). */
   async status(orgId: string, id: string): Promise<RunStatus | undefined> {
     const rows: { status: RunStatus }[] = await this.dataSource.query(`SELECT status FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);

@@ -1,9 +1,10 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
 import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { Page } from '../common/pagination';
 import { RunStorageRepository } from '../runtime/run-storage.repository';
@@ -12,6 +13,7 @@ import { ChatMessage } from './conversation';
 import { ModelProvidersService } from './model-providers.service';
 import { CROSS_NODE_POLL_MS, RunHeads } from './run-heads';
 import { RunSignals } from './run-signals';
+import { assertRoomToRun } from './running-runs';
 import { RunWorker } from './run-worker.service';
 import { CreateRunDto, ListRunsQuery, RunView } from './runs.dto';
 import { FINISHED, RunEventRow, RunRow, RunsRepository } from './runs.repository';
@@ -47,6 +49,7 @@ export class RunsService implements OnModuleDestroy {
     private readonly cancelledApprovals: CancelledRunApprovals,
     private readonly governance: GovernanceRepository,
     private readonly storage: RunStorageRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.heads = new RunHeads(repo, signals);
   }
@@ -73,6 +76,7 @@ export class RunsService implements OnModuleDestroy {
       );
     }
     await this.storage.assertRoomForRun(orgId);
+    await assertRoomToRun(this.repo, this.config.runs.maxRunningPerOrg, orgId);
     const id = randomUUID();
     const messages: ChatMessage[] = [
       ...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })),
