@@ -115,8 +115,11 @@ export class RunsController implements OnModuleDestroy {
   @ApiOperation({ summary: 'Read a run: status, conversation, output, usage' })
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
-  get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<RunView> {
-    return this.runs.get(ctx, id);
+  async get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    // JSON already: sent as it is, neither parsed nor written again here.
+    const body = await this.runs.get(ctx, id);
+    void reply.type('application/json; charset=utf-8');
+    return body;
   }
 
   @Post('runs/:id/cancel')

@@ -123,8 +123,9 @@ export class RunsService implements OnModuleDestroy {
     return toRunView((await this.repo.find(orgId, id))!);
   }
 
-  async get(ctx: RequestContext, id: string): Promise<RunView> {
-    return toRunView(await this.row(orgOf(ctx), id));
+  /** The run as JSON text (RunView), made by the database (RunsRepository.viewText). */
+  async get(ctx: RequestContext, id: string): Promise<string> {
+    return (await this.repo.viewText(orgOf(ctx), id)) ?? Promise.reject(ApiError.notFound('run'));
   }
 
   async list(ctx: RequestContext, query: ListRunsQuery): Promise<Page<RunView>> {
