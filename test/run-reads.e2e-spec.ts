@@ -44,9 +44,14 @@ describe('reading a run (e2e)', () => {
       .set('Prefer', 'wait=10')
       .send(body)
       .expect(201)
-      .then((res) => res.body.id as string);
+      .then((res) => {
+        answered.set(res.body.id, res.body);
+        return res.body.id as string;
+      });
+  /** What starting (and cancelling) each run answered: the same JSON. */
+  const answered = new Map<string, unknown>();
 
-  it('answers each run as the list does, field for field, without parsing its row on the node', async () => {
+  it('answers each run as the list does, field for field, without parsing its row on the node; starting and cancelling answer the same', async () => {
     model.setScript(sequence({ toolCalls: [{ id: 'c1', name: 'lookup_order', arguments: '{"query":"A-1"}' }] }, { text: 'shipped "A-1"\n\u0001' }));
     const succeeded = await start({
       input: 'where is \u202eA-1?',
@@ -58,10 +63,15 @@ describe('reading a run (e2e)', () => {
     const failed = await start({ input: 'x' });
     model.setScript(() => ({ hang: true }));
     const cancelled = await start({ input: 'y' });
-    await t.http
-      .post(`/api/v1/runs/${cancelled}/cancel`)
-      .set(...bearer(org.keys.agent))
-      .expect(200);
+    answered.set(
+      cancelled,
+      (
+        await t.http
+          .post(`/api/v1/runs/${cancelled}/cancel`)
+          .set(...bearer(org.keys.agent))
+          .expect(200)
+      ).body,
+    );
     const running = await t.http
       .post(`/api/v1/agents/${agent}/runs`)
       .set(...bearer(org.keys.agent))
@@ -86,7 +96,7 @@ describe('reading a run (e2e)', () => {
         const expected = listed.find((r) => r.id === id);
         // The running one may have moved on (its model call) between the two reads; the others are done.
         if (id === running) expect(res.body).toMatchObject({ id, input: 'z', status: 'running' });
-        else expect(res.body).toEqual(expected);
+        else expect([res.body, answered.get(id)]).toEqual([expected, expected]);
       }
       // Before the fix each read parsed the whole row (its transcript) on the node.
       expect(find).not.toHaveBeenCalled();
