@@ -3,6 +3,15 @@ import { ScriptedAnswer, ScriptedModel, sequence, startScriptedModel } from './s
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { testRunsConfig } from './support/runs-config';
 
+/** The body as text (an event stream, which ends with its run). */
+function text(response: any, done: (err: Error | null, body: string) => void): void {
+  const res = response as import('node:http').IncomingMessage;
+  let body = '';
+  res.setEncoding('utf8');
+  res.on('data', (d: string) => (body += d));
+  res.on('end', () => done(null, body));
+}
+
 /**
  * Attack round 9 (D): what a model provider (any URL an organization's admin saves) can make a
  * run do by the way it answers. Each test failed on the code before its fix.
@@ -91,6 +100,27 @@ describe('runs against a hostile model provider (e2e)', () => {
     // Before the fix each step added 900,000 characters (1,800,000 as stored), and the run went on to max_steps.
     const body = await run(agentId);
     expect(body).toMatchObject({ status: 'failed', error: { code: 'transcript_too_large' }, usage: { modelCalls: 5 } });
+  }, 60_000);
+
+  it('a finish reason of 4 MB is kept as its first 64 characters: the events of a run stay the size of its answers (attack round 13, K-F1)', async () => {
+    const agentId = await agentWith({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: { provider: providerId, name: 'long-finish' } });
+    model.setScript((_req, i) =>
+      streamed([
+        { role: 'assistant', tool_calls: [{ index: 0, id: `f${i}`, type: 'function', function: { name: 'lookup_order', arguments: '{"query":"a"}' } }] },
+        'tool_calls'.padEnd(4_000_000, '!'),
+      ]),
+    );
+    // Before the fix each step's model.completed event held the whole reason: 6 steps, 24 MB of events, for a transcript of 2 KB.
+    const body = await run(agentId);
+    expect(body).toMatchObject({ status: 'failed', error: { code: 'max_steps' } });
+    const events = await t.http
+      .get(`/api/v1/runs/${body.id}/events`)
+      .set(...bearer(org.keys.viewer))
+      .buffer(true)
+      .parse(text)
+      .expect(200);
+    expect(events.body.length).toBeLessThan(20_000);
+    expect(events.body).toContain(`"finishReason":"${'tool_calls'.padEnd(64, '!')}"`);
   }, 60_000);
 
   it('a provider whose every 400 names reasoning_effort is asked again once without it, and the run fails', async () => {

@@ -101,6 +101,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       modelTimeoutMs: e.RUN_MODEL_TIMEOUT_MS,
       retentionMs: e.RUN_RETENTION_DAYS * 86_400_000,
       waitsPerOrg: e.RUN_WAITS_PER_ORG,
+      maxRunningPerOrg: e.RUN_MAX_RUNNING_PER_ORG,
     },
     corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
     events: {

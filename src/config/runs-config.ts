@@ -109,6 +109,19 @@ export class RunsVariables extends EgressVariables {
   @Min(0)
   @Max(100_000)
   RUN_WAITS_PER_ORG: number = 64;
+
+  /**
+   * Runs of one organization `running` at once, on every node together: stepping, waiting for a
+   * slot, or for a model request's retry (not those waiting for approval). Past it a new run is
+   * `429 rate_limited`. Each node's poll ranks every run waiting for a slot: one organization's
+   * 100,000 queued behind a provider that never answers made each poll of every node 0.7 s (attack round 13).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  RUN_MAX_RUNNING_PER_ORG: number = 1000;
 }
 
 export interface RunsConfig {
@@ -127,6 +140,8 @@ export interface RunsConfig {
   retentionMs?: number;
   /** RUN_WAITS_PER_ORG (64 when unset): `Prefer: wait` answers of one organization a node holds at once. */
   waitsPerOrg?: number;
+  /** RUN_MAX_RUNNING_PER_ORG (1,000 when unset): an organization's runs `running` at once, past which a new one is 429. */
+  maxRunningPerOrg?: number;
 }
 
 export const DEFAULT_RUNS_CONFIG: RunsConfig = {

@@ -5,6 +5,8 @@ import {
   CLEARED_RESULT,
   compactWithoutModel,
   ESTIMATE_EXACT_CHARS,
+  ESTIMATE_EXACT_TOTAL_CHARS,
+  ESTIMATE_MIN_EXACT_CHARS,
   estimateTokens,
   keptFrom,
   toProviderMessages,
@@ -100,6 +102,25 @@ describe('conversation', () => {
       expect(handed.length).toBeGreaterThan(0);
       expect(Math.max(...handed)).toBeLessThanOrEqual(MAX_PIECE_CHARS);
       expect(handed.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(2 * ESTIMATE_EXACT_CHARS);
+    } finally {
+      spy.mockRestore();
+    }
+  });
+
+  it('counts a share of the whole transcript exactly, not each text up to its bound (attack round 13, K-F3)', () => {
+    const words = (n: number, seed: number) =>
+      Array.from({ length: n / 8 }, (_, i) => `w${(i * 7919 + seed) % 99_991} `)
+        .join('')
+        .slice(0, n);
+    const results = Array.from({ length: 500 }, (_, i) => ({ role: 'tool' as const, tool_call_id: `c${i}`, content: words(ESTIMATE_EXACT_CHARS, i) }));
+    const exact = results.reduce((n, m) => n + 4 + tokenizer.countTokens(m.content), 0);
+    const spy = jest.spyOn(tokenizer, 'countTokens');
+    try {
+      const estimate = estimateTokens(results, []);
+      expect(Math.abs(estimate - exact) / exact).toBeLessThan(0.05);
+      // Before the fix every one of the 8,192,000 characters was handed to the tokenizer, at every step.
+      const handed = spy.mock.calls.reduce((n, c) => n + (c[0] as string).length, 0);
+      expect(handed).toBeLessThanOrEqual(ESTIMATE_EXACT_TOTAL_CHARS + results.length * ESTIMATE_MIN_EXACT_CHARS);
     } finally {
       spy.mockRestore();
     }

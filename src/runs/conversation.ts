@@ -91,30 +91,44 @@ export function keptFrom(messages: readonly ChatMessage[], keepLastTurns: number
   return starts[starts.length - keepLastTurns];
 }
 
-/** An estimate with the o200k tokenizer: close for OpenAI models, and in the right range for others. */
+/**
+ * An estimate with the o200k tokenizer: close for OpenAI models, and in the right range for others.
+ * Each text is counted exactly up to its share of ESTIMATE_EXACT_TOTAL_CHARS (at least
+ * ESTIMATE_MIN_EXACT_CHARS, at most ESTIMATE_EXACT_CHARS), the rest in proportion.
+ */
 export function estimateTokens(messages: readonly ChatCompletionMessageParam[], tools: readonly unknown[]): number {
-  let total = 0;
+  const texts: string[] = [];
   for (const m of messages) {
-    // About four tokens of framing per message.
-    total += 4 + tokens(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
-    if ('tool_calls' in m && m.tool_calls) total += tokens(JSON.stringify(m.tool_calls));
+    texts.push(typeof m.content === 'string' ? m.content : JSON.stringify(m.content ?? ''));
+    if ('tool_calls' in m && m.tool_calls) texts.push(JSON.stringify(m.tool_calls));
   }
-  if (tools.length) total += tokens(JSON.stringify(tools));
+  if (tools.length) texts.push(JSON.stringify(tools));
+  // A share of the whole, not a bound per text: a transcript of 8,000,000 characters in results of
+  // 16 KB each was counted whole before every model call, 0.5 s of the event loop a step (attack round 13, K-F3).
+  const share = Math.floor(ESTIMATE_EXACT_TOTAL_CHARS / Math.max(1, texts.length));
+  const exact = Math.min(ESTIMATE_EXACT_CHARS, Math.max(ESTIMATE_MIN_EXACT_CHARS, share));
+  // About four tokens of framing per message.
+  let total = 4 * messages.length;
+  for (const text of texts) total += tokens(text, exact);
   return total;
 }
 
 /**
- * A text's tokens: exactly up to ESTIMATE_EXACT_CHARS, then in proportion. Every step estimates the
+ * A text's tokens: exactly up to `exact` characters, then in proportion. Every step estimates the
  * whole transcript (up to 8,000,000 characters) again; counted whole, even in bounded pieces, a
  * transcript of unspaced CJK text would take seconds of the event loop a step.
  */
-function tokens(text: string): number {
-  if (text.length <= ESTIMATE_EXACT_CHARS) return countTokens(text);
-  return Math.ceil((countTokens(text.slice(0, ESTIMATE_EXACT_CHARS)) * text.length) / ESTIMATE_EXACT_CHARS);
+function tokens(text: string, exact: number): number {
+  if (text.length <= exact) return countTokens(text);
+  return Math.ceil((countTokens(text.slice(0, exact)) * text.length) / exact);
 }
 
-/** Characters of one text counted exactly for an estimate (see tokens). */
+/** Characters of one text counted exactly for an estimate, at most (see tokens). */
 export const ESTIMATE_EXACT_CHARS = 16 * 1024;
+/** Characters of all the texts of one estimate counted exactly, shared among them. */
+export const ESTIMATE_EXACT_TOTAL_CHARS = 256 * 1024;
+/** Characters of each text counted exactly however many there are (a transcript holds a few thousand). */
+export const ESTIMATE_MIN_EXACT_CHARS = 64;
 
 /**
  * The next compaction state for the strategies that need no model (`clear_tool_results`,

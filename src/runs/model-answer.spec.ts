@@ -3,6 +3,7 @@ import {
   assemble,
   jsonChars,
   MAX_CHUNKS_PER_ANSWER,
+  MAX_FINISH_REASON_CHARS,
   MAX_EMPTY_CHUNKS_PER_ANSWER,
   MAX_TOOL_CALL_ID_CHARS,
   MAX_TOKENS_PER_ANSWER,
@@ -94,6 +95,15 @@ describe('assemble', () => {
     );
     expect(turn.content).toBe('a\ufffdb 😀 c\ufffd');
     expect(turn.toolCalls).toEqual([{ id: 'i\ufffd', name: 'n\ufffd', arguments: '{"q":"\ufffd"}' }]);
+  });
+
+  it('a finish reason is kept to its first MAX_FINISH_REASON_CHARS characters (attack round 13, K-F1)', async () => {
+    // Before the fix the whole reason was kept: 4 MiB of it made each step's model.completed event 4 MB.
+    const turn = await assemble(chunks(delta({ content: 'x' }), delta({}, 'stop'.repeat(1_000_000))));
+    expect(turn.finishReason).toBe('stop'.repeat(MAX_FINISH_REASON_CHARS / 4));
+    // A cut between the halves of a pair leaves no lone surrogate (jsonb refuses one).
+    const split = await assemble(chunks(delta({ content: 'x' }, 'a'.repeat(MAX_FINISH_REASON_CHARS - 1) + '\u{1F600}')));
+    expect(split.finishReason).toBe('a'.repeat(MAX_FINISH_REASON_CHARS - 1) + '\uFFFD');
   });
 
   it("a provider's usage that is not a count counts as 0; a finish reason that is not text is ignored", async () => {

@@ -84,6 +84,14 @@ export const MAX_CHUNKS_PER_ANSWER = 250_000;
  */
 export const MAX_EMPTY_CHUNKS_PER_ANSWER = 10_000;
 
+/**
+ * The longest finish reason kept. The ones providers send are a word (`stop`, `length`,
+ * `tool_calls`, `content_filter`); it was kept whole and counted towards no bound, so a provider
+ * sending one of 4 MiB with each answer made a run whose transcript held 8 KB store 128 MB of
+ * `model.completed` events in 32 steps (attack round 13, K-F1).
+ */
+export const MAX_FINISH_REASON_CHARS = 64;
+
 /** Puts a streamed answer together: content deltas in order, tool calls by their index. */
 export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxChars = MAX_ANSWER_CHARS): Promise<ModelTurn> {
   let size = 0;
@@ -138,7 +146,7 @@ export async function assemble(chunks: AsyncIterable<ChatCompletionChunk>, maxCh
         added ||= Boolean(tc.id || tc.function?.name || tc.function?.arguments);
       }
       if (typeof choice.finish_reason === 'string' && choice.finish_reason) {
-        finishReason = choice.finish_reason;
+        finishReason = choice.finish_reason.slice(0, MAX_FINISH_REASON_CHARS);
         added = true;
       }
     }

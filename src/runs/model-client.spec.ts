@@ -223,6 +223,19 @@ describe('OpenAiCompatibleModel', () => {
     await expect(echoed.complete(req)).rejects.toMatchObject({ message: 'The provider answered 401: 401 Incorrect API key provided: [redacted].' });
   });
 
+  it("never repeats a token-shaped segment of the base URL's path, which the provider's view hides (attack round 13, K-F2)", async () => {
+    const token = 'Ab3dEf6hIj9kLmNoPq12';
+    const echoing = new OpenAiCompatibleModel(
+      'p',
+      `http://model.test/v1/${token}`,
+      null,
+      async () => new Response(JSON.stringify({ error: { message: `Invalid URL (POST /v1/${token}/chat/completions)` } }), { status: 404 }),
+      { ...policy, retries: 0 },
+      sleep,
+    );
+    await expect(echoing.complete(req)).rejects.toMatchObject({ message: 'The provider answered 404: 404 Invalid URL (POST /v1/[redacted]/chat/completions)' });
+  });
+
   it('redacts the key however the provider spells it (an error object, JSON-escaped; URL-encoded), and in an answer too', async () => {
     const key = 'sk-secret"quote\\back/slash<>&\'';
     const answering = (body: () => Response) =>

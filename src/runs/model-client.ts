@@ -4,6 +4,7 @@ import type { ThinkingEffort } from '../capabilities/builtin/thinking/thinking.c
 import { withoutNulCharacters } from '../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../common/redact-secrets';
 import { LruCache } from '../common/lru-cache';
+import { urlQuerySecrets } from '../common/url-secrets';
 import { EgressTooLargeError } from '../egress/egress-policy';
 import { assemble, MAX_CHUNKS_PER_ANSWER, ModelError, type ModelTurn } from './model-answer';
 import { completionChunks } from './model-stream';
@@ -77,7 +78,7 @@ const noReasoningEffort = new LruCache<string, true>(10_000);
  */
 export class OpenAiCompatibleModel implements ChatModel {
   private readonly client: OpenAI;
-  /** What the provider's words must not show (redactSecrets): the key sent to it. */
+  /** What the provider's words must not show (redactSecrets): the key sent to it, and what its URL hides. */
   private readonly secrets: Readonly<Record<string, string>>;
 
   constructor(
@@ -88,14 +89,18 @@ export class OpenAiCompatibleModel implements ChatModel {
     private readonly policy: RetryPolicy,
     private readonly sleep: (ms: number, signal?: AbortSignal) => Promise<void> = abortableSleep,
   ) {
-    this.secrets = apiKey === null ? {} : { apiKey };
+    // And the token-shaped segments of its URL's path, which answers show `[redacted]` (a gateway's
+    // account or key in the path): a provider quoting its URL in an error ("Invalid URL (POST /v1/…)")
+    // showed it to every reader of the run (attack round 13, K-F2).
+    this.secrets = { ...urlQuerySecrets(baseUrl), ...(apiKey === null ? {} : { apiKey }) };
     this.client = new OpenAI({
       baseURL: baseUrl,
       // Local servers (Ollama, LM Studio) take no key; the client insists on a string.
       apiKey: apiKey ?? 'none',
       // The connection may stream for as long as the call may last, not just EGRESS_TIMEOUT_MS,
       // and read no more than MAX_STREAM_BYTES.
-      fetch: (url, init) => fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES }),
+      fetch: async (url, init) =>
+        errorBodyCut(await fetch(String(url), { ...init, deadlineMs: policy.timeoutMs + CONNECTION_DEADLINE_MARGIN_MS, maxBytes: MAX_STREAM_BYTES })),
       maxRetries: 0,
       timeout: policy.timeoutMs,
       // What goes wrong is reported in the run's error; the client would print provider text to the console.
@@ -220,13 +225,56 @@ function retryAfterOf(headers: Headers | undefined): number | undefined {
   return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }
 
+/**
+ * The most of a provider's error body read, and of its words looked at: an error of 100 MB of
+ * `x x x …` (the client read it whole, up to MAX_STREAM_BYTES) took 61 s of the event loop to put
+ * on one line, three times a failure (attack round 13, K-F5). Real ones are a few hundred bytes.
+ */
+export const MAX_PROVIDER_ERROR_CHARS = 64 * 1024;
+/** What ends an error body errorBodyCut cut (then no longer JSON, so the client quotes it as text). */
+const BODY_CUT = ' [cut]';
+/** Longer than any spelling of a key redactSecrets looks for (4,096 characters URL-encoded, base64, JSON-escaped). */
+const MAX_SECRET_SPELLING_CHARS = 16 * 1024;
+
 /** The provider's words, cut short and on one line: they end up in a run's error, never with its key. */
 function providerText(raw: unknown, secrets: Readonly<Record<string, string>>): string {
-  const text = raw instanceof Error ? raw.message : String(raw);
+  const whole = raw instanceof Error ? raw.message : String(raw);
+  const cut = whole.length > MAX_PROVIDER_ERROR_CHARS || whole.endsWith(BODY_CUT);
   // Redacted before the cut, which could otherwise leave the start of a key that no longer matches whole.
+  let text = redactSecrets((cut ? whole.slice(0, MAX_PROVIDER_ERROR_CHARS) : whole).replace(/\s+/g, ' '), secrets);
+  // A key the first cut split no longer matches whole: shown only when far past what is kept (not
+  // when spaces before it, made one, brought it near the start).
+  if (cut) text = text.slice(0, Math.max(0, text.length - MAX_SECRET_SPELLING_CHARS));
   // Stored with the run: no U+0000, and no half of a pair the cut at 500 split (nul-character.ts).
-  return withoutNulCharacters(redactSecrets(text.replace(/\s+/g, ' '), secrets).slice(0, 500));
+  return withoutNulCharacters(text.slice(0, 500));
 }
+
+/**
+ * An error answer with its body cut to MAX_PROVIDER_ERROR_CHARS bytes, read no further: the client
+ * reads an error's body whole, and parses it. A streamed answer is read by completionChunks, in bounds.
+ */
+async function errorBodyCut(response: Response): Promise<Response> {
+  if (response.ok || !response.body || NULL_BODY_STATUSES.has(response.status)) return response;
+  const reader = response.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size <= MAX_PROVIDER_ERROR_CHARS) {
+      const read = await reader.read();
+      if (read.done) break;
+      parts.push(read.value);
+      size += read.value.length;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  const read = Buffer.concat(parts);
+  const body = read.length > MAX_PROVIDER_ERROR_CHARS ? Buffer.concat([read.subarray(0, MAX_PROVIDER_ERROR_CHARS), Buffer.from(BODY_CUT)]) : read;
+  return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+}
+
+/** Statuses a Response may not be made with a body for. */
+const NULL_BODY_STATUSES = new Set([101, 204, 205, 304]);
 
 export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

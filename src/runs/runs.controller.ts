@@ -29,6 +29,9 @@ import { RunEventRow } from './runs.repository';
 import { DEFAULT_RUN_WAITS_PER_ORG, holdOpenFor, waitOf } from './run-wait';
 import { RunsService } from './runs.service';
 
+/** A run as the database wrote its JSON (RunsRepository.viewText): sent as it is, neither parsed nor written again here. */
+const JSON_TEXT = 'application/json; charset=utf-8';
+
 /** An organization's run streams on a node whose client has not taken what was written, at once. */
 export const STALLED_STREAMS_PER_ORG = 4;
 
@@ -85,7 +88,7 @@ export class RunsController implements OnModuleDestroy {
     @Body() dto: CreateRunDto,
     @Headers('prefer') prefer: string | undefined,
     @Res({ passthrough: true }) reply: FastifyReply,
-  ): Promise<RunView> {
+  ): Promise<string> {
     const wait = waitOf(prefer);
     // Each wait keeps a connection of the node's HTTP_MAX_CONNECTIONS: past the organization's
     // share the run is answered at once, the preference not applied (RFC 7240 lets a server).
@@ -94,7 +97,7 @@ export class RunsController implements OnModuleDestroy {
       void reply.header('Preference-Applied', `wait=${wait}`);
       holdOpenFor(reply, wait! * 1000);
     }
-    void reply.status(201);
+    void reply.status(201).type(JSON_TEXT);
     try {
       return await this.runs.create(ctx, agentId, dto, release ? wait : 0);
     } finally {
@@ -115,7 +118,9 @@ export class RunsController implements OnModuleDestroy {
   @ApiOperation({ summary: 'Read a run: status, conversation, output, usage' })
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
-  get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<RunView> {
+  get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    // An error is answered by the problem filter, with its own type.
+    void reply.type(JSON_TEXT);
     return this.runs.get(ctx, id);
   }
 
@@ -132,7 +137,8 @@ export class RunsController implements OnModuleDestroy {
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
   @ApiForbiddenResponse(FORBIDDEN)
-  cancel(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<RunView> {
+  cancel(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    void reply.type(JSON_TEXT);
     return this.runs.cancel(ctx, id);
   }
 

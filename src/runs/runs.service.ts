@@ -1,9 +1,10 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
 import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
+import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { GovernanceRepository } from '../governance/governance.repository';
 import { Page } from '../common/pagination';
 import { RunStorageRepository } from '../runtime/run-storage.repository';
@@ -12,6 +13,7 @@ import { ChatMessage } from './conversation';
 import { ModelProvidersService } from './model-providers.service';
 import { CROSS_NODE_POLL_MS, RunHeads } from './run-heads';
 import { RunSignals } from './run-signals';
+import { assertRoomToRun } from './running-runs';
 import { RunWorker } from './run-worker.service';
 import { CreateRunDto, ListRunsQuery, RunView } from './runs.dto';
 import { FINISHED, RunEventRow, RunRow, RunsRepository } from './runs.repository';
@@ -47,6 +49,7 @@ export class RunsService implements OnModuleDestroy {
     private readonly cancelledApprovals: CancelledRunApprovals,
     private readonly governance: GovernanceRepository,
     private readonly storage: RunStorageRepository,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {
     this.heads = new RunHeads(repo, signals);
   }
@@ -56,7 +59,7 @@ export class RunsService implements OnModuleDestroy {
    * 409 model_not_configured, 409 conflict past RUNS_MAX_BYTES_PER_ORG) and steps it on this node at once. With `waitSeconds`, answers when the
    * run finishes or waits for approval, or when the time is up, whichever comes first.
    */
-  async create(ctx: RequestContext, agentId: string, dto: CreateRunDto, waitSeconds = 0): Promise<RunView> {
+  async create(ctx: RequestContext, agentId: string, dto: CreateRunDto, waitSeconds = 0): Promise<string> {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
     const applicability = { profile: dto.profile, workerType: dto.workerType };
@@ -73,6 +76,7 @@ export class RunsService implements OnModuleDestroy {
       );
     }
     await this.storage.assertRoomForRun(orgId);
+    await assertRoomToRun(this.repo, this.config.runs.maxRunningPerOrg, orgId);
     const id = randomUUID();
     const messages: ChatMessage[] = [
       ...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })),
@@ -116,11 +120,12 @@ export class RunsService implements OnModuleDestroy {
     );
     this.worker.start(id, orgId);
     if (waitSeconds > 0) return this.waitWhileRunning(orgId, id, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);
-    return toRunView((await this.repo.find(orgId, id))!);
+    return (await this.repo.viewText(orgId, id))!;
   }
 
-  async get(ctx: RequestContext, id: string): Promise<RunView> {
-    return toRunView(await this.row(orgOf(ctx), id));
+  /** The run as JSON text (RunView), made by the database (RunsRepository.viewText), as create and cancel answer it. */
+  async get(ctx: RequestContext, id: string): Promise<string> {
+    return (await this.repo.viewText(orgOf(ctx), id)) ?? Promise.reject(ApiError.notFound('run'));
   }
 
   async list(ctx: RequestContext, query: ListRunsQuery): Promise<Page<RunView>> {
@@ -132,7 +137,7 @@ export class RunsService implements OnModuleDestroy {
    * Cancels a run that has not finished; a finished one is answered as it is. Its pending
    * approvals are rejected, naming the run (a call that would run for nobody must not run).
    */
-  async cancel(ctx: RequestContext, id: string): Promise<RunView> {
+  async cancel(ctx: RequestContext, id: string): Promise<string> {
     const principal = keyOf(ctx);
     const row = await this.row(principal.orgId, id);
     if (!FINISHED.has(row.status)) {
@@ -164,7 +169,7 @@ export class RunsService implements OnModuleDestroy {
       if (cancelled) this.worker.stopLocally(id);
       if (cancelled) this.cancelledApprovals.notify(id, decided);
     }
-    return toRunView(await this.row(principal.orgId, id));
+    return (await this.repo.viewText(principal.orgId, id))!;
   }
 
   /** 404 for another organization's run; the caller streams from here. Its status alone: the row holds the transcript (tens of MB). */
@@ -253,13 +258,13 @@ export class RunsService implements OnModuleDestroy {
     return p;
   }
 
-  private async waitWhileRunning(orgId: string, id: string, ms: number): Promise<RunView> {
+  private async waitWhileRunning(orgId: string, id: string, ms: number): Promise<string> {
     const deadline = Date.now() + ms;
     for (;;) {
       // The whole row (its transcript) only once, to answer: each poll reads the status alone.
       const status = (await this.heads.of(orgId, id))?.status;
       const left = deadline - Date.now();
-      if (status !== 'running' || left <= 0) return toRunView((await this.repo.find(orgId, id))!);
+      if (status !== 'running' || left <= 0) return (await this.repo.viewText(orgId, id))!;
       await this.signals.wait(id, Math.min(CROSS_NODE_POLL_MS, left));
     }
   }

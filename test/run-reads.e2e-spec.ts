@@ -1,0 +1,123 @@
+import { RunFixturesModule } from './fixtures/run-fixtures.module';
+import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
+import { testRunsConfig } from './support/runs-config';
+import { RunsRepository } from '../src/runs/runs.repository';
+
+/**
+ * `GET /runs/{id}` answers a run that may hold 8,000,000 characters of JSON. Parsed from its row
+ * and written again on the node, that took the event loop about 100 ms a read, and one viewer
+ * key's 8 reads at once made another organization's requests wait 1.1 s (attack round 13, K-F6).
+ * The answer is now the database's JSON, sent as it is: the same run, field for field.
+ */
+describe('reading a run (e2e)', () => {
+  let t: TestApp;
+  let model: ScriptedModel;
+  let org: TestOrg;
+  let agent: string;
+
+  beforeAll(async () => {
+    model = await startScriptedModel(sequence({ text: 'unused' }));
+    t = await createTestApp({ imports: [RunFixturesModule], config: { runs: testRunsConfig({ modelRetries: 0 }) } });
+    await t.app.listen(0, '127.0.0.1');
+    org = await createOrg(t);
+    const provider = await t.http
+      .post('/api/v1/model-providers')
+      .set(...bearer(org.keys.admin))
+      .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url })
+      .expect(201);
+    agent = await publishAgent(t, org, 'reads', {
+      instructions: 'x',
+      capabilities: [{ id: 'fx-run-tools' }],
+      model: { provider: provider.body.id, name: 'scripted-1' },
+    });
+  }, 180_000);
+  afterAll(async () => {
+    await t.close();
+    await model.close();
+  });
+
+  const start = (body: object) =>
+    t.http
+      .post(`/api/v1/agents/${agent}/runs`)
+      .set(...bearer(org.keys.agent))
+      .set('Prefer', 'wait=10')
+      .send(body)
+      .expect(201)
+      .then((res) => {
+        answered.set(res.body.id, res.body);
+        return res.body.id as string;
+      });
+  /** What starting (and cancelling) each run answered: the same JSON. */
+  const answered = new Map<string, unknown>();
+
+  it('answers each run as the list does, field for field, without parsing its row on the node; starting and cancelling answer the same', async () => {
+    model.setScript(sequence({ toolCalls: [{ id: 'c1', name: 'lookup_order', arguments: '{"query":"A-1"}' }] }, { text: 'shipped "A-1"\n\u0001' }));
+    const succeeded = await start({
+      input: 'where is \u202eA-1?',
+      messages: [{ role: 'assistant', content: 'hello' }],
+      workerType: 'researcher',
+      profile: 'deep',
+    });
+    model.setScript(() => ({ status: 400, body: { error: { message: 'no such model' } } }));
+    const failed = await start({ input: 'x' });
+    model.setScript(() => ({ hang: true }));
+    const cancelled = await start({ input: 'y' });
+    answered.set(
+      cancelled,
+      (
+        await t.http
+          .post(`/api/v1/runs/${cancelled}/cancel`)
+          .set(...bearer(org.keys.agent))
+          .expect(200)
+      ).body,
+    );
+    const running = await t.http
+      .post(`/api/v1/agents/${agent}/runs`)
+      .set(...bearer(org.keys.agent))
+      .send({ input: 'z' })
+      .expect(201)
+      .then((res) => res.body.id as string);
+
+    const listed = (
+      await t.http
+        .get('/api/v1/runs')
+        .set(...bearer(org.keys.viewer))
+        .expect(200)
+    ).body.items as { id: string }[];
+    const find = jest.spyOn(t.app.get(RunsRepository), 'find');
+    try {
+      for (const id of [succeeded, failed, cancelled, running]) {
+        const res = await t.http
+          .get(`/api/v1/runs/${id}`)
+          .set(...bearer(org.keys.viewer))
+          .expect(200);
+        expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+        const expected = listed.find((r) => r.id === id);
+        // The running one may have moved on (its model call) between the two reads; the others are done.
+        if (id === running) expect(res.body).toMatchObject({ id, input: 'z', status: 'running' });
+        else expect([res.body, answered.get(id)]).toEqual([expected, expected]);
+      }
+      // Before the fix each read parsed the whole row (its transcript) on the node.
+      expect(find).not.toHaveBeenCalled();
+    } finally {
+      find.mockRestore();
+    }
+    expect(listed.find((r) => r.id === succeeded)).toMatchObject({
+      output: 'shipped "A-1"\n\u0001',
+      profile: 'deep',
+      workerType: 'researcher',
+      completedAt: expect.any(String),
+    });
+    expect(listed.find((r) => r.id === failed)).toMatchObject({ status: 'failed', error: { code: 'model_error' } });
+    await t.http
+      .get('/api/v1/runs/00000000-0000-4000-8000-000000000000')
+      .set(...bearer(org.keys.viewer))
+      .expect(404);
+    const other = await createOrg(t);
+    await t.http
+      .get(`/api/v1/runs/${succeeded}`)
+      .set(...bearer(other.keys.viewer))
+      .expect(404);
+  }, 60_000);
+});
