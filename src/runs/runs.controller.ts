@@ -29,7 +29,7 @@ import { RunEventRow } from './runs.repository';
 import { DEFAULT_RUN_WAITS_PER_ORG, holdOpenFor, waitOf } from './run-wait';
 import { RunsService } from './runs.service';
 
-/** A run as the database wrote its JSON (RunsRepository.viewText): sent as it is, neither parsed nor written again here. */
+/** A run as the database wrote its JSON (RunsRepository.viewText): sent as it is, neither parsed nor written again here (an error keeps the problem filter's type). */
 const JSON_TEXT = 'application/json; charset=utf-8';
 
 /** An organization's run streams on a node whose client has not taken what was written, at once. */
@@ -119,7 +119,6 @@ export class RunsController implements OnModuleDestroy {
   @ApiOkResponse({ type: RunView })
   @ApiNotFoundResponse(RUN_NOT_FOUND)
   get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
-    // An error is answered by the problem filter, with its own type.
     void reply.type(JSON_TEXT);
     return this.runs.get(ctx, id);
   }
