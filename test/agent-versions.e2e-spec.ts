@@ -310,7 +310,13 @@ describe('agent validation, publish, versions, offered tools and manifest (e2e)'
           return publish(org, id);
         }),
       );
-      for (const a of answers) expect([200, 201]).toContain(a.status);
+      // A publish that saw the draft saved again three times while it checked it is `409 conflict`,
+      // nothing published (docs/api.md): rare, but these drafts are saved as fast as the node goes.
+      for (const a of answers) {
+        if (a.status === 409) expect(a.body.code).toBe('conflict');
+        else expect([200, 201]).toContain(a.status);
+      }
+      expect(answers.some((a) => a.status === 201)).toBe(true);
       const created = answers
         .filter((a) => a.status === 201)
         .map((a) => a.body.version)
