@@ -243,14 +243,17 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       ).body as { id: string; token: string };
       const pool = h.t.app.get(McpClientPool);
       const listTools = pool.listTools.bind(pool);
-      jest.spyOn(pool, 'listTools').mockImplementationOnce(async (...args: Parameters<McpClientPool['listTools']>) => {
-        const tools = await listTools(...args);
-        await h.t.http
-          .delete(`/api/v1/orgs/${org.id}/api-keys/${admin.id}`)
-          .set(...platform())
-          .expect(204);
-        return tools;
-      });
+      /** The next listing of a server's tools revokes `keyId` once it has listed them, before the change is written. */
+      const revokeWhileListing = (keyId: string) =>
+        jest.spyOn(pool, 'listTools').mockImplementationOnce(async (...args: Parameters<McpClientPool['listTools']>) => {
+          const tools = await listTools(...args);
+          await h.t.http
+            .delete(`/api/v1/orgs/${org.id}/api-keys/${keyId}`)
+            .set(...platform())
+            .expect(204);
+          return tools;
+        });
+      revokeWhileListing(admin.id);
       const res = await h.t.http
         .post('/api/v1/mcp-connections')
         .set(...bearer(admin.token))
@@ -274,14 +277,7 @@ describe('authority changed while a request was under way (e2e, attack round 13 
           .send({ name: 'mover', roles: ['admin'] })
           .expect(201)
       ).body as { id: string; token: string };
-      jest.spyOn(pool, 'listTools').mockImplementationOnce(async (...args: Parameters<McpClientPool['listTools']>) => {
-        const tools = await listTools(...args);
-        await h.t.http
-          .delete(`/api/v1/orgs/${org.id}/api-keys/${mover.id}`)
-          .set(...platform())
-          .expect(204);
-        return tools;
-      });
+      revokeWhileListing(mover.id);
       const moved = await h.t.http
         .put(`/api/v1/mcp-connections/${connection.id}/url`)
         .set(...bearer(mover.token))
