@@ -1,3 +1,5 @@
+import { canonicalize } from 'json-canonicalize';
+import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
@@ -155,6 +157,18 @@ describe('MCP catalog tools on agents (e2e)', () => {
       expect(metrics).toMatch(/^tool_calls_total\{capability="mcp",tool="everything",outcome="succeeded",reason=""\} [1-9]/m);
       expect(metrics).not.toContain('reference/');
       expect(metrics).not.toContain('echo');
+    });
+
+    it("a keyed call's arguments are hashed as RFC 8785 writes them; the same arguments in another key order replay it", async () => {
+      const key = `echo-${Date.now()}`;
+      const args = { message: 'hé \u2028 10 < 9 😀', z: [1, 1.5e-7, { b: 1, a: 2 }], '10': true, __proto__x: null };
+      const first = await call(agentId, 'echo', args).set('Idempotency-Key', key).expect(200);
+      expect(first.body.argumentsHash).toBe(createHash('sha256').update(canonicalize(args)).digest('hex'));
+      const reordered = Object.fromEntries(Object.entries(args).reverse());
+      const again = await call(agentId, 'echo', reordered).set('Idempotency-Key', key).expect(200);
+      expect(again.body).toEqual(first.body);
+      const reused = await call(agentId, 'echo', { ...args, message: 'other' }).set('Idempotency-Key', key);
+      expect({ status: reused.status, code: reused.body.code }).toEqual({ status: 422, code: 'idempotency_key_reused' });
     });
 
     it('422 invalid_arguments against the listed schema; nothing ran', async () => {

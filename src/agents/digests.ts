@@ -1,10 +1,15 @@
-import { canonicalize } from 'json-canonicalize';
+import { canonicalJson } from './canonical-json';
 import { hash } from 'node:crypto';
 import type { ToolRisk } from '../capabilities/capability.types';
 
 /** SHA-256 hex of the RFC 8785 canonical JSON: equal meaning, equal hash, whatever the key order. */
 export function canonicalHash(value: unknown): string {
-  return hash('sha256', canonicalize(value), 'hex');
+  return textHash(canonicalJson(value));
+}
+
+/** SHA-256 hex of text: of canonical JSON already written, `canonicalHash` of the value it was written from. */
+export function textHash(text: string): string {
+  return hash('sha256', text, 'hex');
 }
 
 /** What a published version pins of each tool it offers: exactly what the model and the approver saw. */

@@ -4,12 +4,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
-import { canonicalHash } from '../agents/digests';
+import { canonicalHash, textHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
 import { actorOf, AgentSnapshot, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
-import { findNonFiniteNumber } from '../common/json-numbers';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
 import { NewCall, ToolCallsRepository, toToolCallView, viewOfNewCall } from '../tool-calls/tool-calls.repository';
@@ -18,6 +17,7 @@ import { Denial, invalidArguments, keyOf, missingTool, settledEvent, settledFiel
 import { RunnableVersion, ToolImplementations, ValidatedArguments } from './tool-implementations';
 import { ApprovalReason, approvalReasonOf, GovernanceFacts, toolKey } from './tool-policy';
 import { ToolRunner } from './tool-runner.service';
+import { callFingerprint } from './call-fingerprint';
 import { RunStorageRepository } from './run-storage.repository';
 import type { Span } from '@opentelemetry/api';
 import { Metrics } from '../telemetry/metrics';
@@ -132,16 +132,16 @@ export class ToolExecutor {
 
   private async requestTraced(principal: OrgPrincipal, req: ToolCallRequest, span: Span): Promise<ToolCallOutcome> {
     let claim: IdempotencyClaim | undefined;
-    const fingerprint = req.idempotencyKey === undefined ? undefined : fingerprintOf(req);
-    if (req.idempotencyKey !== undefined && fingerprint !== undefined) {
-      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, fingerprint, this.leaseMs);
+    const keyed = req.idempotencyKey === undefined ? undefined : callFingerprint(req);
+    if (req.idempotencyKey !== undefined && keyed !== undefined) {
+      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, keyed.fingerprint, this.leaseMs);
       if (claimed.kind === 'replay') {
         return { status: claimed.status as 200 | 202, call: claimed.body as ToolCallView, replayed: true, resumed: false };
       }
       claim = claimed.claim;
     }
     try {
-      const outcome = await this.requestClaimed(principal, req, claim, span);
+      const outcome = await this.requestClaimed(principal, req, claim, span, keyed?.argumentsText);
       if (claim && outcome.resumed) await this.idempotency.release(claim);
       return outcome;
     } catch (err) {
@@ -151,11 +151,17 @@ export class ToolExecutor {
     }
   }
 
-  private async requestClaimed(principal: OrgPrincipal, req: ToolCallRequest, claim: IdempotencyClaim | undefined, span: Span): Promise<ToolCallOutcome> {
+  private async requestClaimed(
+    principal: OrgPrincipal,
+    req: ToolCallRequest,
+    claim: IdempotencyClaim | undefined,
+    span: Span,
+    argumentsText: string | undefined,
+  ): Promise<ToolCallOutcome> {
     // One span for every guard (their outcomes as its attributes), not one per guard: spans are
     // most of what tracing costs a call (docs/benchmarks.md), and a refusal's code already names
     // the guard that refused.
-    const guarded = await inGuardsSpan((passed) => this.guard(principal, req, span, passed));
+    const guarded = await inGuardsSpan((passed) => this.guard(principal, req, span, passed, argumentsText));
     if ('resumed' in guarded) return guarded.resumed;
     const { runnable, built, tool, validation, argumentsHash, reason } = guarded;
     const orgId = principal.orgId;
@@ -268,6 +274,7 @@ export class ToolExecutor {
     req: ToolCallRequest,
     span: Span,
     passed: string[],
+    argumentsText: string | undefined,
   ): Promise<
     | { resumed: ToolCallOutcome }
     | {
@@ -313,7 +320,12 @@ export class ToolExecutor {
     // arguments' hash; a refusal still follows the guard order.
     const validation = this.implementations.validate(tool, req.arguments);
     const valid = validation.errors.length === 0;
-    const argumentsHash = valid ? canonicalHash(validation.plain) : undefined;
+    // Arguments validated as they came (an MCP tool's) were written canonically for their key already.
+    const argumentsHash = !valid
+      ? undefined
+      : argumentsText !== undefined && validation.plain === req.arguments
+        ? textHash(argumentsText)
+        : canonicalHash(validation.plain);
     if (argumentsHash) denial.data = { ...denial.data, argumentsHash };
     await this.guards.canRunNow(built, tool, denial, snapshot && factsOf(snapshot, built.version, tool));
     passed.push('tool_policy');
@@ -406,20 +418,4 @@ export function budgetKeyOf(entryPoint: ToolCallRequest['entryPoint'], runId: st
 export function runEnded(runId: string, status?: string): ApiError {
   const why = status ? `is ${status}` : 'has ended';
   return new ApiError('conflict', `The run ${runId} ${why}; its calls are no longer made. Nothing ran.`, undefined, { runStatus: status ?? 'ended' });
-}
-
-/**
- * What an idempotency key is bound to. Arguments holding a number past a double's range cannot be
- * hashed (RFC 8785 has no Infinity) and are refused by validation whatever the key: there is
- * nothing to claim the key for. Looked for only when hashing fails, so a keyed call walks its
- * arguments once here.
- */
-function fingerprintOf(req: ToolCallRequest): string | undefined {
-  const call = { agentId: req.agentId, tool: req.tool, arguments: req.arguments ?? null, version: req.version ?? 'latest', runId: req.runId ?? null };
-  try {
-    return canonicalHash(call);
-  } catch (err) {
-    if (findNonFiniteNumber(req.arguments)) return undefined;
-    throw err;
-  }
 }

@@ -1,7 +1,7 @@
 import Ajv, { ErrorObject, Options } from 'ajv';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { canonicalize } from 'json-canonicalize';
+import { canonicalJson } from '../agents/canonical-json';
 import { RE2JS } from 're2js';
 
 /**
@@ -117,7 +117,7 @@ function bounded<T extends Ajv>(ajv: T): T {
     schemaType: 'boolean',
     type: 'array',
     errors: false,
-    validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map((item) => canonicalize(item))).size === data.length,
+    validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map((item) => canonicalJson(item))).size === data.length,
   });
   return ajv;
 }
