@@ -1,5 +1,6 @@
 import { QueryRunner } from 'typeorm';
 import { McpClientPool } from '../src/mcp-catalog/connections/mcp-client-pool.service';
+import { EgressService } from '../src/egress/egress.service';
 import { ToolImplementations } from '../src/runtime/tool-implementations';
 import { startFixtureMcpServer } from './support/mcp-fixture-server';
 import { bearer, createOrg } from './support/test-app';
@@ -173,30 +174,40 @@ describe('authority changed while a request was under way (e2e, attack round 13 
   });
 
   /**
-   * Five creations of `table`'s rows with a fresh admin key, queued on the organization's count lock
-   * (held here), the key revoked meanwhile: what each answered.
+   * `requests` made with a fresh key of `roles`, queued on a lock held here (`lockSql`), the key
+   * revoked meanwhile: what each answered once the lock was let go.
    */
-  async function queuedWhileRevoked(table: string, create: (token: string, i: number) => PromiseLike<{ status: number }>): Promise<number[]> {
-    const admin = await newKey(['admin']);
+  async function revokedWhileQueued(
+    roles: string[],
+    lockSql: [string, unknown[]],
+    requests: (token: string) => PromiseLike<{ status: number; body: { code?: string } }>[],
+  ): Promise<number[]> {
+    const key = await newKey(roles);
     holder = h.ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
-    await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, [table, orgId()]);
-    const creations = Array.from({ length: 5 }, (_, i) => Promise.resolve(create(admin.token, i)));
+    await holder.query(...lockSql);
+    const queued = requests(key.token).map((r) => Promise.resolve(r));
     for (let i = 0; i < 400; i++) {
       const [{ n }]: { n: number }[] = await h.ds.query(
         `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
       );
-      if (n >= 5) break;
+      if (n >= queued.length) break;
       await new Promise((r) => setTimeout(r, 25));
     }
     await h.t.http
-      .delete(`/api/v1/orgs/${orgId()}/api-keys/${admin.id}`)
+      .delete(`/api/v1/orgs/${orgId()}/api-keys/${key.id}`)
       .set(...platform())
       .expect(204);
     await holder.commitTransaction();
-    return (await Promise.all(creations)).map((r) => r.status);
+    return (await Promise.all(queued)).map((r) => r.status);
   }
+
+  /** Five creations of `table`'s rows, queued on the organization's count lock, their admin key revoked meanwhile. */
+  const queuedWhileRevoked = (table: string, create: (token: string, i: number) => PromiseLike<{ status: number; body: { code?: string } }>) =>
+    revokedWhileQueued(['admin'], [`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, [table, orgId()]], (token) =>
+      Array.from({ length: 5 }, (_, i) => create(token, i)),
+    );
 
   itOnRealServer('key creations queued behind one another while their admin key is revoked make no key: 401 each', async () => {
     const before = await countRows(h.ds, 'api_key');
@@ -227,6 +238,83 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       .post('/api/v1/webhooks')
       .set(...bearer(keys().admin))
       .send({ url: 'http://127.0.0.1:45999/hook', types: ['*'] })
+      .expect(201);
+  });
+
+  itOnRealServer('a publish queued behind another while its key is revoked makes no version: 401', async () => {
+    await h.t.http
+      .put(`/api/v1/agents/${h.agentId}/draft`)
+      .set(...bearer(keys().builder))
+      .send({ instructions: 'Remembers, after asking; a new version.', capabilities: [{ id: 'memory-write' }] })
+      .expect(200);
+    const versions = () => countRows(h.ds, 'agent_version');
+    const before = await versions();
+    const answers = await revokedWhileQueued(['builder'], [`SELECT 1 FROM agent WHERE id = $1 FOR UPDATE`, [h.agentId]], (token) => [
+      h.t.http.post(`/api/v1/agents/${h.agentId}/publish`).set(...bearer(token)),
+    ]);
+    expect(answers).toEqual([401]);
+    expect(await versions()).toBe(before);
+    await h.t.http
+      .post(`/api/v1/agents/${h.agentId}/publish`)
+      .set(...bearer(keys().builder))
+      .expect(201);
+  });
+
+  itOnRealServer("switches queued behind a decision while their key is revoked are not set: a tool's, a retirement: 401 each", async () => {
+    const switchesLock: [string, unknown[]] = [`SELECT pg_advisory_xact_lock(hashtextextended('governance:' || $1::text, 0))`, [orgId()]];
+    const answers = await revokedWhileQueued(['admin', 'builder'], switchesLock, (token) => [
+      h.t.http
+        .put('/api/v1/tools/memory-write/remember/disabled')
+        .set(...bearer(token))
+        .send({ disabled: true, reason: 'late' }),
+      h.t.http.post(`/api/v1/agents/${h.agentId}/versions/1/retire`).set(...bearer(token)),
+    ]);
+    expect(answers).toEqual([401, 401]);
+    expect(await countRows(h.ds, 'tool_disabled')).toBe(0);
+    expect(await countRows(h.ds, 'agent_version_retirement')).toBe(0);
+    // Enabling again, queued behind the row's own lock: not by a revoked key either.
+    await h.t.http
+      .put('/api/v1/tools/memory-write/remember/disabled')
+      .set(...bearer(keys().admin))
+      .send({ disabled: true })
+      .expect(200);
+    const enabling = await revokedWhileQueued(['admin'], [`SELECT 1 FROM tool_disabled WHERE org_id = $1 FOR UPDATE`, [orgId()]], (token) => [
+      h.t.http
+        .put('/api/v1/tools/memory-write/remember/disabled')
+        .set(...bearer(token))
+        .send({ disabled: false }),
+    ]);
+    expect(enabling).toEqual([401]);
+    expect(await countRows(h.ds, 'tool_disabled')).toBe(1);
+    await h.t.http
+      .put('/api/v1/tools/memory-write/remember/disabled')
+      .set(...bearer(keys().admin))
+      .send({ disabled: false })
+      .expect(200);
+  });
+
+  it('a model provider whose admin key was revoked while its address was resolved is not saved: 401', async () => {
+    const admin = await newKey(['admin']);
+    const egress = h.t.app.get(EgressService);
+    const assertAllowed = egress.assertAllowed.bind(egress);
+    jest.spyOn(egress, 'assertAllowed').mockImplementationOnce(async (...args: Parameters<EgressService['assertAllowed']>) => {
+      await assertAllowed(...args);
+      await h.t.http
+        .delete(`/api/v1/orgs/${orgId()}/api-keys/${admin.id}`)
+        .set(...platform())
+        .expect(204);
+    });
+    const res = await h.t.http
+      .post('/api/v1/model-providers')
+      .set(...bearer(admin.token))
+      .send({ name: 'late', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:45998/v1' });
+    expect({ status: res.status, code: res.body.code }).toEqual({ status: 401, code: 'unauthorized' });
+    const [{ n }]: { n: number }[] = await h.ds.query(`SELECT count(*)::int AS n FROM model_provider WHERE name = 'late'`);
+    expect(n).toBe(0);
+    await h.t.http
+      .post('/api/v1/model-providers')
+      .set(...bearer(keys().admin))
+      .send({ name: 'late', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:45998/v1' })
       .expect(201);
   });
 

@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { missingScopes } from '../runtime/tool-policy';
-import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
+import { actingKeyOf, actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
+import { holdActingKey } from '../database/org-limit';
 import { ApiError, boundErrors } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
@@ -111,6 +112,9 @@ export class VersionsService {
     // The agent row lock serializes publishes of one agent: version numbers stay gapless, and
     // "nothing changed" is judged against the latest version as it is at commit.
     const agent = await this.agents.findRow(m, orgId, agentId, true);
+    // Publishes of one agent wait for each other, and each first composed its tools (MCP listings):
+    // a version is not made by a key revoked meanwhile (holdActingKey).
+    await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
     if (canonicalHash(agent.draft) !== draftHash) return 'draft_changed';
     if (agent.latest_version !== null) {
       const latest = await findVersion(m, orgId, agentId, agent.latest_version);

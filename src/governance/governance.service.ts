@@ -1,7 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
-import { actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
+import { actingKeyOf, actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
+import { holdActingKey } from '../database/org-limit';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { findAgentWith } from '../agents/agents.repository';
 import { versionExists } from '../agents/agent-versions.repository';
@@ -45,6 +46,8 @@ export class GovernanceService {
       // The agent row is locked so that a publish cannot make this version the latest's
       // predecessor between the check and the insert, nor the other way round.
       const agent = await findAgentWith(m, orgId, agentId, true);
+      // A switch waits for the decisions under way: not past its key's revocation (holdActingKey).
+      await holdActingKey(m, orgId, actingKeyOf(principal));
       if (!agent) throw ApiError.notFound('agent');
       const latest = agent.latest_version;
       if (latest === null) throw ApiError.conflict('The agent has no published version.', 'not_published');
@@ -96,6 +99,7 @@ export class GovernanceService {
       const target = { type: 'tool', id: `${capabilityId}/${toolId}` };
       if (body.disabled) {
         await holdSwitches(m, orgId, 'switch');
+        await holdActingKey(m, orgId, actingKeyOf(principal));
         const { row, change, previousReason } = await this.repository.disable(m, orgId, capabilityId, toolId, body.reason ?? null, principal.id);
         // A new reason for a tool already off is recorded too: it is what every refused caller reads.
         if (change) {
@@ -104,7 +108,9 @@ export class GovernanceService {
         }
         return toSwitchView(row, await listed(m));
       }
-      if (await this.repository.enable(m, orgId, capabilityId, toolId)) {
+      const enabled = await this.repository.enable(m, orgId, capabilityId, toolId);
+      await holdActingKey(m, orgId, actingKeyOf(principal));
+      if (enabled) {
         await this.audit.record(m, {
           type: 'tool.enabled',
           orgId,

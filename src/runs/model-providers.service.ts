@@ -1,7 +1,8 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
-import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
+import { actingKeyOf, actorOf, orgIdOf, RequestContext } from '../auth/principal';
+import { holdActingKey } from '../database/org-limit';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
@@ -36,6 +37,9 @@ export class ModelProvidersService {
     const sealed = dto.apiKey === undefined ? null : this.secrets.seal(dto.apiKey);
     try {
       const row = await this.repo.dataSource.transaction(async (m) => {
+        // The address was resolved for the egress policy first, as long as its DNS took: where every
+        // run on it will send its transcript is not saved by a key revoked meanwhile (holdActingKey).
+        await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
         const created = await this.repo.insert(orgId, { id, name: dto.name, kind: dto.kind, baseUrl: dto.baseUrl, apiKeySealed: sealed }, m);
         await this.audit.record(m, {
           type: 'model_provider.created',
