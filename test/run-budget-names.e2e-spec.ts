@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import type { RequestContext } from '../src/auth/principal';
 import { ToolExecutor } from '../src/runtime/tool-executor.service';
+import { toolCallKey } from '../src/runs/run-engine.service';
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 
 /**
@@ -39,13 +40,15 @@ describe("a platform run's budget is its own calls' (e2e, attack round 13 M-F3)"
     return id;
   }
 
-  /** A call as the run engine asks for it (entry point `run`, the run's id). */
-  function runCall(runId: string) {
+  /** A call as the run engine asks for it (entry point `run`, the run's id, the engine's idempotency key). */
+  function runCall(runId: string, idempotencyKey?: string) {
     const ctx: RequestContext = {
       requestId: randomUUID(),
       principal: { type: 'api_key', id: org.keyIds.agent, orgId: org.id, roles: ['agent'], orgScopes: ['memory:read'] },
     };
-    return t.app.get(ToolExecutor).request(ctx, { agentId, tool: 'recall_memories', arguments: { query: 'tea' }, version: 1, runId, entryPoint: 'run' });
+    return t.app
+      .get(ToolExecutor)
+      .request(ctx, { agentId, tool: 'recall_memories', arguments: { query: 'tea' }, version: 1, runId, entryPoint: 'run', idempotencyKey });
   }
 
   const restCall = (runId: string) =>
@@ -73,5 +76,26 @@ describe("a platform run's budget is its own calls' (e2e, attack round 13 M-F3)"
       expect((await restCall(runId)).status).toBe(200);
       expect((await restCall(runId)).status).toBe(429);
     }
+  });
+
+  it("a client's Idempotency-Key shaped like a run's call key is the client's: the run's call runs as its own", async () => {
+    const runId = await platformRun();
+    const key = toolCallKey(runId, { id: 'call_1', step: 1 });
+    const claimFirst = (args: object) =>
+      t.http
+        .post(`/api/v1/agents/${agentId}/tool-calls`)
+        .set(...bearer(org.keys.agent))
+        .set('Idempotency-Key', key)
+        .send({ tool: 'recall_memories', arguments: args, runId: 'other' });
+    const client = await claimFirst({ query: 'coffee' });
+    expect(client.status).toBe(200);
+    // Claimed by the client with other arguments: before, the run's call was 422 idempotency_key_reused.
+    const own = await runCall(runId, key);
+    expect(own).toMatchObject({ replayed: false, call: { status: 'succeeded', entryPoint: 'run', runId } });
+    expect(own.call.id).not.toBe(client.body.id);
+    // Each key answers its own again.
+    expect((await runCall(runId, key)).call.id).toBe(own.call.id);
+    const again = await claimFirst({ query: 'coffee' });
+    expect({ status: again.status, id: again.body.id }).toEqual({ status: 200, id: client.body.id });
   });
 });

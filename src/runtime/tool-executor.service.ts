@@ -134,7 +134,8 @@ export class ToolExecutor {
     let claim: IdempotencyClaim | undefined;
     const keyed = req.idempotencyKey === undefined ? undefined : callFingerprint(req);
     if (req.idempotencyKey !== undefined && keyed !== undefined) {
-      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), req.idempotencyKey, keyed.fingerprint, this.leaseMs);
+      const key = idempotencyKeyOf(req.entryPoint, req.idempotencyKey);
+      const claimed = await this.idempotency.claim(principal.orgId, req.agentId.toLowerCase(), key, keyed.fingerprint, this.leaseMs);
       if (claimed.kind === 'replay') {
         return { status: claimed.status as 200 | 202, call: claimed.body as ToolCallView, replayed: true, resumed: false };
       }
@@ -412,6 +413,17 @@ const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
  */
 export function budgetKeyOf(entryPoint: ToolCallRequest['entryPoint'], runId: string): string {
   return entryPoint !== 'run' && UUID_SHAPE.test(runId) ? `ext:${runId}` : runId;
+}
+
+/**
+ * What an idempotency key is claimed as. A platform run's calls claim `run:<run id>:<step>:<digest>`
+ * (toolCallKey); a client's key of that shape, sent over REST, is another key (`client:` before
+ * it), so an agent key that read a run's events cannot claim a call's key before the run asks
+ * (`422 idempotency_key_reused` for the run, or the client's answer as the run's). The run's keys
+ * keep their shape, so runs under way at an upgrade claim what they claimed before.
+ */
+export function idempotencyKeyOf(entryPoint: ToolCallRequest['entryPoint'], key: string): string {
+  return entryPoint !== 'run' && key.startsWith('run:') ? `client:${key}` : key;
 }
 
 /** The refusal of a run's call once the run has ended; `runStatus` in its extensions tells the run's engine to ask for no more. */
