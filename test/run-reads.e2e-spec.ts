@@ -2,13 +2,16 @@ import { RunFixturesModule } from './fixtures/run-fixtures.module';
 import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-model';
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { testRunsConfig } from './support/runs-config';
-import { RunsRepository } from '../src/runs/runs.repository';
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { RunRow, RunsRepository } from '../src/runs/runs.repository';
 
 /**
  * `GET /runs/{id}` answers a run that may hold 8,000,000 characters of JSON. Parsed from its row
  * and written again on the node, that took the event loop about 100 ms a read, and one viewer
  * key's 8 reads at once made another organization's requests wait 1.1 s (attack round 13, K-F6).
- * The answer is now the database's JSON, sent as it is: the same run, field for field.
+ * The answer is now the database's JSON, sent as it is: the same run, field for field. So is a
+ * page of `GET /runs`, which parsed and wrote every run of the page (up to 4 MB) the same way.
  */
 describe('reading a run (e2e)', () => {
   let t: TestApp;
@@ -120,4 +123,70 @@ describe('reading a run (e2e)', () => {
       .set(...bearer(other.keys.viewer))
       .expect(404);
   }, 60_000);
+
+  it('lists runs as their rows hold them, field for field; a page ends at its byte budget, and paging answers each run once', async () => {
+    const ds = t.app.get(DataSource);
+    const insert = (orgId: string, agentId: string, keyId: string, input: string, messages: unknown[]) =>
+      ds.query(
+        `INSERT INTO run (id, org_id, agent_id, version, status, input, messages, requested_by, error_code, error_message, completed_at)
+         VALUES ($1, $2, $3, 1, 'failed', $4, $5::jsonb, $6, 'model_error', 'gone \u2028 "quoted"', now()) RETURNING id`,
+        [randomUUID(), orgId, agentId, input, JSON.stringify(messages), keyId],
+      );
+    // Six runs of about a megabyte each: a page of 4 MB holds four.
+    for (let i = 0; i < 6; i++)
+      await insert(org.id, agent, org.keyIds.agent, `large ${i} \u0001 \u202e`, [{ role: 'user', content: `${i}`.repeat(1_000_000) }]);
+    const other = await createOrg(t);
+    await insert(other.id, await publishAgent(t, other, 'theirs', { instructions: 'x', capabilities: [] }), other.keyIds.agent, 'not yours', []);
+
+    const pages: { items: { id: string }[]; nextCursor: string | null }[] = [];
+    let cursor: string | null = null;
+    do {
+      const res = await t.http
+        .get(`/api/v1/runs?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+        .set(...bearer(org.keys.viewer))
+        .expect(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      pages.push(res.body);
+      cursor = res.body.nextCursor;
+    } while (cursor !== null);
+    expect(pages.length).toBeGreaterThan(1);
+    expect(pages[0].items.length).toBeLessThan(6);
+    const listed = pages.flatMap((p) => p.items);
+    const rows: RunRow[] = await ds.query(`SELECT * FROM run WHERE org_id = $1 ORDER BY created_at DESC, id DESC`, [org.id]);
+    expect(listed.map((r) => r.id)).toEqual(rows.map((r) => r.id));
+    expect(listed).toEqual(rows.map(viewOfRow));
+
+    const failed = await t.http
+      .get(`/api/v1/runs?status=failed&agentId=${agent}&limit=3`)
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
+    expect(failed.body.items.map((r: { status: string }) => r.status)).toEqual(['failed', 'failed', 'failed']);
+    expect(failed.body.nextCursor).toEqual(expect.any(String));
+    const none = await t.http
+      .get(`/api/v1/runs?status=waiting_for_approval`)
+      .set(...bearer(other.keys.viewer))
+      .expect(200);
+    expect(none.body).toEqual({ items: [], nextCursor: null });
+  }, 120_000);
 });
+
+/** A run's row as the API shows it, written on the node: what the database's JSON must equal. */
+function viewOfRow(r: RunRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    agentId: r.agent_id,
+    version: r.version,
+    status: r.status,
+    input: r.input,
+    messages: r.messages,
+    toolCallIds: r.tool_call_ids,
+    pendingApprovalIds: r.pending_approval_ids,
+    usage: r.usage,
+    createdAt: new Date(r.created_at).toISOString(),
+    ...(r.output !== null ? { output: r.output } : {}),
+    ...(r.error_code ? { error: { code: r.error_code, message: r.error_message ?? '' } } : {}),
+    ...(r.profile !== null ? { profile: r.profile } : {}),
+    ...(r.worker_type !== null ? { workerType: r.worker_type } : {}),
+    ...(r.completed_at ? { completedAt: new Date(r.completed_at).toISOString() } : {}),
+  };
+}

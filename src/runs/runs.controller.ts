@@ -90,8 +90,7 @@ export class RunsController implements OnModuleDestroy {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<string> {
     const wait = waitOf(prefer);
-    // Each wait keeps a connection of the node's HTTP_MAX_CONNECTIONS: past the organization's
-    // share the run is answered at once, the preference not applied (RFC 7240 lets a server).
+    // Each wait keeps one of HTTP_MAX_CONNECTIONS: past the organization's share, answered at once, not applied (RFC 7240 lets a server).
     const release = wait === undefined ? undefined : this.waits.tryHold(orgIdOf(ctx));
     if (release) {
       void reply.header('Preference-Applied', `wait=${wait}`);
@@ -109,7 +108,8 @@ export class RunsController implements OnModuleDestroy {
   @Access('viewer', 'agent')
   @ApiOperation({ summary: "List the organization's runs, newest first" })
   @ApiOkResponse({ type: RunPage })
-  list(@Ctx() ctx: RequestContext, @Query() query: ListRunsQuery) {
+  list(@Ctx() ctx: RequestContext, @Query() query: ListRunsQuery, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    void reply.type(JSON_TEXT);
     return this.runs.list(ctx, query);
   }
 

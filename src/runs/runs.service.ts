@@ -6,7 +6,6 @@ import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { GovernanceRepository } from '../governance/governance.repository';
-import { Page } from '../common/pagination';
 import { RunStorageRepository } from '../runtime/run-storage.repository';
 import { CancelledRunApprovals } from './cancelled-run-approvals';
 import { ChatMessage } from './conversation';
@@ -15,7 +14,7 @@ import { CROSS_NODE_POLL_MS, RunHeads } from './run-heads';
 import { RunSignals } from './run-signals';
 import { assertRoomToRun } from './running-runs';
 import { RunWorker } from './run-worker.service';
-import { CreateRunDto, ListRunsQuery, RunView } from './runs.dto';
+import { CreateRunDto, ListRunsQuery } from './runs.dto';
 import { FINISHED, RunEventRow, RunRow, RunsRepository } from './runs.repository';
 
 /** The most `Prefer: wait=N` holds a request open (API.md). */
@@ -128,9 +127,9 @@ export class RunsService implements OnModuleDestroy {
     return (await this.repo.viewText(orgOf(ctx), id)) ?? Promise.reject(ApiError.notFound('run'));
   }
 
-  async list(ctx: RequestContext, query: ListRunsQuery): Promise<Page<RunView>> {
-    const page = await this.repo.list(orgOf(ctx), query);
-    return { items: page.items.map(toRunView), nextCursor: page.nextCursor };
+  /** A page of runs as JSON text (RunPage), made by the database (RunsRepository.pageText). */
+  list(ctx: RequestContext, query: ListRunsQuery): Promise<string> {
+    return this.repo.pageText(orgOf(ctx), query);
   }
 
   /**
@@ -295,25 +294,4 @@ function keyOf(ctx: RequestContext): ApiKeyPrincipal {
 function orgOf(ctx: RequestContext): string {
   if (!isOrgPrincipal(ctx.principal)) throw ApiError.forbidden('Runs belong to an organization.');
   return ctx.principal.orgId;
-}
-
-export function toRunView(r: RunRow): RunView {
-  const view: RunView = {
-    id: r.id,
-    agentId: r.agent_id,
-    version: r.version,
-    status: r.status,
-    input: r.input,
-    messages: r.messages,
-    toolCallIds: r.tool_call_ids,
-    pendingApprovalIds: r.pending_approval_ids,
-    usage: r.usage,
-    createdAt: new Date(r.created_at).toISOString(),
-  };
-  if (r.output !== null) view.output = r.output;
-  if (r.error_code) view.error = { code: r.error_code, message: r.error_message ?? '' };
-  if (r.profile !== null) view.profile = r.profile;
-  if (r.worker_type !== null) view.workerType = r.worker_type;
-  if (r.completed_at) view.completedAt = new Date(r.completed_at).toISOString();
-  return view;
 }
