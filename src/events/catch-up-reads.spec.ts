@@ -62,7 +62,7 @@ function fakeLog() {
     await new Promise((r) => setTimeout(r, 2));
     counts.running--;
     const events = log.filter((e) => comparePositions(e.position, after) > 0 && (!types || types.includes(e.event.type))).slice(0, limit);
-    return { events, heldBack: false, horizon: 6n, revokedKeys: new Set<string>() };
+    return { events, heldBack: false, cut: events.length === limit, horizon: 6n, revokedKeys: new Set<string>() };
   };
   return { counts, log: { readAfter } as unknown as EventLogRepository };
 }

@@ -50,6 +50,7 @@ const oneEvent: StreamRead = {
     },
   ],
   heldBack: false,
+  cut: false,
   horizon: 8n,
   revokedKeys: new Set<string>(),
 };
@@ -61,7 +62,10 @@ describe('EventStreamService, a client that takes nothing', () => {
   beforeEach(async () => {
     jest.useFakeTimers();
     const log = {
-      readAfter: jest.fn().mockResolvedValueOnce(oneEvent).mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }),
+      readAfter: jest
+        .fn()
+        .mockResolvedValueOnce(oneEvent)
+        .mockResolvedValue({ events: [], heldBack: false, cut: false, horizon: 8n, revokedKeys: new Set<string>() }),
     };
     service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(15_000), held);
     res = new FakeResponse(true);
@@ -95,7 +99,7 @@ describe('EventStreamService heartbeats', () => {
 
   it('send a keep-alive every heartbeat, and end a stream when its credential is no longer accepted', async () => {
     jest.useFakeTimers();
-    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, horizon: 8n, revokedKeys: new Set<string>() }) };
+    const log = { readAfter: jest.fn().mockResolvedValue({ events: [], heldBack: false, cut: false, horizon: 8n, revokedKeys: new Set<string>() }) };
     const service = new EventStreamService(log as unknown as EventLogRepository, wakeups, seals, configWith(1_000), held);
     service.onModuleInit();
     const res = new FakeResponse();
@@ -127,7 +131,7 @@ describe('EventStreamService, streams of one organization sharing a read', () =>
     position: { tx: 7n, seq },
     event: { ...oneEvent.events[0].event, id: `e${seq}`, type },
   });
-  const nothing = { events: [], heldBack: false, horizon: 7n, revokedKeys: new Set<string>() };
+  const nothing = { events: [], heldBack: false, cut: false, horizon: 7n, revokedKeys: new Set<string>() };
 
   it('serves every stream at the head from one read per wake-up, and takes out a stream whose client stopped reading', async () => {
     jest.useFakeTimers();
