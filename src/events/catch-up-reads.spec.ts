@@ -31,6 +31,10 @@ class FakeResponse extends EventEmitter {
   end(): void {
     this.writableEnded = true;
   }
+
+  destroy(): void {
+    this.writableEnded = true;
+  }
 }
 
 const wakeups = { on: () => () => undefined } as unknown as EventWakeups;

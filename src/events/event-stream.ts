@@ -213,7 +213,12 @@ export class Stream implements Behind {
     clearTimeout(this.retryTimer);
     // A closed stream waits for no client, and its 30 s timer must not keep a stopping process up.
     this.closing.abort();
-    if (!this.res.writableEnded) this.res.end();
+    // A client that has not taken what was written (cut as slow) would keep the connection, and
+    // what the node buffered for it, for as long as it reads nothing (TCP keeps a zero window
+    // open), while its slot went to its next stream: one key's streams held 459 connections past
+    // the cap of 256 (attack round 14, P-F2). Such a socket is closed, as run streams' are.
+    if (this.res.writableNeedDrain) this.res.destroy();
+    else if (!this.res.writableEnded) this.res.end();
     this.group.remove(this);
     this.onClosed(this);
   }
