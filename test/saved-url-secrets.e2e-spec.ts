@@ -293,6 +293,27 @@ describe('tokens in saved URLs (e2e)', () => {
         .set(...as('admin'))
         .expect(204);
     });
+    it('a token after a delimiter inside a path segment (`;jsessionid=`, `key:`) is sealed and shown redacted (attack round 14, P-F3)', async () => {
+      const receiver = await WebhookReceiver.start();
+      receivers.push(receiver);
+      const token = 'Abc123Def456Ghi789';
+      for (const segment of [`ok;jsessionid=${token}`, `key:${token}`]) {
+        const created = await t.http
+          .post('/api/v1/webhooks')
+          .set(...as('admin'))
+          .send({ url: `${receiver.url}/${segment}`, types: ['agent.created'] })
+          .expect(201);
+        expect(created.body.url).toBe(`${receiver.url}/[redacted]`);
+        const [row] = await ds.query(`SELECT url, url_sealed FROM webhook_endpoint WHERE id = $1`, [created.body.id]);
+        expect(row.url).not.toContain(token);
+        expect(open(row.url_sealed)).toBe(`${receiver.url}/${segment}`);
+        expect(await auditText('webhook.created')).not.toContain(token);
+        await t.http
+          .delete(`/api/v1/webhooks/${created.body.id}`)
+          .set(...as('admin'))
+          .expect(204);
+      }
+    });
   });
 
   describe('model providers', () => {

@@ -41,6 +41,15 @@ describe('shownUrl', () => {
     expect(urlHidesSomething('https://h.example/s/sk_live_4f9Zq81Lp0aXbYc/mcp')).toBe(true);
   });
 
+  it('hides a segment holding a token after a delimiter, and takes that token as a secret (attack round 14, P-F3)', () => {
+    expect(shownUrl('https://h.example/hook;jsessionid=Abc123Def456Ghi789/x')).toBe('https://h.example/[redacted]/x');
+    expect(shownUrl('https://h.example/key:Abc123Def456Ghi789')).toBe('https://h.example/[redacted]');
+    expect(shownUrl('https://h.example/a,b/(Abc123Def456Ghi789)')).toBe('https://h.example/a,b/[redacted]');
+    expect(Object.values(urlQuerySecrets('https://h.example/hook;jsessionid=Abc123Def456Ghi789'))).toContain('Abc123Def456Ghi789');
+    const words = 'https://h.example/v1/projects:batchGet;alt=json/items,all';
+    expect(shownUrl(words)).toBe(words);
+  });
+
   it('shows nothing of what is not a URL', () => {
     expect(shownUrl('not a url?token=abc')).toBe('[redacted]');
   });

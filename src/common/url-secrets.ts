@@ -30,8 +30,21 @@ export function shownUrl(text: string): string {
 export function pathWithoutTokens(pathname: string, marker = REDACTED): string {
   return pathname
     .split('/')
-    .map((segment) => (TOKEN_SEGMENT.test(segment) || TOKEN_SEGMENT.test(decoded(segment)) ? marker : segment))
+    .map((segment) => (tokensIn(segment).length > 0 ? marker : segment))
     .join('/');
+}
+
+/**
+ * What in a path segment is shaped like a token: the segment, as sent or decoded, or a part of it
+ * between the delimiters RFC 3986 lets a segment hold (`;jsessionid=<token>`, `key:<token>`): such a
+ * segment was shown and stored in the clear (attack round 14, P-F3).
+ */
+function tokensIn(segment: string): string[] {
+  const found = new Set<string>();
+  for (const whole of new Set([segment, decoded(segment)])) {
+    for (const part of [whole, ...whole.split(SEGMENT_DELIMITERS)]) if (TOKEN_SEGMENT.test(part)) found.add(part);
+  }
+  return [...found];
 }
 
 function redactParameter(part: string): string {
@@ -71,13 +84,15 @@ export function urlQuerySecrets(text: string | null | undefined): Record<string,
   // Hosted servers carry their secret in the path too (`/api/mcp/s/<secret>/mcp`, `/<uuid>/<app>`):
   // a segment shaped like a token, never words such as `mcp` or `v1` (attack round 11, F-F5).
   for (const segment of url.pathname.split('/')) {
-    for (const secret of new Set([segment, decoded(segment)])) if (TOKEN_SEGMENT.test(secret)) out[`url.path.${i++}`] = secret;
+    for (const secret of tokensIn(segment)) out[`url.path.${i++}`] = secret;
   }
   return out;
 }
 
 /** 16 characters or more of letters, digits and `-_.~+=%`, holding both a letter and a digit. */
 const TOKEN_SEGMENT = /^(?=[^/]*[0-9])(?=[^/]*[A-Za-z])[A-Za-z0-9\-_.~+=%]{16,}$/;
+/** The sub-delimiters (and `:`, `@`) a path segment may hold unencoded; `=` too, so `name=<token>` yields the token alone. */
+const SEGMENT_DELIMITERS = /[;,:@!$*'()&=]/;
 
 function decoded(raw: string): string {
   try {

@@ -31,6 +31,10 @@ class FakeResponse extends EventEmitter {
   end(): void {
     this.writableEnded = true;
   }
+
+  destroy(): void {
+    this.writableEnded = true;
+  }
 }
 
 const wakeups = { on: () => () => undefined } as unknown as EventWakeups;
@@ -62,7 +66,7 @@ function fakeLog() {
     await new Promise((r) => setTimeout(r, 2));
     counts.running--;
     const events = log.filter((e) => comparePositions(e.position, after) > 0 && (!types || types.includes(e.event.type))).slice(0, limit);
-    return { events, heldBack: false, horizon: 6n, revokedKeys: new Set<string>() };
+    return { events, heldBack: false, cut: events.length === limit, horizon: 6n, revokedKeys: new Set<string>() };
   };
   return { counts, log: { readAfter } as unknown as EventLogRepository };
 }

@@ -3,7 +3,7 @@ import type { EventLogRepository, StreamEvent, StreamRead } from './event-log.re
 import type { PositionSeal } from '../secrets/position-seals';
 import { comparePositions, EventPosition, formatPosition } from './event-position';
 
-/** Events read per query; also the most a stream holds in memory besides its socket's buffer. */
+/** Events read per query (and at most EVENT_READ_BYTES of them): the most a stream holds in memory besides its socket's buffer. */
 export const BATCH = 100;
 /** Catch-up reads one organization may have running on one node at once; its other streams behind wait their turn. */
 export const CATCH_UP_READS_PER_ORG = 4;

@@ -19,6 +19,11 @@ export interface StreamRead {
    */
   heldBack: boolean;
   /**
+   * True when the read stopped at its `limit` or its byte budget: more events may follow the last
+   * one returned now, so the reader reads again at once (and has not seen up to the horizon).
+   */
+  cut: boolean;
+  /**
    * The oldest transaction still running as of this read: when the read was not cut at `limit` and
    * nothing was held back, every event before `<horizon>-0` has been seen.
    */
@@ -48,6 +53,7 @@ export interface StreamStart {
 interface Row extends Omit<AuditRow, 'seq'> {
   seq: string | null;
   tx: string;
+  found: string | null;
   horizon: string;
   revoked: string[];
 }
@@ -58,6 +64,14 @@ interface Row extends Omit<AuditRow, 'seq'> {
  * one still running (the snapshot's xmin). Then nothing can appear behind a reader's position,
  * so resuming from it loses nothing and repeats nothing. See README.md in this folder.
  */
+/**
+ * Bytes of events (their stored `data_bytes`) one read returns at most, besides the one that
+ * passes it (a read has at least one): a stream behind is sent a read in one write, and 100
+ * events of 237 KB each (a refused call's 50 errors, which any agent key has written) made that
+ * write 24 MB, held by the node for each stream whose client read nothing (attack round 14, P-F1).
+ */
+export const EVENT_READ_BYTES = 256 * 1024;
+
 @Injectable()
 export class EventLogRepository {
   constructor(private readonly dataSource: DataSource) {}
@@ -79,7 +93,9 @@ export class EventLogRepository {
   }
 
   /**
-   * Up to `limit` events after `after`, leaving out those visible to the snapshot `skipVisibleIn`,
+   * Up to `limit` events after `after`, and no more than `maxBytes` of them besides the one that
+   * passes it (ended in the database, from each event's stored size: what is left out is never
+   * read), leaving out those visible to the snapshot `skipVisibleIn`,
    * and which of `keyIds` (the readers' API keys) are revoked in the snapshot they are read with:
    * a reader whose key is sends none of them. One read serves every stream of an organization
    * that is at the head (EventStreamService), each with its own key.
@@ -91,6 +107,7 @@ export class EventLogRepository {
     limit: number,
     skipVisibleIn?: string,
     keyIds: readonly string[] = [],
+    maxBytes = EVENT_READ_BYTES,
   ): Promise<StreamRead> {
     const params: unknown[] = [orgId, after.tx.toString(), after.seq.toString(), keyIds];
     let typeFilter = '';
@@ -102,39 +119,46 @@ export class EventLogRepository {
       params.push(skipVisibleIn);
       typeFilter += ` AND NOT pg_visible_in_snapshot(tx, $${params.length}::pg_snapshot)`;
     }
-    params.push(limit);
+    params.push(limit, maxBytes);
     // One statement, so the horizon and the keys belong to the snapshot the rows were read with: one
     // row without an event when there is none. Ordered by the columns, qualified: the bare names
     // are the text output columns, and '10' sorts before '9'.
     const rows: Row[] = await this.dataSource.query(
-      `SELECT k.revoked, h.horizon, e.seq::text AS seq, e.tx::text AS tx,
+      `SELECT k.revoked, h.horizon, e.seq::text AS seq, e.tx::text AS tx, e.found::text AS found,
               e.id, e.org_id, e.at, e.type, e.actor_type, e.actor_id, e.target_type, e.target_id, e.data
          FROM (SELECT coalesce(array_agg(u.id::text), '{}') AS revoked FROM unnest($4::uuid[]) AS u(id)
                 WHERE NOT ${liveKeySql('u.id')}) k
         CROSS JOIN (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS horizon) h
          LEFT JOIN LATERAL (
-           SELECT seq, tx, id, org_id, at, type, actor_type, actor_id, target_type, target_id, data
-             FROM audit_event
-            WHERE org_id = $1 AND (tx, seq) > ($2::xid8, $3::bigint) ${typeFilter}
-            ORDER BY audit_event.tx, audit_event.seq
-            LIMIT $${params.length}
+           SELECT * FROM (
+             SELECT c.*, count(*) OVER () AS found,
+                    coalesce(sum(c.data_bytes) OVER (ORDER BY c.tx, c.seq ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS bytes_before
+               FROM (SELECT seq, tx, id, org_id, at, type, actor_type, actor_id, target_type, target_id, data, data_bytes
+                       FROM audit_event
+                      WHERE org_id = $1 AND (tx, seq) > ($2::xid8, $3::bigint) ${typeFilter}
+                      ORDER BY audit_event.tx, audit_event.seq
+                      LIMIT $${params.length - 1}) c
+           ) w WHERE w.bytes_before < $${params.length}
          ) e ON true
         ORDER BY e.tx, e.seq`,
       params,
     );
     const horizon = BigInt(rows[0].horizon);
     const revokedKeys: ReadonlySet<string> = new Set(rows[0].revoked);
+    // Stopped at the limit, or the budget left some of the rows it found out.
+    const found = rows[0].found === null ? 0 : Number(rows[0].found);
+    const cut = found >= limit || rows.length < found;
     const events: StreamEvent[] = [];
     for (const r of rows) {
       if (r.seq === null) break;
       const tx = BigInt(r.tx);
-      if (tx >= horizon) return { events, heldBack: true, horizon, revokedKeys };
+      if (tx >= horizon) return { events, heldBack: true, cut: false, horizon, revokedKeys };
       events.push({
         position: { tx, seq: BigInt(r.seq) },
         event: toAuditEvent(r),
       });
     }
-    return { events, heldBack: false, horizon, revokedKeys };
+    return { events, heldBack: false, cut, horizon, revokedKeys };
   }
 }
 

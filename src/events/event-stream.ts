@@ -118,7 +118,7 @@ export class OrgStreams {
         }
         const frames = new Frames(this.seal);
         for (const s of members) s.deliver(read, frames);
-        if (read.events.length === BATCH) this.pending = true;
+        if (read.cut) this.pending = true;
         else if (read.heldBack) this.later(HELD_BACK_RETRY_MS);
       }
     } finally {
@@ -213,7 +213,12 @@ export class Stream implements Behind {
     clearTimeout(this.retryTimer);
     // A closed stream waits for no client, and its 30 s timer must not keep a stopping process up.
     this.closing.abort();
-    if (!this.res.writableEnded) this.res.end();
+    // A client that has not taken what was written (cut as slow) would keep the connection, and
+    // what the node buffered for it, for as long as it reads nothing (TCP keeps a zero window
+    // open), while its slot went to its next stream: one key's streams held 459 connections past
+    // the cap of 256 (attack round 14, P-F2). Such a socket is closed, as run streams' are.
+    if (this.res.writableNeedDrain) this.res.destroy();
+    else if (!this.res.writableEnded) this.res.end();
     this.group.remove(this);
     this.onClosed(this);
   }
@@ -244,7 +249,7 @@ export class Stream implements Behind {
   /**
    * Its share of a read made from its position (CatchUpReads), in one write: what its types and
    * opening snapshot let it see. Then its next turn once the socket has taken it, or, when the
-   * read was not cut at BATCH, the shared read at the head.
+   * read was not cut (at BATCH events or EVENT_READ_BYTES), the shared read at the head.
    */
   take(read: StreamRead, frames: Frames): void {
     if (this.closed) return;
@@ -254,7 +259,7 @@ export class Stream implements Behind {
     const chunk = frames.chunk(this.filter, () => read.events.map((e) => (this.wants(e) ? frames.of(e) : '')).join(''));
     const accepted = chunk === '' || this.res.write(chunk);
     for (const e of read.events) this.passed(e.position);
-    const full = read.events.length === BATCH;
+    const full = read.cut;
     if (!full) this.reached(read);
     void this.afterTake(accepted, full, read.heldBack);
   }
@@ -298,8 +303,8 @@ export class Stream implements Behind {
     if (this.skip && position.tx >= this.skip.below) this.skip = undefined;
   }
 
-  /** A read not cut at BATCH and holding nothing back saw every event before its horizon. */
+  /** A read not cut (at BATCH or its bytes) and holding nothing back saw every event before its horizon. */
   private reached(read: StreamRead): void {
-    if (read.events.length < BATCH && !read.heldBack) this.passed({ tx: read.horizon, seq: 0n });
+    if (!read.cut && !read.heldBack) this.passed({ tx: read.horizon, seq: 0n });
   }
 }
