@@ -3,6 +3,7 @@ import { ScriptedModel, sequence, startScriptedModel } from './support/scripted-
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { testRunsConfig } from './support/runs-config';
 import { randomUUID } from 'node:crypto';
+import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { RunRow, RunsRepository } from '../src/runs/runs.repository';
 
@@ -141,7 +142,7 @@ describe('reading a run (e2e)', () => {
     const pages: { items: { id: string }[]; nextCursor: string | null }[] = [];
     let cursor: string | null = null;
     do {
-      const res = await t.http
+      const res: Response = await t.http
         .get(`/api/v1/runs?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
         .set(...bearer(org.keys.viewer))
         .expect(200);
