@@ -37,6 +37,9 @@ export type { DocumentPageRow, KnowledgeHitRow } from './knowledge-rows';
  */
 export const SNIPPET_SOURCE_CHARS = 65_536;
 
+/** The most distinct words a search is ranked by as it was asked (all of them, near each other); a longer one is ranked by any of its words. */
+export const RANKED_WORDS_MAX = 8;
+
 /*
  * ts_headline reads the whole text it is given, so only the few top-ranked documents get one, and
  * only their first SNIPPET_SOURCE_CHARS. Its query is not the search's: it is the search's words,
@@ -44,15 +47,22 @@ export const SNIPPET_SOURCE_CHARS = 65_536;
  * superlinear in them: one word 80 times (a 500-character query) took 24 s over 64 KiB, and ten
  * such calls of one organization held the node's pool for minutes after their tools had timed
  * out (attack round 6). Any-of-the-words marks the same words in at most a few milliseconds.
+ *
+ * The ranking has the same trap: ts_rank weighs an AND (or a phrase) by the distance between each
+ * occurrence of each of its words and each occurrence of every other (words² × 256² at most a
+ * document), so a query of 120 short words took 1.6 s a document (32 s for 20 documents of them,
+ * a core of the database each) and any longer than RANKED_WORDS_MAX is ranked by its words, any
+ * of them (linear: each word's occurrences once). Every document ranked already holds them all.
  */
 const SEARCH_SQL = `
   SELECT d.id, d.title, c.name AS collection, top.rank,
          ts_headline('english'::regconfig, left(d.content, ${SNIPPET_SOURCE_CHARS}), top.marks,
            'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
     FROM (
-      SELECT d.id, q.marks, ts_rank(d.search, q.query, 1) AS rank
+      SELECT d.id, q.marks, ts_rank(d.search, CASE WHEN q.words > ${RANKED_WORDS_MAX} THEN q.marks ELSE q.query END, 1) AS rank
         FROM knowledge_document d,
              (SELECT websearch_to_tsquery('english'::regconfig, $3) AS query,
+                     length(to_tsvector('english'::regconfig, $3)) AS words,
                      (SELECT string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
                         FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, $3))) AS w(l)) AS marks) AS q
        WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
