@@ -37,8 +37,12 @@ export function findNonFiniteNumber(value: unknown, at = ''): FieldError | undef
  */
 export const MAX_NUMBER_GROWTH_CHARS = 1024 * 1024;
 
-/** An exponent of 10 or more either way: the only literals that PostgreSQL prints much longer than JSON does. */
-const MAY_GROW = /[eE][+-]?0*[1-9]\d/;
+/**
+ * A number literal (after `:`, `,` or `[`) with an exponent of 10 or more either way: the only
+ * literals PostgreSQL prints much longer than they were written. Ids and words (`…1e12…` in a UUID)
+ * cost no walk.
+ */
+const MAY_GROW = /[:,[]\s*-?\d+(?:\.\d+)?[eE][+-]?0*[1-9]\d/;
 
 export function mayHoldUnstorableNumber(jsonText: string): boolean {
   return MAY_OVERFLOW.test(jsonText) || MAY_GROW.test(jsonText);
