@@ -13,7 +13,7 @@ import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from './config/http-config';
 import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
-import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './common/json-numbers';
+import { findUnstorableNumber, mayHoldUnstorableNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
 import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
 import { boundBufferedBodies } from './common/body-budget';
@@ -229,9 +229,9 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
         return;
       }
     }
-    // Likewise a number literal past a double's range, which JSON.parse makes Infinity (common/json-numbers.ts).
-    if (mayHoldNonFiniteNumber(text)) {
-      const found = findNonFiniteNumber(parsed);
+    // Likewise a number literal past a double's range, which JSON.parse makes Infinity, or numbers stored far longer than written (common/json-numbers.ts).
+    if (mayHoldUnstorableNumber(text)) {
+      const found = findUnstorableNumber(parsed);
       if (found) {
         done(ApiError.invalidRequest([found]), undefined);
         return;

@@ -1,5 +1,12 @@
 import fc from 'fast-check';
-import { findNonFiniteNumber, mayHoldNonFiniteNumber } from './json-numbers';
+import {
+  findNonFiniteNumber,
+  findUnstorableNumber,
+  MAX_NUMBER_GROWTH_CHARS,
+  mayHoldNonFiniteNumber,
+  mayHoldUnstorableNumber,
+  printedGrowth,
+} from './json-numbers';
 
 /** A JSON number literal: sign, integer digits (no leading zero but for 0), fraction, exponent. */
 const literal = fc
@@ -54,5 +61,42 @@ describe('numbers past the range of a double', () => {
     expect(findNonFiniteNumber(JSON.parse('1e999'))?.message).toMatch(/^the body is/);
     expect(findNonFiniteNumber({ x: Infinity }, 'arguments')?.path).toBe('arguments.x');
     expect(findNonFiniteNumber(JSON.parse('{"a":1.7976931348623157e308,"b":"1e999","c":null,"d":[true]}'))).toBeUndefined();
+  });
+});
+
+describe('numbers PostgreSQL prints far longer than written', () => {
+  it('tells how much longer jsonb prints a number, as PostgreSQL does', () => {
+    // What `SELECT length(x::jsonb::text)` answers (checked against PostgreSQL 15 for 3,000 random doubles).
+    expect(printedGrowth(5e-324)).toBe(326 - '5e-324'.length);
+    expect(printedGrowth(1e308)).toBe(309 - '1e+308'.length);
+    expect(printedGrowth(-1.5e-7)).toBe('-0.00000015'.length - '-1.5e-7'.length);
+    expect(printedGrowth(1.2345e25)).toBe(26 - '1.2345e+25'.length);
+    expect(printedGrowth(-1.7976931348623157e308)).toBe(310 - '-1.7976931348623157e+308'.length);
+    for (const n of [0, -0, 1, -2.5, 123456.789, 1e20, 0.000001]) expect(printedGrowth(n)).toBe(0);
+  });
+
+  it('a literal the text hint passes grows by little more than it is long', () => {
+    // `1e-9` (4 characters) is printed 0.000000001: within a body, what the hint lets through grows it about twice at most.
+    fc.assert(
+      fc.property(literal, (text) => {
+        const n = JSON.parse(text) as number;
+        if (Number.isFinite(n) && !mayHoldUnstorableNumber(`{"a":[${text}]}`)) expect(printedGrowth(n)).toBeLessThanOrEqual(text.length + 10);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(mayHoldUnstorableNumber('{"a":1,"b":-2.5e3,"c":[0, -1.5E-12]}')).toBe(true);
+    expect(mayHoldUnstorableNumber('{"id":"0b1e4d5e-9a7e-4c1e-8e2f-1e12e9e0e3e7","b":-2.5e3,"c":"1e99 in words"}')).toBe(false);
+    expect(mayHoldUnstorableNumber('{"a":1,"b":-2.5e3,"c":[0.5]}')).toBe(false);
+  });
+
+  it('refuses a body whose numbers would grow by more than a body, naming the number that passes', () => {
+    const per = printedGrowth(5e-324);
+    const fits = Math.floor(MAX_NUMBER_GROWTH_CHARS / per);
+    expect(findUnstorableNumber({ metadata: { a: Array(fits).fill(5e-324) } })).toBeUndefined();
+    const found = findUnstorableNumber({ metadata: { a: Array(fits + 1).fill(5e-324) } });
+    expect(found).toMatchObject({ path: `metadata.a[${fits}]`, code: 'numbers_too_long' });
+    // One large number alone, and a past-range one first.
+    expect(findUnstorableNumber({ n: 1e308, m: 5e-324 })).toBeUndefined();
+    expect(findUnstorableNumber({ a: Array(fits + 1).fill(5e-324), b: Infinity })?.code).toBe('number_out_of_range');
   });
 });

@@ -37,6 +37,12 @@ export type { DocumentPageRow, KnowledgeHitRow } from './knowledge-rows';
  */
 export const SNIPPET_SOURCE_CHARS = 65_536;
 
+/** The most distinct words a search is ranked by as it was asked (all of them, near each other); a longer one is ranked by any of its words. */
+export const RANKED_WORDS_MAX = 8;
+
+/** The best matches by their words alone that are ranked again by how near each other the words are. */
+export const PROXIMITY_CANDIDATES = 50;
+
 /*
  * ts_headline reads the whole text it is given, so only the few top-ranked documents get one, and
  * only their first SNIPPET_SOURCE_CHARS. Its query is not the search's: it is the search's words,
@@ -44,19 +50,34 @@ export const SNIPPET_SOURCE_CHARS = 65_536;
  * superlinear in them: one word 80 times (a 500-character query) took 24 s over 64 KiB, and ten
  * such calls of one organization held the node's pool for minutes after their tools had timed
  * out (attack round 6). Any-of-the-words marks the same words in at most a few milliseconds.
+ *
+ * The ranking has the same trap: ts_rank weighs an AND (or a phrase) by the distance between each
+ * occurrence of each of its words and each occurrence of every other (words² × 256² at most a
+ * document): a query of 120 short words took 1.6 s a document (32 s for 20 documents of 125 KB),
+ * one of 8 words 21 ms and one of 2 words 1.1 ms, against 0.05 ms ranked by any of the words
+ * (attack round 14). So every match is ranked by its words, any of them (how often, where: linear),
+ * and only the best PROXIMITY_CANDIDATES are ranked again as asked, by how near each other the
+ * words are, and only for a query of at most RANKED_WORDS_MAX words. Every document ranked already
+ * holds all the words.
  */
 const SEARCH_SQL = `
   SELECT d.id, d.title, c.name AS collection, top.rank,
          ts_headline('english'::regconfig, left(d.content, ${SNIPPET_SOURCE_CHARS}), top.marks,
            'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
     FROM (
-      SELECT d.id, q.marks, ts_rank(d.search, q.query, 1) AS rank
-        FROM knowledge_document d,
-             (SELECT websearch_to_tsquery('english'::regconfig, $3) AS query,
-                     (SELECT string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
-                        FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, $3))) AS w(l)) AS marks) AS q
-       WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
-       ORDER BY rank DESC, d.id
+      SELECT cand.id, cand.marks, ts_rank(cand.search, CASE WHEN cand.words > ${RANKED_WORDS_MAX} THEN cand.marks ELSE cand.query END, 1) AS rank
+        FROM (
+          SELECT d.id, d.search, q.query, q.marks, q.words
+            FROM knowledge_document d,
+                 (SELECT websearch_to_tsquery('english'::regconfig, $3) AS query,
+                         length(to_tsvector('english'::regconfig, $3)) AS words,
+                         (SELECT string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
+                            FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, $3))) AS w(l)) AS marks) AS q
+           WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
+           ORDER BY ts_rank(d.search, q.marks, 1) DESC, d.id
+           LIMIT ${PROXIMITY_CANDIDATES}
+        ) cand
+       ORDER BY rank DESC, cand.id
        LIMIT $4
     ) top
     JOIN knowledge_document d ON d.org_id = $1 AND d.id = top.id
@@ -64,7 +85,7 @@ const SEARCH_SQL = `
    ORDER BY top.rank DESC, d.id`;
 
 const READ_SQL = `
-  SELECT d.title, c.name AS collection, length(d.content) AS total_chars, substr(d.content, $4::int + 1, $5::int) AS page
+  SELECT d.title, c.name AS collection, d.content_chars AS total_chars, substr(d.content, $4::int + 1, $5::int) AS page
     FROM knowledge_document d
     JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
    WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.id = $3`;
@@ -183,7 +204,7 @@ export class KnowledgeRepository {
       try {
         [row] = await m.query(
           `INSERT INTO knowledge_document (id, org_id, collection_id, title, content, metadata) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
-           RETURNING id, collection_id, title, metadata, content, length(content) AS content_length, created_at`,
+           RETURNING id, collection_id, title, metadata, content, content_chars AS content_length, created_at`,
           [id, orgId, collectionId, dto.title, dto.content, JSON.stringify(dto.metadata ?? {})],
         );
       } catch (err) {
@@ -200,10 +221,12 @@ export class KnowledgeRepository {
 
   async listDocuments(orgId: string, collectionId: string, query: PageQuery): Promise<Page<DocumentSummaryView>> {
     await this.assertCollection(orgId, collectionId);
+    // content_chars, stored when written: length(content) read every document of the page whole
+    // (200 MB a page of 200 documents of a megabyte, attack round 14, N-F1).
     return newestFirstPage(
       this.dataSource,
       {
-        select: 'SELECT id, collection_id, title, metadata, metadata_bytes, length(content) AS content_length, created_at FROM knowledge_document',
+        select: 'SELECT id, collection_id, title, metadata, metadata_bytes, content_chars AS content_length, created_at FROM knowledge_document',
         where: 'org_id = $1 AND collection_id = $2',
         params: [orgId, collectionId],
         bytes: ['w.metadata_bytes', 'octet_length(w.title)'],
@@ -215,7 +238,7 @@ export class KnowledgeRepository {
 
   async getDocument(orgId: string, collectionId: string, id: string): Promise<DocumentView> {
     const [row]: DocumentRow[] = await this.dataSource.query(
-      `SELECT id, collection_id, title, metadata, content, length(content) AS content_length, created_at FROM knowledge_document
+      `SELECT id, collection_id, title, metadata, content, content_chars AS content_length, created_at FROM knowledge_document
         WHERE org_id = $1 AND collection_id = $2 AND id = $3`,
       [orgId, collectionId, id],
     );
