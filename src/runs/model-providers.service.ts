@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
 import { actingKeyOf, actorOf, orgIdOf, RequestContext } from '../auth/principal';
-import { holdActingKey } from '../database/org-limit';
+import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
@@ -18,6 +18,13 @@ import type { CreateModelProviderDto, ModelProviderView } from './runs.dto';
  * An organization's model providers: where its agents' models are, and the key to them. The key is
  * sealed (SecretsService) before it is stored and opened only to make a call; no answer holds it.
  */
+/**
+ * An organization's model providers: each row is small (under 7 KB) but nothing else bounded how
+ * many an admin key made at its rate limit (attack round 13, note); a hundred is more endpoints
+ * and keys than an organization runs its agents on.
+ */
+export const MAX_MODEL_PROVIDERS_PER_ORG = 100;
+
 @Injectable()
 export class ModelProvidersService {
   constructor(
@@ -37,6 +44,10 @@ export class ModelProvidersService {
     const sealed = dto.apiKey === undefined ? null : this.secrets.seal(dto.apiKey);
     try {
       const row = await this.repo.dataSource.transaction(async (m) => {
+        // Counted under the organization's lock, so creations at once count one after another.
+        if ((await countUnderOrgLock(m, 'model_provider', orgId)) >= MAX_MODEL_PROVIDERS_PER_ORG) {
+          throw ApiError.conflict(`An organization has at most ${MAX_MODEL_PROVIDERS_PER_ORG} model providers; delete one first.`);
+        }
         // The address was resolved for the egress policy first, as long as its DNS took: where every
         // run on it will send its transcript is not saved by a key revoked meanwhile (holdActingKey).
         await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
