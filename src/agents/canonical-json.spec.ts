@@ -100,6 +100,8 @@ describe('canonicalJson', () => {
       expect(() => canonicalJson({ a: [bad] })).toThrow('Non-finite number');
       expect(() => canonicalJson({ a: 1, b: 2, c: 3, d: 4, e: bad })).toThrow('Non-finite number');
     }
+    const boxed: unknown[] = [new String('abcdef'), new Number(5), Object.assign(new String('xy'), { k: 1, l: 2, m: 3, n: 4 })];
+    expect(canonicalJson(boxed)).toBe(canonicalize(boxed));
     const cycle: Record<string, unknown> = { a: 1 };
     cycle.self = [cycle];
     expect(() => canonicalJson(cycle)).toThrow('Circular reference');

@@ -99,7 +99,8 @@ function exactJson(value: unknown): string {
   function objectText(object: Record<string, unknown>): string {
     const keys = Object.keys(object).sort();
     const values = keys.map((key) => object[key]);
-    if (keys.length > 4 && allPlain(values)) return JSON.stringify(object, keys);
+    // Not for a boxed string or number, which the engine writes as the primitive.
+    if (keys.length > 4 && isPlainObject(object) && allPlain(values)) return JSON.stringify(object, keys);
     let text = '{';
     let first = true;
     for (let i = 0; i < keys.length; i++) {
@@ -131,4 +132,9 @@ function allPlain(values: unknown[]): boolean {
 function numberText(value: number): string {
   if (!Number.isFinite(value)) throw new Error(`Non-finite number (${value}) is not permitted in JSON (RFC 8785 §3.2.2.3)`);
   return String(value);
+}
+
+function isPlainObject(value: object): boolean {
+  const prototype: unknown = Object.getPrototypeOf(value);
+  return prototype === Object.prototype || prototype === null;
 }
