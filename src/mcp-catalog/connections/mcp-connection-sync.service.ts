@@ -119,7 +119,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
    * secrets key it does not hold: a misconfigured node, or a rotation done out of order) is the
    * platform's fault, not the server's: said to the operator here, and a SecretOpenError to the caller.
    */
-  private targetOf(row: McpConnectionSummary): McpTarget {
+  targetOf(row: McpConnectionSummary): McpTarget {
     const entry = this.registry.get(row.server);
     if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
     try {
