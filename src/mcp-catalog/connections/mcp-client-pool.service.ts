@@ -100,7 +100,7 @@ export class McpClientPool implements OnModuleDestroy {
   private readonly maxResponseBytes: number;
   private readonly maxMessages: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
-  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; tell?: (reason: Error) => void }>();
+  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; listed?: { read: number }; tell?: (reason: Error) => void }>();
 
   constructor(
     private readonly egress: EgressService,
@@ -118,13 +118,19 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/list`, every page, as the platform stores it. No credential is in the list. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
-    const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
-    return this.withClient(target, paged, 'upstream_unavailable', async (client, signal) => {
+    // The pages together, not each page, are read to MAX_LIST_PAGE_BYTES: 50 pages of 8 MB padding and
+    // no tool cost 9 s of CPU a listing, and a server's list_changed asks for one every 30 s (O-F3).
+    const most = Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES);
+    const listed = { read: 0 };
+    return this.withClient(target, { ...options, maxBytes: most, listed }, 'upstream_unavailable', async (client, signal) => {
       // Redacted like a tool's result: a server may echo the credential in its list as well.
       const list = new ListedToolsCollector(secretsOf(target));
       let cursor: string | undefined;
       for (let page = 0; ; page++) {
         if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
+        const store = this.current.getStore();
+        if (store) store.maxBytes = most - listed.read;
+        if (listed.read >= most) throw new McpUpstreamError('upstream_unavailable', `the server's tool list took more than ${most} bytes over its pages`);
         // Without a cursor the SDK's listTools walks every page itself (64 of them) and keeps them all
         // before anything here could measure them: the first page is asked for as a plain request.
         const answer = await client.request({ method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) }, LIST_AS_SENT, {
@@ -209,7 +215,7 @@ export class McpClientPool implements OnModuleDestroy {
   /** `tooLarge`: the code of an answer past MAX_RESPONSE_BYTES (a connection's status names only reachability). */
   private async withClient<T>(
     target: McpTarget,
-    options: McpRequestOptions & { maxBytes?: number },
+    options: McpRequestOptions & { maxBytes?: number; listed?: { read: number } },
     tooLarge: McpFailureCode,
     use: (client: Client, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
@@ -346,7 +352,9 @@ export class McpClientPool implements OnModuleDestroy {
   private bounded(init: RequestInit | undefined): EgressRequestInit {
     const stream = (init?.method ?? 'GET').toUpperCase() === 'GET';
     const store = this.current.getStore();
-    return { ...init, deadlineMs: stream ? Infinity : store?.timeoutMs, maxBytes: store?.maxBytes ?? this.maxResponseBytes };
+    const listed = stream ? undefined : store?.listed;
+    const onBytes = listed && ((n: number) => void (listed.read += n));
+    return { ...init, deadlineMs: stream ? Infinity : store?.timeoutMs, maxBytes: store?.maxBytes ?? this.maxResponseBytes, onBytes };
   }
 }
 
