@@ -120,17 +120,18 @@ export class McpClientPool implements OnModuleDestroy {
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
     // The pages together, not each page, are read to MAX_LIST_PAGE_BYTES: 50 pages of 8 MB padding and
     // no tool cost 9 s of CPU a listing, and a server's list_changed asks for one every 30 s (O-F3).
-    const most = Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES);
+    const page = Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES);
     const listed = { read: 0 };
-    return this.withClient(target, { ...options, maxBytes: most, listed }, 'upstream_unavailable', async (client, signal) => {
+    return this.withClient(target, { ...options, maxBytes: page, listed }, 'upstream_unavailable', async (client, signal) => {
       // Redacted like a tool's result: a server may echo the credential in its list as well.
       const list = new ListedToolsCollector(secretsOf(target));
       let cursor: string | undefined;
-      for (let page = 0; ; page++) {
-        if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
+      for (let pages = 0; ; pages++) {
+        if (pages >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
+        const left = MAX_LIST_PAGE_BYTES - listed.read;
+        if (left <= 0) throw new McpUpstreamError('upstream_unavailable', `the server's tool list took more than ${MAX_LIST_PAGE_BYTES} bytes over its pages`);
         const store = this.current.getStore();
-        if (store) store.maxBytes = most - listed.read;
-        if (listed.read >= most) throw new McpUpstreamError('upstream_unavailable', `the server's tool list took more than ${most} bytes over its pages`);
+        if (store) store.maxBytes = Math.min(page, left);
         // Without a cursor the SDK's listTools walks every page itself (64 of them) and keeps them all
         // before anything here could measure them: the first page is asked for as a plain request.
         const answer = await client.request({ method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) }, LIST_AS_SENT, {
