@@ -14,6 +14,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { budgets, MessageBudget, MessageLimits, meteredFetch } from './message-budget';
 import { McpUpstreamError } from './mcp-failures';
+import { fromServerShape, initializeResultShape } from './sdk-shapes';
 
 type OnMessage = NonNullable<StreamableHTTPClientTransport['onmessage']>;
 type OnError = NonNullable<StreamableHTTPClientTransport['onerror']>;
@@ -56,6 +57,8 @@ const logger = new Logger('McpClientPool');
  */
 export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   private readonly waiting = new Map<RequestId, (reason: Error) => void>();
+  /** Requests of the `initialize` handshake on their way: their answers reach the SDK shaped (sdk-shapes.ts). */
+  private readonly initializing = new Set<RequestId>();
   /** The budget of each request still waited on: ended with its call, so its streams are not resumed after (O-F2). */
   private readonly budgetOf = new Map<RequestId, MessageBudget>();
   private repliesInFlight = 0;
@@ -85,11 +88,16 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
       // Not the SDK's guards: each is a schema parse, and failing ones are the costly kind.
       const answer = 'id' in message && ('result' in message || 'error' in message);
       if (budgets.getStore()?.charge(answer ? 0 : 1, 0) === false) return;
+      let handed = message;
       if (answer && message.id !== undefined) {
         this.waiting.delete(message.id);
         this.budgetOf.delete(message.id);
+        if (this.initializing.delete(message.id) && 'result' in message) handed = { ...message, result: initializeResultShape(message.result) as never };
+      } else if (!answer && 'method' in message) {
+        // Checked by the SDK's own schemas, key by key: only what it uses of them is handed over (O-F4).
+        handed = fromServerShape(message);
       }
-      handler?.(message);
+      handler?.(handed);
     };
     Object.defineProperty(this, 'onmessage', {
       configurable: true,
@@ -121,6 +129,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
     }
     const request = Array.isArray(message) ? message.some((m) => isJSONRPCRequest(m)) : isJSONRPCRequest(message);
     if (!request) return budgets.run(this.session, () => super.send(message, options));
+    if (!Array.isArray(message) && isJSONRPCRequest(message) && message.method === 'initialize') this.initializing.add(message.id);
     const asker = !Array.isArray(message) && isJSONRPCRequest(message) ? this.askerOf() : undefined;
     if (!asker || Array.isArray(message) || !isJSONRPCRequest(message)) {
       return budgets.run(new MessageBudget(this.limits, 'request', () => undefined), () => super.send(message, options));
@@ -194,6 +203,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   override async close(): Promise<void> {
     this.waiting.clear();
     this.budgetOf.clear();
+    this.initializing.clear();
     await super.close();
   }
 }
