@@ -63,7 +63,7 @@ interface Pooled {
   inFlight: number;
   /** Out of the pool: closed once its last call settles. */
   retired: boolean;
-  /** A local server's process left running with nothing to do is stopped after a while (IDLE_PROCESS_MS). */
+  /** A client left with nothing to do is closed after a while (IDLE_PROCESS_MS), a local server's process stopped. */
   idle?: NodeJS.Timeout;
   /** When a call last took it (the least recently used idle process makes room for a new one). */
   usedAt: number;
@@ -71,7 +71,7 @@ interface Pooled {
   orgId: string;
 }
 
-/** How long a local server's process (stdio) may sit unused before it is stopped; the next use starts it again. */
+/** How long a client may sit unused before it is closed (a local server's process stopped); the next use opens it again. */
 export const IDLE_PROCESS_MS = 10 * 60_000;
 /**
  * Local servers' processes one node runs at once, whatever the organizations (each takes 70 MB or
@@ -177,7 +177,11 @@ export class McpClientPool implements OnModuleDestroy {
     await Promise.all(all.map((p) => p.transport.close().catch(() => undefined)));
   }
 
-  /** Each connection to a local server is a process on every node that used it (about 70 MB for the reference server). */
+  /**
+   * Each connection to a local server is a process on every node that used it (about 70 MB for the
+   * reference server), and each to a remote one a session with its event stream: nothing else closes
+   * a client whose connection was deleted on another node.
+   */
   private stopWhenIdle(connectionId: string, pooled: Pooled): void {
     clearTimeout(pooled.idle);
     pooled.idle = setTimeout(() => {
@@ -250,7 +254,9 @@ export class McpClientPool implements OnModuleDestroy {
         if (pooled.transport instanceof AnswerWatchingTransport) pooled.transport.forget(tell);
         pooled.inFlight--;
         if (pooled.retired && pooled.inFlight === 0) void this.retire(pooled);
-        else if (pooled.inFlight === 0 && pooled.transport instanceof CleanStdioTransport) this.stopWhenIdle(target.connectionId, pooled);
+        // Any client, not only a local process: one of a connection deleted on another node, or never
+        // called again, kept its session and event stream open for the node's life (O-F5).
+        else if (pooled.inFlight === 0) this.stopWhenIdle(target.connectionId, pooled);
       }
     }
   }
