@@ -70,7 +70,7 @@ export interface AppConfig {
   mcpMaxResponseBytes?: number;
   /** Messages an MCP server may send beside a request's answer, and on a session's event stream per minute; unset: the pool's MAX_MESSAGES_PER_REQUEST. */
   mcpMaxMessagesPerRequest?: number;
-  /** How long a local MCP server's process may sit unused before it is stopped; unset: the pool's IDLE_PROCESS_MS (tests set less). */
+  /** How long an MCP client (a local server's process, a remote session) may sit unused before it is closed; unset: the pool's IDLE_PROCESS_MS (tests set less). */
   mcpIdleProcessMs?: number;
   /** Local MCP servers' processes one node runs at once; unset: the pool's MAX_LOCAL_PROCESSES (tests set less). */
   mcpMaxLocalProcesses?: number;

@@ -22,6 +22,8 @@ export type EgressRequestInit = RequestInit & {
   deadlineMs?: number;
   /** Past this many bytes of body the read fails with EgressTooLargeError and the connection is closed. */
   maxBytes?: number;
+  /** Told the size of each piece of body read: a caller's own bound across exchanges (a tool list's pages). */
+  onBytes?: (bytes: number) => void;
   /**
    * Whose exchange it is (an organization's id): one holds at most a quarter of an origin's
    * sockets at once (ORIGIN_SHARE), the rest of its exchanges waiting, within their own deadline,
@@ -116,7 +118,7 @@ export class EgressService implements OnModuleDestroy {
   }
 
   async fetch(input: string | URL, init: EgressRequestInit = {}): Promise<Response> {
-    const { timeoutMs, deadlineMs, maxBytes, share, org, ...rest } = init;
+    const { timeoutMs, deadlineMs, maxBytes, onBytes, share, org, ...rest } = init;
     const limit = Math.min(timeoutMs ?? this.requestTimeoutMs, this.requestTimeoutMs);
     const total = deadlineMs ?? limit;
     let url = new URL(String(input));
@@ -135,6 +137,7 @@ export class EgressService implements OnModuleDestroy {
       signal,
       callerSignal: rest.signal ?? undefined,
       maxBytes,
+      onBytes,
       origin,
       dispatcher: timer === undefined ? this.streams : this.agent,
       finish: () => {
@@ -233,6 +236,7 @@ interface Exchange {
   signal: AbortSignal;
   callerSignal?: AbortSignal;
   maxBytes?: number;
+  onBytes?: (bytes: number) => void;
   origin: string;
   /** The bounded pool, or the streams' for an exchange with no deadline. */
   dispatcher: Agent;
@@ -273,6 +277,7 @@ function guardBody(response: Response, exchange: Exchange): Response {
           return;
         }
         read += chunk.value.byteLength;
+        exchange.onBytes?.(chunk.value.byteLength);
         if (exchange.maxBytes !== undefined && read > exchange.maxBytes) {
           const tooLarge = new EgressTooLargeError(`${exchange.origin} answered more than ${exchange.maxBytes} bytes`, exchange.maxBytes);
           exchange.stop.abort(tooLarge);

@@ -14,6 +14,7 @@ import {
 } from '@modelcontextprotocol/client';
 import { budgets, MessageBudget, MessageLimits, meteredFetch } from './message-budget';
 import { McpUpstreamError } from './mcp-failures';
+import { fromServerShape, initializeResultShape } from './sdk-shapes';
 
 type OnMessage = NonNullable<StreamableHTTPClientTransport['onmessage']>;
 type OnError = NonNullable<StreamableHTTPClientTransport['onerror']>;
@@ -28,6 +29,13 @@ export const MAX_REPLIES_IN_FLIGHT = 4;
 /** Replies a session may send in a burst; then one per REPLY_REFILL_MS. Past them a request goes unanswered. */
 export const REPLY_BURST = 16;
 const REPLY_REFILL_MS = 1000;
+/**
+ * The least wait before an event stream that ended is opened again, whatever the server's `retry:`
+ * asks (the SDK's own first wait). The SDK counts attempts afresh after every stream that ended
+ * cleanly, so `retry: 0` and streams ended at once had the node reconnect as fast as it could, for
+ * good: about 75 GETs a second for one connection (attack round 14, O-F2).
+ */
+export const MIN_RECONNECT_MS = 1000;
 const logger = new Logger('McpClientPool');
 
 /**
@@ -49,6 +57,10 @@ const logger = new Logger('McpClientPool');
  */
 export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
   private readonly waiting = new Map<RequestId, (reason: Error) => void>();
+  /** Requests of the `initialize` handshake on their way: their answers reach the SDK shaped (sdk-shapes.ts). */
+  private readonly initializing = new Set<RequestId>();
+  /** The budget of each request still waited on: ended with its call, so its streams are not resumed after (O-F2). */
+  private readonly budgetOf = new Map<RequestId, MessageBudget>();
   private repliesInFlight = 0;
   private replyTokens = REPLY_BURST;
   private refilledAt = Date.now();
@@ -63,7 +75,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
     private readonly askerOf: () => ((reason: Error) => void) | undefined,
     private readonly limits: MessageLimits,
   ) {
-    super(url, { ...options, fetch: meteredFetch(options.fetch) });
+    super(url, { ...options, fetch: meteredFetch(options.fetch), reconnectionScheduler: reconnectNoSoonerThan(MIN_RECONNECT_MS) });
     this.session = new MessageBudget(limits, 'session', (reason) =>
       logger.warn(`${url.origin}: ${reason.message}; its event stream is closed for this session`),
     );
@@ -76,8 +88,16 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
       // Not the SDK's guards: each is a schema parse, and failing ones are the costly kind.
       const answer = 'id' in message && ('result' in message || 'error' in message);
       if (budgets.getStore()?.charge(answer ? 0 : 1, 0) === false) return;
-      if (answer && message.id !== undefined) this.waiting.delete(message.id);
-      handler?.(message);
+      let handed = message;
+      if (answer && message.id !== undefined) {
+        this.waiting.delete(message.id);
+        this.budgetOf.delete(message.id);
+        if (this.initializing.delete(message.id) && 'result' in message) handed = { ...message, result: initializeResultShape(message.result) as never };
+      } else if (!answer && 'method' in message) {
+        // Checked by the SDK's own schemas, key by key: only what it uses of them is handed over (O-F4).
+        handed = fromServerShape(message);
+      }
+      handler?.(handed);
     };
     Object.defineProperty(this, 'onmessage', {
       configurable: true,
@@ -109,6 +129,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
     }
     const request = Array.isArray(message) ? message.some((m) => isJSONRPCRequest(m)) : isJSONRPCRequest(message);
     if (!request) return budgets.run(this.session, () => super.send(message, options));
+    if (!Array.isArray(message) && isJSONRPCRequest(message) && message.method === 'initialize') this.initializing.add(message.id);
     const asker = !Array.isArray(message) && isJSONRPCRequest(message) ? this.askerOf() : undefined;
     if (!asker || Array.isArray(message) || !isJSONRPCRequest(message)) {
       return budgets.run(new MessageBudget(this.limits, 'request', () => undefined), () => super.send(message, options));
@@ -116,6 +137,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
     const id = message.id;
     const budget = new MessageBudget(this.limits, 'request', (reason) => this.fail(id, new McpUpstreamError('upstream_unavailable', reason.message)));
     this.waiting.set(id, asker);
+    this.budgetOf.set(id, budget);
     try {
       await budgets.run(budget, () =>
         super.send(message, {
@@ -128,6 +150,7 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
       );
     } catch (err) {
       this.waiting.delete(id);
+      this.budgetOf.delete(id);
       throw err;
     }
   }
@@ -145,7 +168,13 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
    * (a server answering JSON under another id, or a 202) left its entry for the connection's life.
    */
   forget(asker: (reason: Error) => void): void {
-    for (const [id, tell] of this.waiting) if (tell === asker) this.waiting.delete(id);
+    for (const [id, tell] of this.waiting) {
+      if (tell !== asker) continue;
+      this.waiting.delete(id);
+      // Its streams are ended and not resumed: the SDK resumed an unanswered call's stream for good (O-F2).
+      this.budgetOf.get(id)?.refuse(new McpUpstreamError('timeout', 'the request is over; its streams are not read further'));
+      this.budgetOf.delete(id);
+    }
   }
 
   /**
@@ -173,6 +202,21 @@ export class AnswerWatchingTransport extends StreamableHTTPClientTransport {
 
   override async close(): Promise<void> {
     this.waiting.clear();
+    this.budgetOf.clear();
+    this.initializing.clear();
     await super.close();
   }
+}
+
+/**
+ * The SDK's reconnection, waiting at least `minMs`, and none at all for a stream whose budget is
+ * spent (its request is over, or its server sent too much): the SDK schedules it in the async
+ * context of the stream that ended, so the budget in force is that stream's.
+ */
+function reconnectNoSoonerThan(minMs: number) {
+  return (reconnect: () => void, delay: number): (() => void) | void => {
+    if (budgets.getStore()?.spent) return;
+    const timer = setTimeout(reconnect, Math.max(minMs, Number.isFinite(delay) ? delay : minMs));
+    return () => clearTimeout(timer);
+  };
 }

@@ -63,7 +63,7 @@ interface Pooled {
   inFlight: number;
   /** Out of the pool: closed once its last call settles. */
   retired: boolean;
-  /** A local server's process left running with nothing to do is stopped after a while (IDLE_PROCESS_MS). */
+  /** A client left with nothing to do is closed after a while (IDLE_PROCESS_MS), a local server's process stopped. */
   idle?: NodeJS.Timeout;
   /** When a call last took it (the least recently used idle process makes room for a new one). */
   usedAt: number;
@@ -71,7 +71,7 @@ interface Pooled {
   orgId: string;
 }
 
-/** How long a local server's process (stdio) may sit unused before it is stopped; the next use starts it again. */
+/** How long a client may sit unused before it is closed (a local server's process stopped); the next use opens it again. */
 export const IDLE_PROCESS_MS = 10 * 60_000;
 /**
  * Local servers' processes one node runs at once, whatever the organizations (each takes 70 MB or
@@ -100,7 +100,7 @@ export class McpClientPool implements OnModuleDestroy {
   private readonly maxResponseBytes: number;
   private readonly maxMessages: number;
   /** The request being made, for the transport's fetch: the SDK hands that fetch nothing of it. */
-  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; tell?: (reason: Error) => void }>();
+  private readonly current = new AsyncLocalStorage<McpRequestOptions & { maxBytes?: number; listed?: { read: number }; tell?: (reason: Error) => void }>();
 
   constructor(
     private readonly egress: EgressService,
@@ -118,13 +118,20 @@ export class McpClientPool implements OnModuleDestroy {
 
   /** `tools/list`, every page, as the platform stores it. No credential is in the list. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
-    const paged = { ...options, maxBytes: Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES) };
-    return this.withClient(target, paged, 'upstream_unavailable', async (client, signal) => {
+    // The pages together, not each page, are read to MAX_LIST_PAGE_BYTES: 50 pages of 8 MB padding and
+    // no tool cost 9 s of CPU a listing, and a server's list_changed asks for one every 30 s (O-F3).
+    const page = Math.min(this.maxResponseBytes, MAX_LIST_PAGE_BYTES);
+    const listed = { read: 0 };
+    return this.withClient(target, { ...options, maxBytes: page, listed }, 'upstream_unavailable', async (client, signal) => {
       // Redacted like a tool's result: a server may echo the credential in its list as well.
       const list = new ListedToolsCollector(secretsOf(target));
       let cursor: string | undefined;
-      for (let page = 0; ; page++) {
-        if (page >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
+      for (let pages = 0; ; pages++) {
+        if (pages >= MAX_LIST_PAGES) throw new McpUpstreamError('upstream_unavailable', `the server's tool list did not end after ${MAX_LIST_PAGES} pages`);
+        const left = MAX_LIST_PAGE_BYTES - listed.read;
+        if (left <= 0) throw new McpUpstreamError('upstream_unavailable', `the server's tool list took more than ${MAX_LIST_PAGE_BYTES} bytes over its pages`);
+        const store = this.current.getStore();
+        if (store) store.maxBytes = Math.min(page, left);
         // Without a cursor the SDK's listTools walks every page itself (64 of them) and keeps them all
         // before anything here could measure them: the first page is asked for as a plain request.
         const answer = await client.request({ method: 'tools/list', ...(cursor === undefined ? {} : { params: { cursor } }) }, LIST_AS_SENT, {
@@ -170,7 +177,11 @@ export class McpClientPool implements OnModuleDestroy {
     await Promise.all(all.map((p) => p.transport.close().catch(() => undefined)));
   }
 
-  /** Each connection to a local server is a process on every node that used it (about 70 MB for the reference server). */
+  /**
+   * Each connection to a local server is a process on every node that used it (about 70 MB for the
+   * reference server), and each to a remote one a session with its event stream: nothing else closes
+   * a client whose connection was deleted on another node.
+   */
   private stopWhenIdle(connectionId: string, pooled: Pooled): void {
     clearTimeout(pooled.idle);
     pooled.idle = setTimeout(() => {
@@ -209,7 +220,7 @@ export class McpClientPool implements OnModuleDestroy {
   /** `tooLarge`: the code of an answer past MAX_RESPONSE_BYTES (a connection's status names only reachability). */
   private async withClient<T>(
     target: McpTarget,
-    options: McpRequestOptions & { maxBytes?: number },
+    options: McpRequestOptions & { maxBytes?: number; listed?: { read: number } },
     tooLarge: McpFailureCode,
     use: (client: Client, signal: AbortSignal) => Promise<T>,
   ): Promise<T> {
@@ -243,7 +254,9 @@ export class McpClientPool implements OnModuleDestroy {
         if (pooled.transport instanceof AnswerWatchingTransport) pooled.transport.forget(tell);
         pooled.inFlight--;
         if (pooled.retired && pooled.inFlight === 0) void this.retire(pooled);
-        else if (pooled.inFlight === 0 && pooled.transport instanceof CleanStdioTransport) this.stopWhenIdle(target.connectionId, pooled);
+        // Any client, not only a local process: one of a connection deleted on another node, or never
+        // called again, kept its session and event stream open for the node's life (O-F5).
+        else if (pooled.inFlight === 0) this.stopWhenIdle(target.connectionId, pooled);
       }
     }
   }
@@ -346,7 +359,9 @@ export class McpClientPool implements OnModuleDestroy {
   private bounded(init: RequestInit | undefined): EgressRequestInit {
     const stream = (init?.method ?? 'GET').toUpperCase() === 'GET';
     const store = this.current.getStore();
-    return { ...init, deadlineMs: stream ? Infinity : store?.timeoutMs, maxBytes: store?.maxBytes ?? this.maxResponseBytes };
+    const listed = stream ? undefined : store?.listed;
+    const onBytes = listed && ((n: number) => void (listed.read += n));
+    return { ...init, deadlineMs: stream ? Infinity : store?.timeoutMs, maxBytes: store?.maxBytes ?? this.maxResponseBytes, onBytes };
   }
 }
 

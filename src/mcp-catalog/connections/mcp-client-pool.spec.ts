@@ -18,8 +18,8 @@ interface Exchange {
  * A Streamable HTTP MCP server written on the wire, so it can misbehave where the SDK's would not:
  * it answers the handshake and then, by tool name, answers `200 application/json` and writes 64 KB
  * every 50 ms for ever (`trickle`) or as fast as the socket takes (`flood`); `flood_list` makes
- * `tools/list` do the same; `endlessList` makes it list pages of 10 tools with 90,000-character
- * descriptions, each with a next cursor. Every other request is answered properly.
+ * `tools/list` do the same; `endlessList` makes it list pages of 10 tools with 10,000-character
+ * descriptions (as long as one is kept; the pages together are read to 8 MiB), each with a next cursor. Every other request is answered properly.
  */
 async function misbehavingMcpServer(): Promise<{ server: Server; url: string; exchanges: Exchange[]; state: { floodList: boolean; endlessList: boolean } }> {
   const exchanges: Exchange[] = [];
@@ -68,7 +68,7 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
       if (misbehave !== 'trickle' && misbehave !== 'flood') {
         if (message.method === 'tools/list' && state.endlessList) {
           const page = exchanges.filter((e) => e.method === 'tools/list').length;
-          const tools = Array.from({ length: 10 }, (_, i) => ({ name: `t${page}_${i}`, description: 'd'.repeat(90_000), inputSchema: { type: 'object' } }));
+          const tools = Array.from({ length: 10 }, (_, i) => ({ name: `t${page}_${i}`, description: 'd'.repeat(10_000), inputSchema: { type: 'object' } }));
           return void answer({ tools, nextCursor: `p${page}` });
         }
         if (message.method === 'tools/list') return void answer({ tools: [{ name: 'ok', inputSchema: { type: 'object' } }] });

@@ -6,7 +6,7 @@ import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, NO_TOOLS, riskOf, toolListDiff } from './mcp-tools';
+import { BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, NO_TOOLS, riskOf, toolListDiffInTurns } from './mcp-tools';
 import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
 import type { ToolRisk } from '../../capabilities/capability.types';
@@ -119,7 +119,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
    * secrets key it does not hold: a misconfigured node, or a rotation done out of order) is the
    * platform's fault, not the server's: said to the operator here, and a SecretOpenError to the caller.
    */
-  private targetOf(row: McpConnectionSummary): McpTarget {
+  targetOf(row: McpConnectionSummary): McpTarget {
     const entry = this.registry.get(row.server);
     if (!entry) throw new McpUpstreamError('upstream_unavailable', `the catalog no longer has the "${row.server}" server`);
     try {
@@ -165,6 +165,8 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
       if (err instanceof SecretOpenError) throw err;
       failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
     }
+    // Compared before the transaction, in turns: no pooled connection waits on it (O-F6).
+    const diff = tools && (await toolListDiffInTurns(before.tools, tools));
     return this.dataSource.transaction(async (m) => {
       const base = { orgId, actor, target: { type: 'mcp_connection', id } } as const;
       if (failure) {
@@ -180,12 +182,11 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
         }
         return row;
       }
-      const diff = toolListDiff(before.tools, tools!);
       const row = await this.repository.saveTools(m, orgId, id, before, tools!);
       if (!row) return this.repository.get(orgId, id, m);
-      const changed = diff.added.length + diff.removed.length + diff.changed.length > 0;
+      const changed = diff!.added.length + diff!.removed.length + diff!.changed.length > 0;
       if (row && (why === 'sync' || changed || before.status === 'error')) {
-        await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'ready', ...diff } });
+        await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'ready', ...diff! } });
       }
       return row;
     });

@@ -18,7 +18,7 @@ import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.se
 import { McpConnectionSync } from './mcp-connection-sync.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
 import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
-import { credentialsAt, givenCredentials, parseCredentials } from './mcp-credentials';
+import { credentialsAt, givenCredentials, parseCredentials, stillMovable } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { countUnderOrgLock, holdActingKey } from '../../database/org-limit';
 
@@ -235,6 +235,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
       await holdActingKey(m, orgId, actingKeyOf(ctx.principal)); // the new address was listed for as long as it liked
       const before = await this.repository.get(orgId, id, m, true);
       if (!before) throw ApiError.notFound('MCP connection');
+      if (replacing === undefined) stillMovable(this.connectionSync.targetOf(before), url); // as the row stands now (O-F1)
       let updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
       const names = replacing && Object.keys(replacing).sort();
       if (names) updated = (await this.repository.setCredentials(m, orgId, id, names.length > 0 ? this.secrets.seal(JSON.stringify(replacing)) : null, names))!;

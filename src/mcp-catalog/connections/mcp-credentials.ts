@@ -81,3 +81,28 @@ export function credentialsAt(
     },
   ]);
 }
+
+/**
+ * A move without credentials given, judged again as the locked row stands when it commits: the
+ * new address lists its tools for as long as its server likes, and credentials stored meanwhile
+ * (an admin adding the vendor's token) stayed on the row the move pointed at that address, and
+ * went there (attack round 14, O-F1). `409 conflict`, nothing changed.
+ */
+export function stillMovable(now: { credentials: Readonly<Record<string, string>>; url: string | null }, url: string): void {
+  try {
+    credentialsAt(now, url, undefined);
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    throw new ApiError(
+      'conflict',
+      'The connection was given credentials, or moved, while its tools were listed at the new address, and its stored credentials are sent only to their own origin. Nothing was changed: move it again with the credentials for the new address ({} for none).',
+      [
+        {
+          path: 'credentials',
+          code: 'required',
+          message: 'the connection now holds credentials for another origin; give the credentials for the new address ({} for none)',
+        },
+      ],
+    );
+  }
+}

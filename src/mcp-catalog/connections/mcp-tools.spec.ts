@@ -1,7 +1,7 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
 import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
-import { ListedToolsCollector, MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff } from './mcp-tools';
+import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff, toolListDiffInTurns } from './mcp-tools';
 
 const tool = (annotations?: Record<string, unknown>) => ({ name: 't', description: 'd', inputSchema: { type: 'object' }, annotations });
 
@@ -167,5 +167,31 @@ describe('classify', () => {
     const pads = Array.from({ length: 100 }, (_, i) => 900 + i);
     const leaked = pads.filter((pad) => /sk-s/.test(classify(new Error('x'.repeat(pad) + 'Bearer sk-secret-123456'), creds).message));
     expect(leaked).toEqual([]);
+  });
+});
+
+/** Attack round 14, O-F6: the refresh's comparison of two lists of 4 MiB held the event loop 350 ms in one go. */
+describe('toolListDiffInTurns', () => {
+  const props = (salt: string) => Object.fromEntries(Array.from({ length: 2300 }, (_, i) => [`p${i}${salt}`, { type: 'string' }]));
+  const list = (salt: string, names: string[]) =>
+    names.map((name) => ({ name, description: '', inputSchema: { type: 'object', properties: props(salt) }, annotations: {} })) as unknown as ListedMcpTool[];
+
+  it('answers as toolListDiff does, and gives the event loop turns while it compares large lists', async () => {
+    const names = Array.from({ length: 64 }, (_, i) => `t${i}`);
+    const before = list('a', names);
+    const after = [...list('b', names.slice(1)), ...list('a', ['new'])];
+    let turns = 0;
+    let ticking = true;
+    const tick = () => {
+      turns++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const diff = await toolListDiffInTurns(before, after);
+    ticking = false;
+    expect(diff).toEqual(toolListDiff(before, after));
+    expect(diff).toEqual({ added: ['new'], removed: ['t0'], changed: names.slice(1).sort() });
+    // About 7.8 MB compared: a turn after every 128 KiB (was none until the whole comparison ended).
+    expect(turns).toBeGreaterThanOrEqual(30);
   });
 });

@@ -220,6 +220,36 @@ export function riskOf(tool: ListedMcpTool, trustAnnotations: boolean, adminRisk
 export function toolListDiff(before: readonly ListedMcpTool[], after: readonly ListedMcpTool[]): { added: string[]; removed: string[]; changed: string[] } {
   const old = new Map(before.map((t) => [t.name, JSON.stringify(canonicalTool(t))]));
   const now = new Map(after.map((t) => [t.name, JSON.stringify(canonicalTool(t))]));
+  return diffOf(old, now);
+}
+
+/**
+ * The same, giving the event loop a turn after every TURN_CHARS of tools compared: two lists of 4
+ * MiB took 350 ms in one go at every refresh, and a server's list_changed asks for one every 30 s
+ * per connection (attack round 14, O-F6).
+ */
+export async function toolListDiffInTurns(
+  before: readonly ListedMcpTool[],
+  after: readonly ListedMcpTool[],
+): Promise<{ added: string[]; removed: string[]; changed: string[] }> {
+  let since = 0;
+  const canonical = async (list: readonly ListedMcpTool[]) => {
+    const out = new Map<string, string>();
+    for (const t of list) {
+      const text = JSON.stringify(canonicalTool(t));
+      out.set(t.name, text);
+      since += text.length;
+      if (since >= TURN_CHARS) {
+        since = 0;
+        await nextTurn();
+      }
+    }
+    return out;
+  };
+  return diffOf(await canonical(before), await canonical(after));
+}
+
+function diffOf(old: Map<string, string>, now: Map<string, string>): { added: string[]; removed: string[]; changed: string[] } {
   const added = [...now.keys()].filter((n) => !old.has(n)).sort();
   const removed = [...old.keys()].filter((n) => !now.has(n)).sort();
   const changed = [...now.keys()].filter((n) => old.has(n) && old.get(n) !== now.get(n)).sort();
