@@ -45,7 +45,7 @@ function sortedCopy(value: unknown, open: Set<object>): unknown {
     copy = items;
   } else {
     const keys = Object.keys(value).sort();
-    // Sorted, integer-like keys (a digit first) are together: the last one starting below ':' is past them.
+    // Sorted, the keys starting with a digit come together, before any starting past '9'.
     for (const key of keys) {
       const first = key.charCodeAt(0);
       if (first >= 48 && first <= 57) throw UNFIT;
