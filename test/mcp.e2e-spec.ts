@@ -510,25 +510,34 @@ describe('MCP endpoint (e2e)', () => {
 
       it('a decision is handed over to every identical request held on the call before it, never asked for again', async () => {
         const client = await connect(org.keys.agent);
-        for (let round = 0; round < 3; round++) {
-          const tag = randomUUID();
-          const args = { tag, text: 'Close the ticket.' };
-          // What a client that asks again after its own timeout sends: five requests held on one call.
-          const held = Array.from({ length: 5 }, () => waitingCall(client, 'fx-mcp-write', args));
-          await Promise.all(held.map((h) => h.waiting));
-          const [approval] = await approvalsTagged(tag);
-          await t.http
-            .post(`/api/v1/approvals/${approval.id}/approve`)
-            .set(...bearer(org.keys.approver))
-            .send({})
-            .expect(200);
-          const answers = (await Promise.all(held.map((h) => h.result))).map(metaOf);
-          // Before, one to three of them got the outcome and the rest asked a person again for the same call.
-          expect(answers).toEqual(Array.from({ length: 5 }, () => ({ id: approval.toolCallId, status: 'succeeded', approvalId: approval.id })));
-          expect(await approvalsTagged(tag)).toHaveLength(1);
-          expect(mcpRunsTagged(tag)).toHaveLength(1);
-          // Handed over: the same call after that is a new one.
-          expect(metaOf(await client.callTool({ name: 'fx-mcp-write', arguments: args }))).toMatchObject({ status: 'pending_approval' });
+        // Held long enough for the decision to come first on a loaded machine: a second's wait ended
+        // before the approval on CI, and each request rightly answered "still pending".
+        t.config.mcpApprovalWaitSeconds = 30;
+        try {
+          for (let round = 0; round < 3; round++) {
+            const tag = randomUUID();
+            const args = { tag, text: 'Close the ticket.' };
+            // What a client that asks again after its own timeout sends: five requests held on one call.
+            const held = Array.from({ length: 5 }, () => waitingCall(client, 'fx-mcp-write', args));
+            await Promise.all(held.map((h) => h.waiting));
+            const [approval] = await approvalsTagged(tag);
+            await t.http
+              .post(`/api/v1/approvals/${approval.id}/approve`)
+              .set(...bearer(org.keys.approver))
+              .send({})
+              .expect(200);
+            const answers = (await Promise.all(held.map((h) => h.result))).map(metaOf);
+            // Before, one to three of them got the outcome and the rest asked a person again for the same call.
+            expect(answers).toEqual(Array.from({ length: 5 }, () => ({ id: approval.toolCallId, status: 'succeeded', approvalId: approval.id })));
+            expect(await approvalsTagged(tag)).toHaveLength(1);
+            expect(mcpRunsTagged(tag)).toHaveLength(1);
+            // Handed over: the same call after that is a new one (asked with the describe's short wait).
+            t.config.mcpApprovalWaitSeconds = 1;
+            expect(metaOf(await client.callTool({ name: 'fx-mcp-write', arguments: args }))).toMatchObject({ status: 'pending_approval' });
+            t.config.mcpApprovalWaitSeconds = 30;
+          }
+        } finally {
+          t.config.mcpApprovalWaitSeconds = 1;
         }
       });
 
