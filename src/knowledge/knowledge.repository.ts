@@ -10,6 +10,7 @@ import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { countUnderOrgLock } from '../database/org-limit';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
+import { PROXIMITY_CANDIDATES, proximityRank, searchTerms } from '../database/text-search';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
 import {
@@ -37,12 +38,6 @@ export type { DocumentPageRow, KnowledgeHitRow } from './knowledge-rows';
  */
 export const SNIPPET_SOURCE_CHARS = 65_536;
 
-/** The most distinct words a search is ranked by as it was asked (all of them, near each other); a longer one is ranked by any of its words. */
-export const RANKED_WORDS_MAX = 8;
-
-/** The best matches by their words alone that are ranked again by how near each other the words are. */
-export const PROXIMITY_CANDIDATES = 50;
-
 /*
  * ts_headline reads the whole text it is given, so only the few top-ranked documents get one, and
  * only their first SNIPPET_SOURCE_CHARS. Its query is not the search's: it is the search's words,
@@ -51,28 +46,18 @@ export const PROXIMITY_CANDIDATES = 50;
  * such calls of one organization held the node's pool for minutes after their tools had timed
  * out (attack round 6). Any-of-the-words marks the same words in at most a few milliseconds.
  *
- * The ranking has the same trap: ts_rank weighs an AND (or a phrase) by the distance between each
- * occurrence of each of its words and each occurrence of every other (words² × 256² at most a
- * document): a query of 120 short words took 1.6 s a document (32 s for 20 documents of 125 KB),
- * one of 8 words 21 ms and one of 2 words 1.1 ms, against 0.05 ms ranked by any of the words
- * (attack round 14). So every match is ranked by its words, any of them (how often, where: linear),
- * and only the best PROXIMITY_CANDIDATES are ranked again as asked, by how near each other the
- * words are, and only for a query of at most RANKED_WORDS_MAX words. Every document ranked already
- * holds all the words.
+ * The ranking has the same trap, bounded as src/database/text-search.ts says: every match ranked
+ * by any of its words, the best PROXIMITY_CANDIDATES again as asked. Each holds all the words.
  */
 const SEARCH_SQL = `
   SELECT d.id, d.title, c.name AS collection, top.rank,
          ts_headline('english'::regconfig, left(d.content, ${SNIPPET_SOURCE_CHARS}), top.marks,
            'MaxFragments=2, MinWords=8, MaxWords=30, StartSel=**, StopSel=**, FragmentDelimiter=" … "') AS snippet
     FROM (
-      SELECT cand.id, cand.marks, ts_rank(cand.search, CASE WHEN cand.words > ${RANKED_WORDS_MAX} THEN cand.marks ELSE cand.query END, 1) AS rank
+      SELECT cand.id, cand.marks, ${proximityRank('cand.search', 'cand', 1)} AS rank
         FROM (
           SELECT d.id, d.search, q.query, q.marks, q.words
-            FROM knowledge_document d,
-                 (SELECT websearch_to_tsquery('english'::regconfig, $3) AS query,
-                         length(to_tsvector('english'::regconfig, $3)) AS words,
-                         (SELECT string_agg('''' || replace(replace(l, '\\', '\\\\'), '''', '''''') || '''', ' | ')::tsquery
-                            FROM unnest(tsvector_to_array(to_tsvector('english'::regconfig, $3))) AS w(l)) AS marks) AS q
+            FROM knowledge_document d, ${searchTerms('$3', 'q')}
            WHERE d.org_id = $1 AND d.collection_id = ANY($2::uuid[]) AND d.search @@ q.query
            ORDER BY ts_rank(d.search, q.marks, 1) DESC, d.id
            LIMIT ${PROXIMITY_CANDIDATES}

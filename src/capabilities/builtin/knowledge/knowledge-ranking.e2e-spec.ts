@@ -1,7 +1,7 @@
 import { CapabilityRegistry } from '../../capability-registry.service';
 import type { StampedContribution, ToolContext } from '../../capability.types';
 import { DataSource } from 'typeorm';
-import { PROXIMITY_CANDIDATES, RANKED_WORDS_MAX } from '../../../knowledge/knowledge.repository';
+import { PROXIMITY_CANDIDATES, RANKED_WORDS_MAX } from '../../../database/text-search';
 import { addDocument, buildWith, callTool, contextFor, createAgent, createCollection, resolveResources, toolContext } from '../../../../test/support/builtins';
 import { createOrg, createTestApp, TestApp } from '../../../../test/support/test-app';
 

@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import type { ToolContext } from '../../capability.types';
+import { PROXIMITY_CANDIDATES, proximityRank, searchTerms } from '../../../database/text-search';
 
 export interface MemoryRow {
   id: string;
@@ -23,13 +24,23 @@ export type RememberOutcome =
 export class MemoryRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** Best match first. Empty when the query has no searchable words. */
+  /**
+   * Best match first. Empty when the query has no searchable words. Ranked as
+   * src/database/text-search.ts says: ranked as asked over every match, a query of 120 words took
+   * 0.33 ms a memory of 2,000 characters (33 s for an agent keeping 100,000), against 0.04 ms by
+   * any of its words.
+   */
   async search(ctx: ToolContext, query: string, limit: number): Promise<MemoryRow[]> {
     return this.dataSource.query(
-      `SELECT m.id, m.content, m.tags, m.created_at, ts_rank(m.search, q.query) AS rank
-         FROM agent_memory m, websearch_to_tsquery('english'::regconfig, $3) AS q(query)
-        WHERE m.org_id = $1 AND m.agent_id = $2 AND m.search @@ q.query
-        ORDER BY rank DESC, m.created_at DESC, m.id
+      `SELECT cand.id, cand.content, cand.tags, cand.created_at, ${proximityRank('cand.search', 'cand', 0)} AS rank
+         FROM (
+           SELECT m.id, m.content, m.tags, m.created_at, m.search, q.query, q.marks, q.words
+             FROM agent_memory m, ${searchTerms('$3', 'q')}
+            WHERE m.org_id = $1 AND m.agent_id = $2 AND m.search @@ q.query
+            ORDER BY ts_rank(m.search, q.marks, 0) DESC, m.created_at DESC, m.id
+            LIMIT ${PROXIMITY_CANDIDATES}
+         ) cand
+        ORDER BY rank DESC, cand.created_at DESC, cand.id
         LIMIT $4`,
       [ctx.orgId, ctx.agentId, query, limit],
     );
