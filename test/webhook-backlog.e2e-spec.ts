@@ -2,6 +2,8 @@ import { DataSource } from 'typeorm';
 import { WebhookBacklogRepository } from '../src/events/webhook-backlog.repository';
 import { WebhookBacklogSweeper } from '../src/events/webhook-backlog.service';
 import { BACKLOG_ACTOR } from '../src/events/webhook-backlog';
+import { WebhooksRepository } from '../src/events/webhooks.repository';
+import { PENDING_REUSE_MS } from '../src/events/webhooks.service';
 import { metricSample, scrapeMetrics } from './support/metrics';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
@@ -271,5 +273,33 @@ describe('webhooks: pending deliveries bounded per endpoint (e2e)', () => {
     );
     expect(counted).toBe(3);
     expect(await stored(hung.id)).toBe(MAX_PENDING);
+  }, 60_000);
+
+  it("counts an organization's backlogs once for the reads that come together, and again past PENDING_REUSE_MS", async () => {
+    const o = await createOrg(t);
+    const hung = [await endpoint(o, ['agent.created'], 'hang'), await endpoint(o, ['agent.created'], 'hang')];
+    for (let i = 0; i < 2; i++) await event(o);
+    const counts = jest.spyOn(t.app.get(WebhooksRepository), 'pendingCounts');
+    try {
+      const list = () =>
+        t.http
+          .get('/api/v1/webhooks')
+          .set(...bearer(o.keys.admin))
+          .expect(200)
+          .then((r) => r.body.items.map((w: { id: string; backlog: Backlog }) => [w.id, w.backlog.pending]));
+      const reads = await Promise.all([...Array.from({ length: 12 }, list), backlog(o, hung[0].id).then((b) => [[hung[0].id, b.pending]])]);
+      for (const read of reads) expect(Object.fromEntries(read)).toMatchObject({ [hung[0].id]: 2, ...(read.length > 1 ? { [hung[1].id]: 2 } : {}) });
+      // Thirteen reads at once: one count (two when they came over more than the reuse time).
+      expect(counts.mock.calls.length).toBeLessThanOrEqual(2);
+      expect(counts.mock.calls.every(([orgId]) => orgId === o.id)).toBe(true);
+
+      await event(o);
+      const started = Date.now();
+      const seen = await until(list, (read) => read.every(([, n]: [string, number]) => n === 3), 10_000);
+      expect(seen).toHaveLength(2);
+      expect(Date.now() - started).toBeLessThan(PENDING_REUSE_MS + 5_000);
+    } finally {
+      counts.mockRestore();
+    }
   }, 60_000);
 });

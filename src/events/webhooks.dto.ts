@@ -56,7 +56,7 @@ export class CreateWebhookDto {
 export class WebhookBacklogView implements WebhookBacklog {
   @ApiProperty({
     description:
-      'Pending deliveries now (not yet succeeded or failed), counted up to twice `maxPending`. Stays near `maxPending` at most: an endpoint reaching it gets no new deliveries within a sweep interval.',
+      'Pending deliveries (not yet succeeded or failed), counted up to twice `maxPending` at most a second before the answer. Stays near `maxPending` at most: an endpoint reaching it gets no new deliveries within a sweep interval.',
   })
   pending: number;
   @ApiProperty({ description: 'WEBHOOK_MAX_PENDING_PER_ENDPOINT: at this many pending deliveries, new events are not written as deliveries for the endpoint.' })

@@ -24,7 +24,7 @@ export interface WebhookEndpoint {
 
 /** The endpoint against WEBHOOK_MAX_PENDING_PER_ENDPOINT (src/events/webhook-backlog.service.ts). */
 export interface WebhookBacklog {
-  /** Its pending deliveries now, counted up to twice the cap. */
+  /** Its pending deliveries, counted up to twice the cap at most PENDING_REUSE_MS before the answer (src/events/recent-counts.ts). */
   pending: number;
   maxPending: number;
   /** Since when its new events are not written as deliveries; null while they are. */
@@ -72,17 +72,14 @@ interface EndpointRow {
   description: string | null;
   created_at: Date;
   secret_rotated_at: Date | null;
-  pending: number;
   backlogged_at: Date | null;
   dropped: string;
   dropped_first_at: Date | null;
   dropped_last_at: Date | null;
 }
 
-/** An endpoint's columns as answers show them, `pending` counted up to `$2`. */
-const ENDPOINT_COLUMNS = `id, url, types, description, created_at, secret_rotated_at, backlogged_at, dropped, dropped_first_at, dropped_last_at,
-  (SELECT count(*)::integer FROM (SELECT 1 FROM webhook_delivery d
-     WHERE d.org_id = webhook_endpoint.org_id AND d.endpoint_id = webhook_endpoint.id AND d.status = 'pending' LIMIT $2) p) AS pending`;
+/** An endpoint's columns as answers show them; its pending deliveries are counted apart (pendingCounts). */
+const ENDPOINT_COLUMNS = `id, url, types, description, created_at, secret_rotated_at, backlogged_at, dropped, dropped_first_at, dropped_last_at`;
 
 interface DeliveryRow {
   id: string;
@@ -124,7 +121,7 @@ export class WebhooksRepository {
       if (live >= limit) return undefined;
       const rows: EndpointRow[] = await m.query(
         `INSERT INTO webhook_endpoint (id, org_id, url, url_sealed, types, description, secret_sealed) VALUES ($1, $2, $3, $4, $5, $6, $7)
-         RETURNING id, url, types, description, created_at, secret_rotated_at, backlogged_at, dropped, dropped_first_at, dropped_last_at, 0 AS pending`,
+         RETURNING ${ENDPOINT_COLUMNS}`,
         [endpoint.id, orgId, endpoint.url, endpoint.urlSealed, endpoint.types, endpoint.description, endpoint.secretSealed],
       );
       await this.audit.record(m, event);
@@ -132,11 +129,14 @@ export class WebhooksRepository {
     });
   }
 
-  /** `maxPending`: WEBHOOK_MAX_PENDING_PER_ENDPOINT, which the endpoint's backlog is shown against. */
+  /**
+   * `maxPending`: WEBHOOK_MAX_PENDING_PER_ENDPOINT, which the endpoint's backlog is shown against;
+   * `backlog.pending` is 0 here, counted by pendingCounts.
+   */
   async find(orgId: string, id: string, maxPending: number): Promise<WebhookEndpoint | undefined> {
     const rows: EndpointRow[] = await this.dataSource.query(
-      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoint WHERE org_id = $1 AND id = $3 AND deleted_at IS NULL`,
-      [orgId, pendingCountedUpTo(maxPending), id],
+      `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoint WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL`,
+      [orgId, id],
     );
     return rows[0] && toEndpoint(rows[0], maxPending);
   }
@@ -150,17 +150,29 @@ export class WebhooksRepository {
     return rows[0] && shownUrl(rows[0].url);
   }
 
+  /** As find, a page of them. */
   list(orgId: string, query: PageQuery, maxPending: number): Promise<Page<WebhookEndpoint>> {
     return newestFirstPage(
       this.dataSource,
       {
         select: `SELECT ${ENDPOINT_COLUMNS} FROM webhook_endpoint`,
         where: 'org_id = $1 AND deleted_at IS NULL',
-        params: [orgId, pendingCountedUpTo(maxPending)],
+        params: [orgId],
       },
       query,
       (r: EndpointRow) => toEndpoint(r, maxPending),
     );
+  }
+
+  /** The pending deliveries of each of the organization's endpoints `ids`, each counted up to twice `maxPending` (0 for an id it has none of). */
+  async pendingCounts(orgId: string, ids: readonly string[], maxPending: number): Promise<Map<string, number>> {
+    const rows: { id: string; pending: number }[] = await this.dataSource.query(
+      `SELECT e.id, (SELECT count(*)::integer FROM (SELECT 1 FROM webhook_delivery d
+                      WHERE d.org_id = $1 AND d.endpoint_id = e.id AND d.status = 'pending' LIMIT $3) p) AS pending
+         FROM unnest($2::uuid[]) AS e(id)`,
+      [orgId, ids, pendingCountedUpTo(maxPending)],
+    );
+    return new Map(rows.map((r) => [r.id, Number(r.pending)]));
   }
 
   /**
@@ -270,7 +282,7 @@ function toEndpoint(r: EndpointRow, maxPending: number): WebhookEndpoint {
     createdAt: iso(r.created_at)!,
     secretRotatedAt: iso(r.secret_rotated_at),
     backlog: {
-      pending: Number(r.pending),
+      pending: 0,
       maxPending,
       droppingSince: iso(r.backlogged_at),
       dropped: Number(r.dropped),

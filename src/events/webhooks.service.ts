@@ -8,21 +8,28 @@ import { EgressService } from '../egress/egress.service';
 import { SecretsService } from '../secrets/secrets.service';
 import { shownUrl, urlHidesSomething } from '../common/url-secrets';
 import { CreateWebhookDto } from './webhooks.dto';
+import { RecentCounts } from './recent-counts';
 import { DeliveryStatus, RotatedSecret, WebhookDelivery, WebhookEndpoint, WebhooksRepository } from './webhooks.repository';
 
 /** Live endpoints one organization may have: each one multiplies every event's deliveries. */
 export const MAX_WEBHOOKS_PER_ORG = 50;
 
+/** How long this node answers an endpoint's `backlog.pending` with a count it made before. */
+export const PENDING_REUSE_MS = 1_000;
+
 @Injectable()
 export class WebhooksService implements OnApplicationBootstrap {
   private readonly logger = new Logger(WebhooksService.name);
+  private readonly pending: RecentCounts;
 
   constructor(
     private readonly repo: WebhooksRepository,
     private readonly secrets: SecretsService,
     private readonly egress: EgressService,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-  ) {}
+  ) {
+    this.pending = new RecentCounts((orgId, ids) => this.repo.pendingCounts(orgId, ids, config.webhookMaxPendingPerEndpoint), PENDING_REUSE_MS);
+  }
 
   /** Endpoints saved before URLs holding a token were sealed are sealed now. */
   onApplicationBootstrap(): Promise<void> {
@@ -51,14 +58,26 @@ export class WebhooksService implements OnApplicationBootstrap {
     return { ...endpoint, secret };
   }
 
-  list(ctx: RequestContext, query: PageQuery): Promise<Page<WebhookEndpoint>> {
-    return this.repo.list(orgIdOf(ctx), query, this.config.webhookMaxPendingPerEndpoint);
+  async list(ctx: RequestContext, query: PageQuery): Promise<Page<WebhookEndpoint>> {
+    const orgId = orgIdOf(ctx);
+    const page = await this.repo.list(orgId, query, this.config.webhookMaxPendingPerEndpoint);
+    return { ...page, items: await this.withPending(orgId, page.items) };
   }
 
   async get(ctx: RequestContext, id: string): Promise<WebhookEndpoint> {
-    const endpoint = await this.repo.find(orgIdOf(ctx), id, this.config.webhookMaxPendingPerEndpoint);
+    const orgId = orgIdOf(ctx);
+    const endpoint = await this.repo.find(orgId, id, this.config.webhookMaxPendingPerEndpoint);
     if (!endpoint) throw ApiError.notFound('webhook');
-    return endpoint;
+    return (await this.withPending(orgId, [endpoint]))[0];
+  }
+
+  private async withPending(orgId: string, endpoints: WebhookEndpoint[]): Promise<WebhookEndpoint[]> {
+    if (endpoints.length === 0) return endpoints;
+    const counts = await this.pending.of(
+      orgId,
+      endpoints.map((e) => e.id),
+    );
+    return endpoints.map((e) => ({ ...e, backlog: { ...e.backlog, pending: counts.get(e.id) ?? 0 } }));
   }
 
   async delete(ctx: RequestContext, id: string): Promise<void> {

@@ -2244,7 +2244,7 @@ export interface components {
             lastDroppedAt: string | null;
             /** @description WEBHOOK_MAX_PENDING_PER_ENDPOINT: at this many pending deliveries, new events are not written as deliveries for the endpoint. */
             maxPending: number;
-            /** @description Pending deliveries now (not yet succeeded or failed), counted up to twice `maxPending`. Stays near `maxPending` at most: an endpoint reaching it gets no new deliveries within a sweep interval. */
+            /** @description Pending deliveries (not yet succeeded or failed), counted up to twice `maxPending` at most a second before the answer. Stays near `maxPending` at most: an endpoint reaching it gets no new deliveries within a sweep interval. */
             pending: number;
         };
         WebhookPage: {
