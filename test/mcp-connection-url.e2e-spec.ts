@@ -193,6 +193,46 @@ describe('MCP connections: moving to another URL (e2e)', () => {
     }
   });
 
+  it('audits a move against the list it replaces, when a sync stored another while the new address was listed', async () => {
+    const old = await startFixtureMcpServer({ archiveListed: true });
+    const slow = await startFixtureMcpServer({ archiveListed: true, echoRequestUrl: true });
+    try {
+      const id = (
+        await t.http
+          .post('/api/v1/mcp-connections')
+          .set(...as('admin'))
+          .send({ server: 'remote', name: 'relisted', url: old.url })
+          .expect(201)
+      ).body.id;
+      slow.state.listDelayMs = 1500;
+      const asked = slow.listRequests.length;
+      const moving = move(slow.url, 'admin', id).then((res) => res);
+      await until(
+        async () => slow.listRequests.length,
+        (n) => n > asked,
+      );
+      // The old address drops a tool and a person syncs: stored while the move waits for its list.
+      old.state.archiveListed = false;
+      const synced = await t.http
+        .post(`/api/v1/mcp-connections/${id}/sync`)
+        .set(...as('admin'))
+        .expect(200);
+      expect(synced.body.tools.map((tool: { name: string }) => tool.name)).not.toContain('archive');
+      expect((await moving).status).toBe(200);
+      const events = (
+        await t.http
+          .get('/api/v1/audit-events?type=mcp_connection.url_updated')
+          .set(...as('admin'))
+          .expect(200)
+      ).body.items.filter((e: { target: { id: string } }) => e.target.id === id);
+      // Against the list the move replaced (without archive), not the one it started from.
+      expect(events).toMatchObject([{ data: { url: slow.url, previousUrl: old.url, added: ['archive', 'whereami'], removed: [], changed: [] } }]);
+    } finally {
+      await old.close();
+      await slow.close();
+    }
+  });
+
   it('sends stored credentials only to their origin: another origin needs the credentials for it (attack round 11, F-F2)', async () => {
     const keyed = (
       await t.http

@@ -17,9 +17,10 @@ import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionSync } from './mcp-connection-sync.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
-import { ListedMcpTool, riskOf, toolListDiff } from './mcp-tools';
+import { ListedMcpTool, riskOf, toolListDiff, toolListDiffInTurns } from './mcp-tools';
 import { credentialsAt, givenCredentials, parseCredentials, stillMovable } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
+import { connectFailure, secretUnreadable } from './mcp-connection-errors';
 import { countUnderOrgLock, holdActingKey } from '../../database/org-limit';
 
 /**
@@ -231,23 +232,35 @@ export class McpConnectionsService implements OnApplicationBootstrap {
       await this.pool.release(probe);
     }
     const shown = shownUrl(url);
-    const row = await this.dataSource.transaction(async (m) => {
-      await holdActingKey(m, orgId, actingKeyOf(ctx.principal)); // the new address was listed for as long as it liked
-      const before = await this.repository.get(orgId, id, m, true);
-      if (!before) throw ApiError.notFound('MCP connection');
-      if (replacing === undefined) stillMovable(this.connectionSync.targetOf(before), url); // as the row stands now (O-F1)
-      let updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
-      const names = replacing && Object.keys(replacing).sort();
-      if (names) updated = (await this.repository.setCredentials(m, orgId, id, names.length > 0 ? this.secrets.seal(JSON.stringify(replacing)) : null, names))!;
-      await this.audit.record(m, {
-        type: 'mcp_connection.url_updated',
-        orgId,
-        actor: actorOf(ctx.principal),
-        target: { type: 'mcp_connection', id },
-        data: { name: before.name, url: shown, previousUrl: before.url, ...(names && { credentialNames: names }), ...toolListDiff(before.tools, tools) },
+    // Compared before the transaction, in turns, as a refresh compares (O-F6): against the list
+    // stored when the move began, and again when a refresh stored another meanwhile.
+    let compared = { digest: current.tools_digest, diff: await toolListDiffInTurns(current.tools, tools) };
+    let row: McpConnectionRow | undefined;
+    for (let attempt = 1; row === undefined; attempt++) {
+      const outcome = await this.dataSource.transaction(async (m) => {
+        await holdActingKey(m, orgId, actingKeyOf(ctx.principal)); // the new address was listed for as long as it liked
+        const before = await this.repository.get(orgId, id, m, true);
+        if (!before) throw ApiError.notFound('MCP connection');
+        if (replacing === undefined) stillMovable(this.connectionSync.targetOf(before), url); // as the row stands now (O-F1)
+        // Refreshed while this compared: compared again, outside (a few times; then here).
+        if (before.tools_digest !== compared.digest && attempt < MOVE_COMPARISONS) return { refreshed: before };
+        const diff = before.tools_digest === compared.digest ? compared.diff : toolListDiff(before.tools, tools);
+        let updated = (await this.repository.setUrl(m, orgId, id, { shown, sealed: urlHidesSomething(url) ? this.secrets.seal(url) : null }, tools))!;
+        const names = replacing && Object.keys(replacing).sort();
+        if (names)
+          updated = (await this.repository.setCredentials(m, orgId, id, names.length > 0 ? this.secrets.seal(JSON.stringify(replacing)) : null, names))!;
+        await this.audit.record(m, {
+          type: 'mcp_connection.url_updated',
+          orgId,
+          actor: actorOf(ctx.principal),
+          target: { type: 'mcp_connection', id },
+          data: { name: before.name, url: shown, previousUrl: before.url, ...(names && { credentialNames: names }), ...diff },
+        });
+        return { updated };
       });
-      return updated;
-    });
+      if ('updated' in outcome) row = outcome.updated;
+      else compared = { digest: outcome.refreshed.tools_digest, diff: await toolListDiffInTurns(outcome.refreshed.tools, tools) };
+    }
     // This node's client of the old address goes now; another node's at its next use (its target's URL differs).
     await this.pool.release(id);
     return this.view(row);
@@ -290,29 +303,8 @@ export class McpConnectionsService implements OnApplicationBootstrap {
 /** Connections one organization may have: each may be a process on every node (a local server) or a pooled client. */
 export const MAX_MCP_CONNECTIONS_PER_ORG = 50;
 
-/** API.md "MCP catalog": sync on a node that cannot open the connection's stored secrets. */
-function secretUnreadable(): ApiError {
-  return new ApiError(
-    'internal_error',
-    "This server cannot open the connection's stored credentials or URL (sealed under a secrets key it does not hold); nothing was sent to the MCP server and the connection was not changed. The operator has been told (see the server's log).",
-  );
-}
-
-/** Connecting to a server and listing its tools failed: the API's answer, naming the field for a refused address. */
-function connectFailure(err: unknown, outcome: string): ApiError {
-  const failure = err instanceof McpUpstreamError ? err : new McpUpstreamError('upstream_unavailable', 'the MCP server could not be reached');
-  if (failure.code === 'egress_refused') {
-    return new ApiError('egress_refused', failure.message, [{ path: 'url', code: 'egress_refused', message: failure.message }]);
-  }
-  return new ApiError(
-    'mcp_connect_failed',
-    `Could not connect to the MCP server and list its tools (${failure.code}): ${failure.message}. ${outcome}`,
-    undefined,
-    {
-      reason: failure.code,
-    },
-  );
-}
+/** How many times a move compares the lists outside its transaction before, refreshed each time meanwhile, it compares inside. */
+const MOVE_COMPARISONS = 3;
 
 function tooManyConnections(): ApiError {
   return ApiError.conflict(`An organization has at most ${MAX_MCP_CONNECTIONS_PER_ORG} MCP connections; delete one first.`);
