@@ -34,7 +34,7 @@ describe('MCP: answers past what is read (e2e)', () => {
     server.state.rawToolsCall = (_name) =>
       items > 0
         ? { result: { content: Array.from({ length: items }, (_, i) => ({ type: 'text', text: `item ${i}` })) } }
-        : { result: { content: [{ type: 'text', text: 'here' }], structuredContent: nested(depth) } };
+        : { result: { content: [{ type: 'text', text: 'here' }], structuredContent: structured ?? nested(depth) } };
     const created = await connect().expect(201);
     await t.http
       .put(`/api/v1/mcp-connections/${created.body.id}/tools/deep/risk`)
@@ -65,6 +65,7 @@ describe('MCP: answers past what is read (e2e)', () => {
 
   let depth = 1;
   let items = 0;
+  let structured: unknown;
   const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
   const connect = () =>
     t.http
@@ -128,6 +129,29 @@ describe('MCP: answers past what is read (e2e)', () => {
       server.state.rawAsEventStream = false;
     }
   });
+  it.each([
+    ['JSON', false],
+    ['an event stream', true],
+  ])('a tool result as %s naming more than 20,000 distinct members fails the call unread; records repeating their names are read', async (_as, eventStream) => {
+    server.state.rawAsEventStream = eventStream;
+    try {
+      // 20,000 members, four names.
+      structured = { rows: Array.from({ length: 5_000 }, (_, i) => ({ id: i, name: 'n', email: 'e', city: 'c' })) };
+      expect((await call()).body.status).toBe('succeeded');
+      // 300 groups of 100 names each: what JSON.parse makes a hidden class for, name by name (0.3 s at 100,000, 7 s at 1,600,000).
+      structured = Object.fromEntries(
+        Array.from({ length: 300 }, (_, i) => [`g${i}`, Object.fromEntries(Array.from({ length: 100 }, (_, j) => [`k${i}_${j}`, j]))]),
+      );
+      expect((await call()).body).toMatchObject({
+        status: 'failed',
+        error: { code: 'upstream_unavailable', message: expect.stringContaining('a message of more than 20000 distinct member names; not read') },
+      });
+    } finally {
+      structured = undefined;
+      server.state.rawAsEventStream = false;
+    }
+  });
+
   it('a result of more than 10,000 content items fails result_too_large, unread; 10,000 are read', async () => {
     try {
       items = 10_000;

@@ -1,7 +1,7 @@
 import type { FetchLike } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { MAX_MESSAGE_DEPTH, nestingCheck, NestingCheck } from './answer-depth';
+import { MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS, messageCheck, MessageCheck } from './answer-depth';
 import { McpUpstreamError } from './mcp-failures';
 
 /**
@@ -96,7 +96,7 @@ export function meteredFetch(fetch: FetchLike): FetchLike {
     if (!response.body) return response;
     const eventStream = /^text\/event-stream\b/i.test(response.headers.get('content-type') ?? '');
     const body = eventStream ? pace(response.body, budget) : response.body;
-    const read = new Response(bounded(body, nestingCheck(eventStream), budget), {
+    const read = new Response(bounded(body, messageCheck(eventStream), budget), {
       status: response.status,
       statusText: response.statusText,
       headers: response.headers,
@@ -134,15 +134,21 @@ function pace(body: ReadableStream<Uint8Array>, budget: MessageBudget): Readable
 }
 
 /**
- * The answer as it arrives, ended with the budget once a message nests past MAX_MESSAGE_DEPTH,
- * before the SDK parses it: the request fails at once, saying why.
+ * The answer as it arrives, ended with the budget once a message nests past MAX_MESSAGE_DEPTH or
+ * names more than MAX_MESSAGE_KEYS distinct members, before the SDK parses it: the request fails
+ * at once, saying why.
  */
-function bounded(body: ReadableStream<Uint8Array>, withinDepth: NestingCheck, budget: MessageBudget): ReadableStream<Uint8Array> {
+function bounded(body: ReadableStream<Uint8Array>, check: MessageCheck, budget: MessageBudget): ReadableStream<Uint8Array> {
   return body.pipeThrough(
     new TransformStream<Uint8Array, Uint8Array>({
       transform(chunk, controller) {
-        if (withinDepth(chunk)) return controller.enqueue(chunk);
-        budget.refuse(new McpUpstreamError('upstream_unavailable', `the MCP server sent a message nesting deeper than ${MAX_MESSAGE_DEPTH} levels; not read`));
+        const refused = check(chunk);
+        if (refused === null) return controller.enqueue(chunk);
+        const why =
+          refused === 'depth'
+            ? `a message nesting deeper than ${MAX_MESSAGE_DEPTH} levels`
+            : `a message of more than ${MAX_MESSAGE_KEYS} distinct member names`;
+        budget.refuse(new McpUpstreamError('upstream_unavailable', `the MCP server sent ${why}; not read`));
         controller.error(budget.signal.reason);
       },
     }),
