@@ -12,7 +12,8 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from './config/http-config';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from './common/json-depth';
+import { MAX_JSON_DEPTH, MAX_JSON_KEYS } from './common/json-depth';
+import { jsonShapeRefusal } from './common/json-shape';
 import { findUnstorableNumber, mayHoldUnstorableNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
 import { jsonBodyText, unsupportedContentEncoding } from './common/body-encoding';
@@ -207,8 +208,14 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       done(null, undefined);
       return;
     }
-    if (jsonDepthExceeds(text)) {
+    const refused = jsonShapeRefusal(body as Buffer, MAX_JSON_DEPTH, MAX_JSON_KEYS);
+    if (refused === 'depth') {
       done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
+      return;
+    }
+    if (refused === 'keys') {
+      const message = `names more than ${MAX_JSON_KEYS} distinct members (object keys)`;
+      done(ApiError.invalidRequest([{ path: '', code: 'too_many_keys', message: `the body ${message}` }], `The request body ${message}.`), undefined);
       return;
     }
     let parsed: unknown;

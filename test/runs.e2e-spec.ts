@@ -542,6 +542,12 @@ describe('agent runs (e2e)', () => {
               { id: 'c5', name: 'lookup_order', arguments: '{"query": "A-1", "page": 1e999}' },
               // Nested past a body's depth: validating it ran out of stack and the step failed (internal_error).
               { id: 'c6', name: 'lookup_order', arguments: `{"query":${'['.repeat(5000)}${']'.repeat(5000)}}` },
+              // Naming more members than a body may: their parse held the event loop (row 145).
+              {
+                id: 'c7',
+                name: 'lookup_order',
+                arguments: JSON.stringify({ query: 'A-1', x: Object.fromEntries(Array.from({ length: 10_001 }, (_, i) => [`n${i}`, 0])) }),
+              },
             ],
           },
           // And in the model's own text: stored with U+FFFD, as what tools return is.
@@ -561,6 +567,15 @@ describe('agent runs (e2e)', () => {
         ['invalid_arguments', 'arguments.query', 'nul_character'],
         ['invalid_arguments', 'arguments.page', 'number_out_of_range'],
         ['invalid_arguments', undefined, undefined],
+        ['invalid_arguments', undefined, undefined],
+      ]);
+      const [deep, named] = since(from)[1]
+        .messages.filter((m) => m.role === 'tool')
+        .slice(-2)
+        .map((m) => JSON.parse(m.content!).error.message);
+      expect([deep, named]).toEqual([
+        'The arguments nest deeper than 64 levels; nothing ran.',
+        'The arguments name more than 10000 distinct members (object keys); nothing ran.',
       ]);
       expect(runExecutions.filter((e) => e.runId === res.body.id)).toEqual([]);
     });

@@ -1,4 +1,7 @@
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from './json-depth';
+import { MAX_JSON_DEPTH, MAX_JSON_KEYS } from './json-depth';
+import { jsonShapeRefusal } from './json-shape';
+
+const jsonDepthExceeds = (text: string, max = MAX_JSON_DEPTH) => jsonShapeRefusal(text, max, MAX_JSON_KEYS) === 'depth';
 
 const nested = (depth: number, open = '{"a":', close = '}') => open.repeat(depth) + '1' + close.repeat(depth);
 

@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import { MAX_MESSAGE_KEYS } from '../common/json-shape';
 import { BYTES_PER_TURN, CHUNKS_PER_TURN, completionChunks } from './model-stream';
 
 const enc = new TextEncoder();
@@ -65,6 +66,15 @@ describe('completionChunks', () => {
     // The fourth piece passes the bound; the body had one more ready.
     expect(blank.seen.cancelled).toBe(true);
     expect(blank.seen.pulled).toBeLessThanOrEqual(5);
+  });
+
+  it('an event naming more than MAX_MESSAGE_KEYS distinct members is refused unparsed; one repeating its names is read', async () => {
+    const refused = { code: 'model_error', retryable: false, message: expect.stringContaining(`naming more than ${MAX_MESSAGE_KEYS} distinct members`) };
+    // What JSON.parse makes a hidden class for, name by name: 100 objects of 210 new names.
+    const named = { choices: Array.from({ length: 100 }, (_, i) => Object.fromEntries(Array.from({ length: 210 }, (_, j) => [`n${i}_${j}`, 0]))) };
+    await expect(all(completionChunks(streamed([event(named)]).response))).rejects.toMatchObject(refused);
+    const records = { choices: Array.from({ length: 30_000 }, (_, i) => ({ index: i, delta: { content: 'x' } })) };
+    expect(await all(completionChunks(streamed([event(records), 'data: [DONE]\n\n']).response))).toEqual([records]);
   });
 
   it('a burst already received is read in turns of the event loop: work queued before it runs long before its end', async () => {

@@ -2,6 +2,7 @@ import { createParser } from 'eventsource-parser';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import OpenAI from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import { MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS, jsonShapeRefusal, mayNameMoreThan } from '../common/json-shape';
 import { ModelError } from './model-answer';
 import { MAX_SSE_LINE_BYTES, SseLines, type SseLineLimits } from './sse-line-limit';
 
@@ -44,7 +45,7 @@ export async function* completionChunks(response: Response, limits?: SseLineLimi
     let handed = 0;
     for (const data of events.splice(0)) {
       if (data.startsWith('[DONE]')) return true;
-      yield chunkOf(data, response.headers);
+      yield chunkOf(data, response.headers, refuse);
       if (++handed % CHUNKS_PER_TURN === 0) await nextTurn();
     }
     return false;
@@ -71,8 +72,15 @@ export async function* completionChunks(response: Response, limits?: SseLineLimi
   }
 }
 
-/** What the openai client made of an event: its JSON, or the provider's error it carries. */
-function chunkOf(data: string, headers: Headers): ChatCompletionChunk {
+/**
+ * What the openai client made of an event: its JSON, or the provider's error it carries. An event
+ * (up to 4 MiB) naming more than MAX_MESSAGE_KEYS distinct members is not parsed: its parse alone
+ * would hold the event loop seconds, as an MCP server's answer would (src/common/json-shape.ts).
+ */
+function chunkOf(data: string, headers: Headers, refuse: (reason: string) => ModelError): ChatCompletionChunk {
+  if (mayNameMoreThan(data, MAX_MESSAGE_KEYS) && jsonShapeRefusal(data, MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS) !== null) {
+    throw refuse(`an event nesting deeper than ${MAX_MESSAGE_DEPTH} levels or naming more than ${MAX_MESSAGE_KEYS} distinct members`);
+  }
   const chunk = JSON.parse(data) as (ChatCompletionChunk & { error?: unknown }) | null;
   if (chunk && typeof chunk === 'object' && chunk.error) throw new OpenAI.APIError(undefined, chunk.error as object, undefined, headers);
   return chunk as ChatCompletionChunk;

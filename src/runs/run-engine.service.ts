@@ -2,7 +2,8 @@
 // tool calls through the executor, persist) reads best as one state machine in one place.
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../common/json-depth';
+import { MAX_JSON_DEPTH, MAX_JSON_KEYS } from '../common/json-depth';
+import { jsonShapeRefusal } from '../common/json-shape';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { BuiltVersion } from '../agents/built-version';
 import { VersionBuilder } from '../agents/version-builder.service';
@@ -389,9 +390,12 @@ export class RunEngine {
     built: BuiltVersion,
   ): Promise<{ call: ToolCallView } | { refusal: { code: string; message: string; errors?: unknown } } | 'retry' | 'ended'> {
     let args: unknown;
-    // Held to a request body's depth: walked deeper, validation ran out of stack and the step failed as the platform's error.
-    if (jsonDepthExceeds(p.arguments)) {
-      return { refusal: { code: 'invalid_arguments', message: `The arguments nest deeper than ${MAX_JSON_DEPTH} levels; nothing ran.` } };
+    // Held to a request body's depth (walked deeper, validation ran out of stack and the step failed
+    // as the platform's error) and names (their parse held the event loop, src/common/json-depth.ts).
+    const refused = jsonShapeRefusal(p.arguments, MAX_JSON_DEPTH, MAX_JSON_KEYS);
+    if (refused !== null) {
+      const why = refused === 'depth' ? `nest deeper than ${MAX_JSON_DEPTH} levels` : `name more than ${MAX_JSON_KEYS} distinct members (object keys)`;
+      return { refusal: { code: 'invalid_arguments', message: `The arguments ${why}; nothing ran.` } };
     }
     try {
       args = JSON.parse(p.arguments === '' ? '{}' : p.arguments);

@@ -1,6 +1,7 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@modelcontextprotocol/client';
 import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
 import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
+import { MAX_MESSAGE_KEYS } from '../../common/json-shape';
 import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff, toolListDiffInTurns } from './mcp-tools';
 
 const tool = (annotations?: Record<string, unknown>) => ({ name: 't', description: 'd', inputSchema: { type: 'object' }, annotations });
@@ -76,6 +77,20 @@ describe('sanitizeListedTools', () => {
     expect(turns).toBeGreaterThanOrEqual(20);
     expect(collector.tools).toEqual(sanitizeListedTools(page));
   });
+  it('a list whose tools together name more than MAX_MESSAGE_KEYS distinct members is refused, each tool within its bounds', () => {
+    // What the list stored is parsed whole on each node's first read: 1,500 new names a tool.
+    const tool = (i: number) => ({
+      name: `t${i}`,
+      inputSchema: { type: 'object', properties: Object.fromEntries(Array.from({ length: 1_500 }, (_, j) => [`p${i}_${j}`, { type: 'string' }])) },
+    });
+    const within = new ListedToolsCollector();
+    within.add(Array.from({ length: 13 }, (_, i) => tool(i)));
+    expect(within.tools).toHaveLength(13);
+    const past = new ListedToolsCollector();
+    past.add(Array.from({ length: 7 }, (_, i) => tool(i)));
+    expect(() => past.add(Array.from({ length: 7 }, (_, i) => tool(100 + i)))).toThrow(`its tools name more than ${MAX_MESSAGE_KEYS} distinct members`);
+  });
+
   it('a schema or annotations far past their bound are refused, whatever else the list holds', () => {
     const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
     expect(() => sanitizeListedTools([{ name: 'a', inputSchema: wide }])).toThrow('tool "a" input schema is larger than 65536 characters');

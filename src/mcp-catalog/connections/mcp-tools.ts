@@ -1,5 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
+import { MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS, messageCheck } from '../../common/json-shape';
 import type { LruCache } from '../../common/lru-cache';
 import { storablePrefix, withoutNulCharacters } from '../../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../../common/redact-secrets';
@@ -94,6 +95,12 @@ export class ListedToolsCollector {
   private readonly seen = new Set<string>();
   /** `JSON.stringify(this.tools).length`, kept as tools are added: `[`, `]` and a comma between two. */
   private size = 1;
+  /**
+   * The member names of the list as stored, counted as tools are added: each page was held to
+   * MAX_MESSAGE_KEYS as it arrived, but a list of several pages is stored, and parsed on each
+   * node's first read of it, whole.
+   */
+  private readonly names = messageCheck(false, MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS);
 
   constructor(private readonly credentials: Readonly<Record<string, string>> = {}) {}
 
@@ -121,8 +128,10 @@ export class ListedToolsCollector {
   private addOne(item: unknown): number {
     if (this.tools.length >= MAX_LISTED_TOOLS) throw new McpUpstreamError('upstream_unavailable', `the server lists more than ${MAX_LISTED_TOOLS} tools`);
     const tool = sanitizeTool(item, this.tools.length, this.seen, this.credentials);
-    const size = JSON.stringify(tool).length;
+    const text = JSON.stringify(tool);
+    const size = text.length;
     this.size += size + 1;
+    if (this.names(Buffer.from(text)) !== null) throw invalid(`its tools name more than ${MAX_MESSAGE_KEYS} distinct members`);
     // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
     // call of any of them (a call of a tiny tool took over a second).
     if (this.size > MAX_LIST_CHARS) throw invalid(`it is more than ${MAX_LIST_CHARS} characters of JSON`);

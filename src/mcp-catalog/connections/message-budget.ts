@@ -1,7 +1,7 @@
 import type { FetchLike } from '@modelcontextprotocol/client';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS, messageCheck, MessageCheck } from './answer-depth';
+import { MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS, messageCheck, MessageCheck } from '../../common/json-shape';
 import { McpUpstreamError } from './mcp-failures';
 
 /**

@@ -280,3 +280,14 @@ export function messageCheck(eventStream: boolean, maxDepth = MAX_MESSAGE_DEPTH,
     return json.feed(bytes, 0, bytes.length);
   };
 }
+
+/** The same over one whole text: why it is refused, null when it is not. */
+export function jsonShapeRefusal(text: string | Uint8Array, maxDepth: number, maxKeys: number): MessageRefusal | null {
+  const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
+  return new JsonNesting(maxDepth, maxKeys).feed(bytes, 0, bytes.length);
+}
+
+/** Whether a text is long enough to name more than `maxKeys` distinct members: each takes at least four bytes (`"a":0,` less its value). */
+export function mayNameMoreThan(text: string | Uint8Array, maxKeys: number): boolean {
+  return text.length >= 4 * maxKeys;
+}

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { MAX_MESSAGE_KEYS, messageCheck, MessageRefusal } from './answer-depth';
+import { MAX_MESSAGE_KEYS, messageCheck, MessageRefusal } from './json-shape';
 
 const bytes = (text: string) => new TextEncoder().encode(text);
 
