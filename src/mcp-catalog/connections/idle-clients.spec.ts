@@ -1,10 +1,8 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { testConfig } from '../../../test/support/test-app';
+import { LoopbackPool } from '../../../test/support/loopback-pool';
 import { until } from '../../../test/support/until';
-import { EgressService } from '../../egress/egress.service';
-import type { RegisteredMcpServer } from '../mcp-server-registry.service';
-import { McpClientPool, McpTarget } from './mcp-client-pool.service';
+import { McpClientPool } from './mcp-client-pool.service';
 
 /** A Streamable HTTP server that keeps each session's event stream (GET) open, and counts those open. */
 async function sessionServer(): Promise<{ server: Server; url: string; state: { streamsOpen: number; deleted: number } }> {
@@ -44,29 +42,17 @@ async function sessionServer(): Promise<{ server: Server; url: string; state: { 
  */
 describe('McpClientPool: clients left unused', () => {
   let mcp: Awaited<ReturnType<typeof sessionServer>>;
-  let egress: EgressService;
+  let loop: LoopbackPool;
   let pool: McpClientPool;
   beforeAll(async () => {
     mcp = await sessionServer();
-    const config = testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 10_000 }, mcpIdleProcessMs: 300 });
-    egress = new EgressService(config);
-    pool = new McpClientPool(egress, config);
+    loop = new LoopbackPool(10_000, { mcpIdleProcessMs: 300 });
+    pool = loop.pool;
   });
-  afterAll(async () => {
-    await pool.onModuleDestroy();
-    await egress.onModuleDestroy();
-    mcp.server.closeAllConnections();
-    await new Promise((r) => mcp.server.close(r));
-  });
+  afterAll(() => loop.close(mcp.server));
 
   it("closes a remote server's client, its session and event stream, once unused for the idle time; the next use opens a new one", async () => {
-    const target: McpTarget = {
-      orgId: 'org',
-      connectionId: 'remote-1',
-      entry: { definition: { id: 'remote', transport: 'streamable-http', credentials: [] } } as unknown as RegisteredMcpServer,
-      url: mcp.url,
-      credentials: {},
-    };
+    const target = loop.target(mcp.url, 'remote-1');
     await pool.listTools(target, { timeoutMs: 5000 });
     expect(pool.size()).toBe(1);
     await until(

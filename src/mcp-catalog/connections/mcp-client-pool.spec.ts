@@ -1,9 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { testConfig } from '../../../test/support/test-app';
-import { EgressService } from '../../egress/egress.service';
-import type { RegisteredMcpServer } from '../mcp-server-registry.service';
-import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
+import { LoopbackPool } from '../../../test/support/loopback-pool';
+import { McpClientPool, McpUpstreamError } from './mcp-client-pool.service';
 import { MAX_LIST_CHARS } from './mcp-tools';
 
 const MAX_RESPONSE_BYTES = 1024 * 1024;
@@ -94,16 +92,9 @@ async function misbehavingMcpServer(): Promise<{ server: Server; url: string; ex
 
 describe('McpClientPool against a server that misbehaves after its headers', () => {
   let mcp: Awaited<ReturnType<typeof misbehavingMcpServer>>;
-  let egress: EgressService;
+  let loop: LoopbackPool;
   let pool: McpClientPool;
-  let n = 0;
-  const target = (): McpTarget => ({
-    orgId: 'org',
-    connectionId: `c${++n}`,
-    entry: { definition: { id: 'remote', transport: 'streamable-http', credentials: [] } } as unknown as RegisteredMcpServer,
-    url: mcp.url,
-    credentials: {},
-  });
+  const target = () => loop.target(mcp.url);
   const failure = (promise: Promise<unknown>) =>
     promise.then(
       () => {
@@ -115,19 +106,10 @@ describe('McpClientPool against a server that misbehaves after its headers', () 
 
   beforeAll(async () => {
     mcp = await misbehavingMcpServer();
-    const config = testConfig({
-      egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 5000 },
-      mcpMaxResponseBytes: MAX_RESPONSE_BYTES,
-    });
-    egress = new EgressService(config);
-    pool = new McpClientPool(egress, config);
+    loop = new LoopbackPool(5000, { mcpMaxResponseBytes: MAX_RESPONSE_BYTES });
+    pool = loop.pool;
   });
-  afterAll(async () => {
-    await pool.onModuleDestroy();
-    await egress.onModuleDestroy();
-    mcp.server.closeAllConnections();
-    await new Promise((r) => mcp.server.close(r));
-  });
+  afterAll(() => loop.close(mcp.server));
 
   it('a tool call whose answer trickles times out at its timeout, and its socket is closed then, not left reading', async () => {
     const t = target();

@@ -1,27 +1,18 @@
 import { Client } from '@modelcontextprotocol/client';
 import { floodingMcpServer, NOTICE_LINE } from '../../../test/support/mcp-flood-server';
-import { testConfig } from '../../../test/support/test-app';
+import { LoopbackPool } from '../../../test/support/loopback-pool';
 import { until } from '../../../test/support/until';
-import { EgressService } from '../../egress/egress.service';
-import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { AnswerWatchingTransport } from './answer-watching.transport';
-import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
+import { McpClientPool, McpUpstreamError } from './mcp-client-pool.service';
 import { MessageBudget, PIECE_BYTES } from './message-budget';
 
 const MAX_MESSAGES = 100;
 
 describe('McpClientPool against a server that floods the client with notifications', () => {
   let mcp: Awaited<ReturnType<typeof floodingMcpServer>>;
-  let egress: EgressService;
+  let loop: LoopbackPool;
   let pool: McpClientPool;
-  let n = 0;
-  const target = (): McpTarget => ({
-    orgId: 'org',
-    connectionId: `c${++n}`,
-    entry: { definition: { id: 'remote', transport: 'streamable-http', credentials: [] } } as unknown as RegisteredMcpServer,
-    url: mcp.url,
-    credentials: {},
-  });
+  const target = () => loop.target(mcp.url);
   const failure = (promise: Promise<unknown>) =>
     promise.then(
       () => {
@@ -32,16 +23,11 @@ describe('McpClientPool against a server that floods the client with notificatio
 
   beforeEach(async () => {
     mcp = await floodingMcpServer();
-    const config = testConfig({
-      egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 30_000 },
-      mcpMaxMessagesPerRequest: MAX_MESSAGES,
-    });
-    egress = new EgressService(config);
-    pool = new McpClientPool(egress, config);
+    loop = new LoopbackPool(30_000, { mcpMaxMessagesPerRequest: MAX_MESSAGES });
+    pool = loop.pool;
   });
   afterEach(async () => {
-    await pool.onModuleDestroy();
-    await egress.onModuleDestroy();
+    await loop.close();
     await mcp.close();
   });
 

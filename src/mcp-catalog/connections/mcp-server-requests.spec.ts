@@ -1,11 +1,9 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { testConfig } from '../../../test/support/test-app';
+import { LoopbackPool } from '../../../test/support/loopback-pool';
 import { until } from '../../../test/support/until';
-import { EgressService } from '../../egress/egress.service';
-import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { MAX_REPLIES_IN_FLIGHT, REPLY_BURST } from './answer-watching.transport';
-import { McpClientPool, McpTarget } from './mcp-client-pool.service';
+import { McpClientPool } from './mcp-client-pool.service';
 
 const FLOOD = 600;
 const METHODS = ['ping', 'sampling/createMessage', 'elicitation/create', 'roots/list'];
@@ -69,30 +67,17 @@ async function floodingMcpServer() {
 
 describe('McpClientPool against a server that floods the client with requests of its own', () => {
   let mcp: Awaited<ReturnType<typeof floodingMcpServer>>;
-  let egress: EgressService;
+  let loop: LoopbackPool;
   let pool: McpClientPool;
-  let n = 0;
-  const target = (): McpTarget => ({
-    orgId: 'org',
-    connectionId: `c${++n}`,
-    entry: { definition: { id: 'remote', transport: 'streamable-http', credentials: [] } } as unknown as RegisteredMcpServer,
-    url: mcp.url,
-    credentials: {},
-  });
+  const target = () => loop.target(mcp.url);
 
   beforeEach(async () => {
     mcp = await floodingMcpServer();
     // Replies are held for their call's timeout (30 s here), longer than the test takes to look.
-    const config = testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 30_000 } });
-    egress = new EgressService(config);
-    pool = new McpClientPool(egress, config);
+    loop = new LoopbackPool(30_000);
+    pool = loop.pool;
   });
-  afterEach(async () => {
-    await pool.onModuleDestroy();
-    await egress.onModuleDestroy();
-    mcp.server.closeAllConnections();
-    await new Promise((r) => mcp.server.close(r));
-  });
+  afterEach(() => loop.close(mcp.server));
 
   it('replies it is never answered hold a few sockets, not one per request; calls still work', async () => {
     const t = target();

@@ -1,10 +1,8 @@
 import { Client } from '@modelcontextprotocol/client';
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import { AddressInfo } from 'node:net';
-import { testConfig } from '../../../test/support/test-app';
-import { EgressService } from '../../egress/egress.service';
-import type { RegisteredMcpServer } from '../mcp-server-registry.service';
-import { McpClientPool, McpTarget } from './mcp-client-pool.service';
+import { LoopbackPool } from '../../../test/support/loopback-pool';
+import { McpClientPool } from './mcp-client-pool.service';
 import { fromServerShape, initializeResultShape } from './sdk-shapes';
 
 // Under MAX_MESSAGE_KEYS distinct names (every map here repeats the same ones): a message past it is refused unread (row 144).
@@ -84,31 +82,19 @@ describe('what the SDK client is handed of a server', () => {
 
   describe('through the pool', () => {
     let mcp: Awaited<ReturnType<typeof heavyServer>>;
-    let egress: EgressService;
+    let loop: LoopbackPool;
     let pool: McpClientPool;
     beforeAll(async () => {
       mcp = await heavyServer();
-      const config = testConfig({ egress: { allowedHosts: ['127.0.0.1'], connectTimeoutMs: 1000, requestTimeoutMs: 30_000 } });
-      egress = new EgressService(config);
-      pool = new McpClientPool(egress, config);
+      loop = new LoopbackPool(30_000);
+      pool = loop.pool;
     });
-    afterAll(async () => {
-      await pool.onModuleDestroy();
-      await egress.onModuleDestroy();
-      mcp.server.closeAllConnections();
-      await new Promise((r) => mcp.server.close(r));
-    });
+    afterAll(() => loop.close(mcp.server));
 
     it('the client keeps none of what it does not use of the server, and still hears list_changed', async () => {
       const changed: string[] = [];
       pool.onToolsChanged((_org, id) => changed.push(id));
-      const target: McpTarget = {
-        orgId: 'org',
-        connectionId: 'heavy',
-        entry: { definition: { id: 'remote', transport: 'streamable-http', credentials: [] } } as unknown as RegisteredMcpServer,
-        url: mcp.url,
-        credentials: {},
-      };
+      const target = loop.target(mcp.url, 'heavy');
       await expect(pool.listTools(target, { timeoutMs: 20_000 })).resolves.toEqual([expect.objectContaining({ name: 'ok' })]);
       const client = await (pool as unknown as { pool: Map<string, { client: Promise<Client> }> }).pool.get('heavy')!.client;
       // Was the whole answer: 15,000 keys copied twice by the SDK's schemas, and a megabyte of instructions kept.
