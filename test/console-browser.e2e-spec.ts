@@ -902,6 +902,36 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('lists versions past the first page, so an old one can still be read and retired', async () => {
+    const own = await createOrg(t, ['memory:read']);
+    const agentId = await publishAgent(t, own, 'long-lived', { instructions: 'Recall.', capabilities: [{ id: 'memory' }] });
+    // 200 later versions (published as a publish writes them): the first page of the list, newest first.
+    const ds = t.app.get(DataSource);
+    await ds.query(
+      `INSERT INTO agent_version (org_id, agent_id, version, spec, spec_hash, tool_digests, content_hash, published_by, tool_sources)
+       SELECT org_id, agent_id, v, spec, spec_hash, tool_digests, content_hash || v, published_by, tool_sources
+         FROM agent_version, generate_series(2, 201) AS v WHERE agent_id = $1 AND version = 1`,
+      [agentId],
+    );
+    await ds.query(`UPDATE agent SET latest_version = 201 WHERE id = $1`, [agentId]);
+    const { context, page } = await signedIn(own.keys.builder);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Agents', exact: true }).click();
+    await page.getByRole('link', { name: 'long-lived' }).click();
+    await page.getByRole('link', { name: 'Versions', exact: true }).click();
+    const rows = page.getByRole('table', { name: 'Published versions' }).locator('tbody tr');
+    await page.getByRole('button', { name: 'Retire version 2', exact: true }).waitFor();
+    expect(await rows.count()).toBe(200);
+    expect(await page.getByRole('button', { name: 'Retire version 1', exact: true }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Show older versions' }).click();
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Retire version 1', exact: true }).click();
+    await page.getByRole('status').filter({ hasText: 'Retired version 1' }).waitFor();
+    expect(await rows.count()).toBe(201);
+    expect(await page.getByRole('button', { name: 'Show older versions' }).count()).toBe(0);
+    expect((await api('get', `/agents/${agentId}/versions/1`, own.keys.viewer).expect(200)).body.retiredAt).not.toBeNull();
+    await context.close();
+  });
+
   it('retires an older version from the versions panel; the latest offers no retire button', async () => {
     const own = await createOrg(t, ['memory:read']);
     const draft = { instructions: 'Recall.', capabilities: [{ id: 'memory' }] };

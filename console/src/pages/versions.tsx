@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { messageOf, ok } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, formatTime, JsonView, Status, useLoad } from '../components/feedback';
+import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages } from '../components/feedback';
 import { can, useSession } from '../session';
 
 /**
@@ -12,7 +12,11 @@ import { can, useSession } from '../session';
 export function VersionsPanel({ agentId }: { agentId: string }) {
   const { api, me } = useSession();
   const builder = can(me, 'build');
-  const versions = useLoad(() => ok(api.GET('/api/v1/agents/{agentId}/versions', { params: { path: { agentId }, query: { limit: 200 } } })), [api, agentId]);
+  // Every page, older ones on request: a version past the first page (200, newest first) was never shown, nor could it be retired here.
+  const versions = usePages(
+    (cursor) => ok(api.GET('/api/v1/agents/{agentId}/versions', { params: { path: { agentId }, query: { limit: 200, ...(cursor ? { cursor } : {}) } } })),
+    [api, agentId],
+  );
   const [chosen, setChosen] = useState<number>();
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
@@ -23,7 +27,8 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
   const items = versions.data.items;
   if (items.length === 0) return <p className="muted">Not published yet: publish the draft to make a version.</p>;
   const selected = chosen ?? items[0].version;
-  const latest = Math.max(...items.map((v) => v.version));
+  // Newest first: the first page holds the latest.
+  const latest = items[0].version;
 
   const retire = async (version: number) => {
     if (
@@ -108,6 +113,7 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
           ))}
         </tbody>
       </table>
+      <ShowMore list={versions}>Show older versions</ShowMore>
       <VersionDetail
         key={selected}
         agentId={agentId}
