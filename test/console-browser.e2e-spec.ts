@@ -492,6 +492,35 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it("shows what a draft binds past the editor's first page of collections as bound, and reads on to name it", async () => {
+    const own = await createOrg(t, ['knowledge:read']);
+    const oldest = (await api('post', '/knowledge/collections', own.keys.builder).send({ name: 'Oldest handbook' }).expect(201)).body.id as string;
+    // 200 newer collections: the editor's first page, newest first.
+    await t.app.get(DataSource).query(
+      `INSERT INTO knowledge_collection (id, org_id, name, created_at)
+       SELECT gen_random_uuid(), $1::uuid, 'Newer ' || i, now() + i * interval '1 second' FROM generate_series(1, 200) AS i`,
+      [own.id],
+    );
+    const agent = (await api('post', '/agents', own.keys.builder).send({ slug: 'far-binder', name: 'Far binder' }).expect(201)).body as { id: string };
+    const draft = { instructions: 'Look it up.', capabilities: [{ id: 'knowledge' }], resources: { knowledgeCollections: [oldest] } };
+    await api('put', `/agents/${agent.id}/draft`, own.keys.builder).send(draft).expect(200);
+    const { context, page } = await signedIn(own.keys.builder);
+    await page.getByRole('link', { name: 'Far binder' }).click();
+    const collections = page.getByRole('group', { name: 'Knowledge collections' });
+    await collections.getByRole('checkbox', { name: 'Newer 200' }).waitFor();
+    // Not "missing": it is on a page not read yet.
+    expect(await collections.getByRole('checkbox', { name: `Bound, not shown yet: ${oldest}` }).isChecked()).toBe(true);
+    expect(await collections.getByText(/^Missing/).count()).toBe(0);
+    await collections.getByRole('button', { name: 'Show more collections' }).click();
+    await collections.getByRole('checkbox', { name: 'Oldest handbook' }).waitFor();
+    expect(await collections.getByRole('checkbox', { name: 'Oldest handbook' }).isChecked()).toBe(true);
+    expect(await collections.getByRole('button', { name: 'Show more collections' }).count()).toBe(0);
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await page.getByText('Draft saved.').waitFor();
+    expect((await api('get', `/agents/${agent.id}`, own.keys.viewer).expect(200)).body.draft.resources).toEqual({ knowledgeCollections: [oldest] });
+    await context.close();
+  });
+
   it('binds an MCP connection to an agent from the editor', async () => {
     const connection = (await api('post', '/mcp-connections', org.keys.admin).send({ server: 'everything', name: 'reference-mcp' }).expect(201)).body as {
       id: string;

@@ -1,6 +1,19 @@
 import { useEffect, useMemo, useState } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, ErrorSummary, errorMap, errorId, FieldErrors, fieldId, Status, useLoad, type ErrorMap } from '../components/feedback';
+import {
+  Alert,
+  ErrorSummary,
+  errorMap,
+  errorId,
+  FieldErrors,
+  fieldId,
+  ShowMore,
+  Status,
+  useLoad,
+  usePages,
+  type ErrorMap,
+  type Paged,
+} from '../components/feedback';
 import { MarkdownEditor } from '../components/markdown';
 import { SchemaForm, type JsonSchema } from '../components/schema-form';
 import { Link, PageTitle } from '../router';
@@ -73,9 +86,14 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
   const [busy, setBusy] = useState(false);
   const catalog = useLoad(() => ok(api.GET('/api/v1/agents/capabilities')), [api]);
   const org = useLoad(() => ok(api.GET('/api/v1/orgs/{orgId}', { params: { path: { orgId: me.orgId! } } })), [api, me.orgId]);
-  const collections = useLoad(() => ok(api.GET('/api/v1/knowledge/collections', { params: { query: { limit: 200 } } })), [api]);
-  const skills = useLoad(() => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200 } } })), [api]);
-  const connections = useLoad(() => ok(api.GET('/api/v1/mcp-connections', { params: { query: { limit: 200 } } })), [api]);
+  // Page after page on request: a page ends at 200 items or about 4 MiB (a few connections of
+  // large tool lists), and what a draft binds past the first one is no less there.
+  const collections = usePages(
+    (cursor) => ok(api.GET('/api/v1/knowledge/collections', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })),
+    [api],
+  );
+  const skills = usePages((cursor) => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
+  const connections = usePages((cursor) => ok(api.GET('/api/v1/mcp-connections', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const map = useMemo(() => errorMap(errors), [errors]);
   const byId = useMemo(() => new Map((catalog.data?.items ?? []).map((c) => [c.id, c])), [catalog.data]);
 
@@ -271,6 +289,8 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
           legend="Knowledge collections"
           kind="knowledgeCollections"
           items={(collections.data?.items ?? []).map((c) => ({ id: c.id, name: c.name, description: c.description }))}
+          list={collections}
+          more="Show more collections"
           error={collections.error}
           spec={spec}
           errors={map}
@@ -281,6 +301,8 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
           legend="Skills"
           kind="skills"
           items={(skills.data?.items ?? []).map((s) => ({ id: s.id, name: s.name, description: s.description }))}
+          list={skills}
+          more="Show more skills"
           error={skills.error}
           spec={spec}
           errors={map}
@@ -332,13 +354,22 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
             );
           })}
         </ul>
+        <ShowMore list={connections}>Show more connections</ShowMore>
         {(spec.mcpServers ?? [])
           .map((b, i) => ({ b, i }))
           .filter(({ b }) => connections.data && !connections.data.items.some((c) => c.id === b.connection))
           .map(({ b, i }) => (
             <div key={b.connection} className="field">
               <p className="warning">
-                The draft binds <code>{b.connection}</code>, which no connection of this organization is.
+                {connections.data?.nextCursor ? (
+                  <>
+                    The draft binds <code>{b.connection}</code>, not among the connections shown yet.
+                  </>
+                ) : (
+                  <>
+                    The draft binds <code>{b.connection}</code>, which no connection of this organization is.
+                  </>
+                )}
               </p>
               <FieldErrors errors={map} path={`mcpServers[${i}].connection`} />
               {!readOnly && (
@@ -487,6 +518,9 @@ function ResourcePicker(props: {
   legend: string;
   kind: 'knowledgeCollections' | 'skills';
   items: { id: string; name: string; description?: string | null }[];
+  /** The list the items came from: until its last page is read, a bound id not among them may be on a later one. */
+  list: Paged<unknown>;
+  more: string;
   error?: string;
   spec: AgentSpec;
   errors: ErrorMap;
@@ -496,7 +530,8 @@ function ResourcePicker(props: {
   const bound = props.spec.resources?.[props.kind] ?? [];
   const known = new Set(props.items.map((i) => i.id));
   const set = (ids: string[]) => props.onSpec({ ...props.spec, resources: { ...props.spec.resources, [props.kind]: ids } });
-  const entries = [...props.items, ...bound.filter((id) => !known.has(id)).map((id) => ({ id, name: `Missing: ${id}`, description: undefined }))];
+  const unseen = props.list.data?.nextCursor ? 'Bound, not shown yet' : 'Missing';
+  const entries = [...props.items, ...bound.filter((id) => !known.has(id)).map((id) => ({ id, name: `${unseen}: ${id}`, description: undefined }))];
   return (
     <fieldset>
       <legend>{props.legend}</legend>
@@ -522,6 +557,7 @@ function ResourcePicker(props: {
           </div>
         );
       })}
+      <ShowMore list={props.list}>{props.more}</ShowMore>
     </fieldset>
   );
 }
