@@ -32,6 +32,7 @@ import { operationIdFor } from './common/operation-ids';
 import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
 import { capConnections, reapIdleConnectionsWhileClosing } from './common/connections';
+import { addressGroupOf } from './common/client-address';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 /**
@@ -193,7 +194,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes, limits.maxConnections);
   boundUnsentAnswers(fastify, (request) => {
     const principal = (request as AuthenticatedRequest).principal;
-    return principal ? budgetOwnerOf(principal) : `address:${request.ip}`;
+    return principal ? budgetOwnerOf(principal) : `address:${addressGroupOf(request.ip)}`;
   });
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
