@@ -24,13 +24,11 @@ const API_PREFIX = '/api/v1/';
  * parsed the body: anonymous clients each made the node hold up to a megabyte that way, for as
  * long as the request timeout allowed (3,000 connections, 3.2 GB). The answer is the guard's
  * own: the 401 problem document with its WWW-Authenticate, counted against the address by the
- * auth-failure limiter (so 429 past it). A token that is there but unknown is left to the guard,
- * and the bytes its body may take are bounded by body-budget.ts.
- *
- * Under pressure (half the body budget held, or half the connection cap open) the token is
- * checked here too, before the body: a made-up one is refused as above, and a real one's body
- * counts against its organization's share of the node (`503` past it). Below it, nothing is
- * checked twice, and the connection cap may close a body still being read unchecked when full.
+ * auth-failure limiter (so 429 past it). A request with a body and a token has the token checked
+ * here too, before the body: a made-up one is refused as above (the guard checks it again once the
+ * body is read, for the agent a tool call names). Under pressure (half the body budget held, or
+ * half the connection cap open) a real one's body counts against its organization's share of the
+ * node (`503` past it); below it the connection cap may close a body still being read when full.
  */
 export function refuseAnonymousRequests(
   fastify: FastifyInstance,
@@ -54,11 +52,11 @@ export function refuseAnonymousRequests(
     const header = request.headers.authorization;
     if (bearerTokenOf(header) !== undefined) {
       if (!body) return;
-      if (!bodies.underPressure() && !connections.underPressure()) {
-        connections.readsBodyUnchecked(reply);
-        return;
-      }
-      // Under pressure only (the guard checks it again, once the body is read).
+      // The token is checked before any byte of the body is read, pressure or not: a made-up token's
+      // body was read and parsed (up to a megabyte, JSON.parse holding the event loop) before the
+      // guard refused it, and one that failed to parse was answered 400 before the guard ran, so it
+      // never counted as a failed authentication: a stranger's four connections of such bodies took
+      // another organization's requests from 12 ms to 721 ms, unlimited (attack round 15, R-F2).
       let principal: Principal | undefined;
       try {
         principal = await auth.authenticate(header);
@@ -67,9 +65,19 @@ export function refuseAnonymousRequests(
       }
       if (principal) {
         // One the guard will refuse whatever the body (no role; a token scoped away from REST) holds
-        // none of its organization's share: it is refused before its body, as the guard would.
-        const refusal = refusedWhateverTheBody(request, principal, challenge);
-        if (!refusal && bodies.claim(request, reply, budgetOwnerOf(principal))) return;
+        // none of its organization's share: it is refused before its body, as the guard would, and
+        // counted against its own limit as the guard counts such a refusal.
+        let refusal: unknown = refusedWhateverTheBody(request, principal, challenge);
+        if (refusal) {
+          try {
+            await limiter.hit(principal, false);
+          } catch (err) {
+            refusal = err;
+          }
+        } else if (!bodies.underPressure() && !connections.underPressure()) {
+          connections.readsBodyUnchecked(reply);
+          return;
+        } else if (bodies.claim(request, reply, budgetOwnerOf(principal))) return;
         void reply.header('Connection', 'close');
         sendProblem(reply, request, refusal ?? ownerOverShare(), logger);
         return reply;
