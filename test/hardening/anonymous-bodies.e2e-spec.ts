@@ -7,7 +7,7 @@ import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/htt
 import { resolveConfig } from '../../src/config/resolve-config';
 import { rawClient } from '../support/raw-http';
 import { walkRoutes } from '../support/routes';
-import { bearer, createTestApp, TestApp } from '../support/test-app';
+import { bearer, createOrg, createTestApp, TestApp } from '../support/test-app';
 import { until } from '../support/until';
 
 /**
@@ -157,6 +157,28 @@ describe('a made-up token is refused before its body is read (attack round 15, R
     const refused = await headersOnly(port, withToken(`cpk_${'x'.repeat(40)}`), sockets);
     expect([refused.status, refused.body.code]).toEqual([401, 'unauthorized']);
     expect(Date.now() - started).toBeLessThan(2500);
+  });
+
+  it("refuses a key the route does not allow before its body, counted against the key's own limit (R-F3; was: the body awaited, parsed, then 403)", async () => {
+    const org = await createOrg(t);
+    const started = Date.now();
+    const refused = await headersOnly(port, withToken(org.keys.viewer), sockets);
+    expect([refused.status, refused.body.code]).toEqual([403, 'forbidden']);
+    expect(Date.now() - started).toBeLessThan(2500);
+    Object.assign(t.config.rateLimit, { perKey: 3 });
+    try {
+      for (let i = 0; i < 3; i++) expect((await headersOnly(port, withToken(org.keys.viewer), sockets)).status).toBe(403);
+      expect((await headersOnly(port, withToken(org.keys.viewer), sockets)).status).toBe(429);
+      // The organization's limit is not spent by it: its builder's body is read (400: not JSON).
+      const builder = await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(org.keys.builder))
+        .set('Content-Type', 'application/json')
+        .send('{');
+      expect(builder.status).toBe(400);
+    } finally {
+      Object.assign(t.config.rateLimit, { perKey: 0 });
+    }
   });
 
   it('counts a made-up token whose body would not parse as a failed authentication (was: 400 every time, never counted)', async () => {
