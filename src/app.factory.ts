@@ -191,7 +191,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     if (refused) done(refused, undefined);
     else done(null, payload);
   });
-  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes, limits.maxConnections);
+  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes, limits.maxConnections, limits.bodyParseMsPerOrg);
   boundUnsentAnswers(fastify, (request) => {
     const principal = (request as AuthenticatedRequest).principal;
     return principal ? budgetOwnerOf(principal) : `address:${addressGroupOf(request.ip)}`;
@@ -214,7 +214,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = bodies.parseTime.parse(request, text);
     } catch {
       done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined);
       return;

@@ -4,6 +4,7 @@ import { ApiError } from '../common/api-error';
 import { type BodyBudget, ownerOverShare } from '../common/body-budget';
 import type { ConnectionCap } from '../common/connections';
 import { declaresBody } from '../common/body-encoding';
+import { parseTimeSpent } from '../common/parse-time';
 import { sendProblem } from '../common/problem.filter';
 import type { RateLimiter } from '../rate-limit/rate-limiter.service';
 import { ACCESS_ROUTE_CONFIG, type Allowed, PUBLIC_ROUTE_CONFIG } from './access.decorator';
@@ -68,19 +69,27 @@ export function refuseAnonymousRequests(
         // One the guard will refuse whatever the body (no role; a token scoped away from REST) holds
         // none of its organization's share: it is refused before its body, as the guard would, and
         // counted against its own limit as the guard counts such a refusal.
+        const owner = budgetOwnerOf(principal);
         let refusal: unknown = refusedWhateverTheBody(request, principal, challenge);
-        if (refusal) {
-          try {
-            await limiter.hit(principal, false);
-          } catch (err) {
-            refusal = err;
+        if (!refusal && bodies.parseTime.over(owner)) refusal = parseTimeSpent();
+        if (!refusal) {
+          bodies.parseTime.own(request, owner);
+          if (!bodies.underPressure() && !connections.underPressure()) {
+            connections.readsBodyUnchecked(reply);
+            return;
           }
-        } else if (!bodies.underPressure() && !connections.underPressure()) {
-          connections.readsBodyUnchecked(reply);
-          return;
-        } else if (bodies.claim(request, reply, budgetOwnerOf(principal))) return;
+          if (bodies.claim(request, reply, owner)) return;
+          refusal = ownerOverShare();
+        }
+        // Refused unread, and counted against the principal's own limit as the guard counts a refusal:
+        // the guard never sees it, and a key answered 503 at once could otherwise ask without end.
+        try {
+          await limiter.hit(principal, false);
+        } catch (err) {
+          refusal = err;
+        }
         void reply.header('Connection', 'close');
-        sendProblem(reply, request, refusal ?? ownerOverShare(), logger);
+        sendProblem(reply, request, refusal, logger);
         return reply;
       }
     }

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Transform } from 'node:stream';
 import { ApiError } from './api-error';
 import { declaresBody } from './body-encoding';
+import { ParseTime } from './parse-time';
 
 /** What a client refused for want of room is told to wait: bodies are read in seconds or cut by the request timeout. */
 export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
@@ -21,7 +22,7 @@ export const OWNER_SHARE = 1 / 8;
  * the body: anonymous-requests.ts), and one owner may hold at most OWNER_SHARE of the bytes and
  * of `maxBodies`: a real key within its rate limit filled the rest alone before.
  */
-export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, maxBodies: number): BodyBudget {
+export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, maxBodies: number, parseMsPerOwner = 0): BodyBudget {
   let held = 0;
   const owners = new Map<string, Owner>();
   // A claimed body counts against its owner until it is read, or its request ends.
@@ -71,6 +72,7 @@ export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, 
     done(null, meter);
   });
   return {
+    parseTime: new ParseTime(parseMsPerOwner),
     underPressure,
     claim(request, reply, name) {
       let entry = owners.get(name);
@@ -105,6 +107,8 @@ export interface BodyBudget {
    * and counts against its share: false if that owner already reads its share of bodies.
    */
   claim(request: FastifyRequest, reply: FastifyReply, owner: string): boolean;
+  /** Each owner's share of the time bodies take to parse (parse-time.ts). */
+  parseTime: ParseTime;
 }
 
 interface Owner {
