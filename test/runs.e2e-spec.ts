@@ -542,6 +542,8 @@ describe('agent runs (e2e)', () => {
               { id: 'c5', name: 'lookup_order', arguments: '{"query": "A-1", "page": 1e999}' },
               // Nested past a body's depth: validating it ran out of stack and the step failed (internal_error).
               { id: 'c6', name: 'lookup_order', arguments: `{"query":${'['.repeat(5000)}${']'.repeat(5000)}}` },
+              // More members than any tool takes: refused unparsed (R-F5; 180,000 made-up names held the event loop in JSON.parse).
+              { id: 'c7', name: 'lookup_order', arguments: `{"query":"A-1",${Array.from({ length: 10_000 }, (_, i) => `"k${i}":0`).join(',')}}` },
             ],
           },
           // And in the model's own text: stored with U+FFFD, as what tools return is.
@@ -560,6 +562,7 @@ describe('agent runs (e2e)', () => {
         ['invalid_arguments', 'arguments.query', expect.any(String)],
         ['invalid_arguments', 'arguments.query', 'nul_character'],
         ['invalid_arguments', 'arguments.page', 'number_out_of_range'],
+        ['invalid_arguments', undefined, undefined],
         ['invalid_arguments', undefined, undefined],
       ]);
       expect(runExecutions.filter((e) => e.runId === res.body.id)).toEqual([]);

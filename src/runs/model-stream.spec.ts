@@ -1,5 +1,5 @@
 import OpenAI from 'openai';
-import { BYTES_PER_TURN, CHUNKS_PER_TURN, completionChunks } from './model-stream';
+import { BYTES_PER_TURN, CHUNKS_PER_TURN, completionChunks, MAX_CHUNK_MEMBERS } from './model-stream';
 
 const enc = new TextEncoder();
 
@@ -41,6 +41,20 @@ describe('completionChunks', () => {
     expect(await all(completionChunks(response))).toEqual([{ n: 1 }, { n: 2 }]);
     expect(seen.cancelled).toBe(true);
     expect(seen.pulled).toBeLessThan(10);
+  });
+
+  it('refuses a chunk of more object members than a real one holds, unparsed (attack round 15, R-F5: a 4 MiB line of 358,000 names held the event loop a second)', async () => {
+    const names = Array.from({ length: MAX_CHUNK_MEMBERS + 1 }, (_, i) => `"made-up-name-${i}":0`).join(',');
+    const padded = streamed([`data: {"choices":[{"index":0,"delta":{"content":"a"}}],${names}}\n\n`, 'data: [DONE]\n\n']);
+    await expect(all(completionChunks(padded.response))).rejects.toMatchObject({
+      code: 'model_error',
+      retryable: false,
+      message: `The provider streamed a chunk of more than ${MAX_CHUNK_MEMBERS} object members; the answer was not read.`,
+    });
+    // A whole answer in one chunk is one string, however long, and what it holds is not counted.
+    const content = '{"a":1,'.repeat(40_000);
+    const whole = streamed([event({ choices: [{ index: 0, delta: { content } }] }), 'data: [DONE]\n\n']);
+    expect((await all(completionChunks(whole.response))).length).toBe(1);
   });
 
   it("an event carrying the provider's error is that error; one that is not JSON fails the stream", async () => {

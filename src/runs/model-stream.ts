@@ -2,8 +2,19 @@ import { createParser } from 'eventsource-parser';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import OpenAI from 'openai';
 import type { ChatCompletionChunk } from 'openai/resources/chat/completions';
+import { jsonMembersExceed } from '../common/json-depth';
 import { ModelError } from './model-answer';
 import { MAX_SSE_LINE_BYTES, SseLines, type SseLineLimits } from './sse-line-limit';
+
+/**
+ * The most object members one chunk may hold. A real chunk holds a few dozen (its tool calls'
+ * arguments are a string in it); a provider (any URL an organization's admin saves) streaming 4 MiB
+ * lines of 358,000 made-up member names held the node's event loop a second per line in
+ * `JSON.parse`, up to the egress bound's 128 MB a call (attack round 15, R-F5).
+ */
+export const MAX_CHUNK_MEMBERS = 10_000;
+/** A line shorter than this cannot hold enough members to matter, and is not scanned. */
+const SCANNED_FROM_CHARS = 64 * 1024;
 
 /** How many chunks are handed on between two turns of the event loop left to other work. */
 export const CHUNKS_PER_TURN = 16;
@@ -73,6 +84,9 @@ export async function* completionChunks(response: Response, limits?: SseLineLimi
 
 /** What the openai client made of an event: its JSON, or the provider's error it carries. */
 function chunkOf(data: string, headers: Headers): ChatCompletionChunk {
+  if (data.length > SCANNED_FROM_CHARS && jsonMembersExceed(data, MAX_CHUNK_MEMBERS)) {
+    throw new ModelError('model_error', `The provider streamed a chunk of more than ${MAX_CHUNK_MEMBERS} object members; the answer was not read.`, false);
+  }
   const chunk = JSON.parse(data) as (ChatCompletionChunk & { error?: unknown }) | null;
   if (chunk && typeof chunk === 'object' && chunk.error) throw new OpenAI.APIError(undefined, chunk.error as object, undefined, headers);
   return chunk as ChatCompletionChunk;

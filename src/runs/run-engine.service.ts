@@ -2,7 +2,7 @@
 // tool calls through the executor, persist) reads best as one state machine in one place.
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { createHash } from 'node:crypto';
-import { jsonDepthExceeds, MAX_JSON_DEPTH } from '../common/json-depth';
+import { jsonDepthExceeds, jsonMembersExceed, MAX_JSON_DEPTH } from '../common/json-depth';
 import type { ChatCompletionTool } from 'openai/resources/chat/completions';
 import type { BuiltVersion } from '../agents/built-version';
 import { VersionBuilder } from '../agents/version-builder.service';
@@ -36,6 +36,9 @@ import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
 import { KEY_REVOKED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
 import { SecretOpenError } from '../secrets/secrets.service';
+
+/** The most object members a model's arguments for one call may hold: far past any tool's input, and each parsed in one go. */
+export const MAX_ARGUMENT_MEMBERS = 10_000;
 
 /** When the model's window is not given: a common size today, and what compaction aims under. */
 export const DEFAULT_CONTEXT_WINDOW = 128_000;
@@ -392,6 +395,10 @@ export class RunEngine {
     // Held to a request body's depth: walked deeper, validation ran out of stack and the step failed as the platform's error.
     if (jsonDepthExceeds(p.arguments)) {
       return { refusal: { code: 'invalid_arguments', message: `The arguments nest deeper than ${MAX_JSON_DEPTH} levels; nothing ran.` } };
+    }
+    // A model's arguments may be 2,000,000 characters: 180,000 made-up member names held the event loop in JSON.parse (R-F5).
+    if (jsonMembersExceed(p.arguments, MAX_ARGUMENT_MEMBERS)) {
+      return { refusal: { code: 'invalid_arguments', message: `The arguments hold more than ${MAX_ARGUMENT_MEMBERS} object members; nothing ran.` } };
     }
     try {
       args = JSON.parse(p.arguments === '' ? '{}' : p.arguments);
