@@ -11,10 +11,10 @@ export const OWNER_SHARE = 1 / 8;
 
 /**
  * Bounds the bytes of request bodies this node holds at once while reading them, all requests
- * together. A body is read whole (up to 1 MiB) before it is parsed, and a bearer token is checked
- * only after that: requests without one are refused before (auth/anonymous-requests.ts), but any
- * token-shaped header would do to make the node hold a megabyte per connection for as long as
- * the request timeout allows. Past the bound a body is refused `503 service_unavailable` with
+ * together. A body is read whole (up to 1 MiB) before it is parsed; requests without a token, or
+ * with one that is no credential, are refused before it (auth/anonymous-requests.ts), but a real
+ * key's connections could still make the node hold a megabyte each for as long as the request
+ * timeout allows. Past the bound a body is refused `503 service_unavailable` with
  * Retry-After, as its bytes arrive; nothing else waits for it. A body's bytes count from when
  * they are read until it is parsed, or its request ends.
  *
