@@ -6,7 +6,7 @@ import type { ConnectionCap } from '../common/connections';
 import { declaresBody } from '../common/body-encoding';
 import { parseTimeSpent } from '../common/parse-time';
 import { sendProblem } from '../common/problem.filter';
-import type { RateLimiter } from '../rate-limit/rate-limiter.service';
+import { rateLimitHeaders, type RateLimiter } from '../rate-limit/rate-limiter.service';
 import { ACCESS_ROUTE_CONFIG, type Allowed, PUBLIC_ROUTE_CONFIG } from './access.decorator';
 import { permits } from './auth.guard';
 import type { AuthService } from './auth.service';
@@ -84,7 +84,8 @@ export function refuseAnonymousRequests(
         // Refused unread, and counted against the principal's own limit as the guard counts a refusal:
         // the guard never sees it, and a key answered 503 at once could otherwise ask without end.
         try {
-          await limiter.hit(principal, false);
+          const limits = await limiter.hit(principal, false);
+          if (limits) void reply.headers(rateLimitHeaders(limits));
         } catch (err) {
           refusal = err;
         }
