@@ -33,6 +33,7 @@ import { operationIdFor } from './common/operation-ids';
 import { Metrics } from './telemetry/metrics';
 import { registerConsole } from './console/serve-console';
 import { capConnections, reapIdleConnectionsWhileClosing } from './common/connections';
+import { addressGroupOf } from './common/client-address';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 /**
@@ -191,10 +192,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     if (refused) done(refused, undefined);
     else done(null, payload);
   });
-  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes, limits.maxConnections);
+  const bodies = boundBufferedBodies(fastify, limits.maxBufferedBodyBytes, limits.maxConnections, limits.bodyParseMsPerOrg);
   boundUnsentAnswers(fastify, (request) => {
     const principal = (request as AuthenticatedRequest).principal;
-    return principal ? budgetOwnerOf(principal) : `address:${request.ip}`;
+    return principal ? budgetOwnerOf(principal) : `address:${addressGroupOf(request.ip)}`;
   });
   fastify.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const text = jsonBodyText(request.headers['content-type'], body as Buffer);
@@ -220,7 +221,7 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
+      parsed = bodies.parseTime.parse(request, text);
     } catch {
       done(Object.assign(new Error('The request body is not valid JSON.'), { statusCode: 400 }), undefined);
       return;

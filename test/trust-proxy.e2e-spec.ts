@@ -41,6 +41,15 @@ describe('TRUST_PROXY (e2e)', () => {
     await failedSignIn(direct, '198.51.100.99').expect(429);
   });
 
+  it('counts an IPv6 client by its /64, so a new address for each guess is still the same client (attack round 15, R-F1)', async () => {
+    // Was: 40 failures from 2001:db8:1:2::1, ::2, … all 401, never 429 (each address its own count).
+    for (let i = 1; i <= 3; i++) await failedSignIn(trusted, `2001:db8:1:2::${i.toString(16)}`).expect(401);
+    await failedSignIn(trusted, '2001:db8:1:2:abcd:ef01:2345:6789').expect(429);
+    await failedSignIn(trusted, '2001:0db8:0001:0002::ffff').expect(429);
+    // The next /64 is another network's.
+    await failedSignIn(trusted, '2001:db8:1:3::1').expect(401);
+  });
+
   it('names the scheme and host the client called in the sign-in metadata, and caches by them', async () => {
     const behind = await trusted.http
       .get(METADATA)

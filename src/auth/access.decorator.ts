@@ -16,6 +16,8 @@ export type Allowed = Role | 'platform' | 'authenticated' | 'any-token';
 
 export const AccessMetadata = Reflector.createDecorator<Allowed[]>();
 export const PUBLIC_ROUTE = 'route:public';
+/** In a route's Fastify config: who `@Access` lets call it (on methods; a class's is the guard's alone). */
+export const ACCESS_ROUTE_CONFIG = 'access';
 
 /**
  * Declares who may call a route, and says so in the OpenAPI document. Every route carries either
@@ -25,6 +27,8 @@ export function Access(...allowed: Allowed[]): MethodDecorator & ClassDecorator 
   if (allowed.length === 0) throw new Error('@Access() needs at least one principal kind');
   return applyDecorators(
     AccessMetadata(allowed),
+    // Also in the route's Fastify config, so a principal the route refuses is refused before its body is read (anonymous-requests.ts).
+    RouteConfig({ [ACCESS_ROUTE_CONFIG]: allowed }),
     ApiBearerAuth(),
     ApiUnauthorizedResponse(ProblemResponse('Missing, unknown or revoked token (`unauthorized`).')),
     ApiForbiddenResponse(ProblemResponse("The token's roles do not allow this action (`forbidden`).")),

@@ -4,9 +4,11 @@ import { ApiError } from '../common/api-error';
 import { type BodyBudget, ownerOverShare } from '../common/body-budget';
 import type { ConnectionCap } from '../common/connections';
 import { declaresBody } from '../common/body-encoding';
+import { parseTimeSpent } from '../common/parse-time';
 import { sendProblem } from '../common/problem.filter';
-import type { RateLimiter } from '../rate-limit/rate-limiter.service';
-import { PUBLIC_ROUTE_CONFIG } from './access.decorator';
+import { rateLimitHeaders, type RateLimiter } from '../rate-limit/rate-limiter.service';
+import { ACCESS_ROUTE_CONFIG, type Allowed, PUBLIC_ROUTE_CONFIG } from './access.decorator';
+import { permits } from './auth.guard';
 import type { AuthService } from './auth.service';
 import type { ResourceChallenge } from './oidc/resource-challenge.service';
 import { budgetOwnerOf, holdsRole, type Principal } from './principal';
@@ -24,13 +26,11 @@ const API_PREFIX = '/api/v1/';
  * parsed the body: anonymous clients each made the node hold up to a megabyte that way, for as
  * long as the request timeout allowed (3,000 connections, 3.2 GB). The answer is the guard's
  * own: the 401 problem document with its WWW-Authenticate, counted against the address by the
- * auth-failure limiter (so 429 past it). A token that is there but unknown is left to the guard,
- * and the bytes its body may take are bounded by body-budget.ts.
- *
- * Under pressure (half the body budget held, or half the connection cap open) the token is
- * checked here too, before the body: a made-up one is refused as above, and a real one's body
- * counts against its organization's share of the node (`503` past it). Below it, nothing is
- * checked twice, and the connection cap may close a body still being read unchecked when full.
+ * auth-failure limiter (so 429 past it). A request with a body and a token has the token checked
+ * here too, before the body: a made-up one is refused as above (the guard checks it again once the
+ * body is read, for the agent a tool call names). Under pressure (half the body budget held, or
+ * half the connection cap open) a real one's body counts against its organization's share of the
+ * node (`503` past it); below it the connection cap may close a body still being read when full.
  */
 export function refuseAnonymousRequests(
   fastify: FastifyInstance,
@@ -54,11 +54,11 @@ export function refuseAnonymousRequests(
     const header = request.headers.authorization;
     if (bearerTokenOf(header) !== undefined) {
       if (!body) return;
-      if (!bodies.underPressure() && !connections.underPressure()) {
-        connections.readsBodyUnchecked(reply);
-        return;
-      }
-      // Under pressure only (the guard checks it again, once the body is read).
+      // The token is checked before any byte of the body is read, pressure or not: a made-up token's
+      // body was read and parsed (up to a megabyte, JSON.parse holding the event loop) before the
+      // guard refused it, and one that failed to parse was answered 400 before the guard ran, so it
+      // never counted as a failed authentication: a stranger's four connections of such bodies took
+      // another organization's requests from 12 ms to 721 ms, unlimited (attack round 15, R-F2).
       let principal: Principal | undefined;
       try {
         principal = await auth.authenticate(header);
@@ -67,11 +67,30 @@ export function refuseAnonymousRequests(
       }
       if (principal) {
         // One the guard will refuse whatever the body (no role; a token scoped away from REST) holds
-        // none of its organization's share: it is refused before its body, as the guard would.
-        const refusal = refusedWhateverTheBody(request, principal, challenge);
-        if (!refusal && bodies.claim(request, reply, budgetOwnerOf(principal))) return;
+        // none of its organization's share: it is refused before its body, as the guard would, and
+        // counted against its own limit as the guard counts such a refusal.
+        const owner = budgetOwnerOf(principal);
+        let refusal: unknown = refusedWhateverTheBody(request, principal, challenge);
+        if (!refusal && bodies.parseTime.over(owner)) refusal = parseTimeSpent();
+        if (!refusal) {
+          bodies.parseTime.own(request, owner);
+          if (!bodies.underPressure() && !connections.underPressure()) {
+            connections.readsBodyUnchecked(reply);
+            return;
+          }
+          if (bodies.claim(request, reply, owner)) return;
+          refusal = ownerOverShare();
+        }
+        // Refused unread, and counted against the principal's own limit as the guard counts a refusal:
+        // the guard never sees it, and a key answered 503 at once could otherwise ask without end.
+        try {
+          const limits = await limiter.hit(principal, false);
+          if (limits) void reply.headers(rateLimitHeaders(limits));
+        } catch (err) {
+          refusal = err;
+        }
         void reply.header('Connection', 'close');
-        sendProblem(reply, request, refusal ?? ownerOverShare(), logger);
+        sendProblem(reply, request, refusal, logger);
         return reply;
       }
     }
@@ -91,6 +110,11 @@ export function refuseAnonymousRequests(
 
 function refusedWhateverTheBody(request: FastifyRequest, principal: Principal, challenge: ResourceChallenge): ApiError | undefined {
   if (!holdsRole(principal)) return ApiError.forbidden();
+  // A key whose roles the route does not allow (a viewer's POST /agents) had its body read and parsed
+  // before the guard's 403: a megabyte of distinct keys is 150 to 400 ms of JSON.parse, within its
+  // rate limit (attack round 15, R-F3).
+  const allowed = (request.routeOptions.config as unknown as Record<string, unknown> | undefined)?.[ACCESS_ROUTE_CONFIG] as Allowed[] | undefined;
+  if (allowed !== undefined && !permits(allowed, principal)) return ApiError.forbidden();
   try {
     // The body is not read yet: only a scope that no body could change (`api` for REST) is missing here.
     challenge.assertScopes(request, principal);

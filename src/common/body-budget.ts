@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Transform } from 'node:stream';
 import { ApiError } from './api-error';
 import { declaresBody } from './body-encoding';
+import { ParseTime } from './parse-time';
 
 /** What a client refused for want of room is told to wait: bodies are read in seconds or cut by the request timeout. */
 export const BODY_BUDGET_RETRY_AFTER_SECONDS = 1;
@@ -10,10 +11,10 @@ export const OWNER_SHARE = 1 / 8;
 
 /**
  * Bounds the bytes of request bodies this node holds at once while reading them, all requests
- * together. A body is read whole (up to 1 MiB) before it is parsed, and a bearer token is checked
- * only after that: requests without one are refused before (auth/anonymous-requests.ts), but any
- * token-shaped header would do to make the node hold a megabyte per connection for as long as
- * the request timeout allows. Past the bound a body is refused `503 service_unavailable` with
+ * together. A body is read whole (up to 1 MiB) before it is parsed; requests without a token, or
+ * with one that is no credential, are refused before it (auth/anonymous-requests.ts), but a real
+ * key's connections could still make the node hold a megabyte each for as long as the request
+ * timeout allows. Past the bound a body is refused `503 service_unavailable` with
  * Retry-After, as its bytes arrive; nothing else waits for it. A body's bytes count from when
  * they are read until it is parsed, or its request ends.
  *
@@ -21,7 +22,7 @@ export const OWNER_SHARE = 1 / 8;
  * the body: anonymous-requests.ts), and one owner may hold at most OWNER_SHARE of the bytes and
  * of `maxBodies`: a real key within its rate limit filled the rest alone before.
  */
-export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, maxBodies: number): BodyBudget {
+export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, maxBodies: number, parseMsPerOwner = 0): BodyBudget {
   let held = 0;
   const owners = new Map<string, Owner>();
   // A claimed body counts against its owner until it is read, or its request ends.
@@ -71,6 +72,7 @@ export function boundBufferedBodies(fastify: FastifyInstance, maxBytes: number, 
     done(null, meter);
   });
   return {
+    parseTime: new ParseTime(parseMsPerOwner),
     underPressure,
     claim(request, reply, name) {
       let entry = owners.get(name);
@@ -105,6 +107,8 @@ export interface BodyBudget {
    * and counts against its share: false if that owner already reads its share of bodies.
    */
   claim(request: FastifyRequest, reply: FastifyReply, owner: string): boolean;
+  /** Each owner's share of the time bodies take to parse (parse-time.ts). */
+  parseTime: ParseTime;
 }
 
 interface Owner {

@@ -2,6 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength, ValidateBy } from 'class-validator';
 import { isIP } from 'node:net';
 import { emptyToUndefined, toInt } from './env-transforms';
+import { DEFAULT_BODY_PARSE_MS_PER_ORG } from '../common/parse-time';
 
 /** The listener, what it takes in at once, and which browser origins may call it. */
 export class HttpVariables {
@@ -90,6 +91,18 @@ export class HttpVariables {
   @Min(1024 * 1024)
   @Max(64 * 1024 * 1024 * 1024)
   HTTP_MAX_BUFFERED_BODY_BYTES: number = 64 * 1024 * 1024;
+
+  /**
+   * Milliseconds a second of the event loop one organization's request bodies may take to parse on
+   * a node, on average (common/parse-time.ts); past a burst of twice that, its next body is 503 with
+   * Retry-After until it has drained. 0: not limited.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(1000)
+  HTTP_BODY_PARSE_MS_PER_ORG: number = DEFAULT_BODY_PARSE_MS_PER_ORG;
 
   /**
    * Origins (comma-separated, e.g. `https://app.example.com`) whose browsers may call the MCP
@@ -202,6 +215,8 @@ export interface HttpLimits {
   maxHeldRequests?: number;
   /** Of those, one organization's. */
   heldRequestsPerOrg?: number;
+  /** Ms a second one organization's bodies may take to parse (common/parse-time.ts); unset or 0: not limited. */
+  bodyParseMsPerOrg?: number;
 }
 
 export const DEFAULT_HTTP_LIMITS: HttpLimits = { maxBufferedBodyBytes: 64 * 1024 * 1024, maxConnections: 2_000 };

@@ -75,6 +75,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       maxConnections: e.HTTP_MAX_CONNECTIONS,
       maxHeldRequests: e.HTTP_HELD_REQUESTS_MAX,
       heldRequestsPerOrg: e.HTTP_HELD_REQUESTS_PER_ORG,
+      bodyParseMsPerOrg: e.HTTP_BODY_PARSE_MS_PER_ORG,
     },
     mcpAllowedOrigins: parseOrigins(e.MCP_ALLOWED_ORIGINS) ?? [],
     trustProxy: parseTrustedProxies(e.TRUST_PROXY) ?? false,

@@ -188,7 +188,8 @@ export function embeddedIpv4(address: string): string | null {
   return null;
 }
 
-function expandIpv6(address: string): number[] | null {
+/** The eight 16-bit groups of an IPv6 address (an IPv4 tail written dotted included); null for anything else. */
+export function expandIpv6(address: string): number[] | null {
   if (isIP(address) !== 6) return null;
   let text = address;
   const dotted = /(\d{1,3}(?:\.\d{1,3}){3})$/.exec(text);

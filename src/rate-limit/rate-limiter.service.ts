@@ -4,6 +4,7 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { ApiError } from '../common/api-error';
 import type { Principal } from '../auth/principal';
 import { Metrics } from '../telemetry/metrics';
+import { addressGroupOf } from '../common/client-address';
 
 /**
  * Where a client stands against the limit closest to refusing it, for the `RateLimit-Limit`,
@@ -42,12 +43,12 @@ export class RateLimiter {
    * After a failed authentication. Past the limit the failure is answered 429 instead of 401, so a
    * client guessing tokens learns nothing more for the rest of the window. A valid key from the
    * same address is still served: many clients share one address behind a NAT, and one of them
-   * failing must not lock the others out.
+   * failing must not lock the others out. An IPv6 client is counted by its /64 (addressGroupOf).
    */
   async recordAuthFailure(address: string): Promise<void> {
     const limit = this.config.rateLimit.authFailures;
     if (limit === 0) return;
-    const r = await this.storage.increment(`auth-fail:${address}`, this.windowMs, limit, this.windowMs, 'auth-failures');
+    const r = await this.storage.increment(`auth-fail:${addressGroupOf(address)}`, this.windowMs, limit, this.windowMs, 'auth-failures');
     if (r.isBlocked) {
       this.metrics.rateLimited('auth_failures');
       throw tooMany(r.timeToBlockExpire * 1000, 'Too many failed authentications from this address.');

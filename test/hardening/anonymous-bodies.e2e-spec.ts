@@ -7,7 +7,7 @@ import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from '../../src/config/htt
 import { resolveConfig } from '../../src/config/resolve-config';
 import { rawClient } from '../support/raw-http';
 import { walkRoutes } from '../support/routes';
-import { bearer, createTestApp, TestApp } from '../support/test-app';
+import { bearer, createOrg, createTestApp, TestApp } from '../support/test-app';
 import { until } from '../support/until';
 
 /**
@@ -135,6 +135,72 @@ describe('a request without a token is refused before its body is read', () => {
   });
 });
 
+describe('a made-up token is refused before its body is read (attack round 15, R-F2)', () => {
+  let t: TestApp;
+  let port: number;
+  const sockets: Socket[] = [];
+  beforeAll(async () => {
+    t = await createTestApp({ config: { httpTimeouts: { ...DEFAULT_HTTP_TIMEOUTS, headersMs: 2000, requestMs: 3000, idleMs: 10_000 } } });
+    await t.app.listen(0, '127.0.0.1');
+    port = (t.app.getHttpServer().address() as { port: number }).port;
+  }, 180_000);
+  afterEach(() => {
+    for (const s of sockets.splice(0)) s.destroy();
+  });
+  afterAll(() => t.close());
+
+  const withToken = (token: string) =>
+    `POST /api/v1/agents HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`;
+
+  it('answers 401 without waiting for the body (was: the body awaited, then 408)', async () => {
+    const started = Date.now();
+    const refused = await headersOnly(port, withToken(`cpk_${'x'.repeat(40)}`), sockets);
+    expect([refused.status, refused.body.code]).toEqual([401, 'unauthorized']);
+    expect(Date.now() - started).toBeLessThan(2500);
+  });
+
+  it("refuses a key the route does not allow before its body, counted against the key's own limit (R-F3; was: the body awaited, parsed, then 403)", async () => {
+    const org = await createOrg(t);
+    const started = Date.now();
+    const refused = await headersOnly(port, withToken(org.keys.viewer), sockets);
+    expect([refused.status, refused.body.code]).toEqual([403, 'forbidden']);
+    expect(Date.now() - started).toBeLessThan(2500);
+    Object.assign(t.config.rateLimit, { perKey: 3 });
+    try {
+      for (let i = 0; i < 3; i++) expect((await headersOnly(port, withToken(org.keys.viewer), sockets)).status).toBe(403);
+      expect((await headersOnly(port, withToken(org.keys.viewer), sockets)).status).toBe(429);
+      // The organization's limit is not spent by it: its builder's body is read (400: not JSON).
+      const builder = await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(org.keys.builder))
+        .set('Content-Type', 'application/json')
+        .send('{');
+      expect(builder.status).toBe(400);
+    } finally {
+      Object.assign(t.config.rateLimit, { perKey: 0 });
+    }
+  });
+
+  it('counts a made-up token whose body would not parse as a failed authentication (was: 400 every time, never counted)', async () => {
+    Object.assign(t.config.rateLimit, { authFailures: 3 });
+    try {
+      const notJson = () =>
+        t.http.post('/api/v1/agents').set('Authorization', 'Bearer cpk_madeup').set('Content-Type', 'application/json').send('{"name": [1, 2, ');
+      for (let i = 0; i < 3; i++) expect((await notJson()).status).toBe(401);
+      expect((await notJson()).status).toBe(429);
+      // A real key's body is still read, and judged.
+      const org = await t.http
+        .post('/api/v1/orgs')
+        .set(...bearer(t.adminToken))
+        .set('Content-Type', 'application/json')
+        .send('{');
+      expect([org.status, org.body.code]).toEqual([400, 'invalid_request']);
+    } finally {
+      Object.assign(t.config.rateLimit, { authFailures: 0 });
+    }
+  });
+});
+
 describe('the bytes of bodies being read are bounded per node', () => {
   let t: TestApp;
   let port: number;
@@ -158,10 +224,11 @@ describe('the bytes of bodies being read are bounded per node', () => {
       .send(JSON.stringify({ slug: 'padded', name: 'Padded', pad: 'x'.repeat(bytes) }));
 
   it('refuses a body 503 with Retry-After while others hold the budget, and takes it again once they are gone', async () => {
-    // Two clients with a token-shaped header each send most of a large body, and stall.
+    // Two clients with a token each send most of a large body, and stall.
     const stalled: Socket[] = [];
     for (let i = 0; i < 2; i++) {
-      const head = `POST /api/v1/orgs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer cpk_${'x'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`;
+      // A real credential: a made-up one is refused before its body (R-F2, above).
+      const head = `POST /api/v1/orgs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${t.adminToken}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`;
       stalled.push(rawClient(port, head + '{"pad":"' + 'x'.repeat(120 * 1024), sockets).socket);
     }
     const refused = await until(
@@ -171,7 +238,7 @@ describe('the bytes of bodies being read are bounded per node', () => {
     expect(refused.body).toMatchObject({ status: 503, code: 'service_unavailable' });
     expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
     expect(refused.headers.connection).toBe('close');
-    // Past half the budget a token is checked before its body is read: a made-up one cannot hold the rest.
+    // A made-up token is checked before its body is read: it cannot hold the rest.
     const madeUp = await headersOnly(
       port,
       `POST /api/v1/orgs HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer cpk_${'y'.repeat(40)}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`,
