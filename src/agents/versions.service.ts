@@ -191,7 +191,14 @@ export class VersionsService {
       found,
     );
     const items: AgentVersionView[] = [];
-    const [retired, bindings] = await Promise.all([this.switches.retirementsOf(orgId, agentId), this.builder.bindingsOf(orgId, page.items)]);
+    const [retired, bindings] = await Promise.all([
+      this.switches.retirementsOf(
+        orgId,
+        agentId,
+        page.items.map((r) => r.version),
+      ),
+      this.builder.bindingsOf(orgId, page.items),
+    ]);
     for (const row of page.items) {
       const detailed = await this.builder.buildRow(orgId, principal.orgScopes, agent, row, bindings);
       items.push(toVersionView(row, detailed.drift, retired.get(row.version)?.retired_at));
