@@ -65,7 +65,8 @@ export class VersionsService {
 
       const spec = checked.normalized;
       const specHash = canonicalHash(spec);
-      const unchanged = await this.unchangedLatest(principal, agent, specHash);
+      // Anything the shortcut cannot judge (the latest version unreadable now) goes the usual way.
+      const unchanged = await this.unchangedLatest(principal, agent, specHash).catch(() => undefined);
       if (unchanged) return { created: false, version: unchanged };
       await this.agents.assertRoomToGrow(orgId);
       // What this version offers is what the code builds for it now; those definitions are pinned.
