@@ -83,6 +83,7 @@ export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded
  *   -> its definition is the one pinned at publish (409 tool_definition_changed)   } the tool policy's
  *   -> the organization holds every scope its capability needs (403 scope_not_granted) } whyCannotRun
  *   -> arguments the organization's storage would count, once it is full (409 conflict)
+ *   -> a call that would wait for approval, once APPROVALS_MAX_PENDING_PER_ORG wait (429 rate_limited)
  *   -> the run's budget contributed by capabilities (429 budget_exceeded)
  *   -> the arguments against the tool's input class (422 invalid_arguments)
  *   -> the approval gate (the tool policy's approvalReasonOf; 202: persisted with its approval,
