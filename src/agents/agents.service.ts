@@ -67,6 +67,11 @@ export class AgentsService {
     return this.repo.assertWithinStorage(m, orgId);
   }
 
+  /** Before a publish composes: see AgentsRepository.assertRoomToGrow. */
+  assertRoomToGrow(orgId: string): Promise<void> {
+    return this.repo.assertRoomToGrow(orgId);
+  }
+
   setLatestVersion(m: EntityManager, orgId: string, agentId: string, version: number): Promise<void> {
     return this.repo.setLatestVersion(orgId, agentId, version, m);
   }

@@ -43,6 +43,8 @@ export interface AppConfig {
   mcpHeldCallsPerOrg?: number;
   /** TOOL_CALLS_IN_FLIGHT_PER_ORG (default 128 when unset): past it a REST or MCP tool call is 429 rate_limited. */
   toolCallsInFlightPerOrg?: number;
+  /** APPROVALS_MAX_PENDING_PER_ORG (default 10,000 when unset): past it a REST or MCP call that would wait for approval is 429 rate_limited. */
+  approvalsMaxPendingPerOrg?: number;
   databasePoolSize: number;
   /** DATABASE_STATEMENT_TIMEOUT_MS for the pool's connections; unset or 0: none (tests set theirs). */
   databaseStatementTimeoutMs?: number;

@@ -46,6 +46,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     mcpHeldCallsPerOrg: e.MCP_HELD_CALLS_PER_ORG,
     toolCallsInFlightPerOrg: e.TOOL_CALLS_IN_FLIGHT_PER_ORG,
+    approvalsMaxPendingPerOrg: e.APPROVALS_MAX_PENDING_PER_ORG,
     databasePoolSize: e.DATABASE_POOL_SIZE,
     databaseStatementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     storage: {

@@ -70,6 +70,17 @@ export class ToolCallVariables extends AuthVariables {
   @Max(100_000)
   TOOL_CALLS_IN_FLIGHT_PER_ORG: number = 128;
 
+  /**
+   * Approvals of one organization waiting for a decision at once, on all nodes together; past it a
+   * REST or MCP call that would wait for one is `429 rate_limited`, nothing recorded (a run's own calls go on).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(10_000_000)
+  APPROVALS_MAX_PENDING_PER_ORG: number = 10_000;
+
   /** An MCP connection's tool list older than this is listed again before a call uses it. */
   @IsOptional()
   @Transform(toInt)

@@ -75,10 +75,22 @@ export class GovernanceRepository {
     return { versionRetired: retired !== undefined, disabledTools: new Map(rows.map((r) => [toolKey(r.capability_id, r.tool_id), { reason: r.reason }])) };
   }
 
-  async retirementsOf(orgId: string, agentId: string, manager: EntityManager | DataSource = this.dataSource): Promise<Map<number, RetirementRow>> {
+  /**
+   * The retirements of these versions of the agent (a page of its versions). Every retirement of
+   * the agent was read for each page: one with 100,000 versions retired (a builder key publishes
+   * and retires some 400 a minute) made `GET /versions?limit=1` read them all, 0.7 s of the node's
+   * event loop, and another organization's reads waited behind it (attack round 15, Q-F1).
+   */
+  async retirementsOf(
+    orgId: string,
+    agentId: string,
+    versions: readonly number[],
+    manager: EntityManager | DataSource = this.dataSource,
+  ): Promise<Map<number, RetirementRow>> {
+    if (versions.length === 0) return new Map();
     const rows: RetirementRow[] = await manager.query(
-      `SELECT version, retired_at, retired_by FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2`,
-      [orgId, agentId],
+      `SELECT version, retired_at, retired_by FROM agent_version_retirement WHERE org_id = $1 AND agent_id = $2 AND version = ANY($3::integer[])`,
+      [orgId, agentId, versions],
     );
     return new Map(rows.map((r) => [r.version, r]));
   }

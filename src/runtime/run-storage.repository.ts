@@ -27,6 +27,20 @@ export class RunStorageRepository {
     return Number(row.bytes);
   }
 
+  /**
+   * The organization's approvals waiting for a decision, counted up to `upTo` (its bound,
+   * APPROVALS_MAX_PENDING_PER_ORG) through the index of its approvals by status: each holds a call
+   * and its events for as long as it waits (a day by default), and nothing else bounded how many.
+   */
+  async pendingApprovals(orgId: string, upTo: number): Promise<number> {
+    const [row]: { n: number }[] = await this.dataSource.query(
+      // In the order of (org_id, status, created_at) so that no plan walks every organization's pending approvals (their expiry index).
+      `SELECT count(*)::int AS n FROM (SELECT 1 FROM approval WHERE org_id = $1 AND status = 'pending' ORDER BY created_at DESC LIMIT $2) waiting`,
+      [orgId, upTo],
+    );
+    return row.n;
+  }
+
   async full(orgId: string): Promise<boolean> {
     return (await this.stored(orgId)) >= this.maxBytes;
   }

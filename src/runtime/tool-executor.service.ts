@@ -83,6 +83,7 @@ export const SETTLED_STATUSES: ReadonlySet<ToolCallStatus> = new Set(['succeeded
  *   -> its definition is the one pinned at publish (409 tool_definition_changed)   } the tool policy's
  *   -> the organization holds every scope its capability needs (403 scope_not_granted) } whyCannotRun
  *   -> arguments the organization's storage would count, once it is full (409 conflict)
+ *   -> a call that would wait for approval, once APPROVALS_MAX_PENDING_PER_ORG wait (429 rate_limited)
  *   -> the run's budget contributed by capabilities (429 budget_exceeded)
  *   -> the arguments against the tool's input class (422 invalid_arguments)
  *   -> the approval gate (the tool policy's approvalReasonOf; 202: persisted with its approval,
@@ -358,6 +359,14 @@ export class ToolExecutor {
         ),
       );
     }
+    // A call that would wait for a person, once the organization has APPROVALS_MAX_PENDING_PER_ORG
+    // waiting: refused before the budget, so it spends none. Nothing bounded them: two agent keys
+    // had 84 calls a second wait, each kept a day with its call and events, and every approver's
+    // inbox buried under them (attack round 15, Q-F3). A run's own calls go on, as for storage.
+    if (valid && reason && req.entryPoint !== 'run') {
+      const max = this.config.approvalsMaxPendingPerOrg ?? DEFAULT_APPROVALS_MAX_PENDING_PER_ORG;
+      if ((await this.storage.pendingApprovals(orgId, max)) >= max) return this.guards.deny(denial, tooManyPending(max));
+    }
     const limit = built.limits.maxToolCallsPerRun;
     if (limit !== undefined && runId !== null) {
       // Invalid arguments reserve nothing, but a run already at its limit still answers 429 first.
@@ -393,6 +402,20 @@ export class ToolExecutor {
     }
     return { status: 202, call: toToolCallView(row), replayed: false, resumed: true };
   }
+}
+
+/** Approvals of one organization waiting at once when APPROVALS_MAX_PENDING_PER_ORG is unset. */
+export const DEFAULT_APPROVALS_MAX_PENDING_PER_ORG = 10_000;
+
+/** The refusal of a call that would wait for approval while the organization has `max` waiting. */
+function tooManyPending(max: number): ApiError {
+  return new ApiError(
+    'rate_limited',
+    `This organization has ${max} approvals waiting for a decision, the most it may (APPROVALS_MAX_PENDING_PER_ORG); ask again once some are decided or expired. Nothing was recorded.`,
+    undefined,
+    { limit: max },
+    { 'Retry-After': '60' },
+  );
 }
 
 /** What a call's arguments may weigh (as JSON text) and not count against RUNS_MAX_BYTES_PER_ORG: the table's trigger counts a row past 2 KB. */

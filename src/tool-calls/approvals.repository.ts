@@ -7,6 +7,7 @@ import { GovernanceFacts, missingScopes, toolKey } from '../runtime/tool-policy'
 import { holdAuthority } from '../auth/api-keys.repository';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { rowsWithinBudget } from '../database/keyset-page';
+import { EXPIRED_APPROVALS, listPageSql } from '../database/expired-page';
 import { APPROVAL_COLUMNS, ApprovalRow, CALL_COLUMNS, iso, Queryable, toApprovalView, ToolCallRow } from './tool-call-rows';
 import { findCallWith } from './tool-calls.repository';
 import { holdSwitches } from '../governance/governance.repository';
@@ -73,11 +74,10 @@ export class ApprovalsRepository {
       params.push(q.agentId);
       where.push(`a.agent_id = $${params.length}`);
     }
-    if (q.status === 'expired') {
-      where.push(`(a.status = 'expired' OR (a.status = 'pending' AND a.expires_at <= now()))`);
-    } else if (q.status === 'pending') {
+    // `expired`: two branches, each through an index (listPageSql).
+    if (q.status === 'pending') {
       where.push(`a.status = 'pending' AND a.expires_at > now()`);
-    } else if (q.status) {
+    } else if (q.status && q.status !== 'expired') {
       params.push(q.status);
       where.push(`a.status = $${params.length}`);
     }
@@ -87,10 +87,11 @@ export class ApprovalsRepository {
       where.push(`(a.created_at, a.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
     params.push(limit + 1);
+    const select = `${APPROVAL_COLUMNS}, c.arguments_bytes, a.approved_arguments_bytes`;
+    const from = 'approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id';
+    const order = 'a.created_at DESC, a.id DESC';
     const { rows, found } = await rowsWithinBudget<ApprovalRow>(this.dataSource, {
-      text: `SELECT ${APPROVAL_COLUMNS}, c.arguments_bytes, a.approved_arguments_bytes
-               FROM approval a JOIN tool_call c ON c.id = a.tool_call_id AND c.org_id = a.org_id
-              WHERE ${where.join(' AND ')} ORDER BY a.created_at DESC, a.id DESC LIMIT $${params.length}`,
+      text: listPageSql({ select, from, where, order, limit: `$${params.length}`, expired: q.status === 'expired' ? EXPIRED_APPROVALS : undefined }),
       params,
       order: 'created_at DESC, id DESC',
       bytes: ['w.arguments_bytes', 'w.approved_arguments_bytes', 'octet_length(w.note)'],

@@ -77,7 +77,7 @@ export class ToolCallsController {
   @ApiForbiddenResponse(ProblemResponse('`forbidden` (role), or `scope_not_granted` (the organization lost a scope the capability needs).'))
   @ApiTooManyRequestsResponse(
     ProblemResponse(
-      'A per-run limit contributed by a capability is reached (`budget_exceeded`), or the organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` calls in progress on the server (`rate_limited`, `Retry-After`; nothing recorded).',
+      'A per-run limit contributed by a capability is reached (`budget_exceeded`), or the organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` calls in progress on the server, or, for a call that would wait for approval, `APPROVALS_MAX_PENDING_PER_ORG` approvals waiting (`rate_limited`, `Retry-After`; nothing recorded).',
     ),
   )
   @ApiUnprocessableEntityResponse(ProblemResponse('`invalid_arguments` with `errors[]`, or `idempotency_key_reused`.'))

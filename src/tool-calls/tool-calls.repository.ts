@@ -4,6 +4,7 @@ import { auditInsert, auditInsertWhen } from '../audit/audit.repository';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { rowsWithinBudget } from '../database/keyset-page';
+import { EXPIRED_CALLS, listPageSql } from '../database/expired-page';
 import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
 import { CallTransaction } from './call-transaction';
@@ -224,11 +225,9 @@ export class ToolCallsRepository {
     if (q.agentId) add((p) => `c.agent_id = ${p}`, q.agentId);
     if (q.runId) add((p) => `c.run_id = ${p}`, q.runId);
     if (q.entryPoint) add((p) => `c.entry_point = ${p}`, q.entryPoint);
-    if (q.status === 'expired') {
-      where.push(`(c.status = 'expired' OR (c.status = 'pending_approval' AND c.approval_expires_at <= now()))`);
-    } else if (q.status === 'pending_approval') {
+    if (q.status === 'pending_approval') {
       where.push(`c.status = 'pending_approval' AND c.approval_expires_at > now()`);
-    } else if (q.status) {
+    } else if (q.status && q.status !== 'expired') {
       add((p) => `c.status = ${p}`, q.status);
     }
     const after = decodeCursor(q.cursor, ['timestamp', 'uuid']);
@@ -237,9 +236,10 @@ export class ToolCallsRepository {
       where.push(`(c.created_at, c.id) < ($${params.length - 1}::timestamptz, $${params.length}::uuid)`);
     }
     params.push(limit + 1);
+    const select = `${CALL_COLUMNS}, c.arguments_bytes, c.executed_arguments_bytes, c.result_bytes`;
+    const order = 'c.created_at DESC, c.id DESC'; // `expired`: two branches, each through an index (listPageSql)
     const { rows, found } = await rowsWithinBudget<ToolCallRow>(db, {
-      text: `SELECT ${CALL_COLUMNS}, c.arguments_bytes, c.executed_arguments_bytes, c.result_bytes FROM tool_call c
-              WHERE ${where.join(' AND ')} ORDER BY c.created_at DESC, c.id DESC LIMIT $${params.length}`,
+      text: listPageSql({ select, from: 'tool_call c', where, order, limit: `$${params.length}`, expired: q.status === 'expired' ? EXPIRED_CALLS : undefined }),
       params,
       order: 'created_at DESC, id DESC',
       bytes: ['w.arguments_bytes', 'w.executed_arguments_bytes', 'w.result_bytes', 'octet_length(w.error_message)'],

@@ -3330,7 +3330,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description A per-run limit contributed by a capability is reached (`budget_exceeded`), or the organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` calls in progress on the server (`rate_limited`, `Retry-After`; nothing recorded). */
+            /** @description A per-run limit contributed by a capability is reached (`budget_exceeded`), or the organization has `TOOL_CALLS_IN_FLIGHT_PER_ORG` calls in progress on the server, or, for a call that would wait for approval, `APPROVALS_MAX_PENDING_PER_ORG` approvals waiting (`rate_limited`, `Retry-After`; nothing recorded). */
             429: {
                 headers: {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];

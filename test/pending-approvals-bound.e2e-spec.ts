@@ -1,0 +1,72 @@
+import { DataSource } from 'typeorm';
+import { bearer, createOrg, createTestApp, mcpMessage, publishAgent, TestApp, TestOrg } from './support/test-app';
+
+/**
+ * Nothing bounded how many calls of an organization wait for approval: two agent keys had 84 calls
+ * a second wait (`202`), each kept a day (APPROVAL_TTL_SECONDS) with its call row and two audit
+ * events, and every approver's inbox filled with them (attack round 15, Q-F3). Past
+ * APPROVALS_MAX_PENDING_PER_ORG waiting, a REST or MCP call that would wait is `429 rate_limited`
+ * with `Retry-After`, nothing recorded; a call that runs at once is not held to it.
+ */
+describe('approvals waiting at once, per organization (e2e)', () => {
+  let t: TestApp;
+  let ds: DataSource;
+  let org: TestOrg;
+  let other: TestOrg;
+  let agent: string;
+  let theirs: string;
+
+  beforeAll(async () => {
+    t = await createTestApp({ config: { approvalsMaxPendingPerOrg: 3 } });
+    ds = t.app.get(DataSource);
+    org = await createOrg(t, ['memory:read', 'memory:write']);
+    other = await createOrg(t, ['memory:read', 'memory:write']);
+    const draft = { instructions: 'x', capabilities: [{ id: 'memory' }, { id: 'memory-write' }] };
+    agent = await publishAgent(t, org, 'waiting', draft);
+    theirs = await publishAgent(t, other, 'waiting', draft);
+  }, 240_000);
+  afterAll(() => t.close());
+
+  const remember = (o: TestOrg, agentId: string, content: string) =>
+    t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(o.keys.agent))
+      .send({ tool: 'remember', arguments: { content } });
+  const calls = async (o: TestOrg) => Number((await ds.query(`SELECT count(*)::int AS n FROM tool_call WHERE org_id = $1`, [o.id]))[0].n);
+
+  it('refuses a call that would wait past the bound, over REST and MCP, recording nothing; runs what needs no approval; frees a place once one is decided', async () => {
+    const waiting: { approvalId: string }[] = [];
+    for (let i = 0; i < 3; i++) waiting.push((await remember(org, agent, `fact ${i}`).expect(202)).body);
+    const before = await calls(org);
+
+    const refused = await remember(org, agent, 'one too many').expect(429);
+    expect(refused.body).toMatchObject({ code: 'rate_limited', detail: expect.stringContaining('APPROVALS_MAX_PENDING_PER_ORG') });
+    expect(refused.headers['retry-after']).toBe('60');
+    const overMcp = await mcpMessage(t, agent, org.keys.agent, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/call',
+      params: { name: 'remember', arguments: { content: 'one too many, over MCP' } },
+    });
+    expect(JSON.stringify(overMcp)).toContain('rate_limited');
+    expect(await calls(org)).toBe(before);
+
+    // What runs at once is not waiting for anyone.
+    await t.http
+      .post(`/api/v1/agents/${agent}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'recall_memories', arguments: { query: 'fact' } })
+      .expect(200);
+    // Another organization's calls wait as before.
+    await remember(other, theirs, 'theirs').expect(202);
+
+    // One decided: a place again.
+    await t.http
+      .post(`/api/v1/approvals/${waiting[0].approvalId}/reject`)
+      .set(...bearer(org.keys.approver))
+      .send({ reason: 'no' })
+      .expect(200);
+    await remember(org, agent, 'now it waits').expect(202);
+    await remember(org, agent, 'and this one not').expect(429);
+  });
+});
