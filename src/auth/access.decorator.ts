@@ -16,14 +16,16 @@ export type Allowed = Role | 'platform' | 'authenticated' | 'any-token';
 
 export const AccessMetadata = Reflector.createDecorator<Allowed[]>();
 export const PUBLIC_ROUTE = 'route:public';
-/** In a route's Fastify config: who `@Access` lets call it (on methods; a class's is the guard's alone). */
+/** In a route's Fastify config: who `@Access` lets call it. */
 export const ACCESS_ROUTE_CONFIG = 'access';
 
 /**
  * Declares who may call a route, and says so in the OpenAPI document. Every route carries either
- * this or `@PublicRoute()`: a test walks the router and fails on a route with neither.
+ * this or `@PublicRoute()`: a test walks the router and fails on a route with neither. On methods
+ * only: Nest hands a method's route config to Fastify, not a class's, and the webhooks' routes,
+ * declared on their class, read and parsed a body before a key they refuse was told 403.
  */
-export function Access(...allowed: Allowed[]): MethodDecorator & ClassDecorator {
+export function Access(...allowed: Allowed[]): MethodDecorator {
   if (allowed.length === 0) throw new Error('@Access() needs at least one principal kind');
   return applyDecorators(
     AccessMetadata(allowed),

@@ -32,10 +32,10 @@ import { MAX_WEBHOOKS_PER_ORG, WebhooksService } from './webhooks.service';
 
 @ApiTags('webhooks')
 @Controller('api/v1/webhooks')
-@Access('admin')
 export class WebhooksController {
   constructor(private readonly webhooks: WebhooksService) {}
 
+  @Access('admin')
   @Post()
   @ApiOperation({
     summary: "Register an endpoint for the organization's audit events",
@@ -58,6 +58,7 @@ export class WebhooksController {
     return this.webhooks.create(ctx, dto);
   }
 
+  @Access('admin')
   @Get()
   @ApiOperation({ summary: "The organization's webhook endpoints, newest first (never their secrets)" })
   @ApiOkResponse({ type: WebhookPage })
@@ -65,6 +66,7 @@ export class WebhooksController {
     return this.webhooks.list(ctx, query);
   }
 
+  @Access('admin')
   @Get(':id')
   @ApiOperation({ summary: 'One webhook endpoint' })
   @ApiOkResponse({ type: WebhookView })
@@ -73,6 +75,7 @@ export class WebhooksController {
     return this.webhooks.get(ctx, id);
   }
 
+  @Access('admin')
   @Delete(':id')
   @HttpCode(204)
   @ApiOperation({ summary: 'Delete an endpoint; its pending deliveries end `failed`' })
@@ -82,6 +85,7 @@ export class WebhooksController {
     await this.webhooks.delete(ctx, id);
   }
 
+  @Access('admin')
   @Post(':id/rotate-secret')
   @HttpCode(200)
   @ApiOperation({
@@ -103,6 +107,7 @@ export class WebhooksController {
     return this.webhooks.rotateSecret(ctx, id, dto.keepPreviousForSeconds ?? DEFAULT_KEEP_PREVIOUS_SECONDS, dto.ifSecretRotatedAt);
   }
 
+  @Access('admin')
   @Get(':id/deliveries')
   @ApiOperation({
     summary: "The endpoint's delivery log, newest first, each delivery with its attempts",

@@ -181,6 +181,20 @@ describe('a made-up token is refused before its body is read (attack round 15, R
     }
   });
 
+  it('refuses before the body, on every route that reads one, a key whose role it does not allow (the webhooks: was the body awaited)', async () => {
+    const org = await createOrg(t);
+    const viewerMay = ['viewer', 'authenticated', 'any-token'];
+    const routes = walkRoutes(t).filter((r) => r.body && Array.isArray(r.access) && !r.access.some((a) => viewerMay.includes(a)));
+    expect(routes.map((r) => `${r.method} ${r.path}`)).toEqual(expect.arrayContaining(['POST /api/v1/webhooks', 'POST /api/v1/agents']));
+    const answers = await Promise.all(
+      routes.map(async (r) => {
+        const head = `${r.method} ${r.path.replace(/:\w+/g, randomUUID())} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${org.keys.viewer}\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n`;
+        return [`${r.method} ${r.path}`, (await headersOnly(port, head, sockets)).status] as const;
+      }),
+    );
+    for (const [route, status] of answers) expect([route, status]).toEqual([route, 403]);
+  });
+
   it('counts a made-up token whose body would not parse as a failed authentication (was: 400 every time, never counted)', async () => {
     Object.assign(t.config.rateLimit, { authFailures: 3 });
     try {
