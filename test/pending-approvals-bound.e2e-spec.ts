@@ -1,4 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import type { RequestContext } from '../src/auth/principal';
+import { ToolExecutor } from '../src/runtime/tool-executor.service';
 import { bearer, createOrg, createTestApp, mcpMessage, publishAgent, TestApp, TestOrg } from './support/test-app';
 
 /**
@@ -68,5 +71,32 @@ describe('approvals waiting at once, per organization (e2e)', () => {
       .expect(200);
     await remember(org, agent, 'now it waits').expect(202);
     await remember(org, agent, 'and this one not').expect(429);
+  });
+
+  it("refuses a platform run's own call that would wait past the bound too: its model reads rate_limited, nothing recorded", async () => {
+    // The organization is at its bound (the test above leaves three waiting).
+    const runId = randomUUID();
+    await ds.query(
+      `INSERT INTO run (id, org_id, agent_id, version, status, input, messages, requested_by, lease_owner, lease_expires_at)
+       VALUES ($1, $2, $3, 1, 'running', 'x', '[]', $4, 'elsewhere', now() + interval '1 hour')`,
+      [runId, org.id, agent, org.keyIds.agent],
+    );
+    const ctx: RequestContext = {
+      requestId: randomUUID(),
+      principal: { type: 'api_key', id: org.keyIds.agent, orgId: org.id, roles: ['agent'], orgScopes: ['memory:read', 'memory:write'] },
+    };
+    const before = await calls(org);
+    // As the run engine asks: what it rejects with is the refusal its model reads.
+    const asked = t.app.get(ToolExecutor).request(ctx, {
+      agentId: agent,
+      tool: 'remember',
+      arguments: { content: 'asked by a run' },
+      version: 1,
+      runId,
+      entryPoint: 'run',
+      idempotencyKey: `run:${runId}:0:x`,
+    });
+    await expect(asked).rejects.toMatchObject({ code: 'rate_limited', detail: expect.stringContaining('APPROVALS_MAX_PENDING_PER_ORG') });
+    expect(await calls(org)).toBe(before);
   });
 });

@@ -72,7 +72,7 @@ export class ToolCallVariables extends AuthVariables {
 
   /**
    * Approvals of one organization waiting for a decision at once, on all nodes together; past it a
-   * REST or MCP call that would wait for one is `429 rate_limited`, nothing recorded (a run's own calls go on).
+   * REST or MCP call that would wait for one is `429 rate_limited`, nothing recorded (a run's model reads the refusal).
    */
   @IsOptional()
   @Transform(toInt)

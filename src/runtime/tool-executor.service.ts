@@ -362,8 +362,10 @@ export class ToolExecutor {
     // A call that would wait for a person, once the organization has APPROVALS_MAX_PENDING_PER_ORG
     // waiting: refused before the budget, so it spends none. Nothing bounded them: two agent keys
     // had 84 calls a second wait, each kept a day with its call and events, and every approver's
-    // inbox buried under them (attack round 15, Q-F3). A run's own calls go on, as for storage.
-    if (valid && reason && req.entryPoint !== 'run') {
+    // inbox buried under them (attack round 15, Q-F3). A run's own call too: its model reads the
+    // refusal and the run goes on (a run waiting for approval holds no place of RUN_MAX_RUNNING_PER_ORG,
+    // so runs were a way around the bound, one model call each).
+    if (valid && reason) {
       const max = this.config.approvalsMaxPendingPerOrg ?? DEFAULT_APPROVALS_MAX_PENDING_PER_ORG;
       if ((await this.storage.pendingApprovals(orgId, max)) >= max) return this.guards.deny(denial, tooManyPending(max));
     }
