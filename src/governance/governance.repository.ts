@@ -208,17 +208,18 @@ export class GovernanceRepository {
   /**
    * Which of these MCP tool ids (`<connection>/<tool>`) a connection of the organization lists now,
    * by exact name: a switch on a look-alike name (a zero-width or homoglyph character) stops
-   * nothing, and its answer says so. One statement for a page; each named connection's list (up to
-   * 4 MiB) is read once and walked once, not once for each of its switches.
+   * nothing, and its answer says so. One statement for a page, which reads the named connections'
+   * tool names (`tool_names`, kept beside each list as it is written), not their lists (up to 4 MiB
+   * each: 47 to 103 ms a page at 48 of them, attack round 15, Q-N1).
    */
   async listedMcpTools(orgId: string, toolIds: readonly string[], db: Pick<EntityManager, 'query'> = this.dataSource): Promise<Set<string>> {
     if (toolIds.length === 0) return new Set();
     const connections = [...new Set(toolIds.map((id) => id.slice(0, id.indexOf('/'))))];
     const tools = [...new Set(toolIds.map((id) => id.slice(id.indexOf('/') + 1)))];
     const rows: { connection: string; tool: string }[] = await db.query(
-      `SELECT DISTINCT c.name AS connection, t.tool->>'name' AS tool
-         FROM mcp_connection c CROSS JOIN LATERAL jsonb_array_elements(c.tools) AS t(tool)
-        WHERE c.org_id = $1 AND c.name = ANY($2::text[]) AND t.tool->>'name' = ANY($3::text[])`,
+      `SELECT c.name AS connection, w.tool
+         FROM mcp_connection c, unnest($3::text[]) AS w(tool)
+        WHERE c.org_id = $1 AND c.name = ANY($2::text[]) AND c.tool_names @> jsonb_build_array(w.tool)`,
       [orgId, connections, tools],
     );
     const listed = new Set(rows.map((r) => `${r.connection}/${r.tool}`));
