@@ -178,10 +178,10 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   app.useGlobalPipes(createValidationPipe());
 
   const fastify = app.getHttpAdapter().getInstance();
-  // Plain JSON.parse, behind a bound on nesting depth. It makes `__proto__` an own data property
-  // (never the prototype), so a key named like it is data where an object is free-form and an
-  // unknown property where it is not (common/bounded-transform.ts); Fastify's parser would refuse
-  // the whole body as "not valid JSON" instead.
+  // Plain JSON.parse, behind bounds on nesting depth and distinct member names (common/json-shape.ts).
+  // It makes `__proto__` an own data property (never the prototype), so a key named like it is data
+  // where an object is free-form and an unknown property where it is not (common/bounded-transform.ts);
+  // Fastify's parser would refuse the whole body as "not valid JSON" instead.
   fastify.removeContentTypeParser('application/json');
   // JSON in (API.md): a text/plain body is 415 unsupported_media_type, not a string that fails
   // validation field by field.
