@@ -412,7 +412,8 @@ export class RunEngine {
     // as a body's are refused at parse (row 134): a model's answer of 2,000,000 characters of them
     // was stored as hundreds of megabytes, read back with every read of the run's calls.
     const growing = mayHoldUnstorableNumber(p.arguments) ? findUnstorableNumber(args, 'arguments') : undefined;
-    if (growing) return { refusal: { code: 'invalid_arguments', message: 'The arguments hold a number no column stores as written; nothing ran.', errors: [growing] } };
+    if (growing)
+      return { refusal: { code: 'invalid_arguments', message: 'The arguments hold a number no column stores as written; nothing ran.', errors: [growing] } };
     // A key held "in progress" means a node that stepped this run before us (dead, or too slow to
     // keep its lease) was between claiming the call and recording it. What happens next is the
     // tool's risk: a tool that runs without approval only reads (the tool policy), so it runs again
