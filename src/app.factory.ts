@@ -12,7 +12,7 @@ import { AppModule, AppModuleOptions } from './app.module';
 import { createValidationPipe } from './common/validation';
 import { AppConfig } from './config/app-config';
 import { DEFAULT_HTTP_LIMITS, DEFAULT_HTTP_TIMEOUTS } from './config/http-config';
-import { MAX_JSON_DEPTH, MAX_JSON_KEYS } from './common/json-depth';
+import { bodyShapeRefusal, MAX_JSON_DEPTH, MAX_JSON_KEYS } from './common/json-depth';
 import { jsonShapeRefusal } from './common/json-shape';
 import { findUnstorableNumber, mayHoldUnstorableNumber } from './common/json-numbers';
 import { findUnstorableText } from './common/nul-character';
@@ -178,10 +178,9 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
   app.useGlobalPipes(createValidationPipe());
 
   const fastify = app.getHttpAdapter().getInstance();
-  // Plain JSON.parse, behind bounds on nesting depth and distinct member names (common/json-shape.ts).
-  // It makes `__proto__` an own data property (never the prototype), so a key named like it is data
-  // where an object is free-form and an unknown property where it is not (common/bounded-transform.ts);
-  // Fastify's parser would refuse the whole body as "not valid JSON" instead.
+  // Plain JSON.parse, behind bounds on depth and distinct member names (common/json-shape.ts). `__proto__`
+  // is then an own data property, never the prototype: data where an object is free-form, an unknown
+  // property where not (common/bounded-transform.ts); Fastify's parser refused such a body whole.
   fastify.removeContentTypeParser('application/json');
   // JSON in (API.md): a text/plain body is 415 unsupported_media_type, not a string that fails
   // validation field by field.
@@ -210,13 +209,8 @@ export async function createApp(options: CreateAppOptions): Promise<NestFastifyA
       return;
     }
     const refused = jsonShapeRefusal(body as Buffer, MAX_JSON_DEPTH, MAX_JSON_KEYS);
-    if (refused === 'depth') {
-      done(Object.assign(new Error(`The request body nests deeper than ${MAX_JSON_DEPTH} levels.`), { statusCode: 400 }), undefined);
-      return;
-    }
-    if (refused === 'keys') {
-      const message = `names more than ${MAX_JSON_KEYS} distinct members (object keys)`;
-      done(ApiError.invalidRequest([{ path: '', code: 'too_many_keys', message: `the body ${message}` }], `The request body ${message}.`), undefined);
+    if (refused !== null) {
+      done(bodyShapeRefusal(refused), undefined);
       return;
     }
     let parsed: unknown;
