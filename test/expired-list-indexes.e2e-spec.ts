@@ -1,14 +1,6 @@
 import { DataSource } from 'typeorm';
+import { scansOf } from './support/plans';
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
-
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  Filter?: string;
-  Plans?: PlanNode[];
-}
 
 /**
  * `?status=expired` reads the rows settled as expired and the ones still pending past their expiry,
@@ -34,42 +26,13 @@ describe('expired tool calls and approvals listed through an index (e2e)', () =>
 
   const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
 
-  /** The list statement a request sends about `table`, explained as the planner would run it without a sequential or bitmap scan. */
-  async function scansOf(path: string, table: string): Promise<PlanNode[]> {
-    const query = jest.spyOn(ds, 'query');
-    try {
-      await t.http
-        .get(path)
-        .set(...as('viewer'))
-        .expect(200);
-      const sent = query.mock.calls.find(([sql]) => typeof sql === 'string' && /page_bytes_before/.test(sql) && new RegExp(`FROM ${table}\\b`).test(sql));
-      expect(sent).toBeDefined();
-      query.mockRestore();
-      const [sql, params] = sent as [string, unknown[]];
-      const plan: [{ 'QUERY PLAN': [{ Plan: PlanNode }] }] = await ds.transaction(async (m) => {
-        await m.query('SET LOCAL enable_seqscan = off');
-        await m.query('SET LOCAL enable_bitmapscan = off');
-        return m.query(`EXPLAIN (FORMAT JSON) ${sql}`, params);
-      });
-      const scans: PlanNode[] = [];
-      const walk = (n: PlanNode) => {
-        if (n['Relation Name'] === table) scans.push(n);
-        n.Plans?.forEach(walk);
-      };
-      walk(plan[0]['QUERY PLAN'][0].Plan);
-      return scans;
-    } finally {
-      query.mockRestore();
-    }
-  }
-
   it.each([
     ['tool calls', () => `/api/v1/tool-calls?status=expired`, 'tool_call'],
     ['tool calls of an agent', () => `/api/v1/tool-calls?agentId=${agentId}&status=expired`, 'tool_call'],
     ['approvals', () => `/api/v1/approvals?status=expired`, 'approval'],
     ['approvals of an agent', () => `/api/v1/approvals?agentId=${agentId}&status=expired`, 'approval'],
   ])('%s: every scan finds its rows by status, id or expiry, none walks the organization filtering', async (_what, path, table) => {
-    const scans = await scansOf(path(), table);
+    const scans = await scansOf(t, path(), table, { token: org.keys.viewer });
     expect(scans.length).toBeGreaterThan(0);
     for (const scan of scans) {
       expect(scan['Node Type']).toMatch(/Index/);
