@@ -1,7 +1,7 @@
 import { expectStatus } from '../lib/http';
 import { getWithBuilderKey, type ThroughputScenario } from '../lib/throughput';
 import { catalog } from './catalog';
-import { wideAgent } from './wide-agent';
+import { wideAgent, wideValidate, wideVersion } from './wide-agent';
 
 /**
  * Rows that take a request apart, to show where its time goes (`me` is also in the default run:
@@ -82,4 +82,13 @@ export const catalogDecoded: ThroughputScenario = {
   },
 };
 
-export const DIAGNOSTICS: ThroughputScenario[] = [me, catalogPlatform, catalogOneItem, catalogRevalidated, catalogDecoded, wideAgent];
+export const DIAGNOSTICS: ThroughputScenario[] = [
+  me,
+  catalogPlatform,
+  catalogOneItem,
+  catalogRevalidated,
+  catalogDecoded,
+  wideAgent,
+  wideVersion,
+  wideValidate,
+];
