@@ -6,7 +6,6 @@ import { ResolvedResources, TOOL_NAME_PATTERN } from '../capabilities/capability
 import type { FieldError } from '../common/api-error';
 import { missingScopes } from '../runtime/tool-policy';
 import type { AgentSpec } from './built-version';
-import { ownEntry } from './digests';
 import { VersionBuilder } from './version-builder.service';
 import { BoundConnection, McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { mcpToolKey } from './mcp-version-tools';
@@ -107,14 +106,19 @@ export class SpecValidator {
         });
     }
     const overrides = draft.toolOverrides ?? {};
+    // A Map, looked up once or twice for each of up to 10,000 tools: a key made by concatenation
+    // looked up as an object's own property was interned first, each time (1 to 3 ms a check).
+    const renamed = new Map(Object.entries(overrides).flatMap(([key, o]) => (o.name === undefined ? [] : [[key, o.name] as const])));
     // The name each tool is offered under, to find collisions; invalid names are reported once, as invalid.
     const offeredBy = new Map<string, string[]>();
     for (const toolId of tools.keys()) {
-      const name = ownEntry(overrides, toolId)?.name;
+      const name = renamed.size === 0 ? undefined : renamed.get(toolId);
       const offered = name !== undefined && TOOL_NAME_PATTERN.test(name) ? name : (defaultName.get(toolId)?.name ?? toolId);
-      offeredBy.set(offered, [...(offeredBy.get(offered) ?? []), toolId]);
+      const sharing = offeredBy.get(offered);
+      if (sharing) sharing.push(toolId);
+      else offeredBy.set(offered, [toolId]);
     }
-    this.checkMcpToolNames(overrides, offeredBy, defaultName, errors);
+    this.checkMcpToolNames(renamed, offeredBy, defaultName, errors);
     for (const [key, override] of Object.entries(overrides)) {
       if (!tools.has(key)) {
         errors.push({
@@ -255,10 +259,11 @@ export class SpecValidator {
           });
       });
       const allowed = binding.tools ? new Set(binding.tools) : undefined;
+      const source = `mcp:${connection.name}`;
       for (const tool of connection.tools) {
         if (allowed && !allowed.has(tool.name)) continue;
         const key = mcpToolKey(connection.name, tool.name);
-        tools.set(key, `mcp:${connection.name}`);
+        tools.set(key, source);
         defaultName.set(key, { name: tool.name, binding: i });
       }
     });
@@ -271,27 +276,28 @@ export class SpecValidator {
    * override names it (collisions through an override are reported at the override).
    */
   private checkMcpToolNames(
-    overrides: Record<string, { name?: string }>,
+    renamed: ReadonlyMap<string, string>,
     offeredBy: Map<string, string[]>,
     defaultName: Map<string, { name: string; binding: number }>,
     errors: SpecError[],
   ): void {
     for (const [key, { name, binding }] of defaultName) {
-      if (ownEntry(overrides, key)?.name !== undefined) continue;
-      const at = `mcpServers[${binding}]`;
+      if (renamed.size > 0 && renamed.has(key)) continue;
       if (!TOOL_NAME_PATTERN.test(name)) {
         errors.push({
-          path: at,
+          path: `mcpServers[${binding}]`,
           code: 'invalid_tool_name',
           message: `the server's tool "${name}" has a name a model does not accept (${TOOL_NAME_PATTERN.source}); rename it in toolOverrides["${key}"].name or leave it out of tools`,
         });
         continue;
       }
       // A collision made by an override is reported at that override; here only the ones no override made.
-      const sharing = (offeredBy.get(name) ?? []).filter((k) => k !== key && ownEntry(overrides, k)?.name === undefined);
+      const holders = offeredBy.get(name) ?? [];
+      if (holders.length < 2) continue;
+      const sharing = holders.filter((k) => k !== key && !renamed.has(k));
       if (sharing.length > 0) {
         errors.push({
-          path: at,
+          path: `mcpServers[${binding}]`,
           code: 'duplicate_tool_name',
           message: `"${name}" (${key}) would also be the name of ${sharing.map((s) => `"${s}"`).join(', ')}; rename one in toolOverrides`,
         });

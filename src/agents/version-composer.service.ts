@@ -242,20 +242,41 @@ export function driftOf(
   pinnedSources: Readonly<Record<string, string>> | null = null,
 ): DriftEntry[] {
   const drift: DriftEntry[] = [];
-  const current = new Map(tools.map((t) => [t.name, t]));
-  for (const [name, digest] of Object.entries(pinned)) {
-    const now = current.get(name);
-    if (now === undefined) drift.push({ tool: name, reason: 'removed' });
-    else if (now.digest !== digest) {
-      const source = pinnedSources ? ownEntry(pinnedSources, name) : undefined;
-      if (source === undefined || source === sourceOf(now)) drift.push({ tool: name, reason: 'changed' });
-      else drift.push({ tool: name, reason: 'removed' }, { tool: name, reason: 'added', toolId: now.toolId });
+  const pins = pinsOf(pinned);
+  let matched = 0;
+  for (const now of tools) {
+    const digest = pins.get(now.name);
+    if (digest === undefined) {
+      drift.push({ tool: now.name, reason: 'added' });
+      continue;
     }
+    matched++;
+    if (now.digest === digest) continue;
+    const source = pinnedSources ? ownEntry(pinnedSources, now.name) : undefined;
+    if (source === undefined || source === sourceOf(now)) drift.push({ tool: now.name, reason: 'changed' });
+    else drift.push({ tool: now.name, reason: 'removed' }, { tool: now.name, reason: 'added', toolId: now.toolId });
   }
-  for (const name of current.keys()) {
-    if (!Object.prototype.hasOwnProperty.call(pinned, name)) drift.push({ tool: name, reason: 'added' });
+  // Offered names are unique (oneToolPerName), so every pin matched means none was removed.
+  if (matched < pins.size) {
+    const offered = new Set(tools.map((t) => t.name));
+    for (const name of pins.keys()) if (!offered.has(name)) drift.push({ tool: name, reason: 'removed' });
   }
   for (const tool of shadowed) drift.push({ tool: tool.name, reason: 'added', toolId: tool.toolId });
   // Stable: under one name, the entry of the tool that holds it (or held it) comes first.
   return drift.sort((a, b) => (a.tool < b.tool ? -1 : a.tool > b.tool ? 1 : 0));
+}
+
+/**
+ * A version's pins as a Map, made once for each pins object (a published version's are frozen and
+ * kept with it): walking an object of 10,000 names in order (Object.entries) cost 2 ms a read, half
+ * of what reading such a version cost the node.
+ */
+const pinMaps = new WeakMap<Record<string, string>, ReadonlyMap<string, string>>();
+function pinsOf(pinned: Record<string, string>): ReadonlyMap<string, string> {
+  let pins = pinMaps.get(pinned);
+  if (!pins) {
+    pins = new Map(Object.entries(pinned));
+    if (Object.isFrozen(pinned)) pinMaps.set(pinned, pins);
+  }
+  return pins;
 }
