@@ -30,6 +30,24 @@ describe('driftOf', () => {
     ]);
   });
 
+  it("reads a kept version's pins once and still compares each read's tools afresh", () => {
+    const pins = Object.freeze({ a: '1', b: '2', ['__proto__']: '3' }) as Record<string, string>;
+    const entries = jest.spyOn(Object, 'entries');
+    try {
+      expect(driftOf(pins, [tool('a', '1'), tool('b', '2'), tool('__proto__', '3')])).toEqual([]);
+      expect(driftOf(pins, [tool('a', 'x'), tool('c', '4'), tool('__proto__', '3')])).toEqual([
+        { tool: 'a', reason: 'changed' },
+        { tool: 'b', reason: 'removed' },
+        { tool: 'c', reason: 'added' },
+      ]);
+      expect(driftOf(pins, [tool('a', '1'), tool('b', '2')])).toEqual([{ tool: '__proto__', reason: 'removed' }]);
+      // The frozen pins were listed once for the three reads (was once a read).
+      expect(entries.mock.calls.filter(([o]) => o === pins)).toHaveLength(1);
+    } finally {
+      entries.mockRestore();
+    }
+  });
+
   it('does not mistake inherited object keys for pinned tools', () => {
     expect(driftOf({}, [tool('constructor', '1')])).toEqual([{ tool: 'constructor', reason: 'added' }]);
     expect(driftOf({ constructor: '1' }, [tool('constructor', '2')], [], {})).toEqual([{ tool: 'constructor', reason: 'changed' }]);
