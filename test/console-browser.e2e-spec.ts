@@ -426,34 +426,48 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
-  it("renders a skill's instructions when opened, and lists skills past the first page", async () => {
+  it("reads a skill's instructions only when it is opened, and lists skills past the first page", async () => {
     const own = await createOrg(t);
-    // 45 skills of 100,000 characters: a page ends at about 4 MiB, so the last ones are on a second.
+    // 201 skills, the newest with 100,000 characters: a page of whole skills ended at about 4 MiB (42 of these).
+    await t.app.get(DataSource).query(
+      `INSERT INTO skill (id, org_id, name, description, instructions, created_at)
+       SELECT gen_random_uuid(), $1::uuid, 'Skill ' || lpad(i::text, 3, '0'), 'Short', $2, now() - (300 - i) * interval '1 second' FROM generate_series(0, 199) AS i`,
+      [own.id, `# Steps\n\n${'Say what you do. '.repeat(6_000)}`.slice(0, 100_000)],
+    );
     const instructions = `# Steps\n\n${'Say [what](https://example.com) you do. '.repeat(2_500)}`.slice(0, 100_000);
-    for (let i = 0; i < 45; i += 15) {
-      await Promise.all(
-        Array.from({ length: 15 }, (_, j) =>
-          api('post', '/skills', own.keys.builder)
-            .send({ name: `Skill ${String(i + j).padStart(2, '0')}`, description: 'Long', instructions })
-            .expect(201),
-        ),
-      );
-    }
+    await api('post', '/skills', own.keys.builder).send({ name: 'Skill 200', description: 'Long', instructions }).expect(201);
     const { context, page } = await signedIn(own.keys.viewer);
+    const read: { url: string; bytes: number }[] = [];
+    page.on('response', (res) => {
+      if (new URL(res.url()).pathname.startsWith('/api/v1/skills')) void res.body().then((b) => read.push({ url: res.url(), bytes: b.length }));
+    });
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Skills' }).click();
     const cards = page.locator('li.card');
     await cards.first().waitFor();
-    const first = await cards.count();
-    expect(first).toBeLessThan(45);
-    // Nothing rendered until a person opens it.
+    expect(await cards.count()).toBe(200);
+    await page.getByText('Instructions of Skill 200 (100,000 characters)').waitFor();
+    // Nothing rendered, and no instructions read, until a person opens one.
     expect(await page.locator('.markdown').count()).toBe(0);
+    await until(
+      async () => read.length,
+      (n) => n > 0,
+    );
+    // Lists only, each without instructions (200 whole skills would be 20 MB, read in pages of 4 MiB).
+    for (const r of read) {
+      expect(new URL(r.url).pathname).toBe('/api/v1/skills');
+      expect(new URL(r.url).searchParams.get('view')).toBe('basic');
+      expect(r.bytes).toBeLessThan(50_000);
+    }
     await cards.first().locator('summary').click();
     await cards.first().getByRole('heading', { name: 'Steps' }).waitFor();
     expect(await page.locator('.markdown').count()).toBe(1);
+    expect(read.map((r) => new URL(r.url).pathname)).toContain(
+      `/api/v1/skills/${(await api('get', '/skills?limit=1', own.keys.viewer).expect(200)).body.items[0].id}`,
+    );
     await page.getByRole('button', { name: 'Show more skills' }).click();
     await until(
       () => cards.count(),
-      (n) => n === 45,
+      (n) => n === 201,
     );
     expect(await page.getByRole('button', { name: 'Show more skills' }).count()).toBe(0);
     await context.close();

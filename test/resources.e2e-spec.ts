@@ -226,6 +226,67 @@ describe('resources: knowledge collections, documents and skills (e2e)', () => {
       .expect(404);
   });
 
+  it('lists skills without their instructions with view=basic, a page of them as many as asked, paged as the full list', async () => {
+    const scope = await createOrg(t);
+    const long = `# Steps\n${'Ask, then answer. é🙂 '.repeat(4_700)}`; // 98,700 UTF-16 units, more UTF-8 bytes
+    const made: string[] = [];
+    for (let i = 0; i < 45; i++) {
+      const res = await t.http
+        .post('/api/v1/skills')
+        .set(...as(scope, 'builder'))
+        .send({ name: `Skill ${i}`, description: `Does ${i}`, instructions: long })
+        .expect(201);
+      made.unshift(res.body.id);
+    }
+    // The full list ends a page at its byte budget (about 4 MiB): fewer than asked, the instructions whole.
+    const full = await t.http
+      .get('/api/v1/skills?limit=200')
+      .set(...as(scope, 'viewer'))
+      .expect(200);
+    expect(full.body.items.length).toBeLessThan(45);
+    expect(full.body.items[0].instructions).toBe(long);
+    // Basic: every skill on one page, no instructions, their length in characters.
+    const basic = await t.http
+      .get('/api/v1/skills?limit=200&view=basic')
+      .set(...as(scope, 'viewer'))
+      .expect(200);
+    expect(basic.body.nextCursor).toBeNull();
+    expect(basic.body.items.map((x: { id: string }) => x.id)).toEqual(made);
+    expect(basic.body.items[0]).toEqual({
+      id: made[0],
+      name: 'Skill 44',
+      description: 'Does 44',
+      instructionsLength: [...long].length,
+      createdAt: full.body.items[0].createdAt,
+    });
+    expect(JSON.stringify(basic.body).length).toBeLessThan(10_000);
+    // Paged the same way, every skill once.
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { items: { id: string }[]; nextCursor: string | null } } = await t.http
+        .get(`/api/v1/skills?view=basic&limit=20${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+        .set(...as(scope, 'viewer'))
+        .expect(200);
+      seen.push(...page.body.items.map((x: { id: string }) => x.id));
+      cursor = page.body.nextCursor;
+    } while (cursor);
+    expect(seen).toEqual(made);
+    // Another organization's skills are not listed; an unknown view is refused naming the field.
+    const others = await t.http
+      .get('/api/v1/skills?view=basic')
+      .set(...as(other, 'viewer'))
+      .expect(200);
+    expect(others.body.items.map((x: { id: string }) => x.id)).not.toContain(made[0]);
+    for (const view of ['summary', 'BASIC', '', 'basic,full']) {
+      const bad = await t.http
+        .get(`/api/v1/skills?view=${encodeURIComponent(view)}`)
+        .set(...as(scope, 'viewer'))
+        .expect(400);
+      expect(bad.body.errors).toEqual([expect.objectContaining({ path: 'view', code: 'isIn' })]);
+    }
+  });
+
   it('keeps every resource inside its organization', async () => {
     const c = await t.http
       .post('/api/v1/knowledge/collections')

@@ -4,9 +4,8 @@ import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
-import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
-import { CreateSkillDto, SkillPage, SkillView } from './skills.dto';
+import { CreateSkillDto, SkillPage, SkillsQuery, SkillView } from './skills.dto';
 import { SkillsRepository } from './skills.repository';
 
 const NOT_FOUND = ProblemResponse('No such skill in your organization (`not_found`).');
@@ -28,7 +27,7 @@ export class SkillsController {
   @Access('viewer')
   @ApiOperation({ summary: 'List skills, newest first' })
   @ApiOkResponse({ type: SkillPage })
-  list(@Ctx() ctx: RequestContext, @Query() query: PageQuery) {
+  list(@Ctx() ctx: RequestContext, @Query() query: SkillsQuery) {
     return this.skills.list(orgIdOf(ctx), query);
   }
 

@@ -2072,8 +2072,19 @@ export interface components {
             /** @description Why (an incident number, say); shown in the refusal and the audit event. */
             reason?: string;
         };
+        SkillBasicView: {
+            /** Format: date-time */
+            createdAt: string;
+            description: string;
+            /** Format: uuid */
+            id: string;
+            /** @description Length of the instructions in characters (`GET /skills/{id}` reads them). */
+            instructionsLength: number;
+            name: string;
+        };
         SkillPage: {
-            items: components["schemas"]["SkillView"][];
+            /** @description `SkillView` items, or `SkillBasicView` items with `view=basic`. */
+            items: (components["schemas"]["SkillView"] | components["schemas"]["SkillBasicView"])[];
             nextCursor: string | null;
         };
         SkillView: {
@@ -7203,6 +7214,8 @@ export interface operations {
                 cursor?: string;
                 /** @description The most items a page holds. A page may hold fewer when its items are large (it ends once they pass about 4 MiB, with at least one item); `nextCursor` is null only on the last page, so follow it rather than counting items. */
                 limit?: number;
+                /** @description `basic`: each skill without its instructions, with their length (`instructionsLength`): what a picker needs, a page of 200 in a few kilobytes. `full`: each skill's instructions too. */
+                view?: "full" | "basic";
             };
             header?: never;
             path?: never;

@@ -92,7 +92,15 @@ function DraftEditor({ agent, onPublished }: { agent: Agent; onPublished(): void
     (cursor) => ok(api.GET('/api/v1/knowledge/collections', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })),
     [api],
   );
-  const skills = usePages((cursor) => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
+  // Names and descriptions only: a page of whole skills was up to 4 MiB of instructions the editor never shows.
+  const skills = usePages(
+    async (cursor) =>
+      (await ok(api.GET('/api/v1/skills', { params: { query: { view: 'basic', limit: 200, ...(cursor ? { cursor } : {}) } } }))) as {
+        items: Schemas['SkillBasicView'][];
+        nextCursor: string | null;
+      },
+    [api],
+  );
   const connections = usePages((cursor) => ok(api.GET('/api/v1/mcp-connections', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
   const map = useMemo(() => errorMap(errors), [errors]);
   const byId = useMemo(() => new Map((catalog.data?.items ?? []).map((c) => [c.id, c])), [catalog.data]);

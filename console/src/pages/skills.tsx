@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { messageOf, ok } from '../api/client';
+import { messageOf, ok, type Schemas } from '../api/client';
 import { Alert, ShowMore, Status, usePages } from '../components/feedback';
 import { Markdown } from '../components/markdown';
 import { SimpleForm } from '../components/simple-form';
@@ -8,7 +8,15 @@ import { can, useSession } from '../session';
 
 export function SkillsPage() {
   const { api, me } = useSession();
-  const skills = usePages((cursor) => ok(api.GET('/api/v1/skills', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
+  // Without instructions: each is read when its skill is opened (up to 100,000 characters; a page of whole skills was up to 4 MiB).
+  const skills = usePages(
+    async (cursor) =>
+      (await ok(api.GET('/api/v1/skills', { params: { query: { view: 'basic', limit: 200, ...(cursor ? { cursor } : {}) } } }))) as {
+        items: Schemas['SkillBasicView'][];
+        nextCursor: string | null;
+      },
+    [api],
+  );
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
   const builder = can(me, 'build');
@@ -34,7 +42,7 @@ export function SkillsPage() {
           <li key={s.id} className="card">
             <h2>{s.name}</h2>
             <p>{s.description}</p>
-            <Instructions name={s.name} source={s.instructions} />
+            <Instructions id={s.id} name={s.name} length={s.instructionsLength} />
             {builder && (
               <button type="button" className="danger" onClick={() => void remove(s.id, s.name)}>
                 Delete {s.name}
@@ -65,15 +73,31 @@ export function SkillsPage() {
 }
 
 /**
- * A skill's instructions, rendered when opened: up to 100,000 characters of Markdown each, a page
- * of them rendered at once held the page for seconds (about 4 MiB, 42 skills: 7 s).
+ * A skill's instructions, read and rendered when opened: up to 100,000 characters of Markdown each,
+ * a page of them rendered at once held the page for seconds (about 4 MiB, 42 skills: 7 s), and
+ * listing them all was that many bytes read for skills nobody opened.
  */
-function Instructions({ name, source }: { name: string; source: string }) {
+function Instructions({ id, name, length }: { id: string; name: string; length: number }) {
+  const { api } = useSession();
   const [open, setOpen] = useState(false);
+  const [source, setSource] = useState<string>();
+  const [error, setError] = useState<string>();
+  const toggle = (opened: boolean) => {
+    setOpen(opened);
+    if (!opened || source !== undefined) return;
+    setError(undefined);
+    ok(api.GET('/api/v1/skills/{id}', { params: { path: { id } } })).then(
+      (skill) => setSource(skill.instructions),
+      (err: unknown) => setError(messageOf(err)),
+    );
+  };
   return (
-    <details onToggle={(e) => setOpen(e.currentTarget.open)}>
-      <summary>Instructions of {name}</summary>
-      {open && <Markdown source={source} />}
+    <details onToggle={(e) => toggle(e.currentTarget.open)}>
+      <summary>
+        Instructions of {name} <span className="muted">({length.toLocaleString()} characters)</span>
+      </summary>
+      {open && error && <Alert>{error}</Alert>}
+      {open && !error && (source === undefined ? <p className="muted">Loading…</p> : <Markdown source={source} />)}
     </details>
   );
 }
