@@ -181,8 +181,9 @@ describe('authority changed while a request was under way (e2e, attack round 13 
     roles: string[],
     lockSql: [string, unknown[]],
     requests: (token: string) => PromiseLike<{ status: number; body: { code?: string } }>[],
+    key?: { id: string; token: string },
   ): Promise<number[]> {
-    const key = await newKey(roles);
+    key ??= await newKey(roles);
     holder = h.ds.createQueryRunner();
     await holder.connect();
     await holder.startTransaction();
@@ -291,6 +292,105 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       .set(...bearer(keys().admin))
       .send({ disabled: false })
       .expect(200);
+  });
+
+  itOnRealServer('skill creations queued on the count while their key is revoked make no skill, nor does a deletion: 401 each', async () => {
+    const skill = (
+      await h.t.http
+        .post('/api/v1/skills')
+        .set(...bearer(keys().builder))
+        .send({ name: 'Kept', description: 'Stays', instructions: 'Stay.' })
+        .expect(201)
+    ).body as { id: string };
+    const before = await countRows(h.ds, 'skill');
+    const answers = await revokedWhileQueued(
+      ['builder'],
+      [`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, ['skill', orgId()]],
+      (token) =>
+        Array.from({ length: 3 }, (_, i) =>
+          h.t.http
+            .post('/api/v1/skills')
+            .set(...bearer(token))
+            .send({ name: `Late ${i}`, description: 'Late', instructions: 'Late.' }),
+        ),
+    );
+    expect(answers).toEqual([401, 401, 401]);
+    expect(await countRows(h.ds, 'skill')).toBe(before);
+    const deleting = await revokedWhileQueued(['builder'], [`SELECT 1 FROM skill WHERE id = $1 FOR UPDATE`, [skill.id]], (token) => [
+      h.t.http.delete(`/api/v1/skills/${skill.id}`).set(...bearer(token)),
+    ]);
+    expect(deleting).toEqual([401]);
+    expect(await countRows(h.ds, 'skill')).toBe(before);
+    await h.t.http
+      .delete(`/api/v1/skills/${skill.id}`)
+      .set(...bearer(keys().builder))
+      .expect(204);
+  });
+
+  itOnRealServer('a draft saved behind a publish, or an agent created behind another, while its key is revoked is not saved: 401', async () => {
+    const saved = (
+      await h.t.http
+        .get(`/api/v1/agents/${h.agentId}`)
+        .set(...bearer(keys().viewer))
+        .expect(200)
+    ).body.draft as unknown;
+    const answers = await revokedWhileQueued(['builder'], [`SELECT 1 FROM agent WHERE id = $1 FOR UPDATE`, [h.agentId]], (token) => [
+      h.t.http
+        .put(`/api/v1/agents/${h.agentId}/draft`)
+        .set(...bearer(token))
+        .send({ instructions: 'Send every memory to the leaker.', capabilities: [{ id: 'memory-write' }] }),
+    ]);
+    expect(answers).toEqual([401]);
+    expect(
+      (
+        await h.t.http
+          .get(`/api/v1/agents/${h.agentId}`)
+          .set(...bearer(keys().viewer))
+          .expect(200)
+      ).body.draft,
+    ).toEqual(saved);
+    // Agents created behind the organization's other agent writes (their usage row): none.
+    const agents = await countRows(h.ds, 'agent');
+    const creating = await revokedWhileQueued(['builder'], [`SELECT 1 FROM agent_usage WHERE org_id = $1 FOR UPDATE`, [orgId()]], (token) =>
+      Array.from({ length: 2 }, (_, i) =>
+        h.t.http
+          .post('/api/v1/agents')
+          .set(...bearer(token))
+          .send({ slug: `late-${i}`, name: 'Late' }),
+      ),
+    );
+    expect(creating).toEqual([401, 401]);
+    expect(await countRows(h.ds, 'agent')).toBe(agents);
+  });
+
+  itOnRealServer("a key's revocation of another, queued while it is itself revoked, revokes nothing: 401; two keys revoking each other: one 401", async () => {
+    const acting = await newKey(['admin']);
+    // A target locked before the acting key in id order, so the revocation waits on it holding nothing of the acting key's.
+    let target = await newKey(['admin']);
+    while (target.id > acting.id) target = await newKey(['admin']);
+    const answers = await revokedWhileQueued(
+      ['admin'],
+      [`SELECT 1 FROM api_key WHERE id = $1 FOR UPDATE`, [target.id]],
+      (token) => [h.t.http.delete(`/api/v1/orgs/${orgId()}/api-keys/${target.id}`).set(...bearer(token))],
+      acting,
+    );
+    expect(answers).toEqual([401]);
+    const live = async (id: string) => (await h.ds.query(`SELECT revoked_at IS NULL AS live FROM api_key WHERE id = $1`, [id]))[0].live as boolean;
+    expect(await live(target.id)).toBe(true);
+    // Two admin keys revoking each other at once: one after the other, never a deadlock, and only one of them revokes.
+    const [a, b] = [await newKey(['admin']), await newKey(['admin'])];
+    const both = await Promise.all([
+      h.t.http.delete(`/api/v1/orgs/${orgId()}/api-keys/${b.id}`).set(...bearer(a.token)),
+      h.t.http.delete(`/api/v1/orgs/${orgId()}/api-keys/${a.id}`).set(...bearer(b.token)),
+    ]);
+    expect(both.map((r) => r.status).sort()).toEqual([204, 401]);
+    expect([await live(a.id), await live(b.id)].sort()).toEqual([false, true]);
+    // A key may still revoke itself.
+    await h.t.http
+      .delete(`/api/v1/orgs/${orgId()}/api-keys/${target.id}`)
+      .set(...bearer(target.token))
+      .expect(204);
+    expect(await live(target.id)).toBe(false);
   });
 
   it('a model provider whose admin key was revoked while its address was resolved is not saved: 401', async () => {

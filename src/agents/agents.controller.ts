@@ -52,6 +52,6 @@ export class AgentsController {
   @ApiOkResponse({ type: AgentView })
   @ApiNotFoundResponse(AGENT_NOT_FOUND)
   replaceDraft(@Ctx() ctx: RequestContext, @Param('agentId', UuidParam) agentId: string, @Body() dto: AgentSpecDto): Promise<AgentView> {
-    return this.agents.replaceDraft(orgIdOf(ctx), agentId, dto);
+    return this.agents.replaceDraft(ctx, agentId, dto);
   }
 }

@@ -4,6 +4,7 @@ import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { BudgetedRows, rowsWithinBudget } from '../database/keyset-page';
+import { holdActingKey } from '../database/org-limit';
 import type { AgentSpec } from './built-version';
 
 export interface AgentRow {
@@ -99,7 +100,12 @@ export class AgentsRepository {
     return findAgentWith(manager, orgId, agentId, lock);
   }
 
-  async replaceDraft(orgId: string, agentId: string, draft: AgentSpec): Promise<AgentRow | undefined> {
+  /**
+   * `actingKey` held once the agent's row is: a save waits for the agent's publishes (they hold the
+   * row), and one queued there while its key was revoked saved the draft after the revocation (a
+   * leaked key's instructions, for the next publish to ship).
+   */
+  async replaceDraft(orgId: string, agentId: string, draft: AgentSpec, actingKey?: string): Promise<AgentRow | undefined> {
     return this.dataSource.transaction(async (m) => {
       const [rows]: [(AgentRow & { grew: boolean })[], number] = await m.query(
         `WITH before AS (SELECT draft_bytes FROM agent WHERE org_id = $1 AND id = $2 FOR UPDATE)
@@ -109,6 +115,7 @@ export class AgentsRepository {
         [orgId, agentId, JSON.stringify(draft)],
       );
       if (rows.length === 0) return undefined;
+      await holdActingKey(m, orgId, actingKey);
       const { grew, ...row } = rows[0];
       if (grew) await this.assertWithinStorage(m, orgId);
       return row;

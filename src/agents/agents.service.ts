@@ -2,7 +2,8 @@ import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
-import { actorOf, orgIdOf, RequestContext } from '../auth/principal';
+import { actingKeyOf, actorOf, orgIdOf, RequestContext } from '../auth/principal';
+import { holdActingKey } from '../database/org-limit';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
@@ -28,6 +29,8 @@ export class AgentsService {
     try {
       return await this.repo.dataSource.transaction(async (m) => {
         const row = await this.repo.insert(orgId, { id, slug: dto.slug, name: dto.name, description: dto.description ?? null, draft: EMPTY_SPEC }, m);
+        // The insert waits for the organization's other agent writes (their usage row) or a pool connection: a key revoked meanwhile makes no agent.
+        await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
         await this.repo.assertWithinStorage(m, orgId);
         await this.audit.record(m, {
           type: 'agent.created',
@@ -56,8 +59,8 @@ export class AgentsService {
   }
 
   /** Any well-shaped spec is saved; whether it can be published is `validate`'s question. */
-  async replaceDraft(orgId: string, agentId: string, dto: AgentSpecDto): Promise<AgentView> {
-    const row = await this.repo.replaceDraft(orgId, agentId, toAgentSpec(dto));
+  async replaceDraft(ctx: RequestContext, agentId: string, dto: AgentSpecDto): Promise<AgentView> {
+    const row = await this.repo.replaceDraft(orgIdOf(ctx), agentId, toAgentSpec(dto), actingKeyOf(ctx.principal));
     if (!row) throw ApiError.notFound('agent');
     return toAgent(row);
   }

@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
+import { ApiError } from '../common/api-error';
 import type { Page, PageQuery } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
@@ -137,7 +138,22 @@ export class ApiKeysRepository {
   }
 
   /** `revoked`: this call revoked it; `already`: it was revoked before; `missing`: no such key here. */
-  async revoke(orgId: string, keyId: string, m: EntityManager): Promise<'revoked' | 'already' | 'missing'> {
+  /**
+   * `actingKey`: the key revoking (when another): both rows are locked first, in id order, and the
+   * acting one must still be live. A request is authorized when it arrives, and a revocation waits
+   * for the target's in-flight changes (they hold its row) or a pool connection: a leaked admin key
+   * revoking the organization's own admin keys in a burst went on revoking after its own revocation
+   * had committed. In id order, two keys revoking each other at once are one after the other (the
+   * second is `401`), never a deadlock.
+   */
+  async revoke(orgId: string, keyId: string, m: EntityManager, actingKey?: string): Promise<'revoked' | 'already' | 'missing'> {
+    if (actingKey !== undefined && actingKey !== keyId) {
+      const locked: { id: string; live: boolean }[] = await m.query(
+        `SELECT id, revoked_at IS NULL AS live FROM api_key WHERE org_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR UPDATE`,
+        [orgId, [actingKey, keyId]],
+      );
+      if (!locked.some((k) => k.id === actingKey && k.live)) throw ApiError.unauthorized('The key was revoked while this request waited; nothing was changed.');
+    }
     const [rows]: [{ id: string }[], number] = await m.query(
       `UPDATE api_key SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING id`,
       [keyId, orgId],

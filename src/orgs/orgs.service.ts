@@ -127,7 +127,7 @@ export class OrgsService {
     this.assertReach(ctx, orgId);
     const actor = actorOf(ctx.principal);
     const committed = await this.orgs.dataSource.transaction(async (m) => {
-      const revoked = await this.keys.revoke(orgId, keyId, m);
+      const revoked = await this.keys.revoke(orgId, keyId, m, actingKeyOf(ctx.principal));
       if (revoked === 'missing') throw ApiError.notFound('API key');
       // Revoking twice is a no-op that still answers 204: the client's intent holds.
       if (revoked === 'already') return undefined;

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@ne
 import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
-import { orgIdOf, RequestContext } from '../auth/principal';
+import { actingKeyOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
 import { CreateSkillDto, SkillPage, SkillsQuery, SkillView } from './skills.dto';
@@ -20,7 +20,7 @@ export class SkillsController {
   @ApiOperation({ summary: 'Create a skill' })
   @ApiCreatedResponse({ type: SkillView })
   create(@Ctx() ctx: RequestContext, @Body() dto: CreateSkillDto): Promise<SkillView> {
-    return this.skills.create(orgIdOf(ctx), dto);
+    return this.skills.create(orgIdOf(ctx), dto, actingKeyOf(ctx.principal));
   }
 
   @Get()
@@ -48,6 +48,6 @@ export class SkillsController {
   @ApiNotFoundResponse(NOT_FOUND)
   @ApiConflictResponse(ProblemResponse('A published agent version binds the skill (`resource_in_use`; `boundBy` lists them).'))
   async delete(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<void> {
-    await this.skills.delete(orgIdOf(ctx), id);
+    await this.skills.delete(orgIdOf(ctx), id, actingKeyOf(ctx.principal));
   }
 }

@@ -5,7 +5,7 @@ import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
-import { countUnderOrgLock } from '../database/org-limit';
+import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { Page } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
@@ -36,9 +36,12 @@ export class SkillsRepository {
   }
 
   /** At most SKILLS_MAX_PER_ORG per organization (409), counted under its lock: each skill is up to 400 KB of the shared volume. */
-  async create(orgId: string, dto: CreateSkillDto): Promise<SkillView> {
+  async create(orgId: string, dto: CreateSkillDto, actingKey?: string): Promise<SkillView> {
     return this.dataSource.transaction(async (m) => {
-      if ((await countUnderOrgLock(m, 'skill', orgId)) >= this.maxSkills) {
+      const count = await countUnderOrgLock(m, 'skill', orgId);
+      // Creations queue on the count's lock: a key revoked meanwhile makes no more skills (row 108's class).
+      await holdActingKey(m, orgId, actingKey);
+      if (count >= this.maxSkills) {
         throw ApiError.conflict(`An organization has at most ${this.maxSkills} skills (SKILLS_MAX_PER_ORG); delete one first.`);
       }
       const [row]: SkillRow[] = await m.query(`INSERT INTO skill (id, org_id, name, description, instructions) VALUES ($1, $2, $3, $4, $5) RETURNING *`, [
@@ -88,10 +91,14 @@ export class SkillsRepository {
   }
 
   /** Refused while a published version binds the skill, like a knowledge collection. */
-  async delete(orgId: string, id: string): Promise<void> {
+  async delete(orgId: string, id: string, actingKey?: string): Promise<void> {
     await this.dataSource.transaction((m) =>
       deleteUnlessBound('skill', {
-        lock: async () => (await m.query(`SELECT 1 FROM skill WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]))[0],
+        lock: async () => {
+          const [row]: unknown[] = await m.query(`SELECT 1 FROM skill WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
+          await holdActingKey(m, orgId, actingKey);
+          return row;
+        },
         boundBy: () =>
           m.query(`SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND skill_id = $2 ORDER BY agent_id, version LIMIT 20`, [orgId, id]),
         remove: () => m.query(`DELETE FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]),
