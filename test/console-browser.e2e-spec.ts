@@ -924,6 +924,51 @@ describe('the Builder console in a browser (e2e)', () => {
     }
   });
 
+  it("shows names and a vendor's descriptions with what they hide escaped, where builders pick and review", async () => {
+    const own = await createOrg(t, ['mcp:remote']);
+    // A vendor's descriptions and tool names, and names builders give, hiding text: U+202E reverses what follows, U+200B is nothing.
+    const server = await startFixtureMcpServer({
+      rawToolsList: () => ({
+        result: {
+          tools: [
+            { name: 'wipe', description: 'Reads \u202eselif lla sepiw', inputSchema: { type: 'object' } },
+            { name: 'wipe\u200b', description: 'Wipes.', inputSchema: { type: 'object' } },
+          ],
+        },
+      }),
+    });
+    try {
+      const connection = (await api('post', '/mcp-connections', own.keys.admin).send({ server: 'remote', name: 'vendor', url: server.url }).expect(201)).body
+        .id as string;
+      const agent = (await api('post', '/agents', own.keys.builder).send({ slug: 'payments', name: 'Pay\u200bments \u202e(copy)' }).expect(201)).body
+        .id as string;
+      await api('put', `/agents/${agent}/draft`, own.keys.builder)
+        .send({ instructions: 'x', capabilities: [], mcpServers: [{ connection }], toolOverrides: { 'vendor/wipe\u200b': { name: 'wipe_other' } } })
+        .expect(200);
+      await api('post', `/agents/${agent}/publish`, own.keys.builder).expect(201);
+      await api('post', '/skills', own.keys.builder).send({ name: 'Tone\u200b', description: 'How \u202eto sound', instructions: 'Be kind.' }).expect(201);
+      await api('post', '/knowledge/collections', own.keys.builder).send({ name: 'Hand\u200bbook', description: 'Rules' }).expect(201);
+      const { context, page } = await signedIn(own.keys.builder);
+      const nav = page.getByRole('navigation', { name: 'Main' });
+      await page.getByRole('link', { name: 'Pay\\u200bments \\u202e(copy)', exact: true }).click();
+      // The editor's pickers: the collection by its escaped name.
+      await page.getByRole('checkbox', { name: 'Hand\\u200bbook', exact: true }).waitFor();
+      await page.getByRole('link', { name: 'Versions' }).click();
+      const tools = page.getByRole('table', { name: 'Tools offered to the model' });
+      await tools.waitFor();
+      const rows = await tools.locator('tbody tr').allInnerTexts();
+      expect(rows.join('\n')).toContain('Reads \\u202eselif lla sepiw');
+      expect(rows.join('\n')).toContain('mcp/vendor/wipe\\u200b');
+      expect(rows.join('\n')).not.toContain('\u202e');
+      await nav.getByRole('link', { name: 'Skills', exact: true }).click();
+      await page.getByRole('heading', { name: 'Tone\\u200b', exact: true }).waitFor();
+      await page.getByText('How \\u202eto sound').waitFor();
+      await context.close();
+    } finally {
+      await server.close();
+    }
+  });
+
   it('lists more switches than one page holds with Show more', async () => {
     const own = await createOrg(t);
     await t.app.get(DataSource).query(

@@ -11,6 +11,7 @@ import {
   Status,
   useLoad,
   usePages,
+  visibleText,
   type ErrorMap,
   type Paged,
 } from '../components/feedback';
@@ -33,7 +34,7 @@ export function AgentEditor({ agentId, tab }: { agentId: string; tab: 'draft' | 
   const a = agent.data;
   return (
     <>
-      <PageTitle>{a.name}</PageTitle>
+      <PageTitle>{visibleText(a.name)}</PageTitle>
       <p className="muted">
         <code>{a.slug}</code> · {a.latestVersion ? `latest version ${a.latestVersion}` : 'never published'}
         {a.description ? ` · ${a.description}` : ''}
@@ -560,7 +561,7 @@ function ResourcePicker(props: {
               aria-describedby={index >= 0 && props.errors.has(path) ? errorId(path) : undefined}
               onChange={(e) => set(e.target.checked ? [...bound, item.id] : bound.filter((b) => b !== item.id))}
             />
-            <label htmlFor={id}>{item.name}</label>
+            <label htmlFor={id}>{visibleText(item.name)}</label>
             {index >= 0 && <FieldErrors errors={props.errors} path={path} />}
           </div>
         );

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { ok, ProblemError, type FieldError } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, usePages } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, usePages, visibleText } from '../components/feedback';
 import { Link, navigate, PageTitle } from '../router';
 import { can, useSession } from '../session';
 
@@ -36,7 +36,7 @@ export function AgentsPage() {
               {agents.data.items.map((a) => (
                 <tr key={a.id}>
                   <td>
-                    <Link to={`/agents/${a.id}`}>{a.name}</Link>
+                    <Link to={`/agents/${a.id}`}>{visibleText(a.name)}</Link>
                     {a.description && <div className="muted small">{a.description}</div>}
                   </td>
                   <td>

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { messageOf, ok } from '../api/client';
-import { Alert, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
+import { Alert, formatTime, ShowMore, Status, useLoad, usePages, visibleText } from '../components/feedback';
 import { Markdown } from '../components/markdown';
 import { SimpleForm } from '../components/simple-form';
 import { Link, navigate, PageTitle } from '../router';
@@ -32,8 +32,8 @@ function Collections() {
             {list.data.items.map((c) => (
               <tr key={c.id}>
                 <td>
-                  <Link to={`/knowledge/${c.id}`}>{c.name}</Link>
-                  {c.description && <div className="muted small">{c.description}</div>}
+                  <Link to={`/knowledge/${c.id}`}>{visibleText(c.name)}</Link>
+                  {c.description && <div className="muted small">{visibleText(c.description)}</div>}
                 </td>
                 <td>{c.documentCount}</td>
                 <td>{formatTime(c.updatedAt)}</td>
@@ -99,7 +99,7 @@ function Collection({ id }: { id: string }) {
   if (!collection.data) return <p className="muted">Loading…</p>;
   return (
     <>
-      <PageTitle>{collection.data.name}</PageTitle>
+      <PageTitle>{visibleText(collection.data.name)}</PageTitle>
       <p>
         <Link to="/knowledge">All collections</Link>
       </p>
@@ -111,7 +111,7 @@ function Collection({ id }: { id: string }) {
       <ul className="plain">
         {documents.data?.items.map((d) => (
           <li key={d.id} className="card">
-            <h3>{d.title}</h3>
+            <h3>{visibleText(d.title)}</h3>
             <div className="actions">
               <button type="button" aria-expanded={open === d.id} onClick={() => setOpen(open === d.id ? undefined : d.id)}>
                 {open === d.id ? 'Hide' : 'Show'} {d.title}

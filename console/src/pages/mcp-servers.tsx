@@ -178,7 +178,7 @@ function ConnectionCard({
                 )}
               </td>
               <td>{RISK_SOURCES[t.riskSource] ?? t.riskSource}</td>
-              <td>{t.description}</td>
+              <td>{visibleText(t.description)}</td>
             </tr>
           ))}
         </tbody>

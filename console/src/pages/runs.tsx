@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
 import { readEventStream, type AuditEventMessage } from '../events';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
+import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages, visibleText } from '../components/feedback';
 import { Link, navigate, PageTitle } from '../router';
 import type { Me } from '../session';
 import { useSession } from '../session';
@@ -117,7 +117,7 @@ function StartRunForm() {
           <option value="">Choose a published agent</option>
           {published.map((a) => (
             <option key={a.id} value={a.id}>
-              {a.name} (version {a.latestVersion})
+              {visibleText(a.name)} (version {a.latestVersion})
             </option>
           ))}
         </select>

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { messageOf, ok, type Schemas } from '../api/client';
-import { Alert, ShowMore, Status, usePages } from '../components/feedback';
+import { Alert, ShowMore, Status, usePages, visibleText } from '../components/feedback';
 import { Markdown } from '../components/markdown';
 import { SimpleForm } from '../components/simple-form';
 import { PageTitle } from '../router';
@@ -40,8 +40,8 @@ export function SkillsPage() {
       <ul className="plain">
         {skills.data?.items.map((s) => (
           <li key={s.id} className="card">
-            <h2>{s.name}</h2>
-            <p>{s.description}</p>
+            <h2>{visibleText(s.name)}</h2>
+            <p>{visibleText(s.description)}</p>
             <Instructions id={s.id} name={s.name} length={s.instructionsLength} />
             {builder && (
               <button type="button" className="danger" onClick={() => void remove(s.id, s.name)}>
@@ -94,7 +94,7 @@ function Instructions({ id, name, length }: { id: string; name: string; length: 
   return (
     <details onToggle={(e) => toggle(e.currentTarget.open)}>
       <summary>
-        Instructions of {name} <span className="muted">({length.toLocaleString()} characters)</span>
+        Instructions of {visibleText(name)} <span className="muted">({length.toLocaleString()} characters)</span>
       </summary>
       {open && error && <Alert>{error}</Alert>}
       {open && !error && (source === undefined ? <p className="muted">Loading…</p> : <Markdown source={source} />)}

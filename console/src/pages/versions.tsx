@@ -1,7 +1,7 @@
 import { useState } from 'react';
 import { messageOf, ok } from '../api/client';
 import { PrincipalName, usePrincipalNames } from '../components/actor';
-import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages } from '../components/feedback';
+import { Alert, formatTime, JsonView, ShowMore, Status, useLoad, usePages, visibleText } from '../components/feedback';
 import { can, useSession } from '../session';
 
 /**
@@ -84,11 +84,11 @@ export function VersionsPanel({ agentId }: { agentId: string }) {
                   <ul className="drift">
                     {v.drift.map((d) => (
                       <li key={`${d.tool} ${d.toolId ?? ''}`}>
-                        <code>{d.tool}</code>: {d.reason}
+                        <code>{visibleText(d.tool)}</code>: {d.reason}
                         {d.toolId && (
                           <>
                             {' '}
-                            (from <code>{d.toolId}</code>, not offered: the name stays with the tool it was pinned from)
+                            (from <code>{visibleText(d.toolId)}</code>, not offered: the name stays with the tool it was pinned from)
                           </>
                         )}
                       </li>
@@ -177,18 +177,16 @@ function VersionDetail({
                 {manifest.data.tools.map((t) => (
                   <tr key={t.name}>
                     <td>
-                      <code>{t.name}</code>
+                      <code>{visibleText(t.name)}</code>
                     </td>
                     <td>
-                      <code>
-                        {t.capabilityId}/{t.toolId}
-                      </code>
+                      <code>{visibleText(`${t.capabilityId}/${t.toolId}`)}</code>
                     </td>
                     <td>
                       <span className={`risk risk--${t.risk}`}>{t.risk.replace('_', ' ')}</span>
                     </td>
                     <td>{t.requiresApproval ? 'required' : 'no'}</td>
-                    <td>{t.description}</td>
+                    <td>{visibleText(t.description)}</td>
                   </tr>
                 ))}
               </tbody>
