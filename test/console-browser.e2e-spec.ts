@@ -401,6 +401,36 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it("makes an API key that expires, in the person's time zone, and shows when each key expires", async () => {
+    const own = await createOrg(t);
+    const lapsed = (
+      await api('post', `/orgs/${own.id}/api-keys`, own.keys.admin)
+        .send({ name: 'lapsed', roles: ['viewer'], expiresAt: new Date(Date.now() + 3_600_000).toISOString() })
+        .expect(201)
+    ).body.id as string;
+    await t.app.get(DataSource).query(`UPDATE api_key SET expires_at = now() - interval '1 minute' WHERE id = $1`, [lapsed]);
+    const { context, page } = await signedIn(own.keys.admin);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    const rows = page.getByRole('table', { name: 'API keys of this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'lapsed' }).filter({ hasText: 'expired' }).waitFor();
+    expect(await rows.filter({ hasText: 'never' }).count()).toBeGreaterThan(0);
+    // The picker's value is the browser's local time; the key expires at the instant it names.
+    const local = new Date(Date.now() + 86_400_000 * 3);
+    local.setSeconds(0, 0);
+    const pad = (n: number) => String(n).padStart(2, '0');
+    const typed = `${local.getFullYear()}-${pad(local.getMonth() + 1)}-${pad(local.getDate())}T${pad(local.getHours())}:${pad(local.getMinutes())}`;
+    await page.getByLabel('Name', { exact: true }).fill('quarterly');
+    await page.getByRole('checkbox', { name: 'viewer' }).check();
+    await page.getByLabel('Expires (optional)').fill(typed);
+    const expected = await page.evaluate((v) => new Date(v).toISOString(), typed);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('region', { name: 'New key' }).waitFor();
+    const keys = (await api('get', `/orgs/${own.id}/api-keys`, own.keys.admin).expect(200)).body.items as { name: string; expiresAt: string | null }[];
+    expect(keys.find((k) => k.name === 'quarterly')?.expiresAt).toBe(expected);
+    await rows.filter({ hasText: 'quarterly' }).filter({ hasNotText: 'never' }).waitFor();
+    await context.close();
+  });
+
   it('lists API keys past the first page, so keys made and revoked after one cannot bury it', async () => {
     const own = await createOrg(t);
     await t.http

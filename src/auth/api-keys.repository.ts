@@ -4,6 +4,7 @@ import { ApiError } from '../common/api-error';
 import type { Page, PageQuery } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
+import { KEY_IS_LIVE, liveKeyCondition } from '../database/live-key';
 import { countUnderOrgLock } from '../database/org-limit';
 import type { Role } from './principal';
 
@@ -15,7 +16,10 @@ export interface ApiKeyRow {
   token_prefix: string;
   created_at: Date;
   revoked_at: Date | null;
+  expires_at: Date | null;
 }
+
+const K_IS_LIVE = liveKeyCondition('k');
 
 /** What authentication needs: the key and its organization's scopes, read in one query. */
 export interface ActiveKeyRow {
@@ -24,6 +28,8 @@ export interface ActiveKeyRow {
   roles: Role[];
   token_hash: string;
   scopes: string[];
+  /** When it stops being accepted; null: until revoked. */
+  expires_at: Date | null;
 }
 
 /** `ActiveKeyRow` with the agent of the route and its switches (`findActiveWithAgent`). */
@@ -95,7 +101,7 @@ export class ApiKeysRepository {
 
   private async lookupMany(qs: KeyLookup[]): Promise<(ActiveKeyWithAgentRow | null)[]> {
     const rows: (ActiveKeyWithAgentRow & { i: string })[] = await this.dataSource.query(
-      `SELECT q.i, k.id, k.org_id, k.roles, k.token_hash, o.scopes,
+      `SELECT q.i, k.id, k.org_id, k.roles, k.token_hash, k.expires_at, o.scopes,
               a.id AS agent_id, a.slug AS agent_slug, a.name AS agent_name, a.latest_version AS agent_latest_version,
               EXISTS (SELECT 1 FROM agent_version_retirement r
                        WHERE r.org_id = k.org_id AND r.agent_id = a.id AND r.version = COALESCE(q.version, a.latest_version)) AS version_retired,
@@ -103,7 +109,7 @@ export class ApiKeysRepository {
                 (SELECT CASE WHEN count(*) <= ${KEY_LOOKUP_SWITCHES} THEN coalesce(json_agg(json_build_object('capabilityId', d.capability_id, 'toolId', d.tool_id)), '[]') END
                    FROM (SELECT capability_id, tool_id FROM tool_disabled WHERE org_id = k.org_id LIMIT ${KEY_LOOKUP_SWITCHES + 1}) d) END AS disabled_tools
          FROM unnest($1::text[], $2::uuid[], $3::integer[]) WITH ORDINALITY AS q(digest, agent_id, version, i)
-         JOIN api_key k ON k.token_hash = q.digest AND k.revoked_at IS NULL
+         JOIN api_key k ON k.token_hash = q.digest AND ${K_IS_LIVE}
          JOIN org o ON o.id = k.org_id
          LEFT JOIN agent a ON a.org_id = k.org_id AND a.id = q.agent_id`,
       [qs.map((q) => q.digest), qs.map((q) => q.agentId), qs.map((q) => q.version)],
@@ -114,16 +120,20 @@ export class ApiKeysRepository {
     return found;
   }
 
-  /** The organization's keys not revoked, counted under its lock for keys (held to the end of `m`): creations at once count one after another. */
+  /** The organization's keys not revoked nor expired, counted under its lock for keys (held to the end of `m`): creations at once count one after another. */
   countActiveUnderLock(orgId: string, m: EntityManager): Promise<number> {
-    return countUnderOrgLock(m, 'api_key', orgId, 'revoked_at IS NULL');
+    return countUnderOrgLock(m, 'api_key', orgId, KEY_IS_LIVE);
   }
 
-  async insert(orgId: string, key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string }, m: EntityManager): Promise<ApiKeyRow> {
+  async insert(
+    orgId: string,
+    key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string; expiresAt: Date | null },
+    m: EntityManager,
+  ): Promise<ApiKeyRow> {
     const [row]: ApiKeyRow[] = await m.query(
-      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash) VALUES ($1, $2, $3, $4, $5, $6)
-       RETURNING id, name, roles, token_prefix, created_at, revoked_at`,
-      [key.id, orgId, key.name, key.roles, key.tokenPrefix, key.tokenHash],
+      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
+       RETURNING id, name, roles, token_prefix, created_at, revoked_at, expires_at`,
+      [key.id, orgId, key.name, key.roles, key.tokenPrefix, key.tokenHash, key.expiresAt],
     );
     return row;
   }
@@ -131,7 +141,7 @@ export class ApiKeysRepository {
   list<T>(orgId: string, query: PageQuery, view: (row: ApiKeyRow) => T): Promise<Page<T>> {
     return newestFirstPage(
       this.dataSource,
-      { select: 'SELECT id, name, roles, token_prefix, created_at, revoked_at FROM api_key', where: 'org_id = $1', params: [orgId] },
+      { select: 'SELECT id, name, roles, token_prefix, created_at, revoked_at, expires_at FROM api_key', where: 'org_id = $1', params: [orgId] },
       query,
       view,
     );
@@ -149,7 +159,7 @@ export class ApiKeysRepository {
   async revoke(orgId: string, keyId: string, m: EntityManager, actingKey?: string): Promise<'revoked' | 'already' | 'missing'> {
     if (actingKey !== undefined && actingKey !== keyId) {
       const locked: { id: string; live: boolean }[] = await m.query(
-        `SELECT id, revoked_at IS NULL AS live FROM api_key WHERE org_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR UPDATE`,
+        `SELECT id, ${KEY_IS_LIVE} AS live FROM api_key WHERE org_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR UPDATE`,
         [orgId, [actingKey, keyId]],
       );
       if (!locked.some((k) => k.id === actingKey && k.live)) throw ApiError.unauthorized('The key was revoked while this request waited; nothing was changed.');
@@ -166,8 +176,8 @@ export class ApiKeysRepository {
   /** The unrevoked key with this id, with its organization's scopes as they are now (a run acting for the key that started it). */
   async findActiveById(orgId: string, keyId: string): Promise<Omit<ActiveKeyRow, 'token_hash'> | undefined> {
     const rows: Omit<ActiveKeyRow, 'token_hash'>[] = await this.dataSource.query(
-      `SELECT k.id, k.org_id, k.roles, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
-        WHERE k.org_id = $1 AND k.id = $2 AND k.revoked_at IS NULL`,
+      `SELECT k.id, k.org_id, k.roles, k.expires_at, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
+        WHERE k.org_id = $1 AND k.id = $2 AND ${K_IS_LIVE}`,
       [orgId, keyId],
     );
     return rows[0];
@@ -175,7 +185,7 @@ export class ApiKeysRepository {
 
   /** Which of these API keys are not revoked (liveKeySql asks the same inside another read). */
   async liveKeys(keyIds: string[]): Promise<string[]> {
-    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND revoked_at IS NULL`, [keyIds]);
+    const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND ${KEY_IS_LIVE}`, [keyIds]);
     return rows.map((r) => r.id);
   }
 }
@@ -186,7 +196,7 @@ export class ApiKeysRepository {
  * the revocation is only visible to snapshots that also see the key revoked.
  */
 export function liveKeySql(param: string): string {
-  return `EXISTS (SELECT 1 FROM api_key WHERE id = ${param}::uuid AND revoked_at IS NULL)`;
+  return `EXISTS (SELECT 1 FROM api_key WHERE id = ${param}::uuid AND ${KEY_IS_LIVE})`;
 }
 
 /**
@@ -203,7 +213,7 @@ export async function holdAuthority(
   const rows: { scopes: string[]; key_live: boolean }[] = await m.query(
     `SELECT o.scopes, k.id IS NOT NULL AS key_live
        FROM org o
-       LEFT JOIN LATERAL (SELECT id FROM api_key WHERE org_id = o.id AND id = $2::uuid AND revoked_at IS NULL FOR SHARE) k ON true
+       LEFT JOIN LATERAL (SELECT id FROM api_key WHERE org_id = o.id AND id = $2::uuid AND ${KEY_IS_LIVE} FOR SHARE) k ON true
       WHERE o.id = $1
         FOR SHARE OF o`,
     [orgId, keyId],

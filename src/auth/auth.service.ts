@@ -39,6 +39,7 @@ export class AuthService {
     // The lookup is by digest; comparing the digests again keeps the decision itself constant-time.
     if (!row || !timingSafeEqual(Buffer.from(row.token_hash, 'hex'), digest)) throw ApiError.unauthorized();
     const principal: ApiKeyPrincipal = { type: 'api_key', id: row.id, orgId: row.org_id, roles: row.roles, orgScopes: row.scopes };
+    if (row.expires_at) principal.expiresAt = new Date(row.expires_at).getTime();
     if (withAgent) principal.agent = snapshotOf(agent, row as ActiveKeyWithAgentRow);
     return principal;
   }

@@ -29,8 +29,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * the stream when the guard would refuse it: an API key revoked since (at once when the
  * revocation commits on this node, RevokedKeyLeases; revoked through another node, at the
  * stream's next read or else at the next heartbeat, every watched key checked in one query), an
- * identity provider's token past its expiry (a timer, to the second the guard stops accepting
- * it). The platform token is configuration: nothing to watch.
+ * API key given an expiry, or an identity provider's token, past it (a timer, to the second the
+ * guard stops accepting it). The platform token is configuration: nothing to watch.
  */
 @Injectable()
 export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
@@ -62,7 +62,10 @@ export class CredentialWatch implements OnModuleInit, OnModuleDestroy {
       let set = this.byKey.get(id);
       if (!set) this.byKey.set(id, (set = new Set()));
       set.add(controller);
+      // A key given an expiry ends what it opened to the second, as an identity provider's token does.
+      const expiring = principal.expiresAt === undefined ? undefined : abortAt(principal.expiresAt, controller);
       stop = () => {
+        expiring?.();
         set.delete(controller);
         if (set.size === 0 && this.byKey.get(id) === set) this.byKey.delete(id);
       };

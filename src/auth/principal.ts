@@ -24,6 +24,8 @@ export interface ApiKeyPrincipal {
   roles: Role[];
   /** The organization's granted scopes, read with the key in the same query. */
   orgScopes: string[];
+  /** When the key stops being accepted (epoch ms), if its creator gave it an expiry: what it opened ends then. */
+  expiresAt?: number;
   /**
    * On a route that names an agent and declares @ReadsAgentWithKey (a tool call): that agent as
    * it stood in the same query as the key, so the hot path reads the database once for both.

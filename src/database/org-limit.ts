@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { KEY_IS_LIVE } from './live-key';
 import { ApiError } from '../common/api-error';
 
 /**
@@ -23,6 +24,6 @@ export async function countUnderOrgLock(m: EntityManager, table: string, orgId: 
  */
 export async function holdActingKey(m: Pick<EntityManager, 'query'>, orgId: string, keyId: string | undefined): Promise<void> {
   if (keyId === undefined) return;
-  const rows: unknown[] = await m.query(`SELECT 1 FROM api_key WHERE org_id = $1 AND id = $2 AND revoked_at IS NULL FOR SHARE`, [orgId, keyId]);
-  if (rows.length === 0) throw ApiError.unauthorized('The key was revoked while this request waited; nothing was made.');
+  const rows: unknown[] = await m.query(`SELECT 1 FROM api_key WHERE org_id = $1 AND id = $2 AND ${KEY_IS_LIVE} FOR SHARE`, [orgId, keyId]);
+  if (rows.length === 0) throw ApiError.unauthorized('The key was revoked, or expired, while this request waited; nothing was made.');
 }

@@ -1,7 +1,20 @@
 import { IsPrintableText } from '../common/printable-text';
 import { SCOPE_PATTERN } from '../common/scopes';
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, ArrayUnique, IsArray, IsIn, IsOptional, IsString, Matches, MaxLength, MinLength, ValidateBy } from 'class-validator';
+import {
+  ArrayMaxSize,
+  ArrayMinSize,
+  ArrayUnique,
+  IsArray,
+  IsIn,
+  IsISO8601,
+  IsOptional,
+  IsString,
+  Matches,
+  MaxLength,
+  MinLength,
+  ValidateBy,
+} from 'class-validator';
 import { Role, ROLES } from '../auth/principal';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
@@ -78,6 +91,45 @@ export class CreateApiKeyDto {
   @ArrayUnique()
   @IsIn(ROLES, { each: true })
   roles: Role[];
+
+  @ApiPropertyOptional({
+    format: 'date-time',
+    type: String,
+    nullable: true,
+    maxLength: 64,
+    example: '2027-06-30T00:00:00Z',
+    description:
+      'When the key stops being accepted (ISO 8601; without a zone, UTC; a date alone, its midnight UTC): later than now, before the year 10000. From then on it is refused `401` as a revoked key is, what it opened (event streams, runs, held MCP calls) ends, and it no longer counts against the 1,000 keys. Absent or null: until it is revoked.',
+  })
+  @IsOptional()
+  @IsString()
+  @MaxLength(64)
+  @IsISO8601({ strict: true, strictSeparator: true })
+  @IsFutureInstant()
+  expiresAt?: string | null;
+}
+
+/** Latest accepted expiry: what JavaScript, PostgreSQL and a person can all read as a date. */
+const LATEST_EXPIRY = Date.UTC(10000, 0, 1);
+
+/** The instant an ISO 8601 text names, a date-time without a zone read as UTC (not as the server's local time). */
+export function instantOf(text: string): number {
+  const zoned = !text.includes('T') || /(?:[zZ]|[+-]\d\d(?::?\d\d)?)$/.test(text);
+  return Date.parse(zoned ? text : `${text}Z`);
+}
+
+function IsFutureInstant(): PropertyDecorator {
+  return ValidateBy({
+    name: 'isFutureInstant',
+    validator: {
+      validate: (v: unknown) => {
+        if (typeof v !== 'string') return true;
+        const at = instantOf(v);
+        return Number.isFinite(at) && at > Date.now() && at < LATEST_EXPIRY;
+      },
+      defaultMessage: (args) => `${args?.property ?? 'value'} must be a time after now and before the year 10000`,
+    },
+  });
 }
 
 export class OrgView {
@@ -95,6 +147,8 @@ export class ApiKeyView {
   @ApiProperty({ description: 'The first characters of the token, to recognize it.' }) tokenPrefix: string;
   @ApiProperty({ format: 'date-time' }) createdAt: string;
   @ApiPropertyOptional({ format: 'date-time', nullable: true }) revokedAt: string | null;
+  @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'When it stops being accepted; null: until it is revoked.' })
+  expiresAt: string | null;
 }
 
 export class CreatedApiKeyView extends ApiKeyView {

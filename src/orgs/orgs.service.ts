@@ -9,7 +9,7 @@ import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
-import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgView } from './orgs.dto';
+import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, instantOf, OrgView } from './orgs.dto';
 import { OrgRow, OrgsRepository } from './orgs.repository';
 import { UsageView } from './usage.dto';
 import { UsageRepository } from './usage.repository';
@@ -104,13 +104,14 @@ export class OrgsService {
       if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
-      const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token) }, m);
+      const expiresAt = dto.expiresAt ? new Date(instantOf(dto.expiresAt)) : null;
+      const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token), expiresAt }, m);
       await this.audit.record(m, {
         type: 'api_key.created',
         orgId,
         actor: actorOf(ctx.principal),
         target: { type: 'api_key', id },
-        data: { name: dto.name, roles },
+        data: { name: dto.name, roles, ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}) },
       });
       return { ...toKey(row), token };
     });
@@ -185,5 +186,6 @@ function toKey(r: ApiKeyRow): ApiKeyView {
     tokenPrefix: r.token_prefix,
     createdAt: new Date(r.created_at).toISOString(),
     revokedAt: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
+    expiresAt: r.expires_at ? new Date(r.expires_at).toISOString() : null,
   };
 }

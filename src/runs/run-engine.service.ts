@@ -36,7 +36,7 @@ import {
 import { ChatModel, ModelError, ModelRetry, ModelTurn } from './model-client';
 import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
-import { KEY_REVOKED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
+import { KEY_NOT_ACCEPTED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
 import { SecretOpenError } from '../secrets/secrets.service';
 
 /** When the model's window is not given: a common size today, and what compaction aims under. */
@@ -146,7 +146,7 @@ export class RunEngine {
     if (!row || (row.status !== 'running' && row.status !== 'waiting_for_approval')) return;
     const principal = await this.principalOf(row);
     if (!principal) {
-      await this.finish(row, owner, 'failed', { error: { ...KEY_REVOKED } });
+      await this.finish(row, owner, 'failed', { error: { ...KEY_NOT_ACCEPTED } });
       return;
     }
     const ctx: RequestContext = { principal, requestId: `run:${row.id}` };
@@ -587,7 +587,16 @@ export class RunEngine {
   private async principalOf(row: RunRow): Promise<ApiKeyPrincipal | undefined> {
     const k = await this.apiKeys.findActiveById(row.org_id, row.requested_by);
     // The organization's scopes as they are now: a scope revoked mid-run stops the tools that need it.
-    return k && { type: 'api_key', id: k.id, orgId: k.org_id, roles: k.roles, orgScopes: k.scopes };
+    return (
+      k && {
+        type: 'api_key',
+        id: k.id,
+        orgId: k.org_id,
+        roles: k.roles,
+        orgScopes: k.scopes,
+        ...(k.expires_at ? { expiresAt: new Date(k.expires_at).getTime() } : {}),
+      }
+    );
   }
 }
 

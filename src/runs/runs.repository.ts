@@ -96,6 +96,8 @@ export interface RunPatch {
 
 /** How a run ends when the API key that started it is revoked (the engine's words too, when it finds out at a step). */
 export const KEY_REVOKED = { code: 'unauthorized', message: 'The API key that started the run was revoked.' } as const;
+/** A step found the key no longer accepted: revoked (through another node, before its revocation's own ending of the run) or expired. */
+export const KEY_NOT_ACCEPTED = { code: 'unauthorized', message: 'The API key that started the run was revoked, or expired.' } as const;
 
 /** A run a change ended, as its audit event names it. */
 export interface EndedRun {

@@ -1317,6 +1317,11 @@ export interface components {
         ApiKeyView: {
             /** Format: date-time */
             createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it stops being accepted; null: until it is revoked.
+             */
+            expiresAt: string | null;
             /** Format: uuid */
             id: string;
             name: string;
@@ -1485,6 +1490,11 @@ export interface components {
             slug: string;
         };
         CreateApiKeyDto: {
+            /**
+             * Format: date-time
+             * @description When the key stops being accepted (ISO 8601; without a zone, UTC; a date alone, its midnight UTC): later than now, before the year 10000. From then on it is refused `401` as a revoked key is, what it opened (event streams, runs, held MCP calls) ends, and it no longer counts against the 1,000 keys. Absent or null: until it is revoked.
+             */
+            expiresAt?: string | null;
             /** @description Printable characters only: no control, format (bidi) or invisible characters, no space at either end. */
             name: string;
             roles: ("viewer" | "builder" | "agent" | "approver" | "admin")[];
@@ -1497,6 +1507,11 @@ export interface components {
         CreatedApiKeyView: {
             /** Format: date-time */
             createdAt: string;
+            /**
+             * Format: date-time
+             * @description When it stops being accepted; null: until it is revoked.
+             */
+            expiresAt: string | null;
             /** Format: uuid */
             id: string;
             name: string;

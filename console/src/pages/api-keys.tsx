@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, usePages } from '../components/feedback';
+import { Alert, errorId, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, usePages } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
 
@@ -25,6 +25,8 @@ export function ApiKeysPage() {
   );
   const [name, setName] = useState('');
   const [roles, setRoles] = useState<Role[]>([]);
+  // A local date and time from the picker (empty: no expiry), sent as the instant it names.
+  const [expires, setExpires] = useState('');
   const [created, setCreated] = useState<{ name: string; token: string }>();
   const [errors, setErrors] = useState<FieldError[]>([]);
   const [error, setError] = useState<string>();
@@ -37,10 +39,14 @@ export function ApiKeysPage() {
     setError(undefined);
     setCreated(undefined);
     try {
-      const key = await ok(api.POST('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId } }, body: { name, roles } }));
+      const expiresAt = expires ? localInstant(expires) : undefined;
+      const key = await ok(
+        api.POST('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId } }, body: { name, roles, ...(expiresAt ? { expiresAt } : {}) } }),
+      );
       setCreated({ name: key.name, token: key.token });
       setName('');
       setRoles([]);
+      setExpires('');
       keys.reload();
     } catch (err) {
       if (err instanceof ProblemError && err.problem.errors) setErrors(err.problem.errors);
@@ -84,6 +90,7 @@ export function ApiKeysPage() {
               <th scope="col">Roles</th>
               <th scope="col">Prefix</th>
               <th scope="col">Created</th>
+              <th scope="col">Expires</th>
               <th scope="col">
                 <span className="visually-hidden">Actions</span>
               </th>
@@ -98,6 +105,7 @@ export function ApiKeysPage() {
                   <code>{k.tokenPrefix}</code>
                 </td>
                 <td>{formatTime(k.createdAt)}</td>
+                <td>{k.expiresAt ? `${Date.parse(k.expiresAt) <= Date.now() ? 'expired ' : ''}${formatTime(k.expiresAt)}` : 'never'}</td>
                 <td>
                   {k.revokedAt ? (
                     `revoked ${formatTime(String(k.revokedAt))}`
@@ -141,6 +149,21 @@ export function ApiKeysPage() {
           ))}
           <FieldErrors errors={map} path="roles" />
         </fieldset>
+        <div className="field">
+          <label htmlFor={fieldId('expiresAt')}>Expires (optional)</label>
+          <input
+            id={fieldId('expiresAt')}
+            type="datetime-local"
+            value={expires}
+            onChange={(e) => setExpires(e.target.value)}
+            {...fieldErrorProps(map, 'expiresAt')}
+            aria-describedby={map.has('expiresAt') ? `${errorId('expiresAt')} expires-help` : 'expires-help'}
+          />
+          <span id="expires-help" className="help">
+            In your time zone. From then on the key is refused, and what it opened ends. Empty: until it is revoked.
+          </span>
+          <FieldErrors errors={map} path="expiresAt" />
+        </div>
         <div className="actions">
           <button type="submit" className="primary">
             Create key
@@ -149,4 +172,10 @@ export function ApiKeysPage() {
       </form>
     </>
   );
+}
+
+/** A `datetime-local` value (the browser's local time) as the ISO instant it names; an unreadable one as typed, for the server to refuse at its field. */
+function localInstant(value: string): string {
+  const at = new Date(value);
+  return Number.isNaN(at.getTime()) ? value : at.toISOString();
 }
