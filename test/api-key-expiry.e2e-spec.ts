@@ -130,4 +130,82 @@ describe('API keys that expire (e2e)', () => {
     expect(res.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: 'expiresAt', code })]));
     expect((await ds.query(`SELECT count(*)::int AS n FROM api_key WHERE org_id = $1`, [org.id]))[0].n).toBe(before);
   });
+
+  it("holds new keys to the organization's longest lifetime, once an admin sets one, and audits the change", async () => {
+    const own = await createOrg(t);
+    const policy = (body: object, token = own.keys.admin) =>
+      t.http
+        .put(`/api/v1/orgs/${own.id}/api-key-policy`)
+        .set(...bearer(token))
+        .send(body);
+    const make = (body: object) =>
+      t.http
+        .post(`/api/v1/orgs/${own.id}/api-keys`)
+        .set(...bearer(own.keys.admin))
+        .send({ name: 'bounded', roles: ['viewer'], ...body });
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/orgs/${own.id}/api-key-policy`)
+          .set(...bearer(own.keys.admin))
+          .expect(200)
+      ).body,
+    ).toEqual({ maxLifetimeDays: null });
+    expect((await make({}).expect(201)).body.expiresAt).toBeNull();
+
+    expect((await policy({ maxLifetimeDays: 90 }).expect(200)).body).toEqual({ maxLifetimeDays: 90 });
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/orgs/${own.id}/api-key-policy`)
+          .set(...bearer(t.adminToken))
+          .expect(200)
+      ).body,
+    ).toEqual({ maxLifetimeDays: 90 });
+    // Without an expiry: the longest allowed, counted from when it was made.
+    const before = Date.now();
+    const bounded = Date.parse((await make({}).expect(201)).body.expiresAt);
+    expect(bounded).toBeGreaterThanOrEqual(before + 90 * 86_400_000);
+    expect(bounded).toBeLessThanOrEqual(Date.now() + 90 * 86_400_000);
+    // Sooner is kept; later is refused at the field, and nothing is made.
+    const soon = new Date(Date.now() + 86_400_000).toISOString();
+    expect((await make({ expiresAt: soon }).expect(201)).body.expiresAt).toBe(soon);
+    const keys = async () => (await ds.query(`SELECT count(*)::int AS n FROM api_key WHERE org_id = $1`, [own.id]))[0].n as number;
+    const count = await keys();
+    const late = await make({ expiresAt: new Date(Date.now() + 91 * 86_400_000).toISOString() }).expect(400);
+    expect(late.body.errors).toEqual([expect.objectContaining({ path: 'expiresAt', code: 'beyondKeyPolicy' })]);
+    expect(await keys()).toBe(count);
+
+    const audit = (
+      await t.http
+        .get('/api/v1/audit-events?type=org.api_key_policy_updated')
+        .set(...bearer(own.keys.admin))
+        .expect(200)
+    ).body.items;
+    expect(audit.map((e: { data: unknown }) => e.data)).toEqual([{ maxLifetimeDays: 90, previous: null }]);
+    // Lifted again: a key without an expiry lives until revoked.
+    expect((await policy({ maxLifetimeDays: null }).expect(200)).body).toEqual({ maxLifetimeDays: null });
+    expect((await make({}).expect(201)).body.expiresAt).toBeNull();
+
+    for (const [body, code] of [
+      [{ maxLifetimeDays: 0 }, 'min'],
+      [{ maxLifetimeDays: 3651 }, 'max'],
+      [{ maxLifetimeDays: 1.5 }, 'isInt'],
+      [{ maxLifetimeDays: '90' }, 'isInt'],
+      [{}, 'isInt'],
+    ] as const) {
+      const res = await policy(body).expect(400);
+      expect(res.body.errors).toEqual(expect.arrayContaining([expect.objectContaining({ path: 'maxLifetimeDays', code })]));
+    }
+    // Another organization's admin cannot read or set it.
+    await policy({ maxLifetimeDays: 1 }, org.keys.admin).expect(404);
+    expect(
+      (
+        await t.http
+          .get(`/api/v1/orgs/${own.id}/api-key-policy`)
+          .set(...bearer(own.keys.admin))
+          .expect(200)
+      ).body,
+    ).toEqual({ maxLifetimeDays: null });
+  });
 });

@@ -66,6 +66,8 @@ const MATRIX: Record<string, string> = {
   'POST /api/v1/orgs': '401  403    403     403   403      403   403     ok',
   'GET /api/v1/orgs/:orgId': '401  ok     ok      ok    ok       ok    404     ok',
   'PUT /api/v1/orgs/:orgId/scopes': '401  403    403     403   403      403   403     ok',
+  'GET /api/v1/orgs/:orgId/api-key-policy': '401  403    403     403   403      ok    404     ok',
+  'PUT /api/v1/orgs/:orgId/api-key-policy': '401  403    403     403   403      ok    404     ok',
   'GET /api/v1/orgs/:orgId/api-keys': '401  403    403     403   403      ok    404     ok',
   'POST /api/v1/orgs/:orgId/api-keys': '401  403    403     403   403      ok    404     ok',
   'GET /api/v1/orgs/:orgId/usage': '401  403    403     403   403      ok    404     ok',

@@ -428,6 +428,21 @@ describe('the Builder console in a browser (e2e)', () => {
     const keys = (await api('get', `/orgs/${own.id}/api-keys`, own.keys.admin).expect(200)).body.items as { name: string; expiresAt: string | null }[];
     expect(keys.find((k) => k.name === 'quarterly')?.expiresAt).toBe(expected);
     await rows.filter({ hasText: 'quarterly' }).filter({ hasNotText: 'never' }).waitFor();
+    // The organization's key lifetime: refused at its field, then set, and a key made without an expiry gets it.
+    const days = page.getByLabel('Longest lifetime of a new key, in days');
+    await days.fill('4000');
+    await page.getByRole('button', { name: 'Save key lifetime' }).click();
+    await page.locator('#f-maxLifetimeDays-error').waitFor();
+    expect(await days.getAttribute('aria-invalid')).toBe('true');
+    await days.fill('30');
+    await page.getByRole('button', { name: 'Save key lifetime' }).click();
+    await page.getByText('New keys live at most 30 days.').waitFor();
+    expect((await api('get', `/orgs/${own.id}/api-key-policy`, own.keys.admin).expect(200)).body).toEqual({ maxLifetimeDays: 30 });
+    await page.getByText(/At most 30 days from now/).waitFor();
+    await page.getByLabel('Name', { exact: true }).fill('monthly');
+    await page.getByRole('checkbox', { name: 'viewer' }).check();
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await rows.filter({ hasText: 'monthly' }).filter({ hasNotText: 'never' }).waitFor();
     await context.close();
   });
 

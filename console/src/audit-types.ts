@@ -8,6 +8,7 @@ export type EventType = NonNullable<NonNullable<paths['/api/v1/audit-events']['g
 const TYPE_SET: Record<EventType, true> = {
   'org.created': true,
   'org.scopes_updated': true,
+  'org.api_key_policy_updated': true,
   'api_key.created': true,
   'api_key.revoked': true,
   'agent.created': true,

@@ -11,6 +11,7 @@ export const AUDIT_EVENT_TYPES = [
   'org.scopes_updated',
   'api_key.created',
   'api_key.revoked',
+  'org.api_key_policy_updated',
   'agent.created',
   'agent.published',
   'tool_call.requested',

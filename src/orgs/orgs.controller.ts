@@ -6,7 +6,7 @@ import { RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
-import { ApiKeyPage, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgPage, OrgView, UpdateScopesDto } from './orgs.dto';
+import { ApiKeyPage, ApiKeyPolicyDto, ApiKeyPolicyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, OrgPage, OrgView, UpdateScopesDto } from './orgs.dto';
 import { OrgsService } from './orgs.service';
 import { UsageView } from './usage.dto';
 
@@ -55,9 +55,31 @@ export class OrgsController {
   @ApiOperation({ summary: 'Create an API key; the answer is the only time its token is shown' })
   @ApiCreatedResponse({ type: CreatedApiKeyView })
   @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
-  @ApiConflictResponse(ProblemResponse('The organization holds 1,000 keys that are not revoked (`conflict`); revoke one first.'))
+  @ApiConflictResponse(ProblemResponse('The organization holds 1,000 keys that are neither revoked nor expired (`conflict`); revoke one first.'))
   createKey(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
     return this.orgs.createKey(ctx, orgId, dto);
+  }
+
+  @Get(':orgId/api-key-policy')
+  @Access('platform', 'admin')
+  @ApiOperation({ summary: 'The longest a new API key of the organization may live' })
+  @ApiOkResponse({ type: ApiKeyPolicyView })
+  @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  keyPolicy(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string): Promise<ApiKeyPolicyView> {
+    return this.orgs.keyPolicy(ctx, orgId);
+  }
+
+  @Put(':orgId/api-key-policy')
+  @Access('platform', 'admin')
+  @ApiOperation({
+    summary: 'Bound how long new API keys of the organization may live',
+    description:
+      'A key made from now on without `expiresAt` expires `maxLifetimeDays` after it is made, and one asking for later is `400` at `expiresAt`; keys made before keep their expiry (revoke them to apply it). Audited `org.api_key_policy_updated`.',
+  })
+  @ApiOkResponse({ type: ApiKeyPolicyView })
+  @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
+  setKeyPolicy(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Body() dto: ApiKeyPolicyDto): Promise<ApiKeyPolicyView> {
+    return this.orgs.setKeyPolicy(ctx, orgId, dto);
   }
 
   @Get(':orgId/api-keys')

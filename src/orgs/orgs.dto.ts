@@ -7,13 +7,18 @@ import {
   ArrayUnique,
   IsArray,
   IsIn,
+  IsDefined,
+  IsInt,
   IsISO8601,
   IsOptional,
   IsString,
   Matches,
+  Max,
   MaxLength,
+  Min,
   MinLength,
   ValidateBy,
+  ValidateIf,
 } from 'class-validator';
 import { Role, ROLES } from '../auth/principal';
 
@@ -172,4 +177,28 @@ export class MeView {
   id: string;
   @ApiPropertyOptional({ format: 'uuid', description: "The key's organization; absent for the platform admin." }) orgId?: string;
   @ApiPropertyOptional({ enum: ROLES, isArray: true, description: "The key's roles; absent for the platform admin." }) roles?: Role[];
+}
+
+export const KEY_LIFETIME_DAYS_MAX = 3650;
+
+export class ApiKeyPolicyDto {
+  @ApiProperty({
+    type: Number,
+    nullable: true,
+    minimum: 1,
+    maximum: KEY_LIFETIME_DAYS_MAX,
+    example: 90,
+    description:
+      'The longest a key made from now on may live, in days: one made without `expiresAt` expires that many days after it is made, one asking for later is `400` at `expiresAt`. Keys made before keep their expiry. `null`: no bound.',
+  })
+  @IsDefined()
+  @ValidateIf((o: ApiKeyPolicyDto) => o.maxLifetimeDays !== null)
+  @IsInt()
+  @Min(1)
+  @Max(KEY_LIFETIME_DAYS_MAX)
+  maxLifetimeDays: number | null;
+}
+
+export class ApiKeyPolicyView {
+  @ApiProperty({ type: Number, nullable: true, description: 'The longest a new key may live, in days; null: no bound.' }) maxLifetimeDays: number | null;
 }

@@ -50,6 +50,20 @@ export class OrgsRepository {
     return rows[0]?.scopes;
   }
 
+  /** The longest a new key of the organization may live, in days (null: no bound); undefined: no such organization. */
+  async keyPolicy(orgId: string, m: Pick<DataSource, 'query'> = this.dataSource): Promise<{ maxLifetimeDays: number | null } | undefined> {
+    const rows: { days: number | null }[] = await m.query(`SELECT api_key_max_lifetime_days AS days FROM org WHERE id = $1`, [orgId]);
+    return rows[0] && { maxLifetimeDays: rows[0].days };
+  }
+
+  /** Sets it, answering the one it replaced (undefined: no such organization). */
+  async setKeyPolicy(orgId: string, days: number | null, m: EntityManager): Promise<{ previous: number | null } | undefined> {
+    const [row]: { previous: number | null }[] = await m.query(`SELECT api_key_max_lifetime_days AS previous FROM org WHERE id = $1 FOR UPDATE`, [orgId]);
+    if (!row) return undefined;
+    await m.query(`UPDATE org SET api_key_max_lifetime_days = $2 WHERE id = $1`, [orgId, days]);
+    return row;
+  }
+
   async setScopes(orgId: string, scopes: string[], m: EntityManager): Promise<OrgRow> {
     const [rows]: [OrgRow[], number] = await m.query(`UPDATE org SET scopes = $2 WHERE id = $1 RETURNING *`, [orgId, scopes]);
     return rows[0];

@@ -9,7 +9,7 @@ import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, PageQuery, pageOf } from '../common/pagination';
-import { ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, instantOf, OrgView } from './orgs.dto';
+import { ApiKeyPolicyDto, ApiKeyPolicyView, ApiKeyView, CreateApiKeyDto, CreatedApiKeyView, CreateOrgDto, instantOf, OrgView } from './orgs.dto';
 import { OrgRow, OrgsRepository } from './orgs.repository';
 import { UsageView } from './usage.dto';
 import { UsageRepository } from './usage.repository';
@@ -97,14 +97,15 @@ export class OrgsService {
     const token = generateApiKeyToken();
     const roles = [...new Set(dto.roles)];
     return this.orgs.dataSource.transaction(async (m) => {
-      if (!(await this.orgs.exists(orgId, m))) throw ApiError.notFound('organization');
+      const policy = await this.orgs.keyPolicy(orgId, m);
+      if (!policy) throw ApiError.notFound('organization');
       const active = await this.keys.countActiveUnderLock(orgId, m);
       // Creations queue behind one another on the count's lock: a key revoked meanwhile makes no more keys.
       await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
-      const expiresAt = dto.expiresAt ? new Date(instantOf(dto.expiresAt)) : null;
+      const expiresAt = keyExpiry(dto.expiresAt, policy.maxLifetimeDays);
       const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token), expiresAt }, m);
       await this.audit.record(m, {
         type: 'api_key.created',
@@ -136,6 +137,30 @@ export class OrgsService {
       return this.revocations.revoked(m, { orgId, keyId, actor });
     });
     committed?.();
+  }
+
+  async keyPolicy(ctx: RequestContext, orgId: string): Promise<ApiKeyPolicyView> {
+    this.assertReach(ctx, orgId);
+    const policy = await this.orgs.keyPolicy(orgId);
+    if (!policy) throw ApiError.notFound('organization');
+    return policy;
+  }
+
+  async setKeyPolicy(ctx: RequestContext, orgId: string, dto: ApiKeyPolicyDto): Promise<ApiKeyPolicyView> {
+    this.assertReach(ctx, orgId);
+    return this.orgs.dataSource.transaction(async (m) => {
+      const replaced = await this.orgs.setKeyPolicy(orgId, dto.maxLifetimeDays, m);
+      if (!replaced) throw ApiError.notFound('organization');
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
+      await this.audit.record(m, {
+        type: 'org.api_key_policy_updated',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'org', id: orgId },
+        data: { maxLifetimeDays: dto.maxLifetimeDays, previous: replaced.previous },
+      });
+      return { maxLifetimeDays: dto.maxLifetimeDays };
+    });
   }
 
   /** Each bound the organization is held to, with what it holds of it. */
@@ -188,4 +213,27 @@ function toKey(r: ApiKeyRow): ApiKeyView {
     revokedAt: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
     expiresAt: r.expires_at ? new Date(r.expires_at).toISOString() : null,
   };
+}
+
+/**
+ * When a new key expires: as asked, or, under the organization's policy, no later than its longest
+ * lifetime from now (a key asked without an expiry gets that one).
+ */
+function keyExpiry(asked: string | null | undefined, maxLifetimeDays: number | null): Date | null {
+  const latest = maxLifetimeDays === null ? undefined : Date.now() + maxLifetimeDays * 86_400_000;
+  if (!asked) return latest === undefined ? null : new Date(latest);
+  const at = instantOf(asked);
+  if (latest !== undefined && at > latest) {
+    throw ApiError.invalidRequest(
+      [
+        {
+          path: 'expiresAt',
+          code: 'beyondKeyPolicy',
+          message: `expiresAt must be at most ${maxLifetimeDays} days from now: the organization's keys live no longer (its API key policy)`,
+        },
+      ],
+      "The organization's API key policy bounds how long a key may live.",
+    );
+  }
+  return new Date(at);
 }

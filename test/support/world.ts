@@ -112,6 +112,7 @@ export const VALID_BODIES: Record<string, unknown> = {
   'POST /api/v1/knowledge/collections/:id/documents': { title: 't', content: 'c' },
   'POST /api/v1/orgs/:orgId/api-keys': { name: 'k', roles: ['viewer'] },
   'PUT /api/v1/orgs/:orgId/scopes': { scopes: [] },
+  'PUT /api/v1/orgs/:orgId/api-key-policy': { maxLifetimeDays: null },
   'POST /api/v1/agents/:agentId/tool-calls': { tool: 'search_knowledge', arguments: { query: 'refunds' } },
   'POST /api/v1/approvals/:id/approve': {},
   'POST /api/v1/approvals/:id/reject': { reason: 'no' },

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
-import { Alert, errorId, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, usePages } from '../components/feedback';
+import { Alert, errorId, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
 
@@ -23,6 +23,7 @@ export function ApiKeysPage() {
     (cursor) => ok(api.GET('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId }, query: { limit: 200, ...(cursor ? { cursor } : {}) } } })),
     [api, orgId],
   );
+  const policy = useLoad(() => ok(api.GET('/api/v1/orgs/{orgId}/api-key-policy', { params: { path: { orgId } } })), [api, orgId]);
   const [name, setName] = useState('');
   const [roles, setRoles] = useState<Role[]>([]);
   // A local date and time from the picker (empty: no expiry), sent as the instant it names.
@@ -160,7 +161,10 @@ export function ApiKeysPage() {
             aria-describedby={map.has('expiresAt') ? `${errorId('expiresAt')} expires-help` : 'expires-help'}
           />
           <span id="expires-help" className="help">
-            In your time zone. From then on the key is refused, and what it opened ends. Empty: until it is revoked.
+            In your time zone. From then on the key is refused, and what it opened ends.{' '}
+            {policy.data?.maxLifetimeDays
+              ? `At most ${policy.data.maxLifetimeDays} days from now (the organization's key policy); empty: that long.`
+              : 'Empty: until it is revoked.'}
           </span>
           <FieldErrors errors={map} path="expiresAt" />
         </div>
@@ -170,7 +174,60 @@ export function ApiKeysPage() {
           </button>
         </div>
       </form>
+      {policy.data && <KeyPolicy orgId={orgId} days={policy.data.maxLifetimeDays} saved={policy.reload} />}
     </>
+  );
+}
+
+/** The longest a new key may live (`PUT .../api-key-policy`): keys made before keep their expiry. */
+function KeyPolicy({ orgId, days, saved }: { orgId: string; days: number | null; saved: () => void }) {
+  const { api } = useSession();
+  const [value, setValue] = useState(days === null ? '' : String(days));
+  const [errors, setErrors] = useState<FieldError[]>([]);
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState<string>();
+  const map = errorMap(errors);
+  const save = async (e: FormEvent) => {
+    e.preventDefault();
+    setErrors([]);
+    setError(undefined);
+    try {
+      // An empty field lifts the bound; anything else is sent as typed, for the server to judge at its field.
+      const maxLifetimeDays = value.trim() === '' ? null : Number(value);
+      const set = await ok(api.PUT('/api/v1/orgs/{orgId}/api-key-policy', { params: { path: { orgId } }, body: { maxLifetimeDays } }));
+      setStatus(set.maxLifetimeDays === null ? 'New keys may live until they are revoked.' : `New keys live at most ${set.maxLifetimeDays} days.`);
+      saved();
+    } catch (err) {
+      if (err instanceof ProblemError && err.problem.errors) setErrors(err.problem.errors);
+      setError(messageOf(err));
+    }
+  };
+  return (
+    <form className="card" onSubmit={save} aria-labelledby="key-policy-title" noValidate>
+      <h2 id="key-policy-title">Key lifetime</h2>
+      <Alert>{error}</Alert>
+      <Status>{status}</Status>
+      <div className="field">
+        <label htmlFor={fieldId('maxLifetimeDays')}>Longest lifetime of a new key, in days</label>
+        <input
+          id={fieldId('maxLifetimeDays')}
+          type="number"
+          min={1}
+          max={3650}
+          value={value}
+          onChange={(e) => setValue(e.target.value)}
+          {...fieldErrorProps(map, 'maxLifetimeDays')}
+          aria-describedby={map.has('maxLifetimeDays') ? `${errorId('maxLifetimeDays')} key-policy-help` : 'key-policy-help'}
+        />
+        <span id="key-policy-help" className="help">
+          Empty: no bound. Keys made before keep their expiry; revoke them to apply a new one.
+        </span>
+        <FieldErrors errors={map} path="maxLifetimeDays" />
+      </div>
+      <div className="actions">
+        <button type="submit">Save key lifetime</button>
+      </div>
+    </form>
   );
 }
 
