@@ -8,22 +8,21 @@ import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/te
  * was stored as `jsonb` whatever its numbers: an MCP server's answer of 1 MiB of `5e-324` was kept
  * whole (offloaded) and read back by `GET /tool-calls/{id}/result` as about 49 MB of JSON, every read.
  */
-describe('tool results whose numbers PostgreSQL prints far longer than written (e2e, attack round 16 S-F1)', () => {
+describe('tool results and tool lists whose numbers PostgreSQL prints far longer than written (e2e, attack round 16 S-F1, S-F2)', () => {
   let t: TestApp;
   let org: TestOrg;
   let server: FixtureMcpServer;
   let agentId: string;
   let ds: DataSource;
   let answer: unknown;
+  let listed: unknown[] = [{ name: 'numbers', description: 'Numbers.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }];
 
   beforeAll(async () => {
     t = await createTestApp();
     ds = t.app.get(DataSource);
     org = await createOrg(t, ['mcp:remote']);
     server = await startFixtureMcpServer();
-    server.state.rawToolsList = () => ({
-      result: { tools: [{ name: 'numbers', description: 'Numbers.', inputSchema: { type: 'object' }, annotations: { readOnlyHint: true } }] },
-    });
+    server.state.rawToolsList = () => ({ result: { tools: listed } });
     server.state.rawToolsCall = (name) => (name === 'numbers' ? { result: answer } : undefined);
     const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
     const connection = (
@@ -83,5 +82,23 @@ describe('tool results whose numbers PostgreSQL prints far longer than written (
     expect(res.status).toBe(200);
     expect(res.body.status).toBe('succeeded');
     expect(res.body.result.structuredContent.values).toHaveLength(100);
+  });
+
+  it('refuses a tool list whose numbers would be stored far longer than listed, storing nothing (S-F2)', async () => {
+    // 70 tools of 8,000 × 5e-324 in their schemas (3.9 MB): stored in 164 KB, each read of the connection 184 MB.
+    listed = Array.from({ length: 70 }, (_, i) => ({
+      name: `t${i}`,
+      description: 'x',
+      inputSchema: { type: 'object', properties: { a: { type: 'number', enum: new Array<number>(8_000).fill(5e-324) } } },
+    }));
+    const before: { n: number }[] = await ds.query(`SELECT count(*)::int AS n FROM mcp_connection WHERE org_id = $1`, [org.id]);
+    const res = await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...bearer(org.keys.admin))
+      .send({ server: 'remote', name: 'long-numbers', url: server.url });
+    expect({ status: res.status, code: res.body.code }).toEqual({ status: 422, code: 'mcp_connect_failed' });
+    expect(res.body.detail).toContain('numbers would be stored more than 1048576 characters longer than listed');
+    const after: { n: number }[] = await ds.query(`SELECT count(*)::int AS n FROM mcp_connection WHERE org_id = $1`, [org.id]);
+    expect(after[0].n).toBe(before[0].n);
   });
 });
