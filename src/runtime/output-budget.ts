@@ -1,7 +1,7 @@
 import { countTokens as countPieceTokens, decode, encode } from 'gpt-tokenizer';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/cjs/encodingParams/constants';
 import type { ToolDeclaration } from '../capabilities/capability.types';
-import { findUnstorableNumber, mayHoldUnstorableNumber } from '../common/json-numbers';
+import { MAX_NUMBER_GROWTH_CHARS, mayHoldUnstorableNumber, numbersGrowth } from '../common/json-numbers';
 import { jsonHasUnstorableText, withoutNulCharacters } from '../common/nul-character';
 
 /** Past this, a result is refused rather than stored: it would not reach a model anyway. */
@@ -56,8 +56,13 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   // (row 134): a server's 2 MB answer of them was stored in 81 KB and read back as 98 MB, each read
   // of its result 900 ms; 14 MB of them made a 656 MB text no string can hold, and the read ended
   // the node (attack round 16, S-F1). Walked only when the text holds such a literal.
-  const growing = mayHoldUnstorableNumber(json) ? findUnstorableNumber(value, 'result') : undefined;
-  if (growing) throw new UnusableResultError('invalid_result', `The tool returned numbers no column stores as written: ${growing.message}.`);
+  // (Growth only: a non-finite number is written as null, as before.)
+  if (mayHoldUnstorableNumber(json) && numbersGrowth(value, MAX_NUMBER_GROWTH_CHARS) > MAX_NUMBER_GROWTH_CHARS) {
+    throw new UnusableResultError(
+      'invalid_result',
+      `The tool returned numbers that would be stored more than ${MAX_NUMBER_GROWTH_CHARS} characters longer than written (a large exponent either way, such as 1e300 or 5e-324, is stored as every digit it stands for).`,
+    );
+  }
   if (jsonHasUnstorableText(json)) {
     // U+0000 and lone surrogates cannot be stored (see nul-character.ts); a tool's text keeps everything else.
     json = JSON.stringify(withoutNulCharacters(JSON.parse(json)));
