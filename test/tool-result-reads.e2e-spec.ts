@@ -99,6 +99,27 @@ describe('the whole result of a call, read (e2e, attack round 16 S-F3)', () => {
     expect(JSON.parse(read.body as string)).toEqual({ toolCallId: call.body.id, result: answer });
   });
 
+  it('refuses a result kept before S-F1 that the database prints past 64 MiB, and the node goes on', async () => {
+    answer = { content: [{ type: 'text', text: 'rows' }], structuredContent: { rows: Array.from({ length: 20_000 }, (_, i) => ({ a: i })) } };
+    const call = await t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'rows', arguments: {} })
+      .expect(200);
+    // As one stored before tool results were held to their numbers' growth: 14 MB of 5e-324 made 656 MB, whose read ended the node.
+    await t.app
+      .get(DataSource)
+      .query(`UPDATE tool_call_result SET result = (SELECT jsonb_agg(5e-324::numeric) FROM generate_series(1, 250000)) WHERE tool_call_id = $1`, [
+        call.body.id,
+      ]);
+    const read = await t.http
+      .get(`/api/v1/tool-calls/${call.body.id}/result`)
+      .set(...bearer(org.keys.viewer))
+      .expect(404);
+    expect(read.body).toMatchObject({ code: 'result_not_available' });
+    await t.http.get('/health').expect(200);
+  });
+
   it('answers a result kept whole, and refuses one cut without its whole, as before', async () => {
     answer = { content: [{ type: 'text', text: 'small' }] };
     const call = await t.http
