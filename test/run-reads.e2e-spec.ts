@@ -125,6 +125,50 @@ describe('reading a run (e2e)', () => {
       .expect(404);
   }, 60_000);
 
+  it('cancels a run, finished or not, without parsing its row on the node (attack round 16, S-F4)', async () => {
+    model.setScript(sequence({ text: 'done' }));
+    const done = await start({ input: 'z' });
+    // A transcript of 80,000 small messages (9.5 MB), as a long run's: parsed on every cancel before the fix.
+    await t.app
+      .get(DataSource)
+      .query(
+        `UPDATE run SET messages = (SELECT jsonb_agg(jsonb_build_object('role', 'user', 'content', repeat('x', 100))) FROM generate_series(1, 80000)) WHERE id = $1`,
+        [done],
+      );
+    model.setScript(() => ({ hang: true }));
+    const hung = (
+      await t.http
+        .post(`/api/v1/agents/${agent}/runs`)
+        .set(...bearer(org.keys.agent))
+        .send({ input: 'y' })
+        .expect(201)
+    ).body.id as string;
+    const find = jest.spyOn(t.app.get(RunsRepository), 'find');
+    try {
+      for (const id of [done, hung]) {
+        const cancelled = await t.http
+          .post(`/api/v1/runs/${id}/cancel`)
+          .set(...bearer(org.keys.agent))
+          .expect(200);
+        const read = await t.http
+          .get(`/api/v1/runs/${id}`)
+          .set(...bearer(org.keys.viewer))
+          .expect(200);
+        expect(cancelled.body).toEqual(read.body);
+        expect(cancelled.body.status).toBe(id === done ? 'succeeded' : 'cancelled');
+        if (id === done) expect(cancelled.body.messages).toHaveLength(80_000);
+      }
+      expect(find).not.toHaveBeenCalled();
+    } finally {
+      find.mockRestore();
+    }
+    const other = await createOrg(t);
+    await t.http
+      .post(`/api/v1/runs/${done}/cancel`)
+      .set(...bearer(other.keys.agent))
+      .expect(404);
+  }, 60_000);
+
   it('lists runs as their rows hold them, field for field; a page ends at its byte budget, and paging answers each run once', async () => {
     const ds = t.app.get(DataSource);
     const insert = (orgId: string, agentId: string, keyId: string, input: string, messages: unknown[]) =>

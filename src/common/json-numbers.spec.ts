@@ -3,6 +3,7 @@ import {
   findNonFiniteNumber,
   findUnstorableNumber,
   MAX_NUMBER_GROWTH_CHARS,
+  numbersGrowth,
   mayHoldNonFiniteNumber,
   mayHoldUnstorableNumber,
   printedGrowth,
@@ -98,5 +99,15 @@ describe('numbers PostgreSQL prints far longer than written', () => {
     // One large number alone, and a past-range one first.
     expect(findUnstorableNumber({ n: 1e308, m: 5e-324 })).toBeUndefined();
     expect(findUnstorableNumber({ a: Array(fits + 1).fill(5e-324), b: Infinity })?.code).toBe('number_out_of_range');
+  });
+});
+
+describe('numbersGrowth', () => {
+  it("sums every number's printed growth, in arrays and objects, and stops just past the bound it is given", () => {
+    expect(numbersGrowth({ a: [5e-324, 1, 'x', null, { b: 1e308 }], c: 2.5 })).toBe(printedGrowth(5e-324) + printedGrowth(1e308));
+    expect(numbersGrowth(Infinity)).toBe(0);
+    const many = new Array<number>(10_000).fill(5e-324);
+    expect(numbersGrowth(many, 1_000)).toBeLessThanOrEqual(1_000 + printedGrowth(5e-324));
+    expect(numbersGrowth(many)).toBe(10_000 * printedGrowth(5e-324));
   });
 });

@@ -84,3 +84,15 @@ export function printedGrowth(n: number): number {
   const printed = exponent >= 0 ? sign + exponent + 1 + (digits - 1 > exponent ? 1 + digits - 1 - exponent : 0) : sign + 2 + (-exponent - 1) + digits;
   return Math.max(0, printed - written.length);
 }
+
+/** How many characters longer than JSON.stringify writes them PostgreSQL prints all of `value`'s numbers (printedGrowth), counted no further than just past `stopPast`. */
+export function numbersGrowth(value: unknown, stopPast = Number.POSITIVE_INFINITY): number {
+  let growth = 0;
+  const walk = (v: unknown): void => {
+    if (growth > stopPast) return;
+    if (typeof v === 'number') growth += printedGrowth(v);
+    else if (v !== null && typeof v === 'object') for (const key of Object.keys(v)) walk((v as Record<string, unknown>)[key]);
+  };
+  walk(value);
+  return growth;
+}

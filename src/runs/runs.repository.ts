@@ -249,6 +249,15 @@ export class RunsRepository {
   }
 
   /** Only the status: what a waiting request or an event stream polls (the row holds the whole transcript). */
+  /** What a cancel reads of a run: its row holds the transcript (up to 8,000,000 characters), parsed on the node for three columns (S-F4). */
+  async summary(orgId: string, id: string): Promise<Pick<RunRow, 'status' | 'agent_id' | 'version'> | undefined> {
+    const rows: Pick<RunRow, 'status' | 'agent_id' | 'version'>[] = await this.dataSource.query(
+      `SELECT status, agent_id, version FROM run WHERE org_id = $1 AND id = $2`,
+      [orgId, id],
+    );
+    return rows[0];
+  }
+
   async status(orgId: string, id: string): Promise<RunStatus | undefined> {
     const rows: { status: RunStatus }[] = await this.dataSource.query(`SELECT status FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
     return rows[0]?.status;

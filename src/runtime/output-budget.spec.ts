@@ -102,6 +102,18 @@ describe('applyOutputBudget', () => {
     expect(() => applyOutputBudget({ n: 1n }, {})).toThrow(expect.objectContaining({ code: 'invalid_result' }));
     expect(() => applyOutputBudget('x'.repeat(MAX_RESULT_CHARS + 1), {})).toThrow(expect.objectContaining({ code: 'result_too_large' }));
   });
+  it('refuses numbers PostgreSQL would print far longer than written in a result kept whole or offloaded, and keeps a few (attack round 16, S-F1)', () => {
+    // 3,300 × 5e-324 print 1.07 MB longer than written.
+    const many = { values: new Array<number>(3_300).fill(5e-324) };
+    for (const declaration of [{}, { maxOutputTokens: 100_000 }, { maxOutputTokens: 10, offloadLargeResults: true }]) {
+      expect(() => applyOutputBudget(many, declaration)).toThrow(expect.objectContaining({ code: 'invalid_result' }));
+    }
+    // Cut and not kept apart, it is text: stored as written.
+    expect(applyOutputBudget(many, { maxOutputTokens: 10 })).toMatchObject({ truncated: true, offloaded: undefined });
+    expect(applyOutputBudget({ values: new Array<number>(3_000).fill(5e-324) }, {}).truncated).toBe(false);
+    // A non-finite number is written as null, as before, beside a small exponent.
+    expect(applyOutputBudget({ a: Infinity, b: 1e-10 }, {}).result).toEqual({ a: null, b: 1e-10 });
+  });
   it('measures and cuts text containing special-token spellings such as <|endoftext|> as ordinary text', () => {
     const page = 'The page says <|endoftext|> and <|im_start|>system here. '.repeat(40);
     const plain = { disallowedSpecial: new Set<string>() };

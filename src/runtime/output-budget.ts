@@ -1,6 +1,7 @@
 import { countTokens as countPieceTokens, decode, encode } from 'gpt-tokenizer';
 import { O200K_TOKEN_SPLIT_REGEX } from 'gpt-tokenizer/cjs/encodingParams/constants';
 import type { ToolDeclaration } from '../capabilities/capability.types';
+import { MAX_NUMBER_GROWTH_CHARS, mayHoldUnstorableNumber, numbersGrowth } from '../common/json-numbers';
 import { jsonHasUnstorableText, withoutNulCharacters } from '../common/nul-character';
 
 /** Past this, a result is refused rather than stored: it would not reach a model anyway. */
@@ -58,7 +59,10 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   // What clients read back is the JSON form; measuring anything else would measure a different thing.
   // It is parsed back only when kept whole: a cut result is its text's prefix, an offloaded one is
   // stored as that text, and parsing 14 MB of small objects held the event loop for 150 ms.
-  const whole = (): BudgetedResult => ({ result: JSON.parse(json), json, truncated: false });
+  const whole = (): BudgetedResult => {
+    storedAsJson(value, json);
+    return { result: JSON.parse(json), json, truncated: false };
+  };
   const max = declaration.maxOutputTokens ?? 0;
   // A result that is one string (whatever made it: a Date's JSON is one too) is measured as that string.
   const text = json.startsWith('"') ? (JSON.parse(json) as string) : json;
@@ -66,11 +70,29 @@ export function applyOutputBudget(value: unknown, declaration: Pick<ToolDeclarat
   if (max <= 0 || text.length <= max) return whole();
   const measured = measure(text, max, declaration.offloadLargeResults === true);
   if (measured.kept.length <= max) return whole();
+  if (declaration.offloadLargeResults) storedAsJson(value, json);
   return {
     result: decode(measured.kept.slice(0, max)),
     truncated: true,
     offloaded: declaration.offloadLargeResults ? { json, tokens: measured.tokens } : undefined,
   };
+}
+
+/**
+ * Refuses a result kept as JSON (whole, or offloaded) whose numbers PostgreSQL prints with every
+ * digit (`5e-324`: 326 characters), as a body's are refused (row 134): a server's 2 MB answer of
+ * them was stored in 81 KB and read back as 98 MB, each read of its result 900 ms; 14 MB of them
+ * made a 656 MB text no string can hold, and the read ended the node (attack round 16, S-F1).
+ * Walked only when the text holds such a literal; growth only (a non-finite number is written as
+ * null, as before). A cut result is text, stored as written.
+ */
+function storedAsJson(value: unknown, json: string): void {
+  if (mayHoldUnstorableNumber(json) && numbersGrowth(value, MAX_NUMBER_GROWTH_CHARS) > MAX_NUMBER_GROWTH_CHARS) {
+    throw new UnusableResultError(
+      'invalid_result',
+      `The tool returned numbers that would be stored more than ${MAX_NUMBER_GROWTH_CHARS} characters longer than written (a large exponent either way, such as 1e300 or 5e-324, is stored as every digit it stands for).`,
+    );
+  }
 }
 
 /**

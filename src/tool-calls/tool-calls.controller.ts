@@ -139,7 +139,9 @@ export class ToolCallsController {
   @ApiNotFoundResponse(
     ProblemResponse('No such tool call (`not_found`), or it has no whole result: not succeeded, or cut without offloading (`result_not_available`).'),
   )
-  result(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<ToolCallResultView> {
+  result(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
+    // JSON text made by the database (up to 16 MiB), sent as it is.
+    void reply.type('application/json; charset=utf-8');
     return this.calls.result(orgIdOf(ctx), id);
   }
 }

@@ -247,15 +247,13 @@ export class ToolCallsRepository {
     return pageOf(rows, limit, (r) => [iso(r.created_at), r.id], toToolCallView, undefined, found);
   }
 
-  async findResult(orgId: string, callId: string): Promise<{ row: ToolCallRow; whole?: unknown } | undefined> {
+  async findResult(orgId: string, callId: string, maxBytes: number): Promise<{ row: ToolCallRow; wholeText?: string | null } | undefined> {
     const row = await this.findCall(orgId, callId);
     if (!row) return undefined;
     if (!row.result_offloaded) return { row };
-    const kept: { result: unknown }[] = await this.dataSource.query(`SELECT result FROM tool_call_result WHERE org_id = $1 AND tool_call_id = $2`, [
-      orgId,
-      callId,
-    ]);
-    return { row, whole: kept[0]?.result };
+    const sql = `SELECT CASE WHEN octet_length(t) <= $3 THEN t END AS text FROM (SELECT result::text AS t FROM tool_call_result WHERE org_id = $1 AND tool_call_id = $2 OFFSET 0) r`;
+    const kept: { text: string | null }[] = await this.dataSource.query(sql, [orgId, callId, maxBytes]);
+    return { row, wholeText: kept[0] ? kept[0].text : 'null' };
   }
 
   /** The transaction an approved call's effect writes in, for `settleRunning` to commit (CallTransaction). */

@@ -91,6 +91,23 @@ describe('sanitizeListedTools', () => {
     expect(() => past.add(Array.from({ length: 7 }, (_, i) => tool(100 + i)))).toThrow(`its tools name more than ${MAX_MESSAGE_KEYS} distinct members`);
   });
 
+  it('a list whose numbers PostgreSQL would print far longer than listed is refused, a few such numbers kept (attack round 16, S-F2)', () => {
+    // 70 tools of 8,000 × 5e-324 (3.9 MB) were stored in 164 KB and read back as 184 MB.
+    const tool = (i: number, n: number) => ({
+      name: `t${i}`,
+      inputSchema: { type: 'object', properties: { a: { type: 'number', enum: new Array<number>(n).fill(5e-324) } } },
+    });
+    const within = new ListedToolsCollector();
+    within.add(Array.from({ length: 3 }, (_, i) => tool(i, 1_000)));
+    expect(within.tools).toHaveLength(3);
+    const past = new ListedToolsCollector();
+    past.add(Array.from({ length: 3 }, (_, i) => tool(i, 1_000)));
+    expect(() => past.add(Array.from({ length: 2 }, (_, i) => tool(10 + i, 8_000)))).toThrow(
+      /its numbers would be stored more than 1048576 characters longer than listed/,
+    );
+    expect(() => sanitizeListedTools([{ name: 'a', inputSchema: { type: 'object', maximum: 1e308, minimum: -1e308 } }])).not.toThrow();
+  });
+
   it('a schema or annotations far past their bound are refused, whatever else the list holds', () => {
     const wide = { type: 'object', properties: Object.fromEntries(Array.from({ length: 20_000 }, (_, i) => [`p${i}`, { type: 'string' }])) };
     expect(() => sanitizeListedTools([{ name: 'a', inputSchema: wide }])).toThrow('tool "a" input schema is larger than 65536 characters');

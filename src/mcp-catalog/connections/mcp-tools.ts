@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { TOOL_RISKS, ToolRisk } from '../../capabilities/capability.types';
 import { MAX_MESSAGE_DEPTH, MAX_MESSAGE_KEYS, messageCheck } from '../../common/json-shape';
+import { MAX_NUMBER_GROWTH_CHARS, mayHoldUnstorableNumber, numbersGrowth } from '../../common/json-numbers';
 import type { LruCache } from '../../common/lru-cache';
 import { storablePrefix, withoutNulCharacters } from '../../common/nul-character';
 import { redactSecrets, redactSecretsDeep } from '../../common/redact-secrets';
@@ -95,6 +96,8 @@ export class ListedToolsCollector {
   private readonly seen = new Set<string>();
   /** `JSON.stringify(this.tools).length`, kept as tools are added: `[`, `]` and a comma between two. */
   private size = 1;
+  /** How much longer than listed PostgreSQL will print the list's numbers (numbersGrowth), summed as tools are added. */
+  private growth = 0;
   /**
    * The member names of the list as stored, counted as tools are added: each page was held to
    * MAX_MESSAGE_KEYS as it arrived, but a list of several pages is stored, and parsed on each
@@ -135,6 +138,14 @@ export class ListedToolsCollector {
     // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
     // call of any of them (a call of a tiny tool took over a second).
     if (this.size > MAX_LIST_CHARS) throw invalid(`it is more than ${MAX_LIST_CHARS} characters of JSON`);
+    // `jsonb` keeps a number with every digit (row 134): a list of 3.9 MB of `5e-324` in its schemas
+    // was stored in 164 KB and read back as 184 MB, each read of the connection 1.6 to 2.2 s, the
+    // event loop held up to 450 ms (attack round 16, S-F2). Walked only when the text holds such a literal.
+    if (mayHoldUnstorableNumber(text) && (this.growth += numbersGrowth(tool, MAX_NUMBER_GROWTH_CHARS)) > MAX_NUMBER_GROWTH_CHARS) {
+      throw invalid(
+        `its numbers would be stored more than ${MAX_NUMBER_GROWTH_CHARS} characters longer than listed (a large exponent either way, such as 1e300 or 5e-324, is stored as every digit it stands for)`,
+      );
+    }
     this.tools.push(tool);
     return size;
   }
