@@ -393,6 +393,57 @@ describe('authority changed while a request was under way (e2e, attack round 13 
     expect(await live(target.id)).toBe(false);
   });
 
+  itOnRealServer(
+    "a webhook's secret rotated or its deletion, and a model provider's key or deletion, queued while their key is revoked: 401, nothing changed",
+    async () => {
+      const hook = (
+        await h.t.http
+          .post('/api/v1/webhooks')
+          .set(...bearer(keys().admin))
+          .send({ url: 'http://127.0.0.1:45999/rotating', types: ['agent.published'] })
+          .expect(201)
+      ).body as { id: string };
+      const secretOf = async () => (await h.ds.query(`SELECT secret_sealed, deleted_at FROM webhook_endpoint WHERE id = $1`, [hook.id]))[0];
+      const before = await secretOf();
+      const hooks = await revokedWhileQueued(['admin'], [`SELECT 1 FROM webhook_endpoint WHERE id = $1 FOR UPDATE`, [hook.id]], (token) => [
+        h.t.http
+          .post(`/api/v1/webhooks/${hook.id}/rotate-secret`)
+          .set(...bearer(token))
+          .send({}),
+      ]);
+      expect(hooks).toEqual([401]);
+      expect(await secretOf()).toEqual(before);
+      const deleting = await revokedWhileQueued(['admin'], [`SELECT 1 FROM webhook_endpoint WHERE id = $1 FOR UPDATE`, [hook.id]], (token) => [
+        h.t.http.delete(`/api/v1/webhooks/${hook.id}`).set(...bearer(token)),
+      ]);
+      expect(deleting).toEqual([401]);
+      expect((await secretOf()).deleted_at).toBeNull();
+
+      const provider = (
+        await h.t.http
+          .post('/api/v1/model-providers')
+          .set(...bearer(keys().admin))
+          .send({ name: 'held', kind: 'openai-compatible', baseUrl: 'http://127.0.0.1:45998/v1' })
+          .expect(201)
+      ).body as { id: string };
+      const providerRow = async () => (await h.ds.query(`SELECT api_key_sealed FROM model_provider WHERE id = $1`, [provider.id]))[0];
+      const lockProvider: [string, unknown[]] = [`SELECT 1 FROM model_provider WHERE id = $1 FOR UPDATE`, [provider.id]];
+      const providers = await revokedWhileQueued(['admin'], lockProvider, (token) => [
+        h.t.http
+          .put(`/api/v1/model-providers/${provider.id}/api-key`)
+          .set(...bearer(token))
+          .send({ apiKey: 'sk-leaked-holder' }),
+      ]);
+      expect(providers).toEqual([401]);
+      expect(await providerRow()).toEqual({ api_key_sealed: null });
+      const removing = await revokedWhileQueued(['admin'], lockProvider, (token) => [
+        h.t.http.delete(`/api/v1/model-providers/${provider.id}`).set(...bearer(token)),
+      ]);
+      expect(removing).toEqual([401]);
+      expect(await providerRow()).toBeDefined();
+    },
+  );
+
   it('a model provider whose admin key was revoked while its address was resolved is not saved: 401', async () => {
     const admin = await newKey(['admin']);
     const egress = h.t.app.get(EgressService);

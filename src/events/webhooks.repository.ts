@@ -189,6 +189,8 @@ export class WebhooksRepository {
     keepSeconds: number,
     ifRotatedAt: Date | null | undefined,
     event: (rotated: RotatedSecret & { url: string }) => AuditEventInput,
+    /** The API key rotating it (holdActingKey once the row is held): a secret handed to a key revoked meanwhile signs for its holder. */
+    actingKey?: string,
   ): Promise<RotatedSecret | { rotatedSince: string | null } | undefined> {
     return this.dataSource.transaction(async (m) => {
       // The right-hand secret_sealed is the row's value before this UPDATE; the expiry is the
@@ -213,6 +215,7 @@ export class WebhooksRepository {
         );
         return now && { rotatedSince: iso(now.secret_rotated_at) };
       }
+      await holdActingKey(m, orgId, actingKey);
       const rotated: RotatedSecret = {
         id: rows[0].id,
         previousSecretExpiresAt: iso(rows[0].previous_secret_expires_at),
@@ -229,13 +232,14 @@ export class WebhooksRepository {
   }
 
   /** False when there is no such live endpoint. Its pending deliveries end `failed`: nobody is listening any more. */
-  async delete(orgId: string, id: string, event: AuditEventInput): Promise<boolean> {
+  async delete(orgId: string, id: string, event: AuditEventInput, actingKey?: string): Promise<boolean> {
     return this.dataSource.transaction(async (m) => {
       const rows: unknown[] = await m.query(
         `UPDATE webhook_endpoint SET deleted_at = now() WHERE org_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING id`,
         [orgId, id],
       );
       if (rows.length === 0) return false;
+      await holdActingKey(m, orgId, actingKey);
       await m.query(
         `UPDATE webhook_delivery SET status = 'failed', last_error = 'endpoint deleted', completed_at = now()
           WHERE org_id = $1 AND endpoint_id = $2 AND status = 'pending'`,

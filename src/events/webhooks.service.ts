@@ -84,13 +84,18 @@ export class WebhooksService implements OnApplicationBootstrap {
     const orgId = orgIdOf(ctx);
     const url = await this.repo.urlOf(orgId, id);
     if (url === undefined) throw ApiError.notFound('webhook');
-    const deleted = await this.repo.delete(orgId, id, {
-      type: 'webhook.deleted',
+    const deleted = await this.repo.delete(
       orgId,
-      actor: actorOf(ctx.principal),
-      target: { type: 'webhook', id },
-      data: { url },
-    });
+      id,
+      {
+        type: 'webhook.deleted',
+        orgId,
+        actor: actorOf(ctx.principal),
+        target: { type: 'webhook', id },
+        data: { url },
+      },
+      actingKeyOf(ctx.principal),
+    );
     if (!deleted) throw ApiError.notFound('webhook');
   }
 
@@ -121,6 +126,7 @@ export class WebhooksService implements OnApplicationBootstrap {
         target: { type: 'webhook', id },
         data: { url, previousSecretExpiresAt },
       }),
+      actingKeyOf(ctx.principal),
     );
     if (!rotated) throw ApiError.notFound('webhook');
     if ('rotatedSince' in rotated) {

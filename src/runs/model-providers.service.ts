@@ -83,6 +83,7 @@ export class ModelProvidersService {
       // The lock waits for a publish holding the row; the check below then sees its version.
       const row = await this.repo.lock(orgId, id, m);
       if (!row) throw ApiError.notFound('model provider');
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       const bound = await this.repo.firstBoundVersion(orgId, id, m);
       if (bound) {
         throw new ApiError('resource_in_use', `Version ${bound.version} of agent ${bound.agent_id} runs on this provider; it cannot be deleted.`);
@@ -105,6 +106,8 @@ export class ModelProvidersService {
     const row = await this.repo.dataSource.transaction(async (m) => {
       const updated = await this.repo.setApiKey(orgId, id, sealed, m);
       if (!updated) throw ApiError.notFound('model provider');
+      // Held once the row is: the key every run on this provider sends is not set by a key revoked meanwhile.
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       await this.audit.record(m, {
         type: 'model_provider.api_key_updated',
         orgId,
