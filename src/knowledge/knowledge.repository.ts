@@ -10,7 +10,7 @@ import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { countUnderOrgLock } from '../database/org-limit';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
-import { PROXIMITY_CANDIDATES, proximityRank, searchTerms } from '../database/text-search';
+import { PROXIMITY_CANDIDATES, proximityRank, searchTerms, searchTurns } from '../database/text-search';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
 import {
@@ -85,8 +85,6 @@ const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated
 /** Documents of one organization stored at once on this node (they take the organization's lock in turn), and waiting. */
 const UPLOADS_PER_ORG = 1;
 const UPLOADS_WAITING_PER_ORG = 16;
-/** The part of the pool's connections one organization's knowledge searches may hold at once on this node (at least one). */
-const SEARCHES_SHARE_OF_POOL = 1 / 4;
 
 /**
  * The owner of `knowledge_collection` and `knowledge_document`: the REST resource, the resolution
@@ -103,7 +101,7 @@ export class KnowledgeRepository {
    * lock with a connection each, one builder key's uploads held the pool (attack round 8).
    */
   private readonly uploads = new OrgGate(UPLOADS_PER_ORG, UPLOADS_WAITING_PER_ORG, (waiting) => uploadsWaiting(waiting));
-  /** A search ranks every document that matches: its time grows with the organization's documents. */
+  /** A search ranks every document that matches: its time grows with the organization's documents (turns shared with memory recalls). */
   private readonly searches: OrgGate;
 
   constructor(
@@ -114,7 +112,7 @@ export class KnowledgeRepository {
     this.maxBytes = limits.knowledgeBytesPerOrg;
     this.maxCollections = limits.knowledgeCollectionsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeCollectionsPerOrg!;
     this.maxDocuments = limits.knowledgeDocumentsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeDocumentsPerOrg!;
-    this.searches = new OrgGate(Math.max(1, Math.floor(config.databasePoolSize * SEARCHES_SHARE_OF_POOL)));
+    this.searches = searchTurns(dataSource, config.databasePoolSize);
   }
 
   /** At most KNOWLEDGE_MAX_COLLECTIONS_PER_ORG (409), counted under the organization's lock so creations at once count in turn. */

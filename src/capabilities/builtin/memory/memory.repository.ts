@@ -4,7 +4,8 @@ import { DataSource, EntityManager } from 'typeorm';
 import { APP_CONFIG, AppConfig } from '../../../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../../../config/database-config';
 import type { ToolContext } from '../../capability.types';
-import { PROXIMITY_CANDIDATES, proximityRank, searchTerms } from '../../../database/text-search';
+import { PROXIMITY_CANDIDATES, proximityRank, searchTerms, searchTurns } from '../../../database/text-search';
+import type { OrgGate } from '../../../common/org-gate';
 
 export interface MemoryRow {
   id: string;
@@ -30,21 +31,29 @@ export type RememberOutcome =
 export class MemoryRepository {
   /** MEMORY_MAX_BYTES_PER_ORG: what the organization's memories may weigh (migration 1764820000000). */
   private readonly maxBytes: number;
+  /** An organization's recalls take their turns with its knowledge searches: a quarter of the pool at most (attack round 16, T-F2). */
+  private readonly searches: OrgGate;
 
   constructor(
     private readonly dataSource: DataSource,
     @Inject(APP_CONFIG) config: AppConfig,
   ) {
     this.maxBytes = config.storage?.memoryBytesPerOrg ?? DEFAULT_STORAGE_LIMITS.memoryBytesPerOrg!;
+    this.searches = searchTurns(dataSource, config.databasePoolSize);
   }
 
   /**
    * Best match first. Empty when the query has no searchable words. Ranked as
    * src/database/text-search.ts says: ranked as asked over every match, a query of 120 words took
    * 0.33 ms a memory of 2,000 characters (33 s for an agent keeping 100,000), against 0.04 ms by
-   * any of its words.
+   * any of its words. In the organization's turns of full-text searches (searchTurns): the time
+   * still grows with the agent's memories, 1.7 s at 100,000.
    */
   async search(ctx: ToolContext, query: string, limit: number): Promise<MemoryRow[]> {
+    return this.searches.run(ctx.orgId, () => this.recallIn(ctx, query, limit), ctx.signal);
+  }
+
+  private recallIn(ctx: ToolContext, query: string, limit: number): Promise<MemoryRow[]> {
     return this.dataSource.query(
       `SELECT cand.id, cand.content, cand.tags, cand.created_at, ${proximityRank('cand.search', 'cand', 0)} AS rank
          FROM (
