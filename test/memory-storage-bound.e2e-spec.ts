@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { DEFAULT_STORAGE_LIMITS } from '../src/config/database-config';
 import { createAgent, memoryTools, toolError } from './support/builtins';
-import { createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 
 const MAX = 20_000;
 
@@ -59,6 +59,19 @@ describe('agent memories against MEMORY_MAX_BYTES_PER_ORG (e2e, attack round 16 
     await a.forget(first.memoryId);
     expect(await stored(org)).toBe(await weighed(org));
     expect((await b.remember(words(97))).alreadyRemembered).toBe(false);
+
+    // The organization's admin reads what it holds of the bound.
+    const usage = await t.http
+      .get(`/api/v1/orgs/${org.id}/usage`)
+      .set(...bearer(org.keys.admin))
+      .expect(200);
+    expect(usage.body.items.find((m: { meter: string }) => m.meter === 'memories')).toEqual({
+      meter: 'memories',
+      unit: 'bytes',
+      used: await stored(org),
+      limit: MAX,
+      setting: 'MEMORY_MAX_BYTES_PER_ORG',
+    });
 
     // Another organization's bound is its own.
     const other = await newOrg();
