@@ -89,6 +89,23 @@ export class SkillsRepository {
     return this.resolutions.submit({ orgId, ids });
   }
 
+  /**
+   * The same as `resolve`, by a statement of the caller's own rather than in the skills tools'
+   * shared queue: for a page of versions, which may name every skill of the organization.
+   */
+  async resolveNow(orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
+    if (ids.length === 0) return [];
+    const rows: ResolvedSkill[] = await this.dataSource.query(`SELECT id, name, description FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`, [
+      orgId,
+      ids,
+    ]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => {
+      const s = byId.get(id);
+      return s ? [{ id: s.id, name: s.name, description: s.description }] : [];
+    });
+  }
+
   /** One skill's instructions (load_skill), or undefined when the organization has no such skill. */
   async instructionsOf(orgId: string, id: string): Promise<string | undefined> {
     const [row]: { instructions: string }[] = await this.dataSource.query(`SELECT instructions FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]);
