@@ -225,6 +225,7 @@ describe('storage limits per organization (e2e)', () => {
       { meter: 'skills', unit: 'items', used: 1, limit: 3, setting: 'SKILLS_MAX_PER_ORG' },
       // The five keys of the roles the test made.
       { meter: 'api_keys', unit: 'items', used: 5, limit: 1000, setting: 'fixed' },
+      { meter: 'memories', unit: 'bytes', used: 0, limit: 1024 ** 3, setting: 'MEMORY_MAX_BYTES_PER_ORG' },
     ]);
     await t.http
       .get(`/api/v1/orgs/${o.id}/usage`)

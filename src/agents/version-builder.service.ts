@@ -21,6 +21,8 @@ export type { AgentIdentity, VersionRow } from './version-store.service';
 export interface PageBindings {
   collections: ReadonlyMap<string, ResolvedResources['knowledgeCollections'][number]>;
   skills: ReadonlyMap<string, ResolvedResources['skills'][number]>;
+  /** The skill ids read for the page: a version's skills come from it only when all of its are here. */
+  skillsRead: ReadonlySet<string>;
   connections: ReadonlyMap<string, BoundConnection[]>;
 }
 
@@ -106,19 +108,21 @@ export class VersionBuilder {
     const ids = (pick: (spec: AgentSpec) => readonly string[] | undefined) => [...new Set(rows.flatMap((r) => pick(r.spec) ?? []))];
     // Versions of one agent mostly name the same connections: one read for each list named.
     const lists = [...new Set(rows.filter((r) => (r.spec.mcpServers ?? []).length > 0).map((r) => connectionsKey(r.spec)))];
+    // Skills only of the versions whose skills this node has not kept yet (they never change), read
+    // by this request's own statement: reading all of a page's (up to the organization's 1,000
+    // skills, 8.8 MB) took each page 87 ms, in the skills tools' shared queue, and one viewer's
+    // pages held every organization's skill lookups 300 ms (attack round 16, T-F3).
+    const skillIds = [...new Set(rows.filter((r) => !this.store.skillsKept(orgId, r.agent_id, r.version)).flatMap((r) => r.spec.resources?.skills ?? []))];
     const [collections, skills, connections] = await Promise.all([
       this.knowledge.resolve(
         orgId,
         ids((s) => s.resources?.knowledgeCollections),
       ),
-      this.skills.resolve(
-        orgId,
-        ids((s) => s.resources?.skills),
-      ),
+      this.skills.resolveNow(orgId, skillIds),
       Promise.all(lists.map(async (key) => [key, await this.mcp.bound(orgId, JSON.parse(key) as string[], { refreshStale: false })] as const)),
     ]);
     const byId = <T extends { id: string }>(items: readonly T[]) => new Map(items.map((i) => [i.id, i]));
-    return { collections: byId(collections), skills: byId(skills), connections: new Map(connections) };
+    return { collections: byId(collections), skills: byId(skills), skillsRead: new Set(skillIds), connections: new Map(connections) };
   }
 
   /** The agent (of this organization) and one of its versions, without building it. */
@@ -204,7 +208,8 @@ export class VersionBuilder {
     const knowledgeCollections = page ? picked(page.collections, collectionIds) : await this.knowledge.resolve(orgId, collectionIds);
     if (!frozen.skills) {
       const skillIds = spec.resources?.skills ?? [];
-      this.store.rememberSkills(orgId, frozen, deepFreeze(page ? picked(page.skills, skillIds) : await this.skills.resolve(orgId, skillIds)));
+      const read = page && skillIds.every((id) => page.skillsRead.has(id));
+      this.store.rememberSkills(orgId, frozen, deepFreeze(read ? picked(page.skills, skillIds) : await this.skills.resolve(orgId, skillIds)));
     }
     return { knowledgeCollections, skills: [...frozen.skills!] };
   }

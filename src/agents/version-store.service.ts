@@ -112,6 +112,11 @@ export class VersionStore {
     if (this.frozen.get(key) === frozen) this.frozen.set(key, frozen);
   }
 
+  /** Whether this node keeps the skills of a version (resolved once, when it was first built). */
+  skillsKept(orgId: string, agentId: string, version: number): boolean {
+    return this.cached(orgId, agentId, version)?.skills !== undefined;
+  }
+
   /** A row already read (a list of versions): the cached version when there is one. */
   frozenOf(orgId: string, agent: AgentIdentity, row: VersionRow): FrozenVersion {
     return this.cached(orgId, agent.id, row.version) ?? this.freeze(orgId, agent, row);

@@ -43,7 +43,7 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, DATABASE_STATEMENT_TIMEOUT_MS: '0' }).databaseStatementTimeoutMs).toBe(0);
   });
 
-  it("bounds an organization's stored documents and agents at 1 GiB each, its runs at 10 GiB, its skills and collections at 1,000 and its documents at a million unless told otherwise", () => {
+  it("bounds an organization's stored documents and agents at 1 GiB each, its runs at 10 GiB, its skills and collections at 1,000, its documents at a million and its memories at 1 GiB unless told otherwise", () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     expect(resolveConfig({ DATA_DIR: dir }).storage).toEqual({
       knowledgeBytesPerOrg: 1024 ** 3,
@@ -52,6 +52,7 @@ describe('environment', () => {
       skillsPerOrg: 1000,
       knowledgeCollectionsPerOrg: 1000,
       knowledgeDocumentsPerOrg: 1_000_000,
+      memoryBytesPerOrg: 1024 ** 3,
     });
     expect(
       resolveConfig({
@@ -62,6 +63,7 @@ describe('environment', () => {
         SKILLS_MAX_PER_ORG: ' 5 ',
         KNOWLEDGE_MAX_COLLECTIONS_PER_ORG: '7',
         KNOWLEDGE_MAX_DOCUMENTS_PER_ORG: '20000',
+        MEMORY_MAX_BYTES_PER_ORG: '30000',
       }).storage,
     ).toEqual({
       knowledgeBytesPerOrg: 10_000_000_000,
@@ -70,6 +72,7 @@ describe('environment', () => {
       skillsPerOrg: 5,
       knowledgeCollectionsPerOrg: 7,
       knowledgeDocumentsPerOrg: 20_000,
+      memoryBytesPerOrg: 30_000,
     });
   });
 

@@ -104,6 +104,18 @@ export class DatabaseVariables extends HttpVariables {
   @Max(1_000_000_000)
   KNOWLEDGE_MAX_DOCUMENTS_PER_ORG: number = DEFAULT_STORAGE_LIMITS.knowledgeDocumentsPerOrg!;
 
+  /**
+   * Bytes one organization's agent memories may weigh: 512 a memory, its text and tags (UTF-8), and
+   * 64 a word of its search index. Unbounded, an agent kept up to its `maxMemories` (100,000) of
+   * about 16 KB of the volume each, and an organization as many agents as it liked (attack round 16, T-F1).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(Number.MAX_SAFE_INTEGER)
+  MEMORY_MAX_BYTES_PER_ORG: number = DEFAULT_STORAGE_LIMITS.memoryBytesPerOrg!;
+
   /** 32 bytes, base64: the key secrets are sealed under (AES-256-GCM). */
   @IsOptional()
   @Transform(emptyToUndefined)
@@ -121,8 +133,8 @@ export class DatabaseVariables extends HttpVariables {
 
 /**
  * What one organization may store: KNOWLEDGE_MAX_BYTES_PER_ORG, AGENTS_MAX_BYTES_PER_ORG,
- * RUNS_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG, KNOWLEDGE_MAX_COLLECTIONS_PER_ORG, KNOWLEDGE_MAX_DOCUMENTS_PER_ORG (the last
- * two optional, so that a config written before them keeps its meaning with their defaults).
+ * RUNS_MAX_BYTES_PER_ORG, SKILLS_MAX_PER_ORG, KNOWLEDGE_MAX_COLLECTIONS_PER_ORG, KNOWLEDGE_MAX_DOCUMENTS_PER_ORG,
+ * MEMORY_MAX_BYTES_PER_ORG (the last three optional, so that a config written before them keeps its meaning with their defaults).
  */
 export interface StorageLimits {
   knowledgeBytesPerOrg: number;
@@ -131,6 +143,7 @@ export interface StorageLimits {
   skillsPerOrg: number;
   knowledgeCollectionsPerOrg?: number;
   knowledgeDocumentsPerOrg?: number;
+  memoryBytesPerOrg?: number;
 }
 
 export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
@@ -140,6 +153,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   skillsPerOrg: 1000,
   knowledgeCollectionsPerOrg: 1000,
   knowledgeDocumentsPerOrg: 1_000_000,
+  memoryBytesPerOrg: 1024 * 1024 * 1024,
 };
 
 export interface SecretsConfig {

@@ -56,6 +56,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       skillsPerOrg: e.SKILLS_MAX_PER_ORG,
       knowledgeCollectionsPerOrg: e.KNOWLEDGE_MAX_COLLECTIONS_PER_ORG,
       knowledgeDocumentsPerOrg: e.KNOWLEDGE_MAX_DOCUMENTS_PER_ORG,
+      memoryBytesPerOrg: e.MEMORY_MAX_BYTES_PER_ORG,
     },
     rateLimit: {
       windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS,

@@ -12,6 +12,28 @@
  * distinct words. Which texts match is the caller's `@@ query`, unchanged.
  */
 
+import type { DataSource } from 'typeorm';
+import { OrgGate } from '../common/org-gate';
+
+/** The part of the pool's connections one organization's full-text searches (knowledge and memories together) may hold at once on a node (at least one). */
+export const SEARCHES_SHARE_OF_POOL = 1 / 4;
+
+const turns = new WeakMap<DataSource, OrgGate>();
+
+/**
+ * The turns of an organization's full-text searches on this node, one set per database: a search
+ * ranks every match, so its time grows with what the organization stores (a `search_knowledge`
+ * at 1 GiB of documents about 3.7 s, row 53; a `recall_memories` over an agent's 100,000 memories
+ * 1.7 s), and the pool is every organization's. `search_knowledge` and `recall_memories` take
+ * their turns here together: twelve recalls of one agent at once held the whole pool of ten, and
+ * another organization's `GET /agents` waited up to 7.6 s (attack round 16, T-F2).
+ */
+export function searchTurns(dataSource: DataSource, poolSize: number): OrgGate {
+  let gate = turns.get(dataSource);
+  if (!gate) turns.set(dataSource, (gate = new OrgGate(Math.max(1, Math.floor(poolSize * SEARCHES_SHARE_OF_POOL)))));
+  return gate;
+}
+
 /** The most distinct words a search is ranked by as it was asked (all of them, near each other); a longer one is ranked by any of its words. */
 export const RANKED_WORDS_MAX = 8;
 

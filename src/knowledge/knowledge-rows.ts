@@ -94,3 +94,15 @@ export function tooManyCollections(max: number): ApiError {
 export function tooManyDocuments(max: number): ApiError {
   return ApiError.conflict(`An organization has at most ${max} knowledge documents (KNOWLEDGE_MAX_DOCUMENTS_PER_ORG); delete documents first.`);
 }
+
+/** The most collections' names and descriptions a node keeps (each up to 8.8 KB), and what they may weigh together (UTF-16). */
+export const COLLECTION_TEXTS = 20_000;
+export const COLLECTION_TEXTS_BYTES = 32 * 1024 * 1024;
+
+export interface CollectionText {
+  name: string;
+  description: string | null;
+}
+
+/** A collection as `resolve` reads it: its name and description null when the node keeps them. */
+export type ResolvedCollectionRow = Pick<CollectionRow, 'id' | 'document_count'> & { name: string | null; description: string | null };

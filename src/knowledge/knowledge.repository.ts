@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
 import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
+import { LruCache } from '../common/lru-cache';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { isProgramLimitExceeded } from '../common/db-errors';
@@ -10,11 +11,15 @@ import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { countUnderOrgLock } from '../database/org-limit';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
-import { PROXIMITY_CANDIDATES, proximityRank, searchTerms } from '../database/text-search';
+import { PROXIMITY_CANDIDATES, proximityRank, searchTerms, searchTurns } from '../database/text-search';
 import type { ResolvedKnowledgeCollection } from '../capabilities/capability.types';
 import { CollectionView, CreateCollectionDto, CreateDocumentDto, DocumentSummaryView, DocumentView } from './knowledge.dto';
 import {
+  COLLECTION_TEXTS,
+  COLLECTION_TEXTS_BYTES,
   CollectionRow,
+  CollectionText,
+  ResolvedCollectionRow,
   DocumentPageRow,
   DocumentRow,
   KnowledgeHitRow,
@@ -69,6 +74,12 @@ const SEARCH_SQL = `
     JOIN knowledge_collection c ON c.org_id = d.org_id AND c.id = d.collection_id
    ORDER BY top.rank DESC, d.id`;
 
+/** Collections by id with their counts; names and descriptions only of those not among $3 (kept already). */
+const RESOLVE_SQL = `
+  SELECT c.id, c.document_count, CASE WHEN c.id = ANY($3::uuid[]) THEN NULL ELSE c.name END AS name,
+         CASE WHEN c.id = ANY($3::uuid[]) THEN NULL ELSE c.description END AS description
+    FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = ANY($2::uuid[])`;
+
 const READ_SQL = `
   SELECT d.title, c.name AS collection, d.content_chars AS total_chars, substr(d.content, $4::int + 1, $5::int) AS page
     FROM knowledge_document d
@@ -85,8 +96,6 @@ const COLLECTION_COLUMNS = `c.id, c.name, c.description, c.created_at, c.updated
 /** Documents of one organization stored at once on this node (they take the organization's lock in turn), and waiting. */
 const UPLOADS_PER_ORG = 1;
 const UPLOADS_WAITING_PER_ORG = 16;
-/** The part of the pool's connections one organization's knowledge searches may hold at once on this node (at least one). */
-const SEARCHES_SHARE_OF_POOL = 1 / 4;
 
 /**
  * The owner of `knowledge_collection` and `knowledge_document`: the REST resource, the resolution
@@ -103,7 +112,12 @@ export class KnowledgeRepository {
    * lock with a connection each, one builder key's uploads held the pool (attack round 8).
    */
   private readonly uploads = new OrgGate(UPLOADS_PER_ORG, UPLOADS_WAITING_PER_ORG, (waiting) => uploadsWaiting(waiting));
-  /** A search ranks every document that matches: its time grows with the organization's documents. */
+  /** Collections' names and descriptions by `<org>/<id>`: they never change once made. */
+  private readonly texts = new LruCache<string, CollectionText>(COLLECTION_TEXTS, {
+    max: COLLECTION_TEXTS_BYTES,
+    of: (t) => 64 + 2 * (t.name.length + (t.description?.length ?? 0)),
+  });
+  /** A search ranks every document that matches: its time grows with the organization's documents (turns shared with memory recalls). */
   private readonly searches: OrgGate;
 
   constructor(
@@ -114,7 +128,7 @@ export class KnowledgeRepository {
     this.maxBytes = limits.knowledgeBytesPerOrg;
     this.maxCollections = limits.knowledgeCollectionsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeCollectionsPerOrg!;
     this.maxDocuments = limits.knowledgeDocumentsPerOrg ?? DEFAULT_STORAGE_LIMITS.knowledgeDocumentsPerOrg!;
-    this.searches = new OrgGate(Math.max(1, Math.floor(config.databasePoolSize * SEARCHES_SHARE_OF_POOL)));
+    this.searches = searchTurns(dataSource, config.databasePoolSize);
   }
 
   /** At most KNOWLEDGE_MAX_COLLECTIONS_PER_ORG (409), counted under the organization's lock so creations at once count in turn. */
@@ -244,19 +258,23 @@ export class KnowledgeRepository {
   }
 
   /**
-   * The collections among `ids` that exist in the organization, in the order asked, with what a
-   * capability needs to know about them. Missing (or foreign) ids are simply absent.
+   * The collections among `ids` in the organization, in the order asked. Every build asks: names and descriptions never change,
+   * so each is read once per node, counts every time (read whole, 200 were 1.76 MB a tool call: attack round 16, T-F4).
    */
   async resolve(orgId: string, ids: readonly string[]): Promise<ResolvedKnowledgeCollection[]> {
     if (ids.length === 0) return [];
-    const rows: CollectionRow[] = await this.dataSource.query(
-      `SELECT ${COLLECTION_COLUMNS} FROM knowledge_collection c WHERE c.org_id = $1 AND c.id = ANY($2::uuid[])`,
-      [orgId, ids],
-    );
+    const known = new Map(ids.flatMap((id) => (this.texts.get(`${orgId}/${id}`) ? [[id, this.texts.get(`${orgId}/${id}`)!] as const] : [])));
+    const rows: ResolvedCollectionRow[] = await this.dataSource.query(RESOLVE_SQL, [orgId, ids, [...known.keys()]]);
     const byId = new Map(rows.map((r) => [r.id, r]));
     return ids.flatMap((id) => {
       const r = byId.get(id);
-      return r ? [{ id: r.id, name: r.name, description: r.description, documentCount: Number(r.document_count) }] : [];
+      if (!r) return [];
+      let text = known.get(id);
+      if (!text || r.name !== null) {
+        text = { name: r.name!, description: r.description };
+        this.texts.set(`${orgId}/${id}`, text);
+      }
+      return [{ id: r.id, name: text.name, description: text.description, documentCount: Number(r.document_count) }];
     });
   }
 

@@ -190,6 +190,13 @@ export class OrgsService {
         { meter: 'runs', unit: 'bytes', used: Number(used.runs), limit: limits.runBytesPerOrg, setting: 'RUNS_MAX_BYTES_PER_ORG' },
         { meter: 'skills', unit: 'items', used: used.skills, limit: limits.skillsPerOrg, setting: 'SKILLS_MAX_PER_ORG' },
         { meter: 'api_keys', unit: 'items', used: used.api_keys, limit: MAX_ACTIVE_API_KEYS_PER_ORG, setting: 'fixed' },
+        {
+          meter: 'memories',
+          unit: 'bytes',
+          used: Number(used.memories),
+          limit: limits.memoryBytesPerOrg ?? DEFAULT_STORAGE_LIMITS.memoryBytesPerOrg!,
+          setting: 'MEMORY_MAX_BYTES_PER_ORG',
+        },
       ],
     };
   }

@@ -1,6 +1,6 @@
 import { ApiProperty } from '@nestjs/swagger';
 
-export const USAGE_METERS = ['knowledge', 'collections', 'documents', 'agents', 'runs', 'skills', 'api_keys'] as const;
+export const USAGE_METERS = ['knowledge', 'collections', 'documents', 'agents', 'runs', 'skills', 'api_keys', 'memories'] as const;
 export type UsageMeterId = (typeof USAGE_METERS)[number];
 
 /** One bound an organization is held to, and how much of it is used. */

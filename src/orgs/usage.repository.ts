@@ -10,6 +10,7 @@ export interface UsageRow {
   runs: string;
   skills: number;
   api_keys: number;
+  memories: string;
 }
 
 /** What an organization holds of each bounded kind, as its bound counts it (the totals the database keeps, and counts). */
@@ -25,7 +26,8 @@ export class UsageRepository {
               coalesce((SELECT bytes FROM agent_usage WHERE org_id = $1), 0)::text AS agents,
               (SELECT coalesce(sum(bytes), 0) FROM run_usage WHERE org_id = $1)::text AS runs,
               (SELECT count(*) FROM skill WHERE org_id = $1)::int AS skills,
-              (SELECT count(*) FROM api_key WHERE org_id = $1 AND ${KEY_IS_LIVE})::int AS api_keys`,
+              (SELECT count(*) FROM api_key WHERE org_id = $1 AND ${KEY_IS_LIVE})::int AS api_keys,
+              coalesce((SELECT bytes FROM memory_usage WHERE org_id = $1), 0)::text AS memories`,
       [orgId],
     );
     return row;

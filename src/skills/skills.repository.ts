@@ -8,9 +8,18 @@ import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { Page } from '../common/pagination';
 import { Batcher } from '../database/batcher';
+import { LruCache } from '../common/lru-cache';
 import { newestFirstPage } from '../database/keyset-page';
 import { deleteUnlessBound } from '../database/delete-unless-bound';
 import { CreateSkillDto, SkillBasicView, SkillsQuery, SkillView } from './skills.dto';
+
+/** A skill's name and description, or null where the statement left them out (kept already). */
+type TextRow = { id: string; name: string | null; description: string | null };
+type SkillText = Pick<ResolvedSkill, 'name' | 'description'>;
+
+/** The most skills' names and descriptions a node keeps (each up to 8.8 KB), and what they may weigh together (UTF-16). */
+const SKILL_TEXTS = 20_000;
+const SKILL_TEXTS_BYTES = 32 * 1024 * 1024;
 
 interface SkillRow {
   id: string;
@@ -27,6 +36,13 @@ interface SkillRow {
 @Injectable()
 export class SkillsRepository {
   private readonly maxSkills: number;
+  /**
+   * Skills' names and descriptions by `<org>/<id>`: a skill never changes once made (no route
+   * updates it), so a node reads them once; whether it still exists, every time. Read whole, an
+   * agent's 200 skills of long descriptions were 1.76 MB at every `list_skills` and `load_skill`,
+   * in the queue every organization's lookups share (attack round 16, T-F5).
+   */
+  private readonly texts = new LruCache<string, SkillText>(SKILL_TEXTS, { max: SKILL_TEXTS_BYTES, of: (t) => 64 + 2 * (t.name.length + t.description.length) });
 
   constructor(
     private readonly dataSource: DataSource,
@@ -116,6 +132,25 @@ export class SkillsRepository {
     return this.resolutions.submit({ orgId, ids });
   }
 
+  /**
+   * The same as `resolve`, by a statement of the caller's own rather than in the skills tools'
+   * shared queue: for a page of versions, which may name every skill of the organization.
+   */
+  async resolveNow(orgId: string, ids: readonly string[]): Promise<ResolvedSkill[]> {
+    if (ids.length === 0) return [];
+    const known = this.known([{ orgId, ids }]);
+    const rows: TextRow[] = await this.dataSource.query(`SELECT id, ${textColumns('id', '$3')} FROM skill WHERE org_id = $1 AND id = ANY($2::uuid[])`, [
+      orgId,
+      ids,
+      [...known.ids],
+    ]);
+    const byId = new Map(rows.map((r) => [r.id, r]));
+    return ids.flatMap((id) => {
+      const r = byId.get(id);
+      return r ? [this.resolved(orgId, r, known)] : [];
+    });
+  }
+
   /** One skill's instructions (load_skill), or undefined when the organization has no such skill. */
   async instructionsOf(orgId: string, id: string): Promise<string | undefined> {
     const [row]: { instructions: string }[] = await this.dataSource.query(`SELECT instructions FROM skill WHERE org_id = $1 AND id = $2`, [orgId, id]);
@@ -138,14 +173,15 @@ export class SkillsRepository {
         ids.push(id);
       }
     });
-    const rows: (Omit<SkillRow, 'instructions' | 'created_at'> & { ask: number })[] = await this.dataSource.query(
-      `SELECT DISTINCT q.ask, s.id, s.name, s.description
+    const known = this.known(asks);
+    const rows: (TextRow & { ask: number })[] = await this.dataSource.query(
+      `SELECT DISTINCT q.ask, s.id, ${textColumns('s.id', '$4')}
          FROM unnest($1::integer[], $2::uuid[], $3::uuid[]) AS q(ask, org_id, id)
          JOIN skill s ON s.org_id = q.org_id AND s.id = q.id`,
-      [ask, orgs, ids],
+      [ask, orgs, ids, [...known.ids]],
     );
     const found = asks.map(() => new Map<string, ResolvedSkill>());
-    for (const r of rows) found[r.ask].set(r.id, { id: r.id, name: r.name, description: r.description });
+    for (const r of rows) found[r.ask].set(r.id, this.resolved(asks[r.ask].orgId, r, known));
     return asks.map((a, i) =>
       a.ids.flatMap((id) => {
         const s = found[i].get(id);
@@ -153,8 +189,39 @@ export class SkillsRepository {
       }),
     );
   }
+
+  /** The texts this node keeps of the skills asked for, taken now (an eviction meanwhile changes nothing). */
+  private known(asks: readonly { orgId: string; ids: readonly string[] }[]): { ids: Set<string>; texts: Map<string, SkillText> } {
+    const known = { ids: new Set<string>(), texts: new Map<string, SkillText>() };
+    for (const a of asks) {
+      for (const id of a.ids) {
+        const text = this.texts.get(`${a.orgId}/${id}`);
+        if (text) {
+          known.ids.add(id);
+          known.texts.set(`${a.orgId}/${id}`, text);
+        }
+      }
+    }
+    return known;
+  }
+
+  /** A skill of a row, its texts as read or as kept; kept from now on when read. */
+  private resolved(orgId: string, r: TextRow, known: { texts: Map<string, SkillText> }): ResolvedSkill {
+    const key = `${orgId}/${r.id}`;
+    let text = known.texts.get(key);
+    if (!text || r.name !== null) {
+      text = { name: r.name!, description: r.description! };
+      this.texts.set(key, text);
+    }
+    return { id: r.id, name: text.name, description: text.description };
+  }
 }
 
 function toSkill(r: SkillRow): SkillView {
   return { id: r.id, name: r.name, description: r.description, instructions: r.instructions, createdAt: new Date(r.created_at).toISOString() };
+}
+
+/** A skill's name and description, left out (NULL) for the ids in `known` (a parameter), whose texts the node keeps. */
+function textColumns(id: string, known: string): string {
+  return `CASE WHEN ${id} = ANY(${known}::uuid[]) THEN NULL ELSE name END AS name, CASE WHEN ${id} = ANY(${known}::uuid[]) THEN NULL ELSE description END AS description`;
 }

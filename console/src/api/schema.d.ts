@@ -2260,7 +2260,7 @@ export interface components {
              * @description Which bound.
              * @enum {string}
              */
-            meter: "knowledge" | "collections" | "documents" | "agents" | "runs" | "skills" | "api_keys";
+            meter: "knowledge" | "collections" | "documents" | "agents" | "runs" | "skills" | "api_keys" | "memories";
             /** @description The setting (environment variable) that sets the bound, or `fixed`. */
             setting: string;
             /** @enum {string} */

@@ -11,6 +11,7 @@ const LABELS: Record<string, string> = {
   runs: 'Runs and tool calls',
   skills: 'Skills',
   api_keys: 'API keys (not revoked)',
+  memories: 'Agent memories (bytes)',
 };
 
 const BYTE_UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB'];

@@ -87,6 +87,12 @@ export class MemoryWriteTools {
           `You keep ${count(outcome.count, 'memory', 'memories')}, and the most you may keep is ${maxMemories}, so nothing was remembered. ` +
             'Use `forget` on a memory that is outdated or less useful (find it with `recall_memories`) before you `remember` another.',
         );
+      case 'storage_full':
+        throw new ToolError(
+          'memory_storage_full',
+          `The memories of this organization's agents weigh ${outcome.stored} bytes of the ${outcome.max} they may (MEMORY_MAX_BYTES_PER_ORG), and this one's ${outcome.adding} would pass that, so nothing was remembered. ` +
+            'Use `forget` on a memory that is outdated or less useful (find it with `recall_memories`) before you `remember` another.',
+        );
       case 'no_agent':
         throw new ToolError('agent_not_found', 'The agent this call was made for does not exist in this organization; nothing was remembered.');
     }
