@@ -201,6 +201,9 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       .set(...platform())
       .expect(204);
     await holder.commitTransaction();
+    // Its pool connection back before the next one is taken: a test queuing several times held them all.
+    await holder.release();
+    holder = undefined;
     return (await Promise.all(queued)).map((r) => r.status);
   }
 
@@ -441,6 +444,103 @@ describe('authority changed while a request was under way (e2e, attack round 13 
       ]);
       expect(removing).toEqual([401]);
       expect(await providerRow()).toBeDefined();
+    },
+  );
+
+  itOnRealServer(
+    "knowledge written, and an MCP connection's risk, credentials or deletion, queued while their key is revoked: 401, nothing changed",
+    async () => {
+      const builder = () => bearer(keys().builder);
+      const collection = (
+        await h.t.http
+          .post('/api/v1/knowledge/collections')
+          .set(...builder())
+          .send({ name: 'Held' })
+          .expect(201)
+      ).body as { id: string };
+      const doc = (
+        await h.t.http
+          .post(`/api/v1/knowledge/collections/${collection.id}/documents`)
+          .set(...builder())
+          .send({ title: 'Kept', content: 'Stays.' })
+          .expect(201)
+      ).body as { id: string };
+      const collections = () => countRows(h.ds, 'knowledge_collection');
+      const documents = () => countRows(h.ds, 'knowledge_document');
+      const [c0, d0] = [await collections(), await documents()];
+      const creating = await revokedWhileQueued(
+        ['builder'],
+        [`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, ['knowledge_collection', orgId()]],
+        (token) => [
+          h.t.http
+            .post('/api/v1/knowledge/collections')
+            .set(...bearer(token))
+            .send({ name: 'Late' }),
+        ],
+      );
+      const uploading = await revokedWhileQueued(
+        ['builder'],
+        [`SELECT pg_advisory_xact_lock(hashtextextended('knowledge_document:' || $1::text, 0))`, [orgId()]],
+        (token) => [
+          h.t.http
+            .post(`/api/v1/knowledge/collections/${collection.id}/documents`)
+            .set(...bearer(token))
+            .send({ title: 'Late', content: 'Planted by the holder.' }),
+        ],
+      );
+      const removingDoc = await revokedWhileQueued(['builder'], [`SELECT 1 FROM knowledge_document WHERE id = $1 FOR UPDATE`, [doc.id]], (token) => [
+        h.t.http.delete(`/api/v1/knowledge/collections/${collection.id}/documents/${doc.id}`).set(...bearer(token)),
+      ]);
+      const removing = await revokedWhileQueued(['builder'], [`SELECT 1 FROM knowledge_collection WHERE id = $1 FOR UPDATE`, [collection.id]], (token) => [
+        h.t.http.delete(`/api/v1/knowledge/collections/${collection.id}`).set(...bearer(token)),
+      ]);
+      expect([creating, uploading, removingDoc, removing]).toEqual([[401], [401], [401], [401]]);
+      expect([await collections(), await documents()]).toEqual([c0, d0]);
+
+      const scopes = (
+        await h.t.http
+          .get(`/api/v1/orgs/${orgId()}`)
+          .set(...platform())
+          .expect(200)
+      ).body.scopes as string[];
+      await h.t.http
+        .put(`/api/v1/orgs/${orgId()}/scopes`)
+        .set(...platform())
+        .send({ scopes: [...new Set([...scopes, 'mcp:remote'])] })
+        .expect(200);
+      const server = await startFixtureMcpServer();
+      try {
+        const connection = (
+          await h.t.http
+            .post('/api/v1/mcp-connections')
+            .set(...bearer(keys().admin))
+            .send({ server: 'remote', name: 'held-conn', url: server.url })
+            .expect(201)
+        ).body as { id: string; tools: { name: string }[] };
+        const lock: [string, unknown[]] = [`SELECT 1 FROM mcp_connection WHERE id = $1 FOR UPDATE`, [connection.id]];
+        const stored = async () =>
+          (await h.ds.query(`SELECT risk_overrides, credentials, credential_names FROM mcp_connection WHERE id = $1`, [connection.id]))[0];
+        const before = await stored();
+        const risk = await revokedWhileQueued(['admin'], lock, (token) => [
+          h.t.http
+            .put(`/api/v1/mcp-connections/${connection.id}/tools/${connection.tools[0].name}/risk`)
+            .set(...bearer(token))
+            .send({ risk: 'read_only' }),
+        ]);
+        const credentials = await revokedWhileQueued(['admin'], lock, (token) => [
+          h.t.http
+            .put(`/api/v1/mcp-connections/${connection.id}/credentials`)
+            .set(...bearer(token))
+            .send({ credentials: {} }),
+        ]);
+        const deleting = await revokedWhileQueued(['admin'], lock, (token) => [
+          h.t.http.delete(`/api/v1/mcp-connections/${connection.id}`).set(...bearer(token)),
+        ]);
+        expect([risk, credentials, deleting]).toEqual([[401], [401], [401]]);
+        expect(await stored()).toEqual(before);
+      } finally {
+        await server.close();
+      }
     },
   );
 

@@ -11,7 +11,7 @@ import {
 } from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
-import { orgIdOf, RequestContext } from '../auth/principal';
+import { actingKeyOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ProblemResponse } from '../common/openapi';
 import { PageQuery } from '../common/pagination';
 import { UuidParam } from '../common/uuid-param.pipe';
@@ -31,7 +31,7 @@ export class KnowledgeController {
   @ApiCreatedResponse({ type: CollectionView })
   @ApiConflictResponse(ProblemResponse('The organization has `KNOWLEDGE_MAX_COLLECTIONS_PER_ORG` collections, the most it may (`conflict`); nothing made.'))
   createCollection(@Ctx() ctx: RequestContext, @Body() dto: CreateCollectionDto): Promise<CollectionView> {
-    return this.knowledge.createCollection(orgIdOf(ctx), dto);
+    return this.knowledge.createCollection(orgIdOf(ctx), dto, actingKeyOf(ctx.principal));
   }
 
   @Get()
@@ -59,7 +59,7 @@ export class KnowledgeController {
   @ApiNotFoundResponse(NOT_FOUND)
   @ApiConflictResponse(ProblemResponse('A published agent version binds the collection (`resource_in_use`; `boundBy` lists them).'))
   async deleteCollection(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<void> {
-    await this.knowledge.deleteCollection(orgIdOf(ctx), id);
+    await this.knowledge.deleteCollection(orgIdOf(ctx), id, actingKeyOf(ctx.principal));
   }
 
   @Post(':id/documents')
@@ -78,7 +78,7 @@ export class KnowledgeController {
     ),
   )
   createDocument(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Body() dto: CreateDocumentDto): Promise<DocumentView> {
-    return this.knowledge.createDocument(orgIdOf(ctx), id, dto);
+    return this.knowledge.createDocument(orgIdOf(ctx), id, dto, actingKeyOf(ctx.principal));
   }
 
   @Get(':id/documents')
@@ -106,6 +106,6 @@ export class KnowledgeController {
   @ApiNoContentResponse({ description: 'Deleted.' })
   @ApiNotFoundResponse(NOT_FOUND)
   async deleteDocument(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Param('docId', UuidParam) docId: string): Promise<void> {
-    await this.knowledge.deleteDocument(orgIdOf(ctx), id, docId);
+    await this.knowledge.deleteDocument(orgIdOf(ctx), id, docId, actingKeyOf(ctx.principal));
   }
 }

@@ -1,3 +1,4 @@
+// Longer than 300 lines because it holds both knowledge tables' SQL (collections and their documents), whose bounds are counted together.
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { DataSource, EntityManager } from 'typeorm';
@@ -8,7 +9,7 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { isProgramLimitExceeded } from '../common/db-errors';
 import { deleteUnlessBound } from '../database/delete-unless-bound';
-import { countUnderOrgLock } from '../database/org-limit';
+import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import { PROXIMITY_CANDIDATES, proximityRank, searchTerms, searchTurns } from '../database/text-search';
@@ -132,10 +133,13 @@ export class KnowledgeRepository {
   }
 
   /** At most KNOWLEDGE_MAX_COLLECTIONS_PER_ORG (409), counted under the organization's lock so creations at once count in turn. */
-  async createCollection(orgId: string, dto: CreateCollectionDto): Promise<CollectionView> {
+  async createCollection(orgId: string, dto: CreateCollectionDto, actingKey?: string): Promise<CollectionView> {
     const id = randomUUID();
     await this.dataSource.transaction(async (m) => {
-      if ((await countUnderOrgLock(m, 'knowledge_collection', orgId)) >= this.maxCollections) throw tooManyCollections(this.maxCollections);
+      const count = await countUnderOrgLock(m, 'knowledge_collection', orgId);
+      // Creations queue on the count's lock: a key revoked meanwhile makes no more (row 165's class).
+      await holdActingKey(m, orgId, actingKey);
+      if (count >= this.maxCollections) throw tooManyCollections(this.maxCollections);
       await m.query(`INSERT INTO knowledge_collection (id, org_id, name, description) VALUES ($1, $2, $3, $4)`, [id, orgId, dto.name, dto.description ?? null]);
     });
     return this.getCollection(orgId, id);
@@ -160,10 +164,14 @@ export class KnowledgeRepository {
   }
 
   /** Refused while a published version binds the collection: that version must keep working. */
-  async deleteCollection(orgId: string, id: string): Promise<void> {
+  async deleteCollection(orgId: string, id: string, actingKey?: string): Promise<void> {
     await this.dataSource.transaction((m) =>
       deleteUnlessBound('knowledge collection', {
-        lock: async () => (await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]))[0],
+        lock: async () => {
+          const [row]: unknown[] = await m.query(`SELECT 1 FROM knowledge_collection WHERE org_id = $1 AND id = $2 FOR UPDATE`, [orgId, id]);
+          await holdActingKey(m, orgId, actingKey);
+          return row;
+        },
         boundBy: () =>
           m.query(`SELECT agent_id, version FROM agent_version_resource WHERE org_id = $1 AND collection_id = $2 ORDER BY agent_id, version LIMIT 20`, [
             orgId,
@@ -175,11 +183,11 @@ export class KnowledgeRepository {
     );
   }
 
-  async createDocument(orgId: string, collectionId: string, dto: CreateDocumentDto): Promise<DocumentView> {
-    return this.uploads.run(orgId, () => this.insertDocument(orgId, collectionId, dto));
+  async createDocument(orgId: string, collectionId: string, dto: CreateDocumentDto, actingKey?: string): Promise<DocumentView> {
+    return this.uploads.run(orgId, () => this.insertDocument(orgId, collectionId, dto, actingKey));
   }
 
-  private async insertDocument(orgId: string, collectionId: string, dto: CreateDocumentDto): Promise<DocumentView> {
+  private async insertDocument(orgId: string, collectionId: string, dto: CreateDocumentDto, actingKey?: string): Promise<DocumentView> {
     const id = randomUUID();
     return this.dataSource.transaction(async (m) => {
       // FOR KEY SHARE: the collection cannot be deleted while the document goes in.
@@ -190,6 +198,8 @@ export class KnowledgeRepository {
       // metadata of a megabyte a document went past the limit 94 times: attack round 7). The stored
       // total is kept by the database's triggers (knowledge_usage), not summed here per insert.
       await m.query(`SELECT pg_advisory_xact_lock(hashtextextended('knowledge_document:' || $1::text, 0))`, [orgId]);
+      // Uploads queue on this node and on that lock: a key revoked meanwhile stores nothing.
+      await holdActingKey(m, orgId, actingKey);
       // Counted in number too: an empty document counts 3 bytes here and takes about 540 on the volume.
       const [{ stored, adding, documents }]: { stored: string; adding: string; documents: string }[] = await m.query(
         `SELECT coalesce(u.bytes, 0)::text AS stored, coalesce(u.documents, 0)::text AS documents,
@@ -245,7 +255,7 @@ export class KnowledgeRepository {
     return toDocument(row);
   }
 
-  async deleteDocument(orgId: string, collectionId: string, id: string): Promise<void> {
+  async deleteDocument(orgId: string, collectionId: string, id: string, actingKey?: string): Promise<void> {
     await this.dataSource.transaction(async (m) => {
       const [rows]: [unknown[], number] = await m.query(`DELETE FROM knowledge_document WHERE org_id = $1 AND collection_id = $2 AND id = $3 RETURNING id`, [
         orgId,
@@ -253,6 +263,7 @@ export class KnowledgeRepository {
         id,
       ]);
       if (rows.length === 0) throw ApiError.notFound('document');
+      await holdActingKey(m, orgId, actingKey);
       await touch(m, orgId, collectionId);
     });
   }

@@ -148,6 +148,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     const row = await this.dataSource.transaction(async (m) => {
       const current = await this.repository.get(orgId, id, m, true);
       if (!current) throw ApiError.notFound('MCP connection');
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       const listed = current.tools.find((t) => t.name === tool);
       if (!listed) throw ApiError.notFound('tool on this connection');
       const before = riskOf(listed, this.trusts(current), ownRisk(current.risk_overrides, tool));
@@ -177,6 +178,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     const row = await this.dataSource.transaction(async (m) => {
       const updated = await this.repository.setCredentials(m, orgId, id, names.length > 0 ? this.secrets.seal(JSON.stringify(credentials)) : null, names);
       if (!updated) throw ApiError.notFound('MCP connection');
+      await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       await this.audit.record(m, {
         type: 'mcp_connection.credentials_updated',
         orgId,
@@ -271,7 +273,11 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     await this.dataSource.transaction(async (m) => {
       const current = await deleteUnlessBound('MCP connection', {
         lock: async () => (await this.repository.get(orgId, id, m, true)) ?? undefined,
-        boundBy: () => this.repository.boundBy(m, orgId, id),
+        // Held once the row is (and before anything is removed): a key revoked meanwhile deletes nothing.
+        boundBy: async () => {
+          await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
+          return this.repository.boundBy(m, orgId, id);
+        },
         remove: () => this.repository.delete(m, orgId, id),
       });
       await this.audit.record(m, {
