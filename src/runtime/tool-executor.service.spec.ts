@@ -365,7 +365,7 @@ describe('ToolExecutor', () => {
 
       const off = await call('offload', { q: 'x' });
       expect(off.call).toMatchObject({ resultTruncated: true, resultRef: `/api/v1/tool-calls/${off.call.id}/result` });
-      expect(await reads.result(orgId, off.call.id)).toEqual({ toolCallId: off.call.id, result: { rows: 'row '.repeat(500) } });
+      expect(JSON.parse(await reads.result(orgId, off.call.id))).toEqual({ toolCallId: off.call.id, result: { rows: 'row '.repeat(500) } });
     });
   });
 
