@@ -72,7 +72,7 @@ const KEY_LOOKUPS_IN_FLIGHT = 2;
 export class ApiKeysRepository {
   constructor(private readonly dataSource: DataSource) {}
 
-  /** The unrevoked key with this token digest, with its organization's scopes. Not tenant-scoped: this is how the tenant is learned. */
+  /** The live key (not revoked nor expired) with this token digest, with its organization's scopes. Not tenant-scoped: this is how the tenant is learned. */
   async findActiveByDigest(digestHex: string): Promise<ActiveKeyRow | undefined> {
     return (await this.lookups.submit({ digest: digestHex, agentId: null, version: null })) ?? undefined;
   }
@@ -147,8 +147,8 @@ export class ApiKeysRepository {
     );
   }
 
-  /** `revoked`: this call revoked it; `already`: it was revoked before; `missing`: no such key here. */
   /**
+   * `revoked`: this call revoked it; `already`: it was revoked before; `missing`: no such key here.
    * `actingKey`: the key revoking (when another): both rows are locked first, in id order, and the
    * acting one must still be live. A request is authorized when it arrives, and a revocation waits
    * for the target's in-flight changes (they hold its row) or a pool connection: a leaked admin key
@@ -162,7 +162,8 @@ export class ApiKeysRepository {
         `SELECT id, ${KEY_IS_LIVE} AS live FROM api_key WHERE org_id = $1 AND id = ANY ($2::uuid[]) ORDER BY id FOR UPDATE`,
         [orgId, [actingKey, keyId]],
       );
-      if (!locked.some((k) => k.id === actingKey && k.live)) throw ApiError.unauthorized('The key was revoked while this request waited; nothing was changed.');
+      if (!locked.some((k) => k.id === actingKey && k.live))
+        throw ApiError.unauthorized('The key was revoked, or expired, while this request waited; nothing was changed.');
     }
     const [rows]: [{ id: string }[], number] = await m.query(
       `UPDATE api_key SET revoked_at = now() WHERE id = $1 AND org_id = $2 AND revoked_at IS NULL RETURNING id`,
@@ -173,7 +174,7 @@ export class ApiKeysRepository {
     return known.length > 0 ? 'already' : 'missing';
   }
 
-  /** The unrevoked key with this id, with its organization's scopes as they are now (a run acting for the key that started it). */
+  /** The live key (not revoked nor expired) with this id, with its organization's scopes as they are now (a run acting for the key that started it). */
   async findActiveById(orgId: string, keyId: string): Promise<Omit<ActiveKeyRow, 'token_hash'> | undefined> {
     const rows: Omit<ActiveKeyRow, 'token_hash'>[] = await this.dataSource.query(
       `SELECT k.id, k.org_id, k.roles, k.expires_at, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
@@ -183,7 +184,7 @@ export class ApiKeysRepository {
     return rows[0];
   }
 
-  /** Which of these API keys are not revoked (liveKeySql asks the same inside another read). */
+  /** Which of these API keys are live, not revoked nor expired (liveKeySql asks the same inside another read). */
   async liveKeys(keyIds: string[]): Promise<string[]> {
     const rows: { id: string }[] = await this.dataSource.query(`SELECT id FROM api_key WHERE id = ANY ($1::uuid[]) AND ${KEY_IS_LIVE}`, [keyIds]);
     return rows.map((r) => r.id);
@@ -191,7 +192,7 @@ export class ApiKeysRepository {
 }
 
 /**
- * True while the key whose id is the parameter `param` (e.g. `$4`) is not revoked: for a stream's
+ * True while the key whose id is the parameter `param` (e.g. `$4`) is live (not revoked nor expired): for a stream's
  * read, so that the key is judged in the snapshot its events are read with. An event committed after
  * the revocation is only visible to snapshots that also see the key revoked.
  */
