@@ -85,14 +85,20 @@ describe('API keys that expire (e2e)', () => {
   });
 
   it('ends an event stream the key opened when it expires', async () => {
-    const made = await create({ roles: ['approver'], expiresAt: new Date(Date.now() + 3_000).toISOString() }).expect(201);
-    let ended = false;
-    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = http.get({ host: '127.0.0.1', port, path: '/api/v1/events', headers: { authorization: `Bearer ${made.body.token}` } }, resolve);
-      req.on('error', reject);
-      closers.push(() => req.destroy());
-    });
+    const open = async () => {
+      const made = await create({ roles: ['approver'], expiresAt: new Date(Date.now() + 3_000).toISOString() }).expect(201);
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        const req = http.get({ host: '127.0.0.1', port, path: '/api/v1/events', headers: { authorization: `Bearer ${made.body.token}` } }, resolve);
+        req.on('error', reject);
+        closers.push(() => req.destroy());
+      });
+      return { made, res };
+    };
+    // A machine slow enough to take the key's 3 s to open the stream gets 401: another key then.
+    let { made, res } = await open();
+    for (let tries = 1; res.statusCode === 401 && tries < 3; tries++) ({ made, res } = await open());
     expect(res.statusCode).toBe(200);
+    let ended = false;
     res.on('data', () => undefined);
     res.on('end', () => (ended = true));
     // Well before the next heartbeat's check (15 s): the stream ends at the key's expiry.
