@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { DEFAULT_STORAGE_LIMITS } from '../src/config/database-config';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishMcpAgent, TestApp, TestOrg } from './support/test-app';
 
 /**
  * Attack round 13, M-F5: RUNS_MAX_BYTES_PER_ORG bounds what an organization's runs and tool calls
@@ -25,30 +25,7 @@ describe('tool calls against the storage bound of runs and tool calls (e2e, atta
     org = await createOrg(t, ['mcp:remote']);
     server = await startFixtureMcpServer();
     server.state.rawToolsList = () => ({ result: { tools: [{ name: 'store', description: 'Stores anything.', inputSchema: { type: 'object' } }] } });
-    const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
-    const connection = (
-      await t.http
-        .post('/api/v1/mcp-connections')
-        .set(...as('admin'))
-        .send({ server: 'remote', name: 'store', url: server.url })
-        .expect(201)
-    ).body.id;
-    agentId = (
-      await t.http
-        .post('/api/v1/agents')
-        .set(...as('builder'))
-        .send({ slug: 'store', name: 'Store' })
-        .expect(201)
-    ).body.id;
-    await t.http
-      .put(`/api/v1/agents/${agentId}/draft`)
-      .set(...as('builder'))
-      .send({ instructions: '', capabilities: [], mcpServers: [{ connection }] })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agentId}/publish`)
-      .set(...as('builder'))
-      .expect(201);
+    agentId = await publishMcpAgent(t, org, 'store', server.url);
   }, 240_000);
   afterAll(async () => {
     await server.close();

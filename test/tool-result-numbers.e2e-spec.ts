@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishMcpAgent, TestApp, TestOrg } from './support/test-app';
 
 /**
  * Attack round 16, S-F1: row 134 refuses a body's numbers that PostgreSQL prints far longer than
@@ -24,35 +24,7 @@ describe('tool results and tool lists whose numbers PostgreSQL prints far longer
     server = await startFixtureMcpServer();
     server.state.rawToolsList = () => ({ result: { tools: listed } });
     server.state.rawToolsCall = (name) => (name === 'numbers' ? { result: answer } : undefined);
-    const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
-    const connection = (
-      await t.http
-        .post('/api/v1/mcp-connections')
-        .set(...as('admin'))
-        .send({ server: 'remote', name: 'numbers', url: server.url })
-        .expect(201)
-    ).body.id;
-    await t.http
-      .put(`/api/v1/mcp-connections/${connection}/tools/numbers/risk`)
-      .set(...as('admin'))
-      .send({ risk: 'read_only' })
-      .expect(200);
-    agentId = (
-      await t.http
-        .post('/api/v1/agents')
-        .set(...as('builder'))
-        .send({ slug: 'numbers', name: 'Numbers' })
-        .expect(201)
-    ).body.id;
-    await t.http
-      .put(`/api/v1/agents/${agentId}/draft`)
-      .set(...as('builder'))
-      .send({ instructions: '', capabilities: [], mcpServers: [{ connection }] })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agentId}/publish`)
-      .set(...as('builder'))
-      .expect(201);
+    agentId = await publishMcpAgent(t, org, 'numbers', server.url, ['numbers']);
   }, 240_000);
   afterAll(async () => {
     await server.close();

@@ -1,6 +1,6 @@
 import { DataSource } from 'typeorm';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishMcpAgent, TestApp, TestOrg } from './support/test-app';
 
 /**
  * Attack round 16, S-F3 (row 125's class, for results): `GET /tool-calls/{id}/result` answers the
@@ -22,35 +22,7 @@ describe('the whole result of a call, read (e2e, attack round 16 S-F3)', () => {
     server = await startFixtureMcpServer();
     server.state.rawToolsList = () => ({ result: { tools: [{ name: 'rows', description: 'Rows.', inputSchema: { type: 'object' } }] } });
     server.state.rawToolsCall = (name) => (name === 'rows' ? { result: answer } : undefined);
-    const as = (role: keyof TestOrg['keys']) => bearer(org.keys[role]);
-    const connection = (
-      await t.http
-        .post('/api/v1/mcp-connections')
-        .set(...as('admin'))
-        .send({ server: 'remote', name: 'rows', url: server.url })
-        .expect(201)
-    ).body.id;
-    await t.http
-      .put(`/api/v1/mcp-connections/${connection}/tools/rows/risk`)
-      .set(...as('admin'))
-      .send({ risk: 'read_only' })
-      .expect(200);
-    agentId = (
-      await t.http
-        .post('/api/v1/agents')
-        .set(...as('builder'))
-        .send({ slug: 'rows', name: 'Rows' })
-        .expect(201)
-    ).body.id;
-    await t.http
-      .put(`/api/v1/agents/${agentId}/draft`)
-      .set(...as('builder'))
-      .send({ instructions: '', capabilities: [], mcpServers: [{ connection }] })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agentId}/publish`)
-      .set(...as('builder'))
-      .expect(201);
+    agentId = await publishMcpAgent(t, org, 'rows', server.url, ['rows']);
   }, 240_000);
   afterAll(async () => {
     await server.close();

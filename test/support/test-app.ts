@@ -136,6 +136,29 @@ export async function publishAgent(t: TestApp, org: TestOrg, slug: string, draft
 }
 
 /**
+ * A `remote` MCP connection of `org` to `url` named `name` (its tools as the server lists them),
+ * `readOnly` tools marked `read_only` (calls then run without approval), and a published agent of
+ * that connection alone, slug `name`: what a spec about MCP calls needs before its first call.
+ */
+export async function publishMcpAgent(t: TestApp, org: TestOrg, name: string, url: string, readOnly: readonly string[] = []): Promise<string> {
+  const connection = (
+    await t.http
+      .post('/api/v1/mcp-connections')
+      .set(...bearer(org.keys.admin))
+      .send({ server: 'remote', name, url })
+      .expect(201)
+  ).body.id as string;
+  for (const tool of readOnly) {
+    await t.http
+      .put(`/api/v1/mcp-connections/${connection}/tools/${tool}/risk`)
+      .set(...bearer(org.keys.admin))
+      .send({ risk: 'read_only' })
+      .expect(200);
+  }
+  return publishAgent(t, org, name, { instructions: '', capabilities: [], mcpServers: [{ connection }] });
+}
+
+/**
  * One JSON-RPC message to an agent's MCP endpoint as `token`; the message the answer's first
  * event carries (the endpoint answers a request as an event stream).
  */
