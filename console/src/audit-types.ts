@@ -11,6 +11,8 @@ const TYPE_SET: Record<EventType, true> = {
   'org.api_key_policy_updated': true,
   'api_key.created': true,
   'api_key.revoked': true,
+  'api_key.expiring': true,
+  'api_key.expired': true,
   'agent.created': true,
   'agent.published': true,
   'agent.version_retired': true,

@@ -11,6 +11,8 @@ export const AUDIT_EVENT_TYPES = [
   'org.scopes_updated',
   'api_key.created',
   'api_key.revoked',
+  'api_key.expiring',
+  'api_key.expired',
   'org.api_key_policy_updated',
   'agent.created',
   'agent.published',

@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { ApiKeyExpiryEvents } from './api-key-expiry-events';
 import { ApiKeyRevocations } from './api-key-revocations';
 import { ApiKeysRepository } from './api-keys.repository';
 import { AuthService } from './auth.service';
@@ -10,7 +11,7 @@ import { RevokedKeyLeases } from './revoked-key-leases';
 @Global()
 @Module({
   imports: [OidcModule],
-  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch, RevokedKeyLeases],
+  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, ApiKeyExpiryEvents, CredentialWatch, RevokedKeyLeases],
   exports: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
 })
 export class AuthModule {}

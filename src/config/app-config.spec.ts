@@ -29,6 +29,15 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_DELIVERY_RETENTION_DAYS: '365' }).webhookDeliveryRetentionMs).toBe(365 * 86_400_000);
   });
 
+  it('tells an organization of an expiring API key a week ahead unless told otherwise, in days (0: only when it expired)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).apiKeyExpiryNoticeMs).toBe(7 * 86_400_000);
+    expect(resolveConfig({ DATA_DIR: dir, API_KEY_EXPIRY_NOTICE_DAYS: '0' }).apiKeyExpiryNoticeMs).toBe(0);
+    expect(resolveConfig({ DATA_DIR: dir, API_KEY_EXPIRY_NOTICE_DAYS: '30' }).apiKeyExpiryNoticeMs).toBe(30 * 86_400_000);
+    expect(() => resolveConfig({ DATA_DIR: dir, API_KEY_EXPIRY_NOTICE_DAYS: '366' })).toThrow(/API_KEY_EXPIRY_NOTICE_DAYS/);
+    expect(() => resolveConfig({ DATA_DIR: dir, API_KEY_EXPIRY_NOTICE_DAYS: '-1' })).toThrow(/API_KEY_EXPIRY_NOTICE_DAYS/);
+  });
+
   it('caps an endpoint at 10,000 pending deliveries unless told otherwise', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     expect(resolveConfig({ DATA_DIR: dir }).webhookMaxPendingPerEndpoint).toBe(10_000);

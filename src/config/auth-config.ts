@@ -61,6 +61,17 @@ export class AuthVariables extends DatabaseVariables {
   @Min(0)
   @Max(300)
   OIDC_CLOCK_SKEW_SECONDS: number = 60;
+
+  /**
+   * How long before an API key's `expiresAt` its organization is told (`api_key.expiring`, once), so
+   * that whoever runs on it can replace it before calls start failing. 0: only `api_key.expired`.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(365)
+  API_KEY_EXPIRY_NOTICE_DAYS: number = 7;
 }
 
 export interface OidcConfig {

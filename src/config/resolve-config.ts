@@ -42,6 +42,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     toolLeaseGraceMs: e.TOOL_LEASE_GRACE_SECONDS * 1000,
     sweepIntervalMs: e.SWEEP_INTERVAL_SECONDS * 1000,
     webhookDeliveryRetentionMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
+    apiKeyExpiryNoticeMs: e.API_KEY_EXPIRY_NOTICE_DAYS * 86_400_000,
     webhookMaxPendingPerEndpoint: e.WEBHOOK_MAX_PENDING_PER_ENDPOINT,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     mcpHeldCallsPerOrg: e.MCP_HELD_CALLS_PER_ORG,
