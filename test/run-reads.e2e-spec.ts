@@ -22,7 +22,8 @@ describe('reading a run (e2e)', () => {
 
   beforeAll(async () => {
     model = await startScriptedModel(sequence({ text: 'unused' }));
-    t = await createTestApp({ imports: [RunFixturesModule], config: { runs: testRunsConfig({ modelRetries: 0 }) } });
+    // Runs whose model hangs must stay running until the test cancels them, however busy the machine.
+    t = await createTestApp({ imports: [RunFixturesModule], config: { runs: testRunsConfig({ modelRetries: 0, modelTimeoutMs: 120_000 }) } });
     await t.app.listen(0, '127.0.0.1');
     org = await createOrg(t);
     const provider = await t.http
