@@ -197,6 +197,22 @@ describe('VersionBuilder, published versions kept per process', () => {
     expect(s.builds[1].config).not.toBe(s.builds[0].config);
   });
 
+  it("makes a capability's prompt given as a function only when the system prompt is read, once a build", async () => {
+    const s = setup();
+    s.publish(1);
+    const made = jest.fn(() => '- **Handbook** (3 documents)');
+    s.registry.build.mockImplementation(async () => ({ capabilityId: 'cap', prompt: made, tools: [{ id: 'look_up', execute: () => ({}) }] }) as never);
+    // What a tool call builds: its tools, never the prompt.
+    const built = await s.builder.build(ORG, [], AGENT, 1);
+    expect(built.tools.map((t) => t.name)).toEqual(['look_up']);
+    expect(made).not.toHaveBeenCalled();
+    expect(built.systemPrompt).toBe('Be brief.\n\n- **Handbook** (3 documents)');
+    expect(built.systemPrompt).toBe('Be brief.\n\n- **Handbook** (3 documents)');
+    expect(made).toHaveBeenCalledTimes(1);
+    // And where the prompt is read whole, as a copy would read it.
+    expect({ ...built }.systemPrompt).toBe('Be brief.\n\n- **Handbook** (3 documents)');
+  });
+
   it('hands out the published spec and the bound skills frozen', async () => {
     const s = setup();
     s.publish(1);

@@ -192,7 +192,9 @@ export class VersionBuilder {
       version: row.version,
       specHash: row.spec_hash,
       spec: row.spec,
-      systemPrompt: composition.systemPrompt,
+      get systemPrompt() {
+        return composition.systemPrompt;
+      },
       settings: composition.settings,
       limits: composition.limits,
       tools: composition.tools,

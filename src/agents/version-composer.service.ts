@@ -103,7 +103,8 @@ export class VersionComposer {
     /** Where each pinned tool's calls went (`tool_sources`); null for a version published before they were pinned. */
     pinnedSources: Readonly<Record<string, string>> | null = null,
   ): Promise<Composition> {
-    const prompts: string[] = [];
+    // Made when the system prompt is first read, not for every tool call (see CapabilityContribution.prompt).
+    const prompts: (() => string)[] = [];
     const settings: Record<string, unknown> = {};
     const limits: { maxToolCallsPerRun?: number } = {};
     const tools: VersionTool[] = [];
@@ -139,8 +140,9 @@ export class VersionComposer {
       const definition = registered.definition;
       const scopes = definition.scopes ?? [];
       contributors.push({ capabilityId: definition.id, scopes });
-      const prompt = contribution.prompt ?? definition.promptGuidance;
-      if (prompt && prompt.trim() !== '') prompts.push(references.text(prompt));
+      const { prompt } = contribution;
+      const guidance = definition.promptGuidance;
+      prompts.push(() => references.text((typeof prompt === 'function' ? prompt() : prompt) ?? guidance ?? ''));
       if (contribution.settings !== undefined || contribution.limits !== undefined) {
         settings[definition.id] = { ...(contribution.settings ?? {}), ...(contribution.limits ? { limits: contribution.limits } : {}) };
       }
@@ -195,8 +197,11 @@ export class VersionComposer {
     contributors.push(...mcp.contributors);
     const offered = offerOnce(tools, mcp, pinnedSources);
 
+    let systemPrompt: string | undefined;
     return {
-      systemPrompt: [spec.instructions, ...prompts].filter((p) => p.trim() !== '').join('\n\n'),
+      get systemPrompt() {
+        return (systemPrompt ??= [spec.instructions, ...prompts.map((p) => p())].filter((p) => p.trim() !== '').join('\n\n'));
+      },
       settings,
       limits,
       tools: offered.tools,

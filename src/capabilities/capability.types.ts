@@ -135,8 +135,13 @@ export interface BuiltTool {
 /** What a capability adds to one agent. */
 export interface CapabilityContribution {
   tools?: BuiltTool[];
-  /** Prompt text for this agent; when absent, the declaration's static `promptGuidance` is used. */
-  prompt?: string;
+  /**
+   * Prompt text for this agent; when absent, the declaration's static `promptGuidance` is used. A
+   * function is called only when the prompt is read (a run's step, MCP `initialize`, a version
+   * read), never for a tool call: a prompt made from the agent's resources (200 collections'
+   * descriptions are 1.76 MB) costs a tool call nothing then.
+   */
+  prompt?: string | (() => string);
   /** Shown in the manifest's `settings[capabilityId]`. */
   settings?: Record<string, unknown>;
   /** Limits the executor enforces per run. */

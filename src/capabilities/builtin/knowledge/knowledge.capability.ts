@@ -27,7 +27,7 @@ export class KnowledgeCapability implements CapabilityProvider<KnowledgeConfig> 
     const collections = ctx.resources.knowledgeCollections;
     if (collections.length === 0) return null;
     return {
-      prompt: knowledgePrompt(collections),
+      prompt: () => knowledgePrompt(collections),
       tools: [
         { id: 'search_knowledge', execute: (args: SearchKnowledgeInput, tool) => this.tools.search(tool, collections, args, ctx.config.maxResults) },
         { id: 'read_document', execute: (args: ReadDocumentInput, tool) => this.tools.read(tool, collections, args) },

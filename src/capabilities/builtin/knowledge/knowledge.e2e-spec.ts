@@ -129,8 +129,11 @@ describe('builtin capability: knowledge (e2e)', () => {
 
     it('offers both tools and names the bound collections, what they hold and how many documents, in the prompt', () => {
       expect(built!.tools.map((x) => x.id)).toEqual(['search_knowledge', 'read_document']);
-      expect(built!.prompt).toContain('- **Handbook** (3 documents): How we work: policies and procedures\n- **FAQ** (2 documents)\n');
-      expect(built!.prompt).not.toContain('Secrets');
+      // Made only when read: a tool call never reads it (attack round 16, T-F4).
+      expect(typeof built!.prompt).toBe('function');
+      const prompt = (built!.prompt as () => string)();
+      expect(prompt).toContain('- **Handbook** (3 documents): How we work: policies and procedures\n- **FAQ** (2 documents)\n');
+      expect(prompt).not.toContain('Secrets');
       expect(knowledgePrompt([{ id: randomUUID(), name: 'New', description: null, documentCount: 0 }])).toContain('- **New** (empty for now)\n');
       expect(knowledgePrompt([{ id: randomUUID(), name: 'One', description: '  ', documentCount: 1 }])).toContain('- **One** (1 document)\n');
     });

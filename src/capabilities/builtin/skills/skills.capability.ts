@@ -23,7 +23,7 @@ export class SkillsCapability implements CapabilityProvider {
     const skills = ctx.resources.skills;
     if (skills.length === 0) return null;
     return {
-      prompt: skillsPrompt(skills),
+      prompt: () => skillsPrompt(skills),
       tools: [
         { id: 'list_skills', execute: (_args: unknown, tool) => this.tools.list(tool, skills) },
         { id: 'load_skill', execute: (args: LoadSkillInput, tool) => this.tools.load(tool, skills, args) },

@@ -83,7 +83,8 @@ describe('builtin capability: skills (e2e)', () => {
 
   it('lists each bound skill by name and when it applies in the prompt, without the instructions', () => {
     expect(built!.tools.map((x) => x.id)).toEqual(['list_skills', 'load_skill']);
-    expect(built!.prompt).toBe(
+    expect(typeof built!.prompt).toBe('function');
+    expect((built!.prompt as () => string)()).toBe(
       'You have these skills. Before a task that matches one, load its instructions with `load_skill` and follow them:\n' +
         '- **Refunds**: When a customer asks for money back\n' +
         '- **Escalation**: When the customer is angry or asks for a manager',
