@@ -182,8 +182,14 @@ export class RunEngine {
       row = { ...row, status: 'running' };
     }
 
-    for (;;) {
+    for (let pass = 0; ; pass++) {
       if (signal.aborted) return;
+      // The key is judged at every step, not only when the run was claimed: nothing ends a run when
+      // its key expires, and it went on calling the model and running tools to RUN_MAX_STEPS (V-F1).
+      if (pass > 0 && !(await this.apiKeys.findActiveById(row.org_id, row.requested_by))) {
+        await this.finish(row, owner, 'failed', { error: { ...KEY_NOT_ACCEPTED } });
+        return;
+      }
       if (row.pending.length > 0) {
         const next = await this.settlePending(ctx, row, owner, built, signal);
         if (!next) return;
