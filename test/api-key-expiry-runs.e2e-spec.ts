@@ -1,7 +1,7 @@
 import { DataSource } from 'typeorm';
 import { holdLookup, RunFixturesModule, runExecutions } from './fixtures/run-fixtures.module';
 import { ScriptedModel, startScriptedModel } from './support/scripted-model';
-import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
+import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { testRunsConfig } from './support/runs-config';
 
 /**
@@ -127,5 +127,58 @@ describe('runs of a key that expires (e2e)', () => {
     });
     await eventually(async () => (await runOf(run.body.id)).status === 'failed');
     expect((await runOf(run.body.id)).error?.code).toBe('unauthorized');
+  }, 60_000);
+
+  it('runs no tool that needs a scope the platform removed while the run went on: the step after the removal is refused (V-F5)', async () => {
+    const scoped = await createOrg(t, ['memory:read']);
+    const provider = await t.http
+      .post('/api/v1/model-providers')
+      .set(...bearer(scoped.keys.admin))
+      .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url })
+      .expect(201);
+    const id = await publishAgent(t, scoped, 'recalls', {
+      instructions: 'x',
+      capabilities: [{ id: 'fx-run-tools' }, { id: 'memory' }],
+      model: { provider: provider.body.id, name: 'scripted-1' },
+    });
+    const release = holdLookup('held-at-removal');
+    let asked = 0;
+    model.setScript(() => {
+      const i = asked++;
+      if (i === 0) return { toolCalls: [{ id: 'l', name: 'lookup_order', arguments: '{"query":"held-at-removal"}' }] };
+      if (i === 1) return { toolCalls: [{ id: 'r', name: 'recall_memories', arguments: '{"query":"anything"}' }] };
+      return { text: 'done' };
+    });
+    const run = await t.http
+      .post(`/api/v1/agents/${id}/runs`)
+      .set(...bearer(scoped.keys.agent))
+      .send({ input: 'recall' })
+      .expect(201);
+    await eventually(() => runExecutions.some((e) => e.runId === run.body.id && e.args.query === 'held-at-removal'));
+    await t.http
+      .put(`/api/v1/orgs/${scoped.id}/scopes`)
+      .set(...bearer(t.adminToken))
+      .send({ scopes: [] })
+      .expect(200);
+    release();
+
+    const ended = async () =>
+      (
+        await t.http
+          .get(`/api/v1/runs/${run.body.id}`)
+          .set(...bearer(scoped.keys.viewer))
+          .expect(200)
+      ).body as { status: string };
+    await eventually(async () => (await ended()).status !== 'running');
+    const [recall]: { status: string }[] = await db().query(`SELECT status FROM tool_call WHERE run_id = $1 AND tool = 'recall_memories'`, [run.body.id]);
+    expect(recall?.status).toBeUndefined();
+    const events: { type: string; data: { name?: string; error?: { code: string } } }[] = await db().query(
+      `SELECT type, data FROM run_event WHERE run_id = $1 ORDER BY seq`,
+      [run.body.id],
+    );
+    expect(events.find((e) => e.data.name === 'recall_memories' && e.type.startsWith('tool_call.'))).toMatchObject({
+      type: 'tool_call.failed',
+      data: { error: { code: 'scope_not_granted' } },
+    });
   }, 60_000);
 });
