@@ -168,7 +168,7 @@ export class ApprovalsRepository {
                 WHERE rc.org_id = ${org} AND rc.id = ${callId}::uuid AND rc.entry_point = 'run' AND ${where})`;
     // Nothing ends a run when its key expires (a revocation does): approved, its call would run for a key no longer accepted (V-F2).
     const keyGone = `NOT EXISTS (SELECT 1 FROM api_key k WHERE k.org_id = r.org_id AND k.id = r.requested_by AND ${liveKeyCondition('k')})`;
-    const runKeyGone = approving ? ownRun(keyGone) : '';
+    const runKeyGone = approving ? ownRun(`r.status IN ('running', 'waiting_for_approval') AND ${keyGone}`) : '';
     const runEnded = approving ? ownRun(`(r.status NOT IN ('running', 'waiting_for_approval') OR ${keyGone})`) : '';
     s.with(
       `UPDATE approval SET status = ${s.param(d.outcome)}, decided_by = ${s.param(d.decidedBy)}, decided_at = ${at}, note = ${note},
