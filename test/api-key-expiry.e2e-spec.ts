@@ -214,4 +214,43 @@ describe('API keys that expire (e2e)', () => {
       ).body,
     ).toEqual({ maxLifetimeDays: null });
   });
+
+  // The count's lock is PostgreSQL's (an advisory lock); the embedded database takes creations one at a time anyway.
+  (process.env.DATABASE_URL ? it : it.skip)('holds key creations queued while the policy is set to it: none made after it lives longer (V-F3)', async () => {
+    const own = await createOrg(t);
+    const holder = ds.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    try {
+      await holder.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, ['api_key', own.id]);
+      const queued = Array.from({ length: 5 }, (_, i) =>
+        Promise.resolve(
+          t.http
+            .post(`/api/v1/orgs/${own.id}/api-keys`)
+            .set(...bearer(own.keys.admin))
+            .send({ name: `queued-${i}`, roles: ['admin'] }),
+        ),
+      );
+      for (let i = 0; i < 400; i++) {
+        const [{ n }]: { n: number }[] = await ds.query(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        );
+        if (n >= queued.length) break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
+      await t.http
+        .put(`/api/v1/orgs/${own.id}/api-key-policy`)
+        .set(...bearer(own.keys.admin))
+        .send({ maxLifetimeDays: 1 })
+        .expect(200);
+      await holder.commitTransaction();
+      const made = await Promise.all(queued);
+      expect(made.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+      // Each made after the policy committed: held to its day (was: no expiry at all).
+      for (const r of made) expect(Date.parse(r.body.expiresAt ?? 'none')).toBeLessThanOrEqual(Date.now() + 86_400_000);
+    } finally {
+      if (holder.isTransactionActive) await holder.rollbackTransaction();
+      await holder.release();
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
 import { principalIdOf } from '../src/auth/oidc/oidc-claims';
 import { TestIdentityProvider } from './support/oidc-provider';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
@@ -49,6 +50,25 @@ describe('GET /principals (e2e)', () => {
       .set(...bearer(org.keys.approver))
       .expect(200);
     expect(repeated.body.items.map((p: { name: string }) => p.name).sort()).toEqual(['agent', 'approver']);
+  });
+
+  it('says when a key expires, or expired, so an expired requester does not read as a live key (V-F6)', async () => {
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const made = await t.http
+      .post(`/api/v1/orgs/${org.id}/api-keys`)
+      .set(...bearer(org.keys.admin))
+      .send({ name: 'contractor', roles: ['agent'], expiresAt: at })
+      .expect(201);
+    expect((await names(org.keys.viewer, made.body.id).expect(200)).body.items).toEqual([
+      { id: made.body.id, type: 'api_key', name: 'contractor', expiresAt: at },
+    ]);
+    // An UPDATE answers [rows, count] through TypeORM.
+    const [[{ past }]]: [{ past: Date }[], number] = await t.app
+      .get(DataSource)
+      .query(`UPDATE api_key SET expires_at = now() - interval '1 second' WHERE id = $1 RETURNING expires_at AS past`, [made.body.id]);
+    expect((await names(org.keys.viewer, made.body.id).expect(200)).body.items).toEqual([
+      { id: made.body.id, type: 'api_key', name: 'contractor', expiresAt: past.toISOString() },
+    ]);
   });
 
   it('names a person who signed in by the sub their records are held under, in their own organization only', async () => {

@@ -4,8 +4,8 @@ import { ApiError } from '../common/api-error';
 import type { Page, PageQuery } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { newestFirstPage } from '../database/keyset-page';
-import { KEY_IS_LIVE, liveKeyCondition } from '../database/live-key';
-import { countUnderOrgLock } from '../database/org-limit';
+import { COUNT_LIVE_KEYS, KEY_IS_LIVE, liveKeyCondition } from '../database/live-key';
+import { holdOrgCountLock } from '../database/org-limit';
 import type { Role } from './principal';
 
 /** A key as its organization's admins see it (never its token or hash). */
@@ -121,8 +121,10 @@ export class ApiKeysRepository {
   }
 
   /** The organization's keys not revoked nor expired, counted under its lock for keys (held to the end of `m`): creations at once count one after another. */
-  countActiveUnderLock(orgId: string, m: EntityManager): Promise<number> {
-    return countUnderOrgLock(m, 'api_key', orgId, KEY_IS_LIVE);
+  async countActiveUnderLock(orgId: string, m: EntityManager): Promise<number> {
+    await holdOrgCountLock(m, 'api_key', orgId);
+    const [{ n }]: { n: number }[] = await m.query(`SELECT (${COUNT_LIVE_KEYS})::int AS n`, [orgId]);
+    return n;
   }
 
   async insert(

@@ -11,3 +11,10 @@ export function liveKeyCondition(alias?: string): string {
 }
 
 export const KEY_IS_LIVE = liveKeyCondition();
+
+/**
+ * How many live keys organization `$1` holds, as two ranges of `api_key_live_idx` (without an
+ * expiry; expiring after now): a condition with OR walked every expired key it ever had (V-F4).
+ */
+export const COUNT_LIVE_KEYS = `(SELECT count(*) FROM api_key WHERE org_id = $1 AND revoked_at IS NULL AND expires_at IS NULL)
+  + (SELECT count(*) FROM api_key WHERE org_id = $1 AND revoked_at IS NULL AND expires_at > statement_timestamp())`;

@@ -9,9 +9,14 @@ import { ApiError } from '../common/api-error';
  * rows counted (written here, never from a request).
  */
 export async function countUnderOrgLock(m: EntityManager, table: string, orgId: string, where = 'true'): Promise<number> {
-  await m.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, [table, orgId]);
+  await holdOrgCountLock(m, table, orgId);
   const [{ n }]: { n: number }[] = await m.query(`SELECT count(*)::int AS n FROM ${table} WHERE org_id = $1 AND (${where})`, [orgId]);
   return n;
+}
+
+/** The organization's lock for counting `table`'s rows (countUnderOrgLock's), to the end of `m`'s transaction. */
+export async function holdOrgCountLock(m: Pick<EntityManager, 'query'>, table: string, orgId: string): Promise<void> {
+  await m.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || ':' || $2::text, 0))`, [table, orgId]);
 }
 
 /**

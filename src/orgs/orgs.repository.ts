@@ -50,9 +50,11 @@ export class OrgsRepository {
     return rows[0]?.scopes;
   }
 
-  /** The longest a new key of the organization may live, in days (null: no bound); undefined: no such organization. */
-  async keyPolicy(orgId: string, m: Pick<DataSource, 'query'> = this.dataSource): Promise<{ maxLifetimeDays: number | null } | undefined> {
-    const rows: { days: number | null }[] = await m.query(`SELECT api_key_max_lifetime_days AS days FROM org WHERE id = $1`, [orgId]);
+  /** The longest a new key of the organization may live, in days (null: no bound); undefined: no such organization. `hold`: locked to the end of `m`'s transaction, against a change of it. */
+  async keyPolicy(orgId: string, m: Pick<DataSource, 'query'> = this.dataSource, hold = false): Promise<{ maxLifetimeDays: number | null } | undefined> {
+    const rows: { days: number | null }[] = await m.query(`SELECT api_key_max_lifetime_days AS days FROM org WHERE id = $1${hold ? ' FOR SHARE' : ''}`, [
+      orgId,
+    ]);
     return rows[0] && { maxLifetimeDays: rows[0].days };
   }
 

@@ -97,9 +97,11 @@ export class OrgsService {
     const token = generateApiKeyToken();
     const roles = [...new Set(dto.roles)];
     return this.orgs.dataSource.transaction(async (m) => {
-      const policy = await this.orgs.keyPolicy(orgId, m);
-      if (!policy) throw ApiError.notFound('organization');
       const active = await this.keys.countActiveUnderLock(orgId, m);
+      // Read once the count's lock is held, and held (a policy set meanwhile waits, or is seen): read
+      // before, a creation queued behind others kept the policy it found on arrival (V-F3).
+      const policy = await this.orgs.keyPolicy(orgId, m, true);
+      if (!policy) throw ApiError.notFound('organization');
       // Creations queue behind one another on the count's lock: a key revoked meanwhile makes no more keys.
       await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
       if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {

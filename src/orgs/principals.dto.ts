@@ -30,6 +30,8 @@ export class PrincipalView {
   type: 'api_key' | 'oidc';
   @ApiProperty({ description: "The key's name, or the person's `sub` as the identity provider sent it." }) name: string;
   @ApiPropertyOptional({ format: 'date-time', description: 'When the key was revoked (keys only).' }) revokedAt?: string;
+  @ApiPropertyOptional({ format: 'date-time', description: 'When the key stops, or stopped, being accepted (keys given an expiry only).' })
+  expiresAt?: string;
 }
 
 export class PrincipalList {

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { KEY_IS_LIVE } from '../database/live-key';
+import { COUNT_LIVE_KEYS } from '../database/live-key';
 
 export interface UsageRow {
   knowledge: string;
@@ -26,7 +26,7 @@ export class UsageRepository {
               coalesce((SELECT bytes FROM agent_usage WHERE org_id = $1), 0)::text AS agents,
               (SELECT coalesce(sum(bytes), 0) FROM run_usage WHERE org_id = $1)::text AS runs,
               (SELECT count(*) FROM skill WHERE org_id = $1)::int AS skills,
-              (SELECT count(*) FROM api_key WHERE org_id = $1 AND ${KEY_IS_LIVE})::int AS api_keys,
+              (${COUNT_LIVE_KEYS})::int AS api_keys,
               coalesce((SELECT bytes FROM memory_usage WHERE org_id = $1), 0)::text AS memories`,
       [orgId],
     );

@@ -149,7 +149,7 @@ export class RunEngine {
       await this.finish(row, owner, 'failed', { error: { ...KEY_NOT_ACCEPTED } });
       return;
     }
-    const ctx: RequestContext = { principal, requestId: `run:${row.id}` };
+    const ctx: RequestContext & { principal: ApiKeyPrincipal } = { principal, requestId: `run:${row.id}` };
     let built: BuiltVersion;
     try {
       built = await this.versions.build(row.org_id, principal.orgScopes, row.agent_id, row.version, undefined, { applicability: applicabilityOf(row) });
@@ -170,20 +170,34 @@ export class RunEngine {
     }
     // Only what can run now, as MCP's tools/list does: a drifted tool's new description (a vendor's
     // rug pull) must not reach the model, and a call of it would be refused anyway.
-    const tools: ChatCompletionTool[] = built.tools
-      .filter((t) => canRunNow(t, principal.orgScopes))
-      .map((t) => ({
-        type: 'function',
-        function: { name: t.name, description: t.description, parameters: t.inputSchema },
-      }));
+    const offered = (scopes: readonly string[]): ChatCompletionTool[] =>
+      built.tools
+        .filter((t) => canRunNow(t, scopes))
+        .map((t) => ({
+          type: 'function',
+          function: { name: t.name, description: t.description, parameters: t.inputSchema },
+        }));
+    let tools = offered(principal.orgScopes);
 
     if (row.status === 'waiting_for_approval') {
       if (!(await this.save(row, owner, { status: 'running' }, [{ type: 'run.resumed', data: {} }]))) return;
       row = { ...row, status: 'running' };
     }
 
-    for (;;) {
+    for (let pass = 0; ; pass++) {
       if (signal.aborted) return;
+      // The key and the organization's scopes are judged at every step, not only when the run was
+      // claimed: nothing ends a run when its key expires, and it went on calling the model and running
+      // tools to RUN_MAX_STEPS (V-F1), with tools of a scope the platform had removed since (V-F5).
+      if (pass > 0) {
+        const now = await this.principalOf(row);
+        if (!now) {
+          await this.finish(row, owner, 'failed', { error: { ...KEY_NOT_ACCEPTED } });
+          return;
+        }
+        if (now.orgScopes.join(' ') !== ctx.principal.orgScopes.join(' ')) tools = offered(now.orgScopes);
+        ctx.principal = now;
+      }
       if (row.pending.length > 0) {
         const next = await this.settlePending(ctx, row, owner, built, signal);
         if (!next) return;

@@ -95,6 +95,7 @@ export class ToolApprovals {
       ],
     );
     if (!result.won && result.why === 'revoked') throw ApiError.unauthorized('The key was revoked while it decided; nothing was decided.');
+    if (!result.won && result.why === 'run_key_gone') return this.rejectForExpiredRunKey(row);
     if (!result.won && result.why === 'scope_removed') {
       // Refused (and audited) as if the organization's scopes had been read with the key.
       await this.guards.canRunNow(runnable.built, tool, { ...denial, principal: { ...principal, orgScopes: result.scopes } }, facts);
@@ -212,6 +213,28 @@ export class ToolApprovals {
     this.metrics.approvalDecided('rejected', (Date.now() - result.approval.created_at.getTime()) / 1000);
     this.settled.notify([result.call.id]);
     return { approval: toApprovalView(result.approval), toolCall: toToolCallView(result.call) };
+  }
+
+  /**
+   * A run's call whose run's key expired (or was revoked through a change that missed it): rejected
+   * as the key's revocation would have, nobody deciding, and the run woken to fail `unauthorized`.
+   */
+  private async rejectForExpiredRunKey(row: ApprovalRow): Promise<never> {
+    const runId = (await this.store.findCall(row.org_id, row.tool_call_id))?.run_id ?? '';
+    const reason = `The API key that started the run ${runId} expired; the run failed and the call was not run.`;
+    const result = await this.approvals.decide(row, { decidedBy: null, decidedAt: new Date(), note: reason, outcome: 'rejected', leaseMs: 0 }, [
+      {
+        type: 'approval.rejected',
+        orgId: row.org_id,
+        actor: { type: 'run', id: runId },
+        target: { type: 'approval', id: row.id },
+        data: { toolCallId: row.tool_call_id, argumentsHash: row.arguments_hash, reason, runId, cause: 'api_key_expired' },
+      },
+    ]);
+    if (!result.won) return this.refuseDecision(result.why, row.org_id, row.id);
+    this.metrics.approvalDecided('rejected', (Date.now() - result.approval.created_at.getTime()) / 1000);
+    this.settled.notify([result.call.id]);
+    throw alreadyDecided();
   }
 
   /** The approval as it stands, if the principal may still decide it; refuses otherwise (and records an expiry it finds). */

@@ -5,6 +5,7 @@ import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Statement } from '../database/statement';
 import { GovernanceFacts, missingScopes, toolKey } from '../runtime/tool-policy';
 import { holdAuthority } from '../auth/api-keys.repository';
+import { liveKeyCondition } from '../database/live-key';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
 import { rowsWithinBudget } from '../database/keyset-page';
 import { EXPIRED_APPROVALS, listPageSql } from '../database/expired-page';
@@ -42,7 +43,7 @@ type Lost = { won: false; why: 'decided' | 'expired' | 'missing' };
 /** Approving refused: a switch committed before the decision could; the approval is still pending. */
 type Switched = { won: false; why: 'switched'; facts: GovernanceFacts };
 /** Approving refused, still pending: the deciding key was revoked, or the organization lost a scope the tool needs (its scopes now). */
-type Unauthorized = { won: false; why: 'revoked' } | { won: false; why: 'scope_removed'; scopes: string[] };
+type Unauthorized = { won: false; why: 'revoked' } | { won: false; why: 'scope_removed'; scopes: string[] } | { won: false; why: 'run_key_gone' };
 
 /** Reads an approval (with its call's arguments) with the given manager. */
 export async function findApprovalWith(manager: Queryable, orgId: string, approvalId: string): Promise<ApprovalRow | undefined> {
@@ -161,12 +162,14 @@ export class ApprovalsRepository {
     // A run's call whose run ended (cancelled, or its key revoked) runs for nobody: approving it is
     // refused like a decided one. Those ends reject the run's approvals in their own transaction;
     // this holds for whatever else is left pending.
-    const runEnded = approving
-      ? `EXISTS (SELECT 1 FROM tool_call rc JOIN run r ON r.org_id = rc.org_id
-                  AND r.id = CASE WHEN rc.run_id ~ '${UUID_TEXT}' THEN rc.run_id::uuid END
-                  WHERE rc.org_id = ${org} AND rc.id = approval.tool_call_id AND rc.entry_point = 'run'
-                    AND r.status NOT IN ('running', 'waiting_for_approval'))`
-      : '';
+    const callId = approving ? s.param(approval.tool_call_id) : '';
+    const ownRun = (where: string) =>
+      `EXISTS (SELECT 1 FROM tool_call rc JOIN run r ON r.org_id = rc.org_id AND r.id = CASE WHEN rc.run_id ~ '${UUID_TEXT}' THEN rc.run_id::uuid END
+                WHERE rc.org_id = ${org} AND rc.id = ${callId}::uuid AND rc.entry_point = 'run' AND ${where})`;
+    // Nothing ends a run when its key expires (a revocation does): approved, its call would run for a key no longer accepted (V-F2).
+    const keyGone = `NOT EXISTS (SELECT 1 FROM api_key k WHERE k.org_id = r.org_id AND k.id = r.requested_by AND ${liveKeyCondition('k')})`;
+    const runKeyGone = approving ? ownRun(`r.status IN ('running', 'waiting_for_approval') AND ${keyGone}`) : '';
+    const runEnded = approving ? ownRun(`(r.status NOT IN ('running', 'waiting_for_approval') OR ${keyGone})`) : '';
     s.with(
       `UPDATE approval SET status = ${s.param(d.outcome)}, decided_by = ${s.param(d.decidedBy)}, decided_at = ${at}, note = ${note},
               approved_arguments = ${args}::jsonb, approved_arguments_hash = ${hash}
@@ -192,7 +195,7 @@ export class ApprovalsRepository {
     // request committed meanwhile still reads `pending` here, and "decided" is then the answer.
     const sql = s.finish(
       `SELECT (SELECT count(*) FROM w0)::integer AS won, st.status AS approval_status, st.expired AS approval_expired,
-              ${approving ? `${retired} AS version_retired, t.tool_id IS NOT NULL AS disabled, t.reason AS disabled_reason,` : ''} ${CALL_COLUMNS}
+              ${approving ? `${retired} AS version_retired, t.tool_id IS NOT NULL AS disabled, t.reason AS disabled_reason, ${runKeyGone} AS run_key_gone,` : ''} ${CALL_COLUMNS}
          FROM (SELECT 1) one
          LEFT JOIN w1 c ON true
          LEFT JOIN LATERAL (SELECT status, status = 'pending' AND expires_at <= now() AS expired
@@ -200,13 +203,14 @@ export class ApprovalsRepository {
          ${approving ? `LEFT JOIN tool_disabled t ON ${disabled}` : ''}`,
     );
     type Result = ToolCallRow & { won: number; approval_status: string | null; approval_expired: boolean | null };
-    type Switches = { version_retired?: boolean; disabled?: boolean; disabled_reason?: string | null };
+    type Switches = { version_retired?: boolean; disabled?: boolean; disabled_reason?: string | null; run_key_gone?: boolean };
     const held: (Result & Switches)[] | Unauthorized = approving
       ? await this.underSwitches(db, approval.org_id, d.authority, (m) => m.query(sql, s.params))
       : await db.query(sql, s.params);
     if (!Array.isArray(held)) return held;
     const [result] = held;
-    const { version_retired, disabled: off, disabled_reason, ...rest } = result;
+    const { version_retired, disabled: off, disabled_reason, run_key_gone, ...rest } = result;
+    if (!rest.won && rest.approval_status === 'pending' && !rest.approval_expired && run_key_gone) return { won: false, why: 'run_key_gone' };
     if (!rest.won && rest.approval_status === 'pending' && !rest.approval_expired && (version_retired || off)) {
       const key = toolKey(approval.capability_id, approval.tool_id);
       const disabledTools = off ? new Map([[key, { reason: disabled_reason ?? null }]]) : new Map<string, { reason: string | null }>();

@@ -1935,6 +1935,11 @@ export interface components {
             items: components["schemas"]["PrincipalView"][];
         };
         PrincipalView: {
+            /**
+             * Format: date-time
+             * @description When the key stops, or stopped, being accepted (keys given an expiry only).
+             */
+            expiresAt?: string;
             /** Format: uuid */
             id: string;
             /** @description The key's name, or the person's `sub` as the identity provider sent it. */

@@ -70,7 +70,7 @@ function KeyName({ id, principal }: { id: string; principal: Principal }) {
   return (
     <span title={id}>
       {visible(principal.name)}
-      {principal.revokedAt ? ' (revoked key)' : ' (key)'}
+      {principal.revokedAt ? ' (revoked key)' : principal.expiresAt && Date.parse(principal.expiresAt) <= Date.now() ? ' (expired key)' : ' (key)'}
     </span>
   );
 }
