@@ -68,6 +68,20 @@ describe('API keys that expire (e2e)', () => {
       .set(...bearer(made.body.token))
       .expect(200);
     expect(await liveKeys()).toBe(before + 1);
+    // The key's holder reads when to replace it; a key without an expiry says none.
+    const me = await t.http
+      .get('/api/v1/me')
+      .set(...bearer(made.body.token))
+      .expect(200);
+    expect(me.body).toEqual({ type: 'api_key', id: made.body.id, orgId: org.id, roles: ['viewer'], expiresAt: at.toISOString() });
+    expect(
+      (
+        await t.http
+          .get('/api/v1/me')
+          .set(...bearer(org.keys.viewer))
+          .expect(200)
+      ).body,
+    ).not.toHaveProperty('expiresAt');
 
     // Past its expiry: refused as a revoked key is, and no longer counted.
     await ds.query(`UPDATE api_key SET expires_at = now() - interval '1 second' WHERE id = $1`, [made.body.id]);

@@ -16,6 +16,12 @@ export class MeController {
     const p = ctx.principal;
     if (p.type === 'platform') return { type: p.type, id: p.id };
     // A signed-in person is named by the token's subject, as in audit events.
-    return { type: p.type, id: p.type === 'oidc' ? p.subject : p.id, orgId: p.orgId, roles: p.roles };
+    return {
+      type: p.type,
+      id: p.type === 'oidc' ? p.subject : p.id,
+      orgId: p.orgId,
+      roles: p.roles,
+      ...(p.expiresAt !== undefined ? { expiresAt: new Date(p.expiresAt).toISOString() } : {}),
+    };
   }
 }

@@ -177,6 +177,12 @@ export class MeView {
   id: string;
   @ApiPropertyOptional({ format: 'uuid', description: "The key's organization; absent for the platform admin." }) orgId?: string;
   @ApiPropertyOptional({ enum: ROLES, isArray: true, description: "The key's roles; absent for the platform admin." }) roles?: Role[];
+  @ApiPropertyOptional({
+    format: 'date-time',
+    description:
+      "When this credential stops being accepted: an API key's `expiresAt` (absent for a key without one), or an identity-provider token's `exp` and the clock skew allowed. A runtime reads it to replace its key before calls start failing.",
+  })
+  expiresAt?: string;
 }
 
 export const KEY_LIFETIME_DAYS_MAX = 3650;

@@ -1833,6 +1833,11 @@ export interface components {
             title?: string;
         };
         MeView: {
+            /**
+             * Format: date-time
+             * @description When this credential stops being accepted: an API key's `expiresAt` (absent for a key without one), or an identity-provider token's `exp` and the clock skew allowed. A runtime reads it to replace its key before calls start failing.
+             */
+            expiresAt?: string;
             /** @description `platform` for the platform admin; the API key's id; or the identity provider's subject (`sub`) for `oidc`. */
             id: string;
             /**
