@@ -66,7 +66,7 @@ export class ApiKeyExpiryEvents extends IntervalSweeper<ExpiryReport> {
     const noticeMs = this.config.apiKeyExpiryNoticeMs ?? DEFAULT_NOTICE_MS;
     return this.dataSource.transaction(async (m) => {
       // statement_timestamp(), as the key's own check (src/database/live-key.ts): a key is told
-      // it expired exactly when requests with it started being refused.
+      // it expired only once requests with it are refused, never while one is still accepted.
       const [rows]: [DueRow[], number] = await m.query(
         `UPDATE api_key k
             SET expiry_recorded_at = CASE WHEN k.expires_at <= statement_timestamp() THEN statement_timestamp() END,
