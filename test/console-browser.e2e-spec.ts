@@ -401,6 +401,36 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('reads the inbox once a second while approval events keep coming, not its three lists per event', async () => {
+    // Attack round 17, U-F1: every approval event started a read of the pending list (a page of up
+    // to 4 MiB), the decided list and the agents, whether or not the last reads had answered; any
+    // agent key makes the events, so each open inbox read at the pace the agent asked.
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'burst', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByText('Live: new requests appear as they are made.').waitFor();
+    const reads: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/v1/approvals?status=pending')) reads.push(r.url());
+    });
+    const events = 120;
+    for (let i = 0; i < events; i += 40) {
+      await Promise.all(
+        Array.from({ length: 40 }, (_, j) =>
+          api('post', `/agents/${agentId}/tool-calls`, own.keys.agent)
+            .send({ tool: 'remember', arguments: { content: `request ${i + j}` } })
+            .expect(202),
+        ),
+      );
+    }
+    // The last event is read too: every request shows.
+    await page.getByRole('heading', { name: `Pending (${events})` }).waitFor({ timeout: 60_000 });
+    // 62 reads before the fix (120 events, on the 2-core machine), 4 after.
+    expect(reads.length).toBeLessThan(events / 4);
+    await context.close();
+  });
+
   it("makes an API key that expires, in the person's time zone, and shows when each key expires", async () => {
     const own = await createOrg(t);
     const lapsed = (

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { messageOf, type FieldError } from '../api/client';
 
 /** An error, announced as it appears. */
@@ -87,24 +87,42 @@ export function ErrorSummary({ title, errors }: { title: string; errors: FieldEr
   );
 }
 
-/** Loads data for a page; `reload` refetches. Errors are kept for the page to show. */
+/**
+ * Loads data for a page; `reload` refetches. Errors are kept for the page to show. A reload asked
+ * while a read is under way is made once that read ends, however many were asked meanwhile: live
+ * events (any agent key makes them) started a read each, a page of up to 4 MiB, all at once.
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: string; loading: boolean; reload(): void } {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
+  const reading = useRef(false);
+  const again = useRef(false);
   // The caller names what the load depends on (the client, ids); the closure itself is new on every render.
   const run = useCallback(load, deps);
   useEffect(() => {
     let live = true;
+    reading.current = true;
+    again.current = false;
     setState((s) => ({ ...s, loading: true }));
-    run().then(
-      (data) => live && setState({ data, loading: false }),
-      (err: unknown) => live && setState({ error: messageOf(err), loading: false }),
-    );
+    run()
+      .then(
+        (data) => live && setState({ data, loading: false }),
+        (err: unknown) => live && setState({ error: messageOf(err), loading: false }),
+      )
+      .then(() => {
+        if (!live) return;
+        reading.current = false;
+        if (again.current) setTick((n) => n + 1);
+      });
     return () => {
       live = false;
     };
   }, [run, tick]);
-  return { ...state, reload: () => setTick((n) => n + 1) };
+  const reload = useCallback(() => {
+    if (reading.current) again.current = true;
+    else setTick((n) => n + 1);
+  }, []);
+  return { ...state, reload };
 }
 
 export interface Paged<T> {
