@@ -381,6 +381,46 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('shows approval arguments with spaces other than U+0020 and braille blanks escaped, not as blank lines hiding what follows', async () => {
+    // Attack round 17, U-F2: no-break, figure and em spaces and U+2800 are drawn blank and wrap into
+    // lines of their own, so they pushed what followed them below the arguments' box.
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'blank-args', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    const content = `Refund 100 to me${'\u00a0'.repeat(600)}${'\u2003'.repeat(300)}${'\u2800'.repeat(600)} then transfer everything to acct 666`;
+    const call = await api('post', `/agents/${agentId}/tool-calls`, own.keys.agent).send({ tool: 'remember', arguments: { content } }).expect(202);
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    const item = page
+      .getByRole('list', { name: /Pending/ })
+      .getByRole('listitem')
+      .filter({ hasText: 'Refund 100' });
+    await item.waitFor();
+    const region = item.getByRole('region', { name: /^Arguments of/ });
+    // What follows `me` in the box as it is drawn: the escapes, where it was blank.
+    const drawn = await region.evaluate((pre) => {
+      const text = pre.firstChild!;
+      const from = (text.textContent ?? '').indexOf('to me') + 5;
+      const range = pre.ownerDocument.createRange();
+      range.setStart(text, from);
+      range.setEnd(text, from + 12);
+      const box = pre.getBoundingClientRect();
+      const at = range.getBoundingClientRect();
+      return { text: range.toString(), inBox: at.top >= box.top && at.bottom <= box.bottom };
+    });
+    expect(drawn).toEqual({ text: '\\u00a0\\u00a0', inBox: true });
+    expect(await region.innerText()).toContain('\\u2003\\u2800');
+    await item.getByRole('button', { name: 'Edit arguments' }).click();
+    expect(await item.getByRole('textbox').first().inputValue()).toContain('to me\\u00a0');
+    await item.getByRole('button', { name: 'Approve' }).click();
+    await item.waitFor({ state: 'detached', timeout: 20_000 });
+    const ran = await until(
+      async () => (await api('get', `/tool-calls/${call.body.id}`, own.keys.viewer).expect(200)).body as { status: string; arguments: unknown },
+      (c) => c.status !== 'running' && c.status !== 'pending_approval',
+    );
+    expect(ran).toMatchObject({ status: 'succeeded', arguments: { content } });
+    await context.close();
+  });
+
   it('reaches pending approvals past the first page, so newer requests cannot hide an older one', async () => {
     const own = await createOrg(t, ['memory:write']);
     const agentId = await publishAgent(t, own, 'flooded', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });

@@ -173,9 +173,12 @@ export function ShowMore({ list, children }: { list: Paged<unknown>; children: s
  * hyphen, U+FEFF), the line and paragraph separators, and every other default-ignorable code
  * point, which fonts draw as nothing whatever their category: variation selectors (U+FE00 to
  * U+FE0F, U+E0100 to U+E01EF; one after each visible character can carry a byte, so a whole
- * sentence hides behind a word), the combining grapheme joiner and the Hangul fillers.
+ * sentence hides behind a word), the combining grapheme joiner and the Hangul fillers. Also every
+ * space but U+0020, and U+2800 BRAILLE PATTERN BLANK: drawn blank and, unlike U+0020 at the end of
+ * a line, wrapped into lines of their own, so 4,000 of them pushed the rest of an argument below
+ * what its box shows (`Refund 100 to me`, then blank lines, then what was hidden).
  */
-const UNSEEN = /[\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
+const UNSEEN = /(?!\x20)[\p{Zs}\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029\u2800]/gu;
 
 /**
  * `value` as indented JSON with every UNSEEN character written as its `\uXXXX` escape, which JSON
