@@ -104,7 +104,7 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T;
     reading.current = true;
     again.current = false;
     setState((s) => ({ ...s, loading: true }));
-    run()
+    void run()
       .then(
         (data) => live && setState({ data, loading: false }),
         (err: unknown) => live && setState({ error: messageOf(err), loading: false }),
