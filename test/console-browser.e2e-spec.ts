@@ -421,6 +421,29 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('lists recent decisions however many newer requests wait', async () => {
+    // Attack round 17, U-F4: the decided list was the non-pending part of the 50 newest requests:
+    // 50 newer requests emptied it, and it said no decision had been made.
+    const own = await createOrg(t, ['memory:write']);
+    const agentId = await publishAgent(t, own, 'decided', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
+    const ask = (content: string) =>
+      api('post', `/agents/${agentId}/tool-calls`, own.keys.agent).send({ tool: 'remember', arguments: { content } }).expect(202);
+    const first = await ask('approved before the flood');
+    await api('post', `/approvals/${first.body.approvalId}/approve`, own.keys.approver).send({ note: 'Looked fine.' }).expect(200);
+    for (let i = 0; i < 50; i += 25) await Promise.all(Array.from({ length: 25 }, (_, j) => ask(`newer ${i + j}`)));
+    const { context, page } = await signedIn(own.keys.approver);
+    await page.getByRole('link', { name: 'Approvals' }).click();
+    await page.getByRole('heading', { name: 'Pending (50)' }).waitFor();
+    await page
+      .getByRole('table', { name: 'Recently decided approvals' })
+      .getByRole('row')
+      .filter({ hasText: 'Looked fine.' })
+      .filter({ hasText: 'approved' })
+      .waitFor();
+    expect(await page.getByText('No decisions yet.').count()).toBe(0);
+    await context.close();
+  });
+
   it('reaches pending approvals past the first page, so newer requests cannot hide an older one', async () => {
     const own = await createOrg(t, ['memory:write']);
     const agentId = await publishAgent(t, own, 'flooded', { instructions: 'Remember.', capabilities: [{ id: 'memory-write' }] });
