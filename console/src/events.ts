@@ -10,6 +10,36 @@ export type LiveMode = 'connecting' | 'live' | 'polling';
 
 const POLL_MS = 3000;
 const RETRY_MS = 5000;
+/** The least time between two reads a page makes for live events: one for the first, one for the rest of a burst. */
+const LIVE_READ_MS = 1000;
+
+/**
+ * `fn` at once, then at most once per `ms` while calls keep coming, the last call always followed
+ * by one. A page read everything again per event: an agent key asking for approvals (or a run
+ * stepping through tool calls) made each open page read its lists, or the whole run, per event.
+ */
+function throttled(fn: () => void, ms: number): { call(): void; cancel(): void } {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let pending = false;
+  const fire = () => {
+    timer = undefined;
+    if (!pending) return;
+    pending = false;
+    fn();
+    timer = setTimeout(fire, ms);
+  };
+  return {
+    call() {
+      pending = true;
+      if (!timer) fire();
+    },
+    cancel() {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      pending = false;
+    },
+  };
+}
 
 /**
  * Reads `GET /api/v1/events` (Server-Sent Events) with fetch, because EventSource cannot send an
@@ -75,6 +105,7 @@ export function useLiveUpdates(token: string, types: string[], onChange: () => v
   useEffect(() => {
     const abort = new AbortController();
     const lastId: { current?: string } = {};
+    const changed = throttled(() => callback.current(), LIVE_READ_MS);
     let timer: ReturnType<typeof setInterval> | undefined;
     const poll = () => {
       setMode('polling');
@@ -95,12 +126,12 @@ export function useLiveUpdates(token: string, types: string[], onChange: () => v
             token,
             lastId,
             abort.signal,
-            () => callback.current(),
+            () => changed.call(),
             () => {
               stopPolling();
               setMode('live');
               // Whatever happened while the stream was down is fetched once, not replayed one by one.
-              callback.current();
+              changed.call();
             },
           );
           if (!offered) return poll();
@@ -114,6 +145,7 @@ export function useLiveUpdates(token: string, types: string[], onChange: () => v
     return () => {
       abort.abort();
       stopPolling();
+      changed.cancel();
     };
   }, [token, key]);
   return mode;

@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState, type ReactNode } from 'react';
+import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { messageOf, type FieldError } from '../api/client';
 
 /** An error, announced as it appears. */
@@ -87,24 +87,42 @@ export function ErrorSummary({ title, errors }: { title: string; errors: FieldEr
   );
 }
 
-/** Loads data for a page; `reload` refetches. Errors are kept for the page to show. */
+/**
+ * Loads data for a page; `reload` refetches. Errors are kept for the page to show. A reload asked
+ * while a read is under way is made once that read ends, however many were asked meanwhile: live
+ * events (any agent key makes them) started a read each, a page of up to 4 MiB, all at once.
+ */
 export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data?: T; error?: string; loading: boolean; reload(): void } {
   const [state, setState] = useState<{ data?: T; error?: string; loading: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
+  const reading = useRef(false);
+  const again = useRef(false);
   // The caller names what the load depends on (the client, ids); the closure itself is new on every render.
   const run = useCallback(load, deps);
   useEffect(() => {
     let live = true;
+    reading.current = true;
+    again.current = false;
     setState((s) => ({ ...s, loading: true }));
-    run().then(
-      (data) => live && setState({ data, loading: false }),
-      (err: unknown) => live && setState({ error: messageOf(err), loading: false }),
-    );
+    void run()
+      .then(
+        (data) => live && setState({ data, loading: false }),
+        (err: unknown) => live && setState({ error: messageOf(err), loading: false }),
+      )
+      .then(() => {
+        if (!live) return;
+        reading.current = false;
+        if (again.current) setTick((n) => n + 1);
+      });
     return () => {
       live = false;
     };
   }, [run, tick]);
-  return { ...state, reload: () => setTick((n) => n + 1) };
+  const reload = useCallback(() => {
+    if (reading.current) again.current = true;
+    else setTick((n) => n + 1);
+  }, []);
+  return { ...state, reload };
 }
 
 export interface Paged<T> {
@@ -155,9 +173,12 @@ export function ShowMore({ list, children }: { list: Paged<unknown>; children: s
  * hyphen, U+FEFF), the line and paragraph separators, and every other default-ignorable code
  * point, which fonts draw as nothing whatever their category: variation selectors (U+FE00 to
  * U+FE0F, U+E0100 to U+E01EF; one after each visible character can carry a byte, so a whole
- * sentence hides behind a word), the combining grapheme joiner and the Hangul fillers.
+ * sentence hides behind a word), the combining grapheme joiner and the Hangul fillers. Also every
+ * space but U+0020, and U+2800 BRAILLE PATTERN BLANK: drawn blank and, unlike U+0020 at the end of
+ * a line, wrapped into lines of their own, so 4,000 of them pushed the rest of an argument below
+ * what its box shows (`Refund 100 to me`, then blank lines, then what was hidden).
  */
-const UNSEEN = /[\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029]/gu;
+const UNSEEN = /(?!\x20)[\p{Zs}\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029\u2800]/gu;
 
 /**
  * `value` as indented JSON with every UNSEEN character written as its `\uXXXX` escape, which JSON

@@ -1,5 +1,6 @@
 import MarkdownIt from 'markdown-it';
 import { useId, useMemo, useState } from 'react';
+import { visibleText } from './feedback';
 
 // Raw HTML in the source is shown as text, never rendered: instructions and prompts are written
 // by people who are not necessarily trusted with the browser of the person reviewing them.
@@ -21,8 +22,15 @@ md.renderer.rules.link_close = (tokens, idx, options, _env, self) => {
   return text === href ? close : `${close} <span class="link-target">(${md.utils.escapeHtml(href)})</span>`;
 };
 
+/**
+ * What the reader cannot see is shown as its `\uXXXX` escape before the Markdown is rendered (a
+ * backslash before `u` is no Markdown escape, so it shows as written): instructions, skills and
+ * documents go to a model, which reads tag characters (U+E0000 to U+E007F) and text a right-to-left
+ * override reverses; drawn as they are, a reviewer read `Be kind.` where the model also read a
+ * whole sentence of instructions.
+ */
 export function Markdown({ source }: { source: string }) {
-  const html = useMemo(() => md.render(source), [source]);
+  const html = useMemo(() => md.render(visibleText(source)), [source]);
   return <div className="markdown" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 

@@ -16,6 +16,8 @@ const REASONS: Record<Approval['reason'], string> = {
 
 const PAGE_SIZE = 200;
 
+const DECIDED = ['approved', 'rejected', 'expired'] as const;
+
 const APPROVAL_EVENTS = ['approval.requested', 'approval.approved', 'approval.rejected', 'approval.expired'];
 
 export function ApprovalsPage() {
@@ -26,7 +28,16 @@ export function ApprovalsPage() {
     (cursor) => ok(api.GET('/api/v1/approvals', { params: { query: { status: 'pending', limit: PAGE_SIZE, ...(cursor ? { cursor } : {}) } } })),
     [api],
   );
-  const recent = useLoad(() => ok(api.GET('/api/v1/approvals', { params: { query: { limit: 50 } } })), [api]);
+  // Each decided status on its own: one page of every status (newest requests first) was all
+  // pending once 50 newer requests waited, which any agent key can ask, and said "No decisions yet."
+  const recent = useLoad(async () => {
+    const pages = await Promise.all(DECIDED.map((status) => ok(api.GET('/api/v1/approvals', { params: { query: { status, limit: 50 } } }))));
+    const when = (a: Approval) => a.decidedAt ?? a.expiresAt;
+    return pages
+      .flatMap((p) => p.items)
+      .sort((a, b) => when(b).localeCompare(when(a)))
+      .slice(0, 50);
+  }, [api]);
   const agents = useLoad(() => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200 } } })), [api]);
   const catalog = useLoad(() => ok(api.GET('/api/v1/agents/capabilities')), [api]);
   const [status, setStatus] = useState<string>();
@@ -44,7 +55,7 @@ export function ApprovalsPage() {
     for (const c of catalog.data?.items ?? []) for (const t of c.tools) map.set(`${c.id}/${t.id}`, t.risk);
     return map;
   }, [catalog.data]);
-  const decided = (recent.data?.items ?? []).filter((a) => a.status !== 'pending');
+  const decided = recent.data ?? [];
   const items = pending.data?.items ?? [];
   const more = Boolean(pending.data?.nextCursor);
   const names = usePrincipalNames([...items.map((a) => a.requestedBy), ...decided.map((a) => a.decidedBy)]);

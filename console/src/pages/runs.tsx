@@ -64,7 +64,7 @@ export function RunsPage() {
                       </Link>
                     </td>
                     <td>{STATUS_TEXT[r.status]}</td>
-                    <td>{r.input.length > 80 ? `${r.input.slice(0, 80)}…` : r.input}</td>
+                    <td>{visibleText(r.input.length > 80 ? `${r.input.slice(0, 80)}…` : r.input)}</td>
                     <td>{r.version}</td>
                     <td>{formatTime(r.createdAt)}</td>
                   </tr>
@@ -231,12 +231,13 @@ export function RunPage({ runId }: { runId: string }) {
             <dd>
               <Link to={`/agents/${r.agentId}`}>{r.agentId}</Link> · version {r.version}
             </dd>
+            {/* What a model wrote (or was given) with what people cannot see escaped: tag characters are read by the next model, drawn as nothing. */}
             <dt>Input</dt>
-            <dd className="pre">{r.input}</dd>
+            <dd className="pre">{visibleText(r.input)}</dd>
             {r.output !== undefined && (
               <>
                 <dt>Output</dt>
-                <dd className="pre">{r.output}</dd>
+                <dd className="pre">{visibleText(r.output)}</dd>
               </>
             )}
             <dt>Usage</dt>
@@ -246,7 +247,7 @@ export function RunPage({ runId }: { runId: string }) {
           </dl>
           {r.error && (
             <p className="warning">
-              Failed: <code>{r.error.code}</code> {r.error.message}
+              Failed: <code>{r.error.code}</code> {visibleText(r.error.message)}
             </p>
           )}
           {r.status === 'waiting_for_approval' && (
@@ -287,7 +288,7 @@ export function RunPage({ runId }: { runId: string }) {
           <ol className="transcript" aria-live="polite" aria-relevant="additions">
             {events.map((e, i) => (
               <li key={`${e.id}-${i}`}>
-                <code>{e.type}</code> {e.detail}
+                <code>{e.type}</code> {e.detail && visibleText(e.detail)}
               </li>
             ))}
           </ol>

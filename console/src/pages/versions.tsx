@@ -193,8 +193,9 @@ function VersionDetail({
             </table>
           )}
           <h3>System prompt</h3>
+          {/* What the model reads, with what a person cannot see escaped: tag characters are read by models, drawn as nothing. */}
           <pre className="prompt" role="region" aria-label={`System prompt of version ${version}`} tabIndex={0}>
-            {manifest.data.systemPrompt}
+            {visibleText(manifest.data.systemPrompt)}
           </pre>
           {Object.keys(manifest.data.settings).length > 0 && (
             <>
