@@ -124,6 +124,20 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('tells the holder of a key that expires within a week, and not of one that lives longer', async () => {
+    const key = (days: number) =>
+      api('post', `/orgs/${org.id}/api-keys`, org.keys.admin)
+        .send({ name: `expires in ${days} days`, roles: ['viewer'], expiresAt: new Date(Date.now() + days * 86_400_000).toISOString() })
+        .expect(201);
+    const soon = await signedIn((await key(2)).body.token);
+    await expect(soon.page.getByRole('status').filter({ hasText: 'This key expires' }).innerText()).resolves.toContain('ask an admin for another');
+    await soon.context.close();
+    const later = await signedIn((await key(30)).body.token);
+    await later.page.getByRole('link', { name: 'Agents', exact: true }).waitFor();
+    expect(await later.page.getByText('This key expires').count()).toBe(0);
+    await later.context.close();
+  });
+
   it('shows a signed-in person in the audit log by the whole subject, a key by its name', async () => {
     // Fuzz session 29: every actor was cut to 8 characters, and Auth0's subjects all start `auth0|`.
     const own = await createOrg(t);

@@ -1,7 +1,7 @@
 import { useCallback, useMemo, useState, type FormEvent } from 'react';
 import { createApi, messageOf, ok } from './api/client';
 import { Actor } from './components/actor';
-import { Alert } from './components/feedback';
+import { Alert, formatTime } from './components/feedback';
 import { AgentEditor } from './pages/agent-editor';
 import { AgentsPage } from './pages/agents';
 import { ApiKeysPage } from './pages/api-keys';
@@ -104,6 +104,16 @@ interface NavItem {
   show: boolean;
 }
 
+/**
+ * A key that stops working within a week, said where its holder looks: the organization is told
+ * too (`api_key.expiring`), but the person using the console may not be its admin. An identity
+ * provider's token is not: it expires within the hour and signing in again renews it.
+ */
+const EXPIRY_NOTICE_MS = 7 * 86_400_000;
+function expiresSoon(me: Me): boolean {
+  return me.type === 'api_key' && me.expiresAt !== undefined && Date.parse(me.expiresAt) - Date.now() < EXPIRY_NOTICE_MS;
+}
+
 function Shell({ session }: { session: Session }) {
   const path = usePath();
   const { me } = session;
@@ -133,6 +143,11 @@ function Shell({ session }: { session: Session }) {
         <span className="who">
           <Actor type={me.type} id={me.id} label={me.type === 'oidc' ? 'Signed in as' : 'Key'} /> · {(me.roles ?? []).join(', ')}
         </span>
+        {expiresSoon(me) ? (
+          <span className="warning" role="status">
+            This key expires {formatTime(me.expiresAt)}: ask an admin for another.
+          </span>
+        ) : null}
         <button type="button" onClick={() => session.signOut()}>
           Sign out
         </button>

@@ -1,4 +1,5 @@
 import { Global, Module } from '@nestjs/common';
+import { ApiKeyExpiriesRepository } from './api-key-expiries.repository';
 import { ApiKeyExpiryEvents } from './api-key-expiry-events';
 import { ApiKeyRevocations } from './api-key-revocations';
 import { ApiKeysRepository } from './api-keys.repository';
@@ -11,7 +12,7 @@ import { RevokedKeyLeases } from './revoked-key-leases';
 @Global()
 @Module({
   imports: [OidcModule],
-  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, ApiKeyExpiryEvents, CredentialWatch, RevokedKeyLeases],
+  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, ApiKeyExpiryEvents, ApiKeyExpiriesRepository, CredentialWatch, RevokedKeyLeases],
   exports: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
 })
 export class AuthModule {}
