@@ -1157,6 +1157,15 @@ describe('the Builder console in a browser (e2e)', () => {
       await nav.getByRole('link', { name: 'Skills', exact: true }).click();
       await page.getByRole('heading', { name: 'Tone\\u200b', exact: true }).waitFor();
       await page.getByText('How \\u202eto sound').waitFor();
+      // Asked and told about by the name as the lists show it, not by one that reads as another.
+      const asked: string[] = [];
+      page.once('dialog', (d) => {
+        asked.push(d.message());
+        void d.accept();
+      });
+      await page.getByRole('button', { name: 'Delete Tone\\u200b', exact: true }).click();
+      await page.getByText('Deleted “Tone\\u200b”.').waitFor();
+      expect(asked).toEqual(['Delete the skill “Tone\\u200b”?']);
       await context.close();
     } finally {
       await server.close();

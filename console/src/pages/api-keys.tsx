@@ -1,6 +1,19 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError } from '../api/client';
-import { Alert, errorId, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
+import {
+  Alert,
+  errorId,
+  errorMap,
+  fieldErrorProps,
+  FieldErrors,
+  fieldId,
+  formatTime,
+  ShowMore,
+  Status,
+  useLoad,
+  usePages,
+  visibleText,
+} from '../components/feedback';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
 
@@ -55,11 +68,11 @@ export function ApiKeysPage() {
     }
   };
   const revoke = async (id: string, keyName: string) => {
-    if (!window.confirm(`Revoke the key “${keyName}”? Everything using it is refused from now on.`)) return;
+    if (!window.confirm(`Revoke the key “${visibleText(keyName)}”? Everything using it is refused from now on.`)) return;
     setError(undefined);
     try {
       await ok(api.DELETE('/api/v1/orgs/{orgId}/api-keys/{keyId}', { params: { path: { orgId, keyId: id } } }));
-      setStatus(`Revoked “${keyName}”.`);
+      setStatus(`Revoked “${visibleText(keyName)}”.`);
       keys.reload();
     } catch (err) {
       setError(messageOf(err));
@@ -114,7 +127,7 @@ export function ApiKeysPage() {
                     'this key'
                   ) : (
                     <button type="button" className="danger" onClick={() => void revoke(k.id, k.name)}>
-                      Revoke {k.name}
+                      Revoke {visibleText(k.name)}
                     </button>
                   )}
                 </td>

@@ -75,18 +75,18 @@ function Collection({ id }: { id: string }) {
   const [error, setError] = useState<string>();
   const builder = can(me, 'build');
   const remove = async (docId: string, title: string) => {
-    if (!window.confirm(`Delete the document “${title}”?`)) return;
+    if (!window.confirm(`Delete the document “${visibleText(title)}”?`)) return;
     setError(undefined);
     try {
       await ok(api.DELETE('/api/v1/knowledge/collections/{id}/documents/{docId}', { params: { path: { id, docId } } }));
-      setStatus(`Deleted “${title}”.`);
+      setStatus(`Deleted “${visibleText(title)}”.`);
       documents.reload();
     } catch (err) {
       setError(messageOf(err));
     }
   };
   const removeCollection = async () => {
-    if (!collection.data || !window.confirm(`Delete the collection “${collection.data.name}” and its documents?`)) return;
+    if (!collection.data || !window.confirm(`Delete the collection “${visibleText(collection.data.name)}” and its documents?`)) return;
     setError(undefined);
     try {
       await ok(api.DELETE('/api/v1/knowledge/collections/{id}', { params: { path: { id } } }));
@@ -118,7 +118,7 @@ function Collection({ id }: { id: string }) {
               </button>
               {builder && (
                 <button type="button" className="danger" onClick={() => void remove(d.id, d.title)}>
-                  Delete {d.title}
+                  Delete {visibleText(d.title)}
                 </button>
               )}
             </div>
@@ -138,7 +138,7 @@ function Collection({ id }: { id: string }) {
             ]}
             submit={async (v) => {
               await ok(api.POST('/api/v1/knowledge/collections/{id}/documents', { params: { path: { id } }, body: { title: v.title, content: v.content } }));
-              setStatus(`Added “${v.title}”.`);
+              setStatus(`Added “${visibleText(v.title)}”.`);
               documents.reload();
             }}
           />

@@ -1,4 +1,5 @@
 import { useState, type FormEvent } from 'react';
+import { visibleText } from '../components/feedback';
 import type { Schemas } from '../api/client';
 
 type Entry = Schemas['McpServerEntryView'];
@@ -45,7 +46,7 @@ export function MoveConnection({
     }
   };
   return (
-    <form className="actions" aria-label={`Move ${c.name}`} onSubmit={(e) => void submit(e)}>
+    <form className="actions" aria-label={`Move ${visibleText(c.name)}`} onSubmit={(e) => void submit(e)}>
       <label htmlFor={id}>New URL of {c.name}</label>
       <input id={id} type="url" required maxLength={2048} value={url} onChange={(e) => setUrl(e.target.value)} />
       {elsewhere && (
@@ -72,7 +73,7 @@ export function MoveConnection({
         </fieldset>
       )}
       <button type="submit" disabled={busy || url === ''}>
-        Move {c.name}
+        Move {visibleText(c.name)}
       </button>
     </form>
   );

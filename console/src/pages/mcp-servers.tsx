@@ -43,7 +43,9 @@ export function McpServersPage() {
         ))}
       </ul>
       <ShowMore list={connections}>Show more connections</ShowMore>
-      {admin && entries.data && <NewConnection entries={entries.data.items} onCreated={(name) => (setStatus(`Connected “${name}”.`), connections.reload())} />}
+      {admin && entries.data && (
+        <NewConnection entries={entries.data.items} onCreated={(name) => (setStatus(`Connected “${visibleText(name)}”.`), connections.reload())} />
+      )}
       <h2>Catalog</h2>
       <table>
         <caption className="visually-hidden">MCP servers this platform can connect</caption>
@@ -189,21 +191,24 @@ function ConnectionCard({
             type="button"
             disabled={busy}
             onClick={() =>
-              void act(() => ok(api.POST('/api/v1/mcp-connections/{id}/sync', { params: { path: { id: c.id } } })), `Listed the tools of “${c.name}” again.`)
+              void act(
+                () => ok(api.POST('/api/v1/mcp-connections/{id}/sync', { params: { path: { id: c.id } } })),
+                `Listed the tools of “${visibleText(c.name)}” again.`,
+              )
             }
           >
-            Sync {c.name}
+            Sync {visibleText(c.name)}
           </button>
           <button
             type="button"
             className="danger"
             disabled={busy}
             onClick={() => {
-              if (window.confirm(`Delete the connection “${c.name}”?`))
-                void act(() => ok(api.DELETE('/api/v1/mcp-connections/{id}', { params: { path: { id: c.id } } })), `Deleted “${c.name}”.`);
+              if (window.confirm(`Delete the connection “${visibleText(c.name)}”?`))
+                void act(() => ok(api.DELETE('/api/v1/mcp-connections/{id}', { params: { path: { id: c.id } } })), `Deleted “${visibleText(c.name)}”.`);
             }}
           >
-            Delete {c.name}
+            Delete {visibleText(c.name)}
           </button>
         </div>
       )}
@@ -215,7 +220,7 @@ function ConnectionCard({
           onMove={(url, credentials) =>
             act(
               () => ok(api.PUT('/api/v1/mcp-connections/{id}/url', { params: { path: { id: c.id } }, body: { url, ...(credentials ? { credentials } : {}) } })),
-              `Moved “${c.name}” to its new URL, and listed its tools there.`,
+              `Moved “${visibleText(c.name)}” to its new URL, and listed its tools there.`,
             )
           }
         />

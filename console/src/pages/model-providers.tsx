@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, usePages } from '../components/feedback';
+import { Alert, errorMap, fieldErrorProps, FieldErrors, fieldId, formatTime, ShowMore, Status, usePages, visibleText } from '../components/feedback';
 import { SimpleForm } from '../components/simple-form';
 import { PageTitle } from '../router';
 import { can, useSession } from '../session';
@@ -22,12 +22,12 @@ export function ModelProvidersPage() {
   const [replacing, setReplacing] = useState<string>();
 
   const remove = async (p: Provider) => {
-    if (!window.confirm(`Delete the model provider “${p.name}”? Agents whose drafts name it cannot publish until they name another.`)) return;
+    if (!window.confirm(`Delete the model provider “${visibleText(p.name)}”? Agents whose drafts name it cannot publish until they name another.`)) return;
     setError(undefined);
     setStatus(undefined);
     try {
       await ok(api.DELETE('/api/v1/model-providers/{id}', { params: { path: { id: p.id } } }));
-      setStatus(`Deleted the model provider “${p.name}”.`);
+      setStatus(`Deleted the model provider “${visibleText(p.name)}”.`);
       providers.reload();
     } catch (err) {
       setError(messageOf(err));
@@ -71,7 +71,7 @@ export function ModelProvidersPage() {
                       Replace the key of {p.name}
                     </button>
                     <button type="button" className="danger" onClick={() => void remove(p)}>
-                      Delete {p.name}
+                      Delete {visibleText(p.name)}
                     </button>
                   </td>
                 )}
@@ -112,7 +112,7 @@ export function ModelProvidersPage() {
                 body: { name: v.name.trim(), kind: 'openai-compatible', baseUrl: v.baseUrl.trim(), ...(v.apiKey ? { apiKey: v.apiKey } : {}) },
               }),
             );
-            setStatus(`Connected the model provider “${created.name}”.`);
+            setStatus(`Connected the model provider “${visibleText(created.name)}”.`);
             providers.reload();
           }}
         />
@@ -136,7 +136,11 @@ function ReplaceKey({ provider, onDone }: { provider: Provider; onDone(message: 
     setBusy(true);
     try {
       const saved = await ok(api.PUT('/api/v1/model-providers/{id}/api-key', { params: { path: { id: provider.id } }, body: { apiKey: value } }));
-      onDone(saved.hasApiKey ? `Replaced the key of “${saved.name}”: its next model request sends the new one.` : `Removed the key of “${saved.name}”.`);
+      onDone(
+        saved.hasApiKey
+          ? `Replaced the key of “${visibleText(saved.name)}”: its next model request sends the new one.`
+          : `Removed the key of “${visibleText(saved.name)}”.`,
+      );
     } catch (err) {
       if (err instanceof ProblemError && err.problem.errors?.length) setErrors(err.problem.errors);
       setError(messageOf(err));

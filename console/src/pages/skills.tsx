@@ -21,11 +21,11 @@ export function SkillsPage() {
   const [error, setError] = useState<string>();
   const builder = can(me, 'build');
   const remove = async (id: string, name: string) => {
-    if (!window.confirm(`Delete the skill “${name}”?`)) return;
+    if (!window.confirm(`Delete the skill “${visibleText(name)}”?`)) return;
     setError(undefined);
     try {
       await ok(api.DELETE('/api/v1/skills/{id}', { params: { path: { id } } }));
-      setStatus(`Deleted “${name}”.`);
+      setStatus(`Deleted “${visibleText(name)}”.`);
       skills.reload();
     } catch (err) {
       setError(messageOf(err));
@@ -45,7 +45,7 @@ export function SkillsPage() {
             <Instructions id={s.id} name={s.name} length={s.instructionsLength} />
             {builder && (
               <button type="button" className="danger" onClick={() => void remove(s.id, s.name)}>
-                Delete {s.name}
+                Delete {visibleText(s.name)}
               </button>
             )}
           </li>
@@ -63,7 +63,7 @@ export function SkillsPage() {
           ]}
           submit={async (v) => {
             await ok(api.POST('/api/v1/skills', { body: { name: v.name, description: v.description, instructions: v.instructions } }));
-            setStatus(`Created “${v.name}”.`);
+            setStatus(`Created “${visibleText(v.name)}”.`);
             skills.reload();
           }}
         />

@@ -1,6 +1,6 @@
 import { useState, type FormEvent } from 'react';
 import { messageOf, ok, ProblemError, type FieldError, type Schemas } from '../api/client';
-import { Alert, errorMap, FieldErrors, fieldErrorProps, fieldId, formatTime, ShowMore, Status, useLoad, usePages } from '../components/feedback';
+import { Alert, errorMap, fieldErrorProps, FieldErrors, fieldId, formatTime, ShowMore, Status, useLoad, usePages, visibleText } from '../components/feedback';
 import { AUDIT_EVENT_TYPES } from '../audit-types';
 import { PageTitle } from '../router';
 import { useSession } from '../session';
@@ -16,7 +16,7 @@ export function WebhooksPage() {
   const [status, setStatus] = useState<string>();
   const [error, setError] = useState<string>();
   const remove = async (id: string, url: string) => {
-    if (!window.confirm(`Delete the webhook to ${url}? Nothing more is delivered to it.`)) return;
+    if (!window.confirm(`Delete the webhook to ${visibleText(url)}? Nothing more is delivered to it.`)) return;
     setError(undefined);
     try {
       await ok(api.DELETE('/api/v1/webhooks/{id}', { params: { path: { id } } }));
