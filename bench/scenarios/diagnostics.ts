@@ -2,6 +2,7 @@ import { expectStatus } from '../lib/http';
 import { getWithBuilderKey, type ThroughputScenario } from '../lib/throughput';
 import { catalog } from './catalog';
 import { wideAgent, wideValidate, wideVersion } from './wide-agent';
+import { wideKnowledge } from './wide-knowledge';
 
 /**
  * Rows that take a request apart, to show where its time goes (`me` is also in the default run:
@@ -91,4 +92,5 @@ export const DIAGNOSTICS: ThroughputScenario[] = [
   wideAgent,
   wideVersion,
   wideValidate,
+  wideKnowledge,
 ];
