@@ -26,21 +26,11 @@ describe('runs of a key that expires (e2e)', () => {
       .set(...bearer(org.keys.admin))
       .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url })
       .expect(201);
-    const agent = await t.http
-      .post('/api/v1/agents')
-      .set(...bearer(org.keys.builder))
-      .send({ slug: 'expiring', name: 'Expiring' })
-      .expect(201);
-    agentId = agent.body.id;
-    await t.http
-      .put(`/api/v1/agents/${agentId}/draft`)
-      .set(...bearer(org.keys.builder))
-      .send({ instructions: 'x', capabilities: [{ id: 'fx-run-tools' }], model: { provider: provider.body.id, name: 'scripted-1' } })
-      .expect(200);
-    await t.http
-      .post(`/api/v1/agents/${agentId}/publish`)
-      .set(...bearer(org.keys.builder))
-      .expect(201);
+    agentId = await publishAgent(t, org, 'expiring', {
+      instructions: 'x',
+      capabilities: [{ id: 'fx-run-tools' }],
+      model: { provider: provider.body.id, name: 'scripted-1' },
+    });
   }, 180_000);
   afterAll(async () => {
     await t.close();
