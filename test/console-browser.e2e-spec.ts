@@ -557,6 +557,34 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it('pins a runtime key to the agents an admin picks, and names them in the list', async () => {
+    const own = await createOrg(t);
+    const made = async (slug: string, name: string) => (await api('post', '/agents', own.keys.builder).send({ slug, name }).expect(201)).body.id as string;
+    const billing = await made('billing', 'Billing desk');
+    await made('support', 'Support desk');
+    const { context, page } = await signedIn(own.keys.admin);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByLabel('Name', { exact: true }).fill('billing runtime');
+    await page.getByRole('checkbox', { name: 'agent' }).check();
+    const agentsBox = page.getByRole('group', { name: 'Agents (optional)' });
+    await agentsBox.getByRole('checkbox', { name: 'Billing desk' }).check();
+    // Another role beside agent: nothing to pin (the server refuses it), so nothing is offered.
+    await page.getByRole('checkbox', { name: 'viewer' }).check();
+    expect(await agentsBox.count()).toBe(0);
+    await page.getByRole('checkbox', { name: 'viewer' }).uncheck();
+    await agentsBox.getByRole('checkbox', { name: 'Billing desk' }).waitFor();
+    expect(await agentsBox.getByRole('checkbox', { name: 'Billing desk' }).isChecked()).toBe(true);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    await page.getByRole('region', { name: 'New key' }).waitFor();
+    const keys = (await api('get', `/orgs/${own.id}/api-keys`, own.keys.admin).expect(200)).body.items as { name: string; agentIds: string[] | null }[];
+    expect(keys.find((k) => k.name === 'billing runtime')?.agentIds).toEqual([billing]);
+    const rows = page.getByRole('table', { name: 'API keys of this organization' }).locator('tbody tr');
+    await rows.filter({ hasText: 'billing runtime' }).filter({ hasText: 'Billing desk' }).waitFor();
+    expect(await rows.filter({ hasText: 'billing runtime' }).filter({ hasText: 'Support desk' }).count()).toBe(0);
+    await rows.filter({ hasText: 'viewer' }).filter({ hasText: 'all' }).first().waitFor();
+    await context.close();
+  });
+
   it('lists API keys past the first page, so keys made and revoked after one cannot bury it', async () => {
     const own = await createOrg(t);
     await t.http

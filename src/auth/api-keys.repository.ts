@@ -17,9 +17,12 @@ export interface ApiKeyRow {
   created_at: Date;
   revoked_at: Date | null;
   expires_at: Date | null;
+  /** The agents it may act for; null: every agent of its organization. */
+  agent_ids: string[] | null;
 }
 
 const K_IS_LIVE = liveKeyCondition('k');
+const KEY_VIEW_COLUMNS = 'id, name, roles, token_prefix, created_at, revoked_at, expires_at, agent_ids';
 
 /** What authentication needs: the key and its organization's scopes, read in one query. */
 export interface ActiveKeyRow {
@@ -30,6 +33,8 @@ export interface ActiveKeyRow {
   scopes: string[];
   /** When it stops being accepted; null: until revoked. */
   expires_at: Date | null;
+  /** The agents it may act for; null: every agent of its organization. */
+  agent_ids: string[] | null;
 }
 
 /** `ActiveKeyRow` with the agent of the route and its switches (`findActiveWithAgent`). */
@@ -101,7 +106,7 @@ export class ApiKeysRepository {
 
   private async lookupMany(qs: KeyLookup[]): Promise<(ActiveKeyWithAgentRow | null)[]> {
     const rows: (ActiveKeyWithAgentRow & { i: string })[] = await this.dataSource.query(
-      `SELECT q.i, k.id, k.org_id, k.roles, k.token_hash, k.expires_at, o.scopes,
+      `SELECT q.i, k.id, k.org_id, k.roles, k.token_hash, k.expires_at, k.agent_ids, o.scopes,
               a.id AS agent_id, a.slug AS agent_slug, a.name AS agent_name, a.latest_version AS agent_latest_version,
               EXISTS (SELECT 1 FROM agent_version_retirement r
                        WHERE r.org_id = k.org_id AND r.agent_id = a.id AND r.version = COALESCE(q.version, a.latest_version)) AS version_retired,
@@ -129,24 +134,19 @@ export class ApiKeysRepository {
 
   async insert(
     orgId: string,
-    key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string; expiresAt: Date | null },
+    key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string; expiresAt: Date | null; agentIds: string[] | null },
     m: EntityManager,
   ): Promise<ApiKeyRow> {
     const [row]: ApiKeyRow[] = await m.query(
-      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-       RETURNING id, name, roles, token_prefix, created_at, revoked_at, expires_at`,
-      [key.id, orgId, key.name, key.roles, key.tokenPrefix, key.tokenHash, key.expiresAt],
+      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash, expires_at, agent_ids) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+       RETURNING ${KEY_VIEW_COLUMNS}`,
+      [key.id, orgId, key.name, key.roles, key.tokenPrefix, key.tokenHash, key.expiresAt, key.agentIds],
     );
     return row;
   }
 
   list<T>(orgId: string, query: PageQuery, view: (row: ApiKeyRow) => T): Promise<Page<T>> {
-    return newestFirstPage(
-      this.dataSource,
-      { select: 'SELECT id, name, roles, token_prefix, created_at, revoked_at, expires_at FROM api_key', where: 'org_id = $1', params: [orgId] },
-      query,
-      view,
-    );
+    return newestFirstPage(this.dataSource, { select: `SELECT ${KEY_VIEW_COLUMNS} FROM api_key`, where: 'org_id = $1', params: [orgId] }, query, view);
   }
 
   /**
@@ -179,7 +179,7 @@ export class ApiKeysRepository {
   /** The live key (not revoked nor expired) with this id, with its organization's scopes as they are now (a run acting for the key that started it). */
   async findActiveById(orgId: string, keyId: string): Promise<Omit<ActiveKeyRow, 'token_hash'> | undefined> {
     const rows: Omit<ActiveKeyRow, 'token_hash'>[] = await this.dataSource.query(
-      `SELECT k.id, k.org_id, k.roles, k.expires_at, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
+      `SELECT k.id, k.org_id, k.roles, k.expires_at, k.agent_ids, o.scopes FROM api_key k JOIN org o ON o.id = k.org_id
         WHERE k.org_id = $1 AND k.id = $2 AND ${K_IS_LIVE}`,
       [orgId, keyId],
     );

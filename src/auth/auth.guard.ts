@@ -5,7 +5,7 @@ import { AccessMetadata, agentReadOf, Allowed, PUBLIC_ROUTE, ReadsAgentWithKey }
 import type { AuthenticatedRequest } from './ctx.decorator';
 import { AuthService } from './auth.service';
 import { ResourceChallenge } from './oidc/resource-challenge.service';
-import { effectiveRoles, holdsRole, Principal } from './principal';
+import { effectiveRoles, holdsRole, mayActFor, Principal } from './principal';
 import { RateLimiter, rateLimitHeaders } from '../rate-limit/rate-limiter.service';
 import type { FastifyReply } from 'fastify';
 
@@ -44,6 +44,9 @@ export class AuthGuard implements CanActivate {
       if (!allowed) throw ApiError.forbidden('This route declares no access and is closed.');
       if (!permits(allowed, principal)) throw ApiError.forbidden();
       this.challenge.assertScopes(request, principal);
+      // A key pinned to some agents meets any other as a missing one, as it would another organization's.
+      const agentId = (request.params as Record<string, unknown> | undefined)?.agentId;
+      if (typeof agentId === 'string' && !mayActFor(principal, agentId)) throw ApiError.notFound('agent');
     } catch (err) {
       refusal = err;
     }

@@ -40,6 +40,7 @@ export class AuthService {
     if (!row || !timingSafeEqual(Buffer.from(row.token_hash, 'hex'), digest)) throw ApiError.unauthorized();
     const principal: ApiKeyPrincipal = { type: 'api_key', id: row.id, orgId: row.org_id, roles: row.roles, orgScopes: row.scopes };
     if (row.expires_at) principal.expiresAt = new Date(row.expires_at).getTime();
+    if (row.agent_ids) principal.agentIds = row.agent_ids;
     if (withAgent) principal.agent = snapshotOf(agent, row as ActiveKeyWithAgentRow);
     return principal;
   }

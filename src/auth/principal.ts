@@ -27,6 +27,11 @@ export interface ApiKeyPrincipal {
   /** When the key stops being accepted (epoch ms), if its creator gave it an expiry: what it opened ends then. */
   expiresAt?: number;
   /**
+   * The agents the key may act for (lower case), when its creator pinned it to some: any other agent
+   * is answered as missing, and what it reads (tool calls, runs) is of these agents only.
+   */
+  agentIds?: readonly string[];
+  /**
    * On a route that names an agent and declares @ReadsAgentWithKey (a tool call): that agent as
    * it stood in the same query as the key, so the hot path reads the database once for both.
    */
@@ -75,6 +80,17 @@ export interface OidcPrincipal {
 export type OrgPrincipal = ApiKeyPrincipal | OidcPrincipal;
 
 export type Principal = PlatformPrincipal | OrgPrincipal;
+
+/** The agents this principal may act for and read of; undefined: every agent of its organization. */
+export function agentScopeOf(principal: Principal): readonly string[] | undefined {
+  return principal.type === 'api_key' ? principal.agentIds : undefined;
+}
+
+/** Whether the principal may act for (and read) this agent: its key is not pinned to others. */
+export function mayActFor(principal: Principal, agentId: string): boolean {
+  const scope = agentScopeOf(principal);
+  return scope === undefined || scope.includes(agentId.toLowerCase());
+}
 
 export function isOrgPrincipal(principal: Principal): principal is OrgPrincipal {
   return principal.type !== 'platform';

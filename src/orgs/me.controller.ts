@@ -22,6 +22,7 @@ export class MeController {
       orgId: p.orgId,
       roles: p.roles,
       ...(p.expiresAt !== undefined ? { expiresAt: new Date(p.expiresAt).toISOString() } : {}),
+      ...(p.type === 'api_key' && p.agentIds ? { agentIds: [...p.agentIds] } : {}),
     };
   }
 }

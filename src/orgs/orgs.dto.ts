@@ -12,6 +12,7 @@ import {
   IsISO8601,
   IsOptional,
   IsString,
+  IsUUID,
   Matches,
   Max,
   MaxLength,
@@ -78,6 +79,9 @@ export class UpdateScopesDto {
   scopes: string[];
 }
 
+/** The most agents one key may be pinned to (the column's CHECK says the same). */
+export const MAX_KEY_AGENTS = 100;
+
 export class CreateApiKeyDto {
   @ApiProperty({
     example: 'support-bot runtime',
@@ -112,6 +116,22 @@ export class CreateApiKeyDto {
   @IsISO8601({ strict: true, strictSeparator: true })
   @IsFutureInstant()
   expiresAt?: string | null;
+
+  @ApiPropertyOptional({
+    type: [String],
+    format: 'uuid',
+    nullable: true,
+    minItems: 1,
+    maxItems: MAX_KEY_AGENTS,
+    description: `The agents the key may act for, for a key whose only role is \`agent\` (a runtime's): 1 to ${MAX_KEY_AGENTS} ids of the organization's agents. Any other agent is answered \`404\` to it (its versions, tool calls, MCP endpoint and runs), and its reads of tool calls and runs are of these agents only. Absent or null: every agent of the organization.`,
+  })
+  @IsOptional()
+  @IsArray()
+  @ArrayMinSize(1)
+  @ArrayMaxSize(MAX_KEY_AGENTS)
+  @ArrayUnique((id: unknown) => (typeof id === 'string' ? id.toLowerCase() : id))
+  @IsUUID('all', { each: true })
+  agentIds?: string[] | null;
 }
 
 /** Latest accepted expiry: what JavaScript, PostgreSQL and a person can all read as a date. */
@@ -154,6 +174,13 @@ export class ApiKeyView {
   @ApiPropertyOptional({ format: 'date-time', nullable: true }) revokedAt: string | null;
   @ApiProperty({ format: 'date-time', nullable: true, type: String, description: 'When it stops being accepted; null: until it is revoked.' })
   expiresAt: string | null;
+  @ApiProperty({
+    type: [String],
+    format: 'uuid',
+    nullable: true,
+    description: 'The agents it may act for; null: every agent of its organization.',
+  })
+  agentIds: string[] | null;
 }
 
 export class CreatedApiKeyView extends ApiKeyView {
@@ -183,6 +210,8 @@ export class MeView {
       "When this credential stops being accepted: an API key's `expiresAt` (absent for a key without one), or an identity-provider token's `exp` and the clock skew allowed. A runtime reads it to replace its key before calls start failing.",
   })
   expiresAt?: string;
+  @ApiPropertyOptional({ type: [String], format: 'uuid', description: 'The agents an API key is pinned to (absent: every agent of its organization).' })
+  agentIds?: string[];
 }
 
 export const KEY_LIFETIME_DAYS_MAX = 3650;

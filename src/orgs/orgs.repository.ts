@@ -58,6 +58,12 @@ export class OrgsRepository {
     return rows[0] && { maxLifetimeDays: rows[0].days };
   }
 
+  /** Which of these ids name agents of the organization (a key pinned to agents names only its own). */
+  async agentsAmong(orgId: string, ids: string[], m: Pick<DataSource, 'query'>): Promise<string[]> {
+    const rows: { id: string }[] = await m.query(`SELECT id FROM agent WHERE org_id = $1 AND id = ANY ($2::uuid[])`, [orgId, ids]);
+    return rows.map((r) => r.id);
+  }
+
   /** Sets it, answering the one it replaced (undefined: no such organization). */
   async setKeyPolicy(orgId: string, days: number | null, m: EntityManager): Promise<{ previous: number | null } | undefined> {
     const [row]: { previous: number | null }[] = await m.query(`SELECT api_key_max_lifetime_days AS previous FROM org WHERE id = $1 FOR UPDATE`, [orgId]);

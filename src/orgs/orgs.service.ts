@@ -1,10 +1,11 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
+import type { EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
 import { holdActingKey } from '../database/org-limit';
-import { actingKeyOf, actorOf, isOrgPrincipal, RequestContext } from '../auth/principal';
+import { actingKeyOf, actorOf, isOrgPrincipal, RequestContext, Role } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
@@ -96,6 +97,7 @@ export class OrgsService {
     const id = randomUUID();
     const token = generateApiKeyToken();
     const roles = [...new Set(dto.roles)];
+    const agentIds = pinnedAgentsOf(dto.agentIds, roles);
     return this.orgs.dataSource.transaction(async (m) => {
       const active = await this.keys.countActiveUnderLock(orgId, m);
       // Read once the count's lock is held, and held (a policy set meanwhile waits, or is seen): read
@@ -108,16 +110,30 @@ export class OrgsService {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
       const expiresAt = keyExpiry(dto.expiresAt, policy.maxLifetimeDays);
-      const row = await this.keys.insert(orgId, { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token), expiresAt }, m);
+      if (agentIds) await this.assertAgentsOf(orgId, agentIds, m);
+      const row = await this.keys.insert(
+        orgId,
+        { id, name: dto.name, roles, tokenPrefix: displayPrefix(token), tokenHash: hashToken(token), expiresAt, agentIds },
+        m,
+      );
       await this.audit.record(m, {
         type: 'api_key.created',
         orgId,
         actor: actorOf(ctx.principal),
         target: { type: 'api_key', id },
-        data: { name: dto.name, roles, ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}) },
+        data: { name: dto.name, roles, ...(expiresAt ? { expiresAt: expiresAt.toISOString() } : {}), ...(agentIds ? { agentIds } : {}) },
       });
       return { ...toKey(row), token };
     });
+  }
+
+  /** 400 at `agentIds[i]` for each id that names no agent of the organization (agents are never deleted). */
+  private async assertAgentsOf(orgId: string, agentIds: string[], m: EntityManager): Promise<void> {
+    const known = new Set(await this.orgs.agentsAmong(orgId, agentIds, m));
+    const errors = agentIds.flatMap((id, i) =>
+      known.has(id) ? [] : [{ path: `agentIds[${i}]`, code: 'unknown_agent', message: 'No agent of this organization has this id.' }],
+    );
+    if (errors.length > 0) throw ApiError.invalidRequest(errors);
   }
 
   async listKeys(ctx: RequestContext, orgId: string, query: PageQuery): Promise<Page<ApiKeyView>> {
@@ -212,6 +228,22 @@ function toOrg(r: OrgRow): OrgView {
   return { id: r.id, slug: r.slug, name: r.name, scopes: r.scopes, createdAt: new Date(r.created_at).toISOString() };
 }
 
+/**
+ * The agents a new key is pinned to (lower case), or null. Only a runtime's key (the `agent` role
+ * alone) is pinned: the other roles read and change the organization's agents as a whole (a pinned
+ * viewer would still read every agent's approvals and audit), so pinning them would promise what
+ * is not kept.
+ */
+function pinnedAgentsOf(agentIds: string[] | null | undefined, roles: Role[]): string[] | null {
+  if (agentIds === undefined || agentIds === null) return null;
+  if (roles.length !== 1 || roles[0] !== 'agent') {
+    throw ApiError.invalidRequest([
+      { path: 'agentIds', code: 'agent_role_only', message: 'Only a key whose only role is `agent` (a runtime key) may be pinned to agents.' },
+    ]);
+  }
+  return agentIds.map((id) => id.toLowerCase());
+}
+
 function toKey(r: ApiKeyRow): ApiKeyView {
   return {
     id: r.id,
@@ -221,6 +253,7 @@ function toKey(r: ApiKeyRow): ApiKeyView {
     createdAt: new Date(r.created_at).toISOString(),
     revokedAt: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
     expiresAt: r.expires_at ? new Date(r.expires_at).toISOString() : null,
+    agentIds: r.agent_ids,
   };
 }
 

@@ -609,6 +609,7 @@ export class RunEngine {
         roles: k.roles,
         orgScopes: k.scopes,
         ...(k.expires_at ? { expiresAt: new Date(k.expires_at).getTime() } : {}),
+        ...(k.agent_ids ? { agentIds: k.agent_ids } : {}),
       }
     );
   }

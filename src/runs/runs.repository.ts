@@ -139,6 +139,9 @@ const RUN_WEIGHT = [
 const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 const optional = (key: string, value: string, when: string) => `CASE WHEN ${when} THEN jsonb_build_object('${key}', ${value}) ELSE '{}'::jsonb END`;
 /** A run row as `GET /runs/{id}` answers it (toRunView's fields), JSON text written by the database. */
+/** `$3`: the agents a pinned key may read of (agentScopeOf), or null for every agent. */
+const OF_AGENTS = 'AND ($3::uuid[] IS NULL OR agent_id = ANY ($3::uuid[]))';
+
 const RUN_VIEW = `(jsonb_build_object('id', id, 'agentId', agent_id, 'version', version, 'status', status, 'input', input, 'messages', messages,
                  'toolCallIds', to_jsonb(tool_call_ids), 'pendingApprovalIds', to_jsonb(pending_approval_ids), 'usage', usage,
                  'createdAt', ${iso('created_at')})
@@ -234,8 +237,12 @@ export class RunsRepository {
    * node's event loop 160 ms a read, and one viewer key's 8 reads at once made another
    * organization's requests wait 1.1 s (attack round 13, K-F6). undefined for another organization's.
    */
-  async viewText(orgId: string, id: string): Promise<string | undefined> {
-    const rows: { body: string }[] = await this.dataSource.query(`SELECT ${RUN_VIEW} AS body FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
+  async viewText(orgId: string, id: string, agents?: readonly string[]): Promise<string | undefined> {
+    const rows: { body: string }[] = await this.dataSource.query(`SELECT ${RUN_VIEW} AS body FROM run WHERE org_id = $1 AND id = $2 ${OF_AGENTS}`, [
+      orgId,
+      id,
+      agents ?? null,
+    ]);
     return rows[0]?.body;
   }
 
@@ -250,16 +257,20 @@ export class RunsRepository {
 
   /** Only the status: what a waiting request or an event stream polls (the row holds the whole transcript). */
   /** What a cancel reads of a run: its row holds the transcript (up to 8,000,000 characters), parsed on the node for three columns (S-F4). */
-  async summary(orgId: string, id: string): Promise<Pick<RunRow, 'status' | 'agent_id' | 'version'> | undefined> {
+  async summary(orgId: string, id: string, agents?: readonly string[]): Promise<Pick<RunRow, 'status' | 'agent_id' | 'version'> | undefined> {
     const rows: Pick<RunRow, 'status' | 'agent_id' | 'version'>[] = await this.dataSource.query(
-      `SELECT status, agent_id, version FROM run WHERE org_id = $1 AND id = $2`,
-      [orgId, id],
+      `SELECT status, agent_id, version FROM run WHERE org_id = $1 AND id = $2 ${OF_AGENTS}`,
+      [orgId, id, agents ?? null],
     );
     return rows[0];
   }
 
-  async status(orgId: string, id: string): Promise<RunStatus | undefined> {
-    const rows: { status: RunStatus }[] = await this.dataSource.query(`SELECT status FROM run WHERE org_id = $1 AND id = $2`, [orgId, id]);
+  async status(orgId: string, id: string, agents?: readonly string[]): Promise<RunStatus | undefined> {
+    const rows: { status: RunStatus }[] = await this.dataSource.query(`SELECT status FROM run WHERE org_id = $1 AND id = $2 ${OF_AGENTS}`, [
+      orgId,
+      id,
+      agents ?? null,
+    ]);
     return rows[0]?.status;
   }
 
@@ -285,12 +296,16 @@ export class RunsRepository {
    * event loop as a large run's read did (attack round 13, K-F6). The page is chosen by the runs'
    * weights first, and only its runs are written.
    */
-  async pageText(orgId: string, q: { agentId?: string; status?: RunStatus } & PageQuery): Promise<string> {
+  async pageText(orgId: string, q: { agentId?: string; agents?: readonly string[]; status?: RunStatus } & PageQuery): Promise<string> {
     const where = ['org_id = $1'];
     const params: unknown[] = [orgId];
     if (q.agentId) {
       params.push(q.agentId);
       where.push(`agent_id = $${params.length}`);
+    }
+    if (q.agents) {
+      params.push(q.agents);
+      where.push(`agent_id = ANY ($${params.length}::uuid[])`);
     }
     if (q.status) {
       params.push(q.status);

@@ -1,7 +1,7 @@
 import { Inject, Injectable, OnModuleDestroy } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { VersionBuilder } from '../agents/version-builder.service';
-import { actorOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, agentScopeOf, ApiKeyPrincipal, isOrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
@@ -124,12 +124,12 @@ export class RunsService implements OnModuleDestroy {
 
   /** The run as JSON text (RunView), made by the database (RunsRepository.viewText), as create and cancel answer it. */
   async get(ctx: RequestContext, id: string): Promise<string> {
-    return (await this.repo.viewText(orgOf(ctx), id)) ?? Promise.reject(ApiError.notFound('run'));
+    return (await this.repo.viewText(orgOf(ctx), id, agentScopeOf(ctx.principal))) ?? Promise.reject(ApiError.notFound('run'));
   }
 
   /** A page of runs as JSON text (RunPage), made by the database (RunsRepository.pageText). */
   list(ctx: RequestContext, query: ListRunsQuery): Promise<string> {
-    return this.repo.pageText(orgOf(ctx), query);
+    return this.repo.pageText(orgOf(ctx), { ...query, agents: agentScopeOf(ctx.principal) });
   }
 
   /**
@@ -139,7 +139,7 @@ export class RunsService implements OnModuleDestroy {
   async cancel(ctx: RequestContext, id: string): Promise<string> {
     const principal = keyOf(ctx);
     // Three columns, not the row: a finished run of 9.5 MB took 375 to 643 ms a cancel (attack round 16, S-F4).
-    const row = await this.repo.summary(principal.orgId, id);
+    const row = await this.repo.summary(principal.orgId, id, principal.agentIds);
     if (!row) throw ApiError.notFound('run');
     if (!FINISHED.has(row.status)) {
       const run = { id, agentId: row.agent_id };
@@ -176,7 +176,7 @@ export class RunsService implements OnModuleDestroy {
   /** 404 for another organization's run; the caller streams from here. Its status alone: the row holds the transcript (tens of MB). */
   async assertVisible(ctx: RequestContext, id: string): Promise<string> {
     const orgId = orgOf(ctx);
-    if (!(await this.repo.status(orgId, id))) throw ApiError.notFound('run');
+    if (!(await this.repo.status(orgId, id, agentScopeOf(ctx.principal)))) throw ApiError.notFound('run');
     return orgId;
   }
 

@@ -197,3 +197,15 @@ export interface Queryable {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the rows' shape is each caller's to declare, as TypeORM's own query() does
   query(sql: string, params?: unknown[]): Promise<any>;
 }
+
+/** Which calls a list reads (`GET /tool-calls`'s filters), all of them at once. */
+export interface CallFilter {
+  agentId?: string;
+  /** Only these agents' calls: a key pinned to them (agentScopeOf). */
+  agents?: readonly string[];
+  status?: ToolCallStatus;
+  runId?: string;
+  entryPoint?: EntryPoint;
+  limit?: number;
+  cursor?: string;
+}

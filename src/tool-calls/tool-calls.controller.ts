@@ -15,7 +15,7 @@ import {
 import type { FastifyReply } from 'fastify';
 import { Access, ReadsAgentWithKey } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
-import { orgIdOf, RequestContext } from '../auth/principal';
+import { agentScopeOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { ProblemResponse } from '../common/openapi';
 import { UuidParam } from '../common/uuid-param.pipe';
@@ -117,7 +117,7 @@ export class ToolCallsController {
   })
   @ApiOkResponse({ type: ToolCallPage })
   list(@Ctx() ctx: RequestContext, @Query() query: ListToolCallsQuery): Promise<ToolCallPage> {
-    return this.calls.list(orgIdOf(ctx), query);
+    return this.calls.list(orgIdOf(ctx), query, agentScopeOf(ctx.principal));
   }
 
   @Get('tool-calls/:id')
@@ -126,7 +126,7 @@ export class ToolCallsController {
   @ApiOkResponse({ type: ToolCallView })
   @ApiNotFoundResponse(ProblemResponse('No such tool call in this organization (`not_found`).'))
   get(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string): Promise<ToolCallView> {
-    return this.calls.get(orgIdOf(ctx), id);
+    return this.calls.get(orgIdOf(ctx), id, agentScopeOf(ctx.principal));
   }
 
   @Get('tool-calls/:id/result')
@@ -142,6 +142,6 @@ export class ToolCallsController {
   result(@Ctx() ctx: RequestContext, @Param('id', UuidParam) id: string, @Res({ passthrough: true }) reply: FastifyReply): Promise<string> {
     // JSON text made by the database (up to 16 MiB), sent as it is.
     void reply.type('application/json; charset=utf-8');
-    return this.calls.result(orgIdOf(ctx), id);
+    return this.calls.result(orgIdOf(ctx), id, agentScopeOf(ctx.principal));
   }
 }

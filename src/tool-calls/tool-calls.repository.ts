@@ -9,8 +9,8 @@ import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
 import { CallTransaction } from './call-transaction';
 import { completeClaimSql } from './idempotency.repository';
-import { ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
-import type { ApprovalReason, EntryPoint, ToolCallStatus, ToolCallView } from './tool-calls.dto';
+import { CallFilter, ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
+import type { ApprovalReason, ToolCallView } from './tool-calls.dto';
 
 export * from './tool-call-rows';
 
@@ -19,6 +19,8 @@ export async function findCallWith(manager: Queryable, orgId: string, callId: st
   const rows: ToolCallRow[] = await manager.query(`SELECT ${CALL_COLUMNS} FROM tool_call c WHERE c.org_id = $1 AND c.id = $2`, [orgId, callId]);
   return rows[0];
 }
+
+type FoundResult = { row: ToolCallRow; wholeText?: string | null };
 
 /** Calls one group commit writes at most (21 parameters each, and their events'). */
 const SETTLED_BATCH_MAX = 64;
@@ -210,11 +212,7 @@ export class ToolCallsRepository {
     return rows.length > 0;
   }
 
-  async listCalls(
-    orgId: string,
-    q: { agentId?: string; status?: ToolCallStatus; runId?: string; entryPoint?: EntryPoint; limit?: number; cursor?: string },
-    db: Queryable = this.dataSource,
-  ): Promise<Page<ToolCallView>> {
+  async listCalls(orgId: string, q: CallFilter, db: Queryable = this.dataSource): Promise<Page<ToolCallView>> {
     const limit = q.limit ?? DEFAULT_LIMIT;
     const where = ['c.org_id = $1'];
     const params: unknown[] = [orgId];
@@ -223,6 +221,7 @@ export class ToolCallsRepository {
       where.push(sql(`$${params.length}`));
     };
     if (q.agentId) add((p) => `c.agent_id = ${p}`, q.agentId);
+    if (q.agents) add((p) => `c.agent_id = ANY (${p}::uuid[])`, q.agents);
     if (q.runId) add((p) => `c.run_id = ${p}`, q.runId);
     if (q.entryPoint) add((p) => `c.entry_point = ${p}`, q.entryPoint);
     if (q.status === 'pending_approval') {
@@ -247,9 +246,10 @@ export class ToolCallsRepository {
     return pageOf(rows, limit, (r) => [iso(r.created_at), r.id], toToolCallView, undefined, found);
   }
 
-  async findResult(orgId: string, callId: string, maxBytes: number): Promise<{ row: ToolCallRow; wholeText?: string | null } | undefined> {
+  /** `agents`: a pinned key's (agentScopeOf); another agent's call is none. */
+  async findResult(orgId: string, callId: string, maxBytes: number, agents?: readonly string[]): Promise<FoundResult | undefined> {
     const row = await this.findCall(orgId, callId);
-    if (!row) return undefined;
+    if (!row || (agents && !agents.includes(row.agent_id))) return undefined;
     if (!row.result_offloaded) return { row };
     const sql = `SELECT CASE WHEN octet_length(t) <= $3 THEN t END AS text FROM (SELECT result::text AS t FROM tool_call_result WHERE org_id = $1 AND tool_call_id = $2 OFFSET 0) r`;
     const kept: { text: string | null }[] = await this.dataSource.query(sql, [orgId, callId, maxBytes]);

@@ -21,14 +21,15 @@ export class ToolCallsService {
     private readonly approvals: ApprovalsRepository,
   ) {}
 
-  async get(orgId: string, id: string): Promise<ToolCallView> {
+  /** `agents`: the agents a pinned key may read of (agentScopeOf); another's call is answered as missing. */
+  async get(orgId: string, id: string, agents?: readonly string[]): Promise<ToolCallView> {
     const row = await this.store.findCall(orgId, id);
-    if (!row) throw ApiError.notFound('tool call');
+    if (!row || (agents && !agents.includes(row.agent_id))) throw ApiError.notFound('tool call');
     return toToolCallView(row);
   }
 
-  list(orgId: string, query: ListToolCallsQuery): Promise<Page<ToolCallView>> {
-    return this.store.listCalls(orgId, query);
+  list(orgId: string, query: ListToolCallsQuery, agents?: readonly string[]): Promise<Page<ToolCallView>> {
+    return this.store.listCalls(orgId, { ...query, agents });
   }
 
   /**
@@ -36,8 +37,8 @@ export class ToolCallsService {
    * offloaded, as the database writes it (key order and spacing aside, the same JSON): parsed from its
    * row and written again, an 11.2 MB result held the event loop 337 to 568 ms a read (attack round 16, S-F3).
    */
-  async result(orgId: string, id: string): Promise<string> {
-    const found = await this.store.findResult(orgId, id, MAX_ANSWERED_RESULT_BYTES);
+  async result(orgId: string, id: string, agents?: readonly string[]): Promise<string> {
+    const found = await this.store.findResult(orgId, id, MAX_ANSWERED_RESULT_BYTES, agents);
     if (!found) throw ApiError.notFound('tool call');
     const { row, wholeText } = found;
     if (row.status !== 'succeeded') {

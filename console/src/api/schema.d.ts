@@ -1344,6 +1344,8 @@ export interface components {
             maxLifetimeDays: number | null;
         };
         ApiKeyView: {
+            /** @description The agents it may act for; null: every agent of its organization. */
+            agentIds: string[] | null;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -1519,6 +1521,8 @@ export interface components {
             slug: string;
         };
         CreateApiKeyDto: {
+            /** @description The agents the key may act for, for a key whose only role is `agent` (a runtime's): 1 to 100 ids of the organization's agents. Any other agent is answered `404` to it (its versions, tool calls, MCP endpoint and runs), and its reads of tool calls and runs are of these agents only. Absent or null: every agent of the organization. */
+            agentIds?: string[] | null;
             /**
              * Format: date-time
              * @description When the key stops being accepted (ISO 8601; without a zone, UTC; a date alone, its midnight UTC): later than now, before the year 10000. From then on it is refused `401` as a revoked key is, what it opened (event streams, runs, held MCP calls) ends, and it no longer counts against the 1,000 keys. Absent or null: until it is revoked.
@@ -1534,6 +1538,8 @@ export interface components {
             name: string;
         };
         CreatedApiKeyView: {
+            /** @description The agents it may act for; null: every agent of its organization. */
+            agentIds: string[] | null;
             /** Format: date-time */
             createdAt: string;
             /**
@@ -1833,6 +1839,8 @@ export interface components {
             title?: string;
         };
         MeView: {
+            /** @description The agents an API key is pinned to (absent: every agent of its organization). */
+            agentIds?: string[];
             /**
              * Format: date-time
              * @description When this credential stops being accepted: an API key's `expiresAt` (absent for a key without one), or an identity-provider token's `exp` and the clock skew allowed. A runtime reads it to replace its key before calls start failing.

@@ -37,8 +37,14 @@ export function ApiKeysPage() {
     [api, orgId],
   );
   const policy = useLoad(() => ok(api.GET('/api/v1/orgs/{orgId}/api-key-policy', { params: { path: { orgId } } })), [api, orgId]);
+  // To name the agents a key is pinned to, and to pick them: every page, an organization may have more than 200.
+  const agents = usePages((cursor) => ok(api.GET('/api/v1/agents', { params: { query: { limit: 200, ...(cursor ? { cursor } : {}) } } })), [api]);
+  const agentName = (id: string) => visibleText(agents.data?.items.find((a) => a.id === id)?.name ?? id);
   const [name, setName] = useState('');
   const [roles, setRoles] = useState<Role[]>([]);
+  const [pins, setPins] = useState<string[]>([]);
+  // Only a runtime's key (the agent role alone) may be pinned: the server refuses the others at `agentIds`.
+  const pinnable = roles.length === 1 && roles[0] === 'agent';
   // A local date and time from the picker (empty: no expiry), sent as the instant it names.
   const [expires, setExpires] = useState('');
   const [created, setCreated] = useState<{ name: string; token: string }>();
@@ -55,11 +61,15 @@ export function ApiKeysPage() {
     try {
       const expiresAt = expires ? localInstant(expires) : undefined;
       const key = await ok(
-        api.POST('/api/v1/orgs/{orgId}/api-keys', { params: { path: { orgId } }, body: { name, roles, ...(expiresAt ? { expiresAt } : {}) } }),
+        api.POST('/api/v1/orgs/{orgId}/api-keys', {
+          params: { path: { orgId } },
+          body: { name, roles, ...(expiresAt ? { expiresAt } : {}), ...(pinnable && pins.length > 0 ? { agentIds: pins } : {}) },
+        }),
       );
       setCreated({ name: key.name, token: key.token });
       setName('');
       setRoles([]);
+      setPins([]);
       setExpires('');
       keys.reload();
     } catch (err) {
@@ -102,6 +112,7 @@ export function ApiKeysPage() {
             <tr>
               <th scope="col">Name</th>
               <th scope="col">Roles</th>
+              <th scope="col">Agents</th>
               <th scope="col">Prefix</th>
               <th scope="col">Created</th>
               <th scope="col">Expires</th>
@@ -115,6 +126,7 @@ export function ApiKeysPage() {
               <tr key={k.id}>
                 <td>{k.name}</td>
                 <td>{k.roles.join(', ')}</td>
+                <td>{k.agentIds ? k.agentIds.map(agentName).join(', ') : 'all'}</td>
                 <td>
                   <code>{k.tokenPrefix}</code>
                 </td>
@@ -163,6 +175,37 @@ export function ApiKeysPage() {
           ))}
           <FieldErrors errors={map} path="roles" />
         </fieldset>
+        {pinnable && (
+          <fieldset
+            id={fieldId('agentIds')}
+            {...fieldErrorProps(map, 'agentIds')}
+            aria-describedby={map.has('agentIds') ? `${errorId('agentIds')} agents-help` : 'agents-help'}
+          >
+            <legend>Agents (optional)</legend>
+            <p id="agents-help" className="help">
+              The agents this runtime key may act for: any other is missing to it. None checked: every agent.
+            </p>
+            {agents.data?.items.map((a) => {
+              const at = pins.indexOf(a.id);
+              const path = `agentIds[${at}]`;
+              return (
+                <div key={a.id} className="field--check">
+                  <input
+                    type="checkbox"
+                    id={`agent-${a.id}`}
+                    checked={at >= 0}
+                    onChange={(e) => setPins(e.target.checked ? [...pins, a.id] : pins.filter((p) => p !== a.id))}
+                    {...(at >= 0 ? fieldErrorProps(map, path) : {})}
+                  />
+                  <label htmlFor={`agent-${a.id}`}>{visibleText(a.name)}</label>
+                  {at >= 0 && <FieldErrors errors={map} path={path} />}
+                </div>
+              );
+            })}
+            <ShowMore list={agents}>Show more agents</ShowMore>
+            <FieldErrors errors={map} path="agentIds" />
+          </fieldset>
+        )}
         <div className="field">
           <label htmlFor={fieldId('expiresAt')}>Expires (optional)</label>
           <input
