@@ -262,6 +262,21 @@ describe('ToolExecutor', () => {
   }
 
   describe('guards, in the order of issue 5', () => {
+    it('answers a key pinned to other agents as if the agent were missing, before anything else, and runs nothing', async () => {
+      const pinned: ApiKeyPrincipal = { ...agentKey, agentIds: [randomUUID()] };
+      // As a missing agent is: refused, not audited as a denial of this agent's tool.
+      const denied = await ds.query(`SELECT count(*)::int AS n FROM audit_event WHERE type = 'tool_call.denied'`);
+      await expect(executor.request(as(pinned), { agentId, tool: 'read', arguments: { q: 'x' }, entryPoint: 'rest' })).rejects.toMatchObject({
+        status: 404,
+        code: 'not_found',
+      });
+      expect(await ds.query(`SELECT count(*)::int AS n FROM audit_event WHERE type = 'tool_call.denied'`)).toEqual(denied);
+      expect(runs).toHaveLength(0);
+      const ownAgent: ApiKeyPrincipal = { ...agentKey, agentIds: [agentId] };
+      const ran = await executor.request(as(ownAgent), { agentId: agentId.toUpperCase(), tool: 'read', arguments: { q: 'x' }, entryPoint: 'rest' });
+      expect(ran.call.status).toBe('succeeded');
+    });
+
     it('refuses a tool the version does not offer', async () => {
       const err = await denial(() => call('nope', { q: 'x' }));
       expect([err.status, err.code]).toEqual([404, 'unknown_tool']);

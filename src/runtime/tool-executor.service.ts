@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { BuiltVersion, VersionTool } from '../agents/built-version';
 import { canonicalHash, textHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
-import { actorOf, AgentSnapshot, OrgPrincipal, RequestContext } from '../auth/principal';
+import { actorOf, AgentSnapshot, mayActFor, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
@@ -118,6 +118,8 @@ export class ToolExecutor {
    */
   request(ctx: RequestContext, req: ToolCallRequest): Promise<ToolCallOutcome> {
     const principal = keyOf(ctx);
+    // The guard answers a pinned key's other agents first; here too, so no entry point added later can skip it.
+    if (!mayActFor(principal, req.agentId)) return Promise.reject(ApiError.notFound('agent'));
     // One span per tool call, whichever entry point asked; guards, the tool and every query under it.
     return inToolCallSpan(
       { toolName: req.tool, orgId: principal.orgId, agentId: req.agentId, version: req.version ?? 'latest', entryPoint: req.entryPoint, runId: req.runId },
