@@ -1221,6 +1221,12 @@ describe('the Builder console in a browser (e2e)', () => {
     expect(text).not.toMatch(/[\u{e0000}-\u{e007f}\u202e]/u);
     await nav.getByRole('link', { name: 'Agents', exact: true }).click();
     await page.getByRole('link', { name: 'tagged', exact: true }).click();
+    // The text box holds them as they are (escaping them would change the text): it says they are there.
+    const warning = page.getByText(/^This text holds 28 characters that show as nothing/);
+    await warning.waitFor();
+    expect(await warning.innerText()).toContain('(\\udb40\\udc43, \\udb40\\udc61,');
+    const box = page.getByRole('textbox', { name: 'Instructions' });
+    expect(await box.getAttribute('aria-describedby')).toContain(await warning.getAttribute('id'));
     await page.getByRole('link', { name: 'Versions' }).click();
     const prompt = page.getByRole('region', { name: /^System prompt of version/ });
     expect(await prompt.innerText()).toContain('Greet.\\udb40\\udc43');

@@ -206,6 +206,15 @@ export function visibleText(text: string): string {
   return text.replace(UNSEEN, escapeUnseen);
 }
 
+/**
+ * How many UNSEEN characters a text being edited holds, and the first few kinds as escapes: a text
+ * box shows them as they are (escaping them would change the text), so the editor says they are there.
+ */
+export function unseenIn(text: string): { count: number; kinds: string[] } {
+  const found = text.match(UNSEEN) ?? [];
+  return { count: found.length, kinds: [...new Set(found.map(escapeUnseen))].slice(0, 5) };
+}
+
 export function JsonView({ value, label }: { value: unknown; label: string }) {
   return (
     <pre className="json" role="region" aria-label={label} tabIndex={0}>

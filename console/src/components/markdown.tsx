@@ -1,6 +1,6 @@
 import MarkdownIt from 'markdown-it';
 import { useId, useMemo, useState } from 'react';
-import { visibleText } from './feedback';
+import { unseenIn, visibleText } from './feedback';
 
 // Raw HTML in the source is shown as text, never rendered: instructions and prompts are written
 // by people who are not necessarily trusted with the browser of the person reviewing them.
@@ -52,7 +52,9 @@ export interface MarkdownEditorProps {
 export function MarkdownEditor(props: MarkdownEditorProps) {
   const [preview, setPreview] = useState(false);
   const helpId = useId();
-  const describedBy = [props.help ? helpId : undefined, props.describedBy].filter(Boolean).join(' ') || undefined;
+  const warningId = useId();
+  const unseen = useMemo(() => unseenIn(props.value), [props.value]);
+  const describedBy = [props.help ? helpId : undefined, unseen.count > 0 ? warningId : undefined, props.describedBy].filter(Boolean).join(' ') || undefined;
   return (
     <div className="markdown-editor">
       <div className="markdown-editor__bar">
@@ -83,6 +85,14 @@ export function MarkdownEditor(props: MarkdownEditorProps) {
         onChange={(e) => props.onChange(e.target.value)}
         spellCheck
       />
+      {unseen.count > 0 && (
+        // Tag characters and bidi overrides are read by models and drawn as nothing here (attack round 17, U-F3).
+        <p id={warningId} className="field-warning">
+          This text holds {unseen.count} {unseen.count === 1 ? 'character' : 'characters'} that show as nothing, as a blank or that turn the text around (
+          {unseen.kinds.join(', ')}
+          {unseen.kinds.length === 5 ? ', …' : ''}): a model reads {unseen.count === 1 ? 'it' : 'them'} as written. The preview shows each as its escape.
+        </p>
+      )}
       {preview && (
         <section className="markdown-preview" aria-label={`${props.label} (preview)`}>
           {props.value.trim() ? <Markdown source={props.value} /> : <p className="muted">Nothing written yet.</p>}
