@@ -52,59 +52,93 @@ describe('storage limits per organization (e2e)', () => {
 
   it("refuses a document past the organization's bytes of text, whole, and takes it again once space is freed", async () => {
     const docs = await collection(org);
-    // 39 characters of 2 bytes each and a one-byte title, `{}` of metadata: 81 bytes, as PostgreSQL counts them.
-    const first = await addDocument(org, docs, 'é'.repeat(39)).expect(201);
-    const refused = await addDocument(org, docs, 'x'.repeat(17)).expect(409);
+    // 39 characters of 2 bytes each and a one-byte title, `{}` of metadata: 81 bytes, as PostgreSQL counts them
+    // (signs, not words: nothing for the search index to weigh; a stop word for a title).
+    const first = await addDocument(org, docs, '§'.repeat(39)).expect(201);
+    const refused = await addDocument(org, docs, '.'.repeat(17)).expect(409);
     expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 81 bytes (documents') });
     // Metadata counts as the text does: counted by text alone, a megabyte of it a document passed the limit 94 times.
     await t.http
       .post(`/api/v1/knowledge/collections/${docs}/documents`)
       .set(...bearer(org.keys.builder))
-      .send({ title: 't', content: '', metadata: { blob: 'x'.repeat(20) } })
+      .send({ title: 't', content: '', metadata: { blob: '.'.repeat(20) } })
       .expect(409);
     // Exactly up to the limit is taken (16 + 1 + 2); nothing of the refused ones was stored.
-    await addDocument(org, docs, 'x'.repeat(16)).expect(201);
+    await addDocument(org, docs, '.'.repeat(16)).expect(201);
     const listed = await t.http
       .get(`/api/v1/knowledge/collections/${docs}/documents`)
       .set(...bearer(org.keys.viewer))
       .expect(200);
     expect(listed.body.items).toHaveLength(2);
     // Another organization's limit is its own.
-    await addDocument(other, await collection(other), 'y'.repeat(97)).expect(201);
+    await addDocument(other, await collection(other), '-'.repeat(97)).expect(201);
     await t.http
       .delete(`/api/v1/knowledge/collections/${docs}/documents/${first.body.id}`)
       .set(...bearer(org.keys.builder))
       .expect(204);
-    await addDocument(org, docs, 'z'.repeat(78)).expect(201);
+    await addDocument(org, docs, ':'.repeat(78)).expect(201);
   });
 
   it('refuses documents added at once past the limit together, counting each', async () => {
     const o = await createOrg(t);
     const docs = await collection(o);
-    const answers = await Promise.all(Array.from({ length: 8 }, () => addDocument(o, docs, 'x'.repeat(27))));
+    const answers = await Promise.all(Array.from({ length: 8 }, () => addDocument(o, docs, '.'.repeat(27))));
     expect(answers.map((a) => a.status).sort()).toEqual([201, 201, 201, 409, 409, 409, 409, 409]);
   });
 
   it("frees a deleted collection's documents at once, and keeps the stored total equal to what the documents weigh", async () => {
     const o = await createOrg(t);
     const [a, b] = [await collection(o), await collection(o)];
-    for (const content of ['x'.repeat(20), 'é'.repeat(10), 'y'.repeat(15)]) await addDocument(o, a, content).expect(201);
-    await addDocument(o, b, 'z'.repeat(30)).expect(201);
-    await addDocument(o, b, 'w'.repeat(40)).expect(409);
+    for (const content of ['.'.repeat(20), '§'.repeat(10), '-'.repeat(15)]) await addDocument(o, a, content).expect(201);
+    await addDocument(o, b, ':'.repeat(30)).expect(201);
+    await addDocument(o, b, '~'.repeat(40)).expect(409);
     // Its documents go with the collection (one cascaded statement); their bytes are free again.
     await t.http
       .delete(`/api/v1/knowledge/collections/${a}`)
       .set(...bearer(o.keys.builder))
       .expect(204);
-    await addDocument(o, b, 'w'.repeat(40)).expect(201);
+    await addDocument(o, b, '~'.repeat(40)).expect(201);
     const ds = t.app.get(DataSource);
     const [{ counted, weighed }]: { counted: string; weighed: string }[] = await ds.query(
       `SELECT (SELECT bytes FROM knowledge_usage WHERE org_id = $1)::text AS counted,
-              (SELECT sum(octet_length(content) + octet_length(title) + metadata_bytes) FROM knowledge_document WHERE org_id = $1)::text AS weighed`,
+              (SELECT sum(octet_length(content) + octet_length(title) + metadata_bytes + 64 * length(search)) FROM knowledge_document WHERE org_id = $1)::text AS weighed`,
       [o.id],
     );
     expect(Number(counted)).toBe(33 + 43);
     expect(counted).toBe(weighed);
+  });
+
+  it("weighs the words of a document's search index too: 64 bytes each, whole or refused, and the same going as coming", async () => {
+    // Short distinct words: the search vector and its index entries took about ten times the text
+    // (attack round 14, N-F4). One word, and the title's stop word: 5 + 1 + 2 bytes and 64 for the word.
+    const o = await createOrg(t);
+    const docs = await collection(o);
+    await addDocument(o, docs, 'alpha').expect(201);
+    const used = async () =>
+      (
+        await t.http
+          .get(`/api/v1/orgs/${o.id}/usage`)
+          .set(...bearer(o.keys.admin))
+          .expect(200)
+      ).body.items.find((i: { meter: string }) => i.meter === 'knowledge').used as number;
+    expect(await used()).toBe(5 + 1 + 2 + 64);
+    // Another word: its 7 bytes of text would fit under 100, its word does not. Refused whole, nothing stored.
+    const refused = await addDocument(o, docs, 'beta').expect(409);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 72 bytes') });
+    expect(await used()).toBe(72);
+    // Signs are no words: as much text again is taken.
+    await addDocument(o, docs, '.'.repeat(25)).expect(201);
+    const listed = await t.http
+      .get(`/api/v1/knowledge/collections/${docs}/documents`)
+      .set(...bearer(o.keys.viewer))
+      .expect(200);
+    expect(listed.body.items).toHaveLength(2);
+    for (const d of listed.body.items)
+      await t.http
+        .delete(`/api/v1/knowledge/collections/${docs}/documents/${d.id}`)
+        .set(...bearer(o.keys.builder))
+        .expect(204);
+    expect(await used()).toBe(0);
   });
 
   it("refuses a draft or a version past the organization's bytes of agents, whole; a shorter draft is taken, and the kept total is what the rows weigh", async () => {
@@ -209,8 +243,8 @@ describe('storage limits per organization (e2e)', () => {
 
   it("tells the organization's admin what it holds of each bound, and nobody else", async () => {
     const o = await createOrg(t);
-    // 10 bytes of text, a one-byte title and `{}` of metadata.
-    await addDocument(o, await collection(o), 'x'.repeat(10)).expect(201);
+    // 10 bytes of text (no word), a one-byte title and `{}` of metadata.
+    await addDocument(o, await collection(o), '.'.repeat(10)).expect(201);
     await addSkill(o, 'one').expect(201);
     const usage = await t.http
       .get(`/api/v1/orgs/${o.id}/usage`)
