@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { DataSource } from 'typeorm';
+import { ApiKeyUsage } from '../src/auth/api-key-usage';
 import { launchBrowser } from './support/browser';
 import { TestIdentityProvider } from './support/oidc-provider';
 import { buildConsole } from './support/console-build';
@@ -582,6 +583,12 @@ describe('the Builder console in a browser (e2e)', () => {
     await rows.filter({ hasText: 'billing runtime' }).filter({ hasText: 'Billing desk' }).waitFor();
     expect(await rows.filter({ hasText: 'billing runtime' }).filter({ hasText: 'Support desk' }).count()).toBe(0);
     await rows.filter({ hasText: 'viewer' }).filter({ hasText: 'all' }).first().waitFor();
+    // When each key was last used, once a sweep wrote it: the signed-in key has been, the new one not yet.
+    await t.app.get(ApiKeyUsage).sweepOnce();
+    await page.getByRole('link', { name: 'Agents', exact: true }).click();
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await rows.filter({ hasText: 'this key' }).filter({ hasNotText: 'not yet' }).waitFor();
+    await rows.filter({ hasText: 'billing runtime' }).filter({ hasText: 'not yet' }).waitFor();
     await context.close();
   });
 

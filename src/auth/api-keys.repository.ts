@@ -19,10 +19,12 @@ export interface ApiKeyRow {
   expires_at: Date | null;
   /** The agents it may act for; null: every agent of its organization. */
   agent_ids: string[] | null;
+  /** When it last authenticated a request, to within a node's sweep (ApiKeyUsage); null: never since it was made (or the upgrade). */
+  last_used_at: Date | null;
 }
 
 const K_IS_LIVE = liveKeyCondition('k');
-const KEY_VIEW_COLUMNS = 'id, name, roles, token_prefix, created_at, revoked_at, expires_at, agent_ids';
+const KEY_VIEW_COLUMNS = 'id, name, roles, token_prefix, created_at, revoked_at, expires_at, agent_ids, last_used_at';
 
 /** What authentication needs: the key and its organization's scopes, read in one query. */
 export interface ActiveKeyRow {
@@ -184,6 +186,26 @@ export class ApiKeysRepository {
       [orgId, keyId],
     );
     return rows[0];
+  }
+
+  /**
+   * Records when these keys were last used (ids in order, so two nodes' writes lock rows in one
+   * order), never moving a time back (another node may have written a later one). A key's row that
+   * another transaction holds (its revocation, a creation it makes) is skipped, not waited for: its
+   * ids are answered, for the next sweep.
+   */
+  async recordUse(uses: { id: string; at: Date }[]): Promise<string[]> {
+    const sorted = [...uses].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const rows: { id: string }[] = await this.dataSource.query(
+      `WITH v AS (SELECT * FROM unnest($1::uuid[], $2::timestamptz[]) AS v(id, at)),
+            held AS (SELECT k.id FROM api_key k JOIN v ON v.id = k.id ORDER BY k.id FOR UPDATE OF k SKIP LOCKED),
+            done AS (UPDATE api_key k SET last_used_at = v.at FROM v, held
+                      WHERE k.id = v.id AND held.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < v.at)
+                      RETURNING k.id)
+       SELECT v.id FROM v JOIN api_key k ON k.id = v.id WHERE NOT EXISTS (SELECT 1 FROM held WHERE held.id = v.id)`,
+      [sorted.map((u) => u.id), sorted.map((u) => u.at)],
+    );
+    return rows.map((r) => r.id);
   }
 
   /** Which of these API keys are live, not revoked nor expired (liveKeySql asks the same inside another read). */

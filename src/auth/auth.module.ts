@@ -2,6 +2,7 @@ import { Global, Module } from '@nestjs/common';
 import { ApiKeyExpiriesRepository } from './api-key-expiries.repository';
 import { ApiKeyExpiryEvents } from './api-key-expiry-events';
 import { ApiKeyRevocations } from './api-key-revocations';
+import { ApiKeyUsage } from './api-key-usage';
 import { ApiKeysRepository } from './api-keys.repository';
 import { AuthService } from './auth.service';
 import { CredentialWatch } from './credential-watch.service';
@@ -12,7 +13,7 @@ import { RevokedKeyLeases } from './revoked-key-leases';
 @Global()
 @Module({
   imports: [OidcModule],
-  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, ApiKeyExpiryEvents, ApiKeyExpiriesRepository, CredentialWatch, RevokedKeyLeases],
-  exports: [AuthService, ApiKeysRepository, ApiKeyRevocations, CredentialWatch],
+  providers: [AuthService, ApiKeysRepository, ApiKeyRevocations, ApiKeyUsage, ApiKeyExpiryEvents, ApiKeyExpiriesRepository, CredentialWatch, RevokedKeyLeases],
+  exports: [AuthService, ApiKeysRepository, ApiKeyRevocations, ApiKeyUsage, CredentialWatch],
 })
 export class AuthModule {}

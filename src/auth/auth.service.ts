@@ -4,6 +4,7 @@ import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { toolKey } from '../runtime/tool-policy';
 import { ActiveKeyWithAgentRow, ApiKeysRepository } from './api-keys.repository';
+import { ApiKeyUsage } from './api-key-usage';
 import { OidcAuthenticator } from './oidc/oidc-authenticator.service';
 import type { AgentSnapshot, ApiKeyPrincipal, Principal } from './principal';
 import { API_KEY_PREFIX, bearerTokenOf, hashToken } from './tokens';
@@ -17,6 +18,7 @@ export class AuthService {
     private readonly keys: ApiKeysRepository,
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly oidc: OidcAuthenticator,
+    private readonly usage: ApiKeyUsage,
   ) {
     this.platformTokenHash = Buffer.from(hashToken(config.platformAdminToken), 'hex');
   }
@@ -41,6 +43,7 @@ export class AuthService {
     const principal: ApiKeyPrincipal = { type: 'api_key', id: row.id, orgId: row.org_id, roles: row.roles, orgScopes: row.scopes };
     if (row.expires_at) principal.expiresAt = new Date(row.expires_at).getTime();
     if (row.agent_ids) principal.agentIds = row.agent_ids;
+    this.usage.seen(row.id);
     if (withAgent) principal.agent = snapshotOf(agent, row as ActiveKeyWithAgentRow);
     return principal;
   }

@@ -181,6 +181,14 @@ export class ApiKeyView {
     description: 'The agents it may act for; null: every agent of its organization.',
   })
   agentIds: string[] | null;
+  @ApiProperty({
+    format: 'date-time',
+    nullable: true,
+    type: String,
+    description:
+      'When it last authenticated a request, to within `SWEEP_INTERVAL_SECONDS` (each server records uses once a sweep); null: not since it was made (or since the upgrade that began recording it).',
+  })
+  lastUsedAt: string | null;
 }
 
 export class CreatedApiKeyView extends ApiKeyView {

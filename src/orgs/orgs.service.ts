@@ -254,6 +254,7 @@ function toKey(r: ApiKeyRow): ApiKeyView {
     revokedAt: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
     expiresAt: r.expires_at ? new Date(r.expires_at).toISOString() : null,
     agentIds: r.agent_ids,
+    lastUsedAt: r.last_used_at ? new Date(r.last_used_at).toISOString() : null,
   };
 }
 

@@ -1355,6 +1355,11 @@ export interface components {
             expiresAt: string | null;
             /** Format: uuid */
             id: string;
+            /**
+             * Format: date-time
+             * @description When it last authenticated a request, to within `SWEEP_INTERVAL_SECONDS` (each server records uses once a sweep); null: not since it was made (or since the upgrade that began recording it).
+             */
+            lastUsedAt: string | null;
             name: string;
             /** Format: date-time */
             revokedAt?: Record<string, never> | null;
@@ -1549,6 +1554,11 @@ export interface components {
             expiresAt: string | null;
             /** Format: uuid */
             id: string;
+            /**
+             * Format: date-time
+             * @description When it last authenticated a request, to within `SWEEP_INTERVAL_SECONDS` (each server records uses once a sweep); null: not since it was made (or since the upgrade that began recording it).
+             */
+            lastUsedAt: string | null;
             name: string;
             /** Format: date-time */
             revokedAt?: Record<string, never> | null;

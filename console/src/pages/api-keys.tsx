@@ -116,6 +116,7 @@ export function ApiKeysPage() {
               <th scope="col">Prefix</th>
               <th scope="col">Created</th>
               <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
               <th scope="col">
                 <span className="visually-hidden">Actions</span>
               </th>
@@ -132,6 +133,7 @@ export function ApiKeysPage() {
                 </td>
                 <td>{formatTime(k.createdAt)}</td>
                 <td>{k.expiresAt ? `${Date.parse(k.expiresAt) <= Date.now() ? 'expired ' : ''}${formatTime(k.expiresAt)}` : 'never'}</td>
+                <td>{k.lastUsedAt ? formatTime(k.lastUsedAt) : 'not yet'}</td>
                 <td>
                   {k.revokedAt ? (
                     `revoked ${formatTime(String(k.revokedAt))}`
