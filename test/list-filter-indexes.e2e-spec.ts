@@ -24,6 +24,15 @@ describe('filtered lists served by an index', () => {
     ['runs by status', () => `/api/v1/runs?status=succeeded`, 'run', ['status']],
     ['runs by agent and status', () => `/api/v1/runs?agentId=${agentId}&status=failed`, 'run', ['agent_id', 'status']],
     ['tool calls by agent and status', () => `/api/v1/tool-calls?agentId=${agentId}&status=failed`, 'tool_call', ['agent_id', 'status']],
+    // A REST caller names any run id, so one run id's calls are as many as an agent key makes (attack round 18, W-F1).
+    ['tool calls by run and status', () => `/api/v1/tool-calls?runId=r1&status=failed`, 'tool_call', ['run_id', 'status']],
+    ['tool calls by agent and run', () => `/api/v1/tool-calls?agentId=${agentId}&runId=r1`, 'tool_call', ['agent_id', 'run_id']],
+    [
+      'tool calls by agent, run and status',
+      () => `/api/v1/tool-calls?agentId=${agentId}&runId=r1&status=failed`,
+      'tool_call',
+      ['agent_id', 'run_id', 'status'],
+    ],
     ['approvals by agent', () => `/api/v1/approvals?agentId=${agentId}`, 'approval', ['agent_id']],
     ['approvals by agent and status', () => `/api/v1/approvals?agentId=${agentId}&status=rejected`, 'approval', ['agent_id', 'status']],
   ])('%s: every filter is a condition of the index scanned', async (_what, path, table, columns) => {

@@ -116,6 +116,23 @@ export class IdempotencyRepository {
   }
 }
 
+/** The claim's row while it is still this request's, for the statement that records a call to lock first (ToolCallsRepository). */
+export function heldClaimSql(s: Statement, claim: ClaimCompletion | IdempotencyClaim): string {
+  return `SELECT 1 FROM idempotency_key WHERE org_id = ${s.param(claim.orgId)} AND agent_id = ${s.param(claim.agentId)}::uuid
+             AND key = ${s.param(claim.key)} AND claim_id = ${s.param(claim.claimId)} AND status = 'in_progress'`;
+}
+
+/** A request whose claim lapsed while it was under way, and was taken over by a later one with the key: it records nothing. */
+export function claimTakenOver(): ApiError {
+  return new ApiError(
+    'idempotency_in_progress',
+    'A later request with this Idempotency-Key took it over while this one was under way (past TOOL_TIMEOUT_MS and TOOL_LEASE_GRACE_SECONDS); nothing was recorded. Retry to read its answer.',
+    undefined,
+    undefined,
+    { 'Retry-After': '1' },
+  );
+}
+
 /** The part of the statement that records a call which stores the answer of its claim (ToolCallsRepository). */
 export function completeClaimSql(s: Statement, claim: ClaimCompletion, callId: string): string {
   return `UPDATE idempotency_key SET status = 'done', tool_call_id = ${s.param(callId)}, response_status = ${s.param(claim.status)},

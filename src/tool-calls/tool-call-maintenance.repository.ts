@@ -101,8 +101,8 @@ export class ToolCallMaintenanceRepository {
 
 /**
  * Takes, in the sweep's transaction, the locks its settlement would take, in one order every sweep
- * shares: the calls, then their runs, each in id order. Settling a run's call wakes the run (a
- * trigger updates its row, migration 1764522600000), and a statement settles its rows in no order
+ * shares: the calls, then their runs, each in id order. Settling a run's own call wakes the run (a
+ * trigger updates its row, migrations 1764522600000 and 1764870000001), and a statement settles its rows in no order
  * it promises: two nodes sweeping two calls each of the same two runs (a step's parallel calls)
  * could each hold one run and wait for the other's. Calls before runs, as a decision takes them
  * (approval, call, run), so a sweep and a decision never wait on each other in a circle either.
@@ -111,7 +111,7 @@ async function lockCallsThenRuns(m: EntityManager, callIds: readonly string[]): 
   await m.query(`SELECT id FROM tool_call WHERE id = ANY($1::uuid[]) ORDER BY id FOR UPDATE`, [callIds]);
   await m.query(
     `SELECT r.id FROM run r
-      WHERE r.id IN (SELECT c.run_id::uuid FROM tool_call c WHERE c.id = ANY($1::uuid[]) AND c.run_id ~ '${UUID_TEXT}')
+      WHERE r.id IN (SELECT c.run_id::uuid FROM tool_call c WHERE c.id = ANY($1::uuid[]) AND c.entry_point = 'run' AND c.run_id ~ '${UUID_TEXT}')
       ORDER BY r.id FOR UPDATE OF r`,
     [callIds],
   );

@@ -8,7 +8,7 @@ import { EXPIRED_CALLS, listPageSql } from '../database/expired-page';
 import { GroupCommit } from '../database/batcher';
 import { Statement } from '../database/statement';
 import { CallTransaction } from './call-transaction';
-import { completeClaimSql } from './idempotency.repository';
+import { claimTakenOver, completeClaimSql, heldClaimSql } from './idempotency.repository';
 import { CallFilter, ClaimCompletion, CALL_COLUMNS, iso, Queryable, NewCall, Settlement, ToolCallRow, toToolCallView } from './tool-call-rows';
 import type { ApprovalReason, ToolCallView } from './tool-calls.dto';
 
@@ -97,10 +97,9 @@ export class ToolCallsRepository {
     this.audit.committed(events);
   }
 
-  /**
-   * A call that waits for approval, with its approval and audit events, in one statement; a run's call only while its run has not
+  /** A call that waits for approval, with its approval and audit events, in one statement; a run's call only while its run has not
    * ended, under a share lock of the run's row (a cancel committed first wins; one after waits, then rejects it). False: nothing written.
-   */
+   * With `claim`, only while it is still this request's (locked): one that lapsed and a retry took over records nothing (W-F2). */
   async insertPending(
     call: NewCall,
     approval: { id: string; reason: ApprovalReason; expiresAt: Date; awaitingRequester: boolean },
@@ -111,8 +110,9 @@ export class ToolCallsRepository {
     const org = s.param(call.orgId);
     const run = call.entryPoint === 'run' && call.runId !== null ? s.param(call.runId) : undefined;
     const live = run
-      ? `WHERE EXISTS (SELECT 1 FROM run r WHERE r.org_id = ${org}::uuid AND r.id = ${run}::uuid AND r.status IN ('running', 'waiting_for_approval') FOR SHARE OF r)`
+      ? `AND EXISTS (SELECT 1 FROM run r WHERE r.org_id = ${org}::uuid AND r.id = ${run}::uuid AND r.status IN ('running', 'waiting_for_approval') FOR SHARE OF r)`
       : '';
+    s.with(claim ? `${heldClaimSql(s, claim)} FOR UPDATE` : 'SELECT 1');
     s.with(
       `INSERT INTO tool_call (id, org_id, agent_id, version, tool, capability_id, tool_id, run_id, entry_point, arguments, arguments_hash,
          status, approval_id, approval_expires_at, awaiting_requester, requested_by, created_at)
@@ -121,23 +121,25 @@ export class ToolCallsRepository {
          ${s.param(JSON.stringify(call.arguments))}::jsonb, ${s.param(call.argumentsHash)}::text,
          'pending_approval', ${s.param(approval.id)}::uuid, ${s.param(approval.expiresAt)}::timestamptz, ${s.param(approval.awaitingRequester)}::boolean,
          ${s.param(call.requestedBy)}::uuid, ${s.param(call.createdAt)}::timestamptz
-       ${live}
+       WHERE EXISTS (SELECT 1 FROM w0) ${live}
        RETURNING id`,
     );
     s.with(
       `INSERT INTO approval (id, org_id, tool_call_id, agent_id, version, tool, capability_id, tool_id, arguments_hash, reason, status,
          requested_by, expires_at, created_at)
-       SELECT ${s.param(approval.id)}::uuid, ${org}::uuid, w0.id, ${s.param(call.agentId)}::uuid, ${s.param(call.version)}::integer,
+       SELECT ${s.param(approval.id)}::uuid, ${org}::uuid, w1.id, ${s.param(call.agentId)}::uuid, ${s.param(call.version)}::integer,
          ${s.param(call.tool)}, ${s.param(call.capabilityId)}, ${s.param(call.toolId)}, ${s.param(call.argumentsHash)}, ${s.param(approval.reason)},
          'pending', ${s.param(call.requestedBy)}::uuid, ${s.param(approval.expiresAt)}::timestamptz, ${s.param(call.createdAt)}::timestamptz
-         FROM w0`,
+         FROM w1`,
     );
-    if (claim) s.with(`${completeClaimSql(s, claim, call.id)} AND EXISTS (SELECT 1 FROM w0)`);
-    const auditSql = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w0)');
+    if (claim) s.with(`${completeClaimSql(s, claim, call.id)} AND EXISTS (SELECT 1 FROM w1)`);
+    const auditSql = auditInsertWhen(events, s.params.length + 1, 'EXISTS (SELECT 1 FROM w1)');
     s.params.push(...auditSql.params);
     if (events.length > 0) s.with(auditSql.sql);
-    const [{ n }]: { n: number }[] = await this.dataSource.query(s.finish(`SELECT (SELECT count(*) FROM w0)::integer AS n`), s.params);
+    const last = `SELECT (SELECT count(*) FROM w1)::integer AS n, EXISTS (SELECT 1 FROM w0) AS held`;
+    const [{ n, held }]: { n: number; held: boolean }[] = await this.dataSource.query(s.finish(last), s.params);
     if (n > 0) this.audit.committed(events);
+    if (!held) throw claimTakenOver();
     return n > 0;
   }
 
