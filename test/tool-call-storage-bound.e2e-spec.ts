@@ -64,5 +64,15 @@ describe('tool calls against the storage bound of runs and tool calls (e2e, atta
 
     expect((await call({ note: 'light' })).status).toBe(202);
     expect(await calls()).toBe(recorded + 1);
+    // Measured as the bound counts them (attack round 18, W-N1): 1,019 zeros are 2,047 characters
+    // of JSON, and 12 KB as stored. Let through by their text, each such call added 12 KB past the bound.
+    const zeros = { ids: Array.from({ length: 1019 }, () => 0) };
+    expect(JSON.stringify(zeros).length).toBeLessThan(2048);
+    const counted = await call(zeros);
+    expect({ status: counted.status, code: counted.body.code }).toEqual({ status: 409, code: 'conflict' });
+    expect(await calls()).toBe(recorded + 1);
+    // As many characters of a string weigh what they say: not counted, taken.
+    expect((await call({ note: 'x'.repeat(2000) })).status).toBe(202);
+    expect(await calls()).toBe(recorded + 2);
   });
 });

@@ -8,6 +8,7 @@ import { canonicalHash, textHash } from '../agents/digests';
 import type { AuditEventInput } from '../audit/audit.service';
 import { actorOf, AgentSnapshot, mayActFor, OrgPrincipal, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { jsonbSizeOver } from '../common/jsonb-size';
 import { isUniqueViolation } from '../common/db-errors';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import type { EntryPoint, ToolCallStatus, ToolCallView } from '../tool-calls/tool-calls.dto';
@@ -357,7 +358,7 @@ export class ToolExecutor {
       return this.guards.deny(
         denial,
         ApiError.conflict(
-          `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${this.storage.maxBytes} bytes): a call whose arguments weigh more than ${UNCOUNTED_ARGUMENT_CHARS} characters is not recorded. Nothing ran.`,
+          `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${this.storage.maxBytes} bytes): a call whose arguments weigh more than ${UNCOUNTED_ARGUMENT_BYTES} bytes as stored is not recorded. Nothing ran.`,
         ),
       );
     }
@@ -422,11 +423,18 @@ function tooManyPending(max: number): ApiError {
   );
 }
 
-/** What a call's arguments may weigh (as JSON text) and not count against RUNS_MAX_BYTES_PER_ORG: the table's trigger counts a row past 2 KB. */
-export const UNCOUNTED_ARGUMENT_CHARS = 2048;
+/** What a call's arguments may weigh and not count against RUNS_MAX_BYTES_PER_ORG: the table's trigger counts a row past 2 KB of `jsonb`. */
+export const UNCOUNTED_ARGUMENT_BYTES = 2048;
 
+/**
+ * Whether the trigger will count these arguments: measured as it measures them (`jsonb`), not as
+ * JSON text, which let 2,047 characters of zeros through to be counted as 12 KB (W-N1). No value
+ * takes more than 12 times its text's length as `jsonb` (a one-digit number and its comma), so short
+ * text is not walked.
+ */
 function countedWeight(args: unknown): boolean {
-  return JSON.stringify(args).length > UNCOUNTED_ARGUMENT_CHARS;
+  const chars = JSON.stringify(args).length;
+  return chars > UNCOUNTED_ARGUMENT_BYTES || (chars * 12 > UNCOUNTED_ARGUMENT_BYTES && jsonbSizeOver(args, UNCOUNTED_ARGUMENT_BYTES));
 }
 
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
