@@ -50,6 +50,26 @@ describe('shownUrl', () => {
     expect(shownUrl(words)).toBe(words);
   });
 
+  it('hides a token of letters only, mixed in case, and shows CamelCase names and words (P-F3 rest)', () => {
+    expect(shownUrl('https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/qLrZmAbXkWcNeYtVdubHgFsE')).toBe(
+      'https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/[redacted]',
+    );
+    expect(Object.values(urlQuerySecrets('https://h.example/k/qLrZmAbXkWcNeYtVdubHgFsE'))).toContain('qLrZmAbXkWcNeYtVdubHgFsE');
+    for (const shown of [
+      'https://h.example/api/GetCustomerOrdersByRegionAndStatus',
+      'https://h.example/supercalifragilisticexpialidocious',
+      'https://h.example/NATIONALAERONAUTICSANDSPACE/x',
+      'https://h.example/v1/projects:batchGetAllTheThingsAtOnce',
+    ])
+      expect(shownUrl(shown)).toBe(shown);
+    // Random letter tokens of Slack's length: nearly all hidden.
+    let seed = 7;
+    const letter = () => 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'[(seed = (seed * 1103515245 + 12345) % 2 ** 31) % 52];
+    const tokens = Array.from({ length: 2000 }, () => Array.from({ length: 24 }, letter).join(''));
+    const hidden = tokens.filter((tok) => shownUrl(`https://h.example/s/${tok}`) === 'https://h.example/s/[redacted]').length;
+    expect(hidden / tokens.length).toBeGreaterThan(0.98);
+  });
+
   it('shows nothing of what is not a URL', () => {
     expect(shownUrl('not a url?token=abc')).toBe('[redacted]');
   });
