@@ -214,7 +214,65 @@ describe('reading a run (e2e)', () => {
       .expect(200);
     expect(none.body).toEqual({ items: [], nextCursor: null });
   }, 120_000);
+
+  it("reads one organization's runs two at a time on a node, others' beside them, and refuses what would wait past 64", async () => {
+    // A run of up to 8 MB passes through the node at each read: one key's reads at its whole rate
+    // limit took the node from every other organization (attack round 13, K-F6's rest).
+    model.setScript(sequence({ text: 'done' }));
+    const id = await start({ input: 'read me' });
+    const other = await createOrg(t);
+    const running = new Map<string, number>();
+    const most = new Map<string, number>();
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const read = RunsRepository.prototype.viewText;
+    const spy = jest.spyOn(RunsRepository.prototype, 'viewText').mockImplementation(async function (this: RunsRepository, orgId, runId, agents) {
+      running.set(orgId, (running.get(orgId) ?? 0) + 1);
+      most.set(orgId, Math.max(most.get(orgId) ?? 0, running.get(orgId)!));
+      try {
+        await held;
+        return await read.call(this, orgId, runId, agents);
+      } finally {
+        running.set(orgId, running.get(orgId)! - 1);
+      }
+    });
+    try {
+      const get = (key: string, run: string) => t.http.get(`/api/v1/runs/${run}`).set(...bearer(key));
+      let refusedSoFar = 0;
+      const reads = Array.from({ length: 70 }, () =>
+        get(org.keys.viewer, id).then((r) => {
+          if (r.status === 429) refusedSoFar++;
+          return r;
+        }),
+      );
+      // Nothing is answered while the two reads are held: every request either waits its turn or is refused.
+      await until(() => running.get(org.id) === 2 && refusedSoFar === 70 - 2 - 64);
+      // Another organization's read is not in that line: it reaches the database while the first's wait.
+      const theirs = get(other.keys.viewer, id).then((r) => r);
+      await until(() => running.get(other.id) === 1);
+      release();
+      const answers = await Promise.all(reads);
+      expect((await theirs).status).toBe(404);
+      expect(most.get(org.id)).toBe(2);
+      const refused = answers.filter((r) => r.status === 429);
+      expect(answers.filter((r) => r.status === 200).length + refused.length).toBe(70);
+      expect(refused.length).toBe(70 - 2 - 64);
+      expect(refused[0].headers['retry-after']).toBe('1');
+      expect(refused[0].body.code).toBe('rate_limited');
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+  }, 120_000);
 });
+
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 /** A run's row as the API shows it, written on the node: what the database's JSON must equal. */
 function viewOfRow(r: RunRow): Record<string, unknown> {

@@ -24,6 +24,15 @@ export const MAX_WAIT_SECONDS = 60;
  * parsed and framed on the event loop: 60 streams of a run reading alone held others' requests 9.8 s.
  */
 export const RUN_EVENT_READS_PER_ORG = 4;
+/**
+ * Reads of runs (`GET /runs/{id}`, a page of `GET /runs`) one organization makes at once on a
+ * node; the others wait their turn. A run is up to 8,000,000 characters, received from the
+ * database and handed to the socket by the node: one viewer key's reads of large runs at its whole
+ * rate limit took the node from every other organization (attack round 13, K-F6's rest).
+ */
+export const RUN_READS_PER_ORG = 2;
+/** Reads of one organization waiting for their turn on a node; past it `429 rate_limited`, so waiting holds no more connections than this. */
+export const RUN_READS_WAITING_PER_ORG = 64;
 
 @Injectable()
 export class RunsService implements OnModuleDestroy {
@@ -37,6 +46,20 @@ export class RunsService implements OnModuleDestroy {
    */
   private readonly reads = new Map<string, Promise<unknown>>();
   private readonly eventReads = new OrgGate(RUN_EVENT_READS_PER_ORG);
+  private readonly runReads = new OrgGate(
+    RUN_READS_PER_ORG,
+    RUN_READS_WAITING_PER_ORG,
+    (waiting) =>
+      new ApiError(
+        'rate_limited',
+        `This organization has ${waiting} reads of runs waiting on this server, the most it may; retry shortly.`,
+        undefined,
+        undefined,
+        {
+          'Retry-After': '1',
+        },
+      ),
+  );
   private readonly heads: RunHeads;
 
   constructor(
@@ -124,12 +147,15 @@ export class RunsService implements OnModuleDestroy {
 
   /** The run as JSON text (RunView), made by the database (RunsRepository.viewText), as create and cancel answer it. */
   async get(ctx: RequestContext, id: string): Promise<string> {
-    return (await this.repo.viewText(orgOf(ctx), id, agentScopeOf(ctx.principal))) ?? Promise.reject(ApiError.notFound('run'));
+    const orgId = orgOf(ctx);
+    const text = await this.runReads.run(orgId, () => this.repo.viewText(orgId, id, agentScopeOf(ctx.principal)));
+    return text ?? Promise.reject(ApiError.notFound('run'));
   }
 
   /** A page of runs as JSON text (RunPage), made by the database (RunsRepository.pageText). */
   list(ctx: RequestContext, query: ListRunsQuery): Promise<string> {
-    return this.repo.pageText(orgOf(ctx), { ...query, agents: agentScopeOf(ctx.principal) });
+    const orgId = orgOf(ctx);
+    return this.runReads.run(orgId, () => this.repo.pageText(orgId, { ...query, agents: agentScopeOf(ctx.principal) }));
   }
 
   /**
