@@ -195,6 +195,20 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(last, { x: items.slice(0, 5) }).errors).toEqual([]);
   });
 
+  it('a schema Ajv cannot compile is refused without its generated code written to the console', () => {
+    const written = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const logged = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    try {
+      // Refused once Ajv has written its code (`$async`); a union nested past V8's parser is refused at the same point.
+      const unusable = tool({ $async: true, type: 'object', properties: { x: { anyOf: Array.from({ length: 300 }, (_, i) => ({ const: i + 1 })) } } });
+      expect(resolver.validate(unusable, { x: 1 }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+      expect([written.mock.calls.length, logged.mock.calls.length]).toEqual([0, 0]);
+    } finally {
+      written.mockRestore();
+      logged.mockRestore();
+    }
+  });
+
   it('real schemas built of $refs pass: recursion through the arguments, and a union of referenced types over thousands of items', () => {
     const tree = tool({
       type: 'object',
