@@ -1,4 +1,6 @@
-import Ajv, { ErrorObject, Options } from 'ajv';
+import Ajv, { _, ErrorObject, KeywordCxt, Options, str } from 'ajv';
+import { useFunc } from 'ajv/dist/compile/util';
+import ucs2length from 'ajv/dist/runtime/ucs2length';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { canonicalJson } from '../agents/canonical-json';
@@ -20,6 +22,19 @@ export const WORK_PER_VALUE = 32;
  * within the budget (see the resolver's tests); more per error would refuse them.
  */
 export const ERROR_STEPS = 8;
+/**
+ * A keyword that reads a string (its length, a format, a pattern) reads it whole, so it costs a step
+ * per CHARS_PER_STEP characters, and the budget has room for each string to be read STRING_READS
+ * times: an `allOf` of 3,000 `minLength`s over one string of 500,000 characters held the node 6.4 s,
+ * of 3,000 `format: "uri"` over 1 MB 10.3 s, each read one step (attack round 18, X-F4).
+ */
+const CHARS_PER_STEP = 64;
+export const STRING_READS = 8;
+/** The budget of the validation under way (validation is synchronous): what reading a string is charged to. */
+let reading: { left: number } | undefined;
+function read(text: string): void {
+  if (reading && (reading.left -= Math.ceil(text.length / CHARS_PER_STEP)) < 0) throw OUT_OF_WORK;
+}
 /** Errors one validation may hold at once: past them it stops, answering that there are more (no one reads 10,000). */
 export const MAX_ERRORS = 10_000;
 
@@ -80,7 +95,9 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
     return err instanceof RangeError ? ENDLESS : (err as Error).message.slice(0, 300);
   }
   return (args) => {
-    work.left = WORK_FLOOR + WORK_PER_VALUE * valuesIn(args);
+    const { values, reads } = valuesIn(args);
+    work.left = WORK_FLOOR + WORK_PER_VALUE * values + STRING_READS * reads;
+    reading = work;
     try {
       return validate(args) ? [] : (validate.errors ?? []);
     } catch (err) {
@@ -90,6 +107,8 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
         return `checking these arguments against it takes more than ${WORK_FLOOR} + ${WORK_PER_VALUE} per value steps (its $refs multiply)`;
       if (err instanceof RangeError) return ENDLESS;
       throw err;
+    } finally {
+      reading = undefined;
     }
   };
 }
@@ -121,21 +140,50 @@ function counted(source: string): string {
   return `${source.slice(0, end)}${step}${body}`;
 }
 
-function valuesIn(args: unknown): number {
-  let count = 0;
+/** The arguments' values, and the steps reading each of their strings (and member names) once takes. */
+function valuesIn(args: unknown): { values: number; reads: number } {
+  let values = 0;
+  let reads = 0;
   const pending: unknown[] = [args];
   while (pending.length > 0) {
     const value = pending.pop();
-    count++;
-    if (value !== null && typeof value === 'object') for (const child of Array.isArray(value) ? value : Object.values(value)) pending.push(child);
+    values++;
+    if (typeof value === 'string') reads += Math.ceil(value.length / CHARS_PER_STEP);
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) pending.push(...value);
+    else
+      for (const [name, child] of Object.entries(value)) {
+        reads += Math.ceil(name.length / CHARS_PER_STEP);
+        pending.push(child);
+      }
   }
-  return count;
+  return { values, reads };
 }
 
 function bounded<T extends Ajv>(ajv: T): T {
   addFormats(ajv);
   // ajv-formats' `url` backtracks on V8 (attack round 18, X-F1); the others match in linear time.
   ajv.addFormat('url', isUrl);
+  for (const [name, format] of Object.entries(ajv.formats)) {
+    const test = testOf(format);
+    if (test) ajv.addFormat(name, { type: 'string', validate: (text: string) => (read(text), test(text)) });
+  }
+  // Ajv's own, but with the string's read charged (its length is counted in code points, reading it whole).
+  ajv.removeKeyword('minLength');
+  ajv.removeKeyword('maxLength');
+  ajv.addKeyword({
+    keyword: ['maxLength', 'minLength'],
+    type: 'string',
+    schemaType: 'number',
+    error: {
+      message: ({ keyword, schemaCode }) => str`must NOT have ${keyword === 'maxLength' ? 'more' : 'fewer'} than ${schemaCode} characters`,
+      params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
+    },
+    code(cxt: KeywordCxt) {
+      const length = useFunc(cxt.gen, readLength);
+      cxt.fail(_`${length}(${cxt.data}) ${cxt.keyword === 'maxLength' ? _`>` : _`<`} ${cxt.schemaCode}`);
+    },
+  });
   ajv.removeKeyword('uniqueItems');
   ajv.addKeyword({
     keyword: 'uniqueItems',
@@ -145,6 +193,23 @@ function bounded<T extends Ajv>(ajv: T): T {
     validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map((item) => canonicalJson(item))).size === data.length,
   });
   return ajv;
+}
+
+/** ucs2length with the read charged; `code` names it only for standalone code, which the platform does not write. */
+const readLength = Object.assign(
+  (text: string): number => {
+    read(text);
+    return ucs2length(text);
+  },
+  { code: 'readLength' },
+);
+
+/** A string format's test (ajv-formats writes them as expressions, functions or `{ validate }`); none for a number's. */
+function testOf(format: unknown): ((text: string) => boolean) | undefined {
+  const shape = format as { type?: string; validate?: unknown };
+  const validate = format instanceof RegExp || typeof format === 'function' ? format : shape.type === 'number' ? undefined : shape.validate;
+  if (validate instanceof RegExp) return (text) => validate.test(text);
+  return typeof validate === 'function' ? (validate as (text: string) => boolean) : undefined;
 }
 
 /** Ajv's factory for `pattern` and `patternProperties` (flags: Ajv's `u`, which RE2 always is). */
@@ -158,7 +223,7 @@ export const linearRegExp = Object.assign(
       throw new Error(`the pattern ${JSON.stringify(pattern.slice(0, 100))} cannot be matched in linear time (${why})`, { cause: err });
     }
     // Ajv shares compiled patterns by this text: the same for every pattern would give all of them the first one.
-    return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
+    return { test: (s: string) => (read(s), re.test(s)), toString: () => `/${pattern}/${flags}` };
   },
   { code: 'new RegExp' },
 );
