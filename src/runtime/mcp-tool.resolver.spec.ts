@@ -1,7 +1,8 @@
 import type { VersionTool } from '../agents/built-version';
 import { testConfig } from '../../test/support/test-app';
 import { McpToolResolver } from './mcp-tool.resolver';
-import { MAX_ERRORS, WORK_FLOOR, WORK_PER_VALUE } from './vendor-schema';
+import { RE2JS } from 're2js';
+import { MATCH_STEPS, MAX_ERRORS, STRING_READS, WORK_FLOOR, WORK_PER_VALUE } from './vendor-schema';
 
 const tool = (
   inputSchema: Record<string, unknown>,
@@ -212,6 +213,25 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(real, { s: 'a:b', t: 'é' }).errors).toEqual([
       { path: 't', code: 'minLength', message: 't must NOT have fewer than 3 characters' },
     ]);
+  });
+
+  it('charges a match on RE2 more than a step: 300 `patternProperties` over 60,000 names held the node 4.8 s within the budget', () => {
+    const matches = jest.spyOn(RE2JS.prototype, 'test');
+    try {
+      const names = 20_000;
+      const args = Object.fromEntries(Array.from({ length: names }, (_, i) => [`k${i}`, 1]));
+      const schema = tool({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        allOf: Array.from({ length: 300 }, () => ({ patternProperties: { '^k': {} } })),
+        unevaluatedProperties: false,
+      });
+      expect(resolver.validate(schema, args).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+      // Each name is one value and one read of its own: the budget over MATCH_STEPS bounds the matches.
+      expect(matches.mock.calls.length).toBeLessThan((WORK_FLOOR + (WORK_PER_VALUE + STRING_READS) * (names + 1)) / MATCH_STEPS);
+    } finally {
+      matches.mockRestore();
+    }
   });
 
   it('a schema Ajv cannot compile is refused without its generated code written to the console', () => {
