@@ -234,6 +234,17 @@ describe('McpToolResolver.validate', () => {
     }
   });
 
+  it('charges `minProperties` and `maxProperties` a step a name: 3,000 of them over 10,000 names held the node 3.1 s', () => {
+    const o = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, 1]));
+    const many = tool({ type: 'object', properties: { o: { allOf: Array.from({ length: 3000 }, (_, i) => ({ minProperties: i })) } } });
+    expect(resolver.validate(many, { o }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+    const real = tool({ type: 'object', properties: { o: { type: 'object', minProperties: 1, maxProperties: 20_000 }, p: { maxProperties: 2 } } });
+    expect(resolver.validate(real, { o }).errors).toEqual([]);
+    expect(resolver.validate(real, { o, p: { a: 1, b: 2, c: 3 } }).errors).toEqual([
+      { path: 'p', code: 'maxProperties', message: 'p must NOT have more than 2 properties' },
+    ]);
+  });
+
   it('a schema Ajv cannot compile is refused without its generated code written to the console', () => {
     const written = jest.spyOn(console, 'error').mockImplementation(() => undefined);
     const logged = jest.spyOn(console, 'log').mockImplementation(() => undefined);
