@@ -1,7 +1,8 @@
 import type { VersionTool } from '../agents/built-version';
 import { testConfig } from '../../test/support/test-app';
 import { McpToolResolver } from './mcp-tool.resolver';
-import { WORK_FLOOR, WORK_PER_VALUE } from './vendor-schema';
+import { RE2JS } from 're2js';
+import { MATCH_STEPS, MAX_ERRORS, STRING_READS, WORK_FLOOR, WORK_PER_VALUE } from './vendor-schema';
 
 const tool = (
   inputSchema: Record<string, unknown>,
@@ -109,6 +110,13 @@ describe('McpToolResolver.validate', () => {
     }
   });
 
+  it('checks `format: "url"` in linear time, as ajv-formats would answer (its expression held the node 27 s on 200 KB)', () => {
+    const t = tool({ type: 'object', properties: { link: { type: 'string', format: 'url' } } });
+    expect(resolver.validate(t, { link: 'https://user:pw@example.com:8443/a?b=c' }).errors).toEqual([]);
+    expect(resolver.validate(t, { link: 'http://10.0.0.1/' }).errors).toEqual([expect.objectContaining({ path: 'link', code: 'format' })]);
+    expect(resolver.validate(t, { link: `http://${'::'.repeat(200_000)}` }).errors).toEqual([expect.objectContaining({ path: 'link', code: 'format' })]);
+  });
+
   it('finds duplicates among objects in one pass, whatever the key order; distinct items pass', () => {
     const tags = tool({ type: 'object', properties: { tags: { type: 'array', uniqueItems: true } } });
     expect(
@@ -172,6 +180,83 @@ describe('McpToolResolver.validate', () => {
     expect(resolver.validate(walking, args).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
     // Each read is a turn of a loop or an entry of a function, and those are what the budget counts.
     expect(reads).toBeLessThan(2 * (WORK_FLOOR + WORK_PER_VALUE * (values + 1)));
+  });
+
+  it("counts a union's branches and the errors they make: 1,000 branches over 30 KB of arguments held the node 9.8 s and kept 3 million errors", () => {
+    const branches = Array.from({ length: 1000 }, (_, i) => ({ const: [0, 0, 0, i + 1] }));
+    const items = Array.from({ length: 1000 }, () => [0, 0, 0, 0]);
+    // No branch passes: every item kept an error of each, a million of them; now at most MAX_ERRORS are held, and the answer says so.
+    const none = tool({ type: 'object', properties: { x: { type: 'array', items: { anyOf: branches } } } });
+    expect(resolver.validate(none, { x: items }).errors).toEqual([{ path: '', code: 'errors', message: `arguments have more than ${MAX_ERRORS} problems` }]);
+    // The last branch passes: each item made and dropped 1,000 errors, within one step of the budget.
+    const last = tool({ type: 'object', properties: { x: { type: 'array', items: { anyOf: [...branches, { type: 'array' }] } } } });
+    expect(resolver.validate(last, { x: items }).errors).toEqual([
+      { path: '', code: 'schema', message: expect.stringMatching(/cannot be used: checking these arguments against it takes more than/) },
+    ]);
+    expect(resolver.validate(last, { x: items.slice(0, 5) }).errors).toEqual([]);
+  });
+
+  it('charges each read of a string by its length: 3,000 `minLength`s over 500,000 characters held the node 6.4 s', () => {
+    const text = 'é'.repeat(500_000);
+    const lengths = tool({ type: 'object', properties: { s: { allOf: Array.from({ length: 3000 }, (_, i) => ({ minLength: i })) } } });
+    expect(resolver.validate(lengths, { s: text }).errors).toEqual([
+      { path: '', code: 'schema', message: expect.stringMatching(/cannot be used: checking these arguments against it takes more than/) },
+    ]);
+    const formats = tool({ type: 'object', properties: { s: { allOf: Array.from({ length: 3000 }, () => ({ format: 'uri' })) } } });
+    expect(resolver.validate(formats, { s: `a:${'b'.repeat(1_000_000)}` }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+    // A long string read by the few keywords a real schema has passes, and their errors read as Ajv's.
+    const real = tool({
+      type: 'object',
+      properties: { s: { type: 'string', minLength: 1, maxLength: 2_000_000, pattern: '^[a-z:]+$', format: 'uri' }, t: { type: 'string', minLength: 3 } },
+    });
+    expect(resolver.validate(real, { s: `a:${'b'.repeat(1_000_000)}` }).errors).toEqual([]);
+    expect(resolver.validate(real, { s: 'a:b', t: 'é' }).errors).toEqual([
+      { path: 't', code: 'minLength', message: 't must NOT have fewer than 3 characters' },
+    ]);
+  });
+
+  it('charges a match on RE2 more than a step: 300 `patternProperties` over 60,000 names held the node 4.8 s within the budget', () => {
+    const matches = jest.spyOn(RE2JS.prototype, 'test');
+    try {
+      const names = 20_000;
+      const args = Object.fromEntries(Array.from({ length: names }, (_, i) => [`k${i}`, 1]));
+      const schema = tool({
+        $schema: 'https://json-schema.org/draft/2020-12/schema',
+        type: 'object',
+        allOf: Array.from({ length: 300 }, () => ({ patternProperties: { '^k': {} } })),
+        unevaluatedProperties: false,
+      });
+      expect(resolver.validate(schema, args).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+      // Each name is one value and one read of its own: the budget over MATCH_STEPS bounds the matches.
+      expect(matches.mock.calls.length).toBeLessThan((WORK_FLOOR + (WORK_PER_VALUE + STRING_READS) * (names + 1)) / MATCH_STEPS);
+    } finally {
+      matches.mockRestore();
+    }
+  });
+
+  it('charges `minProperties` and `maxProperties` a step a name: 3,000 of them over 10,000 names held the node 3.1 s', () => {
+    const o = Object.fromEntries(Array.from({ length: 10_000 }, (_, i) => [`k${i}`, 1]));
+    const many = tool({ type: 'object', properties: { o: { allOf: Array.from({ length: 3000 }, (_, i) => ({ minProperties: i })) } } });
+    expect(resolver.validate(many, { o }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+    const real = tool({ type: 'object', properties: { o: { type: 'object', minProperties: 1, maxProperties: 20_000 }, p: { maxProperties: 2 } } });
+    expect(resolver.validate(real, { o }).errors).toEqual([]);
+    expect(resolver.validate(real, { o, p: { a: 1, b: 2, c: 3 } }).errors).toEqual([
+      { path: 'p', code: 'maxProperties', message: 'p must NOT have more than 2 properties' },
+    ]);
+  });
+
+  it('a schema Ajv cannot compile is refused without its generated code written to the console', () => {
+    const written = jest.spyOn(console, 'error').mockImplementation(() => undefined);
+    const logged = jest.spyOn(console, 'log').mockImplementation(() => undefined);
+    try {
+      // Refused once Ajv has written its code (`$async`); a union nested past V8's parser is refused at the same point.
+      const unusable = tool({ $async: true, type: 'object', properties: { x: { anyOf: Array.from({ length: 300 }, (_, i) => ({ const: i + 1 })) } } });
+      expect(resolver.validate(unusable, { x: 1 }).errors).toEqual([expect.objectContaining({ code: 'schema' })]);
+      expect([written.mock.calls.length, logged.mock.calls.length]).toEqual([0, 0]);
+    } finally {
+      written.mockRestore();
+      logged.mockRestore();
+    }
   });
 
   it('real schemas built of $refs pass: recursion through the arguments, and a union of referenced types over thousands of items', () => {

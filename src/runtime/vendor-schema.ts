@@ -1,8 +1,11 @@
-import Ajv, { ErrorObject, Options } from 'ajv';
+import Ajv, { _, ErrorObject, KeywordCxt, Options, str } from 'ajv';
+import { useFunc } from 'ajv/dist/compile/util';
+import ucs2length from 'ajv/dist/runtime/ucs2length';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { canonicalJson } from '../agents/canonical-json';
 import { RE2JS } from 're2js';
+import { isUrl } from './url-format';
 
 /**
  * Checks arguments against a vendor's input schema: the errors found (empty: valid), or why the
@@ -13,9 +16,37 @@ export type VendorValidator = (args: Record<string, unknown>) => ErrorObject[] |
 /** Calls of compiled schema functions one validation may make: a floor, and so many per value of the arguments. */
 export const WORK_FLOOR = 100_000;
 export const WORK_PER_VALUE = 32;
+/**
+ * What making an error costs, in steps: building it takes many times what a step of the rest does,
+ * and a union's branches each make one before one passes. Legitimate unions of dozens of types stay
+ * within the budget (see the resolver's tests); more per error would refuse them.
+ */
+export const ERROR_STEPS = 8;
+/**
+ * A keyword that reads a string (its length, a format, a pattern) reads it whole, so it costs a step
+ * per CHARS_PER_STEP characters, and the budget has room for each string to be read STRING_READS
+ * times: an `allOf` of 3,000 `minLength`s over one string of 500,000 characters held the node 6.4 s,
+ * of 3,000 `format: "uri"` over 1 MB 10.3 s, each read one step (attack round 18, X-F4).
+ */
+const CHARS_PER_STEP = 64;
+export const STRING_READS = 8;
+/** The budget of the validation under way (validation is synchronous): what reading a string is charged to. */
+let reading: { left: number } | undefined;
+function read(text: string, steps = 0): void {
+  if (reading && (reading.left -= steps + Math.ceil(text.length / CHARS_PER_STEP)) < 0) throw OUT_OF_WORK;
+}
+/**
+ * What starting a match on RE2 (re2js) costs, in steps, whatever the text: about 2 µs, where a step
+ * of the rest is a few dozen ns. An `allOf` of 300 `patternProperties` over 60,000 member names
+ * (650 KB) held the node 4.8 s within the budget (attack round 18, X-F5).
+ */
+export const MATCH_STEPS = 16;
+/** Errors one validation may hold at once: past them it stops, answering that there are more (no one reads 10,000). */
+export const MAX_ERRORS = 10_000;
 
 const WORK = 'vendorSchemaWork';
 const OUT_OF_WORK = new Error('out of validation work');
+const TOO_MANY_ERRORS = new Error('too many errors');
 const ENDLESS = 'it refers to itself without end';
 const FUNCTION_START = /return function validate\d+\([^)]*\)\{/;
 
@@ -45,7 +76,17 @@ const FUNCTION_START = /return function validate\d+\([^)]*\)\{/;
  */
 export function compileVendorSchema(inputSchema: Record<string, unknown>): VendorValidator | string {
   const { $schema: dialect, ...schema } = inputSchema;
-  const work = { left: 0, out: OUT_OF_WORK };
+  const work = {
+    left: 0,
+    out: OUT_OF_WORK,
+    many: TOO_MANY_ERRORS,
+    // `minProperties` and `maxProperties` list the object's names: a step a name (see counted).
+    names: (value: object): number => {
+      const count = Object.keys(value).length;
+      if ((work.left -= count) < 0) throw OUT_OF_WORK;
+      return count;
+    },
+  };
   // An Ajv of its own per schema: one shared by every tenant registered each schema's `$id` for the
   // life of the process, so another organization's server could take an `$id` (its tools' schemas
   // then failed to compile) or answer a `$ref` (validating this tool against its schema). Dropped
@@ -55,6 +96,10 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
     allErrors: true,
     validateSchema: false,
     code: { regExp: linearRegExp, process: (source) => counted(source) },
+    // Ajv writes the whole generated code of a schema it cannot compile to console.error: 1.7 MB for
+    // a union of 3,000 branches, past the node's logger and its level, on every node and for every
+    // new digest (attack round 18, X-F3). The call is refused saying why; the code says nothing more.
+    logger: false,
   };
   const ajv = typeof dialect === 'string' && /2019-09|2020-12/.test(dialect) ? bounded(new Ajv2020(options)) : bounded(new Ajv(options));
   // The compiled functions reach their Ajv as `self`: the budget of the validation under way.
@@ -66,14 +111,20 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
     return err instanceof RangeError ? ENDLESS : (err as Error).message.slice(0, 300);
   }
   return (args) => {
-    work.left = WORK_FLOOR + WORK_PER_VALUE * valuesIn(args);
+    const { values, reads } = valuesIn(args);
+    work.left = WORK_FLOOR + WORK_PER_VALUE * values + STRING_READS * reads;
+    reading = work;
     try {
       return validate(args) ? [] : (validate.errors ?? []);
     } catch (err) {
+      if (err === TOO_MANY_ERRORS)
+        return [{ instancePath: '', schemaPath: '#', keyword: 'errors', params: {}, message: `have more than ${MAX_ERRORS} problems` }];
       if (err === OUT_OF_WORK)
         return `checking these arguments against it takes more than ${WORK_FLOOR} + ${WORK_PER_VALUE} per value steps (its $refs multiply)`;
       if (err instanceof RangeError) return ENDLESS;
       throw err;
+    } finally {
+      reading = undefined;
     }
   };
 }
@@ -94,23 +145,64 @@ function counted(source: string): string {
   const end = start.index + start[0].length;
   // Ajv's loops are `for(…){` with no parenthesis inside the head, and it writes no other loop.
   if (/\bwhile\s*\(|\bdo\s*\{/.test(source)) throw new Error('the schema compiles to code the platform cannot bound');
-  const body = source.slice(end).replace(/\bfor\s*\([^)]*\)\s*\{/g, (loop) => loop + step);
+  const body = source
+    .slice(end)
+    .replace(/\bfor\s*\([^)]*\)\s*\{/g, (loop) => loop + step)
+    // Each branch of an `anyOf` or `oneOf` is written in place, not called: 1,000 branches applied to
+    // each of 3,000 items of 30 KB of arguments held the node 9.8 s and kept 3 million errors (+1 GB)
+    // in one step (attack round 18, X-F2). A subschema applied starts so, or, always valid, so.
+    .replace(/\bconst _errs\d+ = errors;|\bvar _valid\d+ = true;/g, (branch) => branch + step)
+    // `minProperties` and `maxProperties` list every name of the object, which a step did not count: an
+    // `allOf` of 3,000 of them over 10,000 names held the node 3.1 s (attack round 18, X-F6).
+    .replace(/\bObject\.keys\((data\d*)\)\.length/g, `self.${WORK}.names($1)`)
+    .replace(/\berrors\+\+;/g, `errors++;if((self.${WORK}.left-=${ERROR_STEPS})<0)throw self.${WORK}.out;if(errors>${MAX_ERRORS})throw self.${WORK}.many;`);
   return `${source.slice(0, end)}${step}${body}`;
 }
 
-function valuesIn(args: unknown): number {
-  let count = 0;
+/** The arguments' values, and the steps reading each of their strings (and member names) once takes. */
+function valuesIn(args: unknown): { values: number; reads: number } {
+  let values = 0;
+  let reads = 0;
   const pending: unknown[] = [args];
   while (pending.length > 0) {
     const value = pending.pop();
-    count++;
-    if (value !== null && typeof value === 'object') for (const child of Array.isArray(value) ? value : Object.values(value)) pending.push(child);
+    values++;
+    if (typeof value === 'string') reads += Math.ceil(value.length / CHARS_PER_STEP);
+    if (value === null || typeof value !== 'object') continue;
+    if (Array.isArray(value)) pending.push(...value);
+    else
+      for (const [name, child] of Object.entries(value)) {
+        reads += Math.ceil(name.length / CHARS_PER_STEP);
+        pending.push(child);
+      }
   }
-  return count;
+  return { values, reads };
 }
 
 function bounded<T extends Ajv>(ajv: T): T {
   addFormats(ajv);
+  // ajv-formats' `url` backtracks on V8 (attack round 18, X-F1); the others match in linear time.
+  ajv.addFormat('url', isUrl);
+  for (const [name, format] of Object.entries(ajv.formats)) {
+    const test = testOf(format);
+    if (test) ajv.addFormat(name, { type: 'string', validate: (text: string) => (read(text), test(text)) });
+  }
+  // Ajv's own, but with the string's read charged (its length is counted in code points, reading it whole).
+  ajv.removeKeyword('minLength');
+  ajv.removeKeyword('maxLength');
+  ajv.addKeyword({
+    keyword: ['maxLength', 'minLength'],
+    type: 'string',
+    schemaType: 'number',
+    error: {
+      message: ({ keyword, schemaCode }) => str`must NOT have ${keyword === 'maxLength' ? 'more' : 'fewer'} than ${schemaCode} characters`,
+      params: ({ schemaCode }) => _`{limit: ${schemaCode}}`,
+    },
+    code(cxt: KeywordCxt) {
+      const length = useFunc(cxt.gen, readLength);
+      cxt.fail(_`${length}(${cxt.data}) ${cxt.keyword === 'maxLength' ? _`>` : _`<`} ${cxt.schemaCode}`);
+    },
+  });
   ajv.removeKeyword('uniqueItems');
   ajv.addKeyword({
     keyword: 'uniqueItems',
@@ -120,6 +212,23 @@ function bounded<T extends Ajv>(ajv: T): T {
     validate: (unique: boolean, data: unknown[]) => !unique || new Set(data.map((item) => canonicalJson(item))).size === data.length,
   });
   return ajv;
+}
+
+/** ucs2length with the read charged; `code` names it only for standalone code, which the platform does not write. */
+const readLength = Object.assign(
+  (text: string): number => {
+    read(text);
+    return ucs2length(text);
+  },
+  { code: 'readLength' },
+);
+
+/** A string format's test (ajv-formats writes them as expressions, functions or `{ validate }`); none for a number's. */
+function testOf(format: unknown): ((text: string) => boolean) | undefined {
+  const shape = format as { type?: string; validate?: unknown };
+  const validate = format instanceof RegExp || typeof format === 'function' ? format : shape.type === 'number' ? undefined : shape.validate;
+  if (validate instanceof RegExp) return (text) => validate.test(text);
+  return typeof validate === 'function' ? (validate as (text: string) => boolean) : undefined;
 }
 
 /** Ajv's factory for `pattern` and `patternProperties` (flags: Ajv's `u`, which RE2 always is). */
@@ -133,7 +242,7 @@ export const linearRegExp = Object.assign(
       throw new Error(`the pattern ${JSON.stringify(pattern.slice(0, 100))} cannot be matched in linear time (${why})`, { cause: err });
     }
     // Ajv shares compiled patterns by this text: the same for every pattern would give all of them the first one.
-    return { test: (s: string) => re.test(s), toString: () => `/${pattern}/${flags}` };
+    return { test: (s: string) => (read(s, MATCH_STEPS), re.test(s)), toString: () => `/${pattern}/${flags}` };
   },
   { code: 'new RegExp' },
 );
