@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type { Response } from 'supertest';
 import { DataSource } from 'typeorm';
 import { RunRow, RunsRepository } from '../src/runs/runs.repository';
+import { until } from './support/until';
 
 /**
  * `GET /runs/{id}` answers a run that may hold 8,000,000 characters of JSON. Parsed from its row
@@ -246,10 +247,20 @@ describe('reading a run (e2e)', () => {
         }),
       );
       // Nothing is answered while the two reads are held: every request either waits its turn or is refused.
-      await until(() => running.get(org.id) === 2 && refusedSoFar === 70 - 2 - 64);
+      await until(
+        async () => [running.get(org.id), refusedSoFar],
+        ([n, refused]) => n === 2 && refused === 70 - 2 - 64,
+        30_000,
+        10,
+      );
       // Another organization's read is not in that line: it reaches the database while the first's wait.
       const theirs = get(other.keys.viewer, id).then((r) => r);
-      await until(() => running.get(other.id) === 1);
+      await until(
+        async () => running.get(other.id),
+        (n) => n === 1,
+        30_000,
+        10,
+      );
       release();
       const answers = await Promise.all(reads);
       expect((await theirs).status).toBe(404);
@@ -265,14 +276,6 @@ describe('reading a run (e2e)', () => {
     }
   }, 120_000);
 });
-
-async function until(check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 /** A run's row as the API shows it, written on the node: what the database's JSON must equal. */
 function viewOfRow(r: RunRow): Record<string, unknown> {
