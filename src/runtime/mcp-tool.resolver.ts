@@ -1,20 +1,15 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { CallToolResult } from '@modelcontextprotocol/client';
-import type { ErrorObject } from 'ajv';
 import type { VersionTool } from '../agents/built-version';
 import { MCP_CAPABILITY_ID, mcpToolName } from '../agents/mcp-version-tools';
 import { ToolError } from '../capabilities/capability.types';
-import type { FieldError } from '../common/api-error';
-import { LruCache } from '../common/lru-cache';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { McpClientPool, McpUpstreamError } from '../mcp-catalog/connections/mcp-client-pool.service';
 import { McpConnectionSync } from '../mcp-catalog/connections/mcp-connection-sync.service';
 import { SecretOpenError } from '../secrets/secrets.service';
 import type { ToolImplementation, ToolImplementationResolver, ValidatedArguments } from './tool-implementations';
-import { compileVendorSchema, VendorValidator } from './vendor-schema';
+import { VendorSchemaChecks } from './vendor-schema-checks';
 
-/** Compiled argument validators kept per process, by tool digest (a changed schema is a new digest). */
-const VALIDATORS_CACHED = 2000;
 const MAX_ERROR_TEXT = 2000;
 const SECRET_UNREADABLE =
   "The platform cannot open this MCP connection's stored credentials or URL (sealed under a secrets key this server does not hold); nothing was sent to the MCP server. The operator has been told.";
@@ -30,9 +25,8 @@ const SECRET_UNREADABLE =
  */
 @Injectable()
 export class McpToolResolver implements ToolImplementationResolver {
-  private readonly validators = new LruCache<string, VendorValidator | string>(VALIDATORS_CACHED);
-
   constructor(
+    private readonly checks: VendorSchemaChecks,
     private readonly connections: McpConnectionSync,
     private readonly pool: McpClientPool,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -42,18 +36,17 @@ export class McpToolResolver implements ToolImplementationResolver {
     return tool.capabilityId === MCP_CAPABILITY_ID && tool.source !== undefined;
   }
 
-  validate(tool: VersionTool, args: unknown): ValidatedArguments {
+  async validate(tool: VersionTool, args: unknown, orgId: string): Promise<ValidatedArguments> {
     if (args === null || typeof args !== 'object' || Array.isArray(args)) {
       return { value: {}, plain: {}, errors: [{ path: '', code: 'type', message: 'must be an object' }] };
     }
     const plain = args as Record<string, unknown>;
-    const validator = this.validatorOf(tool);
+    const found = await this.checks.check(orgId, tool.digest, tool.inputSchema, plain);
     // A schema the platform cannot use validates nothing: refuse rather than pass anything through.
-    const found = typeof validator === 'string' ? validator : validator(plain);
-    if (typeof found === 'string') {
-      return { value: plain, plain, errors: [{ path: '', code: 'schema', message: `the server's input schema cannot be used: ${found}` }] };
+    if ('unusable' in found) {
+      return { value: plain, plain, errors: [{ path: '', code: 'schema', message: `the server's input schema cannot be used: ${found.unusable}` }] };
     }
-    return { value: plain, plain, errors: found.map(toFieldError) };
+    return found.omitted > 0 ? { value: plain, plain, errors: found.errors, omitted: found.omitted } : { value: plain, plain, errors: found.errors };
   }
 
   resolve(tool: VersionTool): ToolImplementation {
@@ -79,26 +72,6 @@ export class McpToolResolver implements ToolImplementationResolver {
       },
     };
   }
-
-  private validatorOf(tool: VersionTool): VendorValidator | string {
-    const known = this.validators.get(tool.digest);
-    if (known !== undefined) return known;
-    const compiled = compileVendorSchema(tool.inputSchema);
-    this.validators.set(tool.digest, compiled);
-    return compiled;
-  }
-}
-
-/** Ajv's instance path (`/items/0/name`) as the API's (`items[0].name`). */
-function toFieldError(e: ErrorObject): FieldError {
-  const parts = e.instancePath
-    .split('/')
-    .slice(1)
-    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
-  if (e.keyword === 'required') parts.push(String((e.params as { missingProperty?: string }).missingProperty));
-  if (e.keyword === 'additionalProperties') parts.push(String((e.params as { additionalProperty?: string }).additionalProperty));
-  const path = parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
-  return { path, code: e.keyword, message: `${path || 'arguments'} ${e.message ?? 'is invalid'}` };
 }
 
 /** The text the server gave with its error, for the model to act on. */

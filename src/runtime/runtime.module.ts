@@ -3,6 +3,7 @@ import { AgentsModule } from '../agents/agents.module';
 import { CapabilitiesModule } from '../capabilities/capabilities.module';
 import { McpCatalogModule } from '../mcp-catalog/mcp-catalog.module';
 import { McpToolResolver } from './mcp-tool.resolver';
+import { VendorSchemaChecks } from './vendor-schema-checks';
 import { GovernanceModule } from '../governance/governance.module';
 import { ApprovalsRepository } from '../tool-calls/approvals.repository';
 import { ToolCallMaintenanceRepository } from '../tool-calls/tool-call-maintenance.repository';
@@ -38,6 +39,7 @@ import { ToolRunner } from './tool-runner.service';
     ToolImplementations,
     CapabilityToolResolver,
     McpToolResolver,
+    VendorSchemaChecks,
     ToolCallsRepository,
     ApprovalsRepository,
     ToolCallMaintenanceRepository,

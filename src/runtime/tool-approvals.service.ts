@@ -165,7 +165,7 @@ export class ToolApprovals {
     let args: object;
     let edited: { value: Record<string, unknown>; hash: string } | undefined;
     if (decision.arguments !== undefined) {
-      const validation = this.implementations.validate(tool, decision.arguments);
+      const validation = await this.implementations.validate(tool, decision.arguments, orgId);
       if (validation.errors.length) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
       args = validation.value;
       const hash = canonicalHash(validation.plain);
@@ -174,7 +174,7 @@ export class ToolApprovals {
       if (hash !== row.arguments_hash) edited = { value: validation.plain, hash };
     } else {
       // Fail closed: run only what the approval is bound to, checked again byte for byte.
-      const validation = this.implementations.validate(tool, row.arguments);
+      const validation = await this.implementations.validate(tool, row.arguments, orgId);
       if (canonicalHash(row.arguments) !== row.arguments_hash || validation.errors.length || canonicalHash(validation.plain) !== row.arguments_hash) {
         return this.guards.deny(
           denial,

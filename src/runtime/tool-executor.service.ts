@@ -323,7 +323,7 @@ export class ToolExecutor {
     span.setAttributes({ 'cp.capability.id': tool.capabilityId, 'cp.tool.id': tool.toolId });
     // Validated ahead of the guards that come before it only so that their denials can name the
     // arguments' hash; a refusal still follows the guard order.
-    const validation = this.implementations.validate(tool, req.arguments);
+    const validation = await this.implementations.validate(tool, req.arguments, orgId);
     const valid = validation.errors.length === 0;
     // Arguments validated as they came (an MCP tool's) were written canonically for their key already.
     const argumentsHash = !valid

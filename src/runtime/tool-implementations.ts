@@ -38,7 +38,8 @@ export interface ValidatedArguments {
  */
 export interface ToolImplementationResolver {
   handles(tool: VersionTool): boolean;
-  validate(tool: VersionTool, args: unknown): ValidatedArguments;
+  /** `orgId`: whose call it is, for a resolver whose checks take turns by organization (the MCP one). */
+  validate(tool: VersionTool, args: unknown, orgId: string): ValidatedArguments | Promise<ValidatedArguments>;
   resolve(tool: VersionTool, version: RunnableVersion): ToolImplementation | undefined | Promise<ToolImplementation | undefined>;
 }
 
@@ -86,13 +87,13 @@ export class ToolImplementations {
     return { built, contributions };
   }
 
-  validate(tool: VersionTool, args: unknown): ValidatedArguments {
+  async validate(tool: VersionTool, args: unknown, orgId: string): Promise<ValidatedArguments> {
     // REST and MCP bodies are refused at parse for these; a model's arguments in a run are not a
     // body, and a tool's schema says nothing of them (Ajv takes Infinity for a number). Neither can
     // be stored, hashed or sent on, whatever the source of the tool.
     const unfit = findUnstorableValue(args);
     if (unfit) return { value: {}, plain: {}, errors: [unfit] };
-    return this.resolverOf(tool).validate(tool, args);
+    return this.resolverOf(tool).validate(tool, args, orgId);
   }
 
   async resolve(tool: VersionTool, version: RunnableVersion): Promise<ToolImplementation | undefined> {

@@ -51,8 +51,10 @@ const ENDLESS = 'it refers to itself without end';
 const FUNCTION_START = /return function validate\d+\([^)]*\)\{/;
 
 /**
- * Validation runs on the thread that serves every request, against a schema a vendor's server
- * wrote: it must take time linear in the arguments. Three things did not.
+ * Validation runs on the one worker thread every organization's checks share (it ran on the
+ * thread that serves every request until row 193 of docs/security.md; see vendor-schema-checks.ts),
+ * against a schema a vendor's server wrote: it must take time linear in the arguments. Three
+ * things did not.
  *
  * A `pattern` (or a key of `patternProperties`) ran on V8's backtracking engine: `^(a+)+$` held the
  * node 15 s at 31 characters, `^(a|a)*$` 5 s at 29, and `\s+$` (in many real schemas) 21 s at

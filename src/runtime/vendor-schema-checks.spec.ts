@@ -1,0 +1,68 @@
+import { ApiError } from '../common/api-error';
+import { VendorSchemaChecks, VendorCheckLimits } from './vendor-schema-checks';
+
+const A = '00000000-0000-4000-8000-00000000000a';
+const B = '00000000-0000-4000-8000-00000000000b';
+/** A union Ajv nests branch in branch: its compile grows faster than its size (2,000 branches held the node 5.4 s). */
+const union = (branches: number) => ({ type: 'object', properties: { x: { anyOf: Array.from({ length: branches }, (_, i) => ({ const: i + 1 })) } } });
+
+describe('VendorSchemaChecks', () => {
+  const made: VendorSchemaChecks[] = [];
+  const checksWith = (limits: Partial<VendorCheckLimits> = {}) => {
+    const checks = new VendorSchemaChecks(limits);
+    made.push(checks);
+    return checks;
+  };
+  afterAll(() => Promise.all(made.map((c) => c.onModuleDestroy())));
+
+  it("compiles and checks off the node's thread: its timers run while a vendor's costly schema compiles", async () => {
+    const checks = checksWith({ checkMs: 120_000 });
+    const order: string[] = [];
+    const timer = new Promise<void>((resolve) => setTimeout(() => resolve(void order.push('timer')), 20));
+    const checked = checks.check(A, 'union-1000', union(1000), { x: 1000 }).then((answer) => (order.push('checked'), answer));
+    // On the node's thread the compile held it whole: the answer came before any timer could run.
+    expect(await checked).toEqual({ errors: [], omitted: 0 });
+    await timer;
+    expect(order).toEqual(['timer', 'checked']);
+    expect(await checks.check(A, 'union-1000', union(1000), { x: 1001 })).toEqual({
+      errors: expect.arrayContaining([expect.objectContaining({ path: 'x' })]),
+      omitted: 951,
+    });
+  });
+
+  it('a compile past its time ends the thread and is not tried again on the node; the next thread checks on', async () => {
+    const checks = checksWith({ checkMs: 300 });
+    const refused = { unusable: 'compiling it takes more than 300 ms' };
+    expect(await checks.check(A, 'union-3000', union(3000), { x: 1 })).toEqual(refused);
+    // Remembered by digest: the same digest with a schema that would compile at once is not compiled.
+    expect(await checks.check(B, 'union-3000', { type: 'object' }, { x: 1 })).toEqual(refused);
+    expect(await checks.check(B, 'plain', { type: 'object', properties: { x: { type: 'string' } } }, { x: 1 })).toEqual({
+      errors: [{ path: 'x', code: 'type', message: 'x must be string' }],
+      omitted: 0,
+    });
+  });
+
+  it("organizations take turns: another's check is answered before the second of one that sent many", async () => {
+    const checks = checksWith({ checkMs: 120_000 });
+    const order: string[] = [];
+    const of = (org: string, name: string, branches: number) => checks.check(org, name, union(branches), { x: 1 }).then(() => void order.push(name));
+    const first = of(A, 'a1', 700);
+    const rest = [of(A, 'a2', 701), of(A, 'a3', 702)];
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all([first, ...rest, of(B, 'b1', 703)]);
+    expect(order).toEqual(['a1', 'b1', 'a2', 'a3']);
+  });
+
+  it("past the checks an organization may have waiting on a node, its next is 429 and the others' are checked", async () => {
+    const checks = checksWith({ checkMs: 120_000, waitingPerOrg: 1 });
+    const running = checks.check(A, 'u1', union(600), { x: 1 });
+    const waiting = checks.check(A, 'u2', union(601), { x: 1 });
+    await expect(checks.check(A, 'u3', union(602), { x: 1 })).rejects.toEqual(expect.objectContaining({ code: 'rate_limited', status: 429 }));
+    await expect(checks.check(A, 'u3', union(602), { x: 1 })).rejects.toBeInstanceOf(ApiError);
+    expect(await checks.check(B, 'u4', union(603), { x: 1 })).toEqual({ errors: [], omitted: 0 });
+    expect(await Promise.all([running, waiting])).toEqual([
+      { errors: [], omitted: 0 },
+      { errors: [], omitted: 0 },
+    ]);
+  });
+});

@@ -1,0 +1,151 @@
+import { Inject, Injectable, OnModuleDestroy, Optional } from '@nestjs/common';
+import { extname, join } from 'node:path';
+import Piscina from 'piscina';
+import { ApiError } from '../common/api-error';
+import { LruCache } from '../common/lru-cache';
+import { OrgGate } from '../common/org-gate';
+import type { FieldError } from '../common/api-error';
+import type { VendorCheck, VendorCheckAnswer } from './vendor-schema.worker';
+
+/** The errors found in a call's arguments (none: valid), or why the schema cannot check them. */
+export type VendorArgumentsCheck = { unusable: string } | { errors: FieldError[]; omitted: number };
+
+export interface VendorCheckLimits {
+  /** What one check (a compile included) may hold its thread, in ms; past it the thread is ended. */
+  checkMs: number;
+  /** The heap a thread may take, in MB: past it the thread ends, not the node. */
+  heapMb: number;
+  /** One organization's checks waiting on a node; past it `429 rate_limited`. */
+  waitingPerOrg: number;
+}
+
+/** Schemas remembered as unusable on a node (their compile ran out), as many as a thread keeps compiled. */
+const UNUSABLE_REMEMBERED = 2000;
+
+export const DEFAULT_VENDOR_CHECK_LIMITS: VendorCheckLimits = { checkMs: 2000, heapMb: 512, waitingPerOrg: 64 };
+/** Not provided by any module: tests hand their own limits to the constructor. */
+export const VENDOR_CHECK_LIMITS = Symbol('VENDOR_CHECK_LIMITS');
+
+/**
+ * Checks an MCP tool's arguments against the schema its vendor's server listed, on a worker thread.
+ *
+ * Compiling such a schema (Ajv writes a function of it) cost the thread that serves every request
+ * what the vendor wrote: about 18 µs a character, and unions nested branch in branch, so a tool
+ * whose schema was an `anyOf` of 2,000 `const`s held the node 5.4 s on its first call, and 16 s
+ * nested in a property (attack round 18, X-N1); checking arguments within the step budget of
+ * `vendor-schema.ts` still cost up to 1.9 s (X-N2). Both now happen on one worker thread (piscina)
+ * that keeps the compiled validators, and the node's own thread only waits:
+ *
+ * - a check that holds the thread past `checkMs` ends it (another starts, compiling again what it
+ *   is asked next), and the call is refused saying so; a schema whose compile ran out of time is
+ *   remembered as unusable on this node, so it is not compiled again by every call of it;
+ * - a thread past `heapMb` ends the same way, not the node;
+ * - organizations take turns: one check of each at a time, in order of arrival, so one whose tools
+ *   cost the most delays another's check by at most one of its own; `waitingPerOrg` may wait.
+ *
+ * One thread, on purpose: it keeps one cache of compiled schemas, and on two cores the other serves
+ * requests. Started at the first check, so a node that never checks a vendor's schema has none.
+ */
+@Injectable()
+export class VendorSchemaChecks implements OnModuleDestroy {
+  private readonly limits: VendorCheckLimits;
+  private pool: Piscina<VendorCheck, VendorCheckAnswer> | undefined;
+  /** The current thread's first task, answered once it is up. */
+  private started: Promise<unknown> | undefined;
+  /** Past the node's shutdown no thread is started again (it would hold the process open). */
+  private closed = false;
+  private readonly unusable = new LruCache<string, string>(UNUSABLE_REMEMBERED);
+  private readonly perOrg: OrgGate;
+  /** Every organization's one check at a time, first come first served: turns, since each has one. */
+  private readonly thread = new OrgGate(1);
+
+  constructor(@Optional() @Inject(VENDOR_CHECK_LIMITS) limits?: Partial<VendorCheckLimits>) {
+    this.limits = { ...DEFAULT_VENDOR_CHECK_LIMITS, ...limits };
+    this.perOrg = new OrgGate(
+      1,
+      this.limits.waitingPerOrg,
+      (waiting) =>
+        new ApiError(
+          'rate_limited',
+          `This organization has ${waiting} calls of MCP tools waiting on this server for their arguments to be checked, the most it may; retry shortly.`,
+          undefined,
+          undefined,
+          { 'Retry-After': '1' },
+        ),
+    );
+  }
+
+  async check(orgId: string, digest: string, schema: Record<string, unknown>, args: Record<string, unknown>): Promise<VendorArgumentsCheck> {
+    const known = this.unusable.get(digest);
+    if (known !== undefined) return { unusable: known };
+    return this.perOrg.run(orgId, () => this.thread.run('', () => this.checkInTurn(digest, schema, args)));
+  }
+
+  async onModuleDestroy(): Promise<void> {
+    this.closed = true;
+    await this.pool?.destroy();
+  }
+
+  private async checkInTurn(digest: string, schema: Record<string, unknown>, args: Record<string, unknown>): Promise<VendorArgumentsCheck> {
+    // Asked without the schema first: a schema may be megabytes, and the thread usually has it.
+    const answer = await this.run({ digest, args });
+    if (!('missing' in answer)) return argumentsCheck(answer);
+    const compiled = await this.run({ digest, schema });
+    if ('unusable' in compiled) {
+      // A compile that ran out would run out again: the schema is not tried again on this node.
+      if (compiled.cutShort) this.unusable.set(digest, compiled.unusable);
+      return { unusable: compiled.unusable };
+    }
+    // This turn is the thread's only task: nothing ended it between the compile and now.
+    return argumentsCheck(await this.run({ digest, args }));
+  }
+
+  private async run(task: VendorCheck): Promise<VendorCheckAnswer & { cutShort?: true }> {
+    const pool = this.poolOf();
+    // A thread's start (loading Ajv; under tests, compiling TypeScript too) is not the check's time.
+    await (this.started ??= pool.run({ digest: '', args: {} }).catch((err: unknown) => {
+      // A thread that cannot start (its heap too small for Ajv) is a failure of the node, tried again next call.
+      this.started = undefined;
+      throw err;
+    }));
+    try {
+      return await pool.run(task, { signal: AbortSignal.timeout(this.limits.checkMs) });
+    } catch (err) {
+      const why = cutShort(err, this.limits);
+      if (why === undefined) throw err;
+      // The thread was ended; its successor's start is awaited by the next task.
+      this.started = undefined;
+      return { unusable: 'schema' in task ? `compiling it ${why}` : `checking these arguments against it ${why}`, cutShort: true };
+    }
+  }
+
+  private poolOf(): Piscina<VendorCheck, VendorCheckAnswer> {
+    if (this.closed) throw new ApiError('service_unavailable', 'This server is shutting down; retry on another.', undefined, undefined, { 'Retry-After': '1' });
+    if (this.pool) return this.pool;
+    const source = extname(__filename);
+    this.pool = new Piscina<VendorCheck, VendorCheckAnswer>({
+      filename: join(__dirname, `vendor-schema.worker${source}`),
+      minThreads: 1,
+      maxThreads: 1,
+      // The compiled validators are the thread's: it lives as long as the node.
+      idleTimeout: Infinity,
+      // Tests and `npm run bench` run the TypeScript sources; the build runs JavaScript.
+      execArgv: source === '.ts' ? ['-r', '@swc-node/register'] : [],
+      resourceLimits: { maxOldGenerationSizeMb: this.limits.heapMb },
+    });
+    return this.pool;
+  }
+}
+
+function argumentsCheck(answer: VendorCheckAnswer): VendorArgumentsCheck {
+  if ('missing' in answer || 'compiled' in answer) throw new Error('invariant: the schema thread lost a schema within one turn');
+  return 'unusable' in answer ? { unusable: answer.unusable } : answer;
+}
+
+/** What ended a check early, as the refusal says it; undefined for anything else (a bug, thrown on). */
+function cutShort(err: unknown, limits: VendorCheckLimits): string | undefined {
+  const e = err as { name?: string; code?: string };
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return `takes more than ${limits.checkMs} ms`;
+  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return `takes more than ${limits.heapMb} MB of memory`;
+  return undefined;
+}
