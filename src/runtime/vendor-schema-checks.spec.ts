@@ -42,6 +42,32 @@ describe('VendorSchemaChecks', () => {
     });
   });
 
+  it("a schema that compiles in no time is checked on the node's thread after its first call: not behind another organization's costly compile", async () => {
+    const checks = checksWith({ checkMs: 120_000 });
+    const plain = { type: 'object', properties: { n: { type: 'integer' } } };
+    expect(await checks.check(B, 'plain', plain, { n: 1 })).toEqual({ errors: [], omitted: 0 });
+    const order: string[] = [];
+    const costly = checks.check(A, 'union-1000', union(1000), { x: 1 }).then(() => void order.push('costly'));
+    await new Promise((resolve) => setImmediate(resolve));
+    const cheap = checks.check(B, 'plain', plain, { n: 'x' }).then((answer) => (order.push('cheap'), answer));
+    expect(await cheap).toEqual({ errors: [{ path: 'n', code: 'type', message: 'n must be integer' }], omitted: 0 });
+    await costly;
+    expect(order).toEqual(['cheap', 'costly']);
+  });
+
+  it('arguments the few steps on the node do not decide are checked on the thread, in full', async () => {
+    const checks = checksWith();
+    const integers = { type: 'object', additionalProperties: { type: 'integer' } };
+    expect(await checks.check(A, 'integers', integers, { a: 1 })).toEqual({ errors: [], omitted: 0 });
+    const wrong = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, 'x']));
+    expect(await checks.check(A, 'integers', integers, wrong)).toEqual({
+      errors: expect.arrayContaining([{ path: 'k4', code: 'type', message: 'k4 must be integer' }]),
+      omitted: 4950,
+    });
+    const right = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`k${i}`, i]));
+    expect(await checks.check(A, 'integers', integers, right)).toEqual({ errors: [], omitted: 0 });
+  });
+
   it("organizations take turns: another's check is answered before the second of one that sent many", async () => {
     const checks = checksWith({ checkMs: 120_000 });
     const order: string[] = [];

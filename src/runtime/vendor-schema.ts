@@ -4,6 +4,7 @@ import ucs2length from 'ajv/dist/runtime/ucs2length';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { canonicalJson } from '../agents/canonical-json';
+import { boundErrors, type FieldError } from '../common/api-error';
 import { RE2JS } from 're2js';
 import { isUrl } from './url-format';
 
@@ -11,7 +12,11 @@ import { isUrl } from './url-format';
  * Checks arguments against a vendor's input schema: the errors found (empty: valid), or why the
  * schema cannot be used to check them (the call is then refused, never let through unchecked).
  */
-export type VendorValidator = (args: Record<string, unknown>) => ErrorObject[] | string;
+export type VendorValidator = {
+  (args: Record<string, unknown>): ErrorObject[] | string;
+  /** Within `steps` only: undefined when they do not decide (too few, or the stack ran out), and nothing is answered. */
+  (args: Record<string, unknown>, steps: number): ErrorObject[] | string | undefined;
+};
 
 /** Calls of compiled schema functions one validation may make: a floor, and so many per value of the arguments. */
 export const WORK_FLOOR = 100_000;
@@ -112,13 +117,18 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
   } catch (err) {
     return err instanceof RangeError ? ENDLESS : (err as Error).message.slice(0, 300);
   }
-  return (args) => {
-    const { values, reads } = valuesIn(args);
-    work.left = WORK_FLOOR + WORK_PER_VALUE * values + STRING_READS * reads;
+  return ((args: Record<string, unknown>, steps?: number) => {
+    if (steps !== undefined) work.left = steps;
+    else {
+      const { values, reads } = valuesIn(args);
+      work.left = WORK_FLOOR + WORK_PER_VALUE * values + STRING_READS * reads;
+    }
     reading = work;
     try {
       return validate(args) ? [] : (validate.errors ?? []);
     } catch (err) {
+      // Out of a few steps, or of a thread's stack smaller than the checking thread's: not an answer.
+      if (steps !== undefined && (err === OUT_OF_WORK || err === TOO_MANY_ERRORS || err instanceof RangeError)) return undefined;
       if (err === TOO_MANY_ERRORS)
         return [{ instancePath: '', schemaPath: '#', keyword: 'errors', params: {}, message: `have more than ${MAX_ERRORS} problems` }];
       if (err === OUT_OF_WORK)
@@ -128,7 +138,26 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
     } finally {
       reading = undefined;
     }
-  };
+  }) as VendorValidator;
+}
+
+/** A check's outcome as a call's refusal reads it: at most 50 errors, by the API's paths, and how many more. */
+export function answerOf(found: ErrorObject[] | string): { unusable: string } | { errors: FieldError[]; omitted: number } {
+  if (typeof found === 'string') return { unusable: found };
+  const { errors, omitted } = boundErrors(found);
+  return { errors: errors.map(toFieldError), omitted };
+}
+
+/** Ajv's instance path (`/items/0/name`) as the API's (`items[0].name`). */
+function toFieldError(e: ErrorObject): FieldError {
+  const parts = e.instancePath
+    .split('/')
+    .slice(1)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (e.keyword === 'required') parts.push(String((e.params as { missingProperty?: string }).missingProperty));
+  if (e.keyword === 'additionalProperties') parts.push(String((e.params as { additionalProperty?: string }).additionalProperty));
+  const path = parts.reduce((acc, p) => (/^\d+$/.test(p) ? `${acc}[${p}]` : acc ? `${acc}.${p}` : p), '');
+  return { path, code: e.keyword, message: `${path || 'arguments'} ${e.message ?? 'is invalid'}` };
 }
 
 /**
