@@ -142,6 +142,16 @@ describe('McpToolResolver.validate', () => {
     expect((await validate(tags, { tags: Array.from({ length: 30_000 }, (_, i) => ({ a: i })) })).errors).toEqual([]);
     const off = tool({ type: 'object', properties: { tags: { type: 'array', uniqueItems: false } } });
     expect((await validate(off, { tags: [1, 1] })).errors).toEqual([]);
+    // Each pass charged by the canonical JSON it writes: 300 of them over 529 KB held the thread 7.9 s, each pass a step.
+    const passes = tool({ type: 'object', properties: { a: { allOf: Array.from({ length: 300 }, () => ({ uniqueItems: true })) } } });
+    const items = Array.from({ length: 20_000 }, (_, i) => ({ k: i, s: 'abcdefgh' }));
+    expect((await validate(passes, { a: items })).errors).toEqual([
+      expect.objectContaining({ code: 'schema', message: expect.stringMatching(/takes more than/) }),
+    ]);
+    expect((await validate(passes, { a: items.slice(0, 20) })).errors).toEqual([]);
+    // One pass over a megabyte of strings is within the budget.
+    const strings = Array.from({ length: 10_000 }, (_, i) => `${i}`.padStart(100, 'x'));
+    expect((await validate(tags, { tags: strings })).errors).toEqual([]);
   });
 
   it('a schema whose $refs multiply cannot be used: its calls are refused, in bounded work, whatever the depth', async () => {

@@ -34,6 +34,13 @@ const UNUSABLE_REMEMBERED = 2000;
  */
 export const INLINE_STEPS = 2000;
 export const INLINE_COMPILE_MS = 20;
+/**
+ * And only arguments of at most so many values and characters (strings and names): a keyword may
+ * read a value whole before it is charged (an item's canonical JSON for `uniqueItems`), and what one
+ * reads must be small where every request waits.
+ */
+export const INLINE_VALUES = 256;
+export const INLINE_CHARS = 16_384;
 
 export const DEFAULT_VENDOR_CHECK_LIMITS: VendorCheckLimits = { checkMs: 2000, heapMb: 512, waitingPerOrg: 64 };
 /** Not provided by any module: tests hand their own limits to the constructor. */
@@ -93,7 +100,7 @@ export class VendorSchemaChecks implements OnModuleDestroy {
   async check(orgId: string, digest: string, schema: Record<string, unknown>, args: Record<string, unknown>): Promise<VendorArgumentsCheck> {
     const known = this.unusable.get(digest);
     if (known !== undefined) return { unusable: known };
-    const found = this.inline.get(digest)?.(args, INLINE_STEPS);
+    const found = small(args) ? this.inline.get(digest)?.(args, INLINE_STEPS) : undefined;
     if (found !== undefined) return answerOf(found);
     return this.perOrg.run(orgId, () => this.thread.run('', () => this.checkInTurn(digest, schema, args)));
   }
@@ -157,6 +164,27 @@ export class VendorSchemaChecks implements OnModuleDestroy {
     });
     return this.pool;
   }
+}
+
+/** Whether the arguments are within INLINE_VALUES and INLINE_CHARS: read no further than that. */
+function small(args: unknown): boolean {
+  let values = 0;
+  let chars = 0;
+  const pending: unknown[] = [args];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (++values > INLINE_VALUES) return false;
+    if (typeof value === 'string') chars += value.length;
+    else if (Array.isArray(value)) pending.push(...value.slice(0, INLINE_VALUES + 1 - values));
+    else if (value !== null && typeof value === 'object')
+      for (const name in value) {
+        chars += name.length;
+        pending.push((value as Record<string, unknown>)[name]);
+        if (pending.length > INLINE_VALUES) return false;
+      }
+    if (chars > INLINE_CHARS) return false;
+  }
+  return true;
 }
 
 function argumentsCheck(answer: VendorCheckAnswer): VendorArgumentsCheck {
