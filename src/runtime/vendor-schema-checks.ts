@@ -54,7 +54,8 @@ export const VENDOR_CHECK_LIMITS = Symbol('VENDOR_CHECK_LIMITS');
  * whose schema was an `anyOf` of 2,000 `const`s held the node 5.4 s on its first call, and 16 s
  * nested in a property (attack round 18, X-N1); checking arguments within the step budget of
  * `vendor-schema.ts` still cost up to 1.9 s (X-N2). Both now happen on one worker thread (piscina)
- * that keeps the compiled validators, and the node's own thread only waits:
+ * that keeps the compiled validators, and the node's own thread only waits (but for the small
+ * checks it makes first, INLINE_STEPS):
  *
  * - a check that holds the thread past `checkMs` ends it (another starts, compiling again what it
  *   is asked next), and the call is refused saying so; a schema whose compile ran out of time is
