@@ -18,6 +18,8 @@ export interface VendorCheckLimits {
   heapMb: number;
   /** One organization's checks waiting on a node; past it `429 rate_limited`. */
   waitingPerOrg: number;
+  /** A schema the thread compiled within this many ms is compiled on the node too (INLINE_COMPILE_MS). */
+  inlineCompileMs: number;
 }
 
 /** Schemas remembered as unusable on a node (their compile ran out), as many as a thread keeps compiled. */
@@ -42,7 +44,7 @@ export const INLINE_COMPILE_MS = 20;
 export const INLINE_VALUES = 256;
 export const INLINE_CHARS = 16_384;
 
-export const DEFAULT_VENDOR_CHECK_LIMITS: VendorCheckLimits = { checkMs: 2000, heapMb: 512, waitingPerOrg: 64 };
+export const DEFAULT_VENDOR_CHECK_LIMITS: VendorCheckLimits = { checkMs: 2000, heapMb: 512, waitingPerOrg: 64, inlineCompileMs: INLINE_COMPILE_MS };
 /** Not provided by any module: tests hand their own limits to the constructor. */
 export const VENDOR_CHECK_LIMITS = Symbol('VENDOR_CHECK_LIMITS');
 
@@ -121,7 +123,7 @@ export class VendorSchemaChecks implements OnModuleDestroy {
       if (compiled.cutShort) this.unusable.set(digest, compiled.unusable);
       return { unusable: compiled.unusable };
     }
-    if ('compiled' in compiled && compiled.ms <= INLINE_COMPILE_MS) {
+    if ('compiled' in compiled && compiled.ms <= this.limits.inlineCompileMs) {
       const local = compileVendorSchema(schema);
       if (typeof local !== 'string') this.inline.set(digest, local);
     }
