@@ -154,6 +154,24 @@ describe("an organization's runs' storage (e2e)", () => {
     expect(await storage().stored(org.id)).toBe(await rowsWeigh(org.id));
   });
 
+  it("counts an approver's edited arguments as the call's own (attack round 19, Z-F3: they were counted by nothing)", async () => {
+    const { org, agentId } = await orgWithAgent();
+    const call = await t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .send({ tool: 'fx-exec-read', arguments: { query: 'q' } })
+      .expect(200);
+    const before = await storage().stored(org.id);
+    // What an approval with edited arguments stores (approvals.repository): set by hand, the total follows both ways.
+    const setEdited = (value: unknown) =>
+      db().query(`UPDATE tool_call SET executed_arguments = $2::jsonb WHERE id = $1`, [call.body.id, value === null ? null : JSON.stringify(value)]);
+    await setEdited({ query: incompressible(20_000) });
+    expect(await storage().stored(org.id)).toBeGreaterThan(before + 20_000);
+    expect(await storage().stored(org.id)).toBe(await rowsWeigh(org.id));
+    await setEdited(null);
+    expect(await storage().stored(org.id)).toBe(before);
+  });
+
   it('removes runs finished more than RUN_RETENTION_DAYS ago with their events, gives their bytes back, and keeps the rest', async () => {
     const { org, agentId } = await orgWithAgent();
     const old = await startRun(org, agentId, incompressible(20_000)).expect(201);

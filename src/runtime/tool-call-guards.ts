@@ -80,20 +80,42 @@ export class ToolCallGuards {
         orgId: d.principal.orgId,
         actor: actorOf(d.principal),
         target: d.target,
-        // error.errors is bounded (ApiError): the append-only log never grows with an attacker's input.
         data: {
           ...d.data,
           // The name as asked: a model in a run (not a body, so not validated) may send any length.
           ...(typeof d.data.tool === 'string' ? { tool: cutText(d.data.tool, MAX_TOOL_NAME_LENGTH + 1) } : {}),
           code: error.code,
           detail: error.detail,
-          ...(error.errors ? { errors: error.errors } : {}),
-          ...(typeof error.extensions?.errorsOmitted === 'number' ? { errorsOmitted: error.extensions.errorsOmitted } : {}),
+          ...auditedErrors(error),
         },
       },
     ]);
     throw error;
   }
+}
+
+/** The errors of a refusal its `tool_call.denied` event keeps, each of its texts cut to this many characters. */
+export const AUDITED_ERRORS = 5;
+export const AUDITED_ERROR_TEXT_CHARS = 200;
+
+/**
+ * The first few errors of a refusal and how many were left out, as its audit event keeps them. The
+ * caller is answered up to 50 (ApiError), but the append-only log keeps every refusal: 50 entries of
+ * argument names in control characters (six characters each as JSON) made one event 211 KB, so one
+ * agent key's refusals wrote the log as fast as it could send them. An event now weighs at most a
+ * few KB whatever the request held; the answer still tells the caller every error.
+ */
+export function auditedErrors(error: ApiError): { errors?: FieldError[]; errorsOmitted?: number } {
+  const answered = typeof error.extensions?.errorsOmitted === 'number' ? error.extensions.errorsOmitted : 0;
+  if (!error.errors) return answered > 0 ? { errorsOmitted: answered } : {};
+  const kept = error.errors.slice(0, AUDITED_ERRORS).map((e) => ({
+    ...e,
+    path: cutText(e.path, AUDITED_ERROR_TEXT_CHARS),
+    message: cutText(e.message, AUDITED_ERROR_TEXT_CHARS),
+    ...(e.code === undefined ? {} : { code: cutText(e.code, AUDITED_ERROR_TEXT_CHARS) }),
+  }));
+  const omitted = answered + error.errors.length - kept.length;
+  return omitted > 0 ? { errors: kept, errorsOmitted: omitted } : { errors: kept };
 }
 
 export function keyOf(ctx: RequestContext): OrgPrincipal {

@@ -89,7 +89,7 @@ describe('validation is linear in the body and its answer bounded', () => {
     if (res.body.errors.length === 50) expect(res.body.errorsOmitted).toBeGreaterThan(0);
   });
 
-  it('records at most 50 errors in the audit event of a refused call', async () => {
+  it('records the first 5 errors of a refused call in its audit event and counts the rest', async () => {
     const res = await h.t.http
       .post(`/api/v1/agents/${h.agentId}/tool-calls`)
       .set(...bearer(h.world.org.keys.agent))
@@ -102,8 +102,8 @@ describe('validation is linear in the body and its answer bounded', () => {
       .set(...bearer(h.world.org.keys.admin))
       .expect(200);
     const data = events.body.items[0].data;
-    expect(data.errors).toHaveLength(50);
-    expect(data.errorsOmitted).toBe(FLOOD - 50);
+    expect(data.errors).toHaveLength(5);
+    expect(data.errorsOmitted).toBe(FLOOD - 5);
     expect(JSON.stringify(data).length).toBeLessThan(20_000);
   });
 

@@ -6,7 +6,7 @@ import { SecretOpenError, SecretsService } from '../../secrets/secrets.service';
 import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionRow, McpConnectionsRepository, McpConnectionSummary } from './mcp-connections.repository';
-import { BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, NO_TOOLS, riskOf, toolListDiffInTurns } from './mcp-tools';
+import { auditedDiff, BOUND_LISTS_MAX_BYTES, BoundConnection, ConnectionTool, ListedMcpTool, NO_TOOLS, riskOf, toolListDiffInTurns } from './mcp-tools';
 import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
 import type { ToolRisk } from '../../capabilities/capability.types';
@@ -186,7 +186,11 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
       if (!row) return this.repository.get(orgId, id, m);
       const changed = diff!.added.length + diff!.removed.length + diff!.changed.length > 0;
       if (row && (why === 'sync' || changed || before.status === 'error')) {
-        await this.audit.record(m, { ...base, type: 'mcp_connection.synced', data: { name: before.name, trigger: why, status: 'ready', ...diff! } });
+        await this.audit.record(m, {
+          ...base,
+          type: 'mcp_connection.synced',
+          data: { name: before.name, trigger: why, status: 'ready', ...auditedDiff(diff!) },
+        });
       }
       return row;
     });

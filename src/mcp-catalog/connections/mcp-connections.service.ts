@@ -17,7 +17,7 @@ import { McpServerRegistry } from '../mcp-server-registry.service';
 import { McpClientPool, McpTarget, McpUpstreamError } from './mcp-client-pool.service';
 import { McpConnectionSync } from './mcp-connection-sync.service';
 import { McpConnectionRow, McpConnectionsRepository } from './mcp-connections.repository';
-import { ListedMcpTool, riskOf, toolListDiff, toolListDiffInTurns } from './mcp-tools';
+import { auditedDiff, auditedToolNames, ListedMcpTool, riskOf, toolListDiff, toolListDiffInTurns } from './mcp-tools';
 import { credentialsAt, givenCredentials, parseCredentials, stillMovable } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { connectFailure, secretUnreadable } from './mcp-connection-errors';
@@ -107,7 +107,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
           orgId,
           actor: actorOf(ctx.principal),
           target: { type: 'mcp_connection', id },
-          data: { server: entry.definition.id, name: dto.name, url, credentialNames: names, tools: tools.map((t) => t.name) },
+          data: { server: entry.definition.id, name: dto.name, url, credentialNames: names, ...auditedToolNames(tools) },
         });
         return inserted;
       });
@@ -256,7 +256,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
           orgId,
           actor: actorOf(ctx.principal),
           target: { type: 'mcp_connection', id },
-          data: { name: before.name, url: shown, previousUrl: before.url, ...(names && { credentialNames: names }), ...diff },
+          data: { name: before.name, url: shown, previousUrl: before.url, ...(names && { credentialNames: names }), ...auditedDiff(diff) },
         });
         return { updated };
       });

@@ -269,6 +269,33 @@ export async function toolListDiffInTurns(
   return diffOf(await canonical(before), await canonical(after));
 }
 
+/** The most tool names an audit event of a connection names in each of its lists (the rest counted). */
+export const AUDITED_TOOL_NAMES = 20;
+
+/**
+ * `names` as an audit event keeps them: the first AUDITED_TOOL_NAMES, and `<field>Omitted` counting
+ * the rest. A server lists 500 names of 128 characters, control characters among them (six
+ * characters each as JSON), so a sync naming every tool added, removed and changed wrote 564 KB to
+ * the append-only log each time; the connection itself shows its whole list.
+ */
+export function auditedNames(field: string, names: readonly string[]): Record<string, unknown> {
+  if (names.length <= AUDITED_TOOL_NAMES) return { [field]: [...names] };
+  return { [field]: names.slice(0, AUDITED_TOOL_NAMES), [`${field}Omitted`]: names.length - AUDITED_TOOL_NAMES };
+}
+
+/** The names of a connection's tools as its `mcp_connection.created` event keeps them. */
+export function auditedToolNames(tools: readonly ListedMcpTool[]): Record<string, unknown> {
+  return auditedNames(
+    'tools',
+    tools.map((t) => t.name),
+  );
+}
+
+/** A diff of two tool lists (toolListDiff) as an audit event keeps it. */
+export function auditedDiff(diff: { added: string[]; removed: string[]; changed: string[] }): Record<string, unknown> {
+  return { ...auditedNames('added', diff.added), ...auditedNames('removed', diff.removed), ...auditedNames('changed', diff.changed) };
+}
+
 function diffOf(old: Map<string, string>, now: Map<string, string>): { added: string[]; removed: string[]; changed: string[] } {
   const added = [...now.keys()].filter((n) => !old.has(n)).sort();
   const removed = [...old.keys()].filter((n) => !now.has(n)).sort();
