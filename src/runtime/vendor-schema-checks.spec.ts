@@ -99,7 +99,7 @@ describe('VendorSchemaChecks', () => {
       properties: { x: { type: 'integer' } },
       default: Array.from({ length: rows }, (_, k) => ({ n, k, s: `v${k}` })),
     });
-    const answers: unknown[] = [];
+    const answers: Awaited<ReturnType<VendorSchemaChecks['check']>>[] = [];
     // A's validators fill the thread's heap; B's compile, the larger allocation, is the one that passes it.
     for (let n = 0; n < 40; n++) {
       await checks.check(A, `kept-${n}`, carrying(8000, n), { x: 1 });

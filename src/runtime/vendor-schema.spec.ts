@@ -42,6 +42,18 @@ describe("the node's own check within a few steps", () => {
   });
 });
 
+describe("the thread's check", () => {
+  it("charges a pattern's match by RE2's program too: a pattern of 3,003 instructions over 40,000 characters is refused by its budget, not run for seconds", () => {
+    const costly = compiled({ type: 'object', properties: { x: { pattern: '(?:a?){1000}a{1000}$' } } });
+    // Was matched for 4 s and more (the thread ended at 2 s on every call).
+    expect(costly({ x: 'a'.repeat(40_000) })).toEqual(expect.stringMatching(/^checking these arguments against it takes more than/));
+    // A usual pattern over half a million characters is still checked.
+    const usual = compiled({ type: 'object', properties: { x: { pattern: '^[a-z]+(?:-[a-z]+)*$' } } });
+    expect(usual({ x: 'a'.repeat(500_000) })).toEqual([]);
+    expect(usual({ x: `${'a'.repeat(500_000)}-` })).toEqual([expect.objectContaining({ keyword: 'pattern' })]);
+  });
+});
+
 describe('`const` and `enum`', () => {
   it("compare as JSON Schema does: key order and 1 vs 1.0 do not matter, types and lengths do; errors read as Ajv's", () => {
     const schema = compiled({

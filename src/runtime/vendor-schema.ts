@@ -57,10 +57,11 @@ export const MATCH_STEPS = 16;
  * On the node's own thread a match is charged its worst case, a step per MATCH_WORK_PER_STEP
  * characters times instructions of RE2's program (re2js matches in up to 150 ns for each):
  * `(?:a?){1000}a{1000}$` (3,003 instructions, compiled in 10 ms) held the node 1.2 to 2.0 s over
- * 16,000 characters charged 266 steps (attack round 19, Y-F2). The thread, ended past 2 s, is
- * charged as above: the worst case would refuse a usual pattern over a long text.
- */
+ * 16,000 characters charged 266 steps (attack round 19, Y-F2). The thread is charged a step per
+ * THREAD_MATCH_WORK_PER_STEP (the worst case would refuse usual patterns over long texts): over
+ * 40,000 characters that pattern ran to the 2 s limit on every call, ending the thread (Y-F4). */
 export const MATCH_WORK_PER_STEP = 4;
+export const THREAD_MATCH_WORK_PER_STEP = 64;
 /**
  * Characters of canonical JSON `uniqueItems` writes per step (about 50 ns a character): a pass over
  * a megabyte of strings takes half of what the budget grants for reading them, so one passes.
@@ -310,7 +311,8 @@ export const linearRegExp = Object.assign(
     }
     // Ajv shares compiled patterns by this text: the same for every pattern would give all of them the first one.
     const size = re.programSize();
-    const test = (s: string) => (read(s, MATCH_STEPS + (reading?.few ? Math.ceil((s.length * size) / MATCH_WORK_PER_STEP) : 0)), re.test(s));
+    const work = (s: string) => Math.ceil((s.length * size) / (reading?.few ? MATCH_WORK_PER_STEP : THREAD_MATCH_WORK_PER_STEP));
+    const test = (s: string) => (read(s, MATCH_STEPS + work(s)), re.test(s));
     return { test, toString: () => `/${pattern}/${flags}` };
   },
   { code: 'new RegExp' },
