@@ -108,4 +108,16 @@ describe('VendorSchemaChecks', () => {
     // Was `compiling it takes more than 96 MB of memory`, and the digest refused again without a compile.
     expect(answers.filter((a) => !('errors' in a))).toEqual([]);
   });
+  it("a check under way when the node shuts down is 503, as one that waits: the thread's end is no failure of the server", async () => {
+    const checks = new VendorSchemaChecks({ checkMs: 120_000 });
+    expect(await checks.check(B, 'plain', { type: 'object' }, {})).toEqual({ errors: [], omitted: 0 });
+    const underWay = checks.check(A, 'union-2500', union(2500), { x: 1 }).catch((err: unknown) => err);
+    const waiting = checks.check(A, 'union-5', union(5), { x: 1 }).catch((err: unknown) => err);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await checks.onModuleDestroy();
+    const unavailable = expect.objectContaining({ code: 'service_unavailable', status: 503 });
+    // Was `Error: Terminating worker thread`, answered 500.
+    expect(await underWay).toEqual(unavailable);
+    expect(await waiting).toEqual(unavailable);
+  });
 });

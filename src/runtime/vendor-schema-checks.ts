@@ -146,6 +146,8 @@ export class VendorSchemaChecks implements OnModuleDestroy {
     try {
       return await pool.run(task, { signal: AbortSignal.timeout(this.limits.checkMs) });
     } catch (err) {
+      // The node's shutdown ended the thread under this check (piscina: `Terminating worker thread`): was a 500 (attack round 19, Y-F5).
+      if (this.closed) throw shuttingDown();
       const cut = cutShort(err, this.limits);
       if (cut === undefined) throw err;
       // The thread was ended; its successor's start is awaited by the next task.
@@ -155,7 +157,7 @@ export class VendorSchemaChecks implements OnModuleDestroy {
   }
 
   private poolOf(): Piscina<VendorCheck, VendorCheckAnswer> {
-    if (this.closed) throw new ApiError('service_unavailable', 'This server is shutting down; retry on another.', undefined, undefined, { 'Retry-After': '1' });
+    if (this.closed) throw shuttingDown();
     if (this.pool) return this.pool;
     const source = extname(__filename);
     this.pool = new Piscina<VendorCheck, VendorCheckAnswer>({
@@ -204,4 +206,8 @@ function cutShort(err: unknown, limits: VendorCheckLimits): { why: string; by: '
   if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return { why: `takes more than ${limits.checkMs} ms`, by: 'time' };
   if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return { why: `takes more than ${limits.heapMb} MB of memory`, by: 'memory' };
   return undefined;
+}
+
+function shuttingDown(): ApiError {
+  return new ApiError('service_unavailable', 'This server is shutting down; retry on another.', undefined, undefined, { 'Retry-After': '1' });
 }
