@@ -93,4 +93,33 @@ describe('VendorSchemaChecks', () => {
       { errors: [], omitted: 0 },
     ]);
   });
+  it("a thread that runs out of memory holding one organization's schemas does not get another's ordinary schema refused", async () => {
+    const checks = checksWith({ checkMs: 120_000, heapMb: 96 });
+    /** A schema whose `default` the thread keeps with its validator: rows of about 60 bytes of heap each. */
+    const carrying = (rows: number, n: number) => ({
+      type: 'object',
+      properties: { x: { type: 'integer' } },
+      default: Array.from({ length: rows }, (_, k) => ({ n, k, s: `v${k}` })),
+    });
+    const answers: Awaited<ReturnType<VendorSchemaChecks['check']>>[] = [];
+    // A's validators fill the thread's heap; B's compile, the larger allocation, is the one that passes it.
+    for (let n = 0; n < 40; n++) {
+      await checks.check(A, `kept-${n}`, carrying(8000, n), { x: 1 });
+      answers.push(await checks.check(B, `ordinary-${n}`, carrying(20_000, n), { x: 1 }));
+    }
+    // Was `compiling it takes more than 96 MB of memory`, and the digest refused again without a compile.
+    expect(answers.filter((a) => !('errors' in a))).toEqual([]);
+  });
+  it("a check under way when the node shuts down is 503, as one that waits: the thread's end is no failure of the server", async () => {
+    const checks = new VendorSchemaChecks({ checkMs: 120_000 });
+    expect(await checks.check(B, 'plain', { type: 'object' }, {})).toEqual({ errors: [], omitted: 0 });
+    const underWay = checks.check(A, 'union-2500', union(2500), { x: 1 }).catch((err: unknown) => err);
+    const waiting = checks.check(A, 'union-5', union(5), { x: 1 }).catch((err: unknown) => err);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await checks.onModuleDestroy();
+    const unavailable = expect.objectContaining({ code: 'service_unavailable', status: 503 });
+    // Was `Error: Terminating worker thread`, answered 500.
+    expect(await underWay).toEqual(unavailable);
+    expect(await waiting).toEqual(unavailable);
+  });
 });

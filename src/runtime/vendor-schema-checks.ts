@@ -117,7 +117,12 @@ export class VendorSchemaChecks implements OnModuleDestroy {
     // Asked without the schema first: a schema may be megabytes, and the thread usually has it.
     const answer = await this.run({ digest, args });
     if (!('missing' in answer)) return argumentsCheck(answer);
-    const compiled = await this.run({ digest, schema });
+    let compiled = await this.run({ digest, schema });
+    // The heap a thread runs out of holds every schema it keeps compiled, any organization's: one
+    // whose validators filled it got another's ordinary schema refused, and remembered so on the
+    // node (attack round 19, Y-F3). The schema is blamed only when a thread holding none of them,
+    // the one started since, runs out on it too.
+    if ('unusable' in compiled && compiled.cutShort === 'memory') compiled = await this.run({ digest, schema });
     if ('unusable' in compiled) {
       // A compile that ran out would run out again: the schema is not tried again on this node.
       if (compiled.cutShort) this.unusable.set(digest, compiled.unusable);
@@ -131,28 +136,31 @@ export class VendorSchemaChecks implements OnModuleDestroy {
     return argumentsCheck(await this.run({ digest, args }));
   }
 
-  private async run(task: VendorCheck): Promise<VendorCheckAnswer & { cutShort?: true }> {
+  private async run(task: VendorCheck): Promise<VendorCheckAnswer & { cutShort?: 'time' | 'memory' }> {
     const pool = this.poolOf();
     // A thread's start (loading Ajv; under tests, compiling TypeScript too) is not the check's time.
     // Its first compile (Ajv's code not yet optimized) takes several times a later one's: done here.
     await (this.started ??= pool.run({ digest: '', schema: { type: 'object', properties: { a: { type: 'string' } } } }).catch((err: unknown) => {
-      // A thread that cannot start (its heap too small for Ajv) is a failure of the node, tried again next call.
+      // A thread that cannot start (its heap too small for Ajv) is a failure of the node, tried again
+      // next call; one the node's shutdown ended while it started is the shutdown's.
       this.started = undefined;
-      throw err;
+      throw this.closed ? shuttingDown() : err;
     }));
     try {
       return await pool.run(task, { signal: AbortSignal.timeout(this.limits.checkMs) });
     } catch (err) {
-      const why = cutShort(err, this.limits);
-      if (why === undefined) throw err;
+      // The node's shutdown ended the thread under this check (piscina: `Terminating worker thread`): was a 500 (attack round 19, Y-F5).
+      if (this.closed) throw shuttingDown();
+      const cut = cutShort(err, this.limits);
+      if (cut === undefined) throw err;
       // The thread was ended; its successor's start is awaited by the next task.
       this.started = undefined;
-      return { unusable: 'schema' in task ? `compiling it ${why}` : `checking these arguments against it ${why}`, cutShort: true };
+      return { unusable: 'schema' in task ? `compiling it ${cut.why}` : `checking these arguments against it ${cut.why}`, cutShort: cut.by };
     }
   }
 
   private poolOf(): Piscina<VendorCheck, VendorCheckAnswer> {
-    if (this.closed) throw new ApiError('service_unavailable', 'This server is shutting down; retry on another.', undefined, undefined, { 'Retry-After': '1' });
+    if (this.closed) throw shuttingDown();
     if (this.pool) return this.pool;
     const source = extname(__filename);
     this.pool = new Piscina<VendorCheck, VendorCheckAnswer>({
@@ -196,9 +204,13 @@ function argumentsCheck(answer: VendorCheckAnswer): VendorArgumentsCheck {
 }
 
 /** What ended a check early, as the refusal says it; undefined for anything else (a bug, thrown on). */
-function cutShort(err: unknown, limits: VendorCheckLimits): string | undefined {
+function cutShort(err: unknown, limits: VendorCheckLimits): { why: string; by: 'time' | 'memory' } | undefined {
   const e = err as { name?: string; code?: string };
-  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return `takes more than ${limits.checkMs} ms`;
-  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return `takes more than ${limits.heapMb} MB of memory`;
+  if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return { why: `takes more than ${limits.checkMs} ms`, by: 'time' };
+  if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return { why: `takes more than ${limits.heapMb} MB of memory`, by: 'memory' };
   return undefined;
+}
+
+function shuttingDown(): ApiError {
+  return new ApiError('service_unavailable', 'This server is shutting down; retry on another.', undefined, undefined, { 'Retry-After': '1' });
 }

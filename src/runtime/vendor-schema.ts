@@ -7,6 +7,7 @@ import { canonicalJson } from '../agents/canonical-json';
 import { boundErrors, type FieldError } from '../common/api-error';
 import { RE2JS } from 're2js';
 import { isUrl } from './url-format';
+import { equalityKeywords } from './vendor-schema-equality';
 
 /**
  * Checks arguments against a vendor's input schema: the errors found (empty: valid), or why the
@@ -35,10 +36,16 @@ export const ERROR_STEPS = 8;
  */
 const CHARS_PER_STEP = 64;
 export const STRING_READS = 8;
-/** The budget of the validation under way (validation is synchronous): what reading a string is charged to. */
-let reading: { left: number } | undefined;
+/**
+ * The budget of the validation under way (validation is synchronous): what reading a string is
+ * charged to; `few` when it is the node's own check within a few steps, not the thread's.
+ */
+let reading: { left: number; few: boolean } | undefined;
 function read(text: string, steps = 0): void {
-  if (reading && (reading.left -= steps + Math.ceil(text.length / CHARS_PER_STEP)) < 0) throw OUT_OF_WORK;
+  charge(steps + Math.ceil(text.length / CHARS_PER_STEP));
+}
+function charge(steps: number): void {
+  if (reading && (reading.left -= steps) < 0) throw OUT_OF_WORK;
 }
 /**
  * What starting a match on RE2 (re2js) costs, in steps, whatever the text: about 2 µs, where a step
@@ -46,6 +53,15 @@ function read(text: string, steps = 0): void {
  * (650 KB) held the node 4.8 s within the budget (attack round 18, X-F5).
  */
 export const MATCH_STEPS = 16;
+/**
+ * On the node's own thread a match is charged its worst case, a step per MATCH_WORK_PER_STEP
+ * characters times instructions of RE2's program (re2js matches in up to 150 ns for each):
+ * `(?:a?){1000}a{1000}$` (3,003 instructions, compiled in 10 ms) held the node 1.2 to 2.0 s over
+ * 16,000 characters charged 266 steps (attack round 19, Y-F2). The thread is charged a step per
+ * THREAD_MATCH_WORK_PER_STEP (the worst case would refuse usual patterns over long texts): over
+ * 40,000 characters that pattern ran to the 2 s limit on every call, ending the thread (Y-F4). */
+export const MATCH_WORK_PER_STEP = 4;
+export const THREAD_MATCH_WORK_PER_STEP = 64;
 /**
  * Characters of canonical JSON `uniqueItems` writes per step (about 50 ns a character): a pass over
  * a megabyte of strings takes half of what the budget grants for reading them, so one passes.
@@ -90,6 +106,7 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
   const { $schema: dialect, ...schema } = inputSchema;
   const work = {
     left: 0,
+    few: false,
     out: OUT_OF_WORK,
     many: TOO_MANY_ERRORS,
     // `minProperties` and `maxProperties` list the object's names: a step a name (see counted).
@@ -123,6 +140,7 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
     return err instanceof RangeError ? ENDLESS : (err as Error).message.slice(0, 300);
   }
   return ((args: Record<string, unknown>, steps?: number) => {
+    work.few = steps !== undefined;
     if (steps !== undefined) work.left = steps;
     else {
       const { values, reads } = valuesIn(args);
@@ -239,6 +257,9 @@ function bounded<T extends Ajv>(ajv: T): T {
       cxt.fail(_`${length}(${cxt.data}) ${cxt.keyword === 'maxLength' ? _`>` : _`<`} ${cxt.schemaCode}`);
     },
   });
+  ajv.removeKeyword('const');
+  ajv.removeKeyword('enum');
+  for (const keyword of equalityKeywords(charge)) ajv.addKeyword(keyword);
   ajv.removeKeyword('uniqueItems');
   ajv.addKeyword({
     keyword: 'uniqueItems',
@@ -289,7 +310,10 @@ export const linearRegExp = Object.assign(
       throw new Error(`the pattern ${JSON.stringify(pattern.slice(0, 100))} cannot be matched in linear time (${why})`, { cause: err });
     }
     // Ajv shares compiled patterns by this text: the same for every pattern would give all of them the first one.
-    return { test: (s: string) => (read(s, MATCH_STEPS), re.test(s)), toString: () => `/${pattern}/${flags}` };
+    const size = re.programSize();
+    const work = (s: string) => Math.ceil((s.length * size) / (reading?.few ? MATCH_WORK_PER_STEP : THREAD_MATCH_WORK_PER_STEP));
+    const test = (s: string) => (read(s, MATCH_STEPS + work(s)), re.test(s));
+    return { test, toString: () => `/${pattern}/${flags}` };
   },
   { code: 'new RegExp' },
 );
