@@ -175,7 +175,8 @@ export class ToolApprovals {
     } else {
       // Fail closed: run only what the approval is bound to, checked again byte for byte.
       const validation = await this.implementations.validate(tool, row.arguments, orgId);
-      if (canonicalHash(row.arguments) !== row.arguments_hash || validation.errors.length || canonicalHash(validation.plain) !== row.arguments_hash) {
+      const valid = validation.errors.length === 0;
+      if (canonicalHash(row.arguments) !== row.arguments_hash || (valid && canonicalHash(validation.plain) !== row.arguments_hash)) {
         return this.guards.deny(
           denial,
           new ApiError(
@@ -184,6 +185,10 @@ export class ToolApprovals {
           ),
         );
       }
+      // The arguments are the ones bound, but the check refuses them now: a vendor's schema whose
+      // check ran out of its thread's time or memory this once. Said as it is (the approval stays
+      // pending, to approve again), not as arguments someone changed.
+      if (!valid) return this.guards.deny(denial, invalidArguments(validation.errors, validation.omitted));
       args = validation.value;
     }
     passed.push('arguments');

@@ -91,11 +91,15 @@ function runnable(spec: ToolSpec): VersionTool {
   return tool;
 }
 
+/** Set: every check answers that the schema cannot be used now, as a vendor's check past its thread's time does. */
+let uncheckable: string | undefined;
+
 /** Arguments: `{ q: string, n?: integer = 1 }`, nothing else. */
 const registry = {
   get: (id: string) => (id === 'fx-unit' ? {} : undefined),
   validateToolInput(_capabilityId: string, _toolId: string, args: unknown) {
     const errors: FieldError[] = [];
+    if (uncheckable) return { value: args as object, plain: args as Record<string, unknown>, errors: [{ path: '', code: 'schema', message: uncheckable }] };
     if (typeof args !== 'object' || args === null || Array.isArray(args)) {
       return { value: {}, plain: {}, errors: [{ path: '', message: 'must be an object' }] };
     }
@@ -473,6 +477,22 @@ describe('ToolExecutor', () => {
       const err = await denial(() => approvals.approve(as(approverKey), out.call.approvalId!, {}));
       expect([err.status, err.code]).toEqual([409, 'approval_arguments_changed']);
       expect(runs).toHaveLength(0);
+    });
+
+    it('says so when the check cannot answer for the bound arguments now, and leaves the approval pending', async () => {
+      const out = await call('write', { q: 'x' });
+      uncheckable = "the server's input schema cannot be used: checking these arguments against it takes more than 2000 ms";
+      try {
+        const err = await denial(() => approvals.approve(as(approverKey), out.call.approvalId!, {}));
+        // Was 409 approval_arguments_changed: told to reject arguments nobody changed.
+        expect([err.status, err.code, err.errors]).toEqual([422, 'invalid_arguments', [expect.objectContaining({ path: 'arguments', code: 'schema' })]]);
+      } finally {
+        uncheckable = undefined;
+      }
+      expect((await reads.getApproval(orgId, out.call.approvalId!)).status).toBe('pending');
+      expect(runs).toHaveLength(0);
+      await approvals.approve(as(approverKey), out.call.approvalId!, {});
+      expect(runs.map((r) => r.args)).toEqual([{ q: 'x', n: 1 }]);
     });
 
     it('rejects with a reason the call carries', async () => {

@@ -22,8 +22,8 @@ export interface VendorCheckLimits {
   inlineCompileMs: number;
 }
 
-/** Schemas remembered as unusable on a node (their compile ran out), as many as a thread keeps compiled. */
-const UNUSABLE_REMEMBERED = 2000;
+/** Digests a node remembers, unusable or compiled for its own checks: as many as a thread keeps compiled. */
+const DIGESTS_KEPT = 2000;
 
 /**
  * A thread's turn costs the node 100 to 200 µs of its own (messages, waking the thread), where
@@ -77,9 +77,9 @@ export class VendorSchemaChecks implements OnModuleDestroy {
   private started: Promise<unknown> | undefined;
   /** Past the node's shutdown no thread is started again (it would hold the process open). */
   private closed = false;
-  private readonly unusable = new LruCache<string, string>(UNUSABLE_REMEMBERED);
+  private readonly unusable = new LruCache<string, string>(DIGESTS_KEPT);
   /** Schemas the thread compiled within INLINE_COMPILE_MS, compiled here too. */
-  private readonly inline = new LruCache<string, VendorValidator>(UNUSABLE_REMEMBERED);
+  private readonly inline = new LruCache<string, VendorValidator>(DIGESTS_KEPT);
   private readonly perOrg: OrgGate;
   /** Every organization's one check at a time, first come first served: turns, since each has one. */
   private readonly thread = new OrgGate(1);
@@ -103,7 +103,8 @@ export class VendorSchemaChecks implements OnModuleDestroy {
   async check(orgId: string, digest: string, schema: Record<string, unknown>, args: Record<string, unknown>): Promise<VendorArgumentsCheck> {
     const known = this.unusable.get(digest);
     if (known !== undefined) return { unusable: known };
-    const found = small(args) ? this.inline.get(digest)?.(args, INLINE_STEPS) : undefined;
+    const inline = this.inline.get(digest);
+    const found = inline && small(args) ? inline(args, INLINE_STEPS) : undefined;
     if (found !== undefined) return answerOf(found);
     return this.perOrg.run(orgId, () => this.thread.run('', () => this.checkInTurn(digest, schema, args)));
   }

@@ -64,7 +64,8 @@ export class ApprovalsController {
     summary: 'Approve, and run the call once',
     description: [
       'Runs exactly the stored arguments (their hash is checked again first; a mismatch is `409 approval_arguments_changed`',
-      "and nothing runs), or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval",
+      "and nothing runs; a vendor's schema whose check of them cannot answer now, past its time, is `422 invalid_arguments`, still pending),",
+      "or the `arguments` given here, validated like the model's (`422 invalid_arguments`, the approval",
       'stays pending), kept beside the originals, with `argumentsEdited: true` on the call. Of any number of simultaneous',
       'approvals exactly one answers `200` and the tool runs once. The guards run again with the organization as it is now:',
       '`409 tool_definition_changed` (the code changed or removed the tool since publish), `403 scope_not_granted` refuse and leave the approval pending.',
