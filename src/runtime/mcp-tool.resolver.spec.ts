@@ -63,6 +63,15 @@ describe('McpToolResolver.validate', () => {
     expect(errors.map((e) => e.path).sort()).toEqual(['extra', 'id', 'items[0].n', 'items[1].n', 'when']);
   });
 
+  it('checks an array of half a million items, what a 1 MiB body of `0,`s holds, on the thread', async () => {
+    const numbers = tool({ type: 'object', properties: { x: { type: 'array', items: { type: 'integer' } } } });
+    const x = new Array<unknown>(520_000).fill(0);
+    // Was `RangeError: Maximum call stack size exceeded` on the thread, counting the values: a 500.
+    expect((await validate(numbers, { x })).errors).toEqual([]);
+    x[7] = 'seven';
+    expect((await validate(numbers, { x })).errors).toEqual([expect.objectContaining({ path: 'x[7]', code: 'type' })]);
+  });
+
   it('refuses what is not an object', async () => {
     for (const args of [null, [], 'x', 3])
       expect((await validate(tool(schema), args)).errors).toEqual([{ path: '', code: 'type', message: 'must be an object' }]);

@@ -43,6 +43,42 @@ describe('VendorSchemaChecks', () => {
     });
   });
 
+  it("one organization's turn is one check's time, its compile included: not a compile's 2 s and then a check's", async () => {
+    // A compile and a check of about the same cost, measured here first. The machine's load changes
+    // both between the measure and the turn: tried up to three times, each measured afresh.
+    const schema = { type: 'object', properties: { x: { type: 'array', items: { anyOf: [{ const: 1 }, { const: 2 }] } }, y: union(800).properties.x } };
+    const args = { x: new Array<number>(1_200_000).fill(2), y: 1 };
+    const timed = async (checks: VendorSchemaChecks, digest: string) => {
+      const start = performance.now();
+      return { answer: await checks.check(A, digest, schema, args), ms: performance.now() - start };
+    };
+    const answers: unknown[] = [];
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const measuring = checksWith({ checkMs: 120_000 });
+      await measuring.check(A, 'plain', { type: 'object' }, {});
+      const both = await timed(measuring, `both-${attempt}`);
+      const checkOnly = await timed(measuring, `both-${attempt}`);
+      expect([both.answer, checkOnly.answer]).toEqual([
+        { errors: [], omitted: 0 },
+        { errors: [], omitted: 0 },
+      ]);
+      const limit = Math.ceil(0.75 * both.ms);
+      // Each within the limit, both together past it.
+      if (both.ms - checkOnly.ms >= limit || checkOnly.ms >= limit) continue;
+      const checks = checksWith({ checkMs: limit });
+      await checks.check(A, 'plain', { type: 'object' }, {});
+      const turn = (await timed(checks, `both-${attempt}`)).answer;
+      answers.push(turn);
+      if (!('unusable' in turn)) continue;
+      // Was answered `[]`, the turn taking both.
+      expect(turn).toEqual({ unusable: `compiling it and checking these arguments against it take more than ${limit} ms` });
+      // The compile is not blamed: compiled again (the thread was ended) for arguments quick to check.
+      expect(await checks.check(A, `both-${attempt}`, schema, { x: [1], y: 1 })).toEqual({ errors: [], omitted: 0 });
+      return;
+    }
+    throw new Error(`no turn of both was refused: ${JSON.stringify(answers)}`);
+  });
+
   it("a schema that compiles in no time is checked on the node's thread after its first call: not behind another organization's costly compile", async () => {
     // Its compile is measured on the thread: a loaded machine must not make it look costly here.
     const checks = checksWith({ checkMs: 120_000, inlineCompileMs: 1000 });

@@ -115,49 +115,74 @@ export class VendorSchemaChecks implements OnModuleDestroy {
   }
 
   private async checkInTurn(digest: string, schema: Record<string, unknown>, args: Record<string, unknown>): Promise<VendorArgumentsCheck> {
+    // One `checkMs` for the whole turn, not one a task: a turn of three tasks of 2 s each (ask,
+    // compile, check) held every other organization's check up to 5.5 s (attack round 19, Y-N1).
+    const turn: Turn = { leftMs: this.limits.checkMs };
     // Asked without the schema first: a schema may be megabytes, and the thread usually has it.
-    const answer = await this.run({ digest, args });
+    const answer = await this.run({ digest, args }, turn);
+    if ('cut' in answer) return { unusable: `checking these arguments against it ${answer.cut.why}` };
     if (!('missing' in answer)) return argumentsCheck(answer);
-    let compiled = await this.run({ digest, schema });
+    // A lookup that found nothing did no work: the compile has the whole turn, so one that runs out
+    // of it would run out again, and is remembered.
+    turn.leftMs = this.limits.checkMs;
+    let compiled = await this.run({ digest, schema }, turn);
     // The heap a thread runs out of holds every schema it keeps compiled, any organization's: one
     // whose validators filled it got another's ordinary schema refused, and remembered so on the
     // node (attack round 19, Y-F3). The schema is blamed only when a thread holding none of them,
-    // the one started since, runs out on it too.
-    if ('unusable' in compiled && compiled.cutShort === 'memory') compiled = await this.run({ digest, schema });
-    if ('unusable' in compiled) {
+    // the one started since, runs out on it too, within what is left of the turn.
+    const retried = 'cut' in compiled && compiled.cut.by === 'memory';
+    if (retried) compiled = await this.run({ digest, schema }, turn);
+    if ('cut' in compiled) {
+      const unusable = `compiling it ${compiled.cut.why}`;
       // A compile that ran out would run out again: the schema is not tried again on this node.
-      if (compiled.cutShort) this.unusable.set(digest, compiled.unusable);
-      return { unusable: compiled.unusable };
+      // One retried after the memory ran out had only what the first left of the turn: not its fault.
+      if (compiled.cut.by === 'memory' || !retried) this.unusable.set(digest, unusable);
+      return { unusable };
     }
+    if ('unusable' in compiled) return { unusable: compiled.unusable };
     if ('compiled' in compiled && compiled.ms <= this.limits.inlineCompileMs) {
       const local = compileVendorSchema(schema);
       if (typeof local !== 'string') this.inline.set(digest, local);
     }
+    const checked = await this.run({ digest, args }, turn);
+    if ('cut' in checked) return { unusable: `compiling it and checking these arguments against it ${checked.cut.why.replace('takes', 'take')}` };
     // This turn is the thread's only task: nothing ended it between the compile and now.
-    return argumentsCheck(await this.run({ digest, args }));
+    return argumentsCheck(checked);
   }
 
-  private async run(task: VendorCheck): Promise<VendorCheckAnswer & { cutShort?: 'time' | 'memory' }> {
+  /** Runs a task within what is left of the turn; a thread's start (once up, the next) is not counted. */
+  private async run(task: VendorCheck, turn: Turn): Promise<VendorCheckAnswer | { cut: CutShort }> {
     const pool = this.poolOf();
-    // A thread's start (loading Ajv; under tests, compiling TypeScript too) is not the check's time.
-    // Its first compile (Ajv's code not yet optimized) takes several times a later one's: done here.
-    await (this.started ??= pool.run({ digest: '', schema: { type: 'object', properties: { a: { type: 'string' } } } }).catch((err: unknown) => {
-      // A thread that cannot start (its heap too small for Ajv) is a failure of the node, tried again
-      // next call; one the node's shutdown ended while it started is the shutdown's.
-      this.started = undefined;
-      throw this.closed ? shuttingDown() : err;
-    }));
+    await this.ready(pool);
+    // Nothing left (a compile retried after the memory ran out took it all): not started only to be ended.
+    if (turn.leftMs <= 0) return { cut: { why: `takes more than ${this.limits.checkMs} ms`, by: 'time' } };
+    const start = performance.now();
     try {
-      return await pool.run(task, { signal: AbortSignal.timeout(this.limits.checkMs) });
+      return await pool.run(task, { signal: AbortSignal.timeout(Math.max(1, Math.ceil(turn.leftMs))) });
     } catch (err) {
       // The node's shutdown ended the thread under this check (piscina: `Terminating worker thread`): was a 500 (attack round 19, Y-F5).
       if (this.closed) throw shuttingDown();
       const cut = cutShort(err, this.limits);
       if (cut === undefined) throw err;
-      // The thread was ended; its successor's start is awaited by the next task.
+      // The thread was ended: its successor is started within this turn, the one whose task ended
+      // it, not within the next organization's.
       this.started = undefined;
-      return { unusable: 'schema' in task ? `compiling it ${cut.why}` : `checking these arguments against it ${cut.why}`, cutShort: cut.by };
+      await this.ready(this.poolOf()).catch(() => undefined);
+      return { cut };
+    } finally {
+      turn.leftMs -= performance.now() - start;
     }
+  }
+
+  private ready(pool: Piscina<VendorCheck, VendorCheckAnswer>): Promise<unknown> {
+    // A thread's start (loading Ajv; under tests, compiling TypeScript too) is not the check's time.
+    // Its first compile (Ajv's code not yet optimized) takes several times a later one's: done here.
+    return (this.started ??= pool.run({ digest: '', schema: { type: 'object', properties: { a: { type: 'string' } } } }).catch((err: unknown) => {
+      // A thread that cannot start (its heap too small for Ajv) is a failure of the node, tried again
+      // next call; one the node's shutdown ended while it started is the shutdown's.
+      this.started = undefined;
+      throw this.closed ? shuttingDown() : err;
+    }));
   }
 
   private poolOf(): Piscina<VendorCheck, VendorCheckAnswer> {
@@ -199,13 +224,17 @@ function small(args: unknown): boolean {
   return true;
 }
 
+/** What is left of a turn's `checkMs`, spent by the thread's work only. */
+type Turn = { leftMs: number };
+type CutShort = { why: string; by: 'time' | 'memory' };
+
 function argumentsCheck(answer: VendorCheckAnswer): VendorArgumentsCheck {
   if ('missing' in answer || 'compiled' in answer) throw new Error('invariant: the schema thread lost a schema within one turn');
   return 'unusable' in answer ? { unusable: answer.unusable } : answer;
 }
 
 /** What ended a check early, as the refusal says it; undefined for anything else (a bug, thrown on). */
-function cutShort(err: unknown, limits: VendorCheckLimits): { why: string; by: 'time' | 'memory' } | undefined {
+function cutShort(err: unknown, limits: VendorCheckLimits): CutShort | undefined {
   const e = err as { name?: string; code?: string };
   if (e?.name === 'AbortError' || e?.name === 'TimeoutError') return { why: `takes more than ${limits.checkMs} ms`, by: 'time' };
   if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY') return { why: `takes more than ${limits.heapMb} MB of memory`, by: 'memory' };

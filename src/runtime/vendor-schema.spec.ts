@@ -52,6 +52,16 @@ describe("the thread's check", () => {
     expect(usual({ x: 'a'.repeat(500_000) })).toEqual([]);
     expect(usual({ x: `${'a'.repeat(500_000)}-` })).toEqual([expect.objectContaining({ keyword: 'pattern' })]);
   });
+
+  it('counts the values of an array of half a million items (a 1 MiB body of `0,`s) and checks them', () => {
+    const numbers = compiled({ type: 'object', properties: { x: { type: 'array', items: { type: 'integer' } } } });
+    const x = new Array<unknown>(520_000).fill(0);
+    // Was `RangeError: Maximum call stack size exceeded` counting them (every item an argument of one
+    // push), which the thread threw on: the call answered 500.
+    expect(numbers({ x })).toEqual([]);
+    x[519_999] = 'a';
+    expect(numbers({ x })).toEqual([expect.objectContaining({ instancePath: '/x/519999', keyword: 'type' })]);
+  });
 });
 
 describe('`const` and `enum`', () => {
