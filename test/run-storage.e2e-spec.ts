@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { RunStorageRepository } from '../src/runtime/run-storage.repository';
+import { IdempotencyRepository } from '../src/tool-calls/idempotency.repository';
 import { RunUsageCompactor } from '../src/runtime/run-usage-compactor';
 import { RunRetentionSweeper } from '../src/runs/run-retention.service';
 import { ExecFixturesModule, FX_EXEC_SCOPE, HUGE_ROWS } from './fixtures/exec-fixtures.module';
@@ -66,7 +67,8 @@ describe("an organization's runs' storage (e2e)", () => {
       `SELECT ((SELECT coalesce(sum(stored_bytes), 0) FROM run WHERE org_id = $1)
              + (SELECT coalesce(sum(data_bytes), 0) FROM run_event WHERE org_id = $1)
              + (SELECT coalesce(sum(stored_bytes), 0) FROM tool_call WHERE org_id = $1)
-             + (SELECT coalesce(sum(stored_bytes), 0) FROM tool_call_result WHERE org_id = $1))::text AS bytes`,
+             + (SELECT coalesce(sum(stored_bytes), 0) FROM tool_call_result WHERE org_id = $1)
+             + (SELECT coalesce(sum(stored_bytes), 0) FROM idempotency_key WHERE org_id = $1))::text AS bytes`,
       [orgId],
     );
     return Number(bytes);
@@ -170,6 +172,39 @@ describe("an organization's runs' storage (e2e)", () => {
     expect(await storage().stored(org.id)).toBe(await rowsWeigh(org.id));
     await setEdited(null);
     expect(await storage().stored(org.id)).toBe(before);
+  });
+
+  it("counts the answer an idempotency key keeps, and gives it back when the key expires (Z-N1: a second copy of each call's arguments, counted by nothing)", async () => {
+    const { org, agentId } = await orgWithAgent();
+    await t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .set('Idempotency-Key', 'kept-answer')
+      .send({ tool: 'fx-exec-read', arguments: { query: 'q' } })
+      .expect(200);
+    const before = await storage().stored(org.id);
+    expect(before).toBe(await rowsWeigh(org.id));
+    // The answer of a call whose arguments or result are large (written by the statement that records
+    // the call, ToolCallsRepository): set by hand, the total follows both ways.
+    const setAnswer = (body: unknown) =>
+      db().query(`UPDATE idempotency_key SET response_body = $2::jsonb WHERE org_id = $1 AND key = 'kept-answer'`, [org.id, JSON.stringify(body)]);
+    await setAnswer({ arguments: { query: incompressible(20_000) } });
+    const kept = await storage().stored(org.id);
+    expect(kept).toBeGreaterThan(before + 20_000);
+    expect(kept).toBe(await rowsWeigh(org.id));
+    // A replay answers what was kept.
+    const replay = await t.http
+      .post(`/api/v1/agents/${agentId}/tool-calls`)
+      .set(...bearer(org.keys.agent))
+      .set('Idempotency-Key', 'kept-answer')
+      .send({ tool: 'fx-exec-read', arguments: { query: 'q' } })
+      .expect(200);
+    expect(replay.body.arguments.query).toHaveLength(20_000);
+    // Past its 24 hours the sweep removes the key, and its bytes are given back.
+    await db().query(`UPDATE idempotency_key SET expires_at = now() - interval '1 second' WHERE org_id = $1`, [org.id]);
+    expect(await t.app.get(IdempotencyRepository).deleteExpired()).toBeGreaterThanOrEqual(1);
+    expect(await storage().stored(org.id)).toBe(before);
+    expect(await storage().stored(org.id)).toBe(await rowsWeigh(org.id));
   });
 
   it('removes runs finished more than RUN_RETENTION_DAYS ago with their events, gives their bytes back, and keeps the rest', async () => {

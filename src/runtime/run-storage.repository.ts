@@ -50,7 +50,7 @@ export class RunStorageRepository {
     const stored = await this.stored(orgId);
     if (stored >= this.maxBytes) {
       throw ApiError.conflict(
-        `This organization's runs and tool calls hold ${stored} bytes (inputs, transcripts, answers, run events and tool results) of the ${this.maxBytes} they may store (RUNS_MAX_BYTES_PER_ORG); no run was started. Ask the operator for more, or to keep finished runs for fewer days (RUN_RETENTION_DAYS).`,
+        `This organization's runs and tool calls hold ${stored} bytes (inputs, transcripts, answers, run events, tool calls and the answers idempotency keys keep) of the ${this.maxBytes} they may store (RUNS_MAX_BYTES_PER_ORG); no run was started. Ask the operator for more, or to keep finished runs for fewer days (RUN_RETENTION_DAYS).`,
       );
     }
   }
