@@ -1,9 +1,15 @@
 import { Global, Module } from '@nestjs/common';
 import { AuditController } from './audit.controller';
 import { AuditRepository } from './audit.repository';
+import { AuditRetentionSweeper } from './audit-retention.service';
 import { AuditService } from './audit.service';
 import { PositionSealsModule } from '../secrets/position-seals.module';
 
 @Global()
-@Module({ imports: [PositionSealsModule], controllers: [AuditController], providers: [AuditService, AuditRepository], exports: [AuditService] })
+@Module({
+  imports: [PositionSealsModule],
+  controllers: [AuditController],
+  providers: [AuditService, AuditRepository, AuditRetentionSweeper],
+  exports: [AuditService],
+})
 export class AuditModule {}

@@ -66,6 +66,23 @@ export class AuditRepository {
    * cursor's row and `(until, 0)`: given as two conditions, the scan started at one of them and
    * could walk from there to the other (a cursor of another query with an old `until`: 310 ms).
    */
+  /**
+   * Removes up to `batch` of the oldest events (by sequence, every organization's) written more than
+   * `days` ago; how many. The table lets only this transaction's retention through (migration
+   * 1765000000101), and nodes sweeping at once skip each other's rows.
+   */
+  async deleteOlderThan(days: number, batch: number): Promise<number> {
+    return this.dataSource.transaction(async (manager) => {
+      await manager.query(`SELECT set_config('audit.retention_days', $1, true)`, [String(days)]);
+      const [, count]: [unknown[], number] = await manager.query(
+        `DELETE FROM audit_event WHERE seq IN (SELECT seq FROM audit_event ORDER BY seq LIMIT $2 FOR UPDATE SKIP LOCKED)
+            AND at < now() - make_interval(days => $1)`,
+        [days, batch],
+      );
+      return count;
+    });
+  }
+
   async list(orgId: string, query: AuditListQuery): Promise<Page<AuditEvent>> {
     const limit = query.limit ?? DEFAULT_LIMIT;
     // The sequence is every organization's: the cursor carries it sealed under this one's key, so

@@ -29,6 +29,21 @@ describe('environment', () => {
     expect(resolveConfig({ DATA_DIR: dir, WEBHOOK_DELIVERY_RETENTION_DAYS: '365' }).webhookDeliveryRetentionMs).toBe(365 * 86_400_000);
   });
 
+  it('keeps audit events for good unless told a number of days, at least what a webhook delivery of one may be listed', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).auditRetentionMs).toBe(0);
+    expect(resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '0' }).auditRetentionMs).toBe(0);
+    expect(resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '400' }).auditRetentionMs).toBe(400 * 86_400_000);
+    // A week of finished deliveries, retried for a day before they finish.
+    expect(resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '8' }).auditRetentionMs).toBe(8 * 86_400_000);
+    expect(() => resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '7' })).toThrow(/AUDIT_RETENTION_DAYS: 7 keeps an event less long .* 8 days/);
+    expect(
+      resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '2', WEBHOOK_DELIVERY_RETENTION_DAYS: '1', WEBHOOK_RETRY_WINDOW_SECONDS: '3600' }).auditRetentionMs,
+    ).toBe(2 * 86_400_000);
+    expect(() => resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '-1' })).toThrow(/AUDIT_RETENTION_DAYS/);
+    expect(() => resolveConfig({ DATA_DIR: dir, AUDIT_RETENTION_DAYS: '1.5' })).toThrow(/AUDIT_RETENTION_DAYS/);
+  });
+
   it('tells an organization of an expiring API key a week ahead unless told otherwise, in days (0: only when it expired)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     expect(resolveConfig({ DATA_DIR: dir }).apiKeyExpiryNoticeMs).toBe(7 * 86_400_000);

@@ -36,6 +36,8 @@ export interface AppConfig {
   sweepIntervalMs: number;
   /** A finished webhook delivery older than this (from when it finished) is removed by the sweep. */
   webhookDeliveryRetentionMs: number;
+  /** AUDIT_RETENTION_DAYS in ms: an audit event older is removed by the sweep; unset or 0: kept for good. */
+  auditRetentionMs?: number;
   /** API_KEY_EXPIRY_NOTICE_DAYS in ms (unset, in tests: 7 days); 0: no `api_key.expiring`. */
   apiKeyExpiryNoticeMs?: number;
   /** WEBHOOK_MAX_PENDING_PER_ENDPOINT: an endpoint with this many pending deliveries gets no new ones until half have drained. */

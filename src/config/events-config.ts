@@ -42,6 +42,19 @@ export class EventsVariables extends RunsVariables {
   WEBHOOK_DELIVERY_RETENTION_DAYS: number = 7;
 
   /**
+   * How long an audit event is kept, in days; 0 (the default): for good, the log append-only. Set,
+   * each node's sweep removes the events older, so the log an organization writes at its rate limit
+   * is bounded in time (attack round 19, Z-N1). At least the webhook delivery log's retention and
+   * its retry window together, so every delivery listed still has its event.
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(36_500)
+  AUDIT_RETENTION_DAYS: number = 0;
+
+  /**
    * Pending deliveries one endpoint may have. At it, its organization's new events are not written
    * as deliveries for it (counted, shown on the endpoint, audited) until half have drained: a
    * receiver that hangs or is slow no longer grows the table without limit (~450 bytes a delivery).

@@ -42,6 +42,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     toolLeaseGraceMs: e.TOOL_LEASE_GRACE_SECONDS * 1000,
     sweepIntervalMs: e.SWEEP_INTERVAL_SECONDS * 1000,
     webhookDeliveryRetentionMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
+    auditRetentionMs: auditRetentionMs(e),
     apiKeyExpiryNoticeMs: e.API_KEY_EXPIRY_NOTICE_DAYS * 86_400_000,
     webhookMaxPendingPerEndpoint: e.WEBHOOK_MAX_PENDING_PER_ENDPOINT,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
@@ -200,4 +201,16 @@ export function loadOrCreateAdminToken(dataDir: string, log: (message: string) =
   chmodSync(path, 0o600);
   log(`platform admin token: generated and written to ${path} (mode 0600)`);
   return token;
+}
+
+/** AUDIT_RETENTION_DAYS in ms, once it keeps every event a webhook delivery listed may name. */
+function auditRetentionMs(e: EnvironmentVariables): number {
+  const ms = e.AUDIT_RETENTION_DAYS * 86_400_000;
+  const deliveries = e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000 + e.WEBHOOK_RETRY_WINDOW_SECONDS * 1000;
+  if (ms > 0 && ms < deliveries) {
+    throw new ConfigError(
+      `Invalid environment:\n  AUDIT_RETENTION_DAYS: ${e.AUDIT_RETENTION_DAYS} keeps an event less long than a webhook delivery of it may be listed (WEBHOOK_DELIVERY_RETENTION_DAYS and WEBHOOK_RETRY_WINDOW_SECONDS together: ${Math.ceil(deliveries / 86_400_000)} days); set it to at least that, or 0 to keep events for good.`,
+    );
+  }
+  return ms;
 }

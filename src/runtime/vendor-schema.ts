@@ -125,9 +125,8 @@ export function compileVendorSchema(inputSchema: Record<string, unknown>): Vendo
     allErrors: true,
     validateSchema: false,
     code: { regExp: linearRegExp, process: (source) => counted(source) },
-    // Ajv writes the whole generated code of a schema it cannot compile to console.error: 1.7 MB for
-    // a union of 3,000 branches, past the node's logger and its level, on every node and for every
-    // new digest (attack round 18, X-F3). The call is refused saying why; the code says nothing more.
+    // Ajv writes the whole generated code of a schema it cannot compile to console.error: 1.7 MB for a union of 3,000
+    // branches, past the node's logger, on every node for every new digest (attack round 18, X-F3): refused saying why.
     logger: false,
   };
   const ajv = typeof dialect === 'string' && /2019-09|2020-12/.test(dialect) ? bounded(new Ajv2020(options)) : bounded(new Ajv(options));
