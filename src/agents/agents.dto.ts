@@ -4,7 +4,6 @@ import { ApiProperty, ApiPropertyOptional, getSchemaPath } from '@nestjs/swagger
 import { Transform, Type } from 'class-transformer';
 import {
   ArrayMaxSize,
-  ArrayUnique,
   IsArray,
   IsInt,
   IsNumber,
@@ -22,6 +21,7 @@ import {
   ValidationArguments,
   ValidationOptions,
 } from 'class-validator';
+import { ArrayUnique } from '../common/unique-list';
 import { EntriesIn, MapMaxEntries } from '../common/bounded-transform';
 import { OptionalNotNull } from '../common/optional-not-null';
 import { SLUG_PATTERN } from '../orgs/orgs.dto';

@@ -36,8 +36,10 @@ export function flattenValidationErrors(errors: ValidationError[], parent = ''):
       const unknown = constraint === 'whitelistValidation';
       out.push({ path, code: unknown ? 'unknown_property' : constraint, message: unknown ? `property ${error.property} is not allowed` : message });
     }
-    if (elements) out.push(...elements.errors);
-    if (error.children?.length) out.push(...flattenValidationErrors(error.children, path));
+    // Appended one by one: a list of 400,000 bad elements, pushed as the arguments of one call,
+    // overflowed the stack (a 500, session 44).
+    for (const found of elements?.errors ?? []) out.push(found);
+    for (const found of error.children?.length ? flattenValidationErrors(error.children, path) : []) out.push(found);
   }
   return out;
 }

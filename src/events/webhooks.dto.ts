@@ -1,19 +1,6 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import {
-  ArrayMaxSize,
-  ArrayMinSize,
-  ArrayUnique,
-  IsArray,
-  IsIn,
-  IsInt,
-  IsISO8601,
-  IsOptional,
-  IsString,
-  Max,
-  MaxLength,
-  Min,
-  MinLength,
-} from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { ArrayUnique } from '../common/unique-list';
 import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
 import { PageQuery } from '../common/pagination';
 import type { DeliveryAttempt, DeliveryStatus, RotatedSecret, WebhookBacklog, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';

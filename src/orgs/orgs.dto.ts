@@ -4,7 +4,6 @@ import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
 import {
   ArrayMaxSize,
   ArrayMinSize,
-  ArrayUnique,
   IsArray,
   IsIn,
   IsDefined,
@@ -21,6 +20,7 @@ import {
   ValidateBy,
   ValidateIf,
 } from 'class-validator';
+import { ArrayUnique } from '../common/unique-list';
 import { Role, ROLES } from '../auth/principal';
 
 export const SLUG_PATTERN = /^[a-z0-9][a-z0-9-]{1,62}$/;
