@@ -1046,6 +1046,20 @@ describe('the Builder console in a browser (e2e)', () => {
     await context.close();
   });
 
+  it("shows a webhook's description with what it hides escaped, as the lists show names (attack round 20, AA-F2)", async () => {
+    // An admin's description is any text: a right-to-left override reversed what followed it, a zero-width space hid a difference.
+    const description = 'Payroll \u202etoor\u200b sink';
+    const own = await createOrg(t);
+    await api('post', '/webhooks', own.keys.admin)
+      .send({ url: 'http://127.0.0.1:9/described', types: ['agent.created'], description })
+      .expect(201);
+    const { context, page } = await signedIn(own.keys.admin);
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByText('Payroll \\u202etoor\\u200b sink', { exact: true }).waitFor();
+    expect(await page.getByText(description, { exact: true }).count()).toBe(0);
+    await context.close();
+  });
+
   it('disables a tool picked from the catalog, refusing its calls until it is enabled again; a viewer reads the switches only', async () => {
     const own = await createOrg(t, ['memory:read']);
     const agentId = await publishAgent(t, own, 'recaller', { instructions: 'Recall.', capabilities: [{ id: 'memory' }] });

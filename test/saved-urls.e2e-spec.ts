@@ -33,6 +33,9 @@ const TABLE: Array<[string, readonly [number, string, string]]> = [
   // Names DNS cannot carry: getaddrinfo's EINVAL answered 500 (attack round 11, F-F1); a long label was saved.
   [`https://${`${'a'.repeat(63)}.`.repeat(4)}com/`, INVALID],
   [`https://${'a'.repeat(64)}.com/`, INVALID],
+  // 252 characters as given, 2,092 as sent: each U+4E00 is `%E4%B8%80`. Every route saved it, and a webhook of 2,048
+  // such characters was stored, answered and sent as 18,248 (attack round 20, AA-F3).
+  [`http://localhost:4122/${'\u4e00'.repeat(230)}`, INVALID],
   ['http://user:pw@localhost:4122/', REFUSED],
   ['https://token@example.com/', REFUSED],
   ['ftp://localhost/', REFUSED],

@@ -207,6 +207,11 @@ describe('webhook signing secret rotation (e2e)', () => {
     [{ ifSecretRotatedAt: 17 }],
     [{ ifSecretRotatedAt: '2026-02-30T00:00:00Z' }],
     [{ ifSecretRotatedAt: `2026-01-01T00:00:00.${'0'.repeat(80)}Z` }],
+    // ISO 8601 forms the validator took and JavaScript's Date does not read: each was a 500 (attack round 20, AA-F1).
+    [{ ifSecretRotatedAt: '2026-W01' }],
+    [{ ifSecretRotatedAt: '2026-060' }],
+    [{ ifSecretRotatedAt: '20260101T000000Z' }],
+    [{ ifSecretRotatedAt: '2026-01-01T00:00:00,5Z' }],
   ])('400 at ifSecretRotatedAt for %j, the secret unchanged', async (body) => {
     const { id, receiver } = await endpoint(['agent.created']);
     const res = await rotate(id, body).expect(400);

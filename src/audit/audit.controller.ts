@@ -1,23 +1,12 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { ApiOkResponse, ApiOperation, ApiProperty, ApiPropertyOptional, ApiTags } from '@nestjs/swagger';
 import { IsIn, IsOptional, ValidateBy } from 'class-validator';
-import { normalizeInstant } from '../common/instant';
+import { IsInstant, normalizeInstant } from '../common/instant';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { orgIdOf, RequestContext } from '../auth/principal';
 import { PageQuery } from '../common/pagination';
 import { AuditEvent, AUDIT_EVENT_TYPES, AuditEventType, AuditService } from './audit.service';
-
-/** An instant the database reads as the API does (normalizeInstant); the message names the field. */
-function IsInstant(): PropertyDecorator {
-  return ValidateBy({
-    name: 'isInstant',
-    validator: {
-      validate: (v: unknown) => typeof v === 'string' && normalizeInstant(v) !== undefined,
-      defaultMessage: (args) => `${args?.property} must be an ISO 8601 date, or date and time (e.g. 2026-01-31T09:00:00Z)`,
-    },
-  });
-}
 
 export class AuditQuery extends PageQuery {
   @ApiPropertyOptional({ enum: AUDIT_EVENT_TYPES })

@@ -1,7 +1,8 @@
 import { ApiProperty, ApiPropertyOptional } from '@nestjs/swagger';
-import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsISO8601, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
+import { ArrayMaxSize, ArrayMinSize, IsArray, IsIn, IsInt, IsOptional, IsString, Max, MaxLength, Min, MinLength } from 'class-validator';
 import { ArrayUnique } from '../common/unique-list';
 import { AUDIT_EVENT_TYPES } from '../audit/audit.service';
+import { IsInstant } from '../common/instant';
 import { PageQuery } from '../common/pagination';
 import type { DeliveryAttempt, DeliveryStatus, RotatedSecret, WebhookBacklog, WebhookDelivery, WebhookEndpoint } from './webhooks.repository';
 
@@ -122,7 +123,7 @@ export class RotateWebhookSecretDto {
   @IsOptional()
   @IsString()
   @MaxLength(64)
-  @IsISO8601({ strict: true, strictSeparator: true })
+  @IsInstant()
   ifSecretRotatedAt?: string | null;
 }
 

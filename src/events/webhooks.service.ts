@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger, OnApplicationBootstrap } from '@nestjs/comm
 import { randomBytes, randomUUID } from 'node:crypto';
 import { actingKeyOf, actorOf, orgIdOf, RequestContext } from '../auth/principal';
 import { ApiError } from '../common/api-error';
+import { normalizeInstant } from '../common/instant';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { Page, PageQuery } from '../common/pagination';
 import { EgressService } from '../egress/egress.service';
@@ -112,7 +113,9 @@ export class WebhooksService implements OnApplicationBootstrap {
   ): Promise<RotatedSecret & { secret: string }> {
     const orgId = orgIdOf(ctx);
     const secret = newSecret();
-    const condition = ifSecretRotatedAt === undefined || ifSecretRotatedAt === null ? ifSecretRotatedAt : new Date(ifSecretRotatedAt);
+    // Read as every instant of the API is (normalizeInstant: UTC without an offset, never the node's zone); the DTO refused what it cannot read.
+    const condition =
+      ifSecretRotatedAt === undefined || ifSecretRotatedAt === null ? ifSecretRotatedAt : new Date(normalizeInstant(ifSecretRotatedAt) ?? Number.NaN);
     const rotated = await this.repo.rotateSecret(
       orgId,
       id,

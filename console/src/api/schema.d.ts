@@ -5174,7 +5174,7 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionView"];
                 };
             };
-            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`). */
+            /** @description Bad body, unknown server, unknown or missing credential, a url where the entry fixes it or none where it needs one (`invalid_request`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63, or a URL longer than 2,048 characters once its characters outside ASCII are percent-encoded (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5685,7 +5685,7 @@ export interface operations {
                     "application/json": components["schemas"]["McpConnectionView"];
                 };
             };
-            /** @description Bad body, or an entry whose address the catalog fixes (`invalid_request`, `not_allowed` at `url`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`); or `url` is of another origin and the connection holds credentials while `credentials` is not given (`required` at `credentials`), or a credential is unknown or malformed (its value never echoed). */
+            /** @description Bad body, or an entry whose address the catalog fixes (`invalid_request`, `not_allowed` at `url`); or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63, or a URL longer than 2,048 characters once its characters outside ASCII are percent-encoded (`invalid_request`, code `url`); or `url` is of another origin and the connection holds credentials while `credentials` is not given (`required` at `credentials`), or a credential is unknown or malformed (its value never echoed). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -5980,7 +5980,7 @@ export interface operations {
                     "application/json": components["schemas"]["ModelProviderView"];
                 };
             };
-            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `baseUrl` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`). */
+            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `baseUrl` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63, or a URL longer than 2,048 characters once its characters outside ASCII are percent-encoded (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8213,7 +8213,7 @@ export interface operations {
                     "application/json": components["schemas"]["CreatedWebhookView"];
                 };
             };
-            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63 (`invalid_request`, code `url`). */
+            /** @description The body is invalid (`invalid_request`; `errors[]` names each problem by `path`), or `url` is not an absolute URL, or one nothing can be sent to: spaces or control characters, port 0, a host name ending in a dot, longer than 253 characters or with a label longer than 63, or a URL longer than 2,048 characters once its characters outside ASCII are percent-encoded (`invalid_request`, code `url`). */
             400: {
                 headers: {
                     [name: string]: unknown;

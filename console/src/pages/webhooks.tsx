@@ -56,7 +56,8 @@ export function WebhooksPage() {
             <h2>
               <code>{h.url}</code>
             </h2>
-            {h.description && <p>{h.description}</p>}
+            {/* Any text an admin gave: what would reverse or hide part of it shown as escapes, as names are (attack round 20, AA-F2). */}
+            {h.description && <p>{visibleText(h.description)}</p>}
             <p className="muted">
               {h.types.includes('*') ? 'Every event type' : h.types.join(', ')} · since {formatTime(h.createdAt)} · secret{' '}
               {h.secretRotatedAt ? `last rotated ${formatTime(h.secretRotatedAt)}` : 'never rotated'} · {h.backlog.pending} pending
