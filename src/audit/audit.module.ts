@@ -1,7 +1,6 @@
 import { Global, Module } from '@nestjs/common';
 import { AuditController } from './audit.controller';
 import { AuditRepository } from './audit.repository';
-import { AuditRetentionSweeper } from './audit-retention.service';
 import { AuditService } from './audit.service';
 import { PositionSealsModule } from '../secrets/position-seals.module';
 
@@ -9,7 +8,7 @@ import { PositionSealsModule } from '../secrets/position-seals.module';
 @Module({
   imports: [PositionSealsModule],
   controllers: [AuditController],
-  providers: [AuditService, AuditRepository, AuditRetentionSweeper],
-  exports: [AuditService],
+  providers: [AuditService, AuditRepository],
+  exports: [AuditService, AuditRepository],
 })
 export class AuditModule {}

@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { AuditRetentionSweeper } from '../audit/audit-retention.service';
 import { EventLogRepository } from './event-log.repository';
 import { EventStreamService } from './event-stream.service';
 import { EventWakeups } from './event-wakeups.service';
@@ -24,6 +25,8 @@ import { WebhooksService } from './webhooks.service';
     WebhooksService,
     WebhookDispatcher,
     WebhookRetentionSweeper,
+    // Beside the delivery log's: the deliveries it keeps name the events this one removes (AUDIT_RETENTION_DAYS).
+    AuditRetentionSweeper,
     WebhookBacklogRepository,
     WebhookBacklogSweeper,
   ],
