@@ -102,6 +102,7 @@ export class OidcAuthenticator {
         // Discovery then the key set, each within FETCH_TIMEOUT_MS (body included, in the egress policy).
         fetchTimeoutMs: 2 * FETCH_TIMEOUT_MS + 1000,
         onFetchError: (message) => this.logger.warn(`identity provider keys not fetched: ${message}`),
+        onIgnoredKeys: (message) => this.logger.warn(`identity provider keys: ${message}`),
       });
     }
   }
