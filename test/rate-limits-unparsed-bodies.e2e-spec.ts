@@ -11,6 +11,7 @@ describe('rate limits on requests whose body is never parsed', () => {
   let t: TestApp;
   let org: TestOrg;
   let other: TestOrg;
+  let third: TestOrg;
   let agent: string;
   let pinned: string;
   // Unterminated: JSON.parse fails at its end, having read all of it.
@@ -20,6 +21,7 @@ describe('rate limits on requests whose body is never parsed', () => {
     t = await createTestApp();
     org = await createOrg(t);
     other = await createOrg(t);
+    third = await createOrg(t);
     agent = await publishAgent(t, org, 'one', { instructions: 'x', capabilities: [] });
     const theirs = await publishAgent(t, org, 'two', { instructions: 'x', capabilities: [] });
     pinned = (
@@ -68,6 +70,26 @@ describe('rate limits on requests whose body is never parsed', () => {
       .get('/api/v1/me')
       .set(...bearer(other.keys.viewer))
       .expect(200);
+  });
+
+  it('counts a body the guard then sees once, not again in the guard: five requests of a key limited to five are served', async () => {
+    for (let i = 0; i < 5; i++) {
+      const res = await t.http
+        .post('/api/v1/agents')
+        .set(...bearer(third.keys.builder))
+        .send({});
+      // Parsed, through the guard, refused by validation.
+      expect(res.status).toBe(400);
+      expect(res.headers['ratelimit-remaining']).toBe(String(4 - i));
+    }
+    expect(
+      (
+        await t.http
+          .post('/api/v1/agents')
+          .set(...bearer(third.keys.builder))
+          .send({})
+      ).status,
+    ).toBe(429);
   });
 
   it("refuses a pinned key's body for another agent unread, as the guard would (404), counted against the key alone", async () => {
