@@ -300,6 +300,24 @@ describe('sign-in through an identity provider (e2e)', () => {
         .expect(200);
     });
 
+    it('refuses a token whose exp lies past the year 9999 with 401 saying so, as an API key cannot expire later (was 500 on GET /me)', async () => {
+      // A provider writing "never" as a huge exp: its expiry in ms was past what a Date holds, and GET /me's
+      // expiresAt threw RangeError (500 internal_error) for exp 10^13 s; attack round 20, AB-F3.
+      for (const expiresIn of [1e13, 253402300800 - Math.floor(Date.now() / 1000)]) {
+        const token = await idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, expiresIn });
+        const res = await t.http.get('/api/v1/me').set(...bearer(token));
+        expect(res.status).toBe(401);
+        expect(res.body.detail).toBe("The token's exp claim is not accepted (it is past the year 9999).");
+      }
+      // The last second of 9999 is taken.
+      const last = await idp.token({ claims: { org_id: a.id, roles: ['viewer'] }, expiresIn: 253402300799 - Math.floor(Date.now() / 1000) });
+      const me = await t.http
+        .get('/api/v1/me')
+        .set(...bearer(last))
+        .expect(200);
+      expect(me.body.expiresAt).toBe(new Date((253402300799 + 60) * 1000).toISOString());
+    });
+
     it('picks up a rotated key (a new kid) and refuses a retired one once the keys are fetched again', async () => {
       const before = idp.requests.filter((p) => p === '/jwks').length;
       const oldToken = await person(a, ['viewer']);

@@ -6,12 +6,14 @@ import type { ConnectionCap } from '../common/connections';
 import { declaresBody } from '../common/body-encoding';
 import { parseTimeSpent } from '../common/parse-time';
 import { sendProblem } from '../common/problem.filter';
+import { countedBeforeBody } from '../rate-limit/counted-requests';
 import { rateLimitHeaders, type RateLimiter } from '../rate-limit/rate-limiter.service';
 import { ACCESS_ROUTE_CONFIG, type Allowed, PUBLIC_ROUTE_CONFIG } from './access.decorator';
 import { permits } from './auth.guard';
 import type { AuthService } from './auth.service';
 import type { ResourceChallenge } from './oidc/resource-challenge.service';
-import { budgetOwnerOf, holdsRole, type Principal } from './principal';
+import { budgetOwnerOf, holdsRole, mayActFor, type Principal } from './principal';
+import { missingScope } from './oidc/token-scopes';
 import { bearerTokenOf } from './tokens';
 
 /**
@@ -72,6 +74,19 @@ export function refuseAnonymousRequests(
         const owner = budgetOwnerOf(principal);
         let refusal: unknown = refusedWhateverTheBody(request, principal, challenge);
         if (!refusal && bodies.parseTime.over(owner)) refusal = parseTimeSpent();
+        let counted = false;
+        if (!refusal) {
+          // Counted before the body is read, and past a limit refused unread: counted in the guard, a
+          // body that failed to parse was answered 400 and never counted (AB-F4, counted-requests.ts).
+          counted = true;
+          try {
+            const limits = await limiter.hit(principal, sharesOrgLimit(request, principal));
+            if (limits) void reply.headers(rateLimitHeaders(limits));
+            countedBeforeBody(request, limits);
+          } catch (err) {
+            refusal = err;
+          }
+        }
         if (!refusal) {
           bodies.parseTime.own(request, owner);
           if (!bodies.underPressure() && !connections.underPressure()) {
@@ -83,11 +98,13 @@ export function refuseAnonymousRequests(
         }
         // Refused unread, and counted against the principal's own limit as the guard counts a refusal:
         // the guard never sees it, and a key answered 503 at once could otherwise ask without end.
-        try {
-          const limits = await limiter.hit(principal, false);
-          if (limits) void reply.headers(rateLimitHeaders(limits));
-        } catch (err) {
-          refusal = err;
+        if (!counted) {
+          try {
+            const limits = await limiter.hit(principal, false);
+            if (limits) void reply.headers(rateLimitHeaders(limits));
+          } catch (err) {
+            refusal = err;
+          }
         }
         void reply.header('Connection', 'close');
         sendProblem(reply, request, refusal, logger);
@@ -122,7 +139,20 @@ function refusedWhateverTheBody(request: FastifyRequest, principal: Principal, c
     if (err instanceof ApiError) return err;
     throw err;
   }
+  // A key pinned to other agents meets this one as a missing one, as in the guard: before its body.
+  const agentId = (request.params as Record<string, unknown> | undefined)?.agentId;
+  if (typeof agentId === 'string' && !mayActFor(principal, agentId)) return ApiError.notFound('agent');
   return undefined;
+}
+
+/**
+ * Whether a request the guard may still accept counts against its organization's limit too. A
+ * token whose scopes would refuse an MCP method past discovery (`tools/call` without `mcp:tools`)
+ * is refused or not by its body, unread yet: counted against itself alone, as the guard counts a
+ * refusal, so refused requests never spend the organization's limit (row 26).
+ */
+function sharesOrgLimit(request: FastifyRequest, principal: Principal): boolean {
+  return missingScope(principal, request.routeOptions.url, { method: 'tools/call' }) === undefined;
 }
 
 function needsCredential(request: FastifyRequest): boolean {

@@ -6,6 +6,7 @@ import type { AuthenticatedRequest } from './ctx.decorator';
 import { AuthService } from './auth.service';
 import { ResourceChallenge } from './oidc/resource-challenge.service';
 import { effectiveRoles, holdsRole, mayActFor, Principal } from './principal';
+import { countBeforeBody } from '../rate-limit/counted-requests';
 import { RateLimiter, rateLimitHeaders } from '../rate-limit/rate-limiter.service';
 import type { FastifyReply } from 'fastify';
 
@@ -53,7 +54,9 @@ export class AuthGuard implements CanActivate {
     // A refused request still counts, against its principal's own limit, so a refused client cannot
     // flood; but not against its organization's: six people with no role (or MCP clients' tokens on
     // REST) spent its budget in seconds and its keys and runtimes were all answered 429.
-    const limits = await this.limiter.hit(principal, refusal === undefined && holdsRole(principal));
+    // A request with a body was counted before its body was read (anonymous-requests.ts): not twice.
+    const counted = countBeforeBody(request);
+    const limits = counted ? counted.limits : await this.limiter.hit(principal, refusal === undefined && holdsRole(principal));
     if (limits) void context.switchToHttp().getResponse<FastifyReply>().headers(rateLimitHeaders(limits));
     if (refusal !== undefined) throw refusal;
     return true;

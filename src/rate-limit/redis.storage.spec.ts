@@ -1,6 +1,6 @@
 import { Metrics } from '../telemetry/metrics';
 import { RedisThrottlerStorage } from './redis.storage';
-import { dropKeys, TEST_REDIS_URL, uniquePrefix } from '../../test/support/redis';
+import { dropKeys, startOwnRedis, TEST_REDIS_URL, uniquePrefix } from '../../test/support/redis';
 
 /** The fixed-window semantics of FixedWindowThrottlerStorage, on Redis (runs with TEST_REDIS_URL). */
 (TEST_REDIS_URL ? describe : describe.skip)('RedisThrottlerStorage', () => {
@@ -54,4 +54,46 @@ import { dropKeys, TEST_REDIS_URL, uniquePrefix } from '../../test/support/redis
     const results = await Promise.all(Array.from({ length: 50 }, () => s.increment('race', 60_000, 10, 0, 'per-key')));
     expect(results.filter((r) => !r.isBlocked)).toHaveLength(10);
   });
+});
+
+/**
+ * A Redis that stops answering on a live connection (paused, stalled; the connection stays open): a
+ * hit that timed out left its command in the client's queue until a reply came, and a hit was sent
+ * again every second, so the hits of a 250 ms window each second waited out the timeout and their
+ * commands piled up for as long as the stall lasted (640 after 20 s at 316 hits a second, attack
+ * round 20, AB-F5). The connection is now dropped at the first timeout and made again: nothing waits
+ * on the stalled one, and hits are counted in process until Redis answers a new connection.
+ */
+(TEST_REDIS_URL ? describe : describe.skip)('RedisThrottlerStorage, Redis stalled on a live connection', () => {
+  it('drops the connection at the first hit that times out, counts in process without waiting meanwhile, and uses Redis again once it answers', async () => {
+    const redis = await startOwnRedis();
+    const s = new RedisThrottlerStorage(redis.url, uniquePrefix(), new Metrics());
+    try {
+      await s.ready();
+      expect((await s.increment('k', 60_000, 100, 0, 'per-key')).totalHits).toBe(1);
+      redis.pause();
+      const waits: number[] = [];
+      const until = Date.now() + 3500;
+      while (Date.now() < until) {
+        await Promise.all(
+          Array.from({ length: 20 }, async (_, i) => {
+            const started = performance.now();
+            await s.increment(`k${waits.length}-${i}`, 60_000, 100, 0, 'per-key');
+            waits.push(performance.now() - started);
+          }),
+        );
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // The first 20 hits waited out the 250 ms timeout; none after them (was 20 more every second).
+      expect(waits.filter((ms) => ms >= 200).length).toBeLessThanOrEqual(20);
+      expect(s.connected).toBe(false);
+      redis.resume();
+      await s.ready(10_000);
+      expect((await s.increment('k', 60_000, 100, 0, 'per-key')).totalHits).toBe(2);
+    } finally {
+      redis.resume();
+      await s.close();
+      await redis.stop();
+    }
+  }, 30_000);
 });

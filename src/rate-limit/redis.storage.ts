@@ -122,6 +122,14 @@ export class RedisThrottlerStorage implements ThrottlerStorage {
         // A slow or failing Redis on a live connection: count here for a second, then try again.
         this.retryAt = Date.now() + RETRY_AFTER_FAILURE_MS;
         this.report(false, (err as Error).message);
+        // A command past its timeout stays in the client's queue until its reply comes, which a
+        // stalled Redis never sends: the hits of each second's first 250 ms waited it out and their
+        // commands piled up for as long as the stall lasted (AB-F5). The connection is made again,
+        // which fails what waits on it; hits are counted here until Redis answers the new one.
+        if (/timed out/i.test((err as Error).message) && this.up) {
+          this.up = false;
+          this.redis.disconnect(true);
+        }
       }
     }
     this.metrics?.rateLimitFallback();

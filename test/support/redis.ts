@@ -29,6 +29,10 @@ export interface OwnRedis {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /** Stops the server's process where it stands (SIGSTOP): connections stay open, nothing is answered, as a Redis paused or stalled. */
+  pause(): void;
+  /** Lets it go on (SIGCONT): it answers what it was sent meanwhile. */
+  resume(): void;
 }
 
 /**
@@ -54,7 +58,15 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       };
       child.once('exit', () => done(false));
     });
-    if (ok) return { url: `redis://127.0.0.1:${port}`, port, stop: () => stopChild(child) };
+    if (ok) {
+      return {
+        url: `redis://127.0.0.1:${port}`,
+        port,
+        stop: () => stopChild(child),
+        pause: () => void child.kill('SIGSTOP'),
+        resume: () => void child.kill('SIGCONT'),
+      };
+    }
     if (attempt >= 1) throw new Error(`redis-server did not start: ${out}`);
   }
 }

@@ -72,6 +72,8 @@ const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256
 /** Three base64url segments; the signature may be empty so that an unsigned token is refused by the verifier, by name. */
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const MAX_TOKEN_LENGTH = 16 * 1024;
+/** 9999-12-31T23:59:59Z in seconds: the latest `exp` taken. */
+const LATEST_EXP = 253402300799;
 const MAX_DOCUMENT_BYTES = 512 * 1024;
 const FETCH_TIMEOUT_MS = 10_000;
 
@@ -102,6 +104,7 @@ export class OidcAuthenticator {
         // Discovery then the key set, each within FETCH_TIMEOUT_MS (body included, in the egress policy).
         fetchTimeoutMs: 2 * FETCH_TIMEOUT_MS + 1000,
         onFetchError: (message) => this.logger.warn(`identity provider keys not fetched: ${message}`),
+        onIgnoredKeys: (message) => this.logger.warn(`identity provider keys: ${message}`),
       });
     }
   }
@@ -132,6 +135,10 @@ export class OidcAuthenticator {
     } catch (err) {
       throw this.refusal(err);
     }
+    // jose takes any number: a provider writing "never" as exp 10^13 (or 1e400, read as Infinity) made
+    // the token's end past what a Date holds, and GET /me answered 500 (attack round 20, AB-F3). As
+    // an API key's, a token's end is before the year 10000.
+    if (!((payload.exp as number) <= LATEST_EXP)) throw ApiError.unauthorized("The token's exp claim is not accepted (it is past the year 9999).");
     const otherType = notAnAccessToken(header, payload, oidc.requireAccessTokenType);
     if (otherType) throw ApiError.unauthorized(otherType);
     let claims;

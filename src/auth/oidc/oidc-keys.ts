@@ -1,4 +1,5 @@
 import { createLocalJWKSet, errors, type CryptoKey, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
+import { createPublicKey, type JsonWebKey } from 'node:crypto';
 
 /** Reads a JSON document from the provider (through the egress policy, size-capped). */
 export type JsonFetcher = (url: string) => Promise<unknown>;
@@ -16,6 +17,8 @@ export interface KeyStoreOptions {
   now?: () => number;
   /** Told once per failed fetch (so at most once per cooldown), not once per token refused meanwhile. */
   onFetchError?: (message: string) => void;
+  /** Told, once per fetch, of the keys of the set that are not used (see verifiesCheaply). */
+  onIgnoredKeys?: (message: string) => void;
 }
 
 /** The provider's keys could not be had (unreachable, or it answered nonsense). Not the token's fault. */
@@ -136,13 +139,48 @@ export class OidcKeyStore {
     const jwks = await fetchJson(jwksUri);
     if (!isRecord(jwks) || !Array.isArray(jwks.keys)) throw new KeysUnavailableError(`${jwksUri} is not a JSON Web Key Set`);
     // Only public signing keys: a symmetric (`oct`) key in a public document would let anyone sign.
-    const keys = jwks.keys.filter((k) => isRecord(k) && (k.kty === 'RSA' || k.kty === 'EC' || k.kty === 'OKP') && k.d === undefined && k.use !== 'enc');
+    const listed = jwks.keys.filter((k) => isRecord(k) && (k.kty === 'RSA' || k.kty === 'EC' || k.kty === 'OKP') && k.d === undefined && k.use !== 'enc');
+    const keys = listed.slice(0, MAX_PROVIDER_KEYS).filter(verifiesCheaply);
+    if (keys.length < listed.length) {
+      this.options.onIgnoredKeys?.(
+        `${listed.length - keys.length} of the ${listed.length} signing keys of ${jwksUri} are not used (past the first ${MAX_PROVIDER_KEYS}, not a public key, RSA under 2048 or over 8192 bits, or an RSA exponent over 256 bits)`,
+      );
+    }
     return { resolve: createLocalJWKSet({ keys } as JSONWebKeySet), fetchedAt: this.now() };
   }
 
   private now(): number {
     return (this.options.now ?? Date.now)();
   }
+}
+
+/**
+ * The most signing keys of the provider's set that are held: providers publish a handful (two or
+ * three during a rotation). Each is looked at once per fetch; past it they are not used.
+ */
+export const MAX_PROVIDER_KEYS = 100;
+
+/**
+ * A key a token can be verified with, at the cost of an ordinary verification. jose imports a key
+ * when a token names it and does not remember a failed import, and a token naming no `kid` is tried
+ * against every key of its algorithm that imports: a provider listing 3,000 EC keys off their curve
+ * made each stranger's forged token hold the event loop 150 ms, trying them all again (attack
+ * round 20, AB-F1). An RSA key jose refuses to verify with (under 2048 bits) ended the tries on it
+ * with a TypeError, refusing tokens of the key listed after it; one whose public exponent is as
+ * long as its modulus made each verification a full exponentiation, 30 times 65537's (AB-F2).
+ * FIPS 186-5 bounds an exponent below 2^256; providers use 65537.
+ */
+function verifiesCheaply(jwk: Record<string, unknown>): boolean {
+  let key;
+  try {
+    key = createPublicKey({ key: jwk as JsonWebKey, format: 'jwk' });
+  } catch {
+    return false;
+  }
+  if (key.type !== 'public') return false;
+  if (key.asymmetricKeyType !== 'rsa') return true;
+  const { modulusLength = 0, publicExponent = 0n } = key.asymmetricKeyDetails ?? {};
+  return modulusLength >= 2048 && modulusLength <= 8192 && publicExponent < 2n ** 256n;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {
