@@ -32,8 +32,10 @@ describe('the time bodies take to parse, per organization', () => {
   let first: TestOrg;
   let second: TestOrg;
   beforeAll(async () => {
-    // A share small enough that one such body passes it: its parse takes more than the burst of 20 ms.
-    t = await createTestApp({ config: { httpLimits: { ...DEFAULT_HTTP_LIMITS, bodyParseMsPerOrg: 10 } } });
+    // A share small enough that one such body passes it: its parse takes more than the burst of 2 ms,
+    // and what it took past it drains for seconds (at 10 ms a second, a parse of 22 ms was drained by
+    // the time a loaded CI machine sent the next body, which was read).
+    t = await createTestApp({ config: { httpLimits: { ...DEFAULT_HTTP_LIMITS, bodyParseMsPerOrg: 1 } } });
     first = await createOrg(t);
     second = await createOrg(t);
   }, 180_000);
