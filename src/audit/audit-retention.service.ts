@@ -28,13 +28,7 @@ export class AuditRetentionSweeper extends IntervalSweeper<number> {
   protected async sweep(): Promise<number> {
     const days = Math.floor((this.config.auditRetentionMs ?? 0) / 86_400_000);
     if (days < 1) return 0;
-    let removed = 0;
-    while (!this.stopped) {
-      const n = await this.repo.deleteOlderThan(days, AUDIT_RETENTION_BATCH);
-      removed += n;
-      // Fewer than a batch: nothing more is past the retention (or another node holds the rest).
-      if (n < AUDIT_RETENTION_BATCH) break;
-    }
+    const { removed } = await this.inBatches(AUDIT_RETENTION_BATCH, () => this.repo.deleteOlderThan(days, AUDIT_RETENTION_BATCH));
     if (removed) this.logger.log(`removed ${removed} audit events older than AUDIT_RETENTION_DAYS`);
     return removed;
   }

@@ -37,4 +37,21 @@ export abstract class IntervalSweeper<Report> implements OnApplicationBootstrap,
   }
 
   protected abstract sweep(): Promise<Report>;
+
+  /**
+   * Calls `remove` (one statement, at most `batch` rows) until it removes fewer than a batch (nothing
+   * more is due, or another node holds the rest) or the module stops: a backlog goes in many brief
+   * statements, never one long lock. What was removed, in how many statements.
+   */
+  protected async inBatches(batch: number, remove: () => Promise<number>): Promise<{ removed: number; batches: number }> {
+    let removed = 0;
+    let batches = 0;
+    while (!this.stopped) {
+      const n = await remove();
+      batches++;
+      removed += n;
+      if (n < batch) break;
+    }
+    return { removed, batches };
+  }
 }

@@ -37,14 +37,8 @@ export class WebhookRetentionSweeper extends IntervalSweeper<RetentionReport> {
 
   protected async sweep(): Promise<RetentionReport> {
     const retentionMs = this.config.webhookDeliveryRetentionMs;
-    const report: RetentionReport = { deliveries: 0, endpoints: 0, batches: 0 };
-    while (!this.stopped) {
-      const n = await this.repo.deleteFinished(retentionMs, RETENTION_BATCH);
-      report.batches++;
-      report.deliveries += n;
-      // Fewer than a batch: nothing more is past the retention (or another node holds the rest).
-      if (n < RETENTION_BATCH) break;
-    }
+    const { removed, batches } = await this.inBatches(RETENTION_BATCH, () => this.repo.deleteFinished(retentionMs, RETENTION_BATCH));
+    const report: RetentionReport = { deliveries: removed, endpoints: 0, batches };
     if (!this.stopped) report.endpoints = await this.repo.deleteForgottenEndpoints(retentionMs, RETENTION_BATCH);
     if (report.deliveries || report.endpoints) {
       this.logger.log(`removed ${report.deliveries} webhook deliveries and ${report.endpoints} deleted endpoints past the retention`);

@@ -29,13 +29,7 @@ export class RunRetentionSweeper extends IntervalSweeper<number> {
   protected async sweep(): Promise<number> {
     const retentionMs = this.config.runs.retentionMs ?? 0;
     if (retentionMs <= 0) return 0;
-    let removed = 0;
-    while (!this.stopped) {
-      const n = await this.storage.deleteFinishedRuns(retentionMs, RUN_RETENTION_BATCH);
-      removed += n;
-      // Fewer than a batch: nothing more is past the retention (or another node holds the rest).
-      if (n < RUN_RETENTION_BATCH) break;
-    }
+    const { removed } = await this.inBatches(RUN_RETENTION_BATCH, () => this.storage.deleteFinishedRuns(retentionMs, RUN_RETENTION_BATCH));
     if (removed) this.logger.log(`removed ${removed} runs finished more than RUN_RETENTION_DAYS ago`);
     return removed;
   }
