@@ -73,7 +73,13 @@ describe('VendorSchemaChecks', () => {
       // Was answered `[]`, the turn taking both.
       expect(turn).toEqual({ unusable: `compiling it and checking these arguments against it take more than ${limit} ms` });
       // The compile is not blamed: compiled again (the thread was ended) for arguments quick to check.
-      expect(await checks.check(A, `both-${attempt}`, schema, { x: [1], y: 1 })).toEqual({ errors: [], omitted: 0 });
+      // A loaded machine may take the compile alone past the limit: then it was tried for the whole
+      // limit, where a remembered refusal answers at once.
+      const start = performance.now();
+      const again = await checks.check(A, `both-${attempt}`, schema, { x: [1], y: 1 });
+      if ('unusable' in again) {
+        expect([again.unusable, performance.now() - start >= limit]).toEqual([`compiling it takes more than ${limit} ms`, true]);
+      } else expect(again).toEqual({ errors: [], omitted: 0 });
       return;
     }
     throw new Error(`no turn of both was refused: ${JSON.stringify(answers)}`);
