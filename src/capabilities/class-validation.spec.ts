@@ -1,5 +1,5 @@
 import { Type } from 'class-transformer';
-import { IsInt, IsObject, IsOptional, IsString, ValidateNested } from 'class-validator';
+import { IsArray, IsInt, IsObject, IsOptional, IsString, ValidateNested } from 'class-validator';
 import { validateWithClass } from './class-validation';
 
 class Part {
@@ -11,6 +11,10 @@ class Args {
   @IsOptional() @IsObject() metadata?: Record<string, unknown>;
   @IsOptional() @ValidateNested({ each: true }) @Type(() => Part) parts?: Part[];
   @IsOptional() @IsInt() limit?: number = 5;
+}
+
+class Words {
+  @IsArray() @IsString({ each: true }) words: string[];
 }
 
 describe('validateWithClass', () => {
@@ -31,5 +35,13 @@ describe('validateWithClass', () => {
       const { errors } = validateWithClass(Args, JSON.parse(`{"query":{"${key}":1},"parts":[{"label":[{"${key}":1}]}]}`));
       expect([key, errors.map((e) => `${e.path} ${e.code}`)]).toEqual([key, ['query isString', 'parts[0].label isString']]);
     }
+  });
+
+  it("counts a list's bad elements past the first 50, its nulls among them: not one more problem a null", () => {
+    const input = { words: [...new Array<number>(60).fill(1), null, null] };
+    const { errors, omitted } = validateWithClass(Words, input);
+    expect([errors.length, errors[0].path, errors[49].path, omitted]).toEqual([50, 'words[0]', 'words[49]', 12]);
+    const few = validateWithClass(Words, { words: ['a', null] });
+    expect([few.errors, few.omitted]).toEqual([[{ path: 'words[1]', code: 'isString', message: 'words[1] must be a string' }], undefined]);
   });
 });

@@ -35,27 +35,26 @@ export function validateWithClass<T extends object>(cls: Type<T>, input: unknown
     return { value, plain: toPlain(value), errors: shape.errors, omitted: shape.omitted };
   }
   const value = toInstance(cls, input);
-  const errors = mergeErrors(
-    shape.errors,
-    flattenValidationErrors(
-      validateSync(value, {
-        whitelist: true,
-        forbidNonWhitelisted: true,
-        // Off because the value is always an instance of a known class; on, a class without fields would refuse `{}`.
-        forbidUnknownValues: false,
-        // Kept so each bad element of a list is named (common/flatten-errors.ts); never answered.
-        validationError: { target: true, value: true },
-      }),
-    ),
+  const flat = flattenValidationErrors(
+    validateSync(value, {
+      whitelist: true,
+      forbidNonWhitelisted: true,
+      // Off because the value is always an instance of a known class; on, a class without fields would refuse `{}`.
+      forbidUnknownValues: false,
+      // Kept so each bad element of a list is named (common/flatten-errors.ts); never answered.
+      validationError: { target: true, value: true },
+    }),
   );
-  const reported = new Set(errors.map((e) => e.path));
+  const errors = mergeErrors(shape.errors, flat.errors);
+  // A list whose bad elements were counted past those named holds its nulls among them.
+  const reported = new Set([...errors.map((e) => e.path), ...flat.counted]);
   // A null the validators already refused (at that field or inside a refused list) is reported
   // once: each null's ancestors are looked up, so this stays linear in the size of the input.
   nullPaths(input, '', [], (path, ancestors) => {
     if (!reported.has(path) && !ancestors.some((a) => reported.has(a)))
       errors.push({ path, code: 'isNotNull', message: `${path} must not be null; leave it out to use the default` });
   });
-  return { value, plain: toPlain(value), errors };
+  return { value, plain: toPlain(value), errors, ...(flat.omitted > 0 && { omitted: flat.omitted }) };
 }
 
 function nullPaths(node: unknown, at: string, ancestors: string[], found: (path: string, ancestors: string[]) => void): void {

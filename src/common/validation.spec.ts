@@ -1,6 +1,19 @@
 import { Type as TypeOf } from 'class-transformer';
 import type { Type } from '@nestjs/common';
-import { ArrayMaxSize, IsArray, IsInt, IsObject, IsOptional, IsString, Matches, Max, MaxLength, ValidateBy, ValidateNested } from 'class-validator';
+import {
+  ArrayMaxSize,
+  IsArray,
+  IsInt,
+  IsObject,
+  IsOptional,
+  IsString,
+  Matches,
+  Max,
+  MaxLength,
+  ValidateBy,
+  ValidateNested,
+  validateSync,
+} from 'class-validator';
 import { ApiError } from './api-error';
 import { EntriesIn } from './bounded-transform';
 import { createValidationPipe, flattenValidationErrors, joinPath, VALID_QUERIES_PER_CLASS } from './validation';
@@ -50,6 +63,12 @@ class Tagged {
   @IsArray() @ArrayMaxSize(3) @IsString({ each: true }) @Matches(/^[a-z]+$/, { each: true }) tags: string[];
 }
 
+/** As a key's roles: a rule on each element, no size (its uniqueness bounds it). */
+class Labels {
+  @IsString() @MaxLength(5) name: string;
+  @IsArray() @Matches(/^[a-z]+$/, { each: true }) tags: string[];
+}
+
 describe('request validation', () => {
   it('reports a wrong type once, and each bad element of a list at its index, once', async () => {
     const refused = (body: object) =>
@@ -61,6 +80,35 @@ describe('request validation', () => {
         );
     expect(await refused({ tags: { 0: 'a' } })).toEqual(['name isString', 'tags isArray']);
     expect(await refused({ name: 'ok', tags: ['a', 'B', 7] })).toEqual(['tags[1] matches', 'tags[2] isString']);
+  });
+
+  it("names a list's first 50 bad elements and counts the rest without building them", async () => {
+    const refusal = (body: object) =>
+      createValidationPipe()
+        .transform(body, { type: 'body', metatype: Labels })
+        .then(
+          () => undefined,
+          (e: ApiError) => ({ paths: e.errors!.map((x) => x.path), omitted: e.extensions?.errorsOmitted }),
+        );
+    // Each element that breaks a rule is one problem: 300,000 were built (0.2 to 0.3 s of the node) to answer 50.
+    const many = await refusal({ name: 'far too long', tags: new Array(300_000).fill('B') });
+    expect(many).toEqual({ paths: ['name', ...Array.from({ length: 49 }, (_, i) => `tags[${i}]`)], omitted: 300_000 - 49 });
+    const flat = flattenValidationErrors(
+      validateSync(Object.assign(new Labels(), { name: 'ok', tags: ['B', 'a', ...new Array<string>(99).fill('C')] }), {
+        validationError: { target: true, value: true },
+      }),
+    );
+    expect([flat.errors.length, flat.errors[0].path, flat.errors[1].path, flat.errors[49].path, flat.omitted, flat.counted]).toEqual([
+      50,
+      'tags[0]',
+      'tags[2]',
+      'tags[50]',
+      50,
+      ['tags'],
+    ]);
+    // Under 51 bad elements nothing is counted.
+    const few = await refusal({ name: 'ok', tags: ['a', ...new Array<string>(50).fill('B')] });
+    expect([few!.paths.length, few!.paths[49], few!.omitted]).toEqual([50, 'tags[50]', undefined]);
   });
 
   it('joins paths the way clients read them', () => {
@@ -185,6 +233,6 @@ describe('request validation', () => {
   });
 
   it('flattens an empty tree to nothing', () => {
-    expect(flattenValidationErrors([])).toEqual([]);
+    expect(flattenValidationErrors([])).toEqual({ errors: [], omitted: 0, counted: [] });
   });
 });

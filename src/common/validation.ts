@@ -2,7 +2,7 @@ import { ArgumentMetadata, Type, ValidationPipe } from '@nestjs/common';
 import { validateSync, ValidatorOptions } from 'class-validator';
 import { findUnstorableText } from './nul-character';
 import { LruCache } from './lru-cache';
-import { ApiError } from './api-error';
+import { ApiError, type FieldError } from './api-error';
 import { checkShape, declaredProperties, mergeErrors } from './bounded-transform';
 import { toInstance } from './instance-transform';
 import { joinPath } from './field-path';
@@ -104,10 +104,16 @@ function validateRequest(cls: Type<object>, value: unknown): object {
   if (shape.errors.length > 0 && !shape.recoverable)
     throw new ApiError('invalid_request', 'The request is invalid.', shape.errors, { errorsOmitted: shape.omitted });
   const instance = toInstance(cls, value);
-  const errors = mergeErrors(shape.errors, flattenValidationErrors(validateSync(instance, WITH_VALUES)));
-  if (errors.length > 0) throw ApiError.invalidRequest(errors);
+  const flat = flattenValidationErrors(validateSync(instance, WITH_VALUES));
+  const errors = mergeErrors(shape.errors, flat.errors);
+  if (errors.length > 0) throw invalidRequest(errors, flat.omitted);
   if (empty) emptyValidates.add(cls);
   return instance;
+}
+
+/** `omitted`: problems found past those built (flatten-errors.ts), counted in `errorsOmitted`. */
+function invalidRequest(errors: FieldError[], omitted: number): ApiError {
+  return new ApiError('invalid_request', 'The request is invalid.', errors, omitted > 0 ? { errorsOmitted: omitted } : undefined);
 }
 
 /** The request classes for which `{}` is known to be valid. */
@@ -119,6 +125,9 @@ export function createValidationPipe(): ValidationPipe {
     ...VALIDATOR_OPTIONS,
     transform: true,
     transformOptions: { enableImplicitConversion: false },
-    exceptionFactory: (errors) => ApiError.invalidRequest(flattenValidationErrors(errors)),
+    exceptionFactory: (errors) => {
+      const flat = flattenValidationErrors(errors);
+      return invalidRequest(flat.errors, flat.omitted);
+    },
   });
 }
