@@ -88,6 +88,8 @@ interface PropertyInfo {
   nested?: Type<object>;
   /** Declared a list (`@IsArray`): anything else is refused by that rule, and not walked as an element. */
   list: boolean;
+  /** Declared an object (`@IsObject`, or a dictionary): a list there is refused by that rule whatever it holds. */
+  objectOnly: boolean;
   /** A dictionary of nested objects (`@Type` on a property whose design type is Map). */
   map: boolean;
   /** The most entries such a dictionary may have. */
@@ -141,7 +143,9 @@ export function declaredProperties(cls: Type<object>): Map<string, PropertyInfo>
     if (!info.has(m.propertyName)) info.set(m.propertyName, describe(cls, m.propertyName));
     if (m.name === 'arrayMaxSize' && typeof m.constraints?.[0] === 'number') info.get(m.propertyName)!.arrayMaxSize = m.constraints[0];
     if (m.name === 'isArray') info.get(m.propertyName)!.list = true;
+    if (m.name === 'isObject') info.get(m.propertyName)!.objectOnly = true;
   }
+  for (const p of info.values()) p.objectOnly = (p.objectOnly || p.map) && !p.list;
   classInfo.set(cls, info);
   return info;
 }
@@ -157,6 +161,7 @@ function describe(cls: Type<object>, property: string): PropertyInfo {
   return {
     nested,
     list: false,
+    objectOnly: false,
     map: typeMeta?.reflectedType === Map,
     maxEntries: mapLimitOf(cls, property),
     converted: transforms.length > 0 || (typeMeta !== undefined && nested === undefined),
@@ -220,7 +225,7 @@ function walk(cls: Type<object>, raw: unknown, at: string, out: Collector): void
         continue;
       }
       for (const k of keys) walkElement(info.nested, value[k], joinPath(path, k), out);
-    } else if (Array.isArray(value)) {
+    } else if (Array.isArray(value) && !info.objectOnly) {
       value.forEach((v, i) => walkElement(info.nested!, v, joinPath(path, String(i)), out));
     } else if (!info.list) {
       // An object where a list belongs is one problem (isArray), not unknown "properties" 0, 1, ...

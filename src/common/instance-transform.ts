@@ -59,6 +59,11 @@ function setAside(cls: Type<object>, raw: Record<string, unknown>): { copy: Reco
         define(instance, key, new Map(entries));
       });
       continue;
+    } else if (info.nested && info.objectOnly && Array.isArray(value)) {
+      // Refused by the property's own rule, which is all that is answered of it (flatten-errors.ts):
+      // built, 120,000 elements of `"model":[{},…]` were 120,000 instances validated, 3.9 s (session 45).
+      define(copy, key, []);
+      continue;
     } else if (info.nested && Array.isArray(value)) {
       const nested = info.nested;
       const parts = value.map((v) => (isPlainObject(v) ? setAside(nested, v) : undefined));

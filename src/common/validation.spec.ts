@@ -63,6 +63,19 @@ class Tagged {
   @IsArray() @ArrayMaxSize(3) @IsString({ each: true }) @Matches(/^[a-z]+$/, { each: true }) tags: string[];
 }
 
+/** Counts its instances: a list where one object belongs must not build one per element. */
+let settingsBuilt = 0;
+class Settings {
+  @IsOptional() @IsInt() level?: number;
+  constructor() {
+    settingsBuilt++;
+  }
+}
+class HoldsSettings {
+  @IsOptional() @IsObject() @ValidateNested() @TypeOf(() => Settings) settings?: Settings;
+  @IsOptional() @IsArray() @ValidateNested({ each: true }) @TypeOf(() => Settings) many?: Settings[];
+}
+
 /** As a key's roles: a rule on each element, no size (its uniqueness bounds it). */
 class Labels {
   @IsString() @MaxLength(5) name: string;
@@ -109,6 +122,38 @@ describe('request validation', () => {
     // Under 51 bad elements nothing is counted.
     const few = await refusal({ name: 'ok', tags: ['a', ...new Array<string>(50).fill('B')] });
     expect([few!.paths.length, few!.paths[49], few!.omitted]).toEqual([50, 'tags[50]', undefined]);
+  });
+
+  it('refuses a list where an object belongs by its type alone, without building an instance an element', async () => {
+    const pipe = createValidationPipe();
+    const refusal = (body: object) =>
+      pipe.transform(body, { type: 'body', metatype: HoldsSettings }).then(
+        () => undefined,
+        (e: ApiError) => ({ errors: e.errors, omitted: e.extensions?.errorsOmitted }),
+      );
+    settingsBuilt = 0;
+    // 120,000 built and validated to answer this one line: 3.4 s of a draft's `model` (session 45).
+    expect(await refusal({ settings: new Array(100_000).fill(0).map(() => ({ level: 'x' })) })).toEqual({
+      errors: [{ path: 'settings', code: 'isObject', message: 'settings must be an object' }],
+      omitted: undefined,
+    });
+    expect(await refusal({ settings: [1, 2] })).toEqual({
+      errors: [{ path: 'settings', code: 'isObject', message: 'settings must be an object' }],
+      omitted: undefined,
+    });
+    // class-transformer makes one of the empty list it is given in the list's place: one a request, not one an element.
+    expect(settingsBuilt).toBeLessThanOrEqual(2);
+    // A list is still built element by element, an object as one.
+    expect(await pipe.transform({ settings: { level: 1 }, many: [{ level: 2 }, {}] }, { type: 'body', metatype: HoldsSettings })).toEqual(
+      Object.assign(new HoldsSettings(), {
+        settings: Object.assign(new Settings(), { level: 1 }),
+        many: [Object.assign(new Settings(), { level: 2 }), new Settings()],
+      }),
+    );
+    expect(await refusal({ many: [{ level: 'x' }] })).toEqual({
+      errors: [{ path: 'many[0].level', code: 'isInt', message: 'level must be an integer number' }],
+      omitted: undefined,
+    });
   });
 
   it('joins paths the way clients read them', () => {
