@@ -44,4 +44,19 @@ describe('validateWithClass', () => {
     const few = validateWithClass(Words, { words: ['a', null] });
     expect([few.errors, few.omitted]).toEqual([[{ path: 'words[1]', code: 'isString', message: 'words[1] must be a string' }], undefined]);
   });
+
+  it('names the first nulls of free-form values and counts the rest; a refused field is not entered', () => {
+    const metadata = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [`k${i}`, null]));
+    const { errors, omitted, plain } = validateWithClass(Args, { query: 'q', metadata });
+    expect([errors.length, errors[0], errors[49].path, omitted]).toEqual([
+      50,
+      { path: 'metadata.k0', code: 'isNotNull', message: 'metadata.k0 must not be null; leave it out to use the default' },
+      'metadata.k49',
+      70,
+    ]);
+    // Refused arguments still have their plain form when asked for it.
+    expect(plain).toEqual({ query: 'q', metadata, limit: 5 });
+    const refused = validateWithClass(Args, { query: [null, { a: null }], parts: [{ label: 'p', extra: { n: null } }] });
+    expect(refused.errors.map((e) => `${e.path} ${e.code}`)).toEqual(['query isString', 'parts[0].extra.n isNotNull']);
+  });
 });

@@ -43,20 +43,33 @@ export function findUnstorableValue(value: unknown, at = ''): FieldError | undef
 
 export function findUnstorable(value: unknown, look: { text: boolean; numbers: boolean }, at = ''): FieldError | undefined {
   // The path is built only for what is found: a body of 70,000 keys costs one scan, not 70,000 paths.
-  const trail: string[] = [];
+  const trail: (string | number)[] = [];
   const found = scan(value, trail, look);
   if (!found) return undefined;
-  const path = trail.reduce((p, key, i) => joinPath(p, i === trail.length - 1 && found.inKey ? printable(key) : key), at);
+  const path = trail.reduce<string>(
+    (p, key, i) => (typeof key === 'number' ? `${p}[${key}]` : joinPath(p, i === trail.length - 1 && found.inKey ? printable(key) : key)),
+    at,
+  );
   return problem(path, found.code);
 }
 
-function scan(value: unknown, trail: string[], look: { text: boolean; numbers: boolean }): { code: Unstorable; inKey: boolean } | undefined {
+function scan(value: unknown, trail: (string | number)[], look: { text: boolean; numbers: boolean }): { code: Unstorable; inKey: boolean } | undefined {
   if (typeof value === 'string') {
     const code = look.text ? unstorable(value) : undefined;
     return code ? { code, inKey: false } : undefined;
   }
   if (typeof value === 'number') return look.numbers && !Number.isFinite(value) ? { code: 'number_out_of_range', inKey: false } : undefined;
   if (value === null || typeof value !== 'object') return undefined;
+  // A list by its indexes: Object.keys made a string of each (200,000 for a list of that many).
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      trail.push(i);
+      const found = scan(value[i], trail, look);
+      if (found) return found;
+      trail.pop();
+    }
+    return undefined;
+  }
   for (const key of Object.keys(value)) {
     trail.push(key);
     const keyCode = look.text ? unstorable(key) : undefined;
