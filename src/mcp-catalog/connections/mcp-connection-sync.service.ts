@@ -158,7 +158,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     let tools: ListedMcpTool[] | undefined;
     let failure: McpUpstreamError | undefined;
     try {
-      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why) });
+      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why), unasked: why === 'list_changed' });
     } catch (err) {
       // A node that cannot open the secrets never reached the server: it writes nothing over the
       // shared row (another node may open them) and records no sync.
