@@ -124,6 +124,11 @@ export class McpClientPool implements OnModuleDestroy {
     return () => this.toolsChanged.delete(listener);
   }
 
+  /** Whether this node holds an open client of the connection (one a server's list_changed can come from). */
+  holds(connectionId: string): boolean {
+    return this.pool.has(connectionId);
+  }
+
   /** `tools/list`, every page, as the platform stores it. No credential is in the list. */
   async listTools(target: McpTarget, options: McpRequestOptions): Promise<ListedMcpTool[]> {
     // The pages together, not each page, are read to MAX_LIST_PAGE_BYTES: 50 pages of 8 MB padding and
