@@ -68,4 +68,24 @@ describe('McpClientPool: clients left unused', () => {
     await expect(pool.listTools(target, { timeoutMs: 5000 })).resolves.toEqual([expect.objectContaining({ name: 'ok' })]);
     expect(pool.size()).toBe(1);
   });
+
+  it("closes a client used since only by listings nobody asked for (a server's list_changed), as one left unused (attack round 21, AD-F3)", async () => {
+    const target = loop.target(mcp.url, 'remote-2');
+    await pool.listTools(target, { timeoutMs: 5000 });
+    // A listing every 50 ms on the server's list_changed, for up to ten times the idle time: each kept the
+    // client (and its session, and so the next list_changed) open for good.
+    const started = Date.now();
+    let closed = false;
+    while (Date.now() - started < 3000 && !closed) {
+      await pool.listTools(target, { timeoutMs: 5000, unasked: true });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      closed = pool.size() === 0;
+    }
+    expect(closed).toBe(true);
+    // A use someone asked for keeps it open as before.
+    await pool.listTools(target, { timeoutMs: 5000 });
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await pool.listTools(target, { timeoutMs: 5000 });
+    expect(pool.size()).toBe(1);
+  });
 });

@@ -30,6 +30,12 @@ export interface McpTarget {
 export interface McpRequestOptions {
   signal?: AbortSignal;
   timeoutMs: number;
+  /**
+   * A use nobody asked for (a listing on the server's own list_changed): it keeps no client open.
+   * Each reset the idle time, so a server sending list_changed kept its session open and had itself
+   * listed every 30 s on every node that ever used it, for good (attack round 21, AD-F3).
+   */
+  unasked?: boolean;
 }
 
 export { MAX_LISTED_TOOLS } from './mcp-tools';
@@ -65,6 +71,8 @@ interface Pooled {
   retired: boolean;
   /** A client left with nothing to do is closed after a while (IDLE_PROCESS_MS), a local server's process stopped. */
   idle?: NodeJS.Timeout;
+  /** The idle time ran out while a use nobody asked for was on it: closed when that ends. */
+  idleDue?: boolean;
   /** When a call last took it (the least recently used idle process makes room for a new one). */
   usedAt: number;
   /** Whose connection it serves (one organization's local processes are a share of the node's). */
@@ -114,6 +122,11 @@ export class McpClientPool implements OnModuleDestroy {
   onToolsChanged(listener: (orgId: string, connectionId: string) => void): () => void {
     this.toolsChanged.add(listener);
     return () => this.toolsChanged.delete(listener);
+  }
+
+  /** Whether this node holds an open client of the connection (one a server's list_changed can come from). */
+  holds(connectionId: string): boolean {
+    return this.pool.has(connectionId);
   }
 
   /** `tools/list`, every page, as the platform stores it. No credential is in the list. */
@@ -184,8 +197,11 @@ export class McpClientPool implements OnModuleDestroy {
    */
   private stopWhenIdle(connectionId: string, pooled: Pooled): void {
     clearTimeout(pooled.idle);
+    pooled.idleDue = false;
     pooled.idle = setTimeout(() => {
-      if (this.pool.get(connectionId) === pooled && pooled.inFlight === 0) void this.release(connectionId);
+      if (this.pool.get(connectionId) !== pooled) return;
+      if (pooled.inFlight === 0) void this.release(connectionId);
+      else pooled.idleDue = true;
     }, this.config.mcpIdleProcessMs ?? IDLE_PROCESS_MS);
     pooled.idle.unref();
   }
@@ -234,7 +250,7 @@ export class McpClientPool implements OnModuleDestroy {
       return await this.current.run({ ...options, signal, tell }, async () => {
         pooled = this.acquire(target, { ...options, signal });
         pooled.inFlight++;
-        pooled.usedAt = Date.now();
+        if (!options.unasked) pooled.usedAt = Date.now();
         const client = await pooled.client;
         return await use(client, signal);
       });
@@ -256,7 +272,8 @@ export class McpClientPool implements OnModuleDestroy {
         if (pooled.retired && pooled.inFlight === 0) void this.retire(pooled);
         // Any client, not only a local process: one of a connection deleted on another node, or never
         // called again, kept its session and event stream open for the node's life (O-F5).
-        else if (pooled.inFlight === 0) this.stopWhenIdle(target.connectionId, pooled);
+        else if (pooled.inFlight === 0 && (!options.unasked || pooled.idle === undefined)) this.stopWhenIdle(target.connectionId, pooled);
+        else if (pooled.inFlight === 0 && pooled.idleDue && this.pool.get(target.connectionId) === pooled) void this.release(target.connectionId);
       }
     }
   }
@@ -265,7 +282,7 @@ export class McpClientPool implements OnModuleDestroy {
     const fingerprint = fingerprintOf(target);
     const existing = this.pool.get(target.connectionId);
     if (existing && existing.fingerprint === fingerprint) {
-      clearTimeout(existing.idle);
+      if (!options.unasked) clearTimeout(existing.idle);
       return existing;
     }
     if (existing) void this.release(target.connectionId);

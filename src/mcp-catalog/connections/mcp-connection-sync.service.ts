@@ -48,6 +48,9 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     // different each time, wrote ~30 audited refreshes a second. At most one per connection per interval.
     this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) =>
       this.listChanged.request(`${orgId}/${connectionId}`, () => {
+        // Closed since (idle, deleted, moved): a listing nobody asked for would open a client again,
+        // its server's next list_changed another listing, for good (attack round 21, AD-F3).
+        if (!this.pool.holds(connectionId)) return;
         void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
           this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
         );
@@ -158,7 +161,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     let tools: ListedMcpTool[] | undefined;
     let failure: McpUpstreamError | undefined;
     try {
-      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why) });
+      tools = await this.pool.listTools(this.targetOf(before), { timeoutMs: this.listTimeoutMs(why), unasked: why === 'list_changed' });
     } catch (err) {
       // A node that cannot open the secrets never reached the server: it writes nothing over the
       // shared row (another node may open them) and records no sync.

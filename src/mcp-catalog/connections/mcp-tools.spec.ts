@@ -2,6 +2,7 @@ import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode } from '@model
 import { EgressRefusedError, EgressTimeoutError } from '../../egress/egress-policy';
 import { classify, McpUpstreamError, redactSecrets } from './mcp-client-pool.service';
 import { MAX_MESSAGE_KEYS } from '../../common/json-shape';
+import { MAX_LIST_VALUES } from './list-values';
 import { ListedMcpTool, ListedToolsCollector, MAX_LIST_CHARS, riskOf, sanitizeListedTools, toolListDiff, toolListDiffInTurns } from './mcp-tools';
 
 const tool = (annotations?: Record<string, unknown>) => ({ name: 't', description: 'd', inputSchema: { type: 'object' }, annotations });
@@ -115,6 +116,26 @@ describe('sanitizeListedTools', () => {
       'tool "a" annotations is larger than 65536 characters',
     );
   });
+  it('a list whose schemas hold more than MAX_LIST_VALUES values is refused, each within its bounds (attack round 21, AD-F2)', () => {
+    // 4 MiB of `enum: [0, 0, …]` was two million values, each listing about a second of the node's CPU.
+    const dense = (i: number, zeros: number) => ({
+      name: `t${i}`,
+      inputSchema: { type: 'object', properties: { v: { enum: new Array<number>(zeros).fill(0) } } },
+    });
+    const within = new ListedToolsCollector();
+    within.add(Array.from({ length: 6 }, (_, i) => dense(i, 30_000)));
+    expect(within.tools).toHaveLength(6);
+    const past = new ListedToolsCollector();
+    past.add(Array.from({ length: 6 }, (_, i) => dense(i, 30_000)));
+    expect(() => past.add([dense(6, 30_000)])).toThrow(
+      `the server's tool list is unusable: its tools' schemas and annotations hold more than ${MAX_LIST_VALUES} values`,
+    );
+    const annotated = [{ name: 'a', inputSchema: { type: 'object' }, annotations: { tags: new Array<number>(30_000).fill(0) } }];
+    expect(() => sanitizeListedTools([...Array.from({ length: 6 }, (_, i) => dense(i, 30_000)), ...annotated])).toThrow(/hold more than/);
+    // Far within the characters a list may hold.
+    expect(JSON.stringify(Array.from({ length: 7 }, (_, i) => dense(i, 30_000))).length).toBeLessThan(MAX_LIST_CHARS / 8);
+  });
+
   it('a large list within the whole bound is kept', () => {
     const big = Array.from({ length: 60 }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object', description: 'x'.repeat(60_000) } }));
     expect(sanitizeListedTools(big)).toHaveLength(60);

@@ -7,6 +7,7 @@ import { storablePrefix, withoutNulCharacters } from '../../common/nul-character
 import { redactSecrets, redactSecretsDeep } from '../../common/redact-secrets';
 import type { RegisteredMcpServer } from '../mcp-server-registry.service';
 import { McpUpstreamError } from './mcp-failures';
+import { depth, MAX_LIST_VALUES, valuesIn } from './list-values';
 
 /** A tool as the server listed it, kept as the connection's data (API.md McpTool without risk). */
 export interface ListedMcpTool {
@@ -98,6 +99,8 @@ export class ListedToolsCollector {
   private size = 1;
   /** How much longer than listed PostgreSQL will print the list's numbers (numbersGrowth), summed as tools are added. */
   private growth = 0;
+  /** The values of its tools' schemas and annotations (MAX_LIST_VALUES). */
+  private values = 0;
   /**
    * The member names of the list as stored, counted as tools are added: each page was held to
    * MAX_MESSAGE_KEYS as it arrived, but a list of several pages is stored, and parsed on each
@@ -138,6 +141,8 @@ export class ListedToolsCollector {
     // Each tool within its bounds, 500 of them still made a row of 35 MB, read and parsed on every
     // call of any of them (a call of a tiny tool took over a second).
     if (this.size > MAX_LIST_CHARS) throw invalid(`it is more than ${MAX_LIST_CHARS} characters of JSON`);
+    this.values += valuesIn(tool.inputSchema) + valuesIn(tool.annotations);
+    if (this.values > MAX_LIST_VALUES) throw invalid(`its tools' schemas and annotations hold more than ${MAX_LIST_VALUES} values`);
     // `jsonb` keeps a number with every digit (row 134): a list of 3.9 MB of `5e-324` in its schemas
     // was stored in 164 KB and read back as 184 MB, each read of the connection 1.6 to 2.2 s, the
     // event loop held up to 450 ms (attack round 16, S-F2). Walked only when the text holds such a literal.
@@ -213,13 +218,6 @@ function bounded<T extends Record<string, unknown>>(value: T, what: string): T {
   if (JSON.stringify(value).length > MAX_SCHEMA_CHARS) throw invalid(`${what} is larger than ${MAX_SCHEMA_CHARS} characters`);
   if (depth(value) > MAX_SCHEMA_DEPTH) throw invalid(`${what} nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
   return value;
-}
-
-function depth(value: unknown): number {
-  if (value === null || typeof value !== 'object') return 0;
-  let max = 0;
-  for (const child of Object.values(value)) max = Math.max(max, depth(child));
-  return max + 1;
 }
 
 /**

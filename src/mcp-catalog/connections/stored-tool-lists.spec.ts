@@ -76,6 +76,31 @@ describe('StoredToolLists', () => {
     expect(reads).toEqual(['huge', 'huge']);
   });
 
+  it('weighs a list read from the database as listed, not as PostgreSQL prints it (attack round 21, AD-F1)', async () => {
+    // A list within what a listing stores (MAX_LIST_CHARS, compact), printed by jsonb with a space
+    // after every `,` and `:`: half as long again, past an organization's share. Was read every time.
+    const tools = Array.from({ length: 8 }, (_, i) => ({
+      name: `t${i}`,
+      description: 'd',
+      inputSchema: { type: 'object', properties: { v: { enum: new Array<number>(Math.floor((STORED_LISTS_CACHED_CHARS_PER_ORG - 2_000) / 16)).fill(0) } } },
+    }));
+    const printed = JSON.stringify(tools).replace(/[,:]/g, '$& ');
+    expect(JSON.stringify(tools).length).toBeLessThan(STORED_LISTS_CACHED_CHARS_PER_ORG);
+    expect(printed.length).toBeGreaterThan(STORED_LISTS_CACHED_CHARS_PER_ORG * 1.4);
+    const reads: string[] = [];
+    const repository = {
+      getTools: async (_orgId: string, id: string) => {
+        reads.push(id);
+        return { json: printed, digest: `d-${id}` };
+      },
+    } as unknown as McpConnectionsRepository;
+    const stored = new StoredToolLists(repository);
+    const first = await stored.of(row('org-a', 'spaced'));
+    expect(await stored.of(row('org-a', 'spaced'))).toBe(first);
+    expect(reads).toEqual(['spaced']);
+    expect(first.chars).toBe(JSON.stringify(tools).length);
+  });
+
   it('a connection deleted since its row was read has an empty list', async () => {
     const repository = { getTools: async () => undefined } as unknown as McpConnectionsRepository;
     expect((await new StoredToolLists(repository).of(row('org-a', 'gone'))).tools).toEqual([]);

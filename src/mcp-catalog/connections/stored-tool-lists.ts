@@ -67,8 +67,12 @@ export class StoredToolLists {
       const read = await this.repository.getTools(row.org_id, row.id);
       // Deleted since: a connection with nothing listed (a published version shows its tools as drift).
       if (!read) return { tools: [], digests: new LruCache<string, string>(1), chars: 0 };
-      // Synced since the row was read: the newer list, under its own digest.
-      return this.keep(row.org_id, `${row.id}/${read.digest}`, JSON.parse(read.json) as ListedMcpTool[], read.json.length);
+      const tools = JSON.parse(read.json) as ListedMcpTool[];
+      // Synced since the row was read: the newer list, under its own digest. Weighed as listed, as a
+      // refresh's row is: PostgreSQL prints a list with a space after every `,` and `:`, up to half as
+      // long again, and a list of 4 MiB as listed, weighed as printed (6.2 MB), was never kept: read,
+      // parsed and frozen again on every call (attack round 21, AD-F1).
+      return this.keep(row.org_id, `${row.id}/${read.digest}`, tools, JSON.stringify(tools).length);
     });
   }
 
