@@ -16,6 +16,8 @@ import { StoredToolList, StoredToolLists } from './stored-tool-lists';
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 /** A connection's tools are listed again on its server's list_changed at most this often (a later one waits). */
 export const LIST_CHANGED_INTERVAL_MS = 30_000;
+/** ...and, for a server that keeps sending it, at most this often: each listing doubles the wait (PerKeyThrottle). */
+export const LIST_CHANGED_MAX_INTERVAL_MS = 600_000;
 
 export type { BoundConnection, ConnectionTool } from './mcp-tools';
 
@@ -30,7 +32,7 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
   private readonly logger = new Logger(McpConnectionSync.name);
   private readonly refreshing = new Map<string, Promise<McpConnectionRow | undefined>>();
   private unsubscribe?: () => void;
-  private readonly listChanged = new PerKeyThrottle(LIST_CHANGED_INTERVAL_MS);
+  private readonly listChanged = new PerKeyThrottle(LIST_CHANGED_INTERVAL_MS, LIST_CHANGED_MAX_INTERVAL_MS);
 
   constructor(
     private readonly dataSource: DataSource,
