@@ -63,6 +63,8 @@ export function longestFittingText<R>(chars: readonly string[], make: (n: number
   }
   let n = 0;
   for (let length = 0; n < chars.length && length + escaped[n].length <= spent; n++) length += escaped[n].length;
+  // A first segment past the room (a long title beside a text of escapes): the few characters that fit, searched.
+  if (n === 0) return largestFitting(Math.min(chars.length, 4 * MAX_PIECE_CHARS), (k) => fitsIn(make(k), maxTokens));
   for (let shorter = 0; shorter < 3; shorter++) {
     if (n === 0 || fitsIn(make(n), maxTokens)) return n;
     n = Math.floor(n * 0.9);

@@ -27,11 +27,11 @@ describe('read_document fitting its page (attack round 21 AC-F2)', () => {
     'one letter': 'a'.repeat(12_000),
   };
 
-  const read = async (content: string, input: Partial<ReadDocumentInput> = {}): Promise<ReadDocumentResult> => {
+  const read = async (content: string, input: Partial<ReadDocumentInput> = {}, title = 'A long document'): Promise<ReadDocumentResult> => {
     const chars = Array.from(content);
     const repository = {
       readDocumentPage: async (_org: string, _collections: readonly string[], _id: string, offset: number, maxChars: number) => ({
-        title: 'A long document',
+        title,
         collection: 'Handbook',
         total_chars: chars.length + offset,
         page: chars.slice(0, maxChars).join(''),
@@ -65,6 +65,13 @@ describe('read_document fitting its page (attack round 21 AC-F2)', () => {
       expect(handed).toBeLessThanOrEqual(4 * JSON.stringify(page).length + 4 * READ_DOCUMENT_MAX_TOKENS);
     });
   }
+
+  it('still answers some text beside the longest title of escapes', async () => {
+    const page = await read(texts.controls, {}, '\u0001'.repeat(500));
+    expect(fitsIn(page, READ_DOCUMENT_MAX_TOKENS)).toBe(true);
+    expect(page.content.length).toBeGreaterThan(100);
+    expect(page.nextOffset).toBe(Array.from(page.content).length);
+  });
 
   it('answers a page whole when it fits, counted once', async () => {
     const text = 'Short manual. '.repeat(50);
