@@ -108,9 +108,10 @@ describe('storage limits per organization (e2e)', () => {
     expect(counted).toBe(weighed);
   });
 
-  it("weighs the words of a document's search index too: 64 bytes each, whole or refused, and the same going as coming", async () => {
+  it("weighs the words of a document's search index too: 64 bytes each and three times their own, whole or refused, and the same going as coming", async () => {
     // Short distinct words: the search vector and its index entries took about ten times the text
-    // (attack round 14, N-F4). One word, and the title's stop word: 5 + 1 + 2 bytes and 64 for the word.
+    // (attack round 14, N-F4), and a long word more (attack round 21, AC-F1: test/search-word-bytes.e2e-spec.ts).
+    // One word, and the title's stop word: 5 + 1 + 2 bytes, and 64 and 3 × 5 for the word.
     const o = await createOrg(t);
     const docs = await collection(o);
     await addDocument(o, docs, 'alpha').expect(201);
@@ -121,13 +122,13 @@ describe('storage limits per organization (e2e)', () => {
           .set(...bearer(o.keys.admin))
           .expect(200)
       ).body.items.find((i: { meter: string }) => i.meter === 'knowledge').used as number;
-    expect(await used()).toBe(5 + 1 + 2 + 64);
+    expect(await used()).toBe(5 + 1 + 2 + 64 + 15);
     // Another word: its 7 bytes of text would fit under 100, its word does not. Refused whole, nothing stored.
     const refused = await addDocument(o, docs, 'beta').expect(409);
-    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 72 bytes') });
-    expect(await used()).toBe(72);
-    // Signs are no words: as much text again is taken.
-    await addDocument(o, docs, '.'.repeat(25)).expect(201);
+    expect(refused.body).toMatchObject({ code: 'conflict', detail: expect.stringContaining('holds 87 bytes') });
+    expect(await used()).toBe(87);
+    // Signs are no words: the text that fits is taken.
+    await addDocument(o, docs, '.'.repeat(10)).expect(201);
     const listed = await t.http
       .get(`/api/v1/knowledge/collections/${docs}/documents`)
       .set(...bearer(o.keys.viewer))

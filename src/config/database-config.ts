@@ -106,7 +106,7 @@ export class DatabaseVariables extends HttpVariables {
 
   /**
    * Bytes one organization's agent memories may weigh: 512 a memory, its text and tags (UTF-8), and
-   * 64 a word of its search index. Unbounded, an agent kept up to its `maxMemories` (100,000) of
+   * 64 a word of its search index and three times the word's bytes (attack round 21, AC-F1). Unbounded, an agent kept up to its `maxMemories` (100,000) of
    * about 16 KB of the volume each, and an organization as many agents as it liked (attack round 16, T-F1).
    */
   @IsOptional()

@@ -83,7 +83,7 @@ export function uploadsWaiting(waiting: number): ApiError {
 
 export function storageFull(stored: number, adding: number, max: number): ApiError {
   return ApiError.conflict(
-    `This organization's knowledge holds ${stored} bytes (documents' text, titles, metadata and 64 for each word of their search index) of the ${max} it may store (KNOWLEDGE_MAX_BYTES_PER_ORG), and this document's ${adding} would pass that; delete documents first.`,
+    `This organization's knowledge holds ${stored} bytes (documents' text, titles, metadata and for each word of their search index 64 and three times its bytes) of the ${max} it may store (KNOWLEDGE_MAX_BYTES_PER_ORG), and this document's ${adding} would pass that; delete documents first.`,
   );
 }
 

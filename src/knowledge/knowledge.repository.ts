@@ -223,7 +223,7 @@ export class KnowledgeRepository {
         if (isProgramLimitExceeded(err)) throw notIndexable();
         throw err;
       }
-      // Its search vector's words weigh too (64 bytes each, migration 1764900000001), known only once
+      // Its search vector's words weigh too (64 bytes each and three times their bytes, migrations 1764900000001, 1765100000000), known only once
       // the database made it: the statement's trigger added them, and passing the bound undoes the insert.
       const [{ now }]: { now: string }[] = await m.query(`SELECT bytes::text AS now FROM knowledge_usage WHERE org_id = $1`, [orgId]);
       if (Number(now) > this.maxBytes) throw storageFull(Number(stored), Number(now) - Number(stored), this.maxBytes);

@@ -51,6 +51,16 @@ export class ToolRunner {
     });
   }
 
+  /**
+   * A result with no output budget (`load_skill`: instructions are not cut) is kept whole in its call, and calls are
+   * never removed: past RUNS_MAX_BYTES_PER_ORG each stored up to 400 KB more, for good (attack round 21, AC-F3). One
+   * the bound counts (past the 2 KB a call keeps uncounted) is refused there, as heavy arguments are; nothing ran that wrote.
+   */
+  private async uncutPastBound(outcome: { result: unknown; json?: string }, orgId: string): Promise<boolean> {
+    const json = outcome.json ?? JSON.stringify(outcome.result) ?? '';
+    return Buffer.byteLength(json) > UNCOUNTED_RESULT_BYTES && (await this.storage.full(orgId));
+  }
+
   private async runUntimed(version: RunnableVersion, tool: VersionTool, args: object, call: RunFor, effects: EffectWrites): Promise<ToolOutcome> {
     const implementation = await this.implementations.resolve(tool, version);
     if (!implementation) {
@@ -66,6 +76,9 @@ export class ToolRunner {
       (err) => this.logger.error({ err, callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'tool threw an unexpected error'),
       effects,
     );
+    if (outcome.status === 'succeeded' && implementation.declaration.maxOutputTokens === 0 && (await this.uncutPastBound(outcome, call.orgId))) {
+      return { status: 'failed', error: { code: 'storage_full', message: uncutPastBound(this.storage.maxBytes) } };
+    }
     if (outcome.status === 'succeeded' && outcome.offloaded && (await this.storage.full(call.orgId))) {
       // Past RUNS_MAX_BYTES_PER_ORG the whole result is not kept: the call keeps its cut result, as without offloading.
       return { ...outcome, offloaded: undefined };
@@ -77,4 +90,11 @@ export class ToolRunner {
     }
     return outcome;
   }
+}
+
+/** What a call stores without the bound counting it (the `tool_call_stored_bytes` trigger weighs a row past 2 KB). */
+const UNCOUNTED_RESULT_BYTES = 2048;
+
+function uncutPastBound(maxBytes: number): string {
+  return `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${maxBytes} bytes), and this tool's result is kept whole, so it was not answered. Ask the operator for more room.`;
 }

@@ -1,4 +1,4 @@
-import { countTokens } from '../../runtime/output-budget';
+import { countTokens, MAX_PIECE_CHARS, tokenizerSegments } from '../../runtime/output-budget';
 
 /**
  * Helpers for tools that keep their own results within their declared `maxOutputTokens`. The
@@ -37,6 +37,39 @@ export function largestFitting(max: number, fits: (n: number) => boolean): numbe
     else high = mid - 1;
   }
   return low;
+}
+
+/**
+ * The most of `chars` (a text's code points) that `make(n)`, a result holding the first `n` of them
+ * in a JSON string, may hold within `maxTokens`, when `make(0)` fits. The text is counted once, as
+ * JSON writes it, segment after segment until the room the rest of the result leaves is spent; the
+ * result so made is then measured whole, as the executor will, and made a tenth shorter while the
+ * joins' few tokens still pass (a binary search after three). largestFitting counted the page about
+ * fourteen times, each up to the limit: a `read_document` page of 12,000 control characters handed
+ * the tokenizer 120,000 characters and held the event loop 8.9 ms, now 24,000 and 3.1 ms (attack
+ * round 21, AC-F2).
+ */
+export function longestFittingText<R>(chars: readonly string[], make: (n: number) => R, maxTokens: number): number {
+  if (fitsIn(make(chars.length), maxTokens)) return chars.length;
+  const room = maxTokens - resultTokens(make(0));
+  const escaped = chars.map((c) => JSON.stringify(c).slice(1, -1));
+  let used = 0;
+  let spent = 0;
+  // Segments of about a piece (256 characters), so the room is spent to within a few tokens.
+  for (const segment of tokenizerSegments(escaped.join(''), MAX_PIECE_CHARS)) {
+    used += countTokens(segment);
+    if (used > room) break;
+    spent += segment.length;
+  }
+  let n = 0;
+  for (let length = 0; n < chars.length && length + escaped[n].length <= spent; n++) length += escaped[n].length;
+  // A first segment past the room (a long title beside a text of escapes): the few characters that fit, searched.
+  if (n === 0) return largestFitting(Math.min(chars.length, 4 * MAX_PIECE_CHARS), (k) => fitsIn(make(k), maxTokens));
+  for (let shorter = 0; shorter < 3; shorter++) {
+    if (n === 0 || fitsIn(make(n), maxTokens)) return n;
+    n = Math.floor(n * 0.9);
+  }
+  return largestFitting(n, (k) => fitsIn(make(k), maxTokens));
 }
 
 /**

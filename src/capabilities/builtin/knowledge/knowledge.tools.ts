@@ -5,7 +5,7 @@ import { MAX_DOCUMENT_CHARS } from '../../../knowledge/knowledge.limits';
 import { KnowledgeHitRow, KnowledgeRepository } from '../../../knowledge/knowledge.repository';
 import { ResolvedKnowledgeCollection, ToolContext, ToolDeclaration, ToolError } from '../../capability.types';
 import { anyWordQuery, boundedNegations } from '../../kit/full-text-query';
-import { count, fitList, fitsIn, largestFitting } from '../../kit/tool-output';
+import { count, fitList, longestFittingText } from '../../kit/tool-output';
 
 export const SEARCH_KNOWLEDGE_MAX_TOKENS = 3000;
 export const READ_DOCUMENT_MAX_TOKENS = 4000;
@@ -179,7 +179,7 @@ export class KnowledgeTools {
       nextOffset: input.offset + n < totalChars ? input.offset + n : null,
     });
     // A page is made shorter rather than cut by the executor: a cut page loses its nextOffset.
-    return page(largestFitting(chars.length, (n) => fitsIn(page(n), READ_DOCUMENT_MAX_TOKENS)));
+    return page(longestFittingText(chars, page, READ_DOCUMENT_MAX_TOKENS));
   }
 
   private async nothingFound(query: string, asked: string, collections: readonly ResolvedKnowledgeCollection[]): Promise<string> {
