@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DEFAULT_STORAGE_LIMITS } from '../src/config/database-config';
-import { createSkill } from './support/builtins';
+import { addDocument, createCollection, createSkill } from './support/builtins';
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 
 const BOUND = 1_000_000;
@@ -13,7 +13,7 @@ const BOUND = 1_000_000;
  * about 480 MB a minute past it, for good. Past the bound such a result is now refused
  * (`storage_full`), as heavy arguments are (row 111's class); light results still answer.
  */
-describe("load_skill's whole results against RUNS_MAX_BYTES_PER_ORG (e2e, attack round 21 AC-F3)", () => {
+describe("load_skill's whole results and read-only results against RUNS_MAX_BYTES_PER_ORG (e2e, attack round 21 AC-F3, AC-N3)", () => {
   let t: TestApp;
 
   beforeAll(async () => {
@@ -35,7 +35,7 @@ describe("load_skill's whole results against RUNS_MAX_BYTES_PER_ORG (e2e, attack
       .post(`/api/v1/agents/${agentId}/tool-calls`)
       .set(...bearer(org.keys.agent))
       .send({ tool, arguments: args })
-      .expect(200);
+      .then((res) => (res.status === 200 ? res : Promise.reject(new Error(`${tool}: ${res.status} ${res.text}`))));
   const used = async (org: TestOrg) =>
     (
       await t.http
@@ -45,7 +45,7 @@ describe("load_skill's whole results against RUNS_MAX_BYTES_PER_ORG (e2e, attack
     ).body.items.find((i: { meter: string }) => i.meter === 'runs').used as number;
 
   it('refuses a whole result once the bound is stored, keeps the total near it, and still answers light results', async () => {
-    const org = await createOrg(t);
+    const org = await createOrg(t, ['knowledge:read']);
     const agentId = await skilled(org);
     const statuses: string[] = [];
     for (let i = 0; i < 20; i++) statuses.push((await call(org, agentId, 'load_skill', { name: 'big' })).body.status);
@@ -61,9 +61,31 @@ describe("load_skill's whole results against RUNS_MAX_BYTES_PER_ORG (e2e, attack
     // A light result still answers past the bound.
     expect((await call(org, agentId, 'list_skills', {})).body).toMatchObject({ status: 'succeeded', result: { skills: [{ name: 'big' }] } });
 
+    // A read-only tool's page, cut to its budget, is refused as well (AC-N3: was kept, about 16 KB a call);
+    // a short one still answers.
+    const collection = await createCollection(t, org, 'handbook');
+    const documentId = await addDocument(t, org, collection, 'long', randomBytes(60_000).toString('base64'));
+    const reader = await publishAgent(t, org, `reader-${randomBytes(3).toString('hex')}`, {
+      instructions: 'x',
+      capabilities: [{ id: 'knowledge' }],
+      resources: { knowledgeCollections: [collection] },
+    });
+    const page = await call(org, reader, 'read_document', { documentId });
+    expect(page.body.error).toEqual({ code: 'storage_full', message: expect.stringContaining('read-only') });
+    expect((await call(org, reader, 'read_document', { documentId, maxChars: 500 })).body.status).toBe('succeeded');
+    expect(await used(org)).toBeLessThan(BOUND + 150_000);
+
     // Another organization's bound is its own.
-    const other = await createOrg(t);
+    const other = await createOrg(t, ['knowledge:read']);
     const theirs = await skilled(other);
     expect((await call(other, theirs, 'load_skill', { name: 'big' })).body.status).toBe('succeeded');
+    const theirCollection = await createCollection(t, other, 'handbook');
+    const theirDocument = await addDocument(t, other, theirCollection, 'long', randomBytes(60_000).toString('base64'));
+    const theirReader = await publishAgent(t, other, `reader-${randomBytes(3).toString('hex')}`, {
+      instructions: 'x',
+      capabilities: [{ id: 'knowledge' }],
+      resources: { knowledgeCollections: [theirCollection] },
+    });
+    expect((await call(other, theirReader, 'read_document', { documentId: theirDocument })).body.status).toBe('succeeded');
   });
 });

@@ -54,7 +54,8 @@ export class ToolRunner {
   /**
    * A result with no output budget (`load_skill`: instructions are not cut) is kept whole in its call, and calls are
    * never removed: past RUNS_MAX_BYTES_PER_ORG each stored up to 400 KB more, for good (attack round 21, AC-F3). One
-   * the bound counts (past the 2 KB a call keeps uncounted) is refused there, as heavy arguments are; nothing ran that wrote.
+   * the bound counts (past the 2 KB a call keeps uncounted) is refused there, as heavy arguments are; nothing ran that
+   * wrote. So is a read-only tool's (AC-N3).
    */
   private async uncutPastBound(outcome: { result: unknown; json?: string }, orgId: string): Promise<boolean> {
     const json = outcome.json ?? JSON.stringify(outcome.result) ?? '';
@@ -76,8 +77,12 @@ export class ToolRunner {
       (err) => this.logger.error({ err, callId: call.id, tool: `${tool.capabilityId}/${tool.toolId}` }, 'tool threw an unexpected error'),
       effects,
     );
-    if (outcome.status === 'succeeded' && implementation.declaration.maxOutputTokens === 0 && (await this.uncutPastBound(outcome, call.orgId))) {
-      return { status: 'failed', error: { code: 'storage_full', message: uncutPastBound(this.storage.maxBytes) } };
+    // A read-only tool's result, cut or not: refusing it undoes nothing that matters, and calls are
+    // never removed (a `read_document` page of 16 KB an agent key's call, AC-N3). A write's cut result
+    // is still kept: it did what it did.
+    const refusable = implementation.declaration.maxOutputTokens === 0 || tool.risk === 'read_only';
+    if (outcome.status === 'succeeded' && refusable && (await this.uncutPastBound(outcome, call.orgId))) {
+      return { status: 'failed', error: { code: 'storage_full', message: pastBound(this.storage.maxBytes, implementation.declaration.maxOutputTokens === 0) } };
     }
     if (outcome.status === 'succeeded' && outcome.offloaded && (await this.storage.full(call.orgId))) {
       // Past RUNS_MAX_BYTES_PER_ORG the whole result is not kept: the call keeps its cut result, as without offloading.
@@ -95,6 +100,7 @@ export class ToolRunner {
 /** What a call stores without the bound counting it (the `tool_call_stored_bytes` trigger weighs a row past 2 KB). */
 const UNCOUNTED_RESULT_BYTES = 2048;
 
-function uncutPastBound(maxBytes: number): string {
-  return `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${maxBytes} bytes), and this tool's result is kept whole, so it was not answered. Ask the operator for more room.`;
+function pastBound(maxBytes: number, whole: boolean): string {
+  const kept = whole ? "this tool's result is kept whole" : "this read-only tool's result is kept in its call";
+  return `This organization's runs and tool calls store what they may (RUNS_MAX_BYTES_PER_ORG, ${maxBytes} bytes), and ${kept}, so it was not answered. Ask the operator for more room.`;
 }
