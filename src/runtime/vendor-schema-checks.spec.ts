@@ -69,16 +69,21 @@ describe('VendorSchemaChecks', () => {
       await checks.check(A, 'plain', { type: 'object' }, {});
       const turn = (await timed(checks, `both-${attempt}`)).answer;
       answers.push(turn);
-      if (!('unusable' in turn)) continue;
+      // Not refused, or the compile alone ran out (the machine's load grew since the measure): measured again.
+      if (!('unusable' in turn) || turn.unusable.startsWith('compiling it takes')) continue;
       // Was answered `[]`, the turn taking both.
       expect(turn).toEqual({ unusable: `compiling it and checking these arguments against it take more than ${limit} ms` });
       // The compile is not blamed: compiled again (the thread was ended) for arguments quick to check.
-      // A loaded machine may take the compile alone past the limit: then it was tried for the whole
-      // limit, where a remembered refusal answers at once.
+      // A loaded machine may take the compile alone (or with this small check) past the limit: then
+      // it was tried for the whole limit, where a remembered refusal answers at once.
       const start = performance.now();
       const again = await checks.check(A, `both-${attempt}`, schema, { x: [1], y: 1 });
       if ('unusable' in again) {
-        expect([again.unusable, performance.now() - start >= limit]).toEqual([`compiling it takes more than ${limit} ms`, true]);
+        const took = performance.now() - start;
+        expect([again.unusable, took >= limit]).toEqual([
+          expect.stringMatching(new RegExp(`^compiling it (takes|and checking these arguments against it take) more than ${limit} ms$`)),
+          true,
+        ]);
       } else expect(again).toEqual({ errors: [], omitted: 0 });
       return;
     }
