@@ -4,7 +4,7 @@ import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { Page, PageQuery } from '../common/pagination';
 import { shownUrl } from '../common/url-secrets';
 import { newestFirstPage } from '../database/keyset-page';
-import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
+import { countingTransaction, countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { sealStoredUrls } from '../database/seal-stored-urls';
 import { pendingCountedUpTo } from './webhook-backlog';
 
@@ -115,7 +115,7 @@ export class WebhooksRepository {
     /** The API key creating it (holdActingKey), if a key does. */
     actingKey?: string,
   ): Promise<WebhookEndpoint | undefined> {
-    return this.dataSource.transaction(async (m) => {
+    return countingTransaction(this.dataSource, 'webhook_endpoint', orgId, async (m) => {
       const live = await countUnderOrgLock(m, 'webhook_endpoint', orgId, 'deleted_at IS NULL');
       await holdActingKey(m, orgId, actingKey);
       if (live >= limit) return undefined;

@@ -9,7 +9,7 @@ import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
 import { isProgramLimitExceeded } from '../common/db-errors';
 import { deleteUnlessBound } from '../database/delete-unless-bound';
-import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
+import { countingTransaction, countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { Page, PageQuery } from '../common/pagination';
 import { newestFirstPage } from '../database/keyset-page';
 import { PROXIMITY_CANDIDATES, proximityRank, searchTerms, searchTurns } from '../database/text-search';
@@ -135,7 +135,7 @@ export class KnowledgeRepository {
   /** At most KNOWLEDGE_MAX_COLLECTIONS_PER_ORG (409), counted under the organization's lock so creations at once count in turn. */
   async createCollection(orgId: string, dto: CreateCollectionDto, actingKey?: string): Promise<CollectionView> {
     const id = randomUUID();
-    await this.dataSource.transaction(async (m) => {
+    await countingTransaction(this.dataSource, 'knowledge_collection', orgId, async (m) => {
       const count = await countUnderOrgLock(m, 'knowledge_collection', orgId);
       // Creations queue on the count's lock: a key revoked meanwhile makes no more (row 165's class).
       await holdActingKey(m, orgId, actingKey);

@@ -4,7 +4,7 @@ import type { EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
-import { holdActingKey } from '../database/org-limit';
+import { countingTransaction, holdActingKey } from '../database/org-limit';
 import { actingKeyOf, actorOf, isOrgPrincipal, RequestContext, Role } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
@@ -98,7 +98,7 @@ export class OrgsService {
     const token = generateApiKeyToken();
     const roles = [...new Set(dto.roles)];
     const agentIds = pinnedAgentsOf(dto.agentIds, roles);
-    return this.orgs.dataSource.transaction(async (m) => {
+    return countingTransaction(this.orgs.dataSource, 'api_key', orgId, async (m) => {
       const active = await this.keys.countActiveUnderLock(orgId, m);
       // Read once the count's lock is held, and held (a policy set meanwhile waits, or is seen): read
       // before, a creation queued behind others kept the policy it found on arrival (V-F3).

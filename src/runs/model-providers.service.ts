@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { AuditService } from '../audit/audit.service';
 import { actingKeyOf, actorOf, orgIdOf, RequestContext } from '../auth/principal';
-import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
+import { countingTransaction, countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { ApiError } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { Page, PageQuery } from '../common/pagination';
@@ -43,7 +43,7 @@ export class ModelProvidersService {
     const id = randomUUID();
     const sealed = dto.apiKey === undefined ? null : this.secrets.seal(dto.apiKey);
     try {
-      const row = await this.repo.dataSource.transaction(async (m) => {
+      const row = await countingTransaction(this.repo.dataSource, 'model_provider', orgId, async (m) => {
         // Counted under the organization's lock, so creations at once count one after another.
         if ((await countUnderOrgLock(m, 'model_provider', orgId)) >= MAX_MODEL_PROVIDERS_PER_ORG) {
           throw ApiError.conflict(`An organization has at most ${MAX_MODEL_PROVIDERS_PER_ORG} model providers; delete one first.`);

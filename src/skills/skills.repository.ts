@@ -5,7 +5,7 @@ import type { ResolvedSkill } from '../capabilities/capability.types';
 import { ApiError } from '../common/api-error';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
-import { countUnderOrgLock, holdActingKey } from '../database/org-limit';
+import { countingTransaction, countUnderOrgLock, holdActingKey } from '../database/org-limit';
 import { Page } from '../common/pagination';
 import { Batcher } from '../database/batcher';
 import { LruCache } from '../common/lru-cache';
@@ -53,7 +53,7 @@ export class SkillsRepository {
 
   /** At most SKILLS_MAX_PER_ORG per organization (409), counted under its lock: each skill is up to 400 KB of the shared volume. */
   async create(orgId: string, dto: CreateSkillDto, actingKey?: string): Promise<SkillView> {
-    return this.dataSource.transaction(async (m) => {
+    return countingTransaction(this.dataSource, 'skill', orgId, async (m) => {
       const count = await countUnderOrgLock(m, 'skill', orgId);
       // Creations queue on the count's lock: a key revoked meanwhile makes no more skills (row 108's class).
       await holdActingKey(m, orgId, actingKey);

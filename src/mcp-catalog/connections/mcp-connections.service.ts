@@ -21,7 +21,7 @@ import { auditedDiff, auditedToolNames, ListedMcpTool, riskOf, toolListDiff, too
 import { credentialsAt, givenCredentials, parseCredentials, stillMovable } from './mcp-credentials';
 import { ownRisk, toConnectionView } from './mcp-connection-view';
 import { connectFailure, secretUnreadable } from './mcp-connection-errors';
-import { countUnderOrgLock, holdActingKey } from '../../database/org-limit';
+import { countingTransaction, countUnderOrgLock, holdActingKey } from '../../database/org-limit';
 
 /**
  * An organization's MCP connections: connect and list on creation, sync, risk decisions,
@@ -71,7 +71,8 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     }
     if (dto.url !== undefined) await this.egress.assertAllowed(dto.url, 'url', orgId);
     // Before a server is started or called for it (a local one is a process of its own); held again at the insert.
-    if ((await this.dataSource.transaction((m) => countUnderOrgLock(m, 'mcp_connection', orgId))) >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
+    const held = await countingTransaction(this.dataSource, 'mcp_connection', orgId, (m) => countUnderOrgLock(m, 'mcp_connection', orgId));
+    if (held >= MAX_MCP_CONNECTIONS_PER_ORG) throw tooManyConnections();
     if (await this.repository.getByName(orgId, dto.name)) throw ApiError.conflict(`A connection named "${dto.name}" already exists in the organization.`);
 
     const id = randomUUID();
@@ -87,7 +88,7 @@ export class McpConnectionsService implements OnApplicationBootstrap {
     // A token in the query (`?api_key=`, as hosted servers take it) is a credential: sealed, never shown.
     const url = dto.url === undefined ? null : shownUrl(dto.url);
     try {
-      const row = await this.dataSource.transaction(async (m) => {
+      const row = await countingTransaction(this.dataSource, 'mcp_connection', orgId, async (m) => {
         const live = await countUnderOrgLock(m, 'mcp_connection', orgId);
         // The server's listing can take as long as the server likes: a key revoked meanwhile stores nothing.
         await holdActingKey(m, orgId, actingKeyOf(ctx.principal));

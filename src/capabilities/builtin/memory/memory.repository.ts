@@ -5,7 +5,7 @@ import { APP_CONFIG, AppConfig } from '../../../config/app-config';
 import { DEFAULT_STORAGE_LIMITS } from '../../../config/database-config';
 import type { ToolContext } from '../../capability.types';
 import { PROXIMITY_CANDIDATES, proximityRank, searchTerms, searchTurns } from '../../../database/text-search';
-import type { OrgGate } from '../../../common/org-gate';
+import { OrgGate } from '../../../common/org-gate';
 
 export interface MemoryRow {
   id: string;
@@ -33,6 +33,12 @@ export class MemoryRepository {
   private readonly maxBytes: number;
   /** An organization's recalls take their turns with its knowledge searches: a quarter of the pool at most (attack round 16, T-F2). */
   private readonly searches: OrgGate;
+  /**
+   * An organization's memory writes, one at a time on the node before they take a connection: each
+   * waits for the agent's row and the organization's weight (a row its triggers update), held until
+   * its call settles, and 128 approvals at once held 9 of 10 connections waiting (attack round 21, AE-F1).
+   */
+  private readonly writes = new OrgGate(1);
 
   constructor(
     private readonly dataSource: DataSource,
@@ -93,7 +99,7 @@ export class MemoryRepository {
   async remember(ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
     // The effect's transaction commits with the call's outcome: past the deadline it is refused,
     // or rolled back at the check below; once it may commit, the call reports what it did.
-    return ctx.effect((m) => this.rememberIn(m, ctx, content, tags, max));
+    return this.writes.run(ctx.orgId, () => ctx.effect((m) => this.rememberIn(m, ctx, content, tags, max)), ctx.signal);
   }
 
   private async rememberIn(m: EntityManager, ctx: ToolContext, content: string, tags: readonly string[], max: number): Promise<RememberOutcome> {
@@ -140,14 +146,16 @@ export class MemoryRepository {
   /** The forgotten memory, or undefined when the agent keeps none with that id. */
   async forget(ctx: ToolContext, memoryId: string): Promise<MemoryRow | undefined> {
     // Refused past the deadline; once sent, it commits with the call's outcome.
-    const [rows]: [MemoryRow[], number] = await ctx.effect((m) => {
-      ctx.signal.throwIfAborted();
-      return m.query(`DELETE FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND id = $3 RETURNING id, content, tags, created_at`, [
-        ctx.orgId,
-        ctx.agentId,
-        memoryId,
-      ]);
-    });
+    const forget = () =>
+      ctx.effect((m) => {
+        ctx.signal.throwIfAborted();
+        return m.query(`DELETE FROM agent_memory WHERE org_id = $1 AND agent_id = $2 AND id = $3 RETURNING id, content, tags, created_at`, [
+          ctx.orgId,
+          ctx.agentId,
+          memoryId,
+        ]);
+      });
+    const [rows]: [MemoryRow[], number] = await this.writes.run(ctx.orgId, forget, ctx.signal);
     return rows[0];
   }
 }
