@@ -186,6 +186,9 @@ export class WebhookBacklogRepository {
              FROM (
                SELECT e.tx, e.seq, e.at, e.type FROM audit_event e
                 WHERE e.org_id = $2 AND (e.tx, e.seq) > ($4::xid8, $5::bigint)
+                  -- The count starts at the oldest transaction running when the mark was written, which may
+                  -- be older than the endpoint: its organization's events before it were never its to miss.
+                  AND e.at >= (SELECT created_at FROM webhook_endpoint WHERE id = $1)
                   AND e.tx < pg_snapshot_xmin(pg_current_snapshot()) AND ($6::xid8 IS NULL OR e.tx < $6::xid8)
                 ORDER BY e.tx, e.seq LIMIT $7
              ) b
