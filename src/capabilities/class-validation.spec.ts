@@ -54,6 +54,10 @@ describe('validateWithClass', () => {
       'metadata.k49',
       70,
     ]);
+    // A null inside a list of a free-form value, named at its index.
+    expect(validateWithClass(Args, { query: 'q', metadata: { list: [1, null] } }).errors).toEqual([
+      { path: 'metadata.list[1]', code: 'isNotNull', message: 'metadata.list[1] must not be null; leave it out to use the default' },
+    ]);
     // Refused arguments still have their plain form when asked for it.
     expect(plain).toEqual({ query: 'q', metadata, limit: 5 });
     const refused = validateWithClass(Args, { query: [null, { a: null }], parts: [{ label: 'p', extra: { n: null } }] });

@@ -1,7 +1,7 @@
 import * as tokenizer from 'gpt-tokenizer';
 import { countTokens } from 'gpt-tokenizer';
 import { MAX_PIECE_CHARS, MAX_SEGMENT_CHARS } from '../../runtime/output-budget';
-import { count, fitList, fitsIn, largestFitting, resultTokens } from './tool-output';
+import { count, fitList, fitsIn, largestFitting, longestFittingText, resultTokens } from './tool-output';
 
 describe('tool output helpers', () => {
   it('measures a result as the executor does: a string as itself, anything else as its JSON text', () => {
@@ -71,5 +71,28 @@ describe('tool output helpers', () => {
     expect(count(1, 'document')).toBe('1 document');
     expect(count(0, 'document')).toBe('0 documents');
     expect(count(2, 'memory', 'memories')).toBe('2 memories');
+  });
+
+  it('fits a text to its budget when the rest of the result grows with it: its first estimate made shorter, then searched', () => {
+    const chars = [...'lorem ipsum dolor sit amet, '.repeat(400)];
+    // A result whose other parts grow with the text (a mark beside every few characters): the room
+    // the estimate spends, measured with none of it, is too much, and only shortening finds what fits.
+    for (const grows of [10, 3, 1]) {
+      const make = (n: number) => ({ text: chars.slice(0, n).join(''), marks: ' z'.repeat(Math.floor(n / grows)) });
+      for (const maxTokens of [300, 1200]) {
+        const n = longestFittingText(chars, make, maxTokens);
+        const longest = largestFitting(chars.length, (k) => fitsIn(make(k), maxTokens));
+        // It fits, and is within the tenth a shortening step takes of the longest that does.
+        expect([grows, maxTokens, fitsIn(make(n), maxTokens), n >= Math.floor(0.9 * longest)]).toEqual([grows, maxTokens, true, true]);
+      }
+    }
+    // The whole text when it fits; nothing of it when not even its first character does.
+    expect(longestFittingText(chars.slice(0, 10), (n) => chars.slice(0, n).join(''), 100)).toBe(10);
+    // A first segment past the room (a long title beside the text): the few characters that fit.
+    const titled = (n: number) => ({ title: 'word '.repeat(100), text: chars.slice(0, n).join('') });
+    const few = longestFittingText(chars, titled, resultTokens(titled(0)) + 5);
+    expect([few > 0, fitsIn(titled(few), resultTokens(titled(0)) + 5), fitsIn(titled(few + 1), resultTokens(titled(0)) + 5)]).toEqual([true, true, false]);
+    const one = (n: number) => ({ text: 'a'.repeat(n), marks: ' z'.repeat(20 * n) });
+    expect(longestFittingText(['a'], one, resultTokens(one(0)) + 1)).toBe(0);
   });
 });
