@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import type { Response } from 'supertest';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
+import { connectionsWaitingOnLock } from './support/lock-waits';
 
 /**
  * Attack round 21, AE-F3 (row 52's class): saving an agent's draft locks the agent's row and, by
@@ -41,13 +42,7 @@ describe('draft saves and the shared pool (e2e, attack round 21 AE-F3)', () => {
       ).body.id as string;
       const holder = new Client({ connectionString: t.db.url });
       await holder.connect();
-      // The holder reads from inside its transaction, where PostgreSQL keeps the first read of
-      // pg_stat_activity until the transaction ends: read before the saves arrived, it said 0 for good.
-      const waitingOnLock = async () => {
-        await holder.query('SELECT pg_stat_clear_snapshot()');
-        return (await holder.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0]
-          .n as number;
-      };
+      const waitingOnLock = () => connectionsWaitingOnLock(holder);
       let answers: Promise<Response>[] | undefined;
       try {
         await holder.query('BEGIN');

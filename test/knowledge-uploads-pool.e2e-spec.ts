@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import type { Response } from 'supertest';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
+import { connectionsWaitingOnLock } from './support/lock-waits';
 
 /**
  * Attack round 8, F2: an organization's documents go in one at a time (its storage limit is
@@ -48,12 +49,7 @@ describe('knowledge uploads and the shared pool (e2e, attack round 8 F2)', () =>
     const docs = await collection(org);
     const holder = new Client({ connectionString: t.db.url });
     await holder.connect();
-    const waitingOnLock = async () =>
-      (
-        await holder.query(
-          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'`,
-        )
-      ).rows[0].n as number;
+    const waitingOnLock = () => connectionsWaitingOnLock(holder, 'advisory');
     let answers: Promise<Response>[] | undefined;
     try {
       await holder.query(`SELECT pg_advisory_lock(hashtextextended('knowledge_document:' || $1::text, 0))`, [org.id]);

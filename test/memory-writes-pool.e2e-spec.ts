@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import type { Response } from 'supertest';
 import { bearer, createOrg, createTestApp, publishAgent, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
+import { connectionsWaitingOnLock } from './support/lock-waits';
 
 /**
  * Attack round 21, AE-F1: an organization's memories are kept one at a time (its storage bound is
@@ -49,9 +50,7 @@ describe('approved memory writes and the shared pool (e2e, attack round 21 AE-F1
       for (let i = 0; i < 12; i++) approvals.push(await pending(agents[i % 2], `fact number ${i}`));
       const holder = new Client({ connectionString: t.db.url });
       await holder.connect();
-      const waitingOnLock = async () =>
-        (await holder.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0]
-          .n as number;
+      const waitingOnLock = () => connectionsWaitingOnLock(holder);
       let answers: Promise<Response>[] | undefined;
       try {
         await holder.query(`SELECT pg_advisory_lock(hashtextextended('agent_memory:' || $1::text, 0))`, [org.id]);

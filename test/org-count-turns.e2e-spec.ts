@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import type { Response } from 'supertest';
 import { bearer, createOrg, createTestApp, TestApp, TestOrg } from './support/test-app';
 import { until } from './support/until';
+import { connectionsWaitingOnLock } from './support/lock-waits';
 
 /**
  * Attack round 21, AE-F2 (row 52's class): an organization's keys, skills, collections, webhooks,
@@ -59,9 +60,7 @@ describe('creations counted under the organization’s lock and the shared pool 
       async () => {
         const holder = new Client({ connectionString: t.db.url });
         await holder.connect();
-        const waitingOnLock = async () =>
-          (await holder.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).rows[0]
-            .n as number;
+        const waitingOnLock = () => connectionsWaitingOnLock(holder);
         let answers: Promise<Response>[] | undefined;
         try {
           await holder.query(`SELECT pg_advisory_lock(hashtextextended($1 || ':' || $2::text, 0))`, [c.table, org.id]);
