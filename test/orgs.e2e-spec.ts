@@ -96,8 +96,10 @@ describe('organizations, API keys and /me (e2e)', () => {
     const org = await createOrg(t);
     // Filled by the database (the roles' five keys are there already): a thousand requests would only slow the test.
     await t.app.get(DataSource).query(
-      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash)
-         SELECT gen_random_uuid(), $1::uuid, 'filler ' || i, ARRAY['viewer'], 'cpk_fill', 'fill-' || $1::text || '-' || i FROM generate_series(1, $2::int - 5) i`,
+      // Made two days ago: the keys made in a day are bounded too (test/api-keys-made-per-day.e2e-spec.ts).
+      `INSERT INTO api_key (id, org_id, name, roles, token_prefix, token_hash, created_at)
+         SELECT gen_random_uuid(), $1::uuid, 'filler ' || i, ARRAY['viewer'], 'cpk_fill', 'fill-' || $1::text || '-' || i, now() - interval '2 days'
+           FROM generate_series(1, $2::int - 5) i`,
       [org.id, MAX_ACTIVE_API_KEYS_PER_ORG],
     );
     const create = (name: string) =>

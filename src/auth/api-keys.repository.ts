@@ -134,6 +134,23 @@ export class ApiKeysRepository {
     return n;
   }
 
+  /**
+   * When organization `orgId` may make its next key, if it made `perDay` in the last 24 hours (the
+   * moment the oldest of them turns a day old); null when it may now. Asked under the count's lock
+   * (countActiveUnderLock), so creations at once are counted one after another. At most `perDay`
+   * entries of `api_key_org_idx` are read, however many keys the organization ever made.
+   */
+  async nextCreationAt(orgId: string, perDay: number, m: EntityManager): Promise<Date | null> {
+    const [row]: { made: number; next: Date | null }[] = await m.query(
+      `SELECT count(*)::int AS made, min(k.created_at) + interval '1 day' AS next
+         FROM (SELECT created_at FROM api_key
+                WHERE org_id = $1 AND created_at > statement_timestamp() - interval '1 day'
+                ORDER BY created_at DESC LIMIT $2) k`,
+      [orgId, perDay],
+    );
+    return row.made >= perDay ? new Date(row.next!) : null;
+  }
+
   async insert(
     orgId: string,
     key: { id: string; name: string; roles: Role[]; tokenPrefix: string; tokenHash: string; expiresAt: Date | null; agentIds: string[] | null },

@@ -53,6 +53,15 @@ describe('environment', () => {
     expect(() => resolveConfig({ DATA_DIR: dir, API_KEY_EXPIRY_NOTICE_DAYS: '-1' })).toThrow(/API_KEY_EXPIRY_NOTICE_DAYS/);
   });
 
+  it('lets an organization make 1,000 API keys in any 24 hours unless told otherwise (1 to 1,000,000)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).apiKeysCreatedPerDay).toBe(1000);
+    expect(resolveConfig({ DATA_DIR: dir, API_KEYS_CREATED_PER_DAY: '25000' }).apiKeysCreatedPerDay).toBe(25_000);
+    for (const bad of ['0', '-3', '1000001', '1.5', 'many']) {
+      expect(() => resolveConfig({ DATA_DIR: dir, API_KEYS_CREATED_PER_DAY: bad })).toThrow(/API_KEYS_CREATED_PER_DAY/);
+    }
+  });
+
   it('caps an endpoint at 10,000 pending deliveries unless told otherwise', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     expect(resolveConfig({ DATA_DIR: dir }).webhookMaxPendingPerEndpoint).toBe(10_000);

@@ -40,6 +40,8 @@ export interface AppConfig {
   auditRetentionMs?: number;
   /** API_KEY_EXPIRY_NOTICE_DAYS in ms (unset, in tests: 7 days); 0: no `api_key.expiring`. */
   apiKeyExpiryNoticeMs?: number;
+  /** API_KEYS_CREATED_PER_DAY (1,000 when unset): keys an organization may make in any 24 hours; past it `429 rate_limited`. */
+  apiKeysCreatedPerDay?: number;
   /** WEBHOOK_MAX_PENDING_PER_ENDPOINT: an endpoint with this many pending deliveries gets no new ones until half have drained. */
   webhookMaxPendingPerEndpoint: number;
   mcpApprovalWaitSeconds: number;

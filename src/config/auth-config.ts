@@ -72,6 +72,18 @@ export class AuthVariables extends DatabaseVariables {
   @Min(0)
   @Max(365)
   API_KEY_EXPIRY_NOTICE_DAYS: number = 7;
+
+  /**
+   * Keys one organization may make in any 24 hours. The 1,000 live keys bound counts keys that are
+   * neither revoked nor expired, so keys made to expire at once (or revoked as made) were never
+   * refused: 496 in 10 s, each a row and two audit events kept for good (attack round 20, AB-N1).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(1_000_000)
+  API_KEYS_CREATED_PER_DAY: number = 1000;
 }
 
 export interface OidcConfig {

@@ -44,6 +44,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
     webhookDeliveryRetentionMs: e.WEBHOOK_DELIVERY_RETENTION_DAYS * 86_400_000,
     auditRetentionMs: auditRetentionMs(e),
     apiKeyExpiryNoticeMs: e.API_KEY_EXPIRY_NOTICE_DAYS * 86_400_000,
+    apiKeysCreatedPerDay: e.API_KEYS_CREATED_PER_DAY,
     webhookMaxPendingPerEndpoint: e.WEBHOOK_MAX_PENDING_PER_ENDPOINT,
     mcpApprovalWaitSeconds: e.MCP_APPROVAL_WAIT_SECONDS,
     mcpHeldCallsPerOrg: e.MCP_HELD_CALLS_PER_ORG,

@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query } from '@nestjs/common';
-import { ApiConflictResponse, ApiCreatedResponse, ApiNoContentResponse, ApiNotFoundResponse, ApiOkResponse, ApiOperation, ApiTags } from '@nestjs/swagger';
+import {
+  ApiConflictResponse,
+  ApiCreatedResponse,
+  ApiNoContentResponse,
+  ApiNotFoundResponse,
+  ApiOkResponse,
+  ApiOperation,
+  ApiTags,
+  ApiTooManyRequestsResponse,
+} from '@nestjs/swagger';
 import { Access } from '../auth/access.decorator';
 import { Ctx } from '../auth/ctx.decorator';
 import { RequestContext } from '../auth/principal';
@@ -56,6 +65,11 @@ export class OrgsController {
   @ApiCreatedResponse({ type: CreatedApiKeyView })
   @ApiNotFoundResponse(ProblemResponse('No such organization, or not yours (`not_found`).'))
   @ApiConflictResponse(ProblemResponse('The organization holds 1,000 keys that are neither revoked nor expired (`conflict`); revoke one first.'))
+  @ApiTooManyRequestsResponse(
+    ProblemResponse(
+      'The organization made `API_KEYS_CREATED_PER_DAY` keys (default 1,000) in the last 24 hours, revoked and expired ones included (`rate_limited`); `Retry-After` says when the next may be made.',
+    ),
+  )
   createKey(@Ctx() ctx: RequestContext, @Param('orgId', UuidParam) orgId: string, @Body() dto: CreateApiKeyDto): Promise<CreatedApiKeyView> {
     return this.orgs.createKey(ctx, orgId, dto);
   }

@@ -24,6 +24,21 @@ import { DEFAULT_STORAGE_LIMITS } from '../config/database-config';
  */
 export const MAX_ACTIVE_API_KEYS_PER_ORG = 1000;
 
+/** API_KEYS_CREATED_PER_DAY when the configuration does not say (src/config/auth-config.ts says why). */
+export const DEFAULT_API_KEYS_CREATED_PER_DAY = 1000;
+
+/** 429 until the oldest of the day's keys turns a day old: a retry before then would be refused again. */
+function keysMadeToday(perDay: number, next: Date): ApiError {
+  const seconds = Math.max(1, Math.ceil((next.getTime() - Date.now()) / 1000));
+  return new ApiError(
+    'rate_limited',
+    `An organization makes at most ${perDay} API keys in any 24 hours; the next may be made in ${seconds} s.`,
+    undefined,
+    undefined,
+    { 'Retry-After': String(seconds) },
+  );
+}
+
 @Injectable()
 export class OrgsService {
   constructor(
@@ -109,6 +124,9 @@ export class OrgsService {
       if (active >= MAX_ACTIVE_API_KEYS_PER_ORG) {
         throw ApiError.conflict(`An organization has at most ${MAX_ACTIVE_API_KEYS_PER_ORG} API keys that are not revoked; revoke one first.`);
       }
+      const perDay = this.config.apiKeysCreatedPerDay ?? DEFAULT_API_KEYS_CREATED_PER_DAY;
+      const next = await this.keys.nextCreationAt(orgId, perDay, m);
+      if (next) throw keysMadeToday(perDay, next);
       const expiresAt = keyExpiry(dto.expiresAt, policy.maxLifetimeDays);
       if (agentIds) await this.assertAgentsOf(orgId, agentIds, m);
       const row = await this.keys.insert(
