@@ -3,7 +3,7 @@ import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { missingScopes } from '../runtime/tool-policy';
 import { actingKeyOf, actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
-import { holdActingKey } from '../database/org-limit';
+import { holdActingKey, turnTransaction } from '../database/org-limit';
 import { ApiError, boundErrors } from '../common/api-error';
 import { isUniqueViolation } from '../common/db-errors';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageByPosition, PageQuery, pageOf } from '../common/pagination';
@@ -84,7 +84,9 @@ export class VersionsService {
       const draftHash = canonicalHash(agent.draft);
 
       try {
-        const written = await this.dataSource.transaction((m) =>
+        // Publishes of one agent serialize on its row: they wait their turn on the node holding no
+        // connection (60 at once held the pool's, attack round 21, AE-N1).
+        const written = await turnTransaction(this.dataSource, 'publish', `${orgId}/${agentId}`, (m) =>
           this.insertVersion(m, ctx, agentId, draftHash, spec, specHash, { toolDigests, toolSources }, content),
         );
         if (written === 'draft_changed') {

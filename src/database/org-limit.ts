@@ -3,8 +3,19 @@ import { KEY_IS_LIVE } from './live-key';
 import { ApiError } from '../common/api-error';
 import { OrgGate } from '../common/org-gate';
 
-/** One transaction of an organization's at a time on this node per table counted (countingTransaction). */
-const countTurns = new OrgGate(1);
+/** One transaction at a time on this node per kind and organization (or agent): turnTransaction's. */
+const turns = new OrgGate(1);
+
+/**
+ * Runs `work` in a transaction in the turn of `kind` and `key` (an organization's id, or an
+ * agent's) on this node: the others wait here holding no connection. For changes that serialize
+ * on a lock anyway (a row, an advisory lock) held to the end of another's transaction, each of
+ * which otherwise waited for it holding one of the pool's connections (row 52's class). Nodes
+ * still each hold one; the lock orders them.
+ */
+export function turnTransaction<T>(dataSource: DataSource, kind: string, key: string, work: (m: EntityManager) => Promise<T>): Promise<T> {
+  return turns.run(`${kind}:${key}`, () => dataSource.transaction(work));
+}
 
 /**
  * Runs `work` in a transaction that counts `table`'s rows under the organization's lock
@@ -14,7 +25,7 @@ const countTurns = new OrgGate(1);
  * organization's `GET /agents` took up to 1.2 s (attack round 21, AE-F2; row 52's class).
  */
 export function countingTransaction<T>(dataSource: DataSource, table: string, orgId: string, work: (m: EntityManager) => Promise<T>): Promise<T> {
-  return countTurns.run(`${table}:${orgId}`, () => dataSource.transaction(work));
+  return turnTransaction(dataSource, table, orgId, work);
 }
 
 /**

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { actingKeyOf, actorOf, isOrgPrincipal, OrgPrincipal, RequestContext } from '../auth/principal';
-import { holdActingKey } from '../database/org-limit';
+import { holdActingKey, turnTransaction } from '../database/org-limit';
 import { CapabilityRegistry } from '../capabilities/capability-registry.service';
 import { findAgentWith } from '../agents/agents.repository';
 import { versionExists } from '../agents/agent-versions.repository';
@@ -18,6 +18,13 @@ import { ToolSwitchView } from './governance.dto';
  */
 // eslint-disable-next-line no-control-regex -- U+0000 is the one character no stored name holds, and PostgreSQL cannot store
 const MCP_TOOL_ID = /^[a-z0-9][a-z0-9-]{1,62}\/[^\u0000]{1,200}$/;
+
+/**
+ * Switches and retirements of one organization take their turns on the node (turnTransaction):
+ * they serialize on its switches' lock, and 100 at once held the pool's connections waiting for it
+ * (attack round 21, AE-N1).
+ */
+const SWITCH_TURNS = 'switches';
 
 /**
  * Incident response: retiring a version and disabling a tool. Both are recorded with their audit
@@ -41,7 +48,7 @@ export class GovernanceService {
   async retire(ctx: RequestContext, agentId: string, version: number | 'latest'): Promise<RetirementRow> {
     const principal = keyOf(ctx);
     const orgId = principal.orgId;
-    return this.dataSource.transaction(async (m) => {
+    return turnTransaction(this.dataSource, SWITCH_TURNS, orgId, async (m) => {
       await holdSwitches(m, orgId, 'switch');
       // The agent row is locked so that a publish cannot make this version the latest's
       // predecessor between the check and the insert, nor the other way round.
@@ -94,7 +101,7 @@ export class GovernanceService {
     const orgId = principal.orgId;
     this.assertKnownTool(capabilityId, toolId);
     const listed = async (m: EntityManager) => capabilityId !== 'mcp' || (await this.repository.listedMcpTools(orgId, [toolId], m)).has(toolId);
-    return this.dataSource.transaction(async (m) => {
+    return turnTransaction(this.dataSource, SWITCH_TURNS, orgId, async (m) => {
       const actor = actorOf(principal);
       const target = { type: 'tool', id: `${capabilityId}/${toolId}` };
       if (body.disabled) {

@@ -4,7 +4,7 @@ import type { EntityManager } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { ApiKeyRevocations } from '../auth/api-key-revocations';
 import { ApiKeysRepository, ApiKeyRow } from '../auth/api-keys.repository';
-import { countingTransaction, holdActingKey } from '../database/org-limit';
+import { countingTransaction, holdActingKey, turnTransaction } from '../database/org-limit';
 import { actingKeyOf, actorOf, isOrgPrincipal, RequestContext, Role } from '../auth/principal';
 import { displayPrefix, generateApiKeyToken, hashToken } from '../auth/tokens';
 import { ApiError } from '../common/api-error';
@@ -184,7 +184,10 @@ export class OrgsService {
 
   async setKeyPolicy(ctx: RequestContext, orgId: string, dto: ApiKeyPolicyDto): Promise<ApiKeyPolicyView> {
     this.assertReach(ctx, orgId);
-    return this.orgs.dataSource.transaction(async (m) => {
+    // Policies of one organization serialize on its row: 100 set at once held the pool's connections
+    // waiting (attack round 21, AE-N1). Not in the key creations' turn: creations queued there are
+    // held to a policy set meanwhile (V-F3).
+    return turnTransaction(this.orgs.dataSource, 'api_key_policy', orgId, async (m) => {
       const replaced = await this.orgs.setKeyPolicy(orgId, dto.maxLifetimeDays, m);
       if (!replaced) throw ApiError.notFound('organization');
       await holdActingKey(m, orgId, actingKeyOf(ctx.principal));
