@@ -99,4 +99,18 @@ describe('approvals waiting at once, per organization (e2e)', () => {
     await expect(asked).rejects.toMatchObject({ code: 'rate_limited', detail: expect.stringContaining('APPROVALS_MAX_PENDING_PER_ORG') });
     expect(await calls(org)).toBe(before);
   });
+  it("calls asked for at once pass the bound by none: counted again with their write, under the organization's lock (attack round 22, AF-F2)", async () => {
+    const o = await createOrg(t, ['memory:read', 'memory:write']);
+    const mine = await publishAgent(t, o, 'burst', { instructions: 'x', capabilities: [{ id: 'memory' }, { id: 'memory-write' }] });
+    // Each counted before any was written: 100 at once against a bound of 10 left 100 waiting.
+    const answers = await Promise.all(Array.from({ length: 100 }, (_, i) => remember(o, mine, `burst ${i}`)));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 202)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(97);
+    const refused = answers.find((a) => a.status === 429)!;
+    expect(refused.body).toMatchObject({ code: 'rate_limited', detail: expect.stringContaining('APPROVALS_MAX_PENDING_PER_ORG') });
+    const [{ n }] = await ds.query(`SELECT count(*)::int AS n FROM approval WHERE org_id = $1 AND status = 'pending'`, [o.id]);
+    expect(n).toBe(3);
+    expect(await calls(o)).toBe(3);
+  });
 });

@@ -67,4 +67,21 @@ describe('runs running per organization (e2e)', () => {
       .expect(200);
     await start(org, agent).expect(201);
   }, 60_000);
+  it("runs asked for at once pass the bound by none: counted under the organization's lock with their write (attack round 22, AF-F1)", async () => {
+    const org = await createOrg(t);
+    const agent = await agentOf(org);
+    // Each counted before any was written: 200 at once against a bound of 5 started 157.
+    const answers = await Promise.all(Array.from({ length: 30 }, () => start(org, agent)));
+    const statuses = answers.map((a) => a.status);
+    expect(statuses.filter((s) => s === 201)).toHaveLength(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(27);
+    const refused = answers.find((a) => a.status === 429)!;
+    expect(refused.body).toMatchObject({ code: 'rate_limited', detail: expect.stringContaining('RUN_MAX_RUNNING_PER_ORG') });
+    expect(refused.headers['retry-after']).toBe('5');
+    const listed = await t.http
+      .get('/api/v1/runs')
+      .set(...bearer(org.keys.viewer))
+      .expect(200);
+    expect(listed.body.items).toHaveLength(3);
+  }, 60_000);
 });

@@ -95,6 +95,11 @@ export class AuditService implements OnModuleInit, EntitySubscriberInterface {
   async record(manager: EntityManager, ...events: AuditEventInput[]): Promise<void> {
     if (events.length === 0) return;
     await this.repo.insert(manager, events);
+    this.committedWith(manager, events);
+  }
+
+  /** `committed` once `manager`'s transaction commits, or at once outside one: events written with `auditInsert` through it. */
+  committedWith(manager: Pick<EntityManager, 'queryRunner'>, events: readonly AuditEventInput[]): void {
     const runner = manager.queryRunner;
     if (runner?.isTransactionActive) {
       const pending: Set<string> = (runner.data[PENDING_ORGS] ??= new Set<string>());

@@ -12,7 +12,7 @@ import { ChatMessage } from './conversation';
 import { ModelProvidersService } from './model-providers.service';
 import { CROSS_NODE_POLL_MS, RunHeads } from './run-heads';
 import { RunSignals } from './run-signals';
-import { assertRoomToRun } from './running-runs';
+import { assertRoomToRun, maxRunningOf } from './running-runs';
 import { RunWorker } from './run-worker.service';
 import { CreateRunDto, ListRunsQuery } from './runs.dto';
 import { FINISHED, RunEventRow, RunsRepository } from './runs.repository';
@@ -55,9 +55,7 @@ export class RunsService implements OnModuleDestroy {
         `This organization has ${waiting} reads of runs waiting on this server, the most it may; retry shortly.`,
         undefined,
         undefined,
-        {
-          'Retry-After': '1',
-        },
+        { 'Retry-After': '1' },
       ),
   );
   private readonly heads: RunHeads;
@@ -77,9 +75,9 @@ export class RunsService implements OnModuleDestroy {
   }
 
   /**
-   * Starts a run of a published version (404 not_found, 409 not_published, 409 version_retired,
-   * 409 model_not_configured, 409 conflict past RUNS_MAX_BYTES_PER_ORG) and steps it on this node at once. With `waitSeconds`, answers when the
-   * run finishes or waits for approval, or when the time is up, whichever comes first.
+   * Starts a run of a published version (404 not_found, 409 not_published, 409 version_retired, 409 model_not_configured, 409 conflict past
+   * RUNS_MAX_BYTES_PER_ORG, 429 past RUN_MAX_RUNNING_PER_ORG) and steps it on this node at once. With `waitSeconds`, answers when the run
+   * finishes or waits for approval, or when the time is up, whichever comes first.
    */
   async create(ctx: RequestContext, agentId: string, dto: CreateRunDto, waitSeconds = 0): Promise<string> {
     const principal = keyOf(ctx);
@@ -98,7 +96,8 @@ export class RunsService implements OnModuleDestroy {
       );
     }
     await this.storage.assertRoomForRun(orgId);
-    await assertRoomToRun(this.repo, this.config.runs.maxRunningPerOrg, orgId);
+    const maxRunning = maxRunningOf(this.config.runs.maxRunningPerOrg);
+    await assertRoomToRun(this.repo, maxRunning, orgId);
     const id = randomUUID();
     const messages: ChatMessage[] = [
       ...(dto.messages ?? []).map((m): ChatMessage => (m.role === 'user' ? { role: 'user', content: m.content } : { role: 'assistant', content: m.content })),
@@ -139,6 +138,7 @@ export class RunsService implements OnModuleDestroy {
           data: { agentId: built.agentId, version: built.version, model: { provider: model.provider, name: model.name } },
         },
       ],
+      maxRunning,
     );
     this.worker.start(id, orgId);
     if (waitSeconds > 0) return this.waitWhileRunning(orgId, id, Math.min(waitSeconds, MAX_WAIT_SECONDS) * 1000);

@@ -210,32 +210,37 @@ export class ToolExecutor {
       const approvalId = randomUUID();
       const expiresAt = new Date(createdAt.getTime() + this.config.approvalTtlSeconds * 1000);
       const view = viewOfNewCall(call, 'pending_approval', { approvalId });
-      let written: boolean;
+      // Counted again with the write, under the organization's lock: the guard's count alone let a burst through (AF-F2).
+      const max = this.config.approvalsMaxPendingPerOrg ?? DEFAULT_APPROVALS_MAX_PENDING_PER_ORG;
+      let written: boolean | undefined;
       try {
         written = await inSpan(
           'approval gate',
           () =>
-            this.store.insertPending(
-              call,
-              { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
-              [
-                requested,
-                {
-                  type: 'approval.requested',
-                  orgId,
-                  actor,
-                  target: { type: 'approval', id: approvalId },
-                  data: {
-                    toolCallId: call.id,
-                    agentId: call.agentId,
-                    tool: call.tool,
-                    reason,
-                    argumentsHash: call.argumentsHash,
-                    expiresAt: expiresAt.toISOString(),
+            this.storage.withRoomForApproval(orgId, max, (m) =>
+              this.store.insertPending(
+                call,
+                { id: approvalId, reason, expiresAt, awaitingRequester: req.resumePending === true },
+                [
+                  requested,
+                  {
+                    type: 'approval.requested',
+                    orgId,
+                    actor,
+                    target: { type: 'approval', id: approvalId },
+                    data: {
+                      toolCallId: call.id,
+                      agentId: call.agentId,
+                      tool: call.tool,
+                      reason,
+                      argumentsHash: call.argumentsHash,
+                      expiresAt: expiresAt.toISOString(),
+                    },
                   },
-                },
-              ],
-              claim && { ...claim, status: 202, body: view },
+                ],
+                claim && { ...claim, status: 202, body: view },
+                m,
+              ),
             ),
           { 'cp.approval.reason': reason },
         );
@@ -248,6 +253,7 @@ export class ToolExecutor {
         if (!resumed) throw err;
         return resumed;
       }
+      if (written === undefined) return this.guards.deny(guarded.denial, tooManyPending(max));
       if (!written) return this.guards.deny(guarded.denial, runEnded(runId!));
       this.metrics.toolCall(tool, 'pending_approval');
       return { status: 202, call: view, replayed: false, resumed: false };

@@ -1,5 +1,5 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
+import { DataSource, EntityManager } from 'typeorm';
 import { auditInsert, auditInsertWhen } from '../audit/audit.repository';
 import { AuditEventInput, AuditService } from '../audit/audit.service';
 import { decodeCursor, DEFAULT_LIMIT, Page, pageOf } from '../common/pagination';
@@ -97,14 +97,15 @@ export class ToolCallsRepository {
     this.audit.committed(events);
   }
 
-  /** A call that waits for approval, with its approval and audit events, in one statement; a run's call only while its run has not
-   * ended, under a share lock of the run's row (a cancel committed first wins; one after waits, then rejects it). False: nothing written.
+  /** A call that waits for approval, with its approval and audit events, in one statement (through `m`); a run's call only while its run has
+   * not ended, under a share lock of the run's row (a cancel committed first wins; one after waits, then rejects it). False: nothing written.
    * With `claim`, only while it is still this request's (locked): one that lapsed and a retry took over records nothing (W-F2). */
   async insertPending(
     call: NewCall,
     approval: { id: string; reason: ApprovalReason; expiresAt: Date; awaitingRequester: boolean },
     events: AuditEventInput[],
     claim?: ClaimCompletion,
+    m: EntityManager = this.dataSource.manager,
   ): Promise<boolean> {
     const s = new Statement();
     const org = s.param(call.orgId);
@@ -137,8 +138,8 @@ export class ToolCallsRepository {
     s.params.push(...auditSql.params);
     if (events.length > 0) s.with(auditSql.sql);
     const last = `SELECT (SELECT count(*) FROM w1)::integer AS n, EXISTS (SELECT 1 FROM w0) AS held`;
-    const [{ n, held }]: { n: number; held: boolean }[] = await this.dataSource.query(s.finish(last), s.params);
-    if (n > 0) this.audit.committed(events);
+    const [{ n, held }]: { n: number; held: boolean }[] = await m.query(s.finish(last), s.params);
+    if (n > 0) this.audit.committedWith(m, events);
     if (!held) throw claimTakenOver();
     return n > 0;
   }
@@ -152,8 +153,7 @@ export class ToolCallsRepository {
     return rows[0]?.status;
   }
 
-  /** The atomic reservation of one call of a limited run: false when the limit is reached. */
-  // Per agent: the same run id used with another agent is another run (issue 13).
+  /** The atomic reservation of one call of a limited run, false when the limit is reached; per agent: the same run id with another agent is another run (issue 13). */
   async reserveRunCall(orgId: string, agentId: string, runId: string, limit: number): Promise<boolean> {
     if (limit < 1) return false;
     const rows: unknown[] = await this.dataSource.query(
