@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { stopAtEventStream, walkRoutes } from './support/routes';
-import { bearer, createTestApp, TestApp } from './support/test-app';
+import { bearer, createTestApp, publishAgent, TestApp } from './support/test-app';
 import { createWorld, fillPath, World } from './support/world';
 
 /**
@@ -69,13 +69,21 @@ describe('security headers (e2e)', () => {
       .expect(200);
     expect(head.headers['content-type']).toMatch(/^text\/event-stream/);
     expect(head.headers['x-content-type-options']).toBe('nosniff');
+    // A published agent's endpoint, so that the answer is the SDK's event stream: the world's agent
+    // is unpublished, and its refusal (409, a problem document) carried no-store while every MCP
+    // answer said the SDK's `no-cache, no-transform` (attack round 22, AG-F2).
+    const agentId = await publishAgent(t, world.org, 'headers-mcp', { instructions: 'x', capabilities: [] });
     const mcp = await t.http
-      .post(`/api/v1/agents/${world.ids.agentId}/mcp`)
+      .post(`/api/v1/agents/${agentId}/mcp`)
       .set(...bearer(world.org.keys.agent))
       .set('Accept', 'application/json, text/event-stream')
-      .send({ jsonrpc: '2.0', id: 1, method: 'ping' });
+      .send({ jsonrpc: '2.0', id: 1, method: 'ping' })
+      .expect(200);
+    expect(mcp.headers['content-type']).toMatch(/^text\/event-stream/);
     expect(mcp.headers['x-content-type-options']).toBe('nosniff');
-    expect([head.headers['cache-control'], mcp.headers['cache-control']]).toEqual(['no-store', 'no-store']);
+    expect(head.headers['cache-control']).toBe('no-store');
+    // With the SDK's no-transform, which keeps proxies from buffering the stream, while it sends one.
+    expect(mcp.headers['cache-control']).toMatch(/^no-store(, no-transform)?$/);
   });
 
   it("the docs page, its init script, Swagger UI's files and the documents cannot be framed, run only their own scripts, send no referrer", async () => {

@@ -52,7 +52,11 @@ export async function sendWebResponse(
   res.headers.forEach((value, name) => {
     if (HOP_BY_HOP.has(name)) return;
     // Fastify's `Vary: Origin` (CORS) stays, whatever the SDK varies on.
-    headers[name] = name === 'vary' && headers.vary ? `${String(headers.vary)}, ${value}` : value;
+    if (name === 'vary' && headers.vary) headers.vary = `${String(headers.vary)}, ${value}`;
+    // Our `no-store` (set for every /api/v1 answer) stays too: the SDK's `no-cache, no-transform` on
+    // its event streams let a cache store tool results and a system prompt (attack round 22, AG-F2).
+    else if (name === 'cache-control' && headers[name] === 'no-store') headers[name] = /no-transform/i.test(value) ? 'no-store, no-transform' : 'no-store';
+    else headers[name] = value;
   });
   headers['x-request-id'] = requestId;
   if (!res.body) {

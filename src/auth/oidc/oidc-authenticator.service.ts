@@ -160,8 +160,9 @@ export class OidcAuthenticator {
       roles: claims.roles,
       orgScopes: org.scopes,
       ...(claims.scopes ? { tokenScopes: claims.scopes } : {}),
-      // jwtVerify required `exp` and checked that it is a number.
-      expiresAt: ((payload.exp as number) + oidc.clockSkewSeconds) * 1000,
+      // jwtVerify required `exp` and checked that it is a number. The skew on top of the last second
+      // of 9999 made GET /me answer `+010000-01-01T00:00:59.000Z`, which is no RFC 3339 date-time.
+      expiresAt: Math.min((payload.exp as number) + oidc.clockSkewSeconds, LATEST_EXP) * 1000,
     };
   }
 
