@@ -8,6 +8,7 @@ import request from 'supertest';
 import { DecodedSpan, decodeTraceExportRequest } from './support/otlp-protobuf';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
+import { TestIdentityProvider } from './support/oidc-provider';
 import { startScriptedModel } from './support/scripted-model';
 import { until } from './support/until';
 
@@ -34,7 +35,7 @@ interface TracedServer {
 
 const adminToken = 'cpa_trace_' + 'z'.repeat(24);
 
-function tracedServer(env: Record<string, string>): TracedServer {
+function tracedServer(env: Record<string, string> | (() => Record<string, string>)): TracedServer {
   const t = { received: [], contentTypes: new Set<string>() } as unknown as TracedServer;
   let collector: Server;
   beforeAll(async () => {
@@ -66,7 +67,7 @@ function tracedServer(env: Record<string, string>): TracedServer {
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
         OTEL_BSP_SCHEDULE_DELAY: '100',
         OTEL_SERVICE_NAME: 'cp-trace-test',
-        ...env,
+        ...(typeof env === 'function' ? env() : env),
       },
       'test/support/fixture-server.ts',
     );
@@ -488,5 +489,34 @@ describe('a server that leaves an instrumentation out (OTEL_NODE_DISABLED_INSTRU
     await new Promise((r) => setTimeout(r, 300));
     expect(t.received.filter(isQuery)).toEqual([]);
     expect(t.received.some((s) => s.scope === '@opentelemetry/instrumentation-pg')).toBe(false);
+  });
+});
+
+describe('a server signing people in through an identity provider (attack round 22, AH-F1)', () => {
+  let idp: TestIdentityProvider;
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+  });
+  afterAll(async () => {
+    await idp?.close();
+  });
+  const t = tracedServer(() => ({ EGRESS_ALLOWED_HOSTS: '127.0.0.1', OIDC_ISSUER: idp.issuer, OIDC_AUDIENCE: idp.audience }));
+
+  it("fetches the provider's keys with none of the trace headers of the stranger whose token asked for them", async () => {
+    // Any token naming a key the server does not hold makes it fetch the keys again, in that
+    // request: its caller's baggage and trace went to the operator's identity provider.
+    const before = idp.headers.length;
+    const traceId = randomBytes(16).toString('hex');
+    await request(t.server.url)
+      .get('/api/v1/me')
+      .set('Authorization', `Bearer ${await idp.token({ kid: 'kid-nobody-published' })}`)
+      .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
+      .set('baggage', 'chosen-by=a-stranger')
+      .expect(401);
+    const asked = idp.headers.slice(before);
+    expect(asked.length).toBeGreaterThan(0);
+    for (const h of asked) expect([h.traceparent, h.tracestate, h.baggage]).toEqual([undefined, undefined, undefined]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.received.filter((s) => s.traceId === traceId && s.scope === '@opentelemetry/instrumentation-undici')).toEqual([]);
   });
 });
