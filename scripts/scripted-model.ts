@@ -33,6 +33,8 @@ export interface ScriptedModel {
   url: string;
   requests: ChatRequest[];
   authorizations: (string | undefined)[];
+  /** Each request's headers, in order. */
+  headers: IncomingMessage['headers'][];
   /** Replaces what the server answers from now on; its first request is index 0. */
   setScript(script: Script): void;
   /** Resolves when the server has received `n` requests in all. */
@@ -53,6 +55,7 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
   let base = 0;
   const requests: ChatRequest[] = [];
   const authorizations: (string | undefined)[] = [];
+  const headers: IncomingMessage['headers'][] = [];
   const waiters: { n: number; resolve: () => void }[] = [];
   const hanging = new Set<ServerResponse>();
   let abandoned = 0;
@@ -70,6 +73,7 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
       const index = requests.length;
       requests.push(parsed);
       authorizations.push(req.headers.authorization);
+      headers.push(req.headers);
       for (const w of waiters.filter((w) => requests.length >= w.n)) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve();
@@ -164,6 +168,7 @@ export async function startScriptedModel(script: Script): Promise<ScriptedModel>
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     authorizations,
+    headers,
     setScript(s) {
       current = s;
       base = requests.length;

@@ -8,6 +8,9 @@ import request from 'supertest';
 import { DecodedSpan, decodeTraceExportRequest } from './support/otlp-protobuf';
 import { FixtureMcpServer, startFixtureMcpServer } from './support/mcp-fixture-server';
 import { ServerProcess, startServerProcess, stopServerProcess } from './support/server-process';
+import { TestIdentityProvider } from './support/oidc-provider';
+import { startScriptedModel } from './support/scripted-model';
+import { until } from './support/until';
 
 /**
  * Tracing as an operator turns it on: the server process started with the standard OTEL_*
@@ -32,7 +35,7 @@ interface TracedServer {
 
 const adminToken = 'cpa_trace_' + 'z'.repeat(24);
 
-function tracedServer(env: Record<string, string>): TracedServer {
+function tracedServer(env: Record<string, string> | (() => Record<string, string>)): TracedServer {
   const t = { received: [], contentTypes: new Set<string>() } as unknown as TracedServer;
   let collector: Server;
   beforeAll(async () => {
@@ -64,7 +67,7 @@ function tracedServer(env: Record<string, string>): TracedServer {
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
         OTEL_BSP_SCHEDULE_DELAY: '100',
         OTEL_SERVICE_NAME: 'cp-trace-test',
-        ...env,
+        ...(typeof env === 'function' ? env() : env),
       },
       'test/support/fixture-server.ts',
     );
@@ -336,6 +339,112 @@ describe('traces exported over OTLP by the server process', () => {
     expect(received.filter((s) => s.traceId === unsampled)).toEqual([]);
   });
 
+  it("sends none of a caller's trace headers with webhook deliveries, its own organization's or another's (attack round 22, AH-F1)", async () => {
+    // A delivery is started by whichever request's commit woke the dispatcher, and a round claims
+    // every organization's due deliveries: they went out in that request's context, carrying its
+    // caller's traceparent, tracestate and baggage (any header it chose) to another organization's
+    // receiver, as spans of the caller's trace.
+    const heard: { org: string; headers: IncomingMessage['headers'] }[] = [];
+    const receiver = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        heard.push({ org: String(req.url).slice(1), headers: req.headers });
+        res.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const http = request(t.server.url);
+      const { port } = receiver.address() as AddressInfo;
+      const a = await orgWithKeys(t, 'traced-hooks-a', ['admin']);
+      const b = await orgWithKeys(t, 'traced-hooks-b', ['admin']);
+      for (const [name, org] of [
+        ['a', a],
+        ['b', b],
+      ] as const) {
+        await http
+          .post('/api/v1/webhooks')
+          .set(...as(org.keys.admin))
+          .send({ url: `http://127.0.0.1:${port}/${name}`, types: ['*'] })
+          .expect(201);
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      heard.length = 0;
+      const traceId = randomBytes(16).toString('hex');
+      for (let i = 0; i < 3; i++) {
+        // Organization b's event lands within the dispatcher's coalescing of a's wake-up.
+        await Promise.all([
+          http
+            .post('/api/v1/webhooks')
+            .set(...as(a.keys.admin))
+            .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
+            .set('tracestate', 'orga=chosen')
+            .set('baggage', 'injected-by-a=for-b')
+            .send({ url: `http://127.0.0.1:${port}/a-more-${i}`, types: ['*'] })
+            .expect(201),
+          new Promise((r) => setTimeout(r, 5)).then(() =>
+            http
+              .post('/api/v1/webhooks')
+              .set(...as(b.keys.admin))
+              .send({ url: `http://127.0.0.1:${port}/b-more-${i}`, types: ['*'] })
+              .expect(201),
+          ),
+        ]);
+      }
+      await until(
+        async () => heard.map((h) => h.org),
+        (orgs) => orgs.filter((o) => o === 'a').length >= 3 && orgs.filter((o) => o === 'b').length >= 3,
+      );
+      for (const h of heard) {
+        expect([h.org, h.headers.traceparent, h.headers.tracestate, h.headers.baggage]).toEqual([h.org, undefined, undefined, undefined]);
+      }
+      // Nor are the deliveries spans of the caller's trace.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(received.filter((s) => s.traceId === traceId && s.scope === '@opentelemetry/instrumentation-undici')).toEqual([]);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
+    }
+  });
+
+  it("sends none of a caller's trace headers with a run's model calls, made by the node's worker (attack round 22, AH-F1)", async () => {
+    const model = await startScriptedModel(() => ({ text: 'done' }));
+    try {
+      const http = request(t.server.url);
+      const { admin, builder, agent } = (await orgWithKeys(t, 'traced-runs', ['admin', 'builder', 'agent'])).keys;
+      const provider = (
+        await http
+          .post('/api/v1/model-providers')
+          .set(...as(admin))
+          .send({ name: 'scripted', kind: 'openai-compatible', baseUrl: model.url })
+          .expect(201)
+      ).body;
+      const agentId = await publishedAgent(t, builder, 'traced-runs', {
+        instructions: 'x',
+        capabilities: [],
+        model: { provider: provider.id, name: 'scripted-1' },
+      });
+      const traceId = randomBytes(16).toString('hex');
+      const run = await http
+        .post(`/api/v1/agents/${agentId}/runs`)
+        .set(...as(agent))
+        .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
+        .set('baggage', 'chosen-by=the-caller')
+        .set('Prefer', 'wait=10')
+        .send({ input: 'hi' })
+        .expect(201);
+      await until(
+        async () => (await http.get(`/api/v1/runs/${run.body.id}`).set(...as(agent))).body.status,
+        (status) => status === 'succeeded',
+      );
+      expect(model.headers.length).toBeGreaterThan(0);
+      for (const h of model.headers) expect([h.traceparent, h.tracestate, h.baggage]).toEqual([undefined, undefined, undefined]);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(received.filter((s) => s.traceId === traceId && s.scope === '@opentelemetry/instrumentation-undici')).toEqual([]);
+    } finally {
+      await model.close();
+    }
+  });
+
   it('exported with the default protocol, OTLP/protobuf, which the collector read whole', () => {
     expect(received.length).toBeGreaterThan(0);
     expect([...t.contentTypes]).toEqual(['application/x-protobuf']);
@@ -380,5 +489,34 @@ describe('a server that leaves an instrumentation out (OTEL_NODE_DISABLED_INSTRU
     await new Promise((r) => setTimeout(r, 300));
     expect(t.received.filter(isQuery)).toEqual([]);
     expect(t.received.some((s) => s.scope === '@opentelemetry/instrumentation-pg')).toBe(false);
+  });
+});
+
+describe('a server signing people in through an identity provider (attack round 22, AH-F1)', () => {
+  let idp: TestIdentityProvider;
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+  });
+  afterAll(async () => {
+    await idp?.close();
+  });
+  const t = tracedServer(() => ({ EGRESS_ALLOWED_HOSTS: '127.0.0.1', OIDC_ISSUER: idp.issuer, OIDC_AUDIENCE: idp.audience }));
+
+  it("fetches the provider's keys with none of the trace headers of the stranger whose token asked for them", async () => {
+    // Any token naming a key the server does not hold makes it fetch the keys again, in that
+    // request: its caller's baggage and trace went to the operator's identity provider.
+    const before = idp.headers.length;
+    const traceId = randomBytes(16).toString('hex');
+    await request(t.server.url)
+      .get('/api/v1/me')
+      .set('Authorization', `Bearer ${await idp.token({ kid: 'kid-nobody-published' })}`)
+      .set('traceparent', `00-${traceId}-${randomBytes(8).toString('hex')}-01`)
+      .set('baggage', 'chosen-by=a-stranger')
+      .expect(401);
+    const asked = idp.headers.slice(before);
+    expect(asked.length).toBeGreaterThan(0);
+    for (const h of asked) expect([h.traceparent, h.tracestate, h.baggage]).toEqual([undefined, undefined, undefined]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.received.filter((s) => s.traceId === traceId && s.scope === '@opentelemetry/instrumentation-undici')).toEqual([]);
   });
 });

@@ -210,6 +210,15 @@ describe('environment', () => {
 });
 
 describe('a refused secret', () => {
+  it('refuses a Redis URL ioredis cannot parse at start, naming the variable and not the password (AH-F2)', () => {
+    // It passed the pattern, and ioredis's TypeError printed the whole URL in a stack trace.
+    for (const url of ['redis://:hunter2pw@127.0.0.1:notaport', 'redis://:hunter2pw@127.0.0.1:70000/3', 'rediss://:hunter2pw@[::1/0']) {
+      expect(() => parseEnvironment({ RATE_LIMIT_REDIS_URL: url })).toThrow(/RATE_LIMIT_REDIS_URL: .*\(value not shown\)/);
+      expect(() => parseEnvironment({ RATE_LIMIT_REDIS_URL: url })).not.toThrow(/hunter2pw/);
+    }
+    expect(parseEnvironment({ RATE_LIMIT_REDIS_URL: 'rediss://:hunter2pw@[::1]:6380/3' }).RATE_LIMIT_REDIS_URL).toBe('rediss://:hunter2pw@[::1]:6380/3');
+  });
+
   it('is named without its value', () => {
     const token = 'short-secret';
     expect(() => parseEnvironment({ PLATFORM_ADMIN_TOKEN: token, DATABASE_URL: 'mysql://u:hunter2@db/x' })).toThrow(

@@ -2,6 +2,7 @@ import { Transform } from 'class-transformer';
 import { IsInt, IsOptional, IsString, Matches, Max, MaxLength, Min } from 'class-validator';
 import { emptyToUndefined, toInt } from './env-transforms';
 import { TelemetryVariables } from './telemetry-config';
+import { ParsesAsUrl } from './parses-as-url';
 
 /** How many requests a key, an organization and a failing client may make, and where they are counted. */
 export class RateLimitVariables extends TelemetryVariables {
@@ -42,6 +43,7 @@ export class RateLimitVariables extends TelemetryVariables {
   @IsString()
   @MaxLength(2048)
   @Matches(/^rediss?:\/\/[^\s]+$/, { message: 'must be a redis:// or rediss:// URL' })
+  @ParsesAsUrl()
   RATE_LIMIT_REDIS_URL?: string;
 
   /** Prefix of every rate-limit key in Redis, so several deployments (or test runs) can share one Redis. */

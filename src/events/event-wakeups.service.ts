@@ -5,6 +5,7 @@ import { DataSource } from 'typeorm';
 import { AuditService } from '../audit/audit.service';
 import { APP_CONFIG, AppConfig } from '../config/app-config';
 import { listen, notify } from '../database/notifications';
+import { detachedFromCaller } from '../telemetry/trace-context';
 
 /** Which organizations have new events; `all` when that is unknown (a wake-up may have been missed). */
 export type Wakeup = ReadonlySet<string> | 'all';
@@ -81,7 +82,8 @@ export class EventWakeups implements OnModuleInit, OnModuleDestroy {
   private emit(orgs: Wakeup, listeners = this.listeners): void {
     for (const listener of listeners) {
       try {
-        listener(orgs);
+        // Called in the committing request's context; what listeners start serves every organization.
+        detachedFromCaller(() => listener(orgs));
       } catch (err) {
         this.logger.error(`wake-up listener failed: ${(err as Error).message}`);
       }

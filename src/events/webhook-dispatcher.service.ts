@@ -6,6 +6,7 @@ import { EgressService } from '../egress/egress.service';
 import { Metrics } from '../telemetry/metrics';
 import { SecretOpenError, SecretsService } from '../secrets/secrets.service';
 import { EventWakeups } from './event-wakeups.service';
+import { detachedFromCaller } from '../telemetry/trace-context';
 import { nextAttemptAt } from './webhook-schedule';
 import { AttemptOutcome, ClaimedDelivery, WebhookDeliveriesRepository } from './webhook-deliveries.repository';
 
@@ -108,7 +109,8 @@ export class WebhookDispatcher implements OnModuleInit, OnModuleDestroy {
       this.again = true;
       return;
     }
-    this.running = this.rounds().finally(() => (this.running = undefined));
+    // A kick comes from whichever request's commit woke it; the deliveries are every organization's.
+    this.running = detachedFromCaller(() => this.rounds()).finally(() => (this.running = undefined));
   }
 
   private async rounds(): Promise<void> {

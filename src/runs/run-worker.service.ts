@@ -6,6 +6,7 @@ import { CallSettledNotifier } from '../runtime/call-settled.notifier';
 import { RunEngine } from './run-engine.service';
 import { mayStart, sharedLeft, SlotCaps } from './run-slots';
 import { RunsRepository } from './runs.repository';
+import { detachedFromCaller } from '../telemetry/trace-context';
 
 /** Looks at the runs stepping here, prompted by other nodes' commits, at most this often. */
 const HELD_CHECK_SPACING_MS = 250;
@@ -94,6 +95,12 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
    * cannot go past the operator's caps, and a few organizations cannot take every slot.
    */
   start(runId: string, orgId: string): void {
+    // Called by the request that created or resumed the run: its steps are the node's own work, not
+    // spans of that request's trace, and its model calls carry none of the caller's trace headers.
+    detachedFromCaller(() => this.step(runId, orgId));
+  }
+
+  private step(runId: string, orgId: string): void {
     if (this.stopping || this.active.has(runId)) return;
     if (!mayStart(this.caps(), this.active.size, this.perOrg.get(orgId) ?? 0)) {
       this.repo.release(runId, this.owner).catch((err) => this.logger.warn({ err, runId }, 'could not give back the lease of a run'));
@@ -160,7 +167,8 @@ export class RunWorker implements OnApplicationBootstrap, OnModuleDestroy {
       this.pollAgain = true;
       return;
     }
-    this.polling = this.poll()
+    // A poke after one organization's run takes any organization's runs.
+    this.polling = detachedFromCaller(() => this.poll())
       .catch((err) => this.logger.error({ err }, 'run poll failed'))
       .finally(() => {
         this.polling = undefined;

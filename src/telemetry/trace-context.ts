@@ -1,5 +1,6 @@
-import { isSpanContextValid, trace } from '@opentelemetry/api';
+import { context, isSpanContextValid, ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import type { IncomingMessage } from 'node:http';
+import { storage } from 'nestjs-pino/storage';
 
 /** W3C Trace Context: version-traceid-parentid-flags; version ff is invalid, all-zero ids too. */
 const TRACEPARENT = /^(?!ff)[0-9a-f]{2}-(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-[0-9a-f]{2}(-.*)?$/;
@@ -15,4 +16,18 @@ export function traceFieldsOf(req: IncomingMessage): { trace_id?: string; span_i
   const header = req.headers.traceparent;
   const m = typeof header === 'string' && header.length <= 512 ? TRACEPARENT.exec(header.trim().toLowerCase()) : null;
   return m ? { trace_id: m[1] } : {};
+}
+
+/**
+ * Runs `fn` outside whatever trace is active, as work of the node's own. A node's background work
+ * (webhook deliveries, runs' steps, wake-ups) is started by whichever request's commit woke it and
+ * then serves every organization: left in that request's context, another organization's webhook
+ * deliveries and model calls carried the caller's `traceparent`, `tracestate` and `baggage` (any
+ * header it chose) and were spans of its trace (attack round 22, AH-F1). Outside the request's
+ * logger too: with tracing off it lives in nestjs-pino's own store (with tracing on, in the trace
+ * context, src/telemetry/request-log-context.ts), and another organization's delivery or run step
+ * logged that request's id and URL (attack round 22, AH-N2).
+ */
+export function detachedFromCaller<T>(fn: () => T): T {
+  return storage.exit(() => context.with(ROOT_CONTEXT, fn));
 }

@@ -31,6 +31,8 @@ export class TestIdentityProvider {
   readonly audience = `https://gateway.test/${randomBytes(4).toString('hex')}`;
   /** Paths asked for, in order. */
   readonly requests: string[] = [];
+  /** The headers of each request, in the same order. */
+  readonly headers: http.IncomingHttpHeaders[] = [];
   private keys: SigningKey[] = [];
   private server!: http.Server;
 
@@ -88,6 +90,7 @@ export class TestIdentityProvider {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     this.requests.push(req.url ?? '');
+    this.headers.push(req.headers);
     const send = (body: unknown) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));

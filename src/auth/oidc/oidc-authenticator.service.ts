@@ -20,6 +20,7 @@ import { KeysUnavailableError, OidcKeyStore } from './oidc-keys';
 import { OidcOrgsRepository } from './oidc-orgs.repository';
 import { PeopleRepository } from './people.repository';
 import { notAnAccessToken } from './token-type';
+import { detachedFromCaller } from '../../telemetry/trace-context';
 
 /**
  * The most keys a token that names no `kid` is tried with, when the provider publishes several of
@@ -191,7 +192,11 @@ export class OidcAuthenticator {
   private async fetchJson(url: string): Promise<unknown> {
     let text: string;
     try {
-      const response = await this.egress.fetch(url, { headers: { accept: 'application/json' }, timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_DOCUMENT_BYTES });
+      // Made in the request of whichever token asked first (a stranger's, with a made-up `kid`) and
+      // shared by every sign-in: none of that caller's trace headers go to the provider.
+      const response = await detachedFromCaller(() =>
+        this.egress.fetch(url, { headers: { accept: 'application/json' }, timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_DOCUMENT_BYTES }),
+      );
       if (!response.ok) {
         await response.body?.cancel().catch(() => undefined);
         throw new KeysUnavailableError(`${url} answered ${response.status}`);
