@@ -53,6 +53,15 @@ describe('environment', () => {
     expect(() => resolveConfig({ DATA_DIR: dir, API_KEY_EXPIRY_NOTICE_DAYS: '-1' })).toThrow(/API_KEY_EXPIRY_NOTICE_DAYS/);
   });
 
+  it("fails a run after 64 of its model's calls were refused unless told otherwise (1 to 100,000)", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    expect(resolveConfig({ DATA_DIR: dir }).runs.maxRefusedCalls).toBe(64);
+    expect(resolveConfig({ DATA_DIR: dir, RUN_MAX_REFUSED_CALLS: '500' }).runs.maxRefusedCalls).toBe(500);
+    for (const bad of ['0', '100001', '2.5', 'none']) {
+      expect(() => resolveConfig({ DATA_DIR: dir, RUN_MAX_REFUSED_CALLS: bad })).toThrow(/RUN_MAX_REFUSED_CALLS/);
+    }
+  });
+
   it('lets an organization make 1,000 API keys in any 24 hours unless told otherwise (1 to 1,000,000)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     expect(resolveConfig({ DATA_DIR: dir }).apiKeysCreatedPerDay).toBe(1000);

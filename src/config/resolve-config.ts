@@ -108,6 +108,7 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
       retentionMs: e.RUN_RETENTION_DAYS * 86_400_000,
       waitsPerOrg: e.RUN_WAITS_PER_ORG,
       maxRunningPerOrg: e.RUN_MAX_RUNNING_PER_ORG,
+      maxRefusedCalls: e.RUN_MAX_REFUSED_CALLS,
     },
     corsOrigins: parseOrigins(e.CORS_ORIGINS) ?? [],
     events: {

@@ -13,6 +13,19 @@ export class RunsVariables extends EgressVariables {
   @Max(10_000)
   RUN_MAX_STEPS: number = 32;
 
+  /**
+   * Calls of a run's model the guards refused (a tool the version does not offer, arguments its
+   * schema refuses, a disabled tool...) before the run fails with `too_many_refused_calls`. Each
+   * refusal is audited; a model answering every step with 128 calls of tools that do not exist made
+   * one run write 4,096 `tool_call.denied` events by one request (attack round 22, AF-N1).
+   */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(1)
+  @Max(100_000)
+  RUN_MAX_REFUSED_CALLS: number = 64;
+
   /** How long a node holds a run it steps without renewing; a node that dies is taken over after this. */
   @IsOptional()
   @Transform(toInt)
@@ -142,6 +155,8 @@ export interface RunsConfig {
   waitsPerOrg?: number;
   /** RUN_MAX_RUNNING_PER_ORG (1,000 when unset): an organization's runs `running` at once, past which a new one is 429. */
   maxRunningPerOrg?: number;
+  /** RUN_MAX_REFUSED_CALLS (64 when unset): refused calls of a run's model before it fails `too_many_refused_calls`. */
+  maxRefusedCalls?: number;
 }
 
 export const DEFAULT_RUNS_CONFIG: RunsConfig = {

@@ -36,7 +36,7 @@ import {
 import { ChatModel, ModelError, ModelRetry, ModelTurn } from './model-client';
 import { ModelProvidersService } from './model-providers.service';
 import { RunSignals } from './run-signals';
-import { KEY_NOT_ACCEPTED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository } from './runs.repository';
+import { KEY_NOT_ACCEPTED, PendingCall, RunEventInput, RunPatch, RunRow, RunsRepository, RunUsage } from './runs.repository';
 import { SecretOpenError } from '../secrets/secrets.service';
 
 /** When the model's window is not given: a common size today, and what compaction aims under. */
@@ -76,6 +76,14 @@ function modelRetryLater(err: ModelRetry, row: RunRow): RetryLater {
  * (claim, guards, record): one answer must leave the pool to the node's other runs and requests.
  */
 export const MAX_PARALLEL_TOOL_CALLS = 4;
+
+/** RUN_MAX_REFUSED_CALLS when the configuration does not say (src/config/runs-config.ts says why). */
+export const DEFAULT_MAX_REFUSED_CALLS = 64;
+
+/** A run's usage as answered and audited: without its own count of refused calls. */
+function answeredUsage({ refusedCalls: _, ...usage }: RunUsage): RunUsage {
+  return usage;
+}
 
 /** Steps failed in a row on an error of ours before the run fails with `internal_error`. */
 export const MAX_STEP_FAILURES = 5;
@@ -210,6 +218,15 @@ export class RunEngine {
         await this.finish(row, owner, 'succeeded', { output: last.content ?? '' });
         return;
       }
+      if ((row.usage.refusedCalls ?? 0) >= this.maxRefusedCalls()) {
+        await this.finish(row, owner, 'failed', {
+          error: {
+            code: 'too_many_refused_calls',
+            message: `The run's model asked for ${row.usage.refusedCalls} tool calls that were refused, the most a run may (RUN_MAX_REFUSED_CALLS).`,
+          },
+        });
+        return;
+      }
       if (row.usage.modelCalls >= this.config.runs.maxSteps) {
         await this.finish(row, owner, 'failed', {
           error: { code: 'max_steps', message: `The run reached its limit of ${this.config.runs.maxSteps} model calls (RUN_MAX_STEPS).` },
@@ -306,6 +323,10 @@ export class RunEngine {
     // Set when the executor says the run has ended (cancelled on another node, or its key revoked
     // before this node's lease renewal noticed): the calls left are not asked for, as on `signal`.
     let ended = false;
+    // Past the run's refused calls (checked before each call is asked for, so those running side by
+    // side may pass it by a few), the rest are answered refused here: neither asked for nor audited.
+    let refused = row.usage.refusedCalls ?? 0;
+    const maxRefused = this.maxRefusedCalls();
     // Parallel tool calls of one answer run side by side (a few at a time); each passes every guard on its own.
     const pending = await mapBounded(row.pending, MAX_PARALLEL_TOOL_CALLS, async (p): Promise<PendingCall> => {
       if (p.result) return p;
@@ -318,6 +339,14 @@ export class RunEngine {
       // Cancelled (here, or seen at the lease's renewal) or shutting down: a call under way may
       // finish, no new one starts (attack round 8, B-F3: a step went on for minutes after its cancel).
       if (signal.aborted || ended) return p;
+      if (refused >= maxRefused) {
+        const refusal = {
+          code: 'too_many_refused_calls',
+          message: `The run's model asked for ${refused} calls that were refused (RUN_MAX_REFUSED_CALLS); nothing ran, and the run ends.`,
+        };
+        events.push({ type: 'tool_call.failed', data: { modelCallId: p.id, name: p.name, error: { code: refusal.code } } });
+        return { ...p, result: toolMessage(p, { error: refusal }) };
+      }
       const outcome = await this.request(ctx, row, p, built);
       if (outcome === 'ended') {
         ended = true;
@@ -328,6 +357,7 @@ export class RunEngine {
         return p;
       }
       if ('refusal' in outcome) {
+        refused++;
         events.push({ type: 'tool_call.failed', data: { modelCallId: p.id, name: p.name, error: { code: outcome.refusal.code } } });
         return { ...p, result: toolMessage(p, { error: outcome.refusal }) };
       }
@@ -341,7 +371,7 @@ export class RunEngine {
     });
 
     const toolCallIds = [...row.tool_call_ids, ...newCallIds.filter((id) => !row.tool_call_ids.includes(id))];
-    const usage = { ...row.usage, toolCalls: toolCallIds.length };
+    const usage = { ...row.usage, toolCalls: toolCallIds.length, ...(refused > 0 ? { refusedCalls: refused } : {}) };
     if (signal.aborted || ended) {
       // The calls made are written while the run is still ours (a shutdown: the next node asks for
       // the rest); a cancelled run's write matches nothing and `save` records them on the ended run.
@@ -532,6 +562,10 @@ export class RunEngine {
     return { ...row, compaction: next, usage };
   }
 
+  private maxRefusedCalls(): number {
+    return this.config.runs.maxRefusedCalls ?? DEFAULT_MAX_REFUSED_CALLS;
+  }
+
   private async finish(
     row: RunRow,
     owner: string,
@@ -549,7 +583,7 @@ export class RunEngine {
       data: {
         agentId: row.agent_id,
         version: row.version,
-        usage: patch.usage ?? row.usage,
+        usage: answeredUsage(patch.usage ?? row.usage),
         ...(status === 'failed' ? { error: { code: patch.error?.code } } : {}),
       },
     };

@@ -36,6 +36,8 @@ export interface RunUsage {
   inputTokens: number;
   outputTokens: number;
   toolCalls: number;
+  /** Calls of the run's model the guards refused (RUN_MAX_REFUSED_CALLS); the run's own, not answered (RUN_VIEW leaves it out). */
+  refusedCalls?: number;
 }
 
 export interface RunRow {
@@ -145,7 +147,7 @@ const optional = (key: string, value: string, when: string) => `CASE WHEN ${when
 const OF_AGENTS = 'AND ($3::uuid[] IS NULL OR agent_id = ANY ($3::uuid[]))';
 
 const RUN_VIEW = `(jsonb_build_object('id', id, 'agentId', agent_id, 'version', version, 'status', status, 'input', input, 'messages', messages,
-                 'toolCallIds', to_jsonb(tool_call_ids), 'pendingApprovalIds', to_jsonb(pending_approval_ids), 'usage', usage,
+                 'toolCallIds', to_jsonb(tool_call_ids), 'pendingApprovalIds', to_jsonb(pending_approval_ids), 'usage', usage - 'refusedCalls',
                  'createdAt', ${iso('created_at')})
                || ${optional('output', 'output', 'output IS NOT NULL')}
                || ${optional('error', `jsonb_build_object('code', error_code, 'message', coalesce(error_message, ''))`, `coalesce(error_code, '') <> ''`)}
@@ -581,7 +583,7 @@ export class RunsRepository {
       `UPDATE run SET status = 'failed', error_code = $3, error_message = $4, completed_at = now(), updated_at = now(),
               lease_owner = NULL, lease_expires_at = NULL, pending = '[]'::jsonb, pending_tool_call_ids = '{}', pending_approval_ids = '{}'
         WHERE org_id = $1 AND requested_by = $2 AND status IN ('running', 'waiting_for_approval')
-        RETURNING id, agent_id, version, usage`,
+        RETURNING id, agent_id, version, usage - 'refusedCalls' AS usage`,
       [orgId, keyId, KEY_REVOKED.code, KEY_REVOKED.message],
     );
     if (runs.length > 0) {

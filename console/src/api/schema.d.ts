@@ -2076,7 +2076,7 @@ export interface components {
             keepPreviousForSeconds: number;
         };
         RunErrorView: {
-            /** @description `model_error`, `max_steps`, `transcript_too_large`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...). */
+            /** @description `model_error`, `max_steps`, `too_many_refused_calls` (RUN_MAX_REFUSED_CALLS), `transcript_too_large`, `model_not_configured`, `egress_refused`, `unauthorized` (the key that started it was revoked), or a refusal of the version (`not_found`, `scope_not_granted`...). */
             code: string;
             message: string;
         };
