@@ -11,6 +11,7 @@ import { LruCache } from '../../common/lru-cache';
 import { ownRisk } from './mcp-connection-view';
 import type { ToolRisk } from '../../capabilities/capability.types';
 import { PerKeyThrottle } from './per-key-throttle';
+import { WindowBudget } from './window-budget';
 import { StoredToolList, StoredToolLists } from './stored-tool-lists';
 
 const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
@@ -18,6 +19,13 @@ const SYSTEM_ACTOR = { type: 'system', id: 'mcp-refresh' };
 export const LIST_CHANGED_INTERVAL_MS = 30_000;
 /** ...and, for a server that keeps sending it, at most this often: each listing doubles the wait (PerKeyThrottle). */
 export const LIST_CHANGED_MAX_INTERVAL_MS = 600_000;
+/**
+ * ...and one organization's connections together at most this many times in LIST_CHANGED_MAX_INTERVAL_MS
+ * on a node; the others wait for their turn. Each connection's backoff alone let an organization's 50
+ * connections list a list of row 221's bound every ten minutes each, about 2% of a core and 270 MB
+ * of audited listings a day per node, by no key (attack round 21, AD-N1).
+ */
+export const LIST_CHANGED_PER_ORG = 10;
 
 export type { BoundConnection, ConnectionTool } from './mcp-tools';
 
@@ -33,6 +41,9 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
   private readonly refreshing = new Map<string, Promise<McpConnectionRow | undefined>>();
   private unsubscribe?: () => void;
   private readonly listChanged = new PerKeyThrottle(LIST_CHANGED_INTERVAL_MS, LIST_CHANGED_MAX_INTERVAL_MS);
+  private readonly orgListings = new WindowBudget(LIST_CHANGED_PER_ORG, LIST_CHANGED_MAX_INTERVAL_MS);
+  /** Connections whose listing waits for their organization's budget: one timer each. */
+  private readonly deferred = new Map<string, NodeJS.Timeout>();
 
   constructor(
     private readonly dataSource: DataSource,
@@ -49,20 +60,37 @@ export class McpConnectionSync implements OnModuleInit, OnModuleDestroy {
     // The server sends list_changed whenever it likes: one sending it every 10 ms, its list a little
     // different each time, wrote ~30 audited refreshes a second. At most one per connection per interval.
     this.unsubscribe = this.pool.onToolsChanged((orgId, connectionId) =>
-      this.listChanged.request(`${orgId}/${connectionId}`, () => {
-        // Closed since (idle, deleted, moved): a listing nobody asked for would open a client again,
-        // its server's next list_changed another listing, for good (attack round 21, AD-F3).
-        if (!this.pool.holds(connectionId)) return;
-        void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
-          this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
-        );
-      }),
+      this.listChanged.request(`${orgId}/${connectionId}`, () => this.listOnChange(orgId, connectionId)),
     );
   }
 
   onModuleDestroy(): void {
     this.unsubscribe?.();
     this.listChanged.close();
+    for (const timer of this.deferred.values()) clearTimeout(timer);
+    this.deferred.clear();
+  }
+
+  /** A listing a server's list_changed asked for, in its organization's budget on this node (or when it frees). */
+  private listOnChange(orgId: string, connectionId: string): void {
+    const key = `${orgId}/${connectionId}`;
+    if (this.deferred.has(key)) return;
+    // Closed since (idle, deleted, moved): a listing nobody asked for would open a client again,
+    // its server's next list_changed another listing, for good (attack round 21, AD-F3).
+    if (!this.pool.holds(connectionId)) return;
+    const wait = this.orgListings.take(orgId);
+    if (wait > 0) {
+      const timer = setTimeout(() => {
+        this.deferred.delete(key);
+        this.listOnChange(orgId, connectionId);
+      }, wait);
+      timer.unref();
+      this.deferred.set(key, timer);
+      return;
+    }
+    void this.refresh(orgId, connectionId, 'list_changed').catch((err) =>
+      this.logger.warn(`refreshing MCP connection ${connectionId} after list_changed failed: ${(err as Error).message}`),
+    );
   }
 
   /**
