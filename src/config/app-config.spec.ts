@@ -272,6 +272,32 @@ describe('the identity provider', () => {
     expect(resolveConfig({ ...base, OIDC_REQUIRED_TOKEN_TYPE: 'at+jwt' }).oidc?.requireAccessTokenType).toBe(true);
     expect(() => parseEnvironment({ OIDC_REQUIRED_TOKEN_TYPE: 'JWT' })).toThrow(/OIDC_REQUIRED_TOKEN_TYPE:/);
   });
+
+  it('asks the introspection endpoint only when it is set with its client, holding answers 30 s unless told otherwise', () => {
+    const base = { DATA_DIR: dir(), OIDC_ISSUER: 'https://login.example.com', OIDC_AUDIENCE: 'api://gateway' };
+    const asked = { OIDC_INTROSPECTION_URL: 'https://login.example.com/introspect', OIDC_CLIENT_ID: 'gateway', OIDC_CLIENT_SECRET: 'hunter2 and more' };
+    expect(resolveConfig(base).oidc?.introspection).toBeUndefined();
+    expect(resolveConfig({ ...base, ...asked }).oidc?.introspection).toEqual({
+      url: 'https://login.example.com/introspect',
+      clientId: 'gateway',
+      clientSecret: 'hunter2 and more',
+      cacheMs: 30_000,
+    });
+    expect(resolveConfig({ ...base, ...asked, OIDC_INTROSPECTION_CACHE_SECONDS: '0' }).oidc?.introspection?.cacheMs).toBe(0);
+    expect(() => parseEnvironment({ OIDC_INTROSPECTION_CACHE_SECONDS: '301' })).toThrow(/OIDC_INTROSPECTION_CACHE_SECONDS:/);
+    expect(() => resolveConfig({ ...base, OIDC_INTROSPECTION_URL: asked.OIDC_INTROSPECTION_URL })).toThrow(/OIDC_CLIENT_ID and OIDC_CLIENT_SECRET/);
+    expect(() => resolveConfig({ ...base, OIDC_CLIENT_ID: 'gateway', OIDC_CLIENT_SECRET: 'x' })).toThrow(/OIDC_CLIENT_ID and OIDC_CLIENT_SECRET/);
+    expect(() => resolveConfig({ DATA_DIR: dir(), ...asked })).toThrow(/OIDC_INTROSPECTION_URL: is set but OIDC_ISSUER is not/);
+    expect(() => parseEnvironment({ OIDC_INTROSPECTION_URL: 'login.example.com/introspect' })).toThrow(/OIDC_INTROSPECTION_URL:/);
+    // A secret refused is named, never shown.
+    try {
+      parseEnvironment({ OIDC_CLIENT_SECRET: 'hunter2\u0001' });
+      throw new Error('not refused');
+    } catch (e) {
+      expect(String(e)).toMatch(/OIDC_CLIENT_SECRET:/);
+      expect(String(e)).not.toContain('hunter2');
+    }
+  });
 });
 
 describe("one organization's share of a node's runs", () => {

@@ -96,14 +96,25 @@ export class ConfigError extends Error {
   }
 }
 
-/** The variables without a default (so not keys of a fresh instance) whose values are secrets. */
-const SECRET_VARIABLES = ['DATABASE_URL', 'PLATFORM_ADMIN_TOKEN', 'SECRETS_KEY', 'SECRETS_KEY_PREVIOUS', 'RATE_LIMIT_REDIS_URL', 'METRICS_TOKEN'] as const;
+/**
+ * The variables whose values are secrets, never shown when refused; read from the environment here
+ * too, since those without a default are not keys of a fresh instance.
+ */
+const SECRET_VARIABLES = [
+  'DATABASE_URL',
+  'PLATFORM_ADMIN_TOKEN',
+  'SECRETS_KEY',
+  'SECRETS_KEY_PREVIOUS',
+  'RATE_LIMIT_REDIS_URL',
+  'METRICS_TOKEN',
+  'OIDC_CLIENT_SECRET',
+] as const;
 
 /** Parses the environment; throws a ConfigError that names every bad variable. */
 export function parseEnvironment(env: NodeJS.ProcessEnv): EnvironmentVariables {
   const known = Object.keys(new EnvironmentVariables());
   const raw: Record<string, unknown> = {};
-  for (const key of [...known, ...SECRET_VARIABLES]) {
+  for (const key of new Set([...known, ...SECRET_VARIABLES])) {
     if (env[key] !== undefined) raw[key] = env[key];
   }
   const parsed = plainToInstance(EnvironmentVariables, raw);

@@ -42,6 +42,40 @@ export class AuthVariables extends DatabaseVariables {
   @IsIn(['at+jwt'], { message: 'must be at+jwt, or unset' })
   OIDC_REQUIRED_TOKEN_TYPE?: string = '';
 
+  /**
+   * The provider's token introspection endpoint (RFC 7662): set, every token is also asked about
+   * there (as OIDC_CLIENT_ID with OIDC_CLIENT_SECRET), so one the provider revoked is refused within
+   * OIDC_INTROSPECTION_CACHE_SECONDS. Unset: a token is taken until it expires.
+   */
+  @ValidateIf((_o: unknown, v: unknown) => v !== '' && v !== undefined)
+  @Transform(emptyToUndefined)
+  @IsString()
+  @MaxLength(2048)
+  @Matches(/^https?:\/\/[^\s"]+$/, { message: "must be an https:// URL (the provider's introspection_endpoint)" })
+  OIDC_INTROSPECTION_URL?: string = '';
+
+  /** The client this server introspects as (with OIDC_INTROSPECTION_URL). */
+  @ValidateIf((_o: unknown, v: unknown) => v !== '' && v !== undefined)
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(/^[\x21-\x7e]{1,512}$/, { message: 'must be 1 to 512 printable ASCII characters without spaces' })
+  OIDC_CLIENT_ID?: string = '';
+
+  /** That client's secret. */
+  @ValidateIf((_o: unknown, v: unknown) => v !== '' && v !== undefined)
+  @Transform(emptyToUndefined)
+  @IsString()
+  @Matches(/^[\x20-\x7e]{1,4096}$/, { message: 'must be 1 to 4096 printable ASCII characters' })
+  OIDC_CLIENT_SECRET?: string = '';
+
+  /** How long an answer of the introspection endpoint is taken for its token (and never past the token's exp); 0: asked at every request. */
+  @IsOptional()
+  @Transform(toInt)
+  @IsInt()
+  @Min(0)
+  @Max(300)
+  OIDC_INTROSPECTION_CACHE_SECONDS: number = 30;
+
   /** The claim that names the organization, by its id or its slug. */
   @IsOptional()
   @IsString()
@@ -99,4 +133,6 @@ export interface OidcConfig {
   keysMaxAgeMs: number;
   /** Only tokens whose header `typ` is an access token's (`OIDC_REQUIRED_TOKEN_TYPE=at+jwt`). */
   requireAccessTokenType?: boolean;
+  /** Every token asked about at the provider's introspection endpoint (OIDC_INTROSPECTION_URL). */
+  introspection?: { url: string; clientId: string; clientSecret: string; cacheMs: number };
 }

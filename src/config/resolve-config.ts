@@ -126,7 +126,13 @@ export function resolveConfig(env: NodeJS.ProcessEnv, log: (message: string) => 
 function resolveOidc(e: EnvironmentVariables): OidcConfig | undefined {
   if (!e.OIDC_ISSUER) {
     if (e.OIDC_AUDIENCE) throw new ConfigError('Invalid environment:\n  OIDC_AUDIENCE: is set but OIDC_ISSUER is not; set both or neither');
+    if (e.OIDC_INTROSPECTION_URL) throw new ConfigError('Invalid environment:\n  OIDC_INTROSPECTION_URL: is set but OIDC_ISSUER is not');
     return undefined;
+  }
+  if (Boolean(e.OIDC_INTROSPECTION_URL) !== Boolean(e.OIDC_CLIENT_ID && e.OIDC_CLIENT_SECRET)) {
+    throw new ConfigError(
+      'Invalid environment:\n  OIDC_INTROSPECTION_URL: set it with OIDC_CLIENT_ID and OIDC_CLIENT_SECRET (the client it introspects as), or none of the three',
+    );
   }
   if (!e.OIDC_AUDIENCE) {
     throw new ConfigError(
@@ -142,6 +148,16 @@ function resolveOidc(e: EnvironmentVariables): OidcConfig | undefined {
     keyRefreshCooldownMs: 30_000,
     keysMaxAgeMs: 600_000,
     ...(e.OIDC_REQUIRED_TOKEN_TYPE ? { requireAccessTokenType: true } : {}),
+    ...(e.OIDC_INTROSPECTION_URL
+      ? {
+          introspection: {
+            url: e.OIDC_INTROSPECTION_URL,
+            clientId: e.OIDC_CLIENT_ID!,
+            clientSecret: e.OIDC_CLIENT_SECRET!,
+            cacheMs: e.OIDC_INTROSPECTION_CACHE_SECONDS * 1000,
+          },
+        }
+      : {}),
   };
 }
 

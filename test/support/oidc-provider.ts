@@ -35,6 +35,12 @@ export class TestIdentityProvider {
   readonly headers: http.IncomingHttpHeaders[] = [];
   private keys: SigningKey[] = [];
   private server!: http.Server;
+  /** Tokens its introspection endpoint answers inactive (RFC 7662): revoked. */
+  readonly revoked = new Set<string>();
+  /** The client its introspection endpoint takes, by HTTP Basic (RFC 6749 2.3.1). */
+  readonly client = { id: 'gateway:test', secret: `s3cret ${randomBytes(4).toString('hex')}` };
+  /** What the introspection endpoint answers instead, when set (a provider down, or answering nonsense). */
+  introspectionAnswer?: { status: number; body: string };
 
   /** The server's identity-provider settings for this provider (claims `org_id` and `roles`, a minute of skew); a suite names what it changes. */
   config(overrides: Partial<OidcConfig> = {}): OidcConfig {
@@ -48,6 +54,11 @@ export class TestIdentityProvider {
       keysMaxAgeMs: 600_000,
       ...overrides,
     };
+  }
+
+  /** Settings asking this provider's introspection endpoint about every token (for `config({ introspection })`). */
+  introspection(cacheMs = 0): NonNullable<OidcConfig['introspection']> {
+    return { url: `${this.issuer}/introspect`, clientId: this.client.id, clientSecret: this.client.secret, cacheMs };
   }
 
   static async start(): Promise<TestIdentityProvider> {
@@ -107,6 +118,26 @@ export class TestIdentityProvider {
       });
     }
     if (req.url === '/jwks') return send({ keys: this.keys.map((k) => k.jwk) });
+    if (req.url === '/introspect' && req.method === 'POST') {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (chunk: string) => (body += chunk));
+      req.on('end', () => {
+        if (this.introspectionAnswer) {
+          res.writeHead(this.introspectionAnswer.status, { 'content-type': 'application/json' });
+          return res.end(this.introspectionAnswer.body);
+        }
+        const part = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+        const expected = `Basic ${Buffer.from(`${part(this.client.id)}:${part(this.client.secret)}`).toString('base64')}`;
+        if (req.headers.authorization !== expected) {
+          res.writeHead(401, { 'content-type': 'application/json' });
+          return res.end('{"error":"invalid_client"}');
+        }
+        const token = new URLSearchParams(body).get('token') ?? '';
+        send(this.revoked.has(token) ? { active: false } : { active: true, token_type: 'access_token' });
+      });
+      return;
+    }
     res.writeHead(404).end();
   }
 }

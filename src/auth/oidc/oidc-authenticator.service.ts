@@ -21,6 +21,7 @@ import { OidcOrgsRepository } from './oidc-orgs.repository';
 import { PeopleRepository } from './people.repository';
 import { notAnAccessToken } from './token-type';
 import { detachedFromCaller } from '../../telemetry/trace-context';
+import { IntrospectionUnavailableError, TokenIntrospection } from './token-introspection';
 
 /**
  * The most keys a token that names no `kid` is tried with, when the provider publishes several of
@@ -77,6 +78,8 @@ const MAX_TOKEN_LENGTH = 16 * 1024;
 const LATEST_EXP = 253402300799;
 const MAX_DOCUMENT_BYTES = 512 * 1024;
 const FETCH_TIMEOUT_MS = 10_000;
+/** An introspection answer is a small JSON object; past this it is refused unread. */
+const MAX_INTROSPECTION_BYTES = 64 * 1024;
 
 /**
  * Sign-in through the organization's identity provider: a JWT access token from `OIDC_ISSUER`,
@@ -88,6 +91,7 @@ export class OidcAuthenticator {
   private readonly logger = new Logger('OidcAuthenticator');
   private readonly oidc?: OidcConfig;
   private readonly keys?: OidcKeyStore;
+  private readonly introspection?: TokenIntrospection;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -107,6 +111,8 @@ export class OidcAuthenticator {
         onFetchError: (message) => this.logger.warn(`identity provider keys not fetched: ${message}`),
         onIgnoredKeys: (message) => this.logger.warn(`identity provider keys: ${message}`),
       });
+      if (this.oidc.introspection)
+        this.introspection = new TokenIntrospection(this.oidc.introspection, (url, headers, body) => this.postForm(url, headers, body));
     }
   }
 
@@ -149,6 +155,10 @@ export class OidcAuthenticator {
       if (err instanceof ClaimError) throw ApiError.unauthorized(err.message);
       throw err;
     }
+    // jwtVerify required `exp` and checked that it is a number. The skew on top of the last second
+    // of 9999 made GET /me answer `+010000-01-01T00:00:59.000Z`, which is no RFC 3339 date-time.
+    const expiresAt = Math.min((payload.exp as number) + oidc.clockSkewSeconds, LATEST_EXP) * 1000;
+    if (this.introspection) await this.assertActive(token, expiresAt);
     const org = await this.orgs.findByIdOrSlug(claims.orgRef);
     if (!org) throw ApiError.unauthorized("The token's organization is not known here.");
     const id = principalIdOf(oidc.issuer, claims.subject);
@@ -161,10 +171,36 @@ export class OidcAuthenticator {
       roles: claims.roles,
       orgScopes: org.scopes,
       ...(claims.scopes ? { tokenScopes: claims.scopes } : {}),
-      // jwtVerify required `exp` and checked that it is a number. The skew on top of the last second
-      // of 9999 made GET /me answer `+010000-01-01T00:00:59.000Z`, which is no RFC 3339 date-time.
-      expiresAt: Math.min((payload.exp as number) + oidc.clockSkewSeconds, LATEST_EXP) * 1000,
+      expiresAt,
     };
+  }
+
+  /** 401 for a token the provider revoked (OIDC_INTROSPECTION_URL); 503 when it could not say. */
+  private async assertActive(token: string, expiresAt: number): Promise<void> {
+    let active: boolean;
+    try {
+      active = await this.introspection!.isActive(token, expiresAt);
+    } catch (err) {
+      const why = err instanceof IntrospectionUnavailableError ? err.message : `the introspection endpoint was not reached (${(err as Error).message})`;
+      this.logger.warn(`token introspection failed: ${why}`);
+      throw new ApiError('service_unavailable', 'The identity provider could not say whether the token is still active; try again shortly.');
+    }
+    if (!active) throw ApiError.unauthorized('The identity provider no longer holds the token active (revoked, or its session ended).');
+  }
+
+  /** The introspection endpoint's POST, through the egress policy, bounded in time and size as the provider's documents are. */
+  private async postForm(url: string, headers: Record<string, string>, body: string): Promise<{ status: number; text: string }> {
+    try {
+      // The node's own question, shared by every request with the token: none of a caller's trace headers go with it.
+      const response = await detachedFromCaller(() =>
+        this.egress.fetch(url, { method: 'POST', headers, body, timeoutMs: FETCH_TIMEOUT_MS, maxBytes: MAX_INTROSPECTION_BYTES }),
+      );
+      return { status: response.status, text: await response.text() };
+    } catch (err) {
+      if (err instanceof EgressTooLargeError)
+        throw new IntrospectionUnavailableError(`the introspection endpoint answered more than ${MAX_INTROSPECTION_BYTES} bytes`);
+      throw err;
+    }
   }
 
   /** Why a token was refused, in words its bearer can act on; the provider being unreachable is not the token's fault. */
